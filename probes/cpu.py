@@ -1,0 +1,128 @@
+"""Per-core CPU load from cumulative kernel times, plus the CPU's static facts (read in the background)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psutil
+
+from probes.model import CoreLoad, CpuSnapshot
+from probes.rates import counter_delta
+
+# Field names as psutil (and /proc/stat) give them; guest and guest_nice are already inside user and nice.
+_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+TimesSource = Callable[[], Sequence[Any]]
+FreqSource = Callable[[], Sequence[Any]]
+
+
+def _times_tuple(sample: Any) -> tuple[float, ...]:
+    return tuple(float(getattr(sample, name, 0.0) or 0.0) for name in _FIELDS)
+
+
+def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...]) -> CoreLoad:
+    """Percentages of one core between two samples; None before there are two (or after a reset)."""
+    if before is None:
+        return CoreLoad(index, node, None)
+    deltas = [counter_delta(b, a) for b, a in zip(before, after, strict=True)]
+    if any(d is None for d in deltas):
+        return CoreLoad(index, node, None)
+    user, nice, system, idle, iowait, irq, softirq, steal = (float(d) for d in deltas)  # type: ignore[arg-type]
+    total = user + nice + system + idle + iowait + irq + softirq + steal
+    if total <= 0:
+        return CoreLoad(index, node, None)
+
+    def pct(value: float) -> float:
+        return round(100.0 * value / total, 2)
+
+    busy = total - idle - iowait
+    return CoreLoad(
+        index, node, pct(busy), user=pct(user + nice), system=pct(system), iowait=pct(iowait),
+        irq=pct(irq + softirq), steal=pct(steal),
+    )
+
+
+class CpuStaticInfo:
+    """py-cpuinfo takes about a second (it may run cpuid in a subprocess): read it once, off the first frame."""
+
+    def __init__(self, start: bool = True) -> None:
+        self.model: str | None = None
+        self.l2_cache_bytes: int | None = None
+        self.l3_cache_bytes: int | None = None
+        self.physical_cores: int | None = psutil.cpu_count(logical=False)
+        self.ready = threading.Event()
+        if start:
+            threading.Thread(target=self._load, name="hwtop-cpuinfo", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            import cpuinfo  # lazy: slow to import and to run
+
+            info = cpuinfo.get_cpu_info()
+            self.model = info.get("brand_raw") or None
+            self.l2_cache_bytes = _cache_bytes(info.get("l2_cache_size"))
+            self.l3_cache_bytes = _cache_bytes(info.get("l3_cache_size"))
+        except Exception:  # noqa: BLE001 - the facts stay None; the monitor does not depend on them
+            pass
+        finally:
+            self.ready.set()
+
+
+def _cache_bytes(value: Any) -> int | None:
+    if isinstance(value, int):
+        return value or None
+    return None
+
+
+class CpuProbe:
+    """Owns the previous per-core times, so each `read` returns load over the interval since the last."""
+
+    def __init__(
+        self,
+        times_source: TimesSource | None = None,
+        freq_source: FreqSource | None = None,
+        static: CpuStaticInfo | None = None,
+        loadavg: Callable[[], tuple[float, float, float]] | None = os.getloadavg,
+    ) -> None:
+        self._times_source = times_source or (lambda: psutil.cpu_times(percpu=True))
+        self._freq_source = freq_source or (lambda: psutil.cpu_freq(percpu=True) or [])
+        self.static = static if static is not None else CpuStaticInfo()
+        self._loadavg = loadavg
+        self._previous: list[tuple[float, ...]] | None = None
+
+    def read(self, node_of_cpu: dict[int, int]) -> CpuSnapshot:
+        samples = [_times_tuple(s) for s in self._times_source()]
+        previous = self._previous
+        if previous is not None and len(previous) != len(samples):
+            previous = None  # CPUs went on- or offline: start over rather than pair the wrong cores
+        self._previous = samples
+        try:
+            freqs = list(self._freq_source())
+        except Exception:  # noqa: BLE001 - frequency is optional everywhere
+            freqs = []
+        cores = []
+        for index, after in enumerate(samples):
+            load = core_load(index, node_of_cpu.get(index, 0), previous[index] if previous else None, after)
+            mhz = float(freqs[index].current) if index < len(freqs) and freqs[index].current else None
+            cores.append(load if mhz is None else dataclasses.replace(load, mhz=mhz))
+        measured = [c.percent for c in cores if c.percent is not None]
+        total = round(sum(measured) / len(measured), 2) if measured and len(measured) == len(cores) else None
+        try:
+            load_average = tuple(self._loadavg()) if self._loadavg else None
+        except OSError:
+            load_average = None
+        return CpuSnapshot(
+            cores=tuple(cores),
+            percent=total,
+            load_average=load_average,  # type: ignore[arg-type]
+            logical_cores=len(cores),
+            physical_cores=self.static.physical_cores,
+            model=self.static.model,
+            l2_cache_bytes=self.static.l2_cache_bytes,
+            l3_cache_bytes=self.static.l3_cache_bytes,
+        )
+

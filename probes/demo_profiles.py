@@ -1,0 +1,122 @@
+"""Built-in descriptions of real machines, for `--demo` and for tests: what each card reports and what it
+answers NOT_SUPPORTED, as NVML does on that card.
+
+Figures are the cards' published specifications (memory, board power, max clocks, PCIe link, compute
+capability); which NVML queries a class of card does not support follows how NVML behaves there (GeForce
+cards have no ECC, MIG or GPM; SXM modules and passively cooled data-centre cards report no fan; GPM exists
+from Hopper on).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GIB = 1024**3
+MIB = 1024**2
+
+
+@dataclass(frozen=True, slots=True)
+class GpuModel:
+    name: str
+    memory_bytes: int
+    power_limit_w: float
+    idle_power_w: float
+    sm_max_mhz: int
+    mem_max_mhz: int
+    pcie_max_gen: int
+    pcie_max_width: int
+    compute_capability: tuple[int, int]
+    nvlinks: int = 0
+    has_fan: bool = True
+    ecc: bool = False
+    mig_capable: bool = False
+    gpm: bool = False
+    pcie_byte_fields: bool = True  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES answer on this card and driver
+    # Memory the driver reserves on this card (shown apart from "used" by the v2 memory info).
+    reserved_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class DemoProcess:
+    gpu: int
+    pid: int
+    kind: str  # compute | graphics
+    used_memory_bytes: int | None
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DemoProfile:
+    name: str
+    description: str
+    gpu: GpuModel
+    gpu_count: int
+    driver_version: str
+    cuda_driver_version: int  # as NVML encodes it: 12040 is CUDA 12.4
+    busy_gpus: tuple[int, ...]  # the GPUs a training job runs on
+    processes: tuple[DemoProcess, ...] = ()
+    mig_gpus: tuple[int, ...] = ()  # GPUs in MIG mode (two 1g/3g slices each in the demo)
+    bus_ids: tuple[str, ...] = field(default=())
+
+    def bus_id(self, index: int) -> str:
+        if index < len(self.bus_ids):
+            return self.bus_ids[index]
+        return f"00000000:{0x17 + index * 0x10:02X}:00.0"
+
+
+GTX_1660S = GpuModel("NVIDIA GeForce GTX 1660 SUPER", 6 * GIB, 125, 9, 1785, 7001, 3, 16, (7, 5),
+                     pcie_byte_fields=False, reserved_bytes=0)
+RTX_3050 = GpuModel("NVIDIA GeForce RTX 3050", 8 * GIB, 130, 10, 1777, 7001, 4, 8, (8, 6),
+                    pcie_byte_fields=False)
+RTX_3090 = GpuModel("NVIDIA GeForce RTX 3090", 24 * GIB, 350, 22, 1695, 9751, 4, 16, (8, 6),
+                    pcie_byte_fields=False, reserved_bytes=310 * MIB)
+A4000 = GpuModel("NVIDIA RTX A4000", 16 * GIB, 140, 12, 1560, 7001, 4, 16, (8, 6), ecc=True,
+                 reserved_bytes=270 * MIB)
+A100_SXM4_80GB = GpuModel("NVIDIA A100-SXM4-80GB", 80 * GIB, 400, 55, 1410, 1593, 4, 16, (8, 0),
+                          nvlinks=12, has_fan=False, ecc=True, mig_capable=True, reserved_bytes=528 * MIB)
+H100_PCIE = GpuModel("NVIDIA H100 PCIe", 80 * GIB, 350, 48, 1755, 1593, 5, 16, (9, 0), has_fan=False,
+                     ecc=True, mig_capable=True, gpm=True, reserved_bytes=600 * MIB)
+H200 = GpuModel("NVIDIA H200", 141 * GIB, 700, 75, 1980, 3201, 5, 16, (9, 0), nvlinks=18, has_fan=False,
+                ecc=True, mig_capable=True, gpm=True, reserved_bytes=620 * MIB)
+
+_DGX_BUS = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000000:4E:00.0",
+            "00000000:87:00.0", "00000000:90:00.0", "00000000:B7:00.0", "00000000:BD:00.0")
+
+
+def _ranks(count: int, memory: int, first_pid: int = 41000) -> tuple[DemoProcess, ...]:
+    return tuple(DemoProcess(i, first_pid + i, "compute", memory, "python train.py") for i in range(count))
+
+
+PROFILES: dict[str, DemoProfile] = {
+    p.name: p
+    for p in (
+        DemoProfile("gtx1660s", "GeForce GTX 1660 SUPER 6 GB: the guide's entry tier, PCIe 3 x16",
+                    GTX_1660S, 1, "535.183.01", 12020, (0,),
+                    (DemoProcess(0, 3120, "graphics", None, "Xorg"),
+                     DemoProcess(0, 41000, "compute", 4200 * MIB, "python train.py"))),
+        DemoProfile("rtx3050", "GeForce RTX 3050 8 GB: entry tier, PCIe 4 x8", RTX_3050, 1, "550.90.07", 12040,
+                    (0,), (DemoProcess(0, 41000, "compute", 5100 * MIB, "python train.py"),)),
+        DemoProfile("rtx3090", "GeForce RTX 3090 24 GB: professional tier", RTX_3090, 1, "550.90.07", 12040,
+                    (0,), (DemoProcess(0, 41000, "compute", 17 * GIB, "python train.py"),)),
+        DemoProfile("a4000", "RTX A4000 16 GB: professional tier, ECC", A4000, 1, "550.90.07", 12040, (0,),
+                    (DemoProcess(0, 41000, "compute", 11 * GIB, "python train.py"),)),
+        DemoProfile("dgx-a100", "DGX A100: 8 x A100-SXM4-80GB, NVLink 3 through NVSwitch, MIG-capable",
+                    A100_SXM4_80GB, 8, "550.90.07", 12040, tuple(range(8)), _ranks(8, 61 * GIB),
+                    bus_ids=_DGX_BUS),
+        DemoProfile("h100-pcie", "H100 PCIe 80 GB: PCIe 5 x16, GPM activity metrics", H100_PCIE, 1,
+                    "560.35.03", 12060, (0,), _ranks(1, 52 * GIB)),
+        DemoProfile("h200", "H200 141 GB (SXM): GPM activity metrics", H200, 1, "570.86.15", 12080, (0,),
+                    _ranks(1, 98 * GIB)),
+    )
+}
+
+
+def profile_names() -> list[str]:
+    return list(PROFILES)
+
+
+def get_profile(name: str) -> DemoProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise KeyError(f"unknown demo profile {name!r}; valid: {', '.join(PROFILES)}") from None

@@ -1,0 +1,39 @@
+"""Bounded history rings for sparklines: a fixed number of recent values per metric, nothing more."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from probes.model import Snapshot
+
+
+class History:
+    def __init__(self, length: int = 120) -> None:
+        self.length = length
+        self._series: dict[str, deque[float]] = {}
+
+    def add(self, key: str, value: float | None) -> None:
+        if value is None:
+            return
+        ring = self._series.get(key)
+        if ring is None:
+            ring = self._series[key] = deque(maxlen=self.length)
+        ring.append(float(value))
+
+    def series(self, key: str) -> tuple[float, ...]:
+        ring = self._series.get(key)
+        return tuple(ring) if ring else ()
+
+    def keys(self) -> list[str]:
+        return list(self._series)
+
+    def push(self, snapshot: Snapshot) -> None:
+        """Record the metrics the widgets draw as sparklines."""
+        if snapshot.cpu is not None:
+            self.add("cpu", snapshot.cpu.percent)
+        if snapshot.memory is not None:
+            self.add("mem", snapshot.memory.used_percent)
+        for gpu in snapshot.gpus:
+            self.add(f"gpu{gpu.index}.util", gpu.util_percent)
+            if gpu.memory_total_bytes and gpu.memory_used_bytes is not None:
+                self.add(f"gpu{gpu.index}.mem", 100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes)

@@ -1,0 +1,227 @@
+"""The typed snapshot model: one immutable `Snapshot` per tick, in raw SI units.
+
+Units are bytes, bytes/s, percent (0-100), watts, degrees Celsius and MHz. `None` always means
+"not available on this machine (or not yet: a rate needs two samples)", never zero.
+Sequences are tuples so that a snapshot can be shared between threads without copying.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "hwtop.snapshot/1"
+
+
+@dataclass(frozen=True, slots=True)
+class HostInfo:
+    hostname: str
+    kernel: str
+    uptime_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CoreLoad:
+    """One logical core over the last interval; the split adds up to `percent` (plus nice in user)."""
+
+    index: int
+    numa_node: int
+    percent: float | None
+    user: float | None = None
+    system: float | None = None
+    iowait: float | None = None
+    irq: float | None = None
+    steal: float | None = None
+    mhz: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CpuSnapshot:
+    cores: tuple[CoreLoad, ...]
+    percent: float | None
+    load_average: tuple[float, float, float] | None
+    logical_cores: int
+    physical_cores: int | None = None
+    model: str | None = None
+    l2_cache_bytes: int | None = None
+    l3_cache_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySnapshot:
+    total_bytes: int
+    available_bytes: int
+    used_bytes: int
+    swap_total_bytes: int
+    swap_used_bytes: int
+
+    @property
+    def used_percent(self) -> float:
+        return 100.0 * (self.total_bytes - self.available_bytes) / self.total_bytes if self.total_bytes else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class NumaNode:
+    index: int
+    cpus: tuple[int, ...]
+    memory_total_bytes: int | None
+    memory_free_bytes: int | None
+    distances: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NumaSnapshot:
+    nodes: tuple[NumaNode, ...]
+    source: str  # "sysfs", or "fallback" where the kernel exposes no NUMA sysfs (one node)
+
+
+@dataclass(frozen=True, slots=True)
+class DiskSnapshot:
+    name: str
+    kind: str  # nvme | ssd | hdd | virtual | unknown
+    read_bytes_per_s: float | None
+    write_bytes_per_s: float | None
+    read_iops: float | None
+    write_iops: float | None
+    busy_percent: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessInfo:
+    pid: int
+    ppid: int | None
+    user: str | None
+    name: str
+    cmdline: str | None
+    state: str | None
+    cpu_percent: float | None
+    rss_bytes: int | None
+    threads: int | None
+    cpu_affinity: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PcieLink:
+    gen: int | None
+    width: int | None
+    max_gen: int | None
+    max_width: int | None
+    tx_bytes_per_s: float | None
+    rx_bytes_per_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class EccCounts:
+    volatile_corrected: int | None
+    volatile_uncorrected: int | None
+    aggregate_corrected: int | None
+    aggregate_uncorrected: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpmMetrics:
+    """Hopper-class activity from GPM: how busy the chip really is, beyond "a kernel was running"."""
+
+    sm_activity_percent: float | None
+    sm_occupancy_percent: float | None
+    tensor_activity_percent: float | None
+    dram_bw_util_percent: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MigInstance:
+    index: int
+    uuid: str | None
+    name: str | None
+    memory_total_bytes: int | None
+    memory_used_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuProcess:
+    pid: int
+    kind: str  # compute | graphics
+    used_memory_bytes: int | None
+    sm_percent: float | None = None
+    mem_percent: float | None = None
+    # Joined from the host by pid; `visible` is False when NVML's pid is not one this pid namespace sees.
+    visible: bool = True
+    user: str | None = None
+    command: str | None = None
+    cpu_percent: float | None = None
+    rss_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSnapshot:
+    index: int
+    name: str | None
+    uuid: str | None
+    pci_bus_id: str | None
+    lost: bool = False
+    memory_total_bytes: int | None = None
+    memory_used_bytes: int | None = None
+    memory_free_bytes: int | None = None
+    memory_reserved_bytes: int | None = None
+    util_percent: float | None = None
+    memory_util_percent: float | None = None
+    temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    sm_clock_mhz: float | None = None
+    sm_clock_max_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    mem_clock_max_mhz: float | None = None
+    fan_percent: float | None = None
+    pstate: int | None = None
+    throttle_reasons: tuple[str, ...] = ()
+    pcie: PcieLink | None = None
+    ecc: EccCounts | None = None
+    compute_capability: tuple[int, int] | None = None
+    mig_enabled: bool | None = None
+    mig: tuple[MigInstance, ...] = ()
+    gpm: GpmMetrics | None = None
+    gpm_status: str | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    process_pids_status: str | None = None  # why per-process data is partial, e.g. container pid namespace
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSystem:
+    """Facts about the NVIDIA stack as a whole, and why no GPU is shown when none is."""
+
+    available: bool
+    message: str | None = None
+    driver_version: str | None = None
+    cuda_driver_version: str | None = None
+    source: str = "nvml"  # nvml | demo:<profile> | none
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeError:
+    probe: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    time: float
+    interval_s: float | None
+    host: HostInfo | None
+    cpu: CpuSnapshot | None
+    memory: MemorySnapshot | None
+    numa: NumaSnapshot | None
+    disks: tuple[DiskSnapshot, ...] = ()
+    processes: tuple[ProcessInfo, ...] = ()
+    gpus: tuple[GpuSnapshot, ...] = ()
+    gpu_system: GpuSystem | None = None
+    errors: tuple[ProbeError, ...] = ()
+    schema: str = field(default=SCHEMA)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)

@@ -1,0 +1,101 @@
+"""Composes the probes into one immutable Snapshot per tick.
+
+`Sampler.sample()` is blocking (it reads /proc, /sys and NVML); the TUI calls it on a worker thread,
+one tick at a time. A probe that raises lands in `Snapshot.errors` and the rest of the snapshot arrives.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from probes.cpu import CpuProbe
+from probes.disks import DiskProbe
+from probes.history import History
+from probes.host import read_host
+from probes.memory import read_memory
+from probes.model import GpuSnapshot, GpuSystem, ProbeError, ProcessInfo, Snapshot
+from probes.numa import NumaProbe, node_of_cpu
+from probes.processes import ProcessProbe
+
+T = TypeVar("T")
+
+
+class GpuProbeLike(Protocol):
+    def read(self, processes: tuple[ProcessInfo, ...]) -> tuple[GpuSystem, tuple[GpuSnapshot, ...]]: ...
+
+    def close(self) -> None: ...
+
+
+class SnapshotSource(Protocol):
+    """What the TUI needs: a blocking `sample()`; the Sampler is one, tests and replays are others."""
+
+    history: History
+
+    def sample(self) -> Snapshot: ...
+
+    def close(self) -> None: ...
+
+
+class Sampler:
+    def __init__(
+        self,
+        root: str = "/",
+        gpu: GpuProbeLike | None = None,
+        process_limit: int = 60,
+        history_length: int = 120,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.root = root
+        self.numa = NumaProbe(root)
+        self.cpu = CpuProbe()
+        self.disks = DiskProbe(root)
+        self.processes = ProcessProbe(root, limit=process_limit)
+        self.gpu = gpu
+        self.history = History(history_length)
+        self._clock = clock
+        self._last_time: float | None = None
+        self._lock = threading.Lock()  # ticks never overlap, even if two callers race
+
+    def sample(self) -> Snapshot:
+        with self._lock:
+            return self._sample()
+
+    def _sample(self) -> Snapshot:
+        errors: list[ProbeError] = []
+
+        def guarded(name: str, read: Callable[[], T], default: Any) -> T:
+            try:
+                return read()
+            except Exception as error:  # noqa: BLE001 - one failing probe must not stop the tick
+                errors.append(ProbeError(name, f"{type(error).__name__}: {error}"))
+                return default
+
+        now = self._clock()
+        interval = None if self._last_time is None else now - self._last_time
+        self._last_time = now
+        host = guarded("host", lambda: read_host(self.root), None)
+        memory = guarded("memory", read_memory, None)
+        numa = guarded("numa", lambda: self.numa.read(memory.total_bytes if memory else None), None)
+        cpu = guarded("cpu", lambda: self.cpu.read(node_of_cpu(numa)), None)
+        disks = guarded("disks", self.disks.read, ())
+        processes = guarded("processes", self.processes.read, ())
+        if self.gpu is None:
+            gpu_system, gpus = GpuSystem(False, "GPU probing is off", source="none"), ()
+        else:
+            gpu_system, gpus = guarded(
+                "gpu", lambda: self.gpu.read(processes),  # type: ignore[union-attr]
+                (GpuSystem(False, "GPU probe failed"), ()),
+            )
+        snapshot = Snapshot(
+            time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
+            processes=processes, gpus=gpus, gpu_system=gpu_system, errors=tuple(errors),
+        )
+        self.history.push(snapshot)
+        return snapshot
+
+    def close(self) -> None:
+        if self.gpu is not None:
+            self.gpu.close()

@@ -1,0 +1,63 @@
+"""Small readers for procfs/sysfs text, rooted at a directory so fixture trees can stand in for `/`."""
+
+from __future__ import annotations
+
+import os
+import re
+
+_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
+
+
+def read_text(root: str, path: str) -> str | None:
+    """The file's text, or None when it is missing, unreadable or not text (sysfs does all three)."""
+    try:
+        with open(os.path.join(root, path.lstrip("/")), encoding="ascii", errors="strict") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def parse_cpulist(text: str) -> tuple[int, ...]:
+    """Parse a kernel cpulist such as "0-3,8-11" into sorted CPU numbers.
+
+    An empty string is an empty list (a memory-only NUMA node). Anything else malformed raises ValueError,
+    so callers decide whether to skip the node or fall back.
+    """
+    text = text.strip()
+    if not text:
+        return ()
+    cpus: set[int] = set()
+    for part in text.split(","):
+        match = _RANGE.match(part.strip())
+        if match is None:
+            raise ValueError(f"bad cpulist element {part!r}")
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) is not None else low
+        if high < low or high - low > 65536:
+            raise ValueError(f"bad cpulist range {part!r}")
+        cpus.update(range(low, high + 1))
+    return tuple(sorted(cpus))
+
+
+def parse_meminfo_kb(text: str) -> dict[str, int]:
+    """Parse /proc/meminfo or a node's meminfo ("Node 0 MemTotal:  123 kB") into bytes by key."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        key, sep, rest = line.partition(":")
+        if not sep:
+            continue
+        key = key.split()[-1] if key.split() else key
+        parts = rest.split()
+        if not parts:
+            continue
+        try:
+            number = int(parts[0])
+        except ValueError:
+            continue
+        values[key] = number * 1024 if len(parts) > 1 and parts[1].lower() == "kb" else number
+    return values
+
+
+def parse_int_row(text: str) -> tuple[int, ...]:
+    """Parse a whitespace-separated row of integers (a NUMA distance row); ValueError on garbage."""
+    return tuple(int(part) for part in text.split())

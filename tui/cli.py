@@ -1,0 +1,118 @@
+"""The `hwtop` command line. Imports stay lazy so `hwtop snapshot --json` never loads Textual."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import NoReturn
+
+VERSION = "0.1.0"
+MAX_INTERVAL = 3600.0
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """Bad input exits 2 with one line saying why (argparse's default prints the usage block too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"hwtop: error: {message}\n")
+
+
+def interval_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (value > 0) or value > MAX_INTERVAL:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_INTERVAL:g} seconds, got {text!r}")
+    return value
+
+
+def _add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub: bool = False) -> None:
+    # On a subcommand the defaults are suppressed, so `hwtop --demo X snapshot` keeps the X.
+    default = (lambda value: argparse.SUPPRESS) if sub else (lambda value: value)
+    parser.add_argument("--interval", type=interval_seconds, default=default(1.0), metavar="SECONDS",
+                        help=interval_help)
+    parser.add_argument("--demo", metavar="PROFILE", default=default(None),
+                        help="run on a built-in machine (a faithful fake NVML) instead of this one; "
+                             "'--demo list' names them")
+    parser.add_argument("--no-gpu", action="store_true", default=default(False), help="do not probe GPUs at all")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog="hwtop",
+        description="hwtop: what limits the training job on this box. GPUs (NVML), per-core CPU by NUMA node, "
+                    "memory, disks and processes, live in the terminal.",
+        epilog="Keys in the monitor: q quit, p pause, s sort processes, ? help. "
+               "N/A means this machine cannot report a value.",
+    )
+    parser.add_argument("--version", action="version", version=f"hwtop {VERSION}")
+    _add_source_options(parser, "refresh interval of the monitor (default 1)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    snap = commands.add_parser("snapshot", help="take two samples SECONDS apart and print one snapshot",
+                               description="Take two samples --interval seconds apart (rates need two) and print "
+                                           "one snapshot. Its schema: docs/snapshot-schema.md.")
+    snap.add_argument("--json", action="store_true", required=True, help="print the snapshot as JSON")
+    _add_source_options(snap, "seconds between the two samples (default 1)", sub=True)
+    return parser
+
+
+def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
+    from probes.gpu import NvmlProbe
+    from probes.sampler import Sampler
+
+    if no_gpu:
+        return Sampler(gpu=None)
+    if demo is not None:
+        from probes.fakenvml import FakeNvml
+
+        return Sampler(gpu=NvmlProbe(FakeNvml(demo), source=f"demo:{demo}"))
+    return Sampler(gpu=NvmlProbe())
+
+
+def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:
+    if demo is None:
+        return
+    from probes.demo_profiles import PROFILES
+
+    if demo == "list":
+        for name, profile in PROFILES.items():
+            print(f"{name:<10} {profile.description}")
+        sys.exit(0)
+    if demo not in PROFILES:
+        parser.error(f"unknown demo profile {demo!r}; valid: {', '.join(PROFILES)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _check_demo(parser, args.demo)
+    if args.command == "snapshot":
+        return snapshot_command(args)
+    from tui.app import HwtopApp
+
+    sampler = make_sampler(args.demo, args.no_gpu)
+    try:
+        HwtopApp(sampler, interval=args.interval).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sampler.close()
+    return 0
+
+
+def snapshot_command(args: argparse.Namespace) -> int:
+    sampler = make_sampler(args.demo, args.no_gpu)
+    try:
+        sampler.sample()
+        time.sleep(args.interval)
+        snapshot = sampler.sample()
+    finally:
+        sampler.close()
+    print(snapshot.to_json(indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,35 @@
+"""The `?` screen: every key and what it does."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS = (
+    ("q", "quit (the terminal is restored, no child process is left)"),
+    ("p", "pause / resume sampling"),
+    ("s", "cycle the process sort column: CPU, RSS, GPU memory, PID (or click a header)"),
+    ("?", "this help"),
+    ("escape", "close a dialog"),
+    ("ctrl+p", "command palette: every action by name"),
+)
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > Vertical { width: 76; max-width: 100%; height: auto; max-height: 100%;
+                            border: thick $accent; background: $surface; padding: 1 2; }
+    """
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+
+    def compose(self) -> ComposeResult:
+        lines = ["[b]hwtop keys[/b]", ""]
+        lines += [f"  [b]{key:<8}[/b] {what}" for key, what in KEYS]
+        lines += ["", "Data flows one way: probes → one snapshot per tick → widgets.",
+                  "N/A means this machine cannot say; it is never shown as 0."]
+        with Vertical():
+            yield Static("\n".join(lines))

@@ -1,0 +1,1 @@
+"""Textual widgets that are given data and render it; they never fetch it."""

@@ -1,0 +1,71 @@
+"""Per-core bars grouped by NUMA node, laid out in as many columns as the width allows (2 or 256 cores)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from probes.model import CpuSnapshot, NumaSnapshot
+from widgets.format import bar, pct, sparkline
+from widgets.panel import TextPanel
+
+CELL_MIN = 16  # "127 ██████ 100%" plus a gap
+
+
+class CpuPanel(TextPanel):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.cpu: CpuSnapshot | None = None
+        self.numa: NumaSnapshot | None = None
+        self.history: tuple[float, ...] = ()
+        self.marked: set[int] = set()
+
+    def show(self, cpu: CpuSnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
+             marked: set[int] | None = None) -> None:
+        self.cpu, self.numa, self.history = cpu, numa, history
+        self.marked = marked or set()
+        self.border_title = "CPU" if cpu is None or cpu.model is None else f"CPU · {cpu.model}"
+        self.refresh(layout=True)
+
+    def lines(self, width: int) -> list[Text]:
+        cpu = self.cpu
+        if cpu is None:
+            return [Text("CPU: N/A (probe failed)", style="dim")]
+        width = max(width, CELL_MIN)
+        summary = Text()
+        summary.append(f"all {pct(cpu.percent)} ", style="bold")
+        if cpu.load_average:
+            summary.append("load " + " ".join(f"{v:.2f}" for v in cpu.load_average) + " ")
+        phys = f"{cpu.physical_cores}c/" if cpu.physical_cores else ""
+        summary.append(f"{phys}{cpu.logical_cores}t ", style="dim")
+        summary.append_text(sparkline(self.history, max(0, width - summary.cell_len)))
+        out = [summary]
+        nodes = self.numa.nodes if self.numa and len(self.numa.nodes) > 1 else ()
+        groups: list[tuple[str | None, list[int]]] = []
+        if nodes:
+            for node in nodes:
+                members = [c for c in node.cpus if c < len(cpu.cores)]
+                if members:
+                    groups.append((f"node {node.index}", members))
+        else:
+            groups.append((None, list(range(len(cpu.cores)))))
+        columns = max(1, min(width // CELL_MIN, len(cpu.cores)))
+        cell = min(width // columns, 40)
+        for label, members in groups:
+            if label is not None:
+                out.append(Text(f"─ {label} ({len(members)} cpus) ", style="bold magenta"))
+            for start in range(0, len(members), columns):
+                line = Text()
+                for index in members[start:start + columns]:
+                    line.append_text(self._cell(index, cell))
+                out.append(line)
+        return out
+
+    def _cell(self, index: int, width: int) -> Text:
+        core = self.cpu.cores[index]  # type: ignore[union-attr]
+        label = Text(f"{index:>3} ", style="bold red" if index in self.marked else "bold")
+        bar_width = max(3, width - 4 - 5 - 1)
+        segments = [(core.user, "green"), (core.system, "red"), (core.iowait, "blue"), (core.irq, "magenta"),
+                    (core.steal, "yellow")]
+        line = label + bar(core.percent, bar_width, segments) + Text(pct(core.percent, 5))
+        line.append(" " * max(0, width - line.cell_len))
+        return line

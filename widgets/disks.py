@@ -1,0 +1,35 @@
+"""One line per block device: kind, read/write throughput, IOPS and busy %."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from probes.model import DiskSnapshot
+from widgets.format import human_rate, level_style, pct
+from widgets.panel import TextPanel
+
+
+class DisksPanel(TextPanel):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.disks: tuple[DiskSnapshot, ...] = ()
+        self.border_title = "Disks"
+
+    def show(self, disks: tuple[DiskSnapshot, ...]) -> None:
+        self.disks = disks
+        self.refresh(layout=True)
+
+    def lines(self, width: int) -> list[Text]:
+        if not self.disks:
+            return [Text("no block devices", style="dim")]
+        out = []
+        for disk in self.disks:
+            line = Text(f"{disk.name:<8}", style="bold")
+            line.append(f"{disk.kind:<8}", style="dim")
+            line.append(f"r {human_rate(disk.read_bytes_per_s):>8} w {human_rate(disk.write_bytes_per_s):>8}")
+            if width >= 48:
+                iops = "N/A" if disk.read_iops is None else f"{(disk.read_iops or 0) + (disk.write_iops or 0):.0f}"
+                line.append(f" {iops:>5} io/s")
+            line.append(pct(disk.busy_percent, 5), style=level_style(disk.busy_percent))
+            out.append(line)
+        return out

@@ -1,0 +1,77 @@
+"""Text helpers shared by the widgets: human units, bars and sparklines as Rich Text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+
+SPARK = "▁▂▃▄▅▆▇█"
+NA = "N/A"
+
+
+def human_bytes(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return NA
+    for unit in ("B", "K", "M", "G", "T", "P"):
+        if abs(value) < 1024 or unit == "P":
+            return f"{value:.0f}{unit}" if unit == "B" else f"{value:.{digits}f}{unit}"
+        value /= 1024
+    return f"{value:.1f}P"
+
+
+def human_rate(value: float | None) -> str:
+    return NA if value is None else f"{human_bytes(value)}/s"
+
+
+def pct(value: float | None, width: int = 4) -> str:
+    return NA.rjust(width) if value is None else f"{value:.0f}%".rjust(width)
+
+
+def level_style(percent: float | None) -> str:
+    if percent is None:
+        return "dim"
+    if percent >= 90:
+        return "red"
+    if percent >= 60:
+        return "yellow"
+    return "green"
+
+
+def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None, str]] | None = None) -> Text:
+    """A bar `width` cells wide; `segments` (percent, style) split it, e.g. user/system/iowait."""
+    text = Text()
+    if width <= 0:
+        return text
+    if percent is None:
+        return Text("·" * width, style="dim")
+    parts = list(segments) if segments else [(percent, level_style(percent))]
+    used = 0
+    for value, style in parts:
+        if not value:
+            continue
+        cells = min(width - used, round(width * max(0.0, value) / 100.0))
+        if cells > 0:
+            text.append("█" * cells, style=style)
+            used += cells
+    if used < width:
+        text.append("░" * (width - used), style="grey30")
+    return text
+
+
+def sparkline(values: Sequence[float], width: int, high: float = 100.0) -> Text:
+    if width <= 0:
+        return Text()
+    recent = list(values)[-width:]
+    cells = "".join(SPARK[min(len(SPARK) - 1, max(0, int(v / high * (len(SPARK) - 1) + 0.5)))] for v in recent)
+    return Text(cells.rjust(width), style="cyan")
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return NA
+    seconds = int(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes = rest // 60
+    return f"{days}d {hours:02d}:{minutes:02d}" if days else f"{hours:02d}:{minutes:02d}"

@@ -1,0 +1,138 @@
+"""GPU panels: one block per GPU (util and memory bars with history, temperature, power, clocks, PCIe,
+throttle reasons, GPM activity, MIG slices), two lines each when space is short, or the reason no GPU shows."""
+
+from __future__ import annotations
+
+import textwrap
+
+from rich.text import Text
+
+from probes.history import History
+from probes.model import GpuSnapshot, GpuSystem
+from widgets.format import NA, bar, human_bytes, human_rate, level_style, pct, sparkline
+from widgets.panel import TextPanel
+
+WIDE_BLOCK = 96  # cells one GPU needs for the three-line block
+
+
+def _num(value: float | None, fmt: str = "{:.0f}", unit: str = "") -> str:
+    return NA if value is None else fmt.format(value) + unit
+
+
+def short_name(name: str | None) -> str:
+    if not name:
+        return "GPU"
+    return name.replace("NVIDIA ", "").replace("GeForce ", "")
+
+
+class GpuPanel(TextPanel):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.system: GpuSystem | None = None
+        self.gpus: tuple[GpuSnapshot, ...] = ()
+        self.history: History | None = None
+        self.compact = False
+        self.marked: set[int] = set()
+        self.border_title = "GPU"
+
+    def show(self, system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], history: History,
+             compact: bool = False, marked: set[int] | None = None) -> None:
+        self.system, self.gpus, self.history, self.compact = system, gpus, history, compact
+        self.marked = marked or set()
+        title = "GPU"
+        if system is not None and system.available:
+            title = f"GPU · driver {system.driver_version or NA} · CUDA {system.cuda_driver_version or NA}"
+            if system.source.startswith("demo"):
+                title += f" · {system.source}"
+        self.border_title = title
+        self.refresh(layout=True)
+
+    def lines(self, width: int) -> list[Text]:
+        if not self.gpus:
+            message = self.system.message if self.system and self.system.message else "no GPU"
+            wrapped = textwrap.wrap(f"No GPU shown: {message}", max(20, width)) or [""]
+            return [Text(line, style="yellow") for line in wrapped]
+        columns = max(1, width // WIDE_BLOCK) if not self.compact else 1
+        if len(self.gpus) == 1:
+            columns = 1
+        block_width = width // columns
+        blocks = [self._block(gpu, block_width) for gpu in self.gpus]
+        out: list[Text] = []
+        for start in range(0, len(blocks), columns):
+            row = blocks[start:start + columns]
+            height = max(len(b) for b in row)
+            for line_no in range(height):
+                line = Text()
+                for block in row:
+                    piece = block[line_no] if line_no < len(block) else Text()
+                    piece = piece.copy()
+                    piece.truncate(block_width - 1)
+                    piece.append(" " * (block_width - piece.cell_len))
+                    line.append_text(piece)
+                out.append(line)
+        return out
+
+    def _series(self, key: str) -> tuple[float, ...]:
+        return self.history.series(key) if self.history else ()
+
+    def _block(self, gpu: GpuSnapshot, width: int) -> list[Text]:
+        head = Text(f"GPU{gpu.index} ", style="bold red" if gpu.index in self.marked else "bold")
+        head.append(short_name(gpu.name)[:24], style="bold cyan")
+        if gpu.lost:
+            return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)", style="bold red")]
+        mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
+                   if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
+        temp = _num(gpu.temperature_c, unit="°C")
+        head.append(f" {temp}", style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
+        head.append(f" {_num(gpu.power_w)}/{_num(gpu.power_limit_w, unit='W')}")
+        compact = self.compact or width < WIDE_BLOCK - 10
+        mem_text = f" {human_bytes(gpu.memory_used_bytes)}/{human_bytes(gpu.memory_total_bytes, 0)}"
+        if compact:
+            bar_width = max(4, (width - 32) // 2)
+            line = Text("  util ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
+            line += Text(" mem ") + bar(mem_pct, bar_width) + Text(mem_text)
+            head.append(f" SM {_num(gpu.sm_clock_mhz)}MHz")
+            if gpu.throttle_reasons and gpu.throttle_reasons != ("idle",):
+                head.append(" ⚠ " + ",".join(r for r in gpu.throttle_reasons if r != "idle"), style="bold yellow")
+            return [head, line]
+        head.append(f"  SM {_num(gpu.sm_clock_mhz)}/{_num(gpu.sm_clock_max_mhz)} MHz")
+        head.append(f"  mem {_num(gpu.mem_clock_mhz)} MHz")
+        head.append(f"  P{gpu.pstate}" if gpu.pstate is not None else "  P?")
+        if gpu.fan_percent is not None:
+            head.append(f"  fan {gpu.fan_percent:.0f}%")
+        spark = max(6, min(16, (width - 70) // 2))
+        bar_width = max(6, (width - 2 * spark - 36) // 2)
+        line2 = Text(" util ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent)) + Text(" ")
+        line2 += sparkline(self._series(f"gpu{gpu.index}.util"), spark)
+        line2 += Text("  mem ") + bar(mem_pct, bar_width) + Text(f"{mem_text:>12} ")
+        line2 += sparkline(self._series(f"gpu{gpu.index}.mem"), spark)
+        line3 = Text(" ")
+        pcie = gpu.pcie
+        if pcie is not None:
+            degraded = (pcie.gen is not None and pcie.max_gen is not None and pcie.gen < pcie.max_gen) or (
+                pcie.width is not None and pcie.max_width is not None and pcie.width < pcie.max_width)
+            link = f"PCIe {pcie.gen or '?'}x{pcie.width or '?'}"
+            if degraded:
+                link += f" (max {pcie.max_gen}x{pcie.max_width})"
+            line3.append(link, style="yellow" if degraded and (gpu.util_percent or 0) > 0 else "")
+            line3.append(f" ↑{human_rate(pcie.tx_bytes_per_s)} ↓{human_rate(pcie.rx_bytes_per_s)}")
+        reasons = [r for r in gpu.throttle_reasons if r != "idle"]
+        if reasons:
+            line3.append("  throttle: " + ", ".join(reasons), style="bold yellow on grey15")
+        if gpu.gpm is not None:
+            g = gpu.gpm
+            line3.append(f"  SM act {pct(g.sm_activity_percent, 0)} occ {pct(g.sm_occupancy_percent, 0)}"
+                         f" tensor {pct(g.tensor_activity_percent, 0)} DRAM {pct(g.dram_bw_util_percent, 0)}",
+                         style="green")
+        elif gpu.gpm_status and width >= 120:
+            line3.append(f"  GPM: {gpu.gpm_status}", style="dim")
+        if gpu.ecc is not None and (gpu.ecc.volatile_uncorrected or gpu.ecc.volatile_corrected):
+            line3.append(f"  ECC {gpu.ecc.volatile_corrected}/{gpu.ecc.volatile_uncorrected}", style="bold red")
+        if gpu.mig_enabled:
+            line3.append(f"  MIG {len(gpu.mig)} slices", style="magenta")
+        lines = [head, line2, line3]
+        for instance in gpu.mig:
+            lines.append(Text(f"   └ MIG{instance.index} {instance.name or ''} "
+                              f"{human_bytes(instance.memory_used_bytes)}/{human_bytes(instance.memory_total_bytes)}",
+                              style="magenta"))
+        return lines

@@ -1,0 +1,45 @@
+"""RAM and swap bars, and free memory per NUMA node."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from probes.model import MemorySnapshot, NumaSnapshot
+from widgets.format import bar, human_bytes, sparkline
+from widgets.panel import TextPanel
+
+
+class MemoryPanel(TextPanel):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.memory: MemorySnapshot | None = None
+        self.numa: NumaSnapshot | None = None
+        self.history: tuple[float, ...] = ()
+        self.border_title = "Memory"
+
+    def show(self, memory: MemorySnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...]) -> None:
+        self.memory, self.numa, self.history = memory, numa, history
+        self.refresh(layout=True)
+
+    def lines(self, width: int) -> list[Text]:
+        memory = self.memory
+        if memory is None:
+            return [Text("memory: N/A (probe failed)", style="dim")]
+        used = memory.total_bytes - memory.available_bytes
+        out = [self._row("RAM", used, memory.total_bytes, width)]
+        out.append(self._row("swap", memory.swap_used_bytes, memory.swap_total_bytes, width))
+        if self.numa and self.numa.source == "sysfs":
+            for node in self.numa.nodes:
+                if node.memory_total_bytes:
+                    node_used = node.memory_total_bytes - (node.memory_free_bytes or 0)
+                    out.append(self._row(f"node{node.index}", node_used, node.memory_total_bytes, width))
+        if len(out) < 4 and width > 10:
+            out.append(Text("RAM ", style="dim") + sparkline(self.history, width - 4))
+        return out
+
+    @staticmethod
+    def _row(label: str, used: int, total: int, width: int) -> Text:
+        figures = f" {human_bytes(used)}/{human_bytes(total)}" if total else " none"
+        percent = 100.0 * used / total if total else None
+        bar_width = max(3, width - 6 - len(figures))
+        return Text(f"{label:<5} ", style="bold") + bar(percent if total else 0.0, bar_width) + Text(figures)

@@ -1,0 +1,117 @@
+"""The process table: host processes sorted by a chosen column, with GPU columns merged in by pid."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from probes.model import GpuSnapshot, ProcessInfo
+from widgets.format import NA, human_bytes, level_style
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    pid: int
+    user: str
+    cpu: float | None
+    rss: int | None
+    threads: int | None
+    gpus: str
+    gpu_memory: int | None
+    sm: float | None
+    command: str
+
+
+SORT_KEYS = ("cpu", "rss", "gpu_memory", "pid")
+COLUMNS = (("PID", "pid"), ("USER", None), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", None), ("GPU", None),
+           ("GPU MEM", "gpu_memory"), ("SM%", None), ("COMMAND", None))
+
+
+def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> list[Row]:
+    """One row per pid: host processes, plus GPU processes the host table did not list."""
+    gpu_of: dict[int, list[tuple[int, int | None, float | None, str | None]]] = {}
+    for gpu in gpus:
+        for proc in gpu.processes:
+            gpu_of.setdefault(proc.pid, []).append((gpu.index, proc.used_memory_bytes, proc.sm_percent, proc.command))
+    rows = []
+    seen = set()
+    for proc in processes:
+        seen.add(proc.pid)
+        rows.append(_row(proc.pid, proc.user or NA, proc.cpu_percent, proc.rss_bytes, proc.threads,
+                         proc.cmdline or proc.name, gpu_of.get(proc.pid, [])))
+    for pid, entries in gpu_of.items():
+        if pid not in seen:
+            rows.append(_row(pid, NA, None, None, None, entries[0][3] or "(not visible in this pid namespace)",
+                             entries))
+    return rows
+
+
+def _row(pid: int, user: str, cpu: float | None, rss: int | None, threads: int | None, command: str,
+         entries: list[tuple[int, int | None, float | None, str | None]]) -> Row:
+    gpus = ",".join(str(e[0]) for e in entries)
+    known = [e[1] for e in entries if e[1] is not None]
+    sms = [e[2] for e in entries if e[2] is not None]
+    return Row(pid, user, cpu, rss, threads, gpus, sum(known) if known else None, max(sms) if sms else None,
+               command)
+
+
+def sort_rows(rows: list[Row], key: str, reverse: bool = True) -> list[Row]:
+    def value(row: Row) -> float:
+        v = getattr(row, key)
+        return -1.0 if v is None else float(v)
+    return sorted(rows, key=value, reverse=reverse)
+
+
+class ProcessTable(DataTable):
+    """Sorted by CPU by default; `cycle_sort` or a header click changes the column."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
+        self.sort_key = "cpu"
+        self.rows_shown: list[Row] = []
+        self.border_title = "Processes"
+
+    def on_mount(self) -> None:
+        for label, key in COLUMNS:
+            self.add_column(label, key=key or label.lower())
+
+    def cycle_sort(self) -> str:
+        self.sort_key = SORT_KEYS[(SORT_KEYS.index(self.sort_key) + 1) % len(SORT_KEYS)]
+        return self.sort_key
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key in SORT_KEYS:
+            self.sort_key = key
+            self.show(self._last[0], self._last[1])
+
+    _last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
+
+    def show(self, processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> None:
+        self._last = (processes, gpus)
+        selected = self.rows_shown[self.cursor_row].pid if self.rows_shown and self.cursor_row >= 0 and \
+            self.cursor_row < len(self.rows_shown) else None
+        rows = sort_rows(merge_rows(processes, gpus), self.sort_key, reverse=self.sort_key != "pid")
+        self.rows_shown = rows
+        self.border_subtitle = f"sorted by {self.sort_key} (s)"
+        self.clear()
+        for row in rows:
+            self.add_row(
+                str(row.pid), row.user[:10],
+                Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
+                Text(human_bytes(row.rss), justify="right"),
+                Text(NA if row.threads is None else str(row.threads), justify="right"),
+                row.gpus or "",
+                Text(human_bytes(row.gpu_memory) if row.gpu_memory is not None else ("N/A" if row.gpus else ""),
+                     justify="right"),
+                Text("" if row.sm is None else f"{row.sm:.0f}", justify="right"),
+                row.command[:160],
+                key=str(row.pid),
+            )
+        if selected is not None:
+            for index, row in enumerate(rows):
+                if row.pid == selected:
+                    self.move_cursor(row=index, animate=False)
+                    break
