@@ -1,0 +1,82 @@
+"""Deterministic snapshots for UI tests: a synthetic host plus GPUs read by the real NVML probe from the fake."""
+
+from __future__ import annotations
+
+from probes.demo_profiles import GIB
+from probes.fakenvml import FakeNvml
+from probes.gpu import NvmlProbe
+from probes.history import History
+from probes.model import (
+    CoreLoad,
+    CpuSnapshot,
+    DiskSnapshot,
+    GpuSystem,
+    HostInfo,
+    MemorySnapshot,
+    NumaNode,
+    NumaSnapshot,
+    ProcessInfo,
+    Snapshot,
+)
+
+T0 = 1_796_200_000.0  # a fixed wall-clock time, so screenshots do not change with the day
+
+
+def host_snapshot(cores: int = 2, nodes: int = 1, time: float = T0, busy_core: int | None = 1) -> Snapshot:
+    per_node = cores // nodes
+    numa = NumaSnapshot(tuple(
+        NumaNode(n, tuple(range(n * per_node, (n + 1) * per_node)), 64 * GIB, 40 * GIB,
+                 tuple(10 if m == n else 21 for m in range(nodes)))
+        for n in range(nodes)), "sysfs")
+    loads = []
+    for i in range(cores):
+        percent = 97.0 if i == busy_core else 3.0 + (i * 7) % 20
+        loads.append(CoreLoad(i, i // per_node, percent, user=percent * 0.8, system=percent * 0.15,
+                              iowait=percent * 0.05, irq=0.0, steal=0.0, mhz=2445.0))
+    cpu = CpuSnapshot(tuple(loads), round(sum(c.percent for c in loads) / cores, 2), (1.5, 1.2, 0.9), cores,
+                      cores // 2 or 1, "AMD EPYC 7742 64-Core Processor", 512 * 1024, 256 * 1024**2)
+    memory = MemorySnapshot(256 * GIB, 200 * GIB, 56 * GIB, 8 * GIB, 1 * GIB)
+    disks = (DiskSnapshot("nvme0n1", "nvme", 1.2e9, 3.5e7, 9200.0, 310.0, 41.0),
+             DiskSnapshot("sda", "hdd", 0.0, 1.0e5, 0.0, 2.0, 0.5))
+    processes = (
+        ProcessInfo(41000, 40990, "alice", "python", "python train.py --epochs 90", "R", 99.3, 6 * GIB, 23, (0, 1)),
+        ProcessInfo(41010, 41000, "alice", "pt_data_worker", "python train.py --epochs 90", "S", 35.0, GIB, 1, None),
+        ProcessInfo(812, 1, "root", "sshd", "sshd: alice [priv]", "S", 0.3, 9 * 1024**2, 1, None),
+    )
+    return Snapshot(T0 if time is None else time, 1.0, HostInfo("trainbox", "6.8.0-45-generic", 93784.0), cpu,
+                    memory, numa, disks, processes, (), GpuSystem(False, "no NVIDIA driver / NVML not found "
+                    "(libnvidia-ml.so.1): running CPU-only", source="none"))
+
+
+class ScriptedSource:
+    """A snapshot source for the App: returns the given snapshots in turn, then repeats the last."""
+
+    def __init__(self, snapshots: list[Snapshot]) -> None:
+        self.snapshots = snapshots
+        self.history = History()
+        self.samples = 0
+        self.closed = False
+
+    def sample(self) -> Snapshot:
+        snapshot = self.snapshots[min(self.samples, len(self.snapshots) - 1)]
+        self.samples += 1
+        self.history.push(snapshot)
+        return snapshot
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def demo_snapshots(profile: str, count: int = 12, cores: int = 2, nodes: int = 1) -> list[Snapshot]:
+    """`count` ticks of a demo machine, GPUs read through the real probe from the fake at a manual clock."""
+    now = [30.0]
+    fake = FakeNvml(profile, seed=7, clock=lambda: now[0])
+    probe = NvmlProbe(fake, source=f"demo:{profile}", clock=lambda: now[0])
+    out = []
+    base = host_snapshot(cores, nodes)
+    for tick in range(count):
+        system, gpus = probe.read(base.processes)
+        out.append(Snapshot(T0 + tick, 1.0, base.host, base.cpu, base.memory, base.numa, base.disks,
+                            base.processes, gpus, system))
+        now[0] += 1.0
+    return out

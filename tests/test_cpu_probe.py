@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import os
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from probes.cpu import CpuProbe, CpuStaticInfo, core_load
+from probes.sampler import Sampler
+
+
+def times(user=0.0, nice=0.0, system=0.0, idle=0.0, iowait=0.0, irq=0.0, softirq=0.0, steal=0.0):
+    return SimpleNamespace(user=user, nice=nice, system=system, idle=idle, iowait=iowait, irq=irq,
+                           softirq=softirq, steal=steal, guest=0.0, guest_nice=0.0)
+
+
+def _tuple(ns: SimpleNamespace) -> tuple[float, ...]:
+    return (ns.user, ns.nice, ns.system, ns.idle, ns.iowait, ns.irq, ns.softirq, ns.steal)
+
+
+def test_split_adds_up() -> None:
+    before = _tuple(times(100, 0, 50, 1000, 10, 1, 1, 0))
+    after = _tuple(times(160, 10, 70, 1000, 20, 1, 1, 0))  # 70 user+nice, 20 system, 10 iowait of 100
+    load = core_load(0, 0, before, after)
+    assert load.percent == 90.0
+    assert load.user == 70.0 and load.system == 20.0 and load.iowait == 10.0 and load.steal == 0.0
+
+
+def test_first_tick_and_reset_are_unknown() -> None:
+    assert core_load(0, 0, None, _tuple(times(1, 0, 1, 1))).percent is None
+    assert core_load(0, 0, _tuple(times(100, 0, 1, 1)), _tuple(times(5, 0, 1, 1))).percent is None
+
+
+class Script:
+    def __init__(self, samples):
+        self.samples = list(samples)
+
+    def __call__(self):
+        return self.samples.pop(0)
+
+
+def test_probe_uses_previous_sample_and_node_map() -> None:
+    source = Script([[times(idle=100), times(idle=100)], [times(user=50, idle=150), times(idle=200)]])
+    probe = CpuProbe(times_source=source, freq_source=lambda: [], static=CpuStaticInfo(start=False),
+                     loadavg=lambda: (1.0, 0.5, 0.25))
+    first = probe.read({0: 0, 1: 1})
+    assert [c.percent for c in first.cores] == [None, None] and first.percent is None
+    second = probe.read({0: 0, 1: 1})
+    assert [c.percent for c in second.cores] == [50.0, 0.0]
+    assert [c.numa_node for c in second.cores] == [0, 1]
+    assert second.percent == 25.0 and second.load_average == (1.0, 0.5, 0.25)
+    assert all(c.mhz is None for c in second.cores)  # no frequency source: None, never 0
+
+
+def test_cpu_hotplug_restarts_rates() -> None:
+    source = Script([[times(idle=1)], [times(user=5, idle=2), times(idle=3)]])
+    probe = CpuProbe(times_source=source, freq_source=lambda: [], static=CpuStaticInfo(start=False))
+    probe.read({})
+    assert all(c.percent is None for c in probe.read({}).cores)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
+def test_pinned_busy_core_reads_near_full_and_idle_core_does_not() -> None:
+    """The live machine: a process spinning on the last CPU, this one sleeping on CPU 0."""
+    import multiprocessing
+
+    busy_cpu = os.cpu_count() - 1
+    own = os.sched_getaffinity(0)
+    ctx = multiprocessing.get_context("spawn")
+    proc = ctx.Process(target=_spin, args=(busy_cpu, 3.0))
+    proc.start()
+    try:
+        os.sched_setaffinity(0, {0})
+        time.sleep(0.8)  # the child starts and pins itself
+        sampler = Sampler()
+        sampler.cpu.static.ready.wait(10)  # py-cpuinfo's one-off work would load a core too
+        sampler.sample()
+        time.sleep(1.0)
+        snapshot = sampler.sample()
+    finally:
+        os.sched_setaffinity(0, own)
+        proc.join(5)
+    busy = snapshot.cpu.cores[busy_cpu].percent
+    idle = snapshot.cpu.cores[0].percent
+    assert busy is not None and busy > 85, snapshot.cpu.cores
+    assert idle is not None and idle < busy - 30, snapshot.cpu.cores
+
+
+def _spin(cpu: int, seconds: float) -> None:
+    os.sched_setaffinity(0, {cpu})
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass

@@ -1,0 +1,246 @@
+"""The real NVML probe against the faithful fake: every profile field by field, and every error path."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pynvml
+import pytest
+
+from probes.demo_profiles import PROFILES, get_profile
+from probes.fakenvml import FakeNvml
+from probes.gpu import LOST_RETRY_S, NvmlProbe, decode_throttle_reasons
+from probes.model import ProcessInfo
+
+
+class Clock:
+    def __init__(self, start: float = 50.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make(profile, clock: Clock | None = None, **kwargs):
+    clock = clock or Clock()
+    fake = FakeNvml(profile, seed=3, clock=clock, **kwargs)
+    return fake, NvmlProbe(fake, clock=clock), clock
+
+
+@pytest.mark.parametrize("name", list(PROFILES))
+def test_probe_reports_what_the_fake_holds(name: str) -> None:
+    fake, probe, clock = make(name)
+    probe.read()
+    clock.now += 1.0
+    system, gpus = probe.read()
+    profile = get_profile(name)
+    assert system.available and system.driver_version == profile.driver_version
+    assert system.cuda_driver_version == f"{profile.cuda_driver_version // 1000}.{profile.cuda_driver_version % 1000 // 10}"
+    assert len(gpus) == profile.gpu_count
+    model = profile.gpu
+    for gpu in gpus:
+        truth = fake.truth(gpu.index)
+        assert gpu.name == model.name and gpu.uuid.startswith("GPU-") and gpu.pci_bus_id == profile.bus_id(gpu.index)
+        assert gpu.memory_total_bytes == truth.total == model.memory_bytes
+        assert gpu.memory_used_bytes == truth.used and gpu.memory_reserved_bytes == truth.reserved
+        assert gpu.memory_free_bytes == truth.total - truth.used - truth.reserved
+        assert gpu.util_percent == truth.util and gpu.memory_util_percent == truth.mem_util
+        assert gpu.temperature_c == truth.temperature
+        assert gpu.power_w == truth.power_mw / 1000 and gpu.power_limit_w == model.power_limit_w
+        assert gpu.sm_clock_mhz == truth.sm_clock and gpu.sm_clock_max_mhz == model.sm_max_mhz
+        assert gpu.mem_clock_mhz == truth.mem_clock and gpu.mem_clock_max_mhz == model.mem_max_mhz
+        assert gpu.fan_percent == (truth.fan if model.has_fan else None)
+        assert gpu.pstate == truth.pstate
+        assert gpu.throttle_reasons == decode_throttle_reasons(truth.event_reasons)
+        assert (gpu.pcie.gen, gpu.pcie.width) == (truth.pcie_gen, truth.pcie_width)
+        assert (gpu.pcie.max_gen, gpu.pcie.max_width) == (model.pcie_max_gen, model.pcie_max_width)
+        assert gpu.pcie.rx_bytes_per_s is not None and gpu.pcie.rx_bytes_per_s >= 0
+        assert gpu.compute_capability == model.compute_capability
+        assert (gpu.ecc is not None) == model.ecc
+        assert gpu.mig_enabled == (False if model.mig_capable else None)
+        if model.gpm:
+            assert gpu.gpm is not None and gpu.gpm.sm_activity_percent == truth.sm_activity
+            assert gpu.gpm.tensor_activity_percent == truth.tensor_activity and gpu.gpm_status is None
+        else:
+            assert gpu.gpm is None and "Hopper" in gpu.gpm_status
+        listed = {p.pid for p in profile.processes if p.gpu == gpu.index}
+        assert {p.pid for p in gpu.processes} == listed
+
+
+def test_pcie_rate_from_byte_counters_matches_the_counter_delta() -> None:
+    fake, probe, clock = make("dgx-a100")
+    probe.read()
+    before = fake.truth(0).pcie_rx_bytes
+    clock.now += 2.0
+    gpu = probe.read()[1][0]
+    assert gpu.pcie.rx_bytes_per_s == pytest.approx((fake.truth(0).pcie_rx_bytes - before) / 2.0)
+
+
+def test_cards_without_byte_fields_fall_back_to_pcie_throughput() -> None:
+    fake, probe, clock = make("gtx1660s")
+    gpu = probe.read()[1][0]
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 2
+    assert gpu.pcie.rx_bytes_per_s == fake.nvmlDeviceGetPcieThroughput(fake.nvmlDeviceGetHandleByIndex(0), 1) * 1024
+
+
+def test_library_missing_runs_cpu_only() -> None:
+    _, probe, _ = make("h200", library_missing=True)
+    system, gpus = probe.read()
+    assert not system.available and gpus == () and "NVML not found" in system.message
+
+
+def test_driver_not_loaded_says_so() -> None:
+    _, probe, _ = make("h200", driver_not_loaded=True)
+    system, _ = probe.read()
+    assert not system.available and "driver not loaded" in system.message
+
+
+def test_real_pynvml_on_this_machine_is_cpu_only() -> None:
+    system, gpus = NvmlProbe().read()
+    if os.path.exists("/dev/nvidiactl"):
+        pytest.skip("this machine has an NVIDIA driver")
+    assert not system.available and gpus == ()
+
+
+def test_init_failure_with_other_code() -> None:
+    fake, probe, _ = make("h200")
+    fake.fail("nvmlInit", pynvml.NVML_ERROR_NO_PERMISSION)
+    system, _ = probe.read()
+    assert not system.available and "Insufficient Permissions" in system.message
+
+
+@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND])
+def test_unsupported_field_is_none_and_not_asked_again(code: int) -> None:
+    fake, probe, clock = make("a4000")
+    fake.fail("nvmlDeviceGetTemperature", code)
+    for _ in range(3):
+        gpu = probe.read()[1][0]
+        clock.now += 1
+    assert gpu.temperature_c is None and gpu.util_percent is not None
+    assert fake.calls["nvmlDeviceGetTemperature"] == 1
+
+
+@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_UNKNOWN])
+def test_lost_gpu_is_marked_and_the_others_keep_updating(code: int) -> None:
+    fake, probe, clock = make("dgx-a100")
+    probe.read()
+    fake.fail("nvmlDeviceGetUtilizationRates", code, gpu=3)
+    clock.now += 1
+    gpus = probe.read()[1]
+    assert gpus[3].lost and gpus[3].name == "NVIDIA A100-SXM4-80GB" and gpus[3].util_percent is None
+    assert all(not g.lost and g.util_percent == fake.truth(g.index).util for g in gpus if g.index != 3)
+    # Coming back: the fault clears and, after the retry interval, the GPU reads again.
+    fake.clear_faults()
+    clock.now += 1
+    assert probe.read()[1][3].lost
+    clock.now += LOST_RETRY_S
+    assert not probe.read()[1][3].lost
+
+
+def test_gpu_lost_on_every_call() -> None:
+    fake, probe, clock = make("dgx-a100")
+    probe.read()
+    fake.lose_gpu(0)
+    clock.now += 1
+    gpus = probe.read()[1]
+    assert gpus[0].lost and not gpus[1].lost
+
+
+def test_no_permission_on_processes_is_shown() -> None:
+    fake, probe, _ = make("rtx3090")
+    fake.fail("nvmlDeviceGetComputeRunningProcesses", pynvml.NVML_ERROR_NO_PERMISSION)
+    gpu = probe.read()[1][0]
+    assert gpu.processes == () and "no permission" in gpu.process_pids_status
+
+
+FUNCTIONS = [
+    "nvmlSystemGetDriverVersion", "nvmlSystemGetCudaDriverVersion", "nvmlDeviceGetCount",
+    "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetPciInfo",
+    "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetUtilizationRates", "nvmlDeviceGetTemperature",
+    "nvmlDeviceGetPowerUsage", "nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetClockInfo",
+    "nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetFanSpeed", "nvmlDeviceGetPerformanceState",
+    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrPcieLinkGeneration",
+    "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkWidth",
+    "nvmlDeviceGetFieldValues", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetCudaComputeCapability",
+    "nvmlDeviceGetMigMode", "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses",
+    "nvmlDeviceGetProcessUtilization", "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleGet", "nvmlGpmMetricsGet",
+]
+CODES = [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, pynvml.NVML_ERROR_GPU_IS_LOST,
+         pynvml.NVML_ERROR_UNKNOWN, pynvml.NVML_ERROR_NO_PERMISSION, pynvml.NVML_ERROR_TIMEOUT]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("code", CODES)
+def test_any_error_at_any_call_never_escapes(function: str, code: int) -> None:
+    fake, probe, clock = make("h200")
+    fake.fail(function, code)
+    for _ in range(3):
+        system, gpus = probe.read()  # must not raise
+        clock.now += 1
+    if system.available and gpus and not gpus[0].lost:
+        gpu = gpus[0]
+        assert gpu.memory_total_bytes is None or gpu.memory_total_bytes == 141 * 1024**3
+
+
+def test_mig_instances_with_their_own_memory() -> None:
+    profile = dataclasses.replace(get_profile("dgx-a100"), mig_gpus=(7,))
+    fake, probe, _ = make(profile)
+    gpus = probe.read()[1]
+    assert gpus[7].mig_enabled is True and len(gpus[7].mig) == 2
+    assert gpus[7].mig[0].memory_total_bytes == 10 * 1024**3 and gpus[7].mig[1].memory_total_bytes == 40 * 1024**3
+    assert gpus[7].mig[0].uuid.startswith("MIG-") and gpus[0].mig == ()
+
+
+def test_processes_join_host_data_and_flag_foreign_pids() -> None:
+    own = os.getpid()
+    profile = get_profile("rtx3090")
+    from probes.demo_profiles import DemoProcess
+
+    profile = dataclasses.replace(profile, processes=(
+        DemoProcess(0, own, "compute", 2 * 1024**3, "pytest"),
+        DemoProcess(0, 4_000_000, "compute", 1024**3, "ghost")))  # beyond pid_max: not in this namespace
+    fake, probe, clock = make(profile)
+    clock.now += 25  # past the job's memory ramp-up
+    host = (ProcessInfo(own, 1, "alice", "python", "python -m pytest", "R", 12.5, 1000, 3),)
+    gpu = probe.read(host)[1][0]
+    by_pid = {p.pid: p for p in gpu.processes}
+    assert by_pid[own].visible and by_pid[own].user == "alice" and by_pid[own].command == "python -m pytest"
+    assert by_pid[own].used_memory_bytes == 2 * 1024**3 and by_pid[own].sm_percent == fake.truth(0).util
+    assert not by_pid[4_000_000].visible and by_pid[4_000_000].command is None
+    assert "pid mapping unavailable" in gpu.process_pids_status
+
+
+def test_throttle_reasons_decoded_and_forced() -> None:
+    fake, probe, _ = make("rtx3090")
+    fake.force_reasons(0, "hw_thermal", "hw_slowdown")
+    gpu = probe.read()[1][0]
+    assert "HW thermal" in gpu.throttle_reasons and "HW slowdown" in gpu.throttle_reasons
+    assert decode_throttle_reasons(0x4 | 0x10) == ("power cap", "sync boost")
+
+
+def test_slow_tier_is_not_read_every_tick() -> None:
+    fake, probe, clock = make("dgx-a100")
+    for _ in range(4):
+        probe.read()
+        clock.now += 1.0
+    assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 8  # once per GPU in 4 s (tier is 5 s)
+    assert fake.calls["nvmlDeviceGetUtilizationRates"] == 32
+    assert fake.calls["nvmlDeviceGetName"] == 8  # static: once
+
+
+def test_shutdown_at_close() -> None:
+    fake, probe, _ = make("h200")
+    probe.read()
+    assert fake.initialized == 1
+    probe.close()
+    assert fake.initialized == 0
+
+
+def test_fake_rejects_calls_before_init_like_nvml() -> None:
+    fake = FakeNvml("h200")
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        fake.nvmlDeviceGetCount()
+    fake.nvmlInit()
+    with pytest.raises(pynvml.NVMLError_FunctionNotFound):
+        fake.nvmlDeviceGetBAR1MemoryInfo(fake.nvmlDeviceGetHandleByIndex(0))

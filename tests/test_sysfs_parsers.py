@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from probes.sysfs import parse_cpulist, parse_int_row, parse_meminfo_kb
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0-3,8-11", (0, 1, 2, 3, 8, 9, 10, 11)),
+    ("0", (0,)),
+    ("0-1\n", (0, 1)),
+    ("", ()),
+    ("\n", ()),
+    ("5,1,3", (1, 3, 5)),
+    ("0-15,64-79", tuple(range(16)) + tuple(range(64, 80))),
+])
+def test_cpulist_examples(text: str, expected: tuple[int, ...]) -> None:
+    assert parse_cpulist(text) == expected
+
+
+@pytest.mark.parametrize("text", ["abc", "3-1", "0-", "-4", "1,,2", "0-3;4", "0x1", "1-2-3"])
+def test_cpulist_garbage_raises_value_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_cpulist(text)
+
+
+def _as_cpulist(cpus: set[int]) -> str:
+    ordered = sorted(cpus)
+    parts, start = [], None
+    for i, cpu in enumerate(ordered):
+        if start is None:
+            start = cpu
+        if i + 1 == len(ordered) or ordered[i + 1] != cpu + 1:
+            parts.append(str(start) if start == cpu else f"{start}-{cpu}")
+            start = None
+    return ",".join(parts)
+
+
+@given(st.sets(st.integers(min_value=0, max_value=1023), max_size=200))
+def test_cpulist_round_trips_any_set(cpus: set[int]) -> None:
+    assert parse_cpulist(_as_cpulist(cpus)) == tuple(sorted(cpus))
+
+
+@given(st.text(max_size=40))
+def test_cpulist_never_fails_other_than_value_error(text: str) -> None:
+    try:
+        result = parse_cpulist(text)
+    except ValueError:
+        return
+    assert all(isinstance(c, int) and c >= 0 for c in result)
+
+
+def test_node_meminfo_in_bytes() -> None:
+    text = "Node 1 MemTotal:       131072000 kB\nNode 1 MemFree:        1000 kB\nNode 1 HugePages_Total:     0\n"
+    values = parse_meminfo_kb(text)
+    assert values["MemTotal"] == 131072000 * 1024
+    assert values["MemFree"] == 1000 * 1024
+    assert values["HugePages_Total"] == 0
+
+
+@given(st.text(max_size=200))
+def test_meminfo_garbage_never_raises(text: str) -> None:
+    assert isinstance(parse_meminfo_kb(text), dict)
+
+
+def test_distance_row() -> None:
+    assert parse_int_row("10 21\n") == (10, 21)
+    with pytest.raises(ValueError):
+        parse_int_row("10 x")
