@@ -49,14 +49,17 @@ def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tu
 class CpuStaticInfo:
     """py-cpuinfo takes about a second (it may run cpuid in a subprocess): read it once, off the first frame."""
 
-    def __init__(self, start: bool = True) -> None:
+    def __init__(self, start: bool = True, delay_s: float = 2.0) -> None:
         self.model: str | None = None
         self.l2_cache_bytes: int | None = None
         self.l3_cache_bytes: int | None = None
         self.physical_cores: int | None = psutil.cpu_count(logical=False)
         self.ready = threading.Event()
         if start:
-            threading.Thread(target=self._load, name="hwtop-cpuinfo", daemon=True).start()
+            # Delayed so its subprocess does not compete with the first frames on a small box.
+            timer = threading.Timer(delay_s, self._load)
+            timer.name, timer.daemon = "hwtop-cpuinfo", True
+            timer.start()
 
     def _load(self) -> None:
         try:

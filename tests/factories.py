@@ -49,19 +49,22 @@ def host_snapshot(cores: int = 2, nodes: int = 1, time: float = T0, busy_core: i
 
 
 class ScriptedSource:
-    """A snapshot source for the App: returns the given snapshots in turn, then repeats the last."""
+    """A snapshot source for the App: the history is warmed with all but the last snapshot, and every
+    sample returns the last one (pushed once), so what the screen shows does not depend on timing."""
 
     def __init__(self, snapshots: list[Snapshot]) -> None:
         self.snapshots = snapshots
         self.history = History()
+        for snapshot in snapshots[:-1]:
+            self.history.push(snapshot)
         self.samples = 0
         self.closed = False
 
     def sample(self) -> Snapshot:
-        snapshot = self.snapshots[min(self.samples, len(self.snapshots) - 1)]
+        if self.samples == 0:
+            self.history.push(self.snapshots[-1])
         self.samples += 1
-        self.history.push(snapshot)
-        return snapshot
+        return self.snapshots[-1]
 
     def close(self) -> None:
         self.closed = True

@@ -67,14 +67,14 @@ def test_pinned_busy_core_reads_near_full_and_idle_core_does_not() -> None:
 
     busy_cpu = os.cpu_count() - 1
     own = os.sched_getaffinity(0)
+    sampler = Sampler()
+    sampler.cpu.static.ready.wait(15)  # py-cpuinfo's one-off work would load a core too
     ctx = multiprocessing.get_context("spawn")
     proc = ctx.Process(target=_spin, args=(busy_cpu, 3.0))
     proc.start()
     try:
         os.sched_setaffinity(0, {0})
         time.sleep(0.8)  # the child starts and pins itself
-        sampler = Sampler()
-        sampler.cpu.static.ready.wait(10)  # py-cpuinfo's one-off work would load a core too
         sampler.sample()
         time.sleep(1.0)
         snapshot = sampler.sample()

@@ -4,8 +4,9 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-from probes.disks import DiskProbe, device_for_path, disk_kind, whole_disks
 from sysfs_trees import write
+
+from probes.disks import DiskProbe, device_for_path, disk_kind, whole_disks
 
 
 def _block_tree(root: Path) -> Path:

@@ -36,7 +36,8 @@ def test_probe_reports_what_the_fake_holds(name: str) -> None:
     system, gpus = probe.read()
     profile = get_profile(name)
     assert system.available and system.driver_version == profile.driver_version
-    assert system.cuda_driver_version == f"{profile.cuda_driver_version // 1000}.{profile.cuda_driver_version % 1000 // 10}"
+    cuda = profile.cuda_driver_version
+    assert system.cuda_driver_version == f"{cuda // 1000}.{cuda % 1000 // 10}"
     assert len(gpus) == profile.gpu_count
     model = profile.gpu
     for gpu in gpus:

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probes.numa import NumaProbe, node_of_cpu
 from sysfs_trees import container_without_numa, laptop, two_socket_four_node, write
+
+from probes.numa import NumaProbe, node_of_cpu
 
 
 def test_two_socket_four_node_layout(tmp_path: Path) -> None:

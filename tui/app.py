@@ -42,27 +42,35 @@ class HwtopApp(App[None]):
         self.first_frame = asyncio.Event()
 
     def compose(self) -> ComposeResult:
-        yield HeaderBar(id="header")
-        with Horizontal(id="top"):
+        # Kept as attributes: the main screen's widgets, whichever screen (help, a dialog) is on top.
+        self.header, self.cpu_panel = HeaderBar(id="header"), CpuPanel(id="cpu")
+        self.disks_panel = DisksPanel(id="disks")
+        self.memory_panel, self.gpu_panel = MemoryPanel(id="memory"), GpuPanel(id="gpu")
+        self.process_table = ProcessTable(id="processes")
+        yield self.header
+        self.top = Horizontal(id="top")
+        with self.top:
             with Vertical(id="left"):
-                yield CpuPanel(id="cpu")
-                yield DisksPanel(id="disks")
-            yield MemoryPanel(id="memory")
-        yield GpuPanel(id="gpu")
-        yield ProcessTable(id="processes")
+                yield self.cpu_panel
+                yield self.disks_panel
+            yield self.memory_panel
+        yield self.gpu_panel
+        yield self.process_table
         yield Footer()
 
     def on_mount(self) -> None:
         self.run_worker(self._poll(), name="sampler", exclusive=True)
 
     async def _poll(self) -> None:
-        """Ticks never overlap: the next sample starts only after the last one was shown."""
+        """Ticks never overlap: the next sample starts only after the last one was shown.
+        The second tick comes early, since rates (CPU %, throughput) need two samples to exist."""
         while True:
             started = time.monotonic()
             if not self.paused:
                 snapshot = await asyncio.to_thread(self.source.sample)
                 self.show(snapshot)
-            await asyncio.sleep(max(0.02, self.interval - (time.monotonic() - started)))
+            wait = min(self.interval, 0.25) if self.ticks == 1 else self.interval
+            await asyncio.sleep(max(0.02, wait - (time.monotonic() - started)))
 
     def show(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -70,23 +78,25 @@ class HwtopApp(App[None]):
         history = self.source.history
         height = self.size.height
         gpus = snapshot.gpus
-        self.screen.set_class(self.size.width < 100, "narrow")
-        self.query_one(HeaderBar).show(snapshot, self.interval, self.paused)
-        self.query_one(CpuPanel).show(snapshot.cpu, snapshot.numa, history.series("cpu"))
-        self.query_one(MemoryPanel).show(snapshot.memory, snapshot.numa, history.series("mem"))
-        self.query_one(DisksPanel).show(snapshot.disks)
-        compact = len(gpus) * 3 > max(6, height // 2) or self.size.width < 100
-        self.query_one(GpuPanel).show(snapshot.gpu_system, gpus, history, compact=compact)
-        self.query_one(ProcessTable).show(snapshot.processes, gpus)
+        self.screen_stack[0].set_class(self.size.width < 100, "narrow")
+        self.header.show(snapshot, self.interval, self.paused)
+        self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"))
+        self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"))
+        self.disks_panel.show(snapshot.disks)
+        # The GPU panel may take what the other panels leave, keeping some rows for the process table.
+        top = self.top.outer_size.height or 7
+        budget = max(1, height - 1 - top - 1 - 2 - 7)
+        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=budget)
+        self.process_table.show(snapshot.processes, gpus)
         self.first_frame.set()
 
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         if self.snapshot is not None:
-            self.query_one(HeaderBar).show(self.snapshot, self.interval, self.paused)
+            self.header.show(self.snapshot, self.interval, self.paused)
 
     def action_cycle_sort(self) -> None:
-        table = self.query_one(ProcessTable)
+        table = self.process_table
         table.cycle_sort()
         if self.snapshot is not None:
             table.show(self.snapshot.processes, self.snapshot.gpus)

@@ -31,13 +31,23 @@ class GpuPanel(TextPanel):
         self.system: GpuSystem | None = None
         self.gpus: tuple[GpuSnapshot, ...] = ()
         self.history: History | None = None
-        self.compact = False
+        self.mode = "wide"
         self.marked: set[int] = set()
         self.border_title = "GPU"
 
     def show(self, system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], history: History,
-             compact: bool = False, marked: set[int] | None = None) -> None:
-        self.system, self.gpus, self.history, self.compact = system, gpus, history, compact
+             max_lines: int = 1000, marked: set[int] | None = None) -> None:
+        """`max_lines` is the height this panel may take; the densest layout that fits is chosen:
+        three lines a GPU (side by side where wide), two lines, or one line a GPU."""
+        self.system, self.gpus, self.history = system, gpus, history
+        width = max(1, self.content_size.width or self.size.width or 80)
+        wide_rows = -(-len(gpus) // max(1, width // WIDE_BLOCK)) * 3 if width >= WIDE_BLOCK - 10 else 10**6
+        if wide_rows <= max_lines:
+            self.mode = "wide"
+        elif len(gpus) * 2 <= max_lines:
+            self.mode = "compact"
+        else:
+            self.mode = "dense"
         self.marked = marked or set()
         title = "GPU"
         if system is not None and system.available:
@@ -52,7 +62,7 @@ class GpuPanel(TextPanel):
             message = self.system.message if self.system and self.system.message else "no GPU"
             wrapped = textwrap.wrap(f"No GPU shown: {message}", max(20, width)) or [""]
             return [Text(line, style="yellow") for line in wrapped]
-        columns = max(1, width // WIDE_BLOCK) if not self.compact else 1
+        columns = max(1, width // WIDE_BLOCK) if self.mode == "wide" else 1
         if len(self.gpus) == 1:
             columns = 1
         block_width = width // columns
@@ -77,7 +87,7 @@ class GpuPanel(TextPanel):
 
     def _block(self, gpu: GpuSnapshot, width: int) -> list[Text]:
         head = Text(f"GPU{gpu.index} ", style="bold red" if gpu.index in self.marked else "bold")
-        head.append(short_name(gpu.name)[:24], style="bold cyan")
+        head.append(short_name(gpu.name)[: 14 if self.mode == "dense" else 24], style="bold cyan")
         if gpu.lost:
             return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)", style="bold red")]
         mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
@@ -85,9 +95,16 @@ class GpuPanel(TextPanel):
         temp = _num(gpu.temperature_c, unit="°C")
         head.append(f" {temp}", style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
         head.append(f" {_num(gpu.power_w)}/{_num(gpu.power_limit_w, unit='W')}")
-        compact = self.compact or width < WIDE_BLOCK - 10
         mem_text = f" {human_bytes(gpu.memory_used_bytes)}/{human_bytes(gpu.memory_total_bytes, 0)}"
-        if compact:
+        if self.mode == "dense":
+            bar_width = max(3, (width - head.cell_len - 22) // 2)
+            line = head + Text(" ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
+            line += Text(" ") + bar(mem_pct, bar_width) + Text(mem_text)
+            reasons = [r for r in gpu.throttle_reasons if r != "idle"]
+            if reasons:
+                line.append(" ⚠", style="bold yellow")
+            return [line]
+        if self.mode == "compact" or width < WIDE_BLOCK - 10:
             bar_width = max(4, (width - 32) // 2)
             line = Text("  util ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
             line += Text(" mem ") + bar(mem_pct, bar_width) + Text(mem_text)

@@ -1,0 +1,87 @@
+"""Wall time from exec to the first full frame, in a real terminal (tmux), against a bare Textual app;
+and the wall time of `hwtop snapshot --json`.
+
+    python benchmarks/startup.py [--runs 5]
+
+"First full frame" is the first pane capture in which every panel shows values (CPU percentages, memory
+figures, the GPU line and process rows); the bare app's is the first capture showing its one Static.
+Captures are polled every 10 ms, so figures carry up to ~10 ms of polling error on both sides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+BARE_APP = """
+from textual.app import App
+from textual.widgets import Static
+class Bare(App):
+    def compose(self):
+        yield Static("BARE-READY")
+Bare().run()
+"""
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True).stdout
+
+
+def first_frame(command: list[str], ready, size=(200, 50), timeout=30.0) -> float:
+    session = f"bench-{uuid.uuid4().hex[:8]}"
+    start = time.perf_counter()
+    tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), *command)
+    try:
+        while time.perf_counter() - start < timeout:
+            if ready(tmux("capture-pane", "-p", "-t", session)):
+                return time.perf_counter() - start
+            time.sleep(0.01)
+        raise TimeoutError(command)
+    finally:
+        tmux("kill-session", "-t", session)
+
+
+def hwtop_ready(pane: str) -> bool:
+    """Every panel with values: CPU load measured (needs two samples), memory, disks, GPU line, processes."""
+    return (re.search(r"all\s+\d+%", pane) is not None and "RAM" in pane and "B/s" in pane
+            and ("No GPU shown" in pane or "GPU0" in pane) and re.search(r"\n\S*\s*\d+\s+\w+\s+\d", pane) is not None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    runs = parser.parse_args().runs
+    if shutil.which("tmux") is None:
+        sys.exit("tmux is needed")
+    hwtop = shutil.which("hwtop") or sys.executable
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
+        handle.write(BARE_APP)
+    bare = [first_frame([sys.executable, handle.name], lambda p: "BARE-READY" in p) for _ in range(runs)]
+    ours = [first_frame([hwtop], hwtop_ready) for _ in range(runs)]
+    os.unlink(handle.name)
+    snaps = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run([hwtop, "snapshot", "--json"], capture_output=True, check=True)
+        snaps.append(time.perf_counter() - start)
+    b, o, s = statistics.median(bare), statistics.median(ours), statistics.median(snaps)
+    print(f"# hwtop startup — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, median of {runs} runs")
+    print(f"# rerun: python benchmarks/startup.py --runs {runs}")
+    print("| what | seconds |")
+    print("|---|---|")
+    print(f"| bare Textual app, first frame | {b:.3f} |")
+    print(f"| hwtop, first full frame | {o:.3f} |")
+    print(f"| ratio hwtop / bare | {o / b:.2f} |")
+    print(f"| hwtop snapshot --json (includes its 1 s interval) | {s:.3f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Cost of one tick, per probe and in total, on this machine and at synthetic scale; and of one render.
+
+    python benchmarks/tick.py [--ticks 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from types import SimpleNamespace
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from probes.cpu import CpuProbe, CpuStaticInfo  # noqa: E402
+from probes.demo_profiles import get_profile  # noqa: E402
+from probes.disks import DiskProbe  # noqa: E402
+from probes.fakenvml import FakeNvml  # noqa: E402
+from probes.gpu import NvmlProbe  # noqa: E402
+from probes.host import read_host  # noqa: E402
+from probes.memory import read_memory  # noqa: E402
+from probes.numa import NumaProbe, node_of_cpu  # noqa: E402
+from probes.processes import ProcessProbe  # noqa: E402
+from probes.sampler import Sampler  # noqa: E402
+
+
+def timed(function, ticks: int) -> float:
+    """Median milliseconds of one call, after one warm-up call (rates need a previous sample)."""
+    function()
+    samples = []
+    for _ in range(ticks):
+        start = time.perf_counter()
+        function()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def synthetic_proc(root: str, count: int) -> None:
+    for pid in range(1000, 1000 + count):
+        base = os.path.join(root, "proc", str(pid))
+        os.makedirs(base)
+        fields = ["S", "1"] + ["0"] * 9 + [str(pid % 97), "3"] + ["0"] * 4 + ["4", "0", "100", "0", "2500"]
+        fields += ["0"] * (36 - len(fields)) + ["0"] + ["0"] * 15
+        with open(os.path.join(base, "stat"), "w") as handle:
+            handle.write(f"{pid} (python) " + " ".join(fields) + "\n")
+        with open(os.path.join(base, "cmdline"), "w") as handle:
+            handle.write("python\0train.py\0")
+        with open(os.path.join(base, "status"), "w") as handle:
+            handle.write("Cpus_allowed_list:\t0-255\n")
+
+
+def synthetic_cores(count: int):
+    state = [0]
+
+    def source():
+        state[0] += 1
+        t = state[0]
+        return [SimpleNamespace(user=t * 50 + i, nice=0, system=t * 10, idle=t * 40, iowait=0, irq=0, softirq=0,
+                                steal=0) for i in range(count)]
+    return source
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ticks", type=int, default=50)
+    ticks = parser.parse_args().ticks
+    print(f"# hwtop tick benchmark — {time.strftime('%Y-%m-%d')} — {platform.node()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}")
+    print(f"# rerun: python benchmarks/tick.py --ticks {ticks}   (median of {ticks} ticks, ms)\n")
+
+    print("## this machine, per probe")
+    numa = NumaProbe()
+    cpu = CpuProbe(static=CpuStaticInfo(start=False))
+    disks = DiskProbe()
+    procs = ProcessProbe()
+    mapping = node_of_cpu(numa.read())
+    rows = [
+        ("host", timed(read_host, ticks)),
+        ("memory", timed(read_memory, ticks)),
+        ("numa", timed(numa.read, ticks)),
+        ("cpu", timed(lambda: cpu.read(mapping), ticks)),
+        ("disks", timed(disks.read, ticks)),
+        (f"processes ({len(procs.pids())} pids)", timed(procs.read, ticks)),
+    ]
+    sampler = Sampler(gpu=NvmlProbe())
+    rows.append(("whole tick (Sampler.sample, NVML absent)", timed(sampler.sample, ticks)))
+    for name, ms in rows:
+        print(f"| {name:<44} | {ms:8.3f} ms |")
+
+    print("\n## synthetic scale")
+    print("| what | size | ms/tick | NVML calls/tick |")
+    print("|---|---|---|---|")
+    for count in (2, 64, 256):
+        probe = CpuProbe(times_source=synthetic_cores(count), freq_source=lambda: [],
+                         static=CpuStaticInfo(start=False))
+        nodes = {i: i * 8 // count for i in range(count)}
+        print(f"| cpu cores over 8 NUMA nodes | {count} | {timed(lambda p=probe, n=nodes: p.read(n), ticks):.3f} | |")
+    for gpus in (1, 8, 16):
+        profile = dataclasses.replace(get_profile("dgx-a100"), gpu_count=gpus)
+        clock = [0.0]
+        fake = FakeNvml(profile, clock=lambda c=clock: c[0])
+        probe = NvmlProbe(fake, clock=lambda c=clock: c[0])
+        probe.read()
+
+        def tick(p=probe, c=clock):
+            c[0] += 1.0
+            p.read()
+        ms = timed(tick, ticks)
+        before = sum(fake.calls.values())
+        tick()
+        per_tick = sum(fake.calls.values()) - before
+        print(f"| GPUs (fake NVML, dgx-a100 cards) | {gpus} | {ms:.3f} | {per_tick} |")
+    for count in (100, 1000, 5000):
+        with tempfile.TemporaryDirectory() as root:
+            synthetic_proc(root, count)
+            probe = ProcessProbe(root)
+            print(f"| processes (synthetic /proc) | {count} | {timed(probe.read, max(5, ticks // 5)):.3f} | |")
+
+    print("\n## render (widget text for one frame, no terminal I/O)")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from factories_for_bench import render_costs
+
+    for name, ms in render_costs(ticks):
+        print(f"| {name:<44} | {ms:8.3f} ms |")
+
+
+if __name__ == "__main__":
+    main()

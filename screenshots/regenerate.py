@@ -1,0 +1,59 @@
+"""Regenerate the screenshots: the real app, on this machine and on demo profiles, as SVG (Textual) and PNG.
+
+    python screenshots/regenerate.py          # needs the test extra (cairosvg) for the PNGs
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from tui.app import HwtopApp  # noqa: E402
+from tui.cli import make_sampler  # noqa: E402
+
+SHOTS = [
+    ("main-80x24", None, (80, 24)),
+    ("main-200x60", None, (200, 60)),
+    ("dgx-a100-200x60", "dgx-a100", (200, 60)),
+    ("dgx-a100-80x24", "dgx-a100", (80, 24)),
+    ("gtx1660s-80x24", "gtx1660s", (80, 24)),
+    ("h200-120x40", "h200", (120, 40)),
+]
+
+
+async def capture(name: str, demo: str | None, size: tuple[int, int], ticks: int = 6) -> str:
+    app = HwtopApp(make_sampler(demo, no_gpu=False), interval=0.5)
+    async with app.run_test(size=size) as pilot:
+        while app.ticks < ticks:  # live values and some sparkline history
+            await pilot.pause(0.2)
+        path = app.save_screenshot(filename=f"{name}.svg", path=HERE)
+    return path
+
+
+def to_png(svg: str) -> str | None:
+    try:
+        import cairosvg
+    except ImportError:
+        print("cairosvg not installed: SVG only", file=sys.stderr)
+        return None
+    png = svg[:-4] + ".png"
+    with open(svg, encoding="utf-8") as handle:
+        # cairo cannot fetch Textual's web font; a local monospace face keeps the cells aligned.
+        text = handle.read().replace("Fira Code, monospace", "DejaVu Sans Mono")
+        text = text.replace('"Fira Code"', '"DejaVu Sans Mono"')
+    cairosvg.svg2png(bytestring=text.encode(), write_to=png, output_width=1600)
+    return png
+
+
+def main() -> None:
+    for name, demo, size in SHOTS:
+        svg = asyncio.run(capture(name, demo, size))
+        print(svg, to_png(svg) or "")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""The real `hwtop` command in a real terminal (tmux): it draws, quits on q, and restores the terminal."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
+
+
+def wait_for(predicate, timeout: float = 20.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)])
+def test_hwtop_draws_quits_and_restores_terminal(size: tuple[int, int], tmp_path: Path) -> None:
+    session = f"hwtop-e2e-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "exit"
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
+    command = f"{hwtop} --interval 0.5; echo $? > {marker}; echo HWTOP-EXITED; sleep 30"
+    tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
+    try:
+        pane = lambda: tmux("capture-pane", "-p", "-t", session)  # noqa: E731
+        assert wait_for(lambda: "Processes" in pane() and "%" in pane() and "No GPU shown" in pane()), pane()
+        screen = pane()
+        assert "CPU" in screen and "Memory" in screen and "Disks" in screen
+        assert tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "1"
+        tmux("send-keys", "-t", session, "q")
+        assert wait_for(lambda: marker.exists() and "HWTOP-EXITED" in pane()), pane()
+        assert marker.read_text().strip() == "0"
+        # Restored: back on the main screen, cursor visible, no leftover of the app's frame.
+        assert tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "0"
+        assert tmux("display", "-p", "-t", session, "#{cursor_flag}").strip() == "1"
+        assert "Processes" not in pane()
+    finally:
+        tmux("kill-session", "-t", session)

@@ -1,0 +1,28 @@
+"""Snapshot tests of the look (SVG baselines under tests/__snapshots__), deterministic injected sources."""
+
+from __future__ import annotations
+
+import pytest
+from factories import ScriptedSource, demo_snapshots, host_snapshot
+
+from tui.app import HwtopApp
+
+
+async def _first_frame(pilot) -> None:
+    await pilot.app.first_frame.wait()
+    await pilot.pause()
+
+
+def _app(kind: str) -> HwtopApp:
+    if kind == "nogpu":
+        return HwtopApp(ScriptedSource([host_snapshot()]))
+    return HwtopApp(ScriptedSource(demo_snapshots(kind)))
+
+
+@pytest.mark.parametrize(("kind", "size"), [
+    ("nogpu", (80, 24)), ("nogpu", (160, 50)),
+    ("dgx-a100", (80, 24)), ("dgx-a100", (200, 60)),
+    ("gtx1660s", (80, 24)), ("gtx1660s", (200, 60)),
+])
+def test_look(snap_compare, kind: str, size: tuple[int, int]) -> None:
+    assert snap_compare(_app(kind), terminal_size=size, run_before=_first_frame)

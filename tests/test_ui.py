@@ -1,0 +1,152 @@
+"""The App through run_test() and the Pilot, fed by an injected source (never the live machine)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from factories import ScriptedSource, demo_snapshots, host_snapshot
+
+from probes.model import ProbeError
+from tui.app import HwtopApp
+from tui.help import HelpScreen
+from widgets.cpu import CpuPanel
+from widgets.gpu import GpuPanel
+from widgets.header import HeaderBar
+from widgets.memory import MemoryPanel
+from widgets.processes import ProcessTable
+
+
+def text_of(widget) -> str:
+    return "\n".join(line.plain for line in widget.lines(widget.content_size.width))
+
+
+async def started(app: HwtopApp, pilot) -> None:
+    await app.first_frame.wait()
+    await pilot.pause()
+
+
+async def test_cpu_host_values_and_no_gpu_message() -> None:
+    source = ScriptedSource([host_snapshot()])
+    app = HwtopApp(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        header = str(app.query_one(HeaderBar).render())
+        assert "trainbox" in header and "6.8.0-45-generic" in header and "up 1d 02:03" in header
+        cpu = text_of(app.query_one(CpuPanel))
+        assert "97%" in cpu and "  3%" in cpu and "load 1.50 1.20 0.90" in cpu
+        memory = text_of(app.query_one(MemoryPanel))
+        assert "56.0G/256.0G" in memory and "1.0G/8.0G" in memory
+        gpu = text_of(app.query_one(GpuPanel))
+        assert "No GPU shown: no NVIDIA driver / NVML not found" in gpu
+        table = app.query_one(ProcessTable)
+        assert [r.pid for r in table.rows_shown] == [41000, 41010, 812]  # sorted by CPU
+    assert source.closed
+
+
+async def test_numa_groups_on_a_four_node_box() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot(cores=64, nodes=4, busy_core=40)]))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        cpu = text_of(app.query_one(CpuPanel))
+        for node in range(4):
+            assert f"node {node} (16 cpus)" in cpu
+        assert cpu.index("node 2") < cpu.index(" 40 ") < cpu.index("node 3")
+
+
+async def test_sort_key_and_header_click_resort() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await started(app, pilot)
+        table = app.query_one(ProcessTable)
+        await pilot.press("s")
+        assert table.sort_key == "rss"
+        assert [r.pid for r in table.rows_shown] == [41000, 41010, 812]
+        await pilot.press("s", "s")
+        assert table.sort_key == "pid"
+        assert [r.pid for r in table.rows_shown] == [812, 41000, 41010]
+
+
+async def test_pause_stops_sampling_and_says_so() -> None:
+    source = ScriptedSource([host_snapshot()])
+    app = HwtopApp(source, interval=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.press("p")
+        assert "PAUSED" in str(app.query_one(HeaderBar).render())
+        before = source.samples
+        await pilot.pause(0.3)
+        assert source.samples == before
+        await pilot.press("p")
+        await pilot.pause(0.3)
+        assert source.samples > before
+
+
+async def test_help_screen_lists_keys() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_probe_errors_are_counted_in_the_header() -> None:
+    snapshot = dataclasses.replace(host_snapshot(), errors=(ProbeError("disks", "OSError: gone"),))
+    app = HwtopApp(ScriptedSource([snapshot]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        assert "1 probe error(s)" in str(app.query_one(HeaderBar).render())
+
+
+async def test_dgx_shows_eight_live_gpus_with_processes() -> None:
+    snapshots = demo_snapshots("dgx-a100")
+    app = HwtopApp(ScriptedSource(snapshots))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        gpu = text_of(app.query_one(GpuPanel))
+        for index in range(8):
+            assert f"GPU{index} A100-SXM4-80GB" in gpu
+        last = snapshots[-1].gpus[0]
+        assert f"{last.util_percent:.0f}%" in gpu and "PCIe 4x16" in gpu
+        table = app.query_one(ProcessTable)
+        row = next(r for r in table.rows_shown if r.pid == 41000)
+        assert row.gpus == "0" and row.gpu_memory == last.processes[0].used_memory_bytes
+
+
+async def test_gtx1660s_shows_na_where_the_card_cannot_say() -> None:
+    app = HwtopApp(ScriptedSource(demo_snapshots("gtx1660s")))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        gpu = text_of(app.query_one(GpuPanel))
+        assert "GTX 1660 SUPER" in gpu and "fan" in gpu and "GPM: GPM needs a Hopper-class" in gpu
+        table = app.query_one(ProcessTable)
+        xorg = next(r for r in table.rows_shown if r.pid == 3120)
+        assert xorg.gpu_memory is None  # NVML gives no per-process memory for it: N/A, not 0
+
+
+async def test_h200_shows_gpm_activity() -> None:
+    app = HwtopApp(ScriptedSource(demo_snapshots("h200")))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        gpu = text_of(app.query_one(GpuPanel))
+        assert "SM act" in gpu and "tensor" in gpu
+
+
+async def test_lost_gpu_is_shown_as_lost() -> None:
+    snaps = demo_snapshots("dgx-a100", count=2)
+    gpus = list(snaps[-1].gpus)
+    gpus[2] = dataclasses.replace(gpus[2], lost=True)
+    app = HwtopApp(ScriptedSource([dataclasses.replace(snaps[-1], gpus=tuple(gpus))]))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        assert "GPU2 A100-SXM4-80GB  LOST" in text_of(app.query_one(GpuPanel))
+
+
+async def test_tiny_terminal_keeps_running() -> None:
+    app = HwtopApp(ScriptedSource(demo_snapshots("dgx-a100", count=2)))
+    async with app.run_test(size=(20, 6)) as pilot:
+        await started(app, pilot)
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.is_running and app.ticks >= 1
