@@ -304,6 +304,11 @@ class FakeNvml:
         info.pciDeviceId = 0x20B210DE
         return info
 
+    def nvmlDeviceGetMinorNumber(self, handle: FakeHandle) -> int:
+        """The N of /dev/nvidiaN."""
+        self._enter("nvmlDeviceGetMinorNumber", handle)
+        return handle.index
+
     def nvmlDeviceGetCudaComputeCapability(self, handle: FakeHandle) -> tuple[int, int]:
         self._enter("nvmlDeviceGetCudaComputeCapability", handle)
         return self.profile.gpu.compute_capability

@@ -98,6 +98,8 @@ class NvmlProbe:
         self._system: GpuSystem | None = None
         self._rates = RateMeter()
         self.calls: Counter[str] = Counter()  # NVML calls made, by function: what a tick costs
+        self._holders: dict[int, tuple[int, ...]] = {}  # /dev/nvidiaN minor -> local pids holding it
+        self._holders_at = -1e9
 
     # ----- lifecycle -----
 
@@ -220,6 +222,7 @@ class NvmlProbe:
             "mem_max": self._call(device, "mem_max", "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_MEM),
             "pcie_max_gen": self._call(device, "pcie_max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
             "pcie_max_width": self._call(device, "pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
+            "minor": self._call(device, "minor", "nvmlDeviceGetMinorNumber"),
         }
         support = self._call(device, "gpm", "nvmlGpmQueryDeviceSupport")
         if support is None:
@@ -417,10 +420,18 @@ class NvmlProbe:
                     device.unsupported.add("proc_util")
         result = []
         hidden = 0
+        holders: dict[int, tuple[int, ...]] | None = None
+        minor = device.static.get("minor")
         for proc, kind in listed:
             pid = int(proc.pid)
             host = by_pid.get(pid)
             visible = host is not None or os.path.exists(f"{self.proc_root}/{pid}")
+            if visible and minor is not None and not self.source.startswith("demo"):
+                # A pid of ours that does not hold this GPU's device file is another process (container pid
+                # namespace): not the one NVML means.
+                held = nvidia_minors_held(self.proc_root, pid)
+                visible = held is None or minor in held
+                host = host if visible else None
             command = (host.cmdline or host.name) if host else (_cmdline(self.proc_root, pid) if visible else None)
             hidden += not visible
             sample = utilization.get(pid)
@@ -442,7 +453,29 @@ class NvmlProbe:
         elif hidden:
             status = (f"{hidden} GPU process(es) not visible here: NVML reports host pids (container?); "
                       "pid mapping unavailable")
+            holders = self._device_holders()
+            local = holders.get(minor, ()) if minor is not None else ()
+            shown = {p.pid for p in result}
+            for pid in local:
+                if pid in shown:
+                    continue
+                host = by_pid.get(pid)
+                result.append(GpuProcess(pid=pid, kind="holder", used_memory_bytes=None, visible=True,
+                                         user=host.user if host else None,
+                                         command=(host.cmdline or host.name) if host else _cmdline(self.proc_root, pid),
+                                         cpu_percent=host.cpu_percent if host else None,
+                                         rss_bytes=host.rss_bytes if host else None))
+            if local:
+                status += f"; local processes holding /dev/nvidia{minor}: {', '.join(map(str, local))}"
         return {"processes": tuple(result), "process_pids_status": status}
+
+    def _device_holders(self) -> dict[int, tuple[int, ...]]:
+        """Which local pids hold which /dev/nvidiaN: a scan of every /proc/PID/fd, so on the slow tier only."""
+        now = self._clock()
+        if now - self._holders_at >= SLOW_TIER_S:
+            self._holders = scan_nvidia_holders(self.proc_root)
+            self._holders_at = now
+        return self._holders
 
 
 def _float(value: Any) -> float | None:
@@ -456,3 +489,32 @@ def _cmdline(proc_root: str, pid: int) -> str | None:
             return handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip() or None
     except OSError:
         return None
+
+
+def nvidia_minors_held(proc_root: str, pid: int) -> set[int] | None:
+    """The N of every /dev/nvidiaN the process holds open; None when its fds cannot be read."""
+    try:
+        fds = os.listdir(f"{proc_root}/{pid}/fd")
+    except OSError:
+        return None
+    minors = set()
+    for fd in fds:
+        try:
+            target = os.readlink(f"{proc_root}/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("/dev/nvidia") and target[11:].isdigit():
+            minors.add(int(target[11:]))
+    return minors
+
+
+def scan_nvidia_holders(proc_root: str) -> dict[int, tuple[int, ...]]:
+    holders: dict[int, list[int]] = {}
+    try:
+        pids = [int(n) for n in os.listdir(proc_root) if n.isdigit()]
+    except OSError:
+        return {}
+    for pid in pids:
+        for minor in nvidia_minors_held(proc_root, pid) or ():
+            holders.setdefault(minor, []).append(pid)
+    return {minor: tuple(sorted(p)) for minor, p in holders.items()}

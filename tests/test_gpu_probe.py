@@ -193,15 +193,18 @@ def test_mig_instances_with_their_own_memory() -> None:
     assert gpus[7].mig[0].uuid.startswith("MIG-") and gpus[0].mig == ()
 
 
-def test_processes_join_host_data_and_flag_foreign_pids() -> None:
+def test_processes_join_host_data_and_flag_foreign_pids(tmp_path) -> None:
     own = os.getpid()
+    _proc_with_fds(tmp_path, own, ["/dev/nvidia0"], "python -m pytest")
     profile = get_profile("rtx3090")
     from probes.demo_profiles import DemoProcess
 
     profile = dataclasses.replace(profile, processes=(
         DemoProcess(0, own, "compute", 2 * 1024**3, "pytest"),
         DemoProcess(0, 4_000_000, "compute", 1024**3, "ghost")))  # beyond pid_max: not in this namespace
-    fake, probe, clock = make(profile)
+    clock = Clock()
+    fake = FakeNvml(profile, seed=3, clock=clock)
+    probe = NvmlProbe(fake, proc_root=str(tmp_path), clock=clock)
     clock.now += 25  # past the job's memory ramp-up
     host = (ProcessInfo(own, 1, "alice", "python", "python -m pytest", "R", 12.5, 1000, 3),)
     gpu = probe.read(host)[1][0]
@@ -245,3 +248,31 @@ def test_fake_rejects_calls_before_init_like_nvml() -> None:
     fake.nvmlInit()
     with pytest.raises(pynvml.NVMLError_FunctionNotFound):
         fake.nvmlDeviceGetBAR1MemoryInfo(fake.nvmlDeviceGetHandleByIndex(0))
+
+
+def _proc_with_fds(root, pid: int, targets: list[str], cmdline: str) -> None:
+    base = root / str(pid)
+    (base / "fd").mkdir(parents=True)
+    (base / "cmdline").write_bytes(cmdline.replace(" ", "\0").encode())
+    for fd, target in enumerate(targets, start=3):
+        os.symlink(target, base / "fd" / str(fd))
+
+
+def test_container_pids_are_not_matched_to_the_wrong_process(tmp_path) -> None:
+    """NVML reports host pids 500 and 4000000. Local pid 500 exists but holds no /dev/nvidia0 (another
+    process); local pid 77 holds /dev/nvidia0: shown as a holder, and the status says the mapping is gone."""
+    from probes.demo_profiles import DemoProcess
+
+    _proc_with_fds(tmp_path, 500, ["/dev/null", "pipe:[1234]"], "bash")
+    _proc_with_fds(tmp_path, 77, ["/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm"], "python train.py")
+    profile = dataclasses.replace(get_profile("rtx3090"), processes=(
+        DemoProcess(0, 500, "compute", 3 * 1024**3, "train"), DemoProcess(0, 4_000_000, "compute", 1024**3, "x")))
+    clock = Clock()
+    fake = FakeNvml(profile, clock=clock)
+    probe = NvmlProbe(fake, proc_root=str(tmp_path), clock=clock)
+    gpu = probe.read()[1][0]
+    by_pid = {p.pid: p for p in gpu.processes}
+    assert not by_pid[500].visible and by_pid[500].command is None
+    assert not by_pid[4_000_000].visible
+    assert by_pid[77].kind == "holder" and by_pid[77].command == "python train.py"
+    assert "pid mapping unavailable" in gpu.process_pids_status and "/dev/nvidia0: 77" in gpu.process_pids_status
