@@ -4,25 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
 from factories import demo_snapshots, host_snapshot  # noqa: E402
 
 
-def _median_ms(function, ticks: int) -> float:
-    samples = []
-    for _ in range(ticks):
-        start = time.perf_counter()
-        function()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
-def render_costs(ticks: int) -> list[tuple[str, float]]:
+def render_costs(timed, ticks: int) -> list[tuple[str, float]]:
+    """`timed(function, ticks)` is the caller's timer, so both tables are measured the same way."""
     from probes.history import History
     from widgets.cpu import CpuPanel
     from widgets.gpu import GpuPanel
@@ -32,7 +22,7 @@ def render_costs(ticks: int) -> list[tuple[str, float]]:
         snap = host_snapshot(cores=cores, nodes=8 if cores >= 8 else 1)
         panel = CpuPanel()
         panel.cpu, panel.numa = snap.cpu, snap.numa
-        out.append((f"CPU panel, {cores} cores, 200 cols", _median_ms(lambda p=panel: p.lines(196), ticks)))
+        out.append((f"CPU panel, {cores} cores, 200 cols", timed(lambda p=panel: p.lines(196), ticks)))
     snaps = demo_snapshots("dgx-a100", count=3)
     history = History()
     for s in snaps:
@@ -43,5 +33,5 @@ def render_costs(ticks: int) -> list[tuple[str, float]]:
             gpus = gpus + tuple(dataclasses.replace(g, index=g.index + 8) for g in gpus)
         panel = GpuPanel()
         panel.gpus, panel.history = gpus, history
-        out.append((f"GPU panel, {count} GPUs, 200 cols", _median_ms(lambda p=panel: p.lines(196), ticks)))
+        out.append((f"GPU panel, {count} GPUs, 200 cols", timed(lambda p=panel: p.lines(196), ticks)))
     return out

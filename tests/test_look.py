@@ -20,7 +20,7 @@ def _app(kind: str) -> HwtopApp:
 
 
 @pytest.mark.parametrize(("kind", "size"), [
-    ("nogpu", (80, 24)), ("nogpu", (160, 50)),
+    ("nogpu", (80, 24)), ("nogpu", (160, 50)), ("nogpu", (200, 60)),
     ("dgx-a100", (80, 24)), ("dgx-a100", (200, 60)),
     ("gtx1660s", (80, 24)), ("gtx1660s", (200, 60)),
 ])
