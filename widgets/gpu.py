@@ -41,7 +41,7 @@ class GpuPanel(TextPanel):
         three lines a GPU (side by side where wide), two lines, or one line a GPU."""
         self.system, self.gpus, self.history = system, gpus, history
         width = max(1, self.content_size.width or self.size.width or 80)
-        wide_rows = -(-len(gpus) // max(1, width // WIDE_BLOCK)) * 3 if width >= WIDE_BLOCK - 10 else 10**6
+        wide_rows = -(-len(gpus) // max(1, width // WIDE_BLOCK)) * 3
         if wide_rows <= max_lines:
             self.mode = "wide"
         elif len(gpus) * 2 <= max_lines:
@@ -109,6 +109,8 @@ class GpuPanel(TextPanel):
             line = Text("  util ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
             line += Text(" mem ") + bar(mem_pct, bar_width) + Text(mem_text)
             head.append(f" SM {_num(gpu.sm_clock_mhz)}MHz")
+            if self.mode == "wide":  # room for a third line, not for the wide layout
+                return [head, line, self._details(gpu, width)]
             if gpu.throttle_reasons and gpu.throttle_reasons != ("idle",):
                 head.append(" ⚠ " + ",".join(r for r in gpu.throttle_reasons if r != "idle"), style="bold yellow")
             return [head, line]
@@ -123,6 +125,15 @@ class GpuPanel(TextPanel):
         line2 += sparkline(self._series(f"gpu{gpu.index}.util"), spark)
         line2 += Text("  mem ") + bar(mem_pct, bar_width) + Text(f"{mem_text:>12} ")
         line2 += sparkline(self._series(f"gpu{gpu.index}.mem"), spark)
+        lines = [head, line2, self._details(gpu, width)]
+        for instance in gpu.mig:
+            lines.append(Text(f"   └ MIG{instance.index} {instance.name or ''} "
+                              f"{human_bytes(instance.memory_used_bytes)}/{human_bytes(instance.memory_total_bytes)}",
+                              style="magenta"))
+        return lines
+
+    def _details(self, gpu: GpuSnapshot, width: int) -> Text:
+        """PCIe link and throughput, throttle reasons, GPM activity, ECC, MIG: the third line of a block."""
         line3 = Text(" ")
         pcie = gpu.pcie
         if pcie is not None:
@@ -147,9 +158,4 @@ class GpuPanel(TextPanel):
             line3.append(f"  ECC {gpu.ecc.volatile_corrected}/{gpu.ecc.volatile_uncorrected}", style="bold red")
         if gpu.mig_enabled:
             line3.append(f"  MIG {len(gpu.mig)} slices", style="magenta")
-        lines = [head, line2, line3]
-        for instance in gpu.mig:
-            lines.append(Text(f"   └ MIG{instance.index} {instance.name or ''} "
-                              f"{human_bytes(instance.memory_used_bytes)}/{human_bytes(instance.memory_total_bytes)}",
-                              style="magenta"))
-        return lines
+        return line3
