@@ -578,6 +578,15 @@ class FakeNvml:
         down = self._gpus[device.index].extra.get("links_down", set())
         return 0 if link in down else pynvml.NVML_FEATURE_ENABLED
 
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, device: FakeHandle, link: int) -> pynvml.nvmlPciInfo_t:
+        """With NVSwitch (the DGX), every link ends at a switch: two links to each of six switches."""
+        self._enter("nvmlDeviceGetNvLinkRemotePciInfo", device)
+        if not self.profile.gpu.nvlinks:
+            raise self._not_supported()
+        info = pynvml.nvmlPciInfo_t()
+        info.busId = f"00000000:{0xC0 + link // 2:02X}:00.0".encode()
+        return info
+
     def set_link_down(self, index: int, link: int) -> None:
         self._gpus[index].extra.setdefault("links_down", set()).add(link)
 

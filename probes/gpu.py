@@ -156,6 +156,23 @@ class NvmlProbe:
         self._devices = []
         self._system = None
 
+    def topology_inputs(self) -> tuple[list[tuple[str, str]], list[tuple[int, tuple[str | None, ...]]]]:
+        """(name, bus id) and NVLink state per GPU, for probes.topology; read once (NVML topology calls are
+        not thread-safe, and this runs on the sampler's thread only)."""
+        from probes.topology import count_nvlinks
+
+        if self._system is None:
+            self._system = self._open()
+        gpus, links = [], []
+        for device in self._devices:
+            if device.handle is None:
+                continue
+            if not device.static:
+                self._read_static(device)
+            gpus.append((f"GPU{device.index}", device.static.get("pci_bus_id") or ""))
+            links.append(count_nvlinks(self._nvml, device.handle))
+        return gpus, links
+
     # ----- one guarded call -----
 
     def _call(self, device: _Device, key: str, function: str, *args: Any) -> Any:

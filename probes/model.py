@@ -200,6 +200,33 @@ class GpuSystem:
 
 
 @dataclass(frozen=True, slots=True)
+class TopoDevice:
+    """A GPU or NIC placed in the machine: its PCI address, NUMA node, local CPUs and PCIe link from sysfs."""
+
+    name: str
+    kind: str  # gpu | nic
+    bus_id: str
+    numa_node: int | None
+    local_cpus: tuple[int, ...] | None
+    link_gen: int | None
+    link_width: int | None
+    max_link_gen: int | None
+    max_link_width: int | None
+    nvlinks: int | None = None  # active NVLinks (GPUs)
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    """`gpu_links[i][j]` is the `nvidia-smi topo -m` connection type between GPU i and GPU j; `links` covers
+    every device in `devices` order (GPUs first, then NICs)."""
+
+    devices: tuple[TopoDevice, ...]
+    links: tuple[tuple[str, ...], ...]
+    gpu_links: tuple[tuple[str, ...], ...]
+    source: str  # where the PCI tree was read: "sysfs" or "demo:<profile>"
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeError:
     probe: str
     message: str
@@ -217,6 +244,7 @@ class Snapshot:
     processes: tuple[ProcessInfo, ...] = ()
     gpus: tuple[GpuSnapshot, ...] = ()
     gpu_system: GpuSystem | None = None
+    topology: Topology | None = None
     errors: tuple[ProbeError, ...] = ()
     schema: str = field(default=SCHEMA)
 

@@ -16,7 +16,7 @@ from probes.disks import DiskProbe
 from probes.history import History
 from probes.host import read_host
 from probes.memory import read_memory
-from probes.model import GpuSnapshot, GpuSystem, ProbeError, ProcessInfo, Snapshot
+from probes.model import GpuSnapshot, GpuSystem, ProbeError, ProcessInfo, Snapshot, Topology
 from probes.numa import NumaProbe, node_of_cpu
 from probes.processes import ProcessProbe
 
@@ -47,6 +47,7 @@ class Sampler:
         process_limit: int = 60,
         history_length: int = 120,
         clock: Callable[[], float] = time.time,
+        topology_reader: Callable[[], Topology] | None = None,
     ) -> None:
         self.root = root
         self.numa = NumaProbe(root)
@@ -56,6 +57,8 @@ class Sampler:
         self.gpu = gpu
         self.history = History(history_length)
         self._clock = clock
+        self._topology_reader = topology_reader
+        self.topology: Topology | None = None  # read once (first tick) and on refresh(), kept in every snapshot
         self._last_time: float | None = None
         self._lock = threading.Lock()  # ticks never overlap, even if two callers race
 
@@ -89,9 +92,13 @@ class Sampler:
                 "gpu", lambda: self.gpu.read(processes),  # type: ignore[union-attr]
                 (GpuSystem(False, "GPU probe failed"), ()),
             )
+        if self.topology is None and self._topology_reader is not None:
+            self.topology = guarded("topology", self._topology_reader, None)
+            if self.topology is None:
+                self._topology_reader = None  # failed once: say so once, do not retry every tick
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
-            processes=processes, gpus=gpus, gpu_system=gpu_system, errors=tuple(errors),
+            processes=processes, gpus=gpus, gpu_system=gpu_system, topology=self.topology, errors=tuple(errors),
         )
         self.history.push(snapshot)
         return snapshot

@@ -61,3 +61,17 @@ def parse_meminfo_kb(text: str) -> dict[str, int]:
 def parse_int_row(text: str) -> tuple[int, ...]:
     """Parse a whitespace-separated row of integers (a NUMA distance row); ValueError on garbage."""
     return tuple(int(part) for part in text.split())
+
+
+def format_cpulist(cpus: tuple[int, ...] | list[int]) -> str:
+    """The inverse of parse_cpulist: (0, 1, 2, 3, 8) → "0-3,8"."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    start = None
+    for i, cpu in enumerate(ordered):
+        if start is None:
+            start = cpu
+        if i + 1 == len(ordered) or ordered[i + 1] != cpu + 1:
+            parts.append(str(start) if start == cpu else f"{start}-{cpu}")
+            start = None
+    return ",".join(parts)

@@ -55,20 +55,30 @@ def build_parser() -> argparse.ArgumentParser:
                                            "one snapshot. Its schema: docs/snapshot-schema.md.")
     snap.add_argument("--json", action="store_true", required=True, help="print the snapshot as JSON")
     _add_source_options(snap, "seconds between the two samples (default 1)", sub=True)
+    topo = commands.add_parser("topo", help="GPU/NIC connection matrix, NUMA layout and link health",
+                               description="The GPU and NIC connection matrix with CPU and NUMA affinity (as "
+                                           "nvidia-smi topo -m), the NUMA table (as numactl --hardware), and "
+                                           "PCIe link health.")
+    topo.add_argument("--json", action="store_true", help="print the same as JSON")
+    _add_source_options(topo, "unused by topo", sub=True)
     return parser
 
 
 def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
     from probes.gpu import NvmlProbe
     from probes.sampler import Sampler
+    from probes.topology import read_topology
 
     if no_gpu:
         return Sampler(gpu=None)
     if demo is not None:
+        from probes.demo_topology import read_demo_topology
         from probes.fakenvml import FakeNvml
 
-        return Sampler(gpu=NvmlProbe(FakeNvml(demo), source=f"demo:{demo}"))
-    return Sampler(gpu=NvmlProbe())
+        probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
+        return Sampler(gpu=probe, topology_reader=lambda: read_demo_topology(demo, probe)[0])
+    probe = NvmlProbe()
+    return Sampler(gpu=probe, topology_reader=lambda: read_topology("/", *probe.topology_inputs()))
 
 
 def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:
@@ -90,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     _check_demo(parser, args.demo)
     if args.command == "snapshot":
         return snapshot_command(args)
+    if args.command == "topo":
+        from tui.topo_command import topo_command
+
+        return topo_command(args.demo, args.json)
     from tui.app import HwtopApp
 
     sampler = make_sampler(args.demo, args.no_gpu)

@@ -1,0 +1,155 @@
+"""Connection types from fixture sysfs trees laid out as real machines, checked against the matrix
+`nvidia-smi topo -m` prints on such machines; NVLink counting; degraded-link detection; `hwtop topo`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from probes.demo_topology import Endpoint, build, dgx_a100
+from probes.fakenvml import FakeNvml
+from probes.gpu import NvmlProbe
+from probes.topology import count_nvlinks, link_degraded, nvlink_relations, read_topology
+
+# What `nvidia-smi topo -m` prints on a DGX A100 (NPS1), GPUs and the four compute NICs.
+DGX_A100_EXPECTED = """
+X NV12 NV12 NV12 NV12 NV12 NV12 NV12 PXB NODE SYS SYS
+NV12 X NV12 NV12 NV12 NV12 NV12 NV12 PXB NODE SYS SYS
+NV12 NV12 X NV12 NV12 NV12 NV12 NV12 NODE PXB SYS SYS
+NV12 NV12 NV12 X NV12 NV12 NV12 NV12 NODE PXB SYS SYS
+NV12 NV12 NV12 NV12 X NV12 NV12 NV12 SYS SYS PXB NODE
+NV12 NV12 NV12 NV12 NV12 X NV12 NV12 SYS SYS PXB NODE
+NV12 NV12 NV12 NV12 NV12 NV12 X NV12 SYS SYS NODE PXB
+NV12 NV12 NV12 NV12 NV12 NV12 NV12 X SYS SYS NODE PXB
+PXB PXB NODE NODE SYS SYS SYS SYS X NODE SYS SYS
+NODE NODE PXB PXB SYS SYS SYS SYS NODE X SYS SYS
+SYS SYS SYS SYS PXB PXB NODE NODE SYS SYS X NODE
+SYS SYS SYS SYS NODE NODE PXB PXB SYS SYS NODE X
+"""
+
+
+def _matrix(text: str) -> list[list[str]]:
+    return [line.split() for line in text.strip().splitlines()]
+
+
+def test_dgx_a100_matrix(tmp_path: Path) -> None:
+    endpoints, nodes = dgx_a100()
+    root = build(str(tmp_path), endpoints, nodes)
+    probe = NvmlProbe(FakeNvml("dgx-a100"))
+    topology = read_topology(root, *probe.topology_inputs())
+    assert [list(r) for r in topology.links] == _matrix(DGX_A100_EXPECTED)
+    assert [d.name for d in topology.devices][-4:] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    assert topology.gpu_links[3][3] == "X" and topology.gpu_links[0][7] == "NV12"
+    assert [d.numa_node for d in topology.devices[:8]] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert topology.devices[5].local_cpus[0] == 64 and topology.devices[0].nvlinks == 12
+
+
+def test_dual_socket_workstation_gpus_on_both_sockets(tmp_path: Path) -> None:
+    """GPU0 and GPU1 on root ports of socket 0's host bridge, GPU2 on socket 1: PHB and SYS."""
+    eps = [Endpoint("0000:17:00.0", ("pci0000:00", "0000:00:01.0"), 0, "0-15", name="GPU0"),
+           Endpoint("0000:65:00.0", ("pci0000:00", "0000:00:03.0"), 0, "0-15", name="GPU1"),
+           Endpoint("0000:b3:00.0", ("pci0000:80", "0000:80:01.0"), 1, "16-31", name="GPU2")]
+    root = build(str(tmp_path), eps, [("0-15", [10, 21]), ("16-31", [21, 10])])
+    gpus = [("GPU0", "00000000:17:00.0"), ("GPU1", "00000000:65:00.0"), ("GPU2", "00000000:B3:00.0")]
+    topology = read_topology(root, gpus, [])
+    assert [list(r) for r in topology.gpu_links] == [["X", "PHB", "SYS"], ["PHB", "X", "SYS"], ["SYS", "SYS", "X"]]
+
+
+def test_single_switch_and_two_host_bridges_on_one_node(tmp_path: Path) -> None:
+    eps = [Endpoint("0000:03:00.0", ("pci0000:00", "0000:00:01.0", "0000:01:00.0", "0000:02:08.0"), 0, "0-7",
+                    name="GPU0"),
+           Endpoint("0000:04:00.0", ("pci0000:00", "0000:00:01.0", "0000:01:00.0", "0000:02:10.0"), 0, "0-7",
+                    name="GPU1"),
+           Endpoint("0000:41:00.0", ("pci0000:40", "0000:40:01.0"), 0, "0-7", name="GPU2")]
+    root = build(str(tmp_path), eps, [("0-7", [10])])
+    topology = read_topology(root, [("GPU0", "0000:03:00.0"), ("GPU1", "0000:04:00.0"),
+                                    ("GPU2", "0000:41:00.0")], [])
+    assert topology.gpu_links[0][1] == "PIX" and topology.gpu_links[0][2] == "NODE"
+
+
+def test_laptop_single_gpu(tmp_path: Path) -> None:
+    root = build(str(tmp_path), [Endpoint("0000:01:00.0", ("pci0000:00", "0000:00:01.0"), 0, "0-7", gen=3,
+                                          width=8, max_gen=4, max_width=16, name="GPU0")], [("0-7", [10])])
+    topology = read_topology(root, [("GPU0", "00000000:01:00.0")], [])
+    assert topology.gpu_links == (("X",),)
+    device = topology.devices[0]
+    assert (device.link_gen, device.link_width, device.max_link_gen, device.max_link_width) == (3, 8, 4, 16)
+
+
+def test_gpu_hidden_from_sysfs_is_placed_nowhere(tmp_path: Path) -> None:
+    topology = read_topology(str(tmp_path), [("GPU0", "0000:01:00.0"), ("GPU1", "0000:02:00.0")], [])
+    assert topology.gpu_links[0][1] == "SYS" and topology.devices[0].numa_node is None
+
+
+def test_nvlink_counting_one_link_down() -> None:
+    fake = FakeNvml("dgx-a100")
+    fake.nvmlInit()
+    handles = [fake.nvmlDeviceGetHandleByIndex(i) for i in range(8)]
+    fake.set_link_down(2, 5)
+    links = [count_nvlinks(fake, h) for h in handles]
+    assert links[0][0] == 12 and links[2][0] == 11
+    pairs = nvlink_relations(links, [fake.profile.bus_id(i) for i in range(8)])
+    assert pairs[(0, 1)] == 12 and pairs[(0, 2)] == 11 and pairs[(2, 0)] == 11
+
+
+def test_direct_nvlink_between_two_cards() -> None:
+    links = [(4, ("0000:65:00.0",) * 4), (4, ("0000:17:00.0",) * 4)]
+    assert nvlink_relations(links, ["0000:17:00.0", "0000:65:00.0"]) == {(0, 1): 4, (1, 0): 4}
+
+
+def test_no_nvlink_card_counts_zero() -> None:
+    fake = FakeNvml("rtx3090")
+    fake.nvmlInit()
+    assert count_nvlinks(fake, fake.nvmlDeviceGetHandleByIndex(0)) == (0, ())
+
+
+def test_degraded_link_only_flagged_while_busy() -> None:
+    assert link_degraded(3, 16, 4, 16, util_percent=95)
+    assert link_degraded(4, 8, 4, 16, util_percent=60)
+    assert not link_degraded(1, 16, 4, 16, util_percent=0)  # idle: dropped to gen 1 to save power
+    assert not link_degraded(4, 16, 4, 16, util_percent=100)
+    assert not link_degraded(3, 16, 4, 16, util_percent=None)
+
+
+def test_idle_fake_gpu_drops_its_link_and_is_not_flagged() -> None:
+    clock = [0.0]
+    fake = FakeNvml("rtx3090", clock=lambda: clock[0])
+    probe = NvmlProbe(fake, clock=lambda: clock[0])
+    fake.set_load(0, 0.0)
+    gpu = probe.read()[1][0]
+    assert gpu.pcie.gen == 1 and not link_degraded(gpu.pcie.gen, gpu.pcie.width, gpu.pcie.max_gen,
+                                                    gpu.pcie.max_width, gpu.util_percent)
+    fake.set_load(0, 0.9)
+    fake.set_pcie_link(0, 3, 16)
+    gpu = probe.read()[1][0]
+    assert link_degraded(gpu.pcie.gen, gpu.pcie.width, gpu.pcie.max_gen, gpu.pcie.max_width, gpu.util_percent)
+
+
+def _hwtop(*args: str) -> str:
+    return subprocess.run([sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True,
+                          check=True, timeout=60).stdout
+
+
+def test_topo_demo_dgx_prints_the_matrix_with_affinity() -> None:
+    out = _hwtop("topo", "--demo", "dgx-a100")
+    rows = [line.split() for line in out.splitlines() if line.startswith("GPU")]
+    assert len(rows) == 8
+    for i, row in enumerate(rows):
+        assert row[1 + i] == "X" and all(c == "NV12" for j, c in enumerate(row[1:9]) if j != i)
+        assert row[-2] == ("0-63,128-191" if i < 4 else "64-127,192-255") and row[-1] == ("0" if i < 4 else "1")
+    assert "node distances:" in out and "   0:  10  32" in out
+
+
+def test_topo_on_this_machine_matches_lscpu() -> None:
+    out = _hwtop("topo")
+    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    nodes = [line for line in lscpu.splitlines() if line.startswith("NUMA node") and "CPU(s):" in line
+             and "node(s)" not in line]
+    for line in nodes:
+        label, cpus = line.split(":", 1)
+        index = label.split("node")[1].split()[0]
+        from probes.sysfs import parse_cpulist
+
+        expected = " ".join(map(str, parse_cpulist(cpus.strip())))
+        assert f"node {index} cpus: {expected}" in out
