@@ -98,6 +98,9 @@ PROFILES: dict[str, DemoProfile] = {
                     (0,), (DemoProcess(0, 41000, "compute", 5100 * MIB, "python train.py"),)),
         DemoProfile("rtx3090", "GeForce RTX 3090 24 GB: professional tier", RTX_3090, 1, "550.90.07", 12040,
                     (0,), (DemoProcess(0, 41000, "compute", 17 * GIB, "python train.py"),)),
+        DemoProfile("ws-2x3090", "Dual-socket workstation: 2 x RTX 3090, one per socket, no NVLink bridge "
+                    "(the GPUs talk over SYS)", RTX_3090, 2, "550.90.07", 12040, (0, 1), _ranks(2, 17 * GIB),
+                    bus_ids=("00000000:17:00.0", "00000000:B3:00.0")),
         DemoProfile("a4000", "RTX A4000 16 GB: professional tier, ECC", A4000, 1, "550.90.07", 12040, (0,),
                     (DemoProcess(0, 41000, "compute", 11 * GIB, "python train.py"),)),
         DemoProfile("dgx-a100", "DGX A100: 8 x A100-SXM4-80GB, NVLink 3 through NVSwitch, MIG-capable",

@@ -101,7 +101,18 @@ def layout_for(profile_name: str, gpu_count: int, gen: int, width: int) -> tuple
                                                                                   list[tuple[str, list[int]]]]:
     if profile_name == "dgx-a100":
         return dgx_a100()
+    if profile_name == "ws-2x3090":
+        return dual_socket_workstation(gen, width)
     return single_socket(gpu_count, gen, width)
+
+
+def dual_socket_workstation(gen: int, width: int) -> tuple[list[Endpoint], list[tuple[str, list[int]]]]:
+    """One GPU per socket, each on a root port of its socket's host bridge."""
+    endpoints = [Endpoint("0000:17:00.0", ("pci0000:00", "0000:00:01.0"), 0, "0-15,32-47", gen=gen, width=width,
+                          max_gen=gen, max_width=width, name="GPU0"),
+                 Endpoint("0000:b3:00.0", ("pci0000:80", "0000:80:01.0"), 1, "16-31,48-63", gen=gen, width=width,
+                          max_gen=gen, max_width=width, name="GPU1")]
+    return endpoints, [("0-15,32-47", [10, 21]), ("16-31,48-63", [21, 10])]
 
 
 def read_demo_topology(profile_name: str, probe: Any) -> tuple[Topology, NumaSnapshot]:
@@ -115,4 +126,5 @@ def read_demo_topology(profile_name: str, probe: Any) -> tuple[Topology, NumaSna
                                   profile.gpu.pcie_max_width)
     with tempfile.TemporaryDirectory(prefix="hwtop-demo-sysfs-") as root:
         build(root, endpoints, nodes)
-        return read_topology(root, *probe.topology_inputs(), f"demo:{profile_name}"), NumaProbe(root).read()
+        numa = NumaProbe(root).read()
+        return read_topology(root, *probe.topology_inputs(), f"demo:{profile_name}", numa=numa), numa

@@ -309,6 +309,7 @@ class NvmlProbe:
             reasons = self._call(device, "reasons_old", "nvmlDeviceGetCurrentClocksThrottleReasons")
         pstate = self._call(device, "pstate", "nvmlDeviceGetPerformanceState")
         limit_mw = slow.get("power_limit_mw")
+        pcie, nvlink_tx, nvlink_rx = self._counters(device, now)
         return GpuSnapshot(
             index=device.index,
             name=static["name"],
@@ -330,7 +331,9 @@ class NvmlProbe:
             fan_percent=_float(self._call(device, "fan", "nvmlDeviceGetFanSpeed")),
             pstate=None if pstate is None or pstate == 32 else int(pstate),  # 32: NVML_PSTATE_UNKNOWN
             throttle_reasons=() if reasons is None else decode_throttle_reasons(int(reasons)),
-            pcie=self._pcie(device, now),
+            pcie=pcie,
+            nvlink_tx_bytes_per_s=nvlink_tx,
+            nvlink_rx_bytes_per_s=nvlink_rx,
             ecc=slow.get("ecc"),
             compute_capability=tuple(static["cc"]) if static["cc"] is not None else None,
             mig_enabled=slow.get("mig_enabled"),
@@ -340,32 +343,39 @@ class NvmlProbe:
             **self._processes(device, by_pid),
         )
 
-    def _pcie(self, device: _Device, now: float) -> PcieLink:
+    def _counters(self, device: _Device, now: float) -> tuple[PcieLink, float | None, float | None]:
+        """PCIe link and TX/RX, and NVLink TX/RX, from one batched nvmlDeviceGetFieldValues call of byte
+        counters (each field answers for itself: a card without NVLink says NOT_SUPPORTED for those alone)."""
         nvml = self._nvml
-        tx = rx = None
-        if "pcie_fields" not in device.unsupported:
+        fields = [nvml.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, nvml.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
+                  nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX]
+        rates: list[float | None] = [None, None, None, None]
+        if "fields" not in device.unsupported:
             self.calls["nvmlDeviceGetFieldValues"] += 1
             try:
-                values = nvml.nvmlDeviceGetFieldValues(
-                    device.handle, [nvml.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, nvml.NVML_FI_DEV_PCIE_COUNT_RX_BYTES])
+                values = nvml.nvmlDeviceGetFieldValues(device.handle, fields)
             except nvml.NVMLError as error:
                 if getattr(error, "value", None) in (GPU_IS_LOST, UNKNOWN):
                     raise GpuLost(str(error)) from error
-                device.unsupported.add("pcie_fields")
+                device.unsupported.add("fields")
                 values = None
             if values is not None:
-                if any(v.nvmlReturn != 0 for v in values):
-                    device.unsupported.add("pcie_fields")
-                else:
-                    tx = self._rates.rate((device.index, "pcie_tx"), float(values[0].value.ullVal), now)
-                    rx = self._rates.rate((device.index, "pcie_rx"), float(values[1].value.ullVal), now)
-        if "pcie_fields" in device.unsupported:
+                scale = (1.0, 1.0, 1024.0, 1024.0)  # NVLink counters are in KiB
+                for i, value in enumerate(values):
+                    if value.nvmlReturn == 0:
+                        rates[i] = self._rates.rate((device.index, i), float(value.value.ullVal) * scale[i], now)
+                    elif i < 2:
+                        device.unsupported.add("pcie_fields")
+                if all(v.nvmlReturn != 0 for v in values):
+                    device.unsupported.add("fields")
+        tx, rx, nvl_tx, nvl_rx = rates
+        if "pcie_fields" in device.unsupported or "fields" in device.unsupported:
             # Older cards: the 20 ms sampling call, in KB/s.
             tx_kb = self._call(device, "pcie_tp", "nvmlDeviceGetPcieThroughput", nvml.NVML_PCIE_UTIL_TX_BYTES)
             rx_kb = self._call(device, "pcie_tp", "nvmlDeviceGetPcieThroughput", nvml.NVML_PCIE_UTIL_RX_BYTES)
             tx = None if tx_kb is None else tx_kb * 1024.0
             rx = None if rx_kb is None else rx_kb * 1024.0
-        return PcieLink(
+        link = PcieLink(
             gen=self._call(device, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
             width=self._call(device, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
             max_gen=device.static.get("pcie_max_gen"),
@@ -373,6 +383,7 @@ class NvmlProbe:
             tx_bytes_per_s=tx,
             rx_bytes_per_s=rx,
         )
+        return link, nvl_tx, nvl_rx
 
     def _gpm(self, device: _Device) -> GpmMetrics | None:
         if device.gpm_status is not None:

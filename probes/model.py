@@ -178,6 +178,8 @@ class GpuSnapshot:
     pstate: int | None = None
     throttle_reasons: tuple[str, ...] = ()
     pcie: PcieLink | None = None
+    nvlink_tx_bytes_per_s: float | None = None
+    nvlink_rx_bytes_per_s: float | None = None
     ecc: EccCounts | None = None
     compute_capability: tuple[int, int] | None = None
     mig_enabled: bool | None = None
@@ -224,6 +226,7 @@ class Topology:
     links: tuple[tuple[str, ...], ...]
     gpu_links: tuple[tuple[str, ...], ...]
     source: str  # where the PCI tree was read: "sysfs" or "demo:<profile>"
+    numa: NumaSnapshot | None = None  # the NUMA layout of the machine this topology describes
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ class Sampler:
         self.history = History(history_length)
         self._clock = clock
         self._topology_reader = topology_reader
+        self._initial_topology_reader = topology_reader
         self.topology: Topology | None = None  # read once (first tick) and on refresh(), kept in every snapshot
         self._last_time: float | None = None
         self._lock = threading.Lock()  # ticks never overlap, even if two callers race
@@ -102,6 +103,13 @@ class Sampler:
         )
         self.history.push(snapshot)
         return snapshot
+
+    def refresh_topology(self, reader: Callable[[], Topology] | None = None) -> None:
+        """Read the topology again at the next tick."""
+        if reader is not None:
+            self._topology_reader = reader
+        self._topology_reader = self._topology_reader or self._initial_topology_reader
+        self.topology = None
 
     def close(self) -> None:
         if self.gpu is not None:

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from probes.model import TopoDevice, Topology
+from probes.model import NumaSnapshot, TopoDevice, Topology
 from probes.sysfs import parse_cpulist, read_text
 
 PCI_DEVICES = "sys/bus/pci/devices"
@@ -199,7 +199,7 @@ def list_nics(root: str) -> list[tuple[str, str]]:
 
 
 def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[int, tuple[str | None, ...]]],
-                  source: str = "sysfs") -> Topology:
+                  source: str = "sysfs", numa: NumaSnapshot | None = None) -> Topology:
     """`gpus`: (name, NVML bus id) per GPU index; `nvlinks`: count_nvlinks() per GPU (empty without NVML)."""
     endpoints: list[PciEndpoint] = []
     kinds: list[str] = []
@@ -225,4 +225,4 @@ def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[in
         for i, (e, kind) in enumerate(zip(endpoints, kinds, strict=True)))
     links = tuple(tuple(row) for row in matrix)
     gpu_links = tuple(tuple(row[: len(gpus)]) for row in links[: len(gpus)])
-    return Topology(devices, links, gpu_links, source)
+    return Topology(devices, links, gpu_links, source, numa)

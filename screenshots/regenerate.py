@@ -22,14 +22,23 @@ SHOTS = [
     ("dgx-a100-80x24", "dgx-a100", (80, 24)),
     ("gtx1660s-80x24", "gtx1660s", (80, 24)),
     ("h200-120x40", "h200", (120, 40)),
+    ("topology-dgx-a100-200x60", "dgx-a100", (200, 60), "t"),
+    ("topology-dgx-a100-80x24", "dgx-a100", (80, 24), "t"),
+    ("topology-ws-2x3090-120x40", "ws-2x3090", (120, 40), "t"),
+    ("topology-main-80x24", None, (80, 24), "t"),
 ]
 
 
-async def capture(name: str, demo: str | None, size: tuple[int, int], ticks: int = 6) -> str:
+async def capture(name: str, demo: str | None, size: tuple[int, int], keys: str = "", ticks: int = 6) -> str:
     app = HwtopApp(make_sampler(demo, no_gpu=False), interval=0.5)
     async with app.run_test(size=size) as pilot:
         while app.ticks < ticks:  # live values and some sparkline history
             await pilot.pause(0.2)
+        if keys:
+            await pilot.press(*keys)
+            ticks = app.ticks + 2
+            while app.ticks < ticks:
+                await pilot.pause(0.2)
         path = app.save_screenshot(filename=f"{name}.svg", path=HERE)
     return path
 
@@ -50,8 +59,8 @@ def to_png(svg: str) -> str | None:
 
 
 def main() -> None:
-    for name, demo, size in SHOTS:
-        svg = asyncio.run(capture(name, demo, size))
+    for name, demo, size, *keys in SHOTS:
+        svg = asyncio.run(capture(name, demo, size, "".join(keys)))
         print(svg, to_png(svg) or "")
 
 

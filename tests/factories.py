@@ -83,3 +83,15 @@ def demo_snapshots(profile: str, count: int = 12, cores: int = 2, nodes: int = 1
                             base.processes, gpus, system))
         now[0] += 1.0
     return out
+
+
+def with_demo_topology(snapshots: list[Snapshot], profile: str) -> list[Snapshot]:
+    """The same snapshots carrying the demo profile's topology, read by the real code from its sysfs tree."""
+    import dataclasses
+
+    from probes.demo_topology import read_demo_topology
+
+    probe = NvmlProbe(FakeNvml(profile))
+    topology, numa = read_demo_topology(profile, probe)
+    probe.close()
+    return [dataclasses.replace(s, topology=topology, numa=numa) for s in snapshots]

@@ -276,3 +276,22 @@ def test_container_pids_are_not_matched_to_the_wrong_process(tmp_path) -> None:
     assert not by_pid[4_000_000].visible
     assert by_pid[77].kind == "holder" and by_pid[77].command == "python train.py"
     assert "pid mapping unavailable" in gpu.process_pids_status and "/dev/nvidia0: 77" in gpu.process_pids_status
+
+
+def test_nvlink_rates_from_the_batched_counters() -> None:
+    fake, probe, clock = make("dgx-a100")
+    probe.read()
+    before = fake.truth(1).nvlink_tx_kib
+    clock.now += 2.0
+    gpu = probe.read()[1][1]
+    assert gpu.nvlink_tx_bytes_per_s == pytest.approx((fake.truth(1).nvlink_tx_kib - before) * 1024 / 2.0)
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0  # PCIe came from the same batched call
+
+
+def test_card_without_nvlink_has_none_and_keeps_pcie_counters() -> None:
+    fake, probe, clock = make("h100-pcie")
+    probe.read()
+    clock.now += 1.0
+    gpu = probe.read()[1][0]
+    assert gpu.nvlink_tx_bytes_per_s is None and gpu.pcie.rx_bytes_per_s is not None
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0

@@ -26,3 +26,20 @@ def _app(kind: str) -> HwtopApp:
 ])
 def test_look(snap_compare, kind: str, size: tuple[int, int]) -> None:
     assert snap_compare(_app(kind), terminal_size=size, run_before=_first_frame)
+
+
+async def _topology(pilot) -> None:
+    await _first_frame(pilot)
+    await pilot.press("t")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize(("kind", "size"), [("dgx-a100", (200, 60)), ("dgx-a100", (80, 24)), ("nogpu", (80, 24))])
+def test_topology_look(snap_compare, kind: str, size: tuple[int, int]) -> None:
+    from factories import with_demo_topology
+
+    if kind == "nogpu":
+        app = HwtopApp(ScriptedSource([host_snapshot()]))
+    else:
+        app = HwtopApp(ScriptedSource(with_demo_topology(demo_snapshots(kind), kind)))
+    assert snap_compare(app, terminal_size=size, run_before=_topology)

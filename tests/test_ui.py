@@ -150,3 +150,31 @@ async def test_tiny_terminal_keeps_running() -> None:
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         assert app.is_running and app.ticks >= 1
+
+
+async def test_topology_screen_shows_matrix_nodes_and_live_links() -> None:
+    from factories import with_demo_topology
+
+    from tui.topology_screen import TopologyScreen
+
+    app = HwtopApp(ScriptedSource(with_demo_topology(demo_snapshots("dgx-a100"), "dgx-a100")))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        assert "node 1" in text_of(app.query_one(GpuPanel))  # a GPU's panel names its node
+        await pilot.press("t")
+        assert isinstance(app.screen, TopologyScreen)
+        text = text_of(app.topology_screen.panel)
+        assert text.count("NV12") == 56 and "mlx5_3" in text
+        assert "node 0  cpus 0-63,128-191" in text and "GPU0 GPU1 GPU2 GPU3 mlx5_0 mlx5_1" in text
+        assert "NVLink ↑" in text and "PCIe 4x16" in text
+        await pilot.press("t")
+        assert not isinstance(app.screen, TopologyScreen)
+
+
+async def test_topology_screen_without_gpus_says_so() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.press("t")
+        text = text_of(app.topology_screen.panel)
+        assert "No GPU or NIC to place" in text and "node 0  cpus 0-1" in text

@@ -14,6 +14,7 @@ from textual.widgets import Footer
 from probes.model import Snapshot
 from probes.sampler import SnapshotSource
 from tui.help import HelpScreen
+from tui.topology_screen import TopologyScreen
 from widgets.cpu import CpuPanel
 from widgets.disks import DisksPanel
 from widgets.gpu import GpuPanel
@@ -29,6 +30,7 @@ class HwtopApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
+        Binding("t", "topology", "Topology"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -40,6 +42,7 @@ class HwtopApp(App[None]):
         self.snapshot: Snapshot | None = None
         self.ticks = 0
         self.first_frame = asyncio.Event()
+        self.topology_screen = TopologyScreen()
 
     def compose(self) -> ComposeResult:
         # Kept as attributes: the main screen's widgets, whichever screen (help, a dialog) is on top.
@@ -75,6 +78,10 @@ class HwtopApp(App[None]):
     def show(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         self.ticks += 1
+        if self.screen is self.topology_screen:  # no work for hidden screens: only the visible one renders
+            self.topology_screen.show(snapshot, self.interval, self.paused)
+            self.first_frame.set()
+            return
         history = self.source.history
         height = self.size.height
         gpus = snapshot.gpus
@@ -86,7 +93,11 @@ class HwtopApp(App[None]):
         # The GPU panel may take what the other panels leave, keeping some rows for the process table.
         top = self.top.outer_size.height or 7
         budget = max(1, height - 1 - top - 1 - 2 - 7)
-        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=budget)
+        numa_of = {}
+        if snapshot.topology is not None:
+            numa_of = {int(d.name[3:]): d.numa_node for d in snapshot.topology.devices
+                       if d.kind == "gpu" and d.numa_node is not None and d.name[3:].isdigit()}
+        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=budget, numa_of=numa_of)
         self.process_table.show(snapshot.processes, gpus)
         self.first_frame.set()
 
@@ -100,6 +111,18 @@ class HwtopApp(App[None]):
         table.cycle_sort()
         if self.snapshot is not None:
             table.show(self.snapshot.processes, self.snapshot.gpus)
+
+    def action_topology(self) -> None:
+        self.push_screen(self.topology_screen)
+        if self.snapshot is not None:
+            self.topology_screen.show(self.snapshot, self.interval, self.paused)
+
+    def action_refresh_topology(self) -> None:
+        """Re-read the layout (a GPU or NIC added, a link retrained) at the next tick."""
+        refresh = getattr(self.source, "refresh_topology", None)
+        if refresh is not None:
+            refresh()
+            self.notify("topology will be re-read at the next tick")
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

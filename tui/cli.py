@@ -78,7 +78,10 @@ def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
         probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
         return Sampler(gpu=probe, topology_reader=lambda: read_demo_topology(demo, probe)[0])
     probe = NvmlProbe()
-    return Sampler(gpu=probe, topology_reader=lambda: read_topology("/", *probe.topology_inputs()))
+    from probes.numa import NumaProbe
+
+    return Sampler(gpu=probe, topology_reader=lambda: read_topology("/", *probe.topology_inputs(),
+                                                                    numa=NumaProbe("/").read()))
 
 
 def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:

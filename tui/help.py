@@ -12,6 +12,7 @@ KEYS = (
     ("q", "quit (the terminal is restored, no child process is left)"),
     ("p", "pause / resume sampling"),
     ("s", "cycle the process sort column: CPU, RSS, GPU memory, PID (or click a header)"),
+    ("t", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads it, t/escape back)"),
     ("?", "this help"),
     ("escape", "close a dialog"),
     ("ctrl+p", "command palette: every action by name"),

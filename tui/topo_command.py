@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from probes.model import NumaSnapshot, Topology
+from probes.model import GpuSnapshot, NumaSnapshot, Topology
 from probes.numa import NumaProbe
 from probes.sysfs import format_cpulist
-from probes.topology import read_topology
+from probes.topology import link_degraded, read_topology
 
 LEGEND = """Legend:
   X    = Self
@@ -20,14 +20,15 @@ LEGEND = """Legend:
   NV#  = Connection traversing a bonded set of # NVLinks"""
 
 
-def gather(demo: str | None) -> tuple[Topology, NumaSnapshot]:
-    """The topology and NUMA layout of this machine, or of a demo profile's synthetic sysfs tree."""
+def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot, ...]]:
+    """The topology, NUMA layout and one GPU reading of this machine, or of a demo profile's synthetic tree."""
     from probes.gpu import NvmlProbe
 
     if demo is None:
         probe = NvmlProbe()
         try:
-            return read_topology("/", *probe.topology_inputs()), NumaProbe("/").read()
+            topology = read_topology("/", *probe.topology_inputs())
+            return topology, NumaProbe("/").read(), probe.read()[1]
         finally:
             probe.close()
     from probes.demo_topology import read_demo_topology
@@ -35,12 +36,42 @@ def gather(demo: str | None) -> tuple[Topology, NumaSnapshot]:
 
     probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
     try:
-        return read_demo_topology(demo, probe)
+        topology, numa = read_demo_topology(demo, probe)
+        return topology, numa, probe.read()[1]
     finally:
         probe.close()
 
 
-def render(topology: Topology, numa: NumaSnapshot) -> str:
+def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...]) -> list[str]:
+    """Each PCIe link below its maximum, flagged only while its GPU is busy (idle GPUs drop speed on purpose)."""
+    lines = []
+    by_name = {f"GPU{g.index}": g for g in gpus}
+    for device in topology.devices:
+        gpu = by_name.get(device.name)
+        if gpu is not None and gpu.pcie is not None:
+            gen, width, max_gen, max_width = gpu.pcie.gen, gpu.pcie.width, gpu.pcie.max_gen, gpu.pcie.max_width
+            util = gpu.util_percent
+        else:
+            gen, width, max_gen, max_width = (device.link_gen, device.link_width, device.max_link_gen,
+                                              device.max_link_width)
+            util = None
+        if gen is None or max_gen is None:
+            continue
+        state = f"{device.name:<8} PCIe gen {gen} x{width} of gen {max_gen} x{max_width}"
+        below = gen < max_gen or (width or 0) < (max_width or 0)
+        if link_degraded(gen, width, max_gen, max_width, util):
+            lines.append(f"  {state}: DEGRADED while {util:.0f}% busy — reseat the card, check the slot, BIOS "
+                         "PCIe speed and riser")
+        elif below and util is not None:
+            lines.append(f"  {state}: below its maximum while idle ({util:.0f}%): power saving, not a fault")
+        elif below:
+            lines.append(f"  {state}: below its maximum (no utilization known to judge it)")
+        else:
+            lines.append(f"  {state}: ok")
+    return lines or ["  no PCIe links to check"]
+
+
+def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...] = ()) -> str:
     names = [d.name for d in topology.devices]
     width = max([6, *(len(n) + 1 for n in names)])
     out = []
@@ -67,25 +98,17 @@ def render(topology: Topology, numa: NumaSnapshot) -> str:
         out.append(f"{node.index:>4}:" + "".join(f"{d:>4}" for d in node.distances))
     out.append("")
     out.append("link health:")
-    below = [d for d in topology.devices if d.link_gen and d.max_link_gen and (
-        d.link_gen < d.max_link_gen or (d.link_width or 0) < (d.max_link_width or 0))]
-    if not topology.devices:
-        out.append("  no PCIe devices to check")
-    for d in topology.devices:
-        if d.link_gen is None:
-            continue
-        mark = "below its maximum (fine if the GPU is idle: links drop speed to save power)" if d in below else "ok"
-        out.append(f"  {d.name:<8} PCIe gen {d.link_gen} x{d.link_width} of gen {d.max_link_gen} "
-                   f"x{d.max_link_width}: {mark}")
+    out += link_health(topology, gpus)
     return "\n".join(out)
 
 
 def topo_command(demo: str | None, as_json: bool) -> int:
     import dataclasses
 
-    topology, numa = gather(demo)
+    topology, numa, gpus = gather(demo)
     if as_json:
-        print(json.dumps({"topology": dataclasses.asdict(topology), "numa": dataclasses.asdict(numa)}, indent=2))
+        print(json.dumps({"topology": dataclasses.asdict(topology), "numa": dataclasses.asdict(numa),
+                          "link_health": [line.strip() for line in link_health(topology, gpus)]}, indent=2))
     else:
-        print(render(topology, numa))
+        print(render(topology, numa, gpus))
     return 0

@@ -33,13 +33,15 @@ class GpuPanel(TextPanel):
         self.history: History | None = None
         self.mode = "wide"
         self.marked: set[int] = set()
+        self.numa_of: dict[int, int] = {}
         self.border_title = "GPU"
 
     def show(self, system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], history: History,
-             max_lines: int = 1000, marked: set[int] | None = None) -> None:
+             max_lines: int = 1000, marked: set[int] | None = None, numa_of: dict[int, int] | None = None) -> None:
         """`max_lines` is the height this panel may take; the densest layout that fits is chosen:
         three lines a GPU (side by side where wide), two lines, or one line a GPU."""
         self.system, self.gpus, self.history = system, gpus, history
+        self.numa_of = numa_of or {}
         width = max(1, self.content_size.width or self.size.width or 80)
         wide_rows = -(-len(gpus) // max(1, width // WIDE_BLOCK)) * 3
         if wide_rows <= max_lines:
@@ -117,6 +119,8 @@ class GpuPanel(TextPanel):
         head.append(f"  SM {_num(gpu.sm_clock_mhz)}/{_num(gpu.sm_clock_max_mhz)} MHz")
         head.append(f"  mem {_num(gpu.mem_clock_mhz)} MHz")
         head.append(f"  P{gpu.pstate}" if gpu.pstate is not None else "  P?")
+        if gpu.index in self.numa_of:
+            head.append(f"  node {self.numa_of[gpu.index]}", style="magenta")
         if gpu.fan_percent is not None:
             head.append(f"  fan {gpu.fan_percent:.0f}%")
         spark = max(6, min(16, (width - 70) // 2))

@@ -1,0 +1,39 @@
+"""The topology screen (`t`): where the GPUs and NICs sit against the NUMA layout, with live link throughput."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from probes.model import Snapshot
+from widgets.header import HeaderBar
+from widgets.topology import TopologyPanel
+
+
+class TopologyScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape,t", "app.pop_screen", "Back"),
+        Binding("r", "app.refresh_topology", "Refresh"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.header = HeaderBar()
+        self.panel = TopologyPanel()
+
+    def compose(self) -> ComposeResult:
+        yield self.header
+        with VerticalScroll():
+            yield self.panel
+        yield Footer()
+
+    def show(self, snapshot: Snapshot, interval: float, paused: bool) -> None:
+        self.header.show(snapshot, interval, paused)
+        topology = snapshot.topology
+        # A demo's topology describes its own machine, NUMA nodes included.
+        numa = topology.numa if topology is not None and topology.numa is not None else snapshot.numa
+        self.panel.show(topology, numa, snapshot.gpus)

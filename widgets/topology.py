@@ -1,0 +1,118 @@
+"""The topology view: the connection matrix coloured by quality, the NUMA nodes with the CPUs, GPUs and NICs
+under each, and each GPU's live PCIe and NVLink throughput with a marker on a degraded link."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from probes.model import GpuSnapshot, NumaSnapshot, Topology
+from probes.sysfs import format_cpulist
+from probes.topology import link_degraded
+from widgets.format import human_bytes, human_rate, pct
+from widgets.panel import TextPanel
+
+STYLE = {"X": "dim", "PIX": "cyan", "PXB": "cyan", "PHB": "yellow", "NODE": "dark_orange", "SYS": "bold red"}
+
+
+def link_style(kind: str) -> str:
+    return "bold green" if kind.startswith("NV") else STYLE.get(kind, "")
+
+
+class TopologyPanel(TextPanel):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.topology: Topology | None = None
+        self.numa: NumaSnapshot | None = None
+        self.gpus: tuple[GpuSnapshot, ...] = ()
+        self.border_title = "Topology"
+
+    def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...]) -> None:
+        self.topology, self.numa, self.gpus = topology, numa, gpus
+        if topology is not None:
+            self.border_title = f"Topology · {topology.source} · r refresh"
+        self.refresh(layout=True)
+
+    def lines(self, width: int) -> list[Text]:
+        out: list[Text] = []
+        topology = self.topology
+        if topology is None or not topology.devices:
+            out.append(Text("No GPU or NIC to place: NVML absent and no InfiniBand device. NUMA layout below.",
+                            style="yellow"))
+        else:
+            out += self._matrix(topology, width)
+            out.append(Text("NV# NVLink  PIX/PXB PCIe switch  PHB host bridge  NODE across host bridges  "
+                            "SYS across NUMA nodes", style="dim"))
+        out.append(Text())
+        out += self._numa_lines(width)
+        if self.gpus:
+            out.append(Text())
+            out += self._throughput()
+        return out
+
+    def _matrix(self, topology: Topology, width: int) -> list[Text]:
+        names = [d.name for d in topology.devices]
+        cell = max(5, *(len(n) + 1 for n in names))
+        legend = None
+        if cell * (len(names) + 1) > width:  # narrow terminal: short labels, explained below the matrix
+            nics = [d.name for d in topology.devices if d.kind == "nic"]
+            names = [d.name.replace("GPU", "G") if d.kind == "gpu" else f"N{nics.index(d.name)}"
+                     for d in topology.devices]
+            cell = 5
+            if nics:
+                legend = Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)), style="dim")
+        affinity = width >= cell * (len(names) + 1) + 24
+        header = Text(" " * cell + "".join(f"{n:>{cell}}" for n in names), style="bold")
+        if affinity:
+            header.append("   CPU affinity     NUMA", style="bold")
+        rows = [header]
+        for label, device, links in zip(names, topology.devices, topology.links, strict=True):
+            line = Text(f"{label:<{cell}}", style="bold")
+            for kind in links:
+                line.append(f"{kind:>{cell}}", style=link_style(kind))
+            if affinity:
+                cpus = format_cpulist(device.local_cpus) if device.local_cpus else "N/A"
+                line.append(f"   {cpus:<16} {'N/A' if device.numa_node is None else device.numa_node}")
+            rows.append(line)
+        if legend is not None:
+            rows.append(legend)
+        return rows
+
+    def _numa_lines(self, width: int) -> list[Text]:
+        if self.numa is None:
+            return [Text("NUMA: N/A", style="dim")]
+        devices = self.topology.devices if self.topology else ()
+        out = []
+        for node in self.numa.nodes:
+            line = Text(f"node {node.index}", style="bold magenta")
+            line.append(f"  cpus {format_cpulist(node.cpus) or 'none'}")
+            if node.memory_total_bytes:
+                free, total = human_bytes(node.memory_free_bytes), human_bytes(node.memory_total_bytes)
+                line.append(f"  mem {free} free of {total}")
+            members = [d.name for d in devices if d.numa_node == node.index]
+            if members:
+                line.append("  ·  " + " ".join(members), style="cyan")
+            if node.distances:
+                line.append(f"  distances {' '.join(map(str, node.distances))}", style="dim")
+            out.append(line)
+        unplaced = [d.name for d in devices if d.numa_node is None]
+        if unplaced:
+            out.append(Text("no NUMA node known: " + " ".join(unplaced), style="dim"))
+        return out
+
+    def _throughput(self) -> list[Text]:
+        out = [Text("live links", style="bold")]
+        for gpu in self.gpus:
+            line = Text(f"GPU{gpu.index:<3}", style="bold")
+            pcie = gpu.pcie
+            if pcie is not None:
+                line.append(f" PCIe {pcie.gen or '?'}x{pcie.width or '?'} (max {pcie.max_gen or '?'}x"
+                            f"{pcie.max_width or '?'}) ↑{human_rate(pcie.tx_bytes_per_s):>9} "
+                            f"↓{human_rate(pcie.rx_bytes_per_s):>9}")
+                if link_degraded(pcie.gen, pcie.width, pcie.max_gen, pcie.max_width, gpu.util_percent):
+                    line.append("  ⚠ degraded while busy", style="bold red")
+            if gpu.nvlink_tx_bytes_per_s is not None or gpu.nvlink_rx_bytes_per_s is not None:
+                line.append(f"  NVLink ↑{human_rate(gpu.nvlink_tx_bytes_per_s):>9} "
+                            f"↓{human_rate(gpu.nvlink_rx_bytes_per_s):>9}", style="green")
+            line.append(f"  util {pct(gpu.util_percent)}")
+            out.append(line)
+        return out
