@@ -215,6 +215,7 @@ class TopoDevice:
     max_link_gen: int | None
     max_link_width: int | None
     nvlinks: int | None = None  # active NVLinks (GPUs)
+    network_speed: str | None = None  # NICs: "200 Gb/sec (4X HDR)", "25 Gb/s"
 
 
 @dataclass(frozen=True, slots=True)

@@ -183,18 +183,32 @@ def link_degraded(gen: int | None, width: int | None, max_gen: int | None, max_w
     return slow_gen or narrow
 
 
-def list_nics(root: str) -> list[tuple[str, str]]:
-    """(name, PCI bus id) of InfiniBand/RoCE HCAs, as `nvidia-smi topo -m` lists them (mlx5_0, ...)."""
-    base = os.path.join(root, "sys/class/infiniband")
-    try:
-        names = sorted(os.listdir(base))
-    except OSError:
-        return []
-    nics = []
-    for name in names:
-        device = os.path.join(base, name, "device")
-        if os.path.exists(device):
-            nics.append((name, os.path.basename(os.path.realpath(device))))
+def list_nics(root: str) -> list[tuple[str, str, str | None]]:
+    """(name, PCI bus id, link speed) of InfiniBand/RoCE HCAs (mlx5_0, ... as `nvidia-smi topo -m` names them),
+    then of network interfaces backed by a PCI device that no HCA already covers (eth0, ens1f0, ...)."""
+    nics: list[tuple[str, str, str | None]] = []
+    seen: set[str] = set()
+    for kind in ("infiniband", "net"):
+        base = os.path.join(root, "sys/class", kind)
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for name in names:
+            device = os.path.join(base, name, "device")
+            if not os.path.exists(device):
+                continue  # virtual interfaces (lo, docker0, veth) have no device
+            bus = os.path.basename(os.path.realpath(device))
+            if bus in seen or not os.path.exists(os.path.join(root, PCI_DEVICES, bus)):
+                continue
+            seen.add(bus)
+            if kind == "infiniband":
+                rate = read_text(root, f"sys/class/infiniband/{name}/ports/1/rate")
+                speed = rate.strip() if rate else None
+            else:
+                mbps = _int(read_text(root, f"sys/class/net/{name}/speed"))
+                speed = f"{mbps // 1000} Gb/s" if mbps and mbps > 0 else None
+            nics.append((name, bus, speed))
     return nics
 
 
@@ -212,16 +226,19 @@ def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[in
                                    None, None)
         endpoints.append(endpoint)
         kinds.append("gpu")
-    for name, bus in list_nics(root):
+    speeds: dict[str, str | None] = {}
+    for name, bus, speed in list_nics(root):
         endpoint = read_endpoint(root, bus, name)
         if endpoint is not None:
             endpoints.append(endpoint)
             kinds.append("nic")
+            speeds[name] = speed
     counts = nvlink_relations(nvlinks, [bus for _, bus in gpus]) if nvlinks else {}
     matrix = link_matrix(endpoints, counts, len(gpus))
     devices = tuple(
         TopoDevice(e.name, kind, e.bus_id, e.numa_node, e.local_cpus, e.link_gen, e.link_width, e.max_link_gen,
-                   e.max_link_width, nvlinks[i][0] if kind == "gpu" and i < len(nvlinks) else None)
+                   e.max_link_width, nvlinks[i][0] if kind == "gpu" and i < len(nvlinks) else None,
+                   speeds.get(e.name) if kind == "nic" else None)
         for i, (e, kind) in enumerate(zip(endpoints, kinds, strict=True)))
     links = tuple(tuple(row) for row in matrix)
     gpu_links = tuple(tuple(row[: len(gpus)]) for row in links[: len(gpus)])

@@ -153,3 +153,38 @@ def test_topo_on_this_machine_matches_lscpu() -> None:
 
         expected = " ".join(map(str, parse_cpulist(cpus.strip())))
         assert f"node {index} cpus: {expected}" in out
+
+
+def test_ethernet_nic_with_a_pci_device_is_placed(tmp_path: Path) -> None:
+    import os
+
+    eps = [Endpoint("0000:17:00.0", ("pci0000:00", "0000:00:01.0", "0000:01:00.0", "0000:02:08.0"), 0, "0-7",
+                    name="GPU0"),
+           Endpoint("0000:18:00.0", ("pci0000:00", "0000:00:01.0", "0000:01:00.0", "0000:02:10.0"), 0, "0-7",
+                    kind="eth", name="ens1f0")]
+    build(str(tmp_path), eps, [("0-7", [10])])
+    net = tmp_path / "sys/class/net/ens1f0"
+    net.mkdir(parents=True)
+    (net / "speed").write_text("25000\n")
+    os.symlink(tmp_path / "sys/bus/pci/devices/0000:18:00.0", net / "device")
+    (tmp_path / "sys/class/net/lo").mkdir()  # no device: not a NIC to place
+    topology = read_topology(str(tmp_path), [("GPU0", "0000:17:00.0")], [])
+    assert [d.name for d in topology.devices] == ["GPU0", "ens1f0"]
+    assert topology.links[0][1] == "PIX" and topology.devices[1].network_speed == "25 Gb/s"
+
+
+def test_refresh_rereads_the_topology() -> None:
+    from probes.sampler import Sampler
+
+    calls = []
+
+    def reader():
+        calls.append(1)
+        return read_topology("/nonexistent", [], [])
+
+    sampler = Sampler(topology_reader=reader)
+    sampler.sample()
+    sampler.sample()
+    assert len(calls) == 1
+    sampler.refresh_topology()
+    assert sampler.sample().topology is not None and len(calls) == 2

@@ -83,7 +83,7 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
             out.append(f"{device.name:<{width}}" + "".join(f"{c:>{width}}" for c in row) + f"    {cpus:<17} {node}")
         out += ["", LEGEND, ""]
     else:
-        out += ["No GPU or NIC to place (no NVML, no InfiniBand device).", ""]
+        out += ["No GPU or NIC to place (no NVML, no NIC with a PCI device).", ""]
     out.append(f"available: {len(numa.nodes)} nodes ({format_cpulist([n.index for n in numa.nodes])})"
                + ("  [no NUMA sysfs: one node]" if numa.source == "fallback" else ""))
     for node in numa.nodes:

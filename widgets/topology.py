@@ -36,7 +36,7 @@ class TopologyPanel(TextPanel):
         out: list[Text] = []
         topology = self.topology
         if topology is None or not topology.devices:
-            out.append(Text("No GPU or NIC to place: NVML absent and no InfiniBand device. NUMA layout below.",
+            out.append(Text("No GPU or NIC to place: NVML absent and no NIC with a PCI device. NUMA layout below.",
                             style="yellow"))
         else:
             out += self._matrix(topology, width)
@@ -47,6 +47,13 @@ class TopologyPanel(TextPanel):
         if self.gpus:
             out.append(Text())
             out += self._throughput()
+        nics = [d for d in topology.devices if d.kind == "nic"] if topology else []
+        if nics:
+            out.append(Text())
+            out.append(Text("NICs", style="bold"))
+            for nic in nics:
+                out.append(Text(f"{nic.name:<10} {nic.bus_id}  node {'N/A' if nic.numa_node is None else nic.numa_node}"
+                                f"  PCIe {nic.link_gen or '?'}x{nic.link_width or '?'}  {nic.network_speed or 'N/A'}"))
         return out
 
     def _matrix(self, topology: Topology, width: int) -> list[Text]:
