@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probes.sysfs import parse_cpulist, parse_int_row, parse_meminfo_kb
+from probes.sysfs import format_cpulist, parse_cpulist, parse_int_row, parse_meminfo_kb
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -26,21 +26,9 @@ def test_cpulist_garbage_raises_value_error(text: str) -> None:
         parse_cpulist(text)
 
 
-def _as_cpulist(cpus: set[int]) -> str:
-    ordered = sorted(cpus)
-    parts, start = [], None
-    for i, cpu in enumerate(ordered):
-        if start is None:
-            start = cpu
-        if i + 1 == len(ordered) or ordered[i + 1] != cpu + 1:
-            parts.append(str(start) if start == cpu else f"{start}-{cpu}")
-            start = None
-    return ",".join(parts)
-
-
 @given(st.sets(st.integers(min_value=0, max_value=1023), max_size=200))
 def test_cpulist_round_trips_any_set(cpus: set[int]) -> None:
-    assert parse_cpulist(_as_cpulist(cpus)) == tuple(sorted(cpus))
+    assert parse_cpulist(format_cpulist(tuple(cpus))) == tuple(sorted(cpus))
 
 
 @given(st.text(max_size=40))
@@ -50,6 +38,11 @@ def test_cpulist_never_fails_other_than_value_error(text: str) -> None:
     except ValueError:
         return
     assert all(isinstance(c, int) and c >= 0 for c in result)
+
+
+def test_format_cpulist_compresses_ranges() -> None:
+    assert format_cpulist((0, 1, 2, 3, 8, 10, 11)) == "0-3,8,10-11"
+    assert format_cpulist(()) == ""
 
 
 def test_node_meminfo_in_bytes() -> None:
