@@ -587,6 +587,18 @@ class FakeNvml:
         info.busId = f"00000000:{0xC0 + link // 2:02X}:00.0".encode()
         return info
 
+    def nvmlDeviceGetTopologyCommonAncestor(self, device1: FakeHandle, device2: FakeHandle) -> int:
+        """NVML's own PCIe relation of two GPUs, as set by `set_common_ancestor` (else NOT_SUPPORTED)."""
+        self._enter("nvmlDeviceGetTopologyCommonAncestor", device1)
+        levels = self._gpus[device1.index].extra.get("ancestor", {})
+        if device2.index not in levels:
+            raise self._not_supported()
+        return levels[device2.index]
+
+    def set_common_ancestor(self, a: int, b: int, level: int) -> None:
+        self._gpus[a].extra.setdefault("ancestor", {})[b] = level
+        self._gpus[b].extra.setdefault("ancestor", {})[a] = level
+
     def set_link_down(self, index: int, link: int) -> None:
         self._gpus[index].extra.setdefault("links_down", set()).add(link)
 

@@ -173,6 +173,27 @@ class NvmlProbe:
             links.append(count_nvlinks(self._nvml, device.handle))
         return gpus, links
 
+    def common_ancestors(self) -> dict[tuple[int, int], str]:
+        """NVML's own PCIe relation for each GPU pair (nvmlDeviceGetTopologyCommonAncestor), where it has one."""
+        from probes.topology import NVML_LEVELS
+
+        if self._system is None:
+            self._system = self._open()
+        relations: dict[tuple[int, int], str] = {}
+        devices = [d for d in self._devices if d.handle is not None]
+        for a in devices:
+            for b in devices:
+                if a.index >= b.index:
+                    continue
+                self.calls["nvmlDeviceGetTopologyCommonAncestor"] += 1
+                try:
+                    level = self._nvml.nvmlDeviceGetTopologyCommonAncestor(a.handle, b.handle)
+                except self._nvml.NVMLError:
+                    return relations  # unsupported here: the sysfs tree is the only source
+                if level in NVML_LEVELS:
+                    relations[(a.index, b.index)] = relations[(b.index, a.index)] = NVML_LEVELS[level]
+        return relations
+
     # ----- one guarded call -----
 
     def _call(self, device: _Device, key: str, function: str, *args: Any) -> Any:

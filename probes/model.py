@@ -228,6 +228,7 @@ class Topology:
     gpu_links: tuple[tuple[str, ...], ...]
     source: str  # where the PCI tree was read: "sysfs" or "demo:<profile>"
     numa: NumaSnapshot | None = None  # the NUMA layout of the machine this topology describes
+    disagreements: tuple[str, ...] = ()  # pairs where sysfs and NVML's common ancestor differ
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ from probes.sysfs import parse_cpulist, read_text
 PCI_DEVICES = "sys/bus/pci/devices"
 _GEN_BY_RATE = {"2.5": 1, "5.0": 2, "5": 2, "8.0": 3, "8": 3, "16.0": 4, "16": 4, "32.0": 5, "32": 5, "64.0": 6,
                 "64": 6}
+# nvmlGpuTopologyLevel_t → the nvidia-smi words
+NVML_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 QUALITY = {"X": 0, "NV": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
 
 
@@ -213,8 +215,11 @@ def list_nics(root: str) -> list[tuple[str, str, str | None]]:
 
 
 def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[int, tuple[str | None, ...]]],
-                  source: str = "sysfs", numa: NumaSnapshot | None = None) -> Topology:
-    """`gpus`: (name, NVML bus id) per GPU index; `nvlinks`: count_nvlinks() per GPU (empty without NVML)."""
+                  source: str = "sysfs", numa: NumaSnapshot | None = None,
+                  nvml_relations: dict[tuple[int, int], str] | None = None) -> Topology:
+    """`gpus`: (name, NVML bus id) per GPU index; `nvlinks`: count_nvlinks() per GPU (empty without NVML);
+    `nvml_relations`: NVML's common-ancestor answer per GPU pair, the cross-check of the sysfs reading and the
+    fallback where sysfs hides a GPU (a container)."""
     endpoints: list[PciEndpoint] = []
     kinds: list[str] = []
     missing = []
@@ -235,6 +240,14 @@ def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[in
             speeds[name] = speed
     counts = nvlink_relations(nvlinks, [bus for _, bus in gpus]) if nvlinks else {}
     matrix = link_matrix(endpoints, counts, len(gpus))
+    disagreements = []
+    for (i, j), nvml_word in (nvml_relations or {}).items():
+        if matrix[i][j].startswith("NV"):
+            continue
+        if gpus[i][0] in missing or gpus[j][0] in missing:
+            matrix[i][j] = nvml_word  # sysfs cannot place it: NVML's word is all there is
+        elif matrix[i][j] != nvml_word and i < j:
+            disagreements.append(f"{gpus[i][0]}-{gpus[j][0]}: sysfs {matrix[i][j]}, NVML {nvml_word}")
     devices = tuple(
         TopoDevice(e.name, kind, e.bus_id, e.numa_node, e.local_cpus, e.link_gen, e.link_width, e.max_link_gen,
                    e.max_link_width, nvlinks[i][0] if kind == "gpu" and i < len(nvlinks) else None,
@@ -242,4 +255,4 @@ def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[in
         for i, (e, kind) in enumerate(zip(endpoints, kinds, strict=True)))
     links = tuple(tuple(row) for row in matrix)
     gpu_links = tuple(tuple(row[: len(gpus)]) for row in links[: len(gpus)])
-    return Topology(devices, links, gpu_links, source, numa)
+    return Topology(devices, links, gpu_links, source, numa, tuple(disagreements))

@@ -188,3 +188,25 @@ def test_refresh_rereads_the_topology() -> None:
     assert len(calls) == 1
     sampler.refresh_topology()
     assert sampler.sample().topology is not None and len(calls) == 2
+
+
+def test_nvml_common_ancestor_cross_checks_and_fills_in_for_hidden_gpus(tmp_path: Path) -> None:
+    import pynvml
+
+    eps = [Endpoint("0000:17:00.0", ("pci0000:00", "0000:00:01.0"), 0, "0-15", name="GPU0"),
+           Endpoint("0000:65:00.0", ("pci0000:00", "0000:00:03.0"), 0, "0-15", name="GPU1")]
+    root = build(str(tmp_path), eps, [("0-15", [10])])
+    fake = FakeNvml("ws-2x3090")
+    fake.set_common_ancestor(0, 1, pynvml.NVML_TOPOLOGY_SYSTEM)
+    probe = NvmlProbe(fake)
+    gpus = [("GPU0", "0000:17:00.0"), ("GPU1", "0000:65:00.0")]
+    relations = probe.common_ancestors()
+    assert relations == {(0, 1): "SYS", (1, 0): "SYS"}
+    checked = read_topology(root, gpus, [], nvml_relations=relations)
+    assert checked.gpu_links[0][1] == "PHB" and checked.disagreements == ("GPU0-GPU1: sysfs PHB, NVML SYS",)
+    hidden = read_topology(str(tmp_path / "empty"), gpus, [], nvml_relations=relations)
+    assert hidden.gpu_links[0][1] == "SYS" and hidden.disagreements == ()
+
+
+def test_common_ancestor_unsupported_gives_nothing() -> None:
+    assert NvmlProbe(FakeNvml("dgx-a100")).common_ancestors() == {}

@@ -80,8 +80,8 @@ def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
     probe = NvmlProbe()
     from probes.numa import NumaProbe
 
-    return Sampler(gpu=probe, topology_reader=lambda: read_topology("/", *probe.topology_inputs(),
-                                                                    numa=NumaProbe("/").read()))
+    return Sampler(gpu=probe, topology_reader=lambda: read_topology(
+        "/", *probe.topology_inputs(), numa=NumaProbe("/").read(), nvml_relations=probe.common_ancestors()))
 
 
 def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:

@@ -27,7 +27,7 @@ def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot,
     if demo is None:
         probe = NvmlProbe()
         try:
-            topology = read_topology("/", *probe.topology_inputs())
+            topology = read_topology("/", *probe.topology_inputs(), nvml_relations=probe.common_ancestors())
             return topology, NumaProbe("/").read(), probe.read()[1]
         finally:
             probe.close()
@@ -82,6 +82,8 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
             node = "N/A" if device.numa_node is None else str(device.numa_node)
             out.append(f"{device.name:<{width}}" + "".join(f"{c:>{width}}" for c in row) + f"    {cpus:<17} {node}")
         out += ["", LEGEND, ""]
+        for line in topology.disagreements:
+            out.append(f"note: sysfs and NVML disagree on {line} (the matrix shows sysfs)")
     else:
         out += ["No GPU or NIC to place (no NVML, no NIC with a PCI device).", ""]
     out.append(f"available: {len(numa.nodes)} nodes ({format_cpulist([n.index for n in numa.nodes])})"
