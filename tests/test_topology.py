@@ -12,25 +12,13 @@ from probes.fakenvml import FakeNvml
 from probes.gpu import NvmlProbe
 from probes.topology import count_nvlinks, link_degraded, nvlink_relations, read_topology
 
-# What `nvidia-smi topo -m` prints on a DGX A100 (NPS1), GPUs and the four compute NICs.
-DGX_A100_EXPECTED = """
-X NV12 NV12 NV12 NV12 NV12 NV12 NV12 PXB NODE SYS SYS
-NV12 X NV12 NV12 NV12 NV12 NV12 NV12 PXB NODE SYS SYS
-NV12 NV12 X NV12 NV12 NV12 NV12 NV12 NODE PXB SYS SYS
-NV12 NV12 NV12 X NV12 NV12 NV12 NV12 NODE PXB SYS SYS
-NV12 NV12 NV12 NV12 X NV12 NV12 NV12 SYS SYS PXB NODE
-NV12 NV12 NV12 NV12 NV12 X NV12 NV12 SYS SYS PXB NODE
-NV12 NV12 NV12 NV12 NV12 NV12 X NV12 SYS SYS NODE PXB
-NV12 NV12 NV12 NV12 NV12 NV12 NV12 X SYS SYS NODE PXB
-PXB PXB NODE NODE SYS SYS SYS SYS X NODE SYS SYS
-NODE NODE PXB PXB SYS SYS SYS SYS NODE X SYS SYS
-SYS SYS SYS SYS PXB PXB NODE NODE SYS SYS X NODE
-SYS SYS SYS SYS NODE NODE PXB PXB SYS SYS NODE X
-"""
+FIXTURES = Path(__file__).parent / "fixtures" / "topo"
 
 
-def _matrix(text: str) -> list[list[str]]:
-    return [line.split() for line in text.strip().splitlines()]
+def expected(name: str) -> list[list[str]]:
+    """A matrix as `nvidia-smi topo -m` prints it on such a machine (tests/fixtures/topo/NAME.txt)."""
+    rows = [line.split("\t") for line in (FIXTURES / name).read_text().splitlines() if not line.startswith("#")]
+    return [row[1:] for row in rows[1:]]
 
 
 def test_dgx_a100_matrix(tmp_path: Path) -> None:
@@ -38,7 +26,7 @@ def test_dgx_a100_matrix(tmp_path: Path) -> None:
     root = build(str(tmp_path), endpoints, nodes)
     probe = NvmlProbe(FakeNvml("dgx-a100"))
     topology = read_topology(root, *probe.topology_inputs())
-    assert [list(r) for r in topology.links] == _matrix(DGX_A100_EXPECTED)
+    assert [list(r) for r in topology.links] == expected("dgx-a100.txt")
     assert [d.name for d in topology.devices][-4:] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
     assert topology.gpu_links[3][3] == "X" and topology.gpu_links[0][7] == "NV12"
     assert [d.numa_node for d in topology.devices[:8]] == [0, 0, 0, 0, 1, 1, 1, 1]
@@ -53,7 +41,7 @@ def test_dual_socket_workstation_gpus_on_both_sockets(tmp_path: Path) -> None:
     root = build(str(tmp_path), eps, [("0-15", [10, 21]), ("16-31", [21, 10])])
     gpus = [("GPU0", "00000000:17:00.0"), ("GPU1", "00000000:65:00.0"), ("GPU2", "00000000:B3:00.0")]
     topology = read_topology(root, gpus, [])
-    assert [list(r) for r in topology.gpu_links] == [["X", "PHB", "SYS"], ["PHB", "X", "SYS"], ["SYS", "SYS", "X"]]
+    assert [list(r) for r in topology.gpu_links] == expected("dual-socket-workstation.txt")
 
 
 def test_single_switch_and_two_host_bridges_on_one_node(tmp_path: Path) -> None:
