@@ -111,6 +111,8 @@ class GpuPanel(TextPanel):
             line = Text("  util ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
             line += Text(" mem ") + bar(mem_pct, bar_width) + Text(mem_text)
             head.append(f" SM {_num(gpu.sm_clock_mhz)}MHz")
+            if gpu.index in self.numa_of:
+                head.append(f" node {self.numa_of[gpu.index]}", style="magenta")
             if self.mode == "wide":  # room for a third line, not for the wide layout
                 return [head, line, self._details(gpu, width)]
             if gpu.throttle_reasons and gpu.throttle_reasons != ("idle",):

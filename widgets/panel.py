@@ -19,4 +19,6 @@ class TextPanel(Widget):
         return Text("\n").join(self.lines(self.content_size.width or self.size.width))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return max(1, len(self.lines(width)))
+        """Rows the text takes at this width, counting lines that wrap."""
+        width = max(1, width)
+        return max(1, sum(max(1, -(-line.cell_len // width)) for line in self.lines(width)))
