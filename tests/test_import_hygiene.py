@@ -16,6 +16,6 @@ def test_probes_import_no_ui_and_no_torch() -> None:
 
 
 def test_monitor_never_imports_torch() -> None:
-    code = "import sys, tui.app, tui.cli\nprint('torch' in sys.modules)\n"
+    code = "import sys, tui.app, tui.cli, workload.launcher\nprint('torch' in sys.modules)\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

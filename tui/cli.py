@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from typing import NoReturn
@@ -60,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
                                            "nvidia-smi topo -m), the NUMA table (as numactl --hardware), and "
                                            "PCIe link health.")
     topo.add_argument("--json", action="store_true", help="print the same as JSON")
+    commands.add_parser("workload", help="run the embedded PyTorch DDP/AMP job headless and print its telemetry "
+                                         "(needs torch; options: python -m workload.job --help)", add_help=False)
     _add_source_options(topo, "unused by topo", sub=True)
     return parser
 
@@ -97,7 +100,44 @@ def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:
         parser.error(f"unknown demo profile {demo!r}; valid: {', '.join(PROFILES)}")
 
 
+def workload_command(argv: list[str]) -> int:
+    """`hwtop workload [job options] [--json]`: run the job headless, print its telemetry, stop it whole on
+    SIGINT/SIGTERM/SIGHUP. The job's own parser checks its options (bad ones exit 2)."""
+    import signal
+
+    from workload.launcher import WorkloadProcess, describe
+
+    as_json = "--json" in argv
+    job_args = [a for a in argv if a != "--json"]
+    if "-h" in job_args or "--help" in job_args:
+        print("usage: hwtop workload [--json] [job options]; job options: python -m workload.job --help")
+    job = WorkloadProcess(job_args)
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+    try:
+        for record in job.records():
+            print(json.dumps(record) if as_json else describe(record), flush=True)
+        code = job.wait()
+    except KeyboardInterrupt:
+        job.stop()
+        return 130
+    finally:
+        job.stop(grace_s=2.0)
+    if code != 0:
+        tail = job.stderr_tail[-1] if job.stderr_tail else "no error output"
+        print(f"hwtop: workload exited with {code}: {tail}", file=sys.stderr)
+        return 2 if code == 2 else 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["workload"]:
+        return workload_command(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     _check_demo(parser, args.demo)

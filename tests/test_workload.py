@@ -1,0 +1,118 @@
+"""The embedded workload for real: torch DDP over gloo on CPU, telemetry, scenarios, lifecycle."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("torch", reason="the workload tests need torch (pip install torch==2.13.0)")
+
+from workload.launcher import WorkloadProcess, group_alive  # noqa: E402
+
+
+def run_job(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> list[dict]:
+    result = subprocess.run([sys.executable, "-m", "workload.job", *args], capture_output=True, text=True,
+                            timeout=timeout, env=dict(os.environ, **(env or {})))
+    records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert records, result.stderr[-2000:]
+    return records
+
+
+def test_two_ranks_ddp_synchronises_and_learns() -> None:
+    records = run_job("--device", "cpu", "--world-size", "2", "--steps", "40", "--model", "mlp",
+                      "--num-workers", "0", "--port", "29611")
+    steps = [r for r in records if r["event"] == "step"]
+    assert {r["rank"] for r in steps} == {0, 1}
+    assert {r["rank"] for r in records if r["event"] == "started"} == {0, 1}
+    finished = {r["rank"]: r for r in records if r["event"] == "finished"}
+    assert finished[0]["param_checksum"] == finished[1]["param_checksum"]  # DDP kept the replicas equal
+    losses = [r["loss"] for r in steps if r["rank"] == 0]
+    assert all(loss == loss and loss < 1e3 for loss in losses)  # finite
+    assert sum(losses[-10:]) / 10 < sum(losses[:10]) / 10  # decreasing on average
+    assert all(r["rss_bytes"] > 0 and r["step_time_s"] > 0 for r in steps)
+
+
+def test_bf16_autocast_and_grad_accumulation() -> None:
+    records = run_job("--device", "cpu", "--steps", "4", "--model", "mlp", "--amp", "bf16", "--grad-accum", "2",
+                      "--batch-size", "8", "--port", "29612")
+    steps = [r for r in records if r["event"] == "step"]
+    assert all(r["amp"] == "bf16" for r in steps) and len(steps) == 4
+    assert steps[-1]["samples_per_s"] == pytest.approx(16 / steps[-1]["step_time_s"])
+
+
+def test_dataloader_bound_waits_more_than_balanced() -> None:
+    common = ("--device", "cpu", "--steps", "6", "--batch-size", "8")
+    bound = run_job("--scenario", "dataloader-bound", *common, "--port", "29613")
+    balanced = run_job("--scenario", "balanced", *common, "--transform-cost", "0.1", "--port", "29614")
+    wait_bound = next(r for r in bound if r["event"] == "finished")["data_wait_fraction"]
+    wait_balanced = next(r for r in balanced if r["event"] == "finished")["data_wait_fraction"]
+    assert wait_bound > 0.5 and wait_bound > wait_balanced + 0.2, (wait_bound, wait_balanced)
+
+
+def test_amp_compare_reports_both_runs_and_the_saving() -> None:
+    records = run_job("--scenario", "amp-compare", "--device", "cpu", "--steps", "3", "--batch-size", "8",
+                      "--num-workers", "0", "--port", "29615")
+    summary = next(r for r in records if r["event"] == "summary")
+    assert summary["fp32"]["steps"] == 3 and summary["bf16"]["steps"] == 3
+    assert summary["memory_metric"] == "peak_rss_bytes" and summary["speedup"] > 0
+    assert {r["phase"] for r in records if r["event"] == "step"} == {"fp32", "bf16"}
+
+
+def test_oom_ramp_reports_the_largest_batch_that_fit() -> None:
+    records = run_job("--scenario", "oom-ramp", "--device", "cpu", "--model", "mlp", "--batch-size", "8",
+                      "--port", "29616", env={"HWTOP_WORKLOAD_INJECT_OOM_AT": "64"})
+    oom = next(r for r in records if r["event"] == "oom")
+    assert oom["batch_size"] == 64 and oom["largest_fit"] == 32
+    assert next(r for r in records if r["event"] == "finished")["largest_batch_that_fit"] == 32
+
+
+def test_stop_leaves_no_process_of_the_job() -> None:
+    job = WorkloadProcess(["--device", "cpu", "--world-size", "2", "--seconds", "120", "--model", "mlp",
+                           "--num-workers", "1", "--port", "29617"])
+    records = job.records()
+    first = next(records)
+    assert first["event"] == "started"
+    assert group_alive(job.pgid)
+    job.stop(grace_s=5)
+    assert not group_alive(job.pgid)
+
+
+def test_sigterm_to_hwtop_workload_stops_the_whole_group() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "workload", "--device", "cpu", "--world-size", "2",
+                             "--seconds", "120", "--model", "mlp", "--port", "29618", "--json"],
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    started = json.loads(line)
+    job_pid = started["pid"]
+    pgid = os.getpgid(job_pid)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 130
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and group_alive(pgid):
+        time.sleep(0.1)
+    assert not group_alive(pgid)
+
+
+def test_crash_of_one_rank_is_reported_and_nothing_remains() -> None:
+    job = WorkloadProcess(["--device", "cpu", "--world-size", "2", "--steps", "50", "--model", "mlp",
+                           "--num-workers", "0", "--port", "29620"], env={"HWTOP_WORKLOAD_CRASH_RANK": "1"})
+    steps = [r for r in job.records() if r["event"] == "step"]
+    assert steps and max(r["step"] for r in steps) < 50
+    assert job.wait(60) != 0
+    assert any("exit code 7" in line for line in job.stderr_tail), list(job.stderr_tail)
+    job.stop(grace_s=2)
+    assert not group_alive(job.pgid)
+
+
+def test_bad_job_option_exits_2_with_one_line() -> None:
+    result = subprocess.run([sys.executable, "-m", "tui.cli", "workload", "--bogus"], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unrecognized arguments: --bogus" in lines[0]

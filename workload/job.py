@@ -1,0 +1,292 @@
+"""A real PyTorch DDP/AMP training job that makes bottlenecks appear, reporting JSON lines on stdout.
+
+    python -m workload.job --device cpu --world-size 2 --steps 50 --scenario balanced
+
+Each rank writes one JSON object per line (atomic single writes, so ranks never interleave mid-line):
+events `started`, `step`, `oom`, `error`, `finished`, and for `amp-compare` a `summary`. Under torchrun it reads
+RANK / WORLD_SIZE / LOCAL_RANK; otherwise it spawns --world-size processes itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, Dataset
+
+SCENARIOS = {
+    # scenario: overrides of the options (the user's explicit options win)
+    "balanced": {"num_workers": 2, "transform_cost": 0.2},
+    "dataloader-bound": {"num_workers": 0, "transform_cost": 8.0},
+    "amp-compare": {},
+    "oom-ramp": {},
+}
+
+
+def emit(record: dict[str, Any]) -> None:
+    record.setdefault("time", time.time())
+    os.write(1, (json.dumps(record, allow_nan=False, default=str) + "\n").encode())
+
+
+class ToyMlp(nn.Module):
+    """The model of the classic DDP tutorial."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(10, 100), nn.ReLU(), nn.Linear(100, 2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class SmallConvNet(nn.Module):
+    def __init__(self, classes: int = 10) -> None:
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 5, stride=4, padding=2), nn.ReLU(), nn.Conv2d(16, 32, 3, stride=2, padding=1),
+            nn.ReLU(), nn.AdaptiveAvgPool2d(4))
+        self.head = nn.Linear(32 * 16, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+class SyntheticImages(Dataset):
+    """224x224 images made on the fly with a CPU transform whose cost (ms per sample) is tunable."""
+
+    def __init__(self, length: int, transform_cost_ms: float, seed: int) -> None:
+        self.length, self.cost, self.seed = length, transform_cost_ms, seed
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        generator = torch.Generator().manual_seed(self.seed * 100_003 + index)
+        image = torch.rand(3, 224, 224, generator=generator)
+        end = time.perf_counter() + self.cost / 1000.0
+        while time.perf_counter() < end:  # real CPU work, as a decode + augmentation would cost
+            image = image.flip(2).mul_(0.999).add_(0.0005)
+        label = torch.randint(0, 10, (1,), generator=generator).squeeze(0)
+        return image, label
+
+
+class SyntheticVectors(Dataset):
+    def __init__(self, length: int, seed: int) -> None:
+        generator = torch.Generator().manual_seed(seed)
+        self.x = torch.randn(length, 10, generator=generator)
+        self.y = (self.x[:, 0] > 0).long()
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.x[index], self.y[index]
+
+
+def rss_bytes() -> int | None:
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m workload.job")
+    parser.add_argument("--scenario", choices=list(SCENARIOS), default="balanced")
+    parser.add_argument("--model", choices=["mlp", "convnet"], default="convnet")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--world-size", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--num-workers", type=int, default=None)
+    parser.add_argument("--pin-memory", action="store_true")
+    parser.add_argument("--amp", choices=["off", "fp16", "bf16"], default="off")
+    parser.add_argument("--grad-accum", type=int, default=1)
+    parser.add_argument("--cudnn-benchmark", action="store_true")
+    parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--seconds", type=float, default=None)
+    parser.add_argument("--transform-cost", type=float, default=None, help="ms of CPU work per sample")
+    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--port", type=int, default=29512)
+    return parser
+
+
+def resolve(args: argparse.Namespace) -> argparse.Namespace:
+    for key, value in SCENARIOS[args.scenario].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.num_workers = 0 if args.num_workers is None else args.num_workers
+    args.transform_cost = 0.2 if args.transform_cost is None else args.transform_cost
+    if args.steps is None and args.seconds is None:
+        args.steps = 50
+    return args
+
+
+def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size: int, steps: int | None,
+          phase: str | None = None) -> dict[str, Any]:
+    """One training run on this rank; returns its summary. Raises torch.OutOfMemoryError upward."""
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda", rank % max(1, torch.cuda.device_count())) if args.device == "cuda" else \
+        torch.device("cpu")
+    model = (ToyMlp() if args.model == "mlp" else SmallConvNet()).to(device)
+    ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
+    scaler = torch.amp.GradScaler(device.type, enabled=amp == "fp16")
+    if args.model == "mlp":
+        dataset: Dataset = SyntheticVectors(4096, args.seed + rank)
+    else:
+        dataset = SyntheticImages(100_000, args.transform_cost, args.seed + rank)
+    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=args.num_workers,
+                        pin_memory=args.pin_memory and device.type == "cuda", drop_last=True,
+                        persistent_workers=args.num_workers > 0)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = args.cudnn_benchmark
+        torch.cuda.reset_peak_memory_stats(device)
+    loss_fn = nn.CrossEntropyLoss()
+    started = time.perf_counter()
+    step = 0
+    total_wait = total_time = 0.0
+    losses = []
+    iterator = iter(loader)
+    peak_rss = 0
+    while True:
+        if steps is not None and step >= steps:
+            break
+        if args.seconds is not None and time.perf_counter() - started >= args.seconds:
+            break
+        step_start = time.perf_counter()
+        wait = 0.0
+        optimizer.zero_grad(set_to_none=True)
+        for micro in range(args.grad_accum):
+            fetch = time.perf_counter()
+            try:
+                x, y = next(iterator)
+            except StopIteration:
+                iterator = iter(loader)
+                x, y = next(iterator)
+            wait += time.perf_counter() - fetch
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            sync = ddp.no_sync() if micro < args.grad_accum - 1 else _null()
+            with sync, torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
+                loss = loss_fn(ddp(x), y) / args.grad_accum
+            scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        elapsed = time.perf_counter() - step_start
+        step += 1
+        if step > 1 or steps == 1:  # the first step pays for worker start-up: not the steady state
+            total_wait += wait
+            total_time += elapsed
+        if os.environ.get("HWTOP_WORKLOAD_CRASH_RANK") == str(rank) and step == 2:
+            os._exit(7)  # tests: one rank dies as a segfaulting extension would
+        losses.append(float(loss.detach()) * args.grad_accum)
+        rss = rss_bytes() or 0
+        peak_rss = max(peak_rss, rss)
+        record = {"event": "step", "rank": rank, "world_size": world, "step": step, "step_time_s": elapsed,
+                  "data_wait_s": wait, "data_wait_fraction": wait / elapsed if elapsed else None,
+                  "samples_per_s": batch_size * args.grad_accum / elapsed if elapsed else None,
+                  "loss": losses[-1], "amp": amp, "scale": scaler.get_scale() if amp == "fp16" else None,
+                  "batch_size": batch_size, "rss_bytes": rss, "phase": phase}
+        if device.type == "cuda":
+            record.update(cuda_allocated_bytes=torch.cuda.memory_allocated(device),
+                          cuda_reserved_bytes=torch.cuda.memory_reserved(device),
+                          cuda_peak_bytes=torch.cuda.max_memory_allocated(device))
+        emit(record)
+    checksum = float(sum(p.detach().double().sum() for p in ddp.parameters()))
+    measured = step - 1 if step > 1 else step
+    return {"steps": step, "data_wait_fraction": total_wait / total_time if total_time else None,
+            "samples_per_s": measured * batch_size * args.grad_accum / total_time if total_time else None,
+            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+            "peak_rss_bytes": peak_rss, "param_checksum": checksum,
+            "cuda_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None}
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
+    backend = "nccl" if args.device == "cuda" else "gloo"
+    if "MASTER_ADDR" not in os.environ:
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(args.port)
+    dist.init_process_group(backend, rank=rank, world_size=world)
+    emit({"event": "started", "rank": rank, "world_size": world, "pid": os.getpid(), "scenario": args.scenario,
+          "device": args.device, "backend": backend, "amp": args.amp, "batch_size": args.batch_size,
+          "num_workers": args.num_workers, "transform_cost_ms": args.transform_cost})
+    try:
+        if args.scenario == "amp-compare":
+            low = "bf16" if args.device == "cpu" else "fp16"
+            fp32 = train(rank, world, args, "off", args.batch_size, args.steps, phase="fp32")
+            mixed = train(rank, world, args, low, args.batch_size, args.steps, phase=low)
+            key = "cuda_peak_bytes" if args.device == "cuda" else "peak_rss_bytes"
+            emit({"event": "summary", "rank": rank, "scenario": "amp-compare", "fp32": fp32, low: mixed,
+                  "memory_metric": key,
+                  "memory_saving_fraction": (1 - mixed[key] / fp32[key]) if fp32[key] else None,
+                  "speedup": (mixed["samples_per_s"] / fp32["samples_per_s"]) if fp32["samples_per_s"] else None})
+            summary = mixed
+        elif args.scenario == "oom-ramp":
+            summary = oom_ramp(rank, world, args)
+        else:
+            summary = train(rank, world, args, args.amp, args.batch_size, args.steps)
+        emit({"event": "finished", "rank": rank, **summary})
+    except torch.OutOfMemoryError as error:
+        emit({"event": "oom", "rank": rank, "batch_size": args.batch_size, "message": str(error)[:500]})
+    except (dist.DistBackendError, RuntimeError) as error:
+        emit({"event": "error", "rank": rank, "message": f"{type(error).__name__}: {str(error)[:500]}"})
+        raise SystemExit(3) from None
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def oom_ramp(rank: int, world: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Double the batch until the device runs out of memory; report the largest that fit."""
+    inject = int(os.environ.get("HWTOP_WORKLOAD_INJECT_OOM_AT", "0") or 0)  # tests: a CPU never OOMs on cue
+    batch, largest = args.batch_size, None
+    while batch <= 1 << 16:
+        try:
+            if inject and batch >= inject:
+                raise torch.OutOfMemoryError(f"injected: CUDA out of memory at batch {batch}")
+            train(rank, world, args, args.amp, batch, 2, phase=f"batch {batch}")
+            largest = batch
+            batch *= 2
+        except torch.OutOfMemoryError as error:
+            emit({"event": "oom", "rank": rank, "batch_size": batch, "largest_fit": largest,
+                  "message": str(error)[:300]})
+            if args.device == "cuda":
+                torch.cuda.empty_cache()
+            break
+    return {"largest_batch_that_fit": largest}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = resolve(build_parser().parse_args(argv))
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:  # under torchrun
+        run_rank(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
+        return 0
+    if args.world_size == 1:
+        run_rank(0, 1, args)
+        return 0
+    mp.spawn(run_rank, args=(args.world_size, args), nprocs=args.world_size, join=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
