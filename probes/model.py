@@ -232,6 +232,43 @@ class Topology:
 
 
 @dataclass(frozen=True, slots=True)
+class RankState:
+    """The last telemetry of one rank of the embedded workload, with short rings for its sparklines."""
+
+    rank: int
+    pid: int | None
+    step: int | None
+    step_time_s: float | None
+    samples_per_s: float | None
+    data_wait_fraction: float | None
+    loss: float | None
+    amp: str | None
+    scale: float | None
+    batch_size: int | None
+    rss_bytes: int | None
+    cuda_allocated_bytes: int | None = None
+    cuda_reserved_bytes: int | None = None
+    cuda_peak_bytes: int | None = None
+    step_times: tuple[float, ...] = ()
+    throughput: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadState:
+    """The embedded job as the monitor sees it: starting | running | stalled | finished | crashed | stopped."""
+
+    scenario: str
+    status: str
+    exit_code: int | None
+    ranks: tuple[RankState, ...]
+    last_event: str | None
+    stderr_tail: tuple[str, ...] = ()
+    pids: tuple[int, ...] = ()
+    garbage_lines: int = 0
+    summary: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeError:
     probe: str
     message: str
@@ -250,6 +287,7 @@ class Snapshot:
     gpus: tuple[GpuSnapshot, ...] = ()
     gpu_system: GpuSystem | None = None
     topology: Topology | None = None
+    workload: WorkloadState | None = None
     errors: tuple[ProbeError, ...] = ()
     schema: str = field(default=SCHEMA)
 

@@ -59,6 +59,7 @@ class Sampler:
         self._clock = clock
         self._topology_reader = topology_reader
         self._initial_topology_reader = topology_reader
+        self.workload: Any = None  # a WorkloadMonitor (workload/monitor.py) once the user starts the job
         self.topology: Topology | None = None  # read once (first tick) and on refresh(), kept in every snapshot
         self._last_time: float | None = None
         self._lock = threading.Lock()  # ticks never overlap, even if two callers race
@@ -97,9 +98,11 @@ class Sampler:
             self.topology = guarded("topology", self._topology_reader, None)
             if self.topology is None:
                 self._topology_reader = None  # failed once: say so once, do not retry every tick
+        workload = guarded("workload", self.workload.state, None) if self.workload is not None else None
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
-            processes=processes, gpus=gpus, gpu_system=gpu_system, topology=self.topology, errors=tuple(errors),
+            processes=processes, gpus=gpus, gpu_system=gpu_system, topology=self.topology, workload=workload,
+            errors=tuple(errors),
         )
         self.history.push(snapshot)
         return snapshot
@@ -112,5 +115,7 @@ class Sampler:
         self.topology = None
 
     def close(self) -> None:
+        if self.workload is not None:
+            self.workload.stop()
         if self.gpu is not None:
             self.gpu.close()

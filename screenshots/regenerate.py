@@ -27,6 +27,23 @@ SHOTS = [
     ("topology-ws-2x3090-120x40", "ws-2x3090", (120, 40), "t"),
     ("topology-main-80x24", None, (80, 24), "t"),
 ]
+# The embedded job, dataloader-bound on this machine's CPU (needs torch).
+WORKLOAD_SHOTS = [
+    ("workload-dataloader-bound-160x45", (160, 45),
+     ["--scenario", "dataloader-bound", "--device", "cpu", "--world-size", "2", "--seconds", "120"]),
+]
+
+
+async def capture_workload(name: str, size: tuple[int, int], job: list[str]) -> str:
+    app = HwtopApp(make_sampler(None, no_gpu=False), interval=0.5, workload_args=job)
+    async with app.run_test(size=size) as pilot:
+        for _ in range(300):  # the ranks start and report a few steps
+            await pilot.pause(0.2)
+            state = app.snapshot.workload if app.snapshot else None
+            if state and state.ranks and all((r.step or 0) >= 5 for r in state.ranks):
+                break
+        path = app.save_screenshot(filename=f"{name}.svg", path=HERE)
+    return path
 
 
 async def capture(name: str, demo: str | None, size: tuple[int, int], keys: str = "", ticks: int = 6) -> str:
@@ -61,6 +78,15 @@ def to_png(svg: str) -> str | None:
 def main() -> None:
     for name, demo, size, *keys in SHOTS:
         svg = asyncio.run(capture(name, demo, size, "".join(keys)))
+        print(svg, to_png(svg) or "")
+    try:
+        import importlib.util
+
+        has_torch = importlib.util.find_spec("torch") is not None
+    except ValueError:
+        has_torch = False
+    for name, size, job in WORKLOAD_SHOTS if has_torch else []:
+        svg = asyncio.run(capture_workload(name, size, job))
         print(svg, to_png(svg) or "")
 
 

@@ -49,3 +49,34 @@ def test_hwtop_draws_quits_and_restores_terminal(size: tuple[int, int], tmp_path
         assert "Processes" not in pane()
     finally:
         tmux("kill-session", "-t", session)
+
+
+@pytest.mark.parametrize("sig", ["TERM", "HUP", "INT"])
+def test_signal_to_hwtop_with_a_workload_restores_and_leaves_no_child(sig: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="the workload needs torch")
+    import os
+    import signal
+
+    from workload.launcher import group_alive
+
+    session = f"hwtop-sig-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "exit"
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40",
+         f"{hwtop} --workload balanced --interval 0.5; echo $? > {marker}; sleep 30")
+    try:
+        pane = lambda: tmux("capture-pane", "-p", "-t", session)  # noqa: E731
+        assert wait_for(lambda: "RUNNING" in pane() and "rank 0 step" in pane(), timeout=60), pane()
+        pids = [p for p in subprocess.run(["pgrep", "-f", "hwtop --workload|tui.cli --workload"], capture_output=True,
+                                          text=True).stdout.split()
+                if Path(f"/proc/{p}/comm").read_text().strip() in ("hwtop", "python", "python3")]  # not the shell
+        jobs = subprocess.run(["pgrep", "-f", "-x", ".*-m workload.job.*"], capture_output=True,
+                              text=True).stdout.split()
+        assert pids and jobs
+        groups = {os.getpgid(int(j)) for j in jobs}
+        os.kill(int(pids[0]), getattr(signal, f"SIG{sig}"))
+        assert wait_for(marker.exists, timeout=20), pane()
+        assert tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "0"
+        assert wait_for(lambda: not any(group_alive(g) for g in groups), timeout=15)
+    finally:
+        tmux("kill-session", "-t", session)

@@ -116,3 +116,59 @@ def test_bad_job_option_exits_2_with_one_line() -> None:
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "unrecognized arguments: --bogus" in lines[0]
+
+
+async def test_tui_starts_watches_and_stops_the_job_and_quit_leaves_nothing() -> None:
+    from probes.sampler import Sampler
+    from tui.app import HwtopApp
+    from tui.workload_dialog import WorkloadDialog
+    from widgets.workload import WorkloadPanel
+
+    sampler = Sampler(gpu=None)
+    app = HwtopApp(sampler, interval=0.3)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.first_frame.wait()
+        await pilot.press("w")
+        assert isinstance(app.screen, WorkloadDialog)
+        options = app.screen.query_one("#options")
+        options.value = "--device cpu --world-size 2 --seconds 60 --model mlp --num-workers 1 --port 29631"
+        await pilot.click("#start")
+        monitor = sampler.workload
+        assert monitor is not None
+        for _ in range(100):  # the ranks start and report steps
+            await pilot.pause(0.2)
+            state = app.snapshot.workload if app.snapshot else None
+            if state and len(state.ranks) == 2 and all(r.step for r in state.ranks):
+                break
+        panel = app.query_one(WorkloadPanel)
+        text = "\n".join(line.plain for line in panel.lines(150))
+        assert "RUNNING" in text and "rank 0 step" in text and "rank 1 step" in text and "samples/s" in text
+        marked = app.process_table.marked
+        assert monitor.job.pgid in marked and all(r.pid in marked for r in state.ranks)
+        pgid = monitor.job.pgid
+        await pilot.press("x")
+        await pilot.pause(0.5)
+        assert not group_alive(pgid)
+        # Start again and quit with it running: closing the app stops the group.
+        await pilot.press("w")
+        app.screen.query_one("#options").value = "--device cpu --seconds 60 --model mlp --port 29632"
+        await pilot.click("#start")
+        await pilot.pause(1.0)
+        second = sampler.workload.job.pgid
+        assert group_alive(second)
+    assert not group_alive(second)
+
+
+def test_crashed_job_state_has_exit_code_and_stderr_tail() -> None:
+    from workload.monitor import WorkloadMonitor
+
+    monitor = WorkloadMonitor(["--device", "cpu", "--world-size", "2", "--steps", "50", "--model", "mlp",
+                               "--num-workers", "0", "--port", "29633"], env={"HWTOP_WORKLOAD_CRASH_RANK": "1"})
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and monitor.state().status not in ("crashed", "finished"):
+        time.sleep(0.2)
+    monitor._reader.join(10)
+    state = monitor.state()
+    assert state.status == "crashed" and state.exit_code not in (None, 0)
+    assert any("exit code 7" in line for line in state.stderr_tail)
+    monitor.stop()

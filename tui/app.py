@@ -15,12 +15,14 @@ from probes.model import Snapshot
 from probes.sampler import SnapshotSource
 from tui.help import HelpScreen
 from tui.topology_screen import TopologyScreen
+from tui.workload_dialog import WorkloadDialog
 from widgets.cpu import CpuPanel
 from widgets.disks import DisksPanel
 from widgets.gpu import GpuPanel
 from widgets.header import HeaderBar
 from widgets.memory import MemoryPanel
 from widgets.processes import ProcessTable
+from widgets.workload import WorkloadPanel
 
 
 class HwtopApp(App[None]):
@@ -31,10 +33,13 @@ class HwtopApp(App[None]):
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("t", "topology", "Topology"),
+        Binding("w", "start_workload", "Workload"),
+        Binding("x", "stop_workload", "Stop job", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
-    def __init__(self, source: SnapshotSource, interval: float = 1.0) -> None:
+    def __init__(self, source: SnapshotSource, interval: float = 1.0, workload_args: list[str] | None = None,
+                 exit_on_signals: bool = False) -> None:
         super().__init__()
         self.source = source
         self.interval = interval
@@ -43,6 +48,8 @@ class HwtopApp(App[None]):
         self.ticks = 0
         self.first_frame = asyncio.Event()
         self.topology_screen = TopologyScreen()
+        self.workload_args = workload_args
+        self.exit_on_signals = exit_on_signals
 
     def compose(self) -> ComposeResult:
         # Kept as attributes: the main screen's widgets, whichever screen (help, a dialog) is on top.
@@ -50,6 +57,8 @@ class HwtopApp(App[None]):
         self.disks_panel = DisksPanel(id="disks")
         self.memory_panel, self.gpu_panel = MemoryPanel(id="memory"), GpuPanel(id="gpu")
         self.process_table = ProcessTable(id="processes")
+        self.workload_panel = WorkloadPanel(id="workload")
+        self.workload_panel.display = False
         yield self.header
         self.top = Horizontal(id="top")
         with self.top:
@@ -58,10 +67,21 @@ class HwtopApp(App[None]):
                 yield self.disks_panel
             yield self.memory_panel
         yield self.gpu_panel
+        yield self.workload_panel
         yield self.process_table
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.exit_on_signals:
+            # SIGTERM and SIGHUP (an SSH drop) end the app like q: terminal restored, the job's group stopped.
+            # Through the event loop, never a raw signal handler that could interrupt a held lock.
+            import signal
+
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, self.exit)
+        if self.workload_args is not None:
+            self.start_workload(self.workload_args)
         self.run_worker(self._poll(), name="sampler", exclusive=True)
 
     async def _poll(self) -> None:
@@ -98,7 +118,9 @@ class HwtopApp(App[None]):
             numa_of = {int(d.name[3:]): d.numa_node for d in snapshot.topology.devices
                        if d.kind == "gpu" and d.numa_node is not None and d.name[3:].isdigit()}
         self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=budget, numa_of=numa_of)
-        self.process_table.show(snapshot.processes, gpus)
+        self.workload_panel.show(snapshot.workload)
+        self.process_table.show(snapshot.processes, gpus,
+                                marked=set(snapshot.workload.pids) if snapshot.workload else None)
         self.first_frame.set()
 
     def action_toggle_pause(self) -> None:
@@ -123,6 +145,35 @@ class HwtopApp(App[None]):
         if refresh is not None:
             refresh()
             self.notify("topology will be re-read at the next tick")
+
+    def action_start_workload(self) -> None:
+        if not hasattr(self.source, "workload"):
+            self.notify("this source cannot run a workload (replay or test source)", severity="warning")
+            return
+        current = self.source.workload  # type: ignore[attr-defined]
+        if current is not None and current.job.process.poll() is None:
+            self.notify("a workload is running: x stops it first", severity="warning")
+            return
+        device = "cuda" if self.snapshot is not None and self.snapshot.gpus else "cpu"
+        self.push_screen(WorkloadDialog(device), self._workload_chosen)
+
+    def _workload_chosen(self, args: list[str] | None) -> None:
+        if args is not None:
+            self.start_workload(args)
+
+    def start_workload(self, args: list[str]) -> None:
+        from workload.monitor import WorkloadMonitor  # lazy: no cost until a job is started
+
+        self.source.workload = WorkloadMonitor(args)  # type: ignore[attr-defined]
+        self.notify(f"workload started: {' '.join(args)}")
+
+    def action_stop_workload(self) -> None:
+        monitor = getattr(self.source, "workload", None)
+        if monitor is None:
+            self.notify("no workload running")
+            return
+        monitor.stop()
+        self.notify("workload stopped: its whole process group was terminated")
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hwtop {VERSION}")
     _add_source_options(parser, "refresh interval of the monitor (default 1)")
+    parser.add_argument("--workload", metavar="SCENARIO",
+                        choices=["balanced", "dataloader-bound", "amp-compare", "oom-ramp"],
+                        help="start the embedded training job with this scenario (needs torch; w in the monitor)")
+    parser.add_argument("--workload-device", choices=["cpu", "cuda"], default="cpu",
+                        help="device of the --workload job (default cpu)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     snap = commands.add_parser("snapshot", help="take two samples SECONDS apart and print one snapshot",
                                description="Take two samples --interval seconds apart (rates need two) and print "
@@ -151,7 +156,11 @@ def main(argv: list[str] | None = None) -> int:
 
     sampler = make_sampler(args.demo, args.no_gpu)
     try:
-        HwtopApp(sampler, interval=args.interval).run()
+        workload_args = None
+        if args.workload is not None:
+            workload_args = ["--scenario", args.workload, "--device", args.workload_device, "--seconds", "600"]
+        app = HwtopApp(sampler, interval=args.interval, workload_args=workload_args, exit_on_signals=True)
+        app.run()
     except KeyboardInterrupt:
         pass
     finally:

@@ -71,6 +71,7 @@ class ProcessTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
         self.sort_key = "cpu"
         self.rows_shown: list[Row] = []
+        self.marked: set[int] = set()
         self.border_title = "Processes"
 
     def on_mount(self) -> None:
@@ -89,8 +90,21 @@ class ProcessTable(DataTable):
 
     _last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
 
-    def show(self, processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> None:
+    def show(self, processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...],
+             marked: set[int] | None = None) -> None:
+        """`marked`: pids of the embedded job; their descendants (DataLoader workers) are marked too."""
         self._last = (processes, gpus)
+        marked = set(marked or ())
+        if marked:
+            parents = {p.pid: p.ppid for p in processes}
+            for pid in parents:
+                chain, seen = pid, 0
+                while chain in parents and seen < 64:
+                    if chain in marked:
+                        marked.add(pid)
+                        break
+                    chain, seen = parents[chain], seen + 1
+        self.marked = marked
         selected = self.rows_shown[self.cursor_row].pid if self.rows_shown and self.cursor_row >= 0 and \
             self.cursor_row < len(self.rows_shown) else None
         rows = sort_rows(merge_rows(processes, gpus), self.sort_key, reverse=self.sort_key != "pid")
@@ -99,7 +113,7 @@ class ProcessTable(DataTable):
         self.clear()
         for row in rows:
             self.add_row(
-                str(row.pid), row.user[:10],
+                Text(str(row.pid), style="bold magenta" if row.pid in marked else ""), row.user[:10],
                 Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
                 Text(human_bytes(row.rss), justify="right"),
                 Text(NA if row.threads is None else str(row.threads), justify="right"),

@@ -1,0 +1,58 @@
+"""The `w` dialog: pick a scenario and options, start the embedded job."""
+
+from __future__ import annotations
+
+import shlex
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Select
+
+SCENARIOS = ("balanced", "dataloader-bound", "amp-compare", "oom-ramp")
+
+
+class WorkloadDialog(ModalScreen[list[str] | None]):
+    DEFAULT_CSS = """
+    WorkloadDialog { align: center middle; }
+    WorkloadDialog > Vertical { width: 70; max-width: 100%; height: auto; border: thick $accent;
+                                background: $surface; padding: 1 2; }
+    WorkloadDialog Horizontal { height: auto; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, device: str = "cpu") -> None:
+        super().__init__()
+        self.device = device
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("[b]Start the embedded PyTorch DDP/AMP job[/b]")
+            yield Select([(s, s) for s in SCENARIOS], value="balanced", allow_blank=False, id="scenario")
+            yield Label("options (as for `hwtop workload`):")
+            yield Input(value=f"--device {self.device} --world-size 2 --seconds 120", id="options")
+            with Horizontal():
+                yield Button("Start", variant="primary", id="start")
+                yield Button("Cancel", id="cancel")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self.action_start()
+        else:
+            self.dismiss(None)
+
+    def on_input_submitted(self) -> None:
+        self.action_start()
+
+    def action_start(self) -> None:
+        try:
+            options = shlex.split(self.query_one("#options", Input).value)  # split like a shell, run without one
+        except ValueError as error:
+            self.notify(f"options: {error}", severity="error")
+            return
+        scenario = str(self.query_one("#scenario", Select).value)
+        self.dismiss(["--scenario", scenario, *options])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

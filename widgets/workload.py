@@ -1,0 +1,65 @@
+"""The workload panel: the embedded job's state, per-rank step time and throughput with history, data-wait
+fraction, memory, and the last event (or why it crashed)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from probes.model import WorkloadState
+from widgets.format import NA, human_bytes, sparkline
+from widgets.panel import TextPanel
+
+STATUS_STYLE = {"running": "bold green", "starting": "yellow", "stalled": "bold yellow", "finished": "cyan",
+                "crashed": "bold red", "stopped": "dim"}
+
+
+class WorkloadPanel(TextPanel):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.state: WorkloadState | None = None
+        self.border_title = "Workload"
+
+    def show(self, state: WorkloadState | None) -> None:
+        self.state = state
+        self.display = state is not None
+        if state is not None:
+            self.border_title = f"Workload · {state.scenario} · x stop"
+        self.refresh(layout=True)
+
+    def lines(self, width: int) -> list[Text]:
+        state = self.state
+        if state is None:
+            return [Text("no workload (w starts one)", style="dim")]
+        head = Text(state.status.upper(), style=STATUS_STYLE.get(state.status, ""))
+        if state.exit_code is not None:
+            head.append(f" exit {state.exit_code}")
+        if state.last_event:
+            head.append(f"  last: {state.last_event}"[: max(0, width - head.cell_len)], style="dim")
+        out = [head]
+        if state.summary and state.summary.get("speedup") is not None:
+            saving = state.summary.get("memory_saving_fraction")
+            out.append(Text(f"AMP: {state.summary['speedup']:.2f}x throughput, "
+                            f"{'N/A' if saving is None else f'{100 * saving:.1f}%'} less "
+                            f"{state.summary.get('memory_metric')}", style="green"))
+        spark = max(0, min(20, (width - 86) // 2))
+        for rank in state.ranks:
+            wait = rank.data_wait_fraction
+            memory = rank.cuda_allocated_bytes if rank.cuda_allocated_bytes is not None else rank.rss_bytes
+            line = Text(f"rank {rank.rank} ", style="bold")
+            line.append(f"step {rank.step if rank.step is not None else NA:>5} ")
+            line.append(f"{NA if rank.step_time_s is None else f'{rank.step_time_s * 1000:7.1f} ms'} ")
+            if spark:
+                line.append_text(sparkline(rank.step_times, spark, high=max(rank.step_times or (1.0,))))
+            line.append(f" {NA if rank.samples_per_s is None else f'{rank.samples_per_s:8.1f}'} samples/s ")
+            if spark:
+                line.append_text(sparkline(rank.throughput, spark, high=max(rank.throughput or (1.0,))))
+            line.append(f" wait {NA if wait is None else f'{100 * wait:3.0f}%'}",
+                        style="bold red" if wait is not None and wait > 0.5 else "")
+            line.append(f" loss {NA if rank.loss is None else f'{rank.loss:.3f}'} {rank.amp or ''}")
+            line.append(f" mem {human_bytes(memory)}")
+            out.append(line)
+        for tail in state.stderr_tail:
+            out.append(Text(tail[:width], style="red"))
+        if state.garbage_lines:
+            out.append(Text(f"{state.garbage_lines} unreadable telemetry line(s) skipped", style="yellow"))
+        return out

@@ -1,0 +1,97 @@
+"""Runs the job for the monitor: reads its telemetry on a background thread and keeps a small, bounded state
+that the sampler copies into each snapshot (no torch here)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from probes.model import RankState, WorkloadState
+from workload.launcher import WorkloadProcess
+
+STALL_S = 15.0  # no telemetry for this long while running: shown as stalled
+RING = 60
+
+
+class WorkloadMonitor:
+    def __init__(self, job_args: list[str], env: dict[str, str] | None = None) -> None:
+        self.job_args = job_args
+        self.scenario = next((job_args[i + 1] for i, a in enumerate(job_args[:-1]) if a == "--scenario"), "balanced")
+        self._lock = threading.Lock()
+        self._ranks: dict[int, dict[str, Any]] = {}
+        self._rings: dict[tuple[int, str], deque[float]] = {}
+        self._last_event: str | None = None
+        self._last_record_at = time.monotonic()
+        self._summary: dict[str, Any] | None = None
+        self._pids: set[int] = set()
+        self._stopped = False
+        self.job = WorkloadProcess(job_args, env=env)
+        self._pids.add(self.job.pgid)
+        self._reader = threading.Thread(target=self._read, name="hwtop-workload", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        for record in self.job.records():
+            with self._lock:
+                self._last_record_at = time.monotonic()
+                self._apply(record)
+        self.job.wait()
+
+    def _apply(self, record: dict[str, Any]) -> None:
+        event, rank = record.get("event"), record.get("rank")
+        if not isinstance(rank, int):
+            return
+        state = self._ranks.setdefault(rank, {})
+        if event == "started":
+            state.update(pid=record.get("pid"))
+            if isinstance(record.get("pid"), int):
+                self._pids.add(record["pid"])
+        elif event == "step":
+            state.update(record)
+            for key in ("step_time_s", "samples_per_s"):
+                value = record.get(key)
+                if isinstance(value, int | float):
+                    ring = self._rings.setdefault((rank, key), deque(maxlen=RING))
+                    ring.append(float(value))
+        if event != "step":
+            detail = {k: v for k, v in record.items() if k in ("batch_size", "largest_fit", "message", "steps")}
+            self._last_event = f"rank {rank} {event}" + (f" {detail}" if detail else "")
+        if event == "summary":
+            self._summary = record
+
+    def state(self) -> WorkloadState:
+        with self._lock:
+            code = self.job.process.poll()
+            if self._stopped and code is not None:
+                status = "stopped"
+            elif code is None:
+                quiet = time.monotonic() - self._last_record_at
+                status = "stalled" if self._ranks and quiet > STALL_S else "running" if self._ranks else "starting"
+            elif code == 0:
+                status = "finished"
+            else:
+                status = "crashed"
+            ranks = tuple(
+                RankState(
+                    rank=rank, pid=s.get("pid"), step=s.get("step"), step_time_s=s.get("step_time_s"),
+                    samples_per_s=s.get("samples_per_s"), data_wait_fraction=s.get("data_wait_fraction"),
+                    loss=s.get("loss"), amp=s.get("amp"), scale=s.get("scale"), batch_size=s.get("batch_size"),
+                    rss_bytes=s.get("rss_bytes"), cuda_allocated_bytes=s.get("cuda_allocated_bytes"),
+                    cuda_reserved_bytes=s.get("cuda_reserved_bytes"), cuda_peak_bytes=s.get("cuda_peak_bytes"),
+                    step_times=tuple(self._rings.get((rank, "step_time_s"), ())),
+                    throughput=tuple(self._rings.get((rank, "samples_per_s"), ())),
+                )
+                for rank, s in sorted(self._ranks.items()))
+            tail = tuple(self.job.stderr_tail)[-3:] if status == "crashed" else ()
+            return WorkloadState(
+                scenario=self.scenario, status=status, exit_code=code, ranks=ranks, last_event=self._last_event,
+                stderr_tail=tail, pids=tuple(sorted(self._pids)), garbage_lines=self.job.garbage_lines,
+                summary=None if self._summary is None else {
+                    k: self._summary.get(k) for k in ("memory_saving_fraction", "speedup", "memory_metric")},
+            )
+
+    def stop(self) -> None:
+        self._stopped = True
+        self.job.stop()
