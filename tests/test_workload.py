@@ -60,7 +60,8 @@ def test_amp_compare_reports_both_runs_and_the_saving() -> None:
                       "--num-workers", "0", "--port", "29615")
     summary = next(r for r in records if r["event"] == "summary")
     assert summary["fp32"]["steps"] == 3 and summary["bf16"]["steps"] == 3
-    assert summary["memory_metric"] == "peak_rss_bytes" and summary["speedup"] > 0
+    assert summary["memory_saving_fraction"] is None and "none on CPU" in summary["memory_metric"]
+    assert summary["speedup"] > 0
     assert {r["phase"] for r in records if r["event"] == "step"} == {"fp32", "bf16"}
 
 

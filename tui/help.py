@@ -13,6 +13,8 @@ KEYS = (
     ("p", "pause / resume sampling"),
     ("s", "cycle the process sort column: CPU, RSS, GPU memory, PID (or click a header)"),
     ("t", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads it, t/escape back)"),
+    ("w", "start the embedded PyTorch DDP/AMP job: pick a scenario and options"),
+    ("x", "stop the job (its whole process group: SIGTERM, then SIGKILL)"),
     ("?", "this help"),
     ("escape", "close a dialog"),
     ("ctrl+p", "command palette: every action by name"),
