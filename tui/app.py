@@ -162,8 +162,13 @@ class HwtopApp(App[None]):
             self.start_workload(args)
 
     def start_workload(self, args: list[str]) -> None:
+        from workload.launcher import torch_missing
         from workload.monitor import WorkloadMonitor  # lazy: no cost until a job is started
 
+        missing = torch_missing()
+        if missing:
+            self.notify(missing, severity="error", timeout=10)
+            return
         self.source.workload = WorkloadMonitor(args)  # type: ignore[attr-defined]
         self.notify(f"workload started: {' '.join(args)}")
 

@@ -110,8 +110,12 @@ def workload_command(argv: list[str]) -> int:
     SIGINT/SIGTERM/SIGHUP. The job's own parser checks its options (bad ones exit 2)."""
     import signal
 
-    from workload.launcher import WorkloadProcess, describe
+    from workload.launcher import WorkloadProcess, describe, torch_missing
 
+    missing = torch_missing()
+    if missing:
+        print(f"hwtop: error: {missing}", file=sys.stderr)
+        return 2
     as_json = "--json" in argv
     job_args = [a for a in argv if a != "--json"]
     if "-h" in job_args or "--help" in job_args:

@@ -18,6 +18,15 @@ from typing import Any
 MAX_LINE = 64 * 1024  # a longer telemetry line is garbage, not a record
 
 
+def torch_missing() -> str | None:
+    """Why the job cannot start here, or None. Looks torch up without importing it."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return "the workload needs PyTorch, which is not installed (pip install 'hwtop[torch]' or your own torch)"
+    return None
+
+
 class WorkloadProcess:
     def __init__(self, job_args: list[str], python: str = sys.executable, env: dict[str, str] | None = None) -> None:
         self.argv = [python, "-m", "workload.job", *job_args]  # an argument list: no shell anywhere
