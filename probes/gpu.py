@@ -25,6 +25,7 @@ from probes.model import (
     MigInstance,
     PcieLink,
     ProcessInfo,
+    Topology,
 )
 from probes.rates import RateMeter
 
@@ -100,6 +101,7 @@ class NvmlProbe:
         self.calls: Counter[str] = Counter()  # NVML calls made, by function: what a tick costs
         self._holders: dict[int, tuple[int, ...]] = {}  # /dev/nvidiaN minor -> local pids holding it
         self._holders_at = -1e9
+        self._minors_cache: dict[int, tuple[float, set[int] | None]] = {}
 
     # ----- lifecycle -----
 
@@ -173,6 +175,14 @@ class NvmlProbe:
             links.append(count_nvlinks(self._nvml, device.handle))
         return gpus, links
 
+    def machine_topology(self, root: str = "/") -> Topology:
+        """This machine's topology: the sysfs tree under `root`, NVLink state, and NVML's cross-check."""
+        from probes.numa import NumaProbe
+        from probes.topology import read_topology
+
+        return read_topology(root, *self.topology_inputs(), numa=NumaProbe(root).read(),
+                             nvml_relations=self.common_ancestors())
+
     def common_ancestors(self) -> dict[tuple[int, int], str]:
         """NVML's own PCIe relation for each GPU pair (nvmlDeviceGetTopologyCommonAncestor), where it has one."""
         from probes.topology import NVML_LEVELS
@@ -211,9 +221,7 @@ class NvmlProbe:
                 return None
             if code in (GPU_IS_LOST, UNKNOWN):
                 raise GpuLost(str(error)) from error
-            if code == NO_PERMISSION:
-                return None
-            return None
+            return None  # NO_PERMISSION, TIMEOUT, ...: unknown this tick, asked again next tick
         except AttributeError:  # a pynvml too old to have the binding at all
             device.unsupported.add(key)
             return None
@@ -478,7 +486,7 @@ class NvmlProbe:
             if visible and minor is not None and not self.source.startswith("demo"):
                 # A pid of ours that does not hold this GPU's device file is another process (container pid
                 # namespace): not the one NVML means.
-                held = nvidia_minors_held(self.proc_root, pid)
+                held = self._minors_held(pid)
                 visible = held is None or minor in held
                 host = host if visible else None
             command = (host.cmdline or host.name) if host else (_cmdline(self.proc_root, pid) if visible else None)
@@ -517,6 +525,18 @@ class NvmlProbe:
             if local:
                 status += f"; local processes holding /dev/nvidia{minor}: {', '.join(map(str, local))}"
         return {"processes": tuple(result), "process_pids_status": status}
+
+    def _minors_held(self, pid: int) -> set[int] | None:
+        """nvidia_minors_held, cached per pid for the slow tier: a rank holds hundreds of fds, and which GPU
+        files it has open does not change from one tick to the next."""
+        now = self._clock()
+        cached = self._minors_cache.get(pid)
+        if cached is None or now - cached[0] >= SLOW_TIER_S:
+            cached = self._minors_cache[pid] = (now, nvidia_minors_held(self.proc_root, pid))
+            if len(self._minors_cache) > 4096:  # bounded: drop entries of long-gone pids
+                for old in [k for k, (t, _) in self._minors_cache.items() if now - t >= SLOW_TIER_S]:
+                    del self._minors_cache[old]
+        return cached[1]
 
     def _device_holders(self) -> dict[int, tuple[int, ...]]:
         """Which local pids hold which /dev/nvidiaN: a scan of every /proc/PID/fd, so on the slow tier only."""

@@ -75,8 +75,6 @@ def build_parser() -> argparse.ArgumentParser:
 def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
     from probes.gpu import NvmlProbe
     from probes.sampler import Sampler
-    from probes.topology import read_topology
-
     if no_gpu:
         return Sampler(gpu=None)
     if demo is not None:
@@ -86,10 +84,7 @@ def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
         probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
         return Sampler(gpu=probe, topology_reader=lambda: read_demo_topology(demo, probe)[0])
     probe = NvmlProbe()
-    from probes.numa import NumaProbe
-
-    return Sampler(gpu=probe, topology_reader=lambda: read_topology(
-        "/", *probe.topology_inputs(), numa=NumaProbe("/").read(), nvml_relations=probe.common_ancestors()))
+    return Sampler(gpu=probe, topology_reader=probe.machine_topology)
 
 
 def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:

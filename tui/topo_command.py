@@ -8,7 +8,7 @@ import json
 from probes.model import GpuSnapshot, NumaSnapshot, Topology
 from probes.numa import NumaProbe
 from probes.sysfs import format_cpulist
-from probes.topology import link_degraded, read_topology
+from probes.topology import link_degraded
 
 LEGEND = """Legend:
   X    = Self
@@ -27,8 +27,8 @@ def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot,
     if demo is None:
         probe = NvmlProbe()
         try:
-            topology = read_topology("/", *probe.topology_inputs(), nvml_relations=probe.common_ancestors())
-            return topology, NumaProbe("/").read(), probe.read()[1]
+            topology = probe.machine_topology()
+            return topology, topology.numa or NumaProbe("/").read(), probe.read()[1]
         finally:
             probe.close()
     from probes.demo_topology import read_demo_topology

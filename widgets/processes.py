@@ -72,6 +72,7 @@ class ProcessTable(DataTable):
         self.sort_key = "cpu"
         self.rows_shown: list[Row] = []
         self.marked: set[int] = set()
+        self._last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
         self.border_title = "Processes"
 
     def on_mount(self) -> None:
@@ -86,9 +87,7 @@ class ProcessTable(DataTable):
         key = str(event.column_key.value)
         if key in SORT_KEYS:
             self.sort_key = key
-            self.show(self._last[0], self._last[1])
-
-    _last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
+            self.show(*self._last, marked=self.marked)
 
     def show(self, processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...],
              marked: set[int] | None = None) -> None:
