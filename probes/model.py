@@ -251,6 +251,7 @@ class RankState:
     cuda_peak_bytes: int | None = None
     step_times: tuple[float, ...] = ()
     throughput: tuple[float, ...] = ()
+    scales: tuple[float, ...] = ()  # GradScaler scale per step (fp16): repeated drops mean inf/NaN gradients
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +267,9 @@ class WorkloadState:
     pids: tuple[int, ...] = ()
     garbage_lines: int = 0
     summary: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None  # rank 0's `started` record: device, model, amp, num_workers, ...
+    oom_count: int = 0
+    last_oom: dict[str, Any] | None = None  # rank, batch_size, largest_fit, message of the latest OOM
 
 
 @dataclass(frozen=True, slots=True)

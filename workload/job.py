@@ -229,7 +229,8 @@ def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
     dist.init_process_group(backend, rank=rank, world_size=world)
     emit({"event": "started", "rank": rank, "world_size": world, "pid": os.getpid(), "scenario": args.scenario,
           "device": args.device, "backend": backend, "amp": args.amp, "batch_size": args.batch_size,
-          "num_workers": args.num_workers, "transform_cost_ms": args.transform_cost})
+          "num_workers": args.num_workers, "transform_cost_ms": args.transform_cost, "model": args.model,
+          "pin_memory": args.pin_memory, "cudnn_benchmark": args.cudnn_benchmark, "grad_accum": args.grad_accum})
     try:
         if args.scenario == "amp-compare":
             low = "bf16" if args.device == "cpu" else "fp16"

@@ -25,6 +25,9 @@ class WorkloadMonitor:
         self._last_event: str | None = None
         self._last_record_at = time.monotonic()
         self._summary: dict[str, Any] | None = None
+        self._config: dict[str, Any] | None = None
+        self._oom_count = 0
+        self._last_oom: dict[str, Any] | None = None
         self._pids: set[int] = set()
         self._stopped = False
         self.job = WorkloadProcess(job_args, env=env)
@@ -46,11 +49,13 @@ class WorkloadMonitor:
         state = self._ranks.setdefault(rank, {})
         if event == "started":
             state.update(pid=record.get("pid"))
+            if rank == 0 or self._config is None:
+                self._config = {k: v for k, v in record.items() if k not in ("event", "rank", "pid", "time")}
             if isinstance(record.get("pid"), int):
                 self._pids.add(record["pid"])
         elif event == "step":
             state.update(record)
-            for key in ("step_time_s", "samples_per_s"):
+            for key in ("step_time_s", "samples_per_s", "scale"):
                 value = record.get(key)
                 if isinstance(value, int | float):
                     ring = self._rings.setdefault((rank, key), deque(maxlen=RING))
@@ -60,6 +65,9 @@ class WorkloadMonitor:
             self._last_event = f"rank {rank} {event}" + (f" {detail}" if detail else "")
         if event == "summary":
             self._summary = record
+        if event == "oom":
+            self._oom_count += 1
+            self._last_oom = {k: record.get(k) for k in ("rank", "batch_size", "largest_fit", "message")}
 
     def state(self) -> WorkloadState:
         with self._lock:
@@ -82,6 +90,7 @@ class WorkloadMonitor:
                     cuda_reserved_bytes=s.get("cuda_reserved_bytes"), cuda_peak_bytes=s.get("cuda_peak_bytes"),
                     step_times=tuple(self._rings.get((rank, "step_time_s"), ())),
                     throughput=tuple(self._rings.get((rank, "samples_per_s"), ())),
+                    scales=tuple(self._rings.get((rank, "scale"), ())),
                 )
                 for rank, s in sorted(self._ranks.items()))
             tail = tuple(self.job.stderr_tail)[-3:] if status == "crashed" else ()
@@ -90,6 +99,8 @@ class WorkloadMonitor:
                 stderr_tail=tail, pids=tuple(sorted(self._pids)), garbage_lines=self.job.garbage_lines,
                 summary=None if self._summary is None else {
                     k: self._summary.get(k) for k in ("memory_saving_fraction", "speedup", "memory_metric")},
+                config=None if self._config is None else dict(self._config), oom_count=self._oom_count,
+                last_oom=None if self._last_oom is None else dict(self._last_oom),
             )
 
     def stop(self) -> None:

@@ -1,0 +1,81 @@
+"""Runs the rules over a bounded window of snapshots each tick and applies hysteresis, so a finding appears
+after its condition has held for the rule's hold time and clears after it has been false for its clear time.
+Time is the snapshots' own, so a replay advises exactly as the live run did."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import deque
+from dataclasses import dataclass
+
+from advice.finding import Finding
+from advice.rules import RULES, Rule
+from advice.thresholds import Thresholds
+from advice.window import Window
+from probes.model import Snapshot
+
+WINDOW_S = 120.0  # the past the rules may look at
+MAX_SNAPSHOTS = 1200  # bounds memory at fast refresh (0.1 s x 120 s)
+
+
+@dataclass(slots=True)
+class _Track:
+    first_true: float
+    last_true: float
+    finding: Finding
+    shown: bool = False
+
+
+class AdviceEngine:
+    def __init__(self, thresholds: Thresholds | None = None, rules: tuple[Rule, ...] = RULES) -> None:
+        self.thresholds = thresholds or Thresholds()
+        self.rules = rules
+        self._snapshots: deque[Snapshot] = deque(maxlen=MAX_SNAPSHOTS)
+        self._tracks: dict[tuple[str, str], _Track] = {}
+        self.findings: tuple[Finding, ...] = ()
+        self.rule_errors: dict[str, str] = {}  # a rule that raised: named in the pane, never a crash
+
+    @property
+    def watching(self) -> tuple[str, ...]:
+        return tuple(rule.watches for rule in self.rules)
+
+    def reset(self) -> None:
+        self._snapshots.clear()
+        self._tracks.clear()
+        self.findings = ()
+
+    def update(self, snapshot: Snapshot) -> tuple[Finding, ...]:
+        if self._snapshots and snapshot.time < self._snapshots[-1].time:
+            self.reset()  # time went backwards (a replay seeked): the past no longer applies
+        self._snapshots.append(snapshot)
+        now = snapshot.time
+        while self._snapshots[0].time < now - WINDOW_S:
+            self._snapshots.popleft()
+        window = Window(tuple(self._snapshots))
+        seen: set[tuple[str, str]] = set()
+        clear_of: dict[str, float] = {}
+        for rule in self.rules:
+            hold = self.thresholds.hold_s.get(rule.id, rule.hold_s)
+            clear_of[rule.id] = rule.clear_s
+            try:
+                found = list(rule.check(window, self.thresholds))
+            except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others or the app
+                self.rule_errors[rule.id] = f"{type(error).__name__}: {error}"
+                continue
+            self.rule_errors.pop(rule.id, None)
+            for finding in found:
+                key = finding.key
+                seen.add(key)
+                track = self._tracks.get(key)
+                if track is None:
+                    track = self._tracks[key] = _Track(now, now, finding)
+                track.last_true, track.finding = now, finding
+                if now - track.first_true >= hold:
+                    track.shown = True
+        for key, track in list(self._tracks.items()):
+            if key not in seen and (not track.shown or now - track.last_true >= clear_of.get(key[0], 0.0)):
+                del self._tracks[key]
+        self.findings = tuple(sorted(
+            (dataclasses.replace(t.finding, since=t.first_true) for t in self._tracks.values() if t.shown),
+            key=lambda f: (f.rank, f.id, f.scope)))
+        return self.findings

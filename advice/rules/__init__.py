@@ -1,0 +1,45 @@
+"""The rule registry: each rule's id, its check, how long its condition must hold before it shows (so one odd
+sample does not raise it) and how long it must be false before it clears (so the pane does not flicker)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from advice.finding import Finding
+from advice.rules.health import gpu_errors, gpu_throttled
+from advice.rules.memory import cuda_oom, host_memory_pressure
+from advice.rules.pipeline import cpu_single_core, gpu_starved, io_bound
+from advice.rules.placement import numa_misplaced, pcie_degraded, topology_slow_p2p
+from advice.rules.precision import amp_available, amp_overflow, cudnn_benchmark
+from advice.thresholds import Thresholds
+from advice.window import Window
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    check: Callable[[Window, Thresholds], Iterable[Finding]]
+    hold_s: float
+    clear_s: float
+    watches: str
+
+
+RULES: tuple[Rule, ...] = (
+    # Events (an OOM, a lost GPU, an uncorrectable error) show at once; levels need a few seconds.
+    Rule("cuda-oom", cuda_oom, 0.0, 10.0, "GPU memory and OOM events"),
+    Rule("gpu-starved", gpu_starved, 5.0, 10.0, "data wait against GPU utilisation"),
+    Rule("cpu-single-core", cpu_single_core, 5.0, 10.0, "per-core load while GPUs wait"),
+    Rule("numa-misplaced", numa_misplaced, 2.0, 5.0, "GPU processes' CPU affinity against their GPU's node"),
+    Rule("pcie-degraded", pcie_degraded, 5.0, 10.0, "PCIe gen and width of busy GPUs"),
+    Rule("topology-slow-p2p", topology_slow_p2p, 5.0, 10.0, "links, models and balance of multi-GPU jobs"),
+    Rule("io-bound", io_bound, 5.0, 10.0, "iowait and disk throughput against its class"),
+    Rule("host-memory-pressure", host_memory_pressure, 5.0, 15.0, "available RAM and swap growth"),
+    Rule("gpu-throttled", gpu_throttled, 5.0, 10.0, "clock event reasons of busy GPUs"),
+    Rule("amp-available", amp_available, 10.0, 10.0, "precision of the job against Tensor Core support"),
+    Rule("cudnn-benchmark", cudnn_benchmark, 5.0, 5.0, "cuDNN autotuning of conv jobs"),
+    Rule("amp-overflow", amp_overflow, 0.0, 30.0, "GradScaler scale drops"),
+    Rule("gpu-errors", gpu_errors, 0.0, 60.0, "ECC errors and lost GPUs"),
+)
+
+RULE_IDS = tuple(rule.id for rule in RULES)

@@ -1,0 +1,78 @@
+"""gpu-throttled and gpu-errors: the card itself slows down or fails."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from advice.finding import Finding
+from advice.thresholds import Thresholds
+from advice.window import Window
+
+THERMAL = {"SW thermal", "HW thermal"}
+POWER = {"power cap"}
+HARDWARE = {"HW slowdown", "power brake"}
+
+
+def gpu_throttled(window: Window, t: Thresholds) -> Iterator[Finding]:
+    for gpu in window.latest.gpus:
+        reasons = set(gpu.throttle_reasons) & (THERMAL | POWER | HARDWARE)
+        util = window.gpu_mean(gpu.index, lambda g: g.util_percent, 5.0)
+        if gpu.lost or not reasons or util is None or util < t["gpu_busy_util_percent"]:
+            continue
+        clocks = "N/A" if gpu.sm_clock_mhz is None else f"{gpu.sm_clock_mhz:.0f}"
+        if gpu.sm_clock_max_mhz:
+            clocks += f" of {gpu.sm_clock_max_mhz:.0f}"
+        evidence = [f"GPU{gpu.index} clocks held back by {', '.join(sorted(reasons))} while {util:.0f}% busy",
+                    f"SM clock {clocks} MHz"]
+        if gpu.temperature_c is not None:
+            evidence.append(f"temperature {gpu.temperature_c:.0f} °C")
+        if gpu.power_w is not None and gpu.power_limit_w:
+            evidence.append(f"power {gpu.power_w:.0f} W of a {gpu.power_limit_w:.0f} W limit")
+        fixes = []
+        if reasons & THERMAL:
+            fixes.append("Cooling: airflow through the chassis, fan curve, room temperature, dust; "
+                         "nvidia-smi -q -d TEMPERATURE shows the slowdown thresholds.")
+        if reasons & HARDWARE:
+            fixes.append("Power delivery: PSU rating and the card's power cables; HW slowdown also follows an "
+                         "external power-brake signal (nvidia-smi -q -d PERFORMANCE).")
+        if reasons & POWER:
+            fixes.append("At its power limit: normal under full load. If the limit was lowered, nvidia-smi -q -d "
+                         "POWER shows default against current; raising it is the administrator's call.")
+        severity = "warning" if reasons & (THERMAL | HARDWARE) else "info"
+        yield Finding("gpu-throttled", severity, f"GPU{gpu.index} clocks throttled", tuple(evidence), tuple(fixes),
+                      scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+
+
+ECC_FIXES = ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER shows the counts and retired/remapped rows.",
+             "dmesg | grep -i xid: Xid 48/63/64/94/95 are memory errors, 79 is a GPU that fell off the bus.",
+             "Drain the node; once no process uses the GPU a reset (or reboot) clears a pending remap; RMA the "
+             "card if uncorrectable errors return.")
+
+
+def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:
+    first = {g.index: g for g in window.snapshots[0].gpus}
+    for gpu in window.latest.gpus:
+        if gpu.lost:
+            yield Finding("gpu-errors", "critical", f"GPU{gpu.index} lost",
+                          (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}) stopped answering NVML "
+                           "(GPU_IS_LOST); hwtop retries it every 5 s",),
+                          ("Check dmesg for Xid 79 (fell off the bus): power, seating, or an overheated card.",
+                           "Jobs on it are dead or hung: stop them; the node usually needs a reboot."),
+                          scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+            continue
+        ecc = gpu.ecc
+        if ecc is None:
+            continue
+        if ecc.volatile_uncorrected:
+            yield Finding("gpu-errors", "critical", f"GPU{gpu.index} uncorrectable ECC errors",
+                          (f"GPU{gpu.index} {ecc.volatile_uncorrected} uncorrectable ECC error(s) since the last "
+                           "driver load",), ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+            continue
+        before = first.get(gpu.index)
+        start = before.ecc.volatile_corrected if before is not None and before.ecc is not None else None
+        if start is not None and ecc.volatile_corrected is not None and \
+                ecc.volatile_corrected - start >= t["ecc_corrected_growth"]:
+            span = window.latest.time - window.snapshots[0].time
+            yield Finding("gpu-errors", "warning", f"GPU{gpu.index} corrected ECC errors climbing",
+                          (f"GPU{gpu.index} corrected ECC errors {start} → {ecc.volatile_corrected} in {span:.0f} s",),
+                          ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))

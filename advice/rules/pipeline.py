@@ -1,0 +1,183 @@
+"""gpu-starved, cpu-single-core and io-bound: the input pipeline cannot keep the training step fed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from advice.finding import Finding
+from advice.text import command, percent, rate
+from advice.thresholds import Thresholds
+from advice.window import Window, children, compute_pids, gpus_in_use, mean, workload_running
+from probes.model import GpuSnapshot, Snapshot
+
+SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
+WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much
+
+
+def waiting_gpus(window: Window, t: Thresholds) -> list[tuple[GpuSnapshot, float]]:
+    """GPUs a process computes on whose utilisation stayed under the waiting threshold."""
+    out = []
+    for gpu in gpus_in_use(window.latest):
+        util = window.gpu_mean(gpu.index, lambda g: g.util_percent, SPAN_S)
+        if util is not None and util < t["gpu_waiting_util_percent"]:
+            out.append((gpu, util))
+    return out
+
+
+def job_data_wait(window: Window) -> dict[int, float]:
+    """Each rank's mean data-wait fraction over the span (the embedded job's telemetry)."""
+    latest = window.latest
+    if not workload_running(latest) or latest.workload is None:
+        return {}
+    out = {}
+    for rank in latest.workload.ranks:
+        value = window.rank_mean(rank.rank, lambda r: r.data_wait_fraction, WAIT_SPAN_S)
+        if value is not None:
+            out[rank.rank] = value
+    return out
+
+
+def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: int | None) -> tuple[str, ...]:
+    cores = affinity or (snapshot.cpu.logical_cores if snapshot.cpu else None)
+    fixes = []
+    if cores:
+        target = max(1, cores // max(1, world) - 1)
+        if workers is None or workers < target:
+            fixes.append(f"Raise DataLoader num_workers{'' if workers is None else f' from {workers}'} to about "
+                         f"{target} ({cores} cores the job may use / {world} rank(s), one left for the main "
+                         "process).")
+        else:
+            fixes.append(f"num_workers={workers} already covers the {cores} cores: make each sample cheaper "
+                         "(decode once and cache tensors, smaller images) or move augmentation to the GPU "
+                         "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI).")
+    return tuple(fixes)
+
+
+def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
+    latest = window.latest
+    waits = job_data_wait(window)
+    workload = latest.workload
+    if waits and workload is not None:
+        mean_wait = sum(waits.values()) / len(waits)
+        if mean_wait < t["data_wait_fraction"]:
+            return
+        config = workload.config or {}
+        job_gpus = [g for g in latest.gpus if set(compute_pids(g)) & set(workload.pids)]
+        utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
+        if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
+            return  # the GPU is busy regardless: waiting on data costs little
+        per_rank = ", ".join(f"rank {r} {100 * v:.0f}%" for r, v in sorted(waits.items()))
+        evidence = [f"the training step waits for its next batch {100 * mean_wait:.0f}% of the time ({per_rank}; "
+                    f"limit {100 * t['data_wait_fraction']:.0f}%)"]
+        evidence += [f"GPU{i} util {percent(u)} over the last {SPAN_S:.0f} s" for i, u in utils.items()]
+        workers = config.get("num_workers")
+        if workers is not None:
+            evidence.append(f"DataLoader num_workers={workers}, pin_memory={config.get('pin_memory')}, "
+                            f"{config.get('transform_cost_ms')} ms CPU per sample")
+        fixes = list(_worker_fix(latest, workers, int(config.get("world_size") or len(waits) or 1), None))
+        if config.get("device") == "cuda" and not config.get("pin_memory"):
+            fixes.append("pin_memory=True, and .to(device, non_blocking=True), so copies overlap compute.")
+        if workers == 0:
+            fixes.append("persistent_workers=True once num_workers > 0, so workers survive across epochs.")
+        fixes.append("Check storage: if iowait is high or the dataset disk is near its class's throughput, see "
+                     "io-bound.")
+        scope = "job"
+        yield Finding("gpu-starved", "warning", "Training waits on data loading", tuple(evidence), tuple(fixes),
+                      scope=scope, gpus=tuple(utils), pids=workload.pids)
+        return
+    # No telemetry: a waiting GPU whose process's DataLoader workers are all pegged.
+    for gpu, util in waiting_gpus(window, t):
+        for pid in compute_pids(gpu):
+            workers = children(latest.processes, pid)
+            busy = [w for w in workers if (w.cpu_percent or 0) >= t["core_pegged_percent"]]
+            if not workers or len(busy) < len(workers):
+                continue
+            main = next((p for p in latest.processes if p.pid == pid), None)
+            affinity = len(main.cpu_affinity) if main and main.cpu_affinity else None
+            evidence = (f"GPU{gpu.index} util {util:.0f}% over the last {SPAN_S:.0f} s (limit "
+                        f"{t['gpu_waiting_util_percent']:.0f}%)",
+                        f"all {len(workers)} worker(s) of pid {pid} are CPU-bound: "
+                        + ", ".join(f"{w.pid} {w.cpu_percent:.0f}%" for w in busy[:6]))
+            fixes = _worker_fix(latest, len(workers), 1, affinity) + (
+                "pin_memory=True and non_blocking copies; persistent_workers=True.",
+                "Move augmentation to the GPU or cache preprocessed samples.")
+            yield Finding("gpu-starved", "warning", f"GPU{gpu.index} starved by its DataLoader workers", evidence,
+                          fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy))
+
+
+def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
+    latest = window.latest
+    waiting = waiting_gpus(window, t)
+    if latest.cpu is None or not waiting:
+        return
+    recent = window.recent(5.0)
+    loads: dict[int, float] = {}
+    for core in latest.cpu.cores:
+        value = mean(c.percent for s in recent if s.cpu for c in s.cpu.cores if c.index == core.index)
+        if value is not None:
+            loads[core.index] = value
+    if len(loads) < t["min_cores_for_single_core"]:
+        return
+    hot = [i for i, v in loads.items() if v >= t["core_pegged_percent"]]
+    if len(hot) != 1:
+        return
+    others = [v for i, v in loads.items() if i != hot[0]]
+    idle = sum(1 for v in others if v < t["core_idle_percent"])
+    if idle < t["idle_core_share"] * len(others):
+        return
+    core = hot[0]
+    evidence = [f"core {core} at {loads[core]:.0f}% while {idle} of {len(others)} other cores are below "
+                f"{t['core_idle_percent']:.0f}%"]
+    evidence += [f"GPU{g.index} util {u:.0f}%" for g, u in waiting]
+    gpu_pids = {pid for g, _ in waiting for pid in compute_pids(g)}
+    hot_procs = [p for p in latest.processes if (p.cpu_percent or 0) >= t["core_pegged_percent"]]
+    hot_procs.sort(key=lambda p: (p.pid not in gpu_pids, -(p.cpu_percent or 0)))
+    evidence += [f"pid {p.pid} {command(p.name, p.cmdline, 40)} at {p.cpu_percent:.0f}% CPU" for p in hot_procs[:2]]
+    target = hot_procs[0].pid if hot_procs else "PID"
+    yield Finding(
+        "cpu-single-core", "warning", "One CPU core is the bottleneck", tuple(evidence),
+        ("The main Python process does the work on one core (the GIL keeps it there): move loading and "
+         "augmentation into DataLoader(num_workers=N) worker processes.",
+         f"See where it spends the time: py-spy top --pid {target}.",
+         "Keep per-step Python work small: no .item()/.cpu() syncs or Python-side metrics every step."),
+        cores=(core,), gpus=tuple(g.index for g, _ in waiting), pids=tuple(p.pid for p in hot_procs[:2]))
+
+
+CLASS_THRESHOLD = {"hdd": "hdd_bytes_per_s", "ssd": "ssd_bytes_per_s", "nvme": "nvme_bytes_per_s"}
+
+
+def io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
+    latest = window.latest
+    waiting = waiting_gpus(window, t)
+    waits = job_data_wait(window)
+    input_bound = [r for r, v in waits.items() if v >= t["data_wait_fraction"]]
+    if not waiting and not input_bound:
+        return
+    recent = window.recent(SPAN_S)
+    evidence = []
+    iowait = mean(c.iowait for s in recent if s.cpu for c in s.cpu.cores)
+    if iowait is not None and iowait >= t["iowait_percent"]:
+        evidence.append(f"CPUs wait on I/O {iowait:.0f}% of the time (limit {t['iowait_percent']:.0f}%)")
+    for disk in latest.disks:
+        reads = mean(d.read_bytes_per_s for s in recent for d in s.disks if d.name == disk.name)
+        busy = mean(d.busy_percent for s in recent for d in s.disks if d.name == disk.name)
+        key = CLASS_THRESHOLD.get(disk.kind)
+        if key and reads is not None and reads >= t["disk_class_share"] * t[key]:
+            evidence.append(f"{disk.name} ({disk.kind}) reads {rate(reads)}, {100 * reads / t[key]:.0f}% of its "
+                            f"class's ~{rate(t[key])}")
+        elif busy is not None and busy >= t["disk_busy_percent"]:
+            evidence.append(f"{disk.name} ({disk.kind}) busy {busy:.0f}% of the time, reading {rate(reads)}")
+    if not evidence:
+        return
+    evidence += [f"GPU{g.index} util {u:.0f}%" for g, u in waiting]
+    evidence += [f"rank {r} waits for data {100 * waits[r]:.0f}% of each step" for r in input_bound]
+    available = latest.memory.available_bytes if latest.memory else None
+    yield Finding(
+        "io-bound", "warning", "Storage is holding up training", tuple(evidence),
+        ("Faster storage for the dataset: NVMe ~7 GB/s, SATA SSD ~550 MB/s, HDD ~150 MB/s.",
+         "Let the page cache hold it: a dataset smaller than the available RAM"
+         + (f" ({available / (1 << 30):.0f} GiB here)" if available else "") + " is read from disk once.",
+         "Memory-mapped or sharded datasets (numpy.memmap, WebDataset tar shards, LMDB) read sequentially instead "
+         "of one small file per sample.",
+         "More DataLoader workers keep more reads in flight."),
+        gpus=tuple(g.index for g, _ in waiting))

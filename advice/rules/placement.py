@@ -1,0 +1,168 @@
+"""numa-misplaced, pcie-degraded and topology-slow-p2p: where the job runs against how the machine is wired."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from functools import lru_cache
+
+from advice.finding import Finding
+from advice.text import command, cpus
+from advice.thresholds import Thresholds
+from advice.window import Window, compute_pids, gpu_numa_node, gpus_in_use, node_cpus
+from probes.model import GpuSnapshot, Snapshot
+from probes.topology import link_degraded
+
+SPAN_S = 10.0
+
+
+def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
+    latest = window.latest
+    nodes = node_cpus(latest)
+    if len(nodes) < 2:
+        return
+    node_of = {cpu: node for node, members in nodes.items() for cpu in members}
+    processes = {p.pid: p for p in latest.processes}
+    for gpu in gpus_in_use(latest):
+        home = gpu_numa_node(latest, gpu.index)
+        if home is None or home not in nodes:
+            continue
+        for pid in compute_pids(gpu):
+            process = processes.get(pid)
+            if process is None or not process.cpu_affinity:
+                continue
+            allowed = {node_of[c] for c in process.cpu_affinity if c in node_of}
+            if not allowed or home in allowed:
+                continue
+            numa = latest.numa or (latest.topology.numa if latest.topology else None)
+            distance = None
+            if numa is not None:
+                row = next((n.distances for n in numa.nodes if n.index == home), ())
+                far = min(allowed)
+                if len(row) > far:
+                    distance = f"numactl --hardware: distance node {home}→{far} is {row[far]}, local {row[home]}"
+            evidence = [f"pid {pid} {command(process.name, process.cmdline, 40)} may run only on CPUs "
+                        f"{cpus(process.cpu_affinity)} (node {', '.join(map(str, sorted(allowed)))})",
+                        f"GPU{gpu.index} is attached to node {home} (CPUs {cpus(nodes[home])})"]
+            if distance:
+                evidence.append(distance)
+            yield Finding(
+                "numa-misplaced", "warning", f"GPU{gpu.index}'s process runs on the far NUMA node", tuple(evidence),
+                (f"numactl --cpunodebind={home} --membind={home} <your command>, so its threads and host memory "
+                 f"sit beside GPU{gpu.index}.",
+                 f"Or per rank: os.sched_setaffinity(0, <CPUs of node {home}>) before the DataLoader starts, "
+                 "or torchrun with a numactl wrapper per local rank.",
+                 "nvidia-smi topo -m lists each GPU's CPU and NUMA affinity."),
+                scope=f"GPU{gpu.index} pid {pid}", gpus=(gpu.index,), pids=(pid,),
+                cores=tuple(sorted(process.cpu_affinity)))
+
+
+def pcie_degraded(window: Window, t: Thresholds) -> Iterator[Finding]:
+    for gpu in window.latest.gpus:
+        link = gpu.pcie
+        if gpu.lost or link is None:
+            continue
+        util = window.gpu_mean(gpu.index, lambda g: g.util_percent, 5.0)
+        if not link_degraded(link.gen, link.width, link.max_gen, link.max_width, util, t["gpu_busy_util_percent"]):
+            continue
+        yield Finding(
+            "pcie-degraded", "warning", f"GPU{gpu.index} PCIe link below its maximum",
+            (f"GPU{gpu.index} link Gen{link.gen} x{link.width} while {util:.0f}% busy; it can train at "
+             f"Gen{link.max_gen} x{link.max_width}",
+             "idle GPUs lower their link speed on purpose; this one is busy"),
+            ("Move the card to a CPU-attached x16 slot, or reseat it; check the riser or cable.",
+             "Check the BIOS PCIe speed setting (Auto / Gen4 / Gen5) for that slot.",
+             f"lspci -vv -s {gpu.pci_bus_id or '<bus id>'} | grep -E 'LnkCap|LnkSta' shows what the link "
+             "trained to."),
+            scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+
+
+LINK_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")  # after NVLink, closest first (nvidia-smi topo -m legend)
+SLOW = {"PHB", "NODE", "SYS"}
+
+
+def link_cost(kind: str) -> int:
+    """Lower is closer: NV12 < NV1 < PIX < PXB < PHB < NODE < SYS."""
+    if kind.startswith("NV") and kind[2:].isdigit():
+        return 100 - int(kind[2:])
+    return 200 + LINK_ORDER.index(kind) if kind in LINK_ORDER else 300
+
+
+@lru_cache(maxsize=64)
+def best_worst_link(links: tuple[tuple[str, ...], ...], size: int) -> tuple[int, tuple[int, ...]]:
+    """The set of `size` GPUs whose slowest pair is the fastest possible (exhaustive: at most C(16, 8) sets)."""
+    best: tuple[int, tuple[int, ...]] = (10**6, ())
+    for group in itertools.combinations(range(len(links)), size):
+        worst = max((link_cost(links[a][b]) for a, b in itertools.combinations(group, 2)), default=0)
+        if worst < best[0]:
+            best = (worst, group)
+    return best
+
+
+def job_groups(snapshot: Snapshot) -> list[tuple[str, list[GpuSnapshot]]]:
+    """GPUs of each multi-GPU job: the embedded workload's, else the GPU processes that share a parent
+    (torchrun's agent or mp.spawn's launcher)."""
+    used = gpus_in_use(snapshot)
+    workload = snapshot.workload
+    if workload is not None and workload.status in ("running", "stalled"):
+        mine = [g for g in used if set(compute_pids(g)) & set(workload.pids)]
+        if len(mine) >= 2:
+            return [("the embedded job", mine)]
+    parent = {p.pid: p.ppid for p in snapshot.processes}
+    groups: dict[int, list[GpuSnapshot]] = {}
+    for gpu in used:
+        for pid in compute_pids(gpu):
+            ppid = parent.get(pid)
+            if ppid is not None and ppid > 1 and gpu not in groups.setdefault(ppid, []):
+                groups[ppid].append(gpu)
+    return [(f"the job under pid {ppid}", gpus) for ppid, gpus in groups.items() if len(gpus) >= 2]
+
+
+P2P_FIXES = ("NCCL_DEBUG=INFO prints the transport NCCL chose for each pair (P2P/NVL, P2P/PCI, SHM, NET).",
+             "nvidia-smi topo -m shows how every pair is connected.")
+
+
+def topology_slow_p2p(window: Window, t: Thresholds) -> Iterator[Finding]:
+    latest = window.latest
+    links = latest.topology.gpu_links if latest.topology else ()
+    for label, gpus in job_groups(latest):
+        indices = sorted(g.index for g in gpus)
+        scope = "GPUs " + ",".join(map(str, indices))
+        if links and all(i < len(links) for i in indices):
+            pairs = [(links[a][b], a, b) for a, b in itertools.combinations(indices, 2)]
+            kind, a, b = max(pairs, key=lambda p: link_cost(p[0]))
+            worst = link_cost(kind)
+            best, better = best_worst_link(tuple(tuple(row) for row in links), len(indices))
+            if kind in SLOW and best < worst:
+                yield Finding(
+                    "topology-slow-p2p", "warning", "Ranks talk over a slow path",
+                    (f"{label} uses GPUs {','.join(map(str, indices))}; GPU{a}↔GPU{b} connect through {kind}",
+                     f"GPUs {','.join(map(str, better))} are connected no worse than "
+                     f"{_kind_name(links, better)}"),
+                    (f"Run on the connected set: CUDA_VISIBLE_DEVICES={','.join(map(str, better))}.",) + P2P_FIXES,
+                    scope=f"{scope} links", gpus=tuple(indices))
+        names = sorted({g.name or "?" for g in gpus})
+        if len(names) > 1:
+            yield Finding(
+                "topology-slow-p2p", "warning", "Mixed GPU models in one job",
+                (f"{label} runs on " + "; ".join(f"GPU{g.index} {g.name}" for g in gpus),
+                 "DDP steps at the pace of the slowest rank"),
+                ("Use the same GPU model on every rank (CUDA_VISIBLE_DEVICES to pick them).",) + P2P_FIXES,
+                scope=f"{scope} models", gpus=tuple(indices))
+        utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in gpus}
+        known = {i: u for i, u in utils.items() if u is not None}
+        if len(known) >= 2:
+            top = max(known.values())
+            laggards = [i for i, u in known.items() if u < t["straggler_ratio"] * top]
+            if top >= t["gpu_waiting_util_percent"] and laggards:
+                yield Finding(
+                    "topology-slow-p2p", "warning", "A rank lags the others",
+                    tuple(f"GPU{i} busy {known[i]:.0f}% against {top:.0f}% on the busiest rank's GPU "
+                          f"(limit {100 * t['straggler_ratio']:.0f}% of it)" for i in laggards),
+                    ("That rank is waiting: compare its input pipeline, CPU/NUMA placement, clocks and link with "
+                     "the others (a throttled or differently placed GPU shows here).",) + P2P_FIXES,
+                    scope=f"{scope} straggler", gpus=tuple(laggards))
+
+
+def _kind_name(links: tuple[tuple[str, ...], ...], group: tuple[int, ...]) -> str:
+    return max((links[a][b] for a, b in itertools.combinations(group, 2)), key=link_cost, default="X")

@@ -1,0 +1,97 @@
+"""amp-available, cudnn-benchmark and amp-overflow: speed and memory left on the table by precision settings.
+Only facts hwtop can see: the embedded job's own configuration, or Hopper's GPM tensor-core activity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from advice.finding import Finding
+from advice.thresholds import Thresholds
+from advice.window import Window, compute_pids, mean, workload_running
+from probes.model import GpuSnapshot, Snapshot
+
+
+def _precision_fixes(capability: tuple[int, int]) -> tuple[str, ...]:
+    if capability >= (8, 0):
+        return ("torch.autocast('cuda', dtype=torch.bfloat16) around forward and loss: bf16 keeps fp32's range, "
+                "no GradScaler needed.",
+                "TF32 for the matmuls left in fp32: torch.backends.cuda.matmul.allow_tf32 = True (or "
+                "torch.set_float32_matmul_precision('high')); cuDNN convolutions use TF32 by default.")
+    return ("torch.autocast('cuda', dtype=torch.float16) with torch.amp.GradScaler('cuda') (this card has "
+            "fp16 Tensor Cores but no bf16 or TF32).",)
+
+
+def _job_gpus(snapshot: Snapshot) -> list[GpuSnapshot]:
+    workload = snapshot.workload
+    pids = set(workload.pids) if workload else set()
+    mine = [g for g in snapshot.gpus if set(compute_pids(g)) & pids]
+    return mine or list(snapshot.gpus)
+
+
+def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
+    latest = window.latest
+    workload = latest.workload
+    config = (workload.config or {}) if workload else {}
+    if workload_running(latest) and workload and config.get("device") == "cuda" and workload.ranks and \
+            all(r.amp == "off" for r in workload.ranks):
+        for gpu in _job_gpus(latest):
+            capability = gpu.compute_capability
+            if capability is None or capability < (7, 0):
+                continue
+            yield Finding(
+                "amp-available", "info", "fp32 training on a GPU with Tensor Cores",
+                (f"the embedded job trains in fp32 (amp off) on GPU{gpu.index} {gpu.name}, compute capability "
+                 f"{capability[0]}.{capability[1]}",),
+                _precision_fixes(capability) + ("hwtop's amp-compare scenario measures the saving on this box.",),
+                scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+        return
+    for gpu in latest.gpus:  # any job: Hopper's GPM says whether Tensor Cores do any of the work
+        capability = gpu.compute_capability
+        if gpu.gpm is None or capability is None or capability < (7, 0):
+            continue
+        recent = window.recent(10.0)
+        sm = mean(g.gpm.sm_activity_percent for s in recent for g in s.gpus if g.index == gpu.index and g.gpm)
+        tensor = mean(g.gpm.tensor_activity_percent for s in recent for g in s.gpus if g.index == gpu.index and g.gpm)
+        if sm is None or tensor is None or sm < t["gpu_waiting_util_percent"] or tensor >= 1.0:
+            continue
+        yield Finding(
+            "amp-available", "info", f"GPU{gpu.index} busy without its Tensor Cores",
+            (f"GPU{gpu.index} SMs {sm:.0f}% active, Tensor Cores {tensor:.1f}% (GPM, last 10 s): the matmuls run "
+             "in plain fp32",),
+            _precision_fixes(capability), scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu))
+
+
+def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
+    latest = window.latest
+    workload = latest.workload
+    config = (workload.config or {}) if workload else {}
+    if not workload_running(latest) or config.get("device") != "cuda" or config.get("model") != "convnet" or \
+            config.get("cudnn_benchmark"):
+        return
+    yield Finding(
+        "cudnn-benchmark", "info", "cuDNN autotuning is off for a fixed-shape conv net",
+        ("the embedded job trains a conv net on fixed 224x224 inputs with torch.backends.cudnn.benchmark = False",),
+        ("torch.backends.cudnn.benchmark = True: cuDNN times its convolution algorithms once per input shape and "
+         "keeps the fastest.",
+         "Leave it off when input shapes change every batch (variable-length inputs): it would re-tune each time."),
+        scope="job", gpus=tuple(g.index for g in _job_gpus(latest)))
+
+
+def amp_overflow(window: Window, t: Thresholds) -> Iterator[Finding]:
+    workload = window.latest.workload
+    for rank in workload.ranks if workload else ():
+        scales = rank.scales
+        first_step = (rank.step or len(scales)) - len(scales) + 1  # the step of scales[0]
+        drops = sum(1 for k, (a, b) in enumerate(zip(scales, scales[1:], strict=False))
+                    if b < a and first_step + k + 1 > t["scale_warmup_steps"])
+        if drops < t["scale_drops"]:
+            continue
+        yield Finding(
+            "amp-overflow", "warning", f"rank {rank.rank}: fp16 gradients overflow",
+            (f"rank {rank.rank} GradScaler scale fell {drops} times in its last {len(scales)} steps "
+             f"({max(scales):g} → {scales[-1]:g}): those steps had inf/NaN gradients and were skipped",),
+            ("Check the loss for inf/NaN (torch.isfinite(loss)); a too-high learning rate or an exp/log/div in "
+             "fp16 overflows.",
+             "Call scaler.unscale_(optimizer) before torch.nn.utils.clip_grad_norm_.",
+             "On Ampere or newer, bf16 autocast has fp32's range and needs no scaler."),
+            scope=f"rank {rank.rank}", pids=(rank.pid,) if rank.pid else ())

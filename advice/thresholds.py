@@ -1,0 +1,98 @@
+"""Every number the rules compare against, in one table, with where it comes from. A config file may override
+any of them (`[advice.thresholds]` in ~/.config/hwtop/config.toml); unknown names are refused, not ignored."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Ubuntu 22.04's Python 3.10: the same parser, as a package
+    import tomli as tomllib
+
+
+@dataclass(frozen=True, slots=True)
+class Threshold:
+    value: float
+    unit: str
+    why: str
+
+
+TABLE: dict[str, Threshold] = {
+    "gpu_memory_full_percent": Threshold(
+        95.0, "%", "issue 6: device memory above ~95% of total leaves no room for the allocator's next block"),
+    "fragmentation_ratio": Threshold(
+        1.5, "x", "reserved/allocated above 1.5x with >1 GiB cached is memory the caching allocator holds but "
+        "cannot reuse for the next shape (PyTorch CUDA semantics docs: expandable_segments)"),
+    "fragmentation_min_bytes": Threshold(1 << 30, "B", "below 1 GiB of cache, fragmentation is not worth a fix"),
+    "gpu_waiting_util_percent": Threshold(
+        50.0, "%", "a training GPU below half busy is waiting for something (nvitop/DCGM dashboards colour <50% "
+        "as under-used)"),
+    "gpu_busy_util_percent": Threshold(
+        30.0, "%", "above this a GPU is doing real work; idle GPUs drop clocks and PCIe speed on purpose"),
+    "data_wait_fraction": Threshold(
+        0.3, "fraction", "a step that spends 30% of its time waiting for the next batch is input-bound; the "
+        "balanced scenario measures 0.14 here, dataloader-bound 0.83"),
+    "core_pegged_percent": Threshold(90.0, "%", "a core above 90% has no headroom left (htop shows it red)"),
+    "core_idle_percent": Threshold(25.0, "%", "a core below 25% is mostly idle"),
+    "idle_core_share": Threshold(0.75, "fraction", "'most other cores idle': three in four"),
+    "min_cores_for_single_core": Threshold(4, "cores", "with fewer cores, one busy core is not 'most idle'"),
+    "iowait_percent": Threshold(
+        20.0, "%", "average iowait above 20% of CPU time means CPUs wait on storage (vmstat's 'wa' column)"),
+    "disk_class_share": Threshold(
+        0.8, "fraction", "reading at 80% of its class's throughput leaves the disk no headroom"),
+    "hdd_bytes_per_s": Threshold(150e6, "B/s", "hardware guide: HDD ~150 MB/s"),
+    "ssd_bytes_per_s": Threshold(550e6, "B/s", "hardware guide: SATA SSD ~550 MB/s (SATA 3 is 600 MB/s raw)"),
+    "nvme_bytes_per_s": Threshold(7e9, "B/s", "hardware guide: NVMe ~7 GB/s (PCIe 4.0 x4)"),
+    "disk_busy_percent": Threshold(90.0, "%", "a device busy 90% of the time is saturated (iostat %util)"),
+    "memory_available_percent": Threshold(
+        10.0, "%", "under 10% available the kernel reclaims page cache and starts swapping"),
+    "swap_growth_bytes": Threshold(256 * (1 << 20), "B", "256 MiB more swap within the window is steady paging, "
+                                                         "not noise"),
+    "straggler_ratio": Threshold(
+        0.7, "fraction", "a rank's GPU below 70% of the busiest rank's utilisation holds up every all-reduce"),
+    "scale_drops": Threshold(3, "drops", "GradScaler halves its scale on each inf/NaN step; a few drops at the "
+                                         "start are normal calibration, 3 within the window are not"),
+    "scale_warmup_steps": Threshold(20, "steps", "the scaler starts at 2^16 and halves until it fits the "
+                                                "gradients: drops in the first steps are expected"),
+    "ecc_corrected_growth": Threshold(100, "errors", "corrected ECC errors growing by 100 within the window: a "
+                                                     "page about to retire (NVIDIA's dynamic page retirement doc)"),
+}
+
+
+class Thresholds:
+    """The table with a user's overrides; `t["name"]` is the value in use."""
+
+    def __init__(self, overrides: dict[str, float] | None = None, hold_s: dict[str, float] | None = None) -> None:
+        self.values = {name: entry.value for name, entry in TABLE.items()}
+        for name, value in (overrides or {}).items():
+            if name not in TABLE:
+                raise ValueError(f"unknown advice threshold {name!r}")
+            self.values[name] = float(value)
+        self.hold_s = dict(hold_s or {})
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+
+def load(path: str | Path | None) -> Thresholds:
+    """Thresholds from a config file's `[advice.thresholds]` and `[advice.hold_s]` tables; a missing file means
+    the defaults. Raises ValueError with the file name for a broken one."""
+    if path is None or not Path(path).exists():
+        return Thresholds()
+    try:
+        data: dict[str, Any] = tomllib.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"{path}: {error}") from None
+    advice = data.get("advice", {})
+    overrides, hold = advice.get("thresholds", {}), advice.get("hold_s", {})
+    for table in (overrides, hold):
+        if not isinstance(table, dict) or not all(isinstance(v, int | float) for v in table.values()):
+            raise ValueError(f"{path}: [advice.thresholds] and [advice.hold_s] take numbers")
+    try:
+        return Thresholds(overrides, hold)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None

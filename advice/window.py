@@ -1,0 +1,64 @@
+"""The recent past the rules read: the last snapshots (newest last) and small helpers over them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from probes.model import GpuSnapshot, ProcessInfo, Snapshot
+
+
+def mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    snapshots: tuple[Snapshot, ...]
+
+    @property
+    def latest(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    def recent(self, seconds: float) -> tuple[Snapshot, ...]:
+        """The snapshots of the last `seconds` (always at least the latest)."""
+        cutoff = self.latest.time - seconds
+        return tuple(s for s in self.snapshots if s.time >= cutoff) or (self.latest,)
+
+    def gpu_mean(self, index: int, read: Callable[[GpuSnapshot], float | None], seconds: float = 5.0) -> float | None:
+        return mean(read(g) for s in self.recent(seconds) for g in s.gpus if g.index == index and not g.lost)
+
+    def rank_mean(self, rank: int, read: Callable[..., float | None], seconds: float = 5.0) -> float | None:
+        return mean(read(r) for s in self.recent(seconds) if s.workload for r in s.workload.ranks if r.rank == rank)
+
+
+def workload_running(snapshot: Snapshot) -> bool:
+    return snapshot.workload is not None and snapshot.workload.status in ("running", "stalled")
+
+
+def compute_pids(gpu: GpuSnapshot) -> tuple[int, ...]:
+    return tuple(p.pid for p in gpu.processes if p.kind == "compute" and p.visible)
+
+
+def gpus_in_use(snapshot: Snapshot) -> tuple[GpuSnapshot, ...]:
+    """GPUs some process computes on: the ones a training job can be waiting on."""
+    return tuple(g for g in snapshot.gpus if not g.lost and compute_pids(g))
+
+
+def children(processes: Iterable[ProcessInfo], pid: int) -> tuple[ProcessInfo, ...]:
+    return tuple(p for p in processes if p.ppid == pid)
+
+
+def gpu_numa_node(snapshot: Snapshot, index: int) -> int | None:
+    if snapshot.topology is None:
+        return None
+    for device in snapshot.topology.devices:
+        if device.kind == "gpu" and device.name == f"GPU{index}":
+            return device.numa_node
+    return None
+
+
+def node_cpus(snapshot: Snapshot) -> dict[int, tuple[int, ...]]:
+    numa = snapshot.numa or (snapshot.topology.numa if snapshot.topology else None)
+    return {} if numa is None else {n.index: n.cpus for n in numa.nodes}

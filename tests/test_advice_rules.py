@@ -1,0 +1,351 @@
+"""Every rule, against timelines that must fire it and near misses that must not; evidence carries the numbers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from advice_timeline import Timeline, find, ids, plain_gpu, process, rank, run, workload
+
+from probes.demo_profiles import GIB, MIB
+from probes.model import DiskSnapshot, GpmMetrics, MemorySnapshot, Topology
+
+
+def ticks(timeline: Timeline, count: int, **kwargs):
+    return [timeline.tick(**kwargs) for _ in range(count)]
+
+
+# ----- cuda-oom -----
+
+def test_oom_event_is_critical_at_once_and_names_the_batch():
+    t = Timeline()
+    job = workload(rank(0), oom={"rank": 0, "batch_size": 64, "largest_fit": 32, "message": "CUDA out of memory",
+                                 "time": t.time + 1})
+    found = run([t.tick(workload=job)])[-1]
+    finding = find(found, "cuda-oom")
+    assert finding.severity == "critical"
+    assert "batch 64" in finding.evidence[0] and "batch 32 was the largest" in finding.evidence[0]
+    assert any("from 32" in fix for fix in finding.fix)
+
+
+def test_oom_event_clears_once_old():
+    t = Timeline()
+    job = workload(rank(0), oom={"rank": 0, "batch_size": 64, "largest_fit": None, "time": t.time + 1})
+    frames = [t.tick(workload=job)] + [t.tick(seconds=10, workload=job) for _ in range(14)]
+    history = run(frames)
+    assert "cuda-oom" in ids(history[0])
+    assert "cuda-oom" in ids(history[12])  # 120 s after the event it still holds
+    assert "cuda-oom" not in ids(history[-1])
+
+
+@pytest.mark.parametrize(("used_gib", "fires"), [(77.0, True), (75.0, False)])
+def test_device_memory_near_full(used_gib, fires):
+    t = Timeline("dgx-a100")
+    full = lambda g: dataclasses.replace(g, memory_used_bytes=int(used_gib * GIB)) if g.index == 2 else g  # noqa: E731
+    found = run(ticks(t, 3, gpu=full))[-1]
+    assert ("cuda-oom" in ids(found)) is fires
+    if fires:
+        finding = find(found, "cuda-oom")
+        assert finding.gpus == (2,) and "77.0 GiB of 80.0 GiB" in finding.evidence[0]
+
+
+@pytest.mark.parametrize(("reserved_gib", "fragmented"), [(6.0, True), (2.4, False)])
+def test_fragmentation_adds_expandable_segments(reserved_gib, fragmented):
+    t = Timeline()
+    job = workload(rank(0, allocated=2 * GIB, reserved=int(reserved_gib * GIB)),
+                   oom={"rank": 0, "batch_size": 64, "time": t.time + 1})
+    finding = find(run([t.tick(workload=job)])[-1], "cuda-oom")
+    assert any("expandable_segments:True" in fix for fix in finding.fix) is fragmented
+    assert any("reserved 6.0 GiB is 3.0x" in e for e in finding.evidence) is fragmented
+
+
+# ----- gpu-starved -----
+
+def test_data_wait_fires_after_its_hold_with_the_fraction():
+    t = Timeline()
+    job = workload(rank(0, wait=0.83), rank(1, wait=0.81), num_workers=0)
+    history = run(ticks(t, 8, workload=job))
+    assert "gpu-starved" not in ids(history[4])  # 4 s: not held long enough
+    finding = find(history[6], "gpu-starved")
+    assert "82% of the time" in finding.evidence[0] and "rank 0 83%" in finding.evidence[0]
+    assert any("num_workers from 0" in fix for fix in finding.fix)
+
+
+@pytest.mark.parametrize("wait", [0.25, 0.0, None])
+def test_data_wait_below_threshold_stays_silent(wait):
+    t = Timeline()
+    assert "gpu-starved" not in ids(run(ticks(t, 10, workload=workload(rank(0, wait=wait))))[-1])
+
+
+def test_data_wait_with_a_busy_gpu_is_not_starvation():
+    t = Timeline("rtx3090")  # GPU0 is busy (~86%) running pid 41000
+    job = workload(rank(0, wait=0.6, pid=41000), device="cuda")
+    assert "gpu-starved" not in ids(run(ticks(t, 10, workload=job))[-1])
+
+
+def test_starved_gpu_without_telemetry_from_pegged_workers():
+    t = Timeline("rtx3090")
+    t.fake.set_load(0, 0.2)
+    procs = (process(41000, cpu=40.0, affinity=tuple(range(16))),
+             process(41010, 41000, cpu=99.0, name="pt_data_worker"), process(41011, 41000, cpu=98.0,
+                                                                                 name="pt_data_worker"))
+    finding = find(run(ticks(t, 8, processes=procs))[-1], "gpu-starved")
+    assert finding.gpus == (0,) and "GPU0 util 20%" in finding.evidence[0]
+    assert "41010 99%" in finding.evidence[1]
+    relaxed = procs[:2] + (dataclasses.replace(procs[2], cpu_percent=40.0),)
+    assert "gpu-starved" not in ids(run(ticks(Timeline("rtx3090"), 8, processes=relaxed))[-1])
+
+
+# ----- cpu-single-core -----
+
+def test_one_pegged_core_while_the_gpu_waits():
+    t = Timeline("rtx3090")
+    t.fake.set_load(0, 0.23)
+    procs = (process(41000, cpu=99.5, affinity=tuple(range(16))),)
+    finding = find(run(ticks(t, 8, cores={3: 100.0}, processes=procs))[-1], "cpu-single-core")
+    assert finding.cores == (3,)
+    assert "core 3 at 100% while 15 of 15 other cores" in finding.evidence[0]
+    assert "GPU0 util 23%" in finding.evidence[1] and "py-spy top --pid 41000" in finding.fix[1]
+
+
+@pytest.mark.parametrize(("load", "cores"), [
+    (0.9, {3: 100.0}),  # the GPU is busy: the core is not holding it up
+    (0.2, {3: 100.0, 7: 100.0}),  # two pegged cores: not one core
+    (0.2, {i: 100.0 if i == 3 else 60.0 for i in range(16)}),  # the others are busy too
+])
+def test_single_core_near_misses(load, cores):
+    t = Timeline("rtx3090")
+    t.fake.set_load(0, load)
+    assert "cpu-single-core" not in ids(run(ticks(t, 8, cores=cores))[-1])
+
+
+def test_single_core_needs_a_gpu_to_wait():
+    assert "cpu-single-core" not in ids(run(ticks(Timeline(), 8, cores={3: 100.0}))[-1])
+
+
+# ----- numa-misplaced -----
+
+@pytest.mark.parametrize(("affinity", "fires"), [(tuple(range(64, 128)), True), (tuple(range(0, 64)), False),
+                                                 (tuple(range(256)), False)])
+def test_dgx_job_on_the_wrong_node(affinity, fires):
+    t = Timeline("dgx-a100", cores=16, topology=True)
+    procs = (process(41000, cpu=90.0, affinity=affinity),)
+    found = run(ticks(t, 4, processes=procs))[-1]
+    assert ("numa-misplaced" in ids(found)) is fires
+    if fires:
+        finding = find(found, "numa-misplaced")
+        assert finding.gpus == (0,) and finding.pids == (41000,)
+        assert "CPUs 64-127 (node 1)" in finding.evidence[0]
+        assert "attached to node 0 (CPUs 0-63,128-191)" in finding.evidence[1]
+        assert "distance node 0→1 is 32, local 10" in finding.evidence[2]
+        assert finding.fix[0].startswith("numactl --cpunodebind=0 --membind=0")
+
+
+# ----- pcie-degraded -----
+
+def test_degraded_link_only_while_busy():
+    t = Timeline("rtx3090")
+    t.fake.set_pcie_link(0, 3, 8)
+    busy = run(ticks(t, 7))[-1]
+    finding = find(busy, "pcie-degraded")
+    assert "Gen3 x8" in finding.evidence[0] and "Gen4 x16" in finding.evidence[0]
+    t.fake.set_load(0, 0.0)
+    assert "pcie-degraded" not in ids(run(ticks(t, 7))[-1])
+
+
+def test_full_link_is_not_degraded():
+    assert "pcie-degraded" not in ids(run(ticks(Timeline("rtx3090"), 7))[-1])
+
+
+# ----- topology-slow-p2p -----
+
+def _pairs_topology() -> Topology:
+    links = (("X", "NV4", "SYS", "SYS"), ("NV4", "X", "SYS", "SYS"), ("SYS", "SYS", "X", "NV4"),
+             ("SYS", "SYS", "NV4", "X"))
+    return Topology((), links, links, "test")
+
+
+def _job(gpu_ids, utils=None, names=None):
+    gpus = tuple(plain_gpu(i, (utils or {}).get(i, 95.0), (60000 + i,), **({"name": names[i]} if names else {}))
+                 for i in range(4) if i in gpu_ids) + tuple(plain_gpu(i, 0.0) for i in range(4) if i not in gpu_ids)
+    procs = tuple(process(60000 + i, ppid=59999, cpu=100.0) for i in gpu_ids)
+    return dict(gpus=tuple(sorted(gpus, key=lambda g: g.index)), processes=procs, topology=_pairs_topology())
+
+
+def test_ranks_across_sys_when_nvlink_pair_is_free():
+    found = run(ticks(Timeline(), 7, **_job({0, 2})))[-1]
+    finding = find(found, "topology-slow-p2p")
+    assert "GPU0↔GPU2 connect through SYS" in finding.evidence[0]
+    assert "GPUs 0,1 are connected no worse than NV4" in finding.evidence[1]
+    assert "CUDA_VISIBLE_DEVICES=0,1" in finding.fix[0] and any("NCCL_DEBUG=INFO" in f for f in finding.fix)
+
+
+def test_ranks_on_an_nvlink_pair_are_fine():
+    assert "topology-slow-p2p" not in ids(run(ticks(Timeline(), 7, **_job({0, 1})))[-1])
+
+
+def test_two_sockets_without_a_better_path_stay_silent():
+    t = Timeline("ws-2x3090", topology=True)
+    procs = (process(41000, ppid=40990), process(41001, ppid=40990))
+    found = run(ticks(t, 7, processes=procs))[-1]
+    assert t.topology.gpu_links[0][1] == "SYS"
+    assert "topology-slow-p2p" not in ids(found)
+
+
+def test_mixed_models_in_one_job():
+    names = {0: "NVIDIA GeForce RTX 3090", 1: "NVIDIA GeForce RTX 3080"}
+    found = run(ticks(Timeline(), 7, **_job({0, 1}, names=names | {2: "x", 3: "x"})))[-1]
+    finding = next(f for f in found if f.title == "Mixed GPU models in one job")
+    assert "GPU1 NVIDIA GeForce RTX 3080" in finding.evidence[0]
+
+
+@pytest.mark.parametrize(("lagging", "fires"), [(40.0, True), (80.0, False)])
+def test_straggler(lagging, fires):
+    found = run(ticks(Timeline(), 12, **_job({0, 1}, utils={0: 96.0, 1: lagging})))[-1]
+    stragglers = [f for f in found if f.title == "A rank lags the others"]
+    assert bool(stragglers) is fires
+    if fires:
+        assert stragglers[0].gpus == (1,) and "GPU1 busy 40% against 96%" in stragglers[0].evidence[0]
+
+
+# ----- io-bound -----
+
+def test_iowait_while_the_gpu_waits():
+    t = Timeline("rtx3090")
+    t.fake.set_load(0, 0.2)
+    finding = find(run(ticks(t, 8, iowait=34.0))[-1], "io-bound")
+    assert "34% of the time" in finding.evidence[0] and "GPU0 util 20%" in finding.evidence[-1]
+
+
+def test_hdd_at_its_class_throughput_while_the_job_waits_for_data():
+    t = Timeline()
+    disks = (DiskSnapshot("sda", "hdd", 140e6, 0.0, 300.0, 0.0, 70.0),)
+    job = workload(rank(0, wait=0.7))
+    finding = find(run(ticks(t, 8, disks=disks, workload=job))[-1], "io-bound")
+    assert "sda (hdd) reads 140 MB/s, 93% of its class's ~150 MB/s" in finding.evidence[0]
+
+
+@pytest.mark.parametrize("case", ["busy gpu", "low iowait", "nvme far from its class"])
+def test_io_near_misses(case):
+    t = Timeline("rtx3090")
+    t.fake.set_load(0, 0.9 if case == "busy gpu" else 0.2)
+    disks = (DiskSnapshot("nvme0n1", "nvme", 1.5e9, 0.0, 9000.0, 0.0, 40.0),)
+    iowait = 5.0 if case != "busy gpu" else 40.0
+    assert "io-bound" not in ids(run(ticks(t, 8, iowait=iowait, disks=disks))[-1])
+
+
+# ----- host-memory-pressure -----
+
+@pytest.mark.parametrize(("available_gib", "fires"), [(10.0, True), (40.0, False)])
+def test_low_available_memory(available_gib, fires):
+    memory = MemorySnapshot(256 * GIB, int(available_gib * GIB), 200 * GIB, 8 * GIB, 0)
+    found = run(ticks(Timeline(), 8, memory=memory))[-1]
+    assert ("host-memory-pressure" in ids(found)) is fires
+    if fires:
+        assert "available RAM 10.0 GiB of 256.0 GiB (3.9%" in find(found, "host-memory-pressure").evidence[0]
+
+
+@pytest.mark.parametrize(("training", "fires"), [(True, True), (False, False)])
+def test_swap_growth_during_training(training, fires):
+    t = Timeline()
+    frames = [t.tick(memory=MemorySnapshot(256 * GIB, 100 * GIB, 150 * GIB, 8 * GIB, k * 100 * MIB),
+                     workload=workload(rank(0)) if training else None) for k in range(10)]
+    found = run(frames)[-1]
+    assert ("host-memory-pressure" in ids(found)) is fires
+    if fires:
+        finding = find(found, "host-memory-pressure")
+        assert "swap used grew by 0.9 GiB in the last 9 s" in finding.evidence[0]
+        assert any("does not relieve GPU memory" in f for f in finding.fix)
+
+
+# ----- gpu-throttled -----
+
+def test_thermal_throttle_while_busy_is_a_warning():
+    t = Timeline("rtx3090")
+    t.fake.force_reasons(0, "sw_thermal")
+    finding = find(run(ticks(t, 7))[-1], "gpu-throttled")
+    assert finding.severity == "warning" and "SW thermal" in finding.evidence[0]
+    assert any("Cooling" in f for f in finding.fix)
+
+
+def test_power_cap_alone_is_info_and_idle_throttle_is_silent():
+    t = Timeline("rtx3090")
+    t.fake.force_reasons(0, "sw_power_cap")
+    assert find(run(ticks(t, 7))[-1], "gpu-throttled").severity == "info"
+    idle = Timeline("rtx3090")
+    idle.fake.set_load(0, 0.0)
+    idle.fake.force_reasons(0, "hw_slowdown")
+    assert "gpu-throttled" not in ids(run(ticks(idle, 7))[-1])
+
+
+# ----- gpu-errors -----
+
+def test_uncorrectable_ecc_and_lost_gpu_are_critical():
+    t = Timeline("dgx-a100")
+    t.fake.set_ecc(3, 0, 2)
+    t.fake.lose_gpu(5)
+    found = run(ticks(t, 2))[-1]
+    errors = {f.scope: f for f in found if f.id == "gpu-errors"}
+    assert errors["GPU3"].severity == "critical" and "2 uncorrectable" in errors["GPU3"].evidence[0]
+    assert errors["GPU5"].title == "GPU5 lost"
+
+
+@pytest.mark.parametrize(("growth", "fires"), [(150, True), (50, False)])
+def test_corrected_ecc_growth(growth, fires):
+    t = Timeline("dgx-a100")
+    frames = ticks(t, 2)
+    t.fake.set_ecc(1, growth, 0)
+    frames += ticks(t, 6)  # the slow tier re-reads ECC every 5 s
+    found = run(frames)[-1]
+    assert ("gpu-errors" in ids(found)) is fires
+    if fires:
+        assert f"0 → {growth}" in find(found, "gpu-errors").evidence[0]
+
+
+# ----- amp-available, cudnn-benchmark, amp-overflow -----
+
+@pytest.mark.parametrize(("amp", "profile", "fires"), [("off", "rtx3090", True), ("bf16", "rtx3090", False),
+                                                      ("off", "gtx1660s", True)])
+def test_fp32_job_on_tensor_cores(amp, profile, fires):
+    t = Timeline(profile)
+    job = workload(rank(0, amp=amp, pid=41000), device="cuda", amp=amp)
+    found = run(ticks(t, 12, workload=job))[-1]
+    assert ("amp-available" in ids(found)) is fires
+    if fires:
+        finding = find(found, "amp-available")
+        ampere = profile == "rtx3090"
+        assert any("allow_tf32" in f for f in finding.fix) is ampere
+        assert any("bfloat16" in f for f in finding.fix) is ampere
+
+
+def test_no_amp_advice_for_a_cpu_job():
+    assert "amp-available" not in ids(run(ticks(Timeline(), 12, workload=workload(rank(0))))[-1])
+
+
+@pytest.mark.parametrize(("tensor", "fires"), [(0.0, True), (35.0, False)])
+def test_gpm_says_tensor_cores_idle(tensor, fires):
+    t = Timeline("h200")
+    gpm = lambda g: dataclasses.replace(g, gpm=GpmMetrics(80.0, 40.0, tensor, 50.0))  # noqa: E731
+    found = run(ticks(t, 12, gpu=gpm))[-1]
+    assert ("amp-available" in ids(found)) is fires
+
+
+@pytest.mark.parametrize(("config", "fires"), [({}, True), ({"cudnn_benchmark": True}, False),
+                                               ({"model": "mlp"}, False), ({"device": "cpu"}, False)])
+def test_cudnn_benchmark(config, fires):
+    settings = {"device": "cuda"} | config
+    found = run(ticks(Timeline(), 7, workload=workload(rank(0), **settings)))[-1]
+    assert ("cudnn-benchmark" in ids(found)) is fires
+
+
+def test_scale_falling_repeatedly():
+    scales = tuple([65536.0] * 10 + [32768.0] * 10 + [16384.0] * 10 + [8192.0] * 10 + [4096.0] * 5)
+    found = run([Timeline().tick(workload=workload(rank(0, amp="fp16", step=200, scales=scales)))])[-1]
+    finding = find(found, "amp-overflow")
+    assert "fell 4 times in its last 45 steps (65536 → 4096)" in finding.evidence[0]
+
+
+def test_scale_calibration_at_the_start_is_normal():
+    scales = (65536.0, 32768.0, 16384.0, 8192.0) + (8192.0,) * 20
+    found = run([Timeline().tick(workload=workload(rank(0, amp="fp16", step=24, scales=scales)))])[-1]
+    assert "amp-overflow" not in ids(found)
