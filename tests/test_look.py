@@ -43,3 +43,17 @@ def test_topology_look(snap_compare, kind: str, size: tuple[int, int]) -> None:
     else:
         app = HwtopApp(ScriptedSource(with_demo_topology(demo_snapshots(kind), kind)))
     assert snap_compare(app, terminal_size=size, run_before=_topology)
+
+
+async def _advice_open(pilot) -> None:
+    await _first_frame(pilot)
+    await pilot.press("a")
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+def test_advice_look(snap_compare, size: tuple[int, int]) -> None:
+    """A starved job on a busy GPU with a degraded link: two findings, the first expanded."""
+    from test_advice_ui import troubled_frames, warmed_app
+
+    assert snap_compare(warmed_app(troubled_frames()), terminal_size=size, run_before=_advice_open)

@@ -11,11 +11,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer
 
+from advice.engine import AdviceEngine
+from advice.thresholds import Thresholds
 from probes.model import Snapshot
 from probes.sampler import SnapshotSource
+from tui.advice_screen import AdviceScreen
 from tui.help import HelpScreen
 from tui.topology_screen import TopologyScreen
 from tui.workload_dialog import WorkloadDialog
+from widgets.advice import AdvicePanel
 from widgets.cpu import CpuPanel
 from widgets.disks import DisksPanel
 from widgets.gpu import GpuPanel
@@ -24,23 +28,28 @@ from widgets.memory import MemoryPanel
 from widgets.processes import ProcessTable
 from widgets.workload import WorkloadPanel
 
+SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
+
 
 class HwtopApp(App[None]):
     CSS_PATH = "hwtop.tcss"
+    AUTO_FOCUS = "ProcessTable"  # the advice pane takes focus only when asked (a, tab, a click)
     TITLE = "hwtop"
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
         Binding("t", "topology", "Topology"),
+        Binding("a", "advice", "Advice"),
         Binding("w", "start_workload", "Workload"),
         Binding("x", "stop_workload", "Stop job", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
     def __init__(self, source: SnapshotSource, interval: float = 1.0, workload_args: list[str] | None = None,
-                 exit_on_signals: bool = False) -> None:
+                 exit_on_signals: bool = False, thresholds: Thresholds | None = None) -> None:
         super().__init__()
+        self.advice = AdviceEngine(thresholds)
         self.source = source
         self.interval = interval
         self.paused = False
@@ -59,6 +68,7 @@ class HwtopApp(App[None]):
         self.process_table = ProcessTable(id="processes")
         self.workload_panel = WorkloadPanel(id="workload")
         self.workload_panel.display = False
+        self.advice_panel = AdvicePanel(id="advice")
         yield self.header
         self.top = Horizontal(id="top")
         with self.top:
@@ -68,6 +78,7 @@ class HwtopApp(App[None]):
             yield self.memory_panel
         yield self.gpu_panel
         yield self.workload_panel
+        yield self.advice_panel
         yield self.process_table
         yield Footer()
 
@@ -90,10 +101,16 @@ class HwtopApp(App[None]):
         while True:
             started = time.monotonic()
             if not self.paused:
-                snapshot = await asyncio.to_thread(self.source.sample)
+                snapshot = await asyncio.to_thread(self._sample)
                 self.show(snapshot)
             wait = min(self.interval, 0.25) if self.ticks == 1 else self.interval
             await asyncio.sleep(max(0.02, wait - (time.monotonic() - started)))
+
+    def _sample(self) -> Snapshot:
+        """On the worker thread: the tick's snapshot, then the rules over it (probes → snapshot → advice)."""
+        snapshot = self.source.sample()
+        self.advice.update(snapshot)
+        return snapshot
 
     def show(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -102,23 +119,41 @@ class HwtopApp(App[None]):
             self.topology_screen.show(snapshot, self.interval, self.paused)
             self.first_frame.set()
             return
+        if isinstance(self.screen, AdviceScreen):
+            self.screen.show(self.advice.findings, snapshot.time, self.advice.watching, self.advice.rule_errors)
         history = self.source.history
         height = self.size.height
         gpus = snapshot.gpus
         self.screen_stack[0].set_class(self.size.width < 100, "narrow")
         self.header.show(snapshot, self.interval, self.paused)
-        self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"))
         self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"))
         self.disks_panel.show(snapshot.disks)
-        # The GPU panel may take what the other panels leave, keeping some rows for the process table.
+        self.workload_panel.show(snapshot.workload)
+        findings = self.advice.findings
+        self.advice_panel.inline = height >= SHORT_TERMINAL
+        self.advice_panel.show(findings, snapshot.time, self.advice.watching, self.advice.rule_errors)
+        serious = [f for f in findings if f.severity != "info"]
+        marked_gpus = {i for f in serious for i in f.gpus}
+        marked_cores = {c for f in serious for c in f.cores}
+        # Rows: header and footer 1 each, the process table at least 4, the workload and advice panes what
+        # they need; the CPU panel gets what is left beside a 3-row GPU panel (past it, a heat strip), and the
+        # GPU panel what the CPU panel leaves.
+        inner = max(1, self.size.width - 4)
+        workload_rows = len(self.workload_panel.lines(inner)) + 2 if snapshot.workload is not None else 0
+        advice_rows = min(len(self.advice_panel.lines(inner)), int(height * 0.6)) + \
+            (2 if findings and self.advice_panel.inline else 0)
+        disks_rows = max(1, len(snapshot.disks)) + 2
+        cpu_budget = height - 2 - 4 - workload_rows - advice_rows - 3 - 2 - disks_rows
+        self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
+                            max_lines=max(2, cpu_budget))
         top = self.top.outer_size.height or 7
-        budget = max(1, height - 1 - top - 1 - 2 - 7)
+        budget = max(1, height - 2 - 7 - top - 2 - workload_rows - advice_rows)  # 7: a useful process table
         numa_of = {}
         if snapshot.topology is not None:
             numa_of = {int(d.name[3:]): d.numa_node for d in snapshot.topology.devices
                        if d.kind == "gpu" and d.numa_node is not None and d.name[3:].isdigit()}
-        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=budget, numa_of=numa_of)
-        self.workload_panel.show(snapshot.workload)
+        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=budget, numa_of=numa_of,
+                            marked=marked_gpus)
         self.process_table.show(snapshot.processes, gpus,
                                 marked=set(snapshot.workload.pids) if snapshot.workload else None)
         self.first_frame.set()
@@ -179,6 +214,27 @@ class HwtopApp(App[None]):
             return
         monitor.stop()
         self.notify("workload stopped: its whole process group was terminated")
+
+    def action_advice(self) -> None:
+        """Focus the advice pane and open (or close) its selected finding; on a short terminal, where an open
+        finding would push the panels off screen, every finding opens on a screen of its own."""
+        panel = self.advice_panel
+        if self.screen is not self.screen_stack[0]:
+            return
+        if self.size.height < SHORT_TERMINAL and self.advice.findings:
+            self.open_advice_screen()
+            return
+        panel.focus()
+        panel.action_toggle()
+
+    def on_advice_panel_details_wanted(self, _message: AdvicePanel.DetailsWanted) -> None:
+        self.open_advice_screen()
+
+    def open_advice_screen(self) -> None:
+        screen = AdviceScreen()
+        self.push_screen(screen)
+        screen.show(self.advice.findings, self.snapshot.time if self.snapshot else None, self.advice.watching,
+                    self.advice.rule_errors)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

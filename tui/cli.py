@@ -10,6 +10,7 @@ from typing import NoReturn
 
 VERSION = "0.1.0"
 MAX_INTERVAL = 3600.0
+SCENARIOS = ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -50,8 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hwtop {VERSION}")
     _add_source_options(parser, "refresh interval of the monitor (default 1)")
-    parser.add_argument("--workload", metavar="SCENARIO",
-                        choices=["balanced", "dataloader-bound", "amp-compare", "oom-ramp"],
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="config file (default ~/.config/hwtop/config.toml): [advice.thresholds] overrides")
+    parser.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
                         help="start the embedded training job with this scenario (needs torch; w in the monitor)")
     parser.add_argument("--workload-device", choices=["cpu", "cuda"], default="cpu",
                         help="device of the --workload job (default cpu)")
@@ -66,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
                                            "nvidia-smi topo -m), the NUMA table (as numactl --hardware), and "
                                            "PCIe link health.")
     topo.add_argument("--json", action="store_true", help="print the same as JSON")
+    doctor = commands.add_parser(
+        "doctor", help="sample for a while, run the advice rules, print the findings (exit 1 if any warning)",
+        description="Sample this box for --seconds (optionally while an embedded scenario runs), apply the advice "
+                    "rules and print each finding with its evidence and fix. Exit 0: nothing at warning or above; "
+                    "1: something was found; 2: bad usage. Options after --workload SCENARIO that doctor does not "
+                    "know go to the job (python -m workload.job --help).")
+    doctor.add_argument("--seconds", type=interval_seconds, default=10.0, help="how long to sample (default 10)")
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    doctor.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
+                        help="run the embedded job with this scenario meanwhile (needs torch)")
+    _add_source_options(doctor, "seconds between samples (default 1)", sub=True)
     commands.add_parser("workload", help="run the embedded PyTorch DDP/AMP job headless and print its telemetry "
                                          "(needs torch; options: python -m workload.job --help)", add_help=False)
     _add_source_options(topo, "unused by topo", sub=True)
@@ -143,8 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["workload"]:
         return workload_command(argv[1:])
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not (args.command == "doctor" and args.workload):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     _check_demo(parser, args.demo)
+    try:
+        thresholds = load_config(args.config)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.command == "doctor":
+        return doctor(args, extra, thresholds)
     if args.command == "snapshot":
         return snapshot_command(args)
     if args.command == "topo":
@@ -158,13 +179,46 @@ def main(argv: list[str] | None = None) -> int:
         workload_args = None
         if args.workload is not None:
             workload_args = ["--scenario", args.workload, "--device", args.workload_device, "--seconds", "600"]
-        app = HwtopApp(sampler, interval=args.interval, workload_args=workload_args, exit_on_signals=True)
+        app = HwtopApp(sampler, interval=args.interval, workload_args=workload_args, exit_on_signals=True,
+                       thresholds=thresholds)
         app.run()
     except KeyboardInterrupt:
         pass
     finally:
         sampler.close()
     return 0
+
+
+def load_config(path: str | None):  # -> Thresholds
+    """The advice thresholds of --config, or of ~/.config/hwtop/config.toml when it exists."""
+    import os
+
+    from advice.thresholds import load
+
+    if path is not None and not os.path.isfile(path):
+        raise ValueError(f"config file not found: {path}")
+    if path is None:
+        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+        path = os.path.join(base, "hwtop", "config.toml")
+    return load(path)
+
+
+def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # noqa: ANN001
+    from tui.doctor_command import doctor_command
+
+    job_args = None
+    if args.workload is not None:
+        from workload.launcher import torch_missing
+
+        missing = torch_missing()
+        if missing:
+            print(f"hwtop: error: {missing}", file=sys.stderr)
+            return 2
+        job_args = ["--scenario", args.workload, *extra]
+        if "--steps" not in extra and "--seconds" not in extra:
+            job_args += ["--seconds", str(args.seconds + 60)]  # outlives the sampling; stopped when it ends
+    sampler = make_sampler(args.demo, args.no_gpu)
+    return doctor_command(sampler, thresholds, args.seconds, args.interval, job_args, args.json)
 
 
 def snapshot_command(args: argparse.Namespace) -> int:

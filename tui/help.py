@@ -13,6 +13,7 @@ KEYS = (
     ("p", "pause / resume sampling"),
     ("s", "cycle the process sort column: CPU, RSS, GPU memory, PID (or click a header)"),
     ("t", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads it, t/escape back)"),
+    ("a", "advice: focus the pane and expand the selected finding (up/down select, enter or click toggles)"),
     ("w", "start the embedded PyTorch DDP/AMP job: pick a scenario and options"),
     ("x", "stop the job (its whole process group: SIGTERM, then SIGKILL)"),
     ("?", "this help"),
@@ -32,7 +33,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         lines = ["[b]hwtop keys[/b]", ""]
         lines += [f"  [b]{key:<8}[/b] {what}" for key, what in KEYS]
-        lines += ["", "Data flows one way: probes → one snapshot per tick → widgets.",
+        lines += ["", "Data flows one way: probes → one snapshot per tick → advice → widgets.",
                   "N/A means this machine cannot say; it is never shown as 0."]
         with Vertical():
             yield Static("\n".join(lines))

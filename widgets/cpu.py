@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from probes.model import CpuSnapshot, NumaSnapshot
-from widgets.format import bar, pct, sparkline
+from widgets.format import SPARK, bar, level_style, pct, sparkline
 from widgets.panel import TextPanel
 
 CELL_MIN = 16  # "127 ██████ 100%" plus a gap
@@ -18,11 +18,14 @@ class CpuPanel(TextPanel):
         self.numa: NumaSnapshot | None = None
         self.history: tuple[float, ...] = ()
         self.marked: set[int] = set()
+        self.max_lines = 1000
 
     def show(self, cpu: CpuSnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
-             marked: set[int] | None = None) -> None:
+             marked: set[int] | None = None, max_lines: int = 1000) -> None:
+        """`max_lines`: rows the layout can spare; past it every core becomes one cell of a heat strip."""
         self.cpu, self.numa, self.history = cpu, numa, history
         self.marked = marked or set()
+        self.max_lines = max_lines
         self.border_title = "CPU" if cpu is None or cpu.model is None else f"CPU · {cpu.model}"
         self.refresh(layout=True)
 
@@ -50,6 +53,9 @@ class CpuPanel(TextPanel):
             groups.append((None, list(range(len(cpu.cores)))))
         columns = max(1, min(width // CELL_MIN, len(cpu.cores)))
         cell = min(width // columns, 40)
+        grid_rows = sum(-(-len(m) // columns) + (label is not None) for label, m in groups)
+        if 1 + grid_rows > self.max_lines:
+            return (out + self._strips(groups, width))[: max(1, self.max_lines)]
         for label, members in groups:
             if label is not None:
                 out.append(Text(f"─ {label} ({len(members)} cpus) ", style="bold magenta"))
@@ -57,6 +63,22 @@ class CpuPanel(TextPanel):
                 line = Text()
                 for index in members[start:start + columns]:
                     line.append_text(self._cell(index, cell))
+                out.append(line)
+        return out
+
+    def _strips(self, groups: list[tuple[str | None, list[int]]], width: int) -> list[Text]:
+        """One character per core, its height and colour its load (as btop does when space is short)."""
+        out = []
+        for label, members in groups:
+            tag = f"n{label[5:]} " if label else "cpu "
+            per_row = max(1, width - len(tag))
+            for start in range(0, len(members), per_row):
+                line = Text(tag if start == 0 else " " * len(tag), style="bold magenta")
+                for index in members[start:start + per_row]:
+                    percent = self.cpu.cores[index].percent  # type: ignore[union-attr]
+                    char = "?" if percent is None else SPARK[min(len(SPARK) - 1, int(percent / 100 * len(SPARK)))]
+                    style = level_style(percent) + (" reverse" if index in self.marked else "")
+                    line.append(char, style=style)
                 out.append(line)
         return out
 

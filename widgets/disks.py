@@ -30,6 +30,7 @@ class DisksPanel(TextPanel):
             if width >= 48:
                 iops = "N/A" if disk.read_iops is None else f"{(disk.read_iops or 0) + (disk.write_iops or 0):.0f}"
                 line.append(f" {iops:>5} io/s")
-            line.append(pct(disk.busy_percent, 5), style=level_style(disk.busy_percent))
+            if line.cell_len + 5 <= width:  # busy % only where it fits: a wrapped row would push panels down
+                line.append(pct(disk.busy_percent, 5), style=level_style(disk.busy_percent))
             out.append(line)
         return out

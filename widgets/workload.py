@@ -57,6 +57,7 @@ class WorkloadPanel(TextPanel):
                         style="bold red" if wait is not None and wait > 0.5 else "")
             line.append(f" loss {NA if rank.loss is None else f'{rank.loss:.3f}'} {rank.amp or ''}")
             line.append(f" mem {human_bytes(memory)}")
+            line.truncate(max(1, width), overflow="ellipsis")  # one row per rank, never wrapped
             out.append(line)
         for tail in state.stderr_tail:
             out.append(Text(tail[:width], style="red"))

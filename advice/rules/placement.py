@@ -53,8 +53,7 @@ def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
                  f"Or per rank: os.sched_setaffinity(0, <CPUs of node {home}>) before the DataLoader starts, "
                  "or torchrun with a numactl wrapper per local rank.",
                  "nvidia-smi topo -m lists each GPU's CPU and NUMA affinity."),
-                scope=f"GPU{gpu.index} pid {pid}", gpus=(gpu.index,), pids=(pid,),
-                cores=tuple(sorted(process.cpu_affinity)))
+                scope=f"GPU{gpu.index} pid {pid}", gpus=(gpu.index,), pids=(pid,))
 
 
 def pcie_degraded(window: Window, t: Thresholds) -> Iterator[Finding]:
@@ -72,9 +71,17 @@ def pcie_degraded(window: Window, t: Thresholds) -> Iterator[Finding]:
              "idle GPUs lower their link speed on purpose; this one is busy"),
             ("Move the card to a CPU-attached x16 slot, or reseat it; check the riser or cable.",
              "Check the BIOS PCIe speed setting (Auto / Gen4 / Gen5) for that slot.",
-             f"lspci -vv -s {gpu.pci_bus_id or '<bus id>'} | grep -E 'LnkCap|LnkSta' shows what the link "
+             f"lspci -vv -s {_lspci_address(gpu.pci_bus_id)} | grep -E 'LnkCap|LnkSta' shows what the link "
              "trained to."),
             scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+
+
+def _lspci_address(bus_id: str | None) -> str:
+    """NVML's 00000000:3b:00.0 as lspci writes it: 0000:3b:00.0."""
+    if not bus_id:
+        return "<bus id>"
+    domain, _, rest = bus_id.partition(":")
+    return f"{domain[-4:]}:{rest}".lower() if rest else bus_id.lower()
 
 
 LINK_ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")  # after NVLink, closest first (nvidia-smi topo -m legend)

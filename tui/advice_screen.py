@@ -1,0 +1,42 @@
+"""Every finding with its evidence and fix, on a screen of its own: where the terminal is too short to open a
+finding inside the pane (80x24), `a` or a click brings this up instead. It follows the live findings."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from advice.finding import Finding
+from widgets.advice import AdvicePanel
+
+
+class AdviceScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    AdviceScreen { align: center middle; }
+    AdviceScreen > VerticalScroll { width: 100%; height: 100%; border: round $accent; background: $surface;
+                                    padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,a,q", "dismiss", "close")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = Static(id="advice-body")
+        self.panel = AdvicePanel()  # used only to lay the findings out, never mounted
+
+    def compose(self) -> ComposeResult:
+        scroll = VerticalScroll()
+        scroll.border_title = "Advice · escape closes"
+        with scroll:
+            yield self.body
+
+    def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
+             rule_errors: dict[str, str]) -> None:
+        panel = self.panel
+        panel.show(findings, now, watching, rule_errors)
+        panel.expanded = {f.key for f in findings}
+        width = max(20, self.size.width - 4)
+        self.body.update(Text("\n").join(panel.lines(width)))

@@ -1,0 +1,128 @@
+"""`hwtop doctor`: sample this box (optionally while an embedded scenario runs), run the advice rules, print the
+findings. Exit 0 when nothing at warning or above was seen, 1 when something was, 2 for bad usage."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from advice.engine import AdviceEngine
+from advice.finding import Finding
+from advice.thresholds import Thresholds
+
+STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start
+
+
+@dataclass(slots=True)
+class Seen:
+    finding: Finding
+    first: float
+    last: float
+    active: bool = True
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: float,
+               job_args: list[str] | None) -> tuple[dict[tuple[str, str], Seen], dict[str, Any]]:
+    """Samples for `seconds` (after the job's first step, when there is a job); every finding shown meanwhile."""
+    engine = AdviceEngine(thresholds)
+    seen: dict[tuple[str, str], Seen] = {}
+    facts: dict[str, Any] = {"ticks": 0, "workload": None}
+    if job_args is not None:
+        from workload.monitor import WorkloadMonitor
+
+        sampler.workload = WorkloadMonitor(job_args)
+    try:
+        started = time.monotonic()
+        while job_args is not None:  # wait for the job's first step: its start-up is not its steady state
+            state = sampler.workload.state()
+            if any(r.step for r in state.ranks) or state.status in ("crashed", "finished", "stopped") or \
+                    time.monotonic() - started > STARTUP_LIMIT_S:
+                break
+            engine.update(sampler.sample())
+            time.sleep(interval)
+        end = time.monotonic() + seconds
+        while True:
+            snapshot = sampler.sample()
+            facts["ticks"] += 1
+            findings = engine.update(snapshot)
+            keys = {f.key for f in findings}
+            for finding in findings:
+                entry = seen.get(finding.key)
+                if entry is None:
+                    seen[finding.key] = Seen(finding, snapshot.time, snapshot.time)
+                else:
+                    entry.finding, entry.last, entry.active = finding, snapshot.time, True
+            for key, entry in seen.items():
+                if key not in keys:
+                    entry.active = False
+            if time.monotonic() >= end:
+                break
+            time.sleep(max(0.0, min(interval, end - time.monotonic())))
+        facts["host"] = snapshot.host.hostname if snapshot.host else None
+        facts["gpus"] = len(snapshot.gpus)
+        facts["gpu_message"] = None if snapshot.gpus else (snapshot.gpu_system.message if snapshot.gpu_system else None)
+        if snapshot.workload is not None:
+            w = snapshot.workload
+            facts["workload"] = {"scenario": w.scenario, "status": w.status, "exit_code": w.exit_code,
+                                 "stderr_tail": list(w.stderr_tail)}
+        facts["rule_errors"] = dict(engine.rule_errors)
+    finally:
+        if sampler.workload is not None:
+            sampler.workload.stop()
+    return seen, facts
+
+
+def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: float) -> str:
+    workload = facts.get("workload")
+    head = f"hwtop doctor: {facts['ticks']} samples over {seconds:g} s on {facts.get('host') or 'this host'}, " \
+           f"{facts.get('gpus', 0)} GPU(s)"
+    if workload:
+        head += f", workload {workload['scenario']} ({workload['status']})"
+    out = [head]
+    if facts.get("gpu_message"):
+        out.append(f"  GPUs: {facts['gpu_message']}")
+    if not seen:
+        out.append("No problems seen.")
+    for entry in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope)):
+        f = entry.finding
+        state = "active" if entry.active else f"cleared (seen for {entry.last - entry.first:.0f} s)"
+        out.append("")
+        out.append(f"[{f.severity.upper()}] {f.title}" + (f" · {f.scope}" if f.scope else "") + f"  ({f.id}, {state})")
+        out += [f"  seen: {line}" for line in f.evidence]
+        out += [f"  fix:  {line}" for line in f.fix]
+    for rule, message in sorted(facts.get("rule_errors", {}).items()):
+        out.append(f"rule {rule} failed: {message}")
+    return "\n".join(out)
+
+
+def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interval: float,
+                   job_args: list[str] | None, as_json: bool) -> int:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    try:
+        seen, facts = run_doctor(sampler, thresholds, seconds, interval, job_args)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        sampler.close()
+    workload = facts.get("workload")
+    if workload and workload["status"] == "crashed" and workload["exit_code"] == 2:
+        tail = workload["stderr_tail"][-1] if workload["stderr_tail"] else "bad workload options"
+        print(f"hwtop: error: workload: {tail}", file=sys.stderr)
+        return 2
+    if as_json:
+        print(json.dumps({"seconds": seconds, **facts, "findings": [
+            {**e.finding.to_dict(), "active": e.active, "first_seen": e.first, "last_seen": e.last}
+            for e in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope))]},
+            indent=2))
+    else:
+        print(render(seen, facts, seconds))
+    return 1 if any(e.finding.severity in ("warning", "critical") for e in seen.values()) else 0

@@ -1,0 +1,148 @@
+"""The advice pane: findings, most severe first, one line each; a finding expands (click it, or select it and
+press enter) to the numbers that raised it and the fix. Empty, it says what it watches."""
+
+from __future__ import annotations
+
+import textwrap
+
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.message import Message
+
+from advice.finding import Finding
+from widgets.panel import TextPanel
+
+BADGE = {"critical": ("✖ CRIT", "bold white on red"), "warning": ("▲ WARN", "bold black on yellow"),
+         "info": ("● INFO", "bold black on cyan")}
+
+
+def _age(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+class AdvicePanel(TextPanel):
+    can_focus = True
+    BINDINGS = [Binding("up", "move(-1)", "previous", show=False), Binding("down", "move(1)", "next", show=False),
+                Binding("enter,space", "toggle", "expand", show=False)]
+
+    class DetailsWanted(Message):
+        """Posted instead of opening a finding in place when the pane is told there is no room (`inline`)."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.inline = True
+        self.findings: tuple[Finding, ...] = ()
+        self.now: float | None = None
+        self.watching: tuple[str, ...] = ()
+        self.rule_errors: dict[str, str] = {}
+        self.expanded: set[tuple[str, str]] = set()
+        self.cursor = 0
+        self._rows: list[tuple[tuple[str, str] | None, Text]] = []
+        self.border_title = "Advice"
+
+    def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
+             rule_errors: dict[str, str] | None = None) -> None:
+        self.findings, self.now, self.watching = findings, now, watching
+        self.rule_errors = dict(rule_errors or {})
+        keys = {f.key for f in findings}
+        self.expanded &= keys  # a cleared finding forgets it was open
+        self.cursor = min(self.cursor, max(0, len(findings) - 1))
+        worst = findings[0].severity if findings else None
+        self.border_title = "Advice" if not findings else \
+            f"Advice · {len(findings)} finding{'s' if len(findings) != 1 else ''} · enter/click expands"
+        self.set_class(worst == "critical", "critical")
+        # One borderless line when there is nothing to show, or no room (a short terminal): panels keep their rows.
+        self.set_class(not findings or not self.inline, "empty")
+        self.refresh(layout=True)
+
+    def toggle(self, key: tuple[str, str]) -> None:
+        if not self.inline:
+            self.post_message(self.DetailsWanted())
+            return
+        self.expanded ^= {key}
+        self.refresh(layout=True)
+
+    def action_move(self, step: int) -> None:
+        if self.findings:
+            self.cursor = (self.cursor + step) % len(self.findings)
+            self.refresh()
+
+    def action_toggle(self) -> None:
+        if self.findings:
+            self.toggle(self.findings[self.cursor].key)
+
+    def on_click(self, event: events.Click) -> None:
+        if not self.inline and self.findings:  # one line, no room: anywhere on it opens the details
+            self.post_message(self.DetailsWanted())
+            return
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        width = max(1, self.content_size.width)
+        row = 0
+        for key, line in self._rows:
+            row += max(1, -(-line.cell_len // width))
+            if offset.y < row:
+                if key is not None:
+                    self.cursor = next(i for i, f in enumerate(self.findings) if f.key == key)
+                    self.toggle(key)
+                return
+
+    def lines(self, width: int) -> list[Text]:
+        rows: list[tuple[tuple[str, str] | None, Text]] = []
+        if not self.findings:
+            watched = ", ".join(self.watching)
+            line = Text("Advice ", style="bold")
+            line.append("✓ no problems seen", style="bold green")
+            line.append(f" · watching {watched}", style="dim")
+            line.truncate(max(1, width), overflow="ellipsis")
+            rows.append((None, line))
+        elif not self.inline:
+            first = self.findings[0]
+            badge, style = BADGE[first.severity]
+            line = Text("Advice ", style="bold")
+            line.append(badge, style=style)
+            line.append(f" {first.title}" + (f" · {first.scope}" if first.scope else ""), style="bold")
+            more = len(self.findings) - 1
+            line.append((f" +{more} more" if more else "") + " · a opens", style="dim")
+            if first.evidence:
+                line.append(f"  {first.evidence[0]}", style="italic")
+            line.truncate(max(1, width), overflow="ellipsis")
+            rows.append((first.key, line))
+        for index, finding in enumerate(self.findings if self.inline else ()):
+            rows += self._finding_rows(finding, width, selected=self.has_focus and index == self.cursor)
+        for rule, message in sorted(self.rule_errors.items()):
+            rows.append((None, Text(f"rule {rule} failed: {message}"[:width], style="yellow")))
+        self._rows = rows
+        return [line for _, line in rows]
+
+    def _finding_rows(self, finding: Finding, width: int, selected: bool) -> list[tuple[tuple[str, str], Text]]:
+        badge, style = BADGE[finding.severity]
+        open_ = finding.key in self.expanded
+        head = Text("▾ " if open_ else "▸ ", style="reverse" if selected else "")
+        head.append(badge, style=style)
+        head.append(f" {finding.title}", style="bold")
+        if finding.scope:
+            head.append(f" · {finding.scope}")
+        if finding.since is not None and self.now is not None:
+            head.append(f" · {_age(self.now - finding.since)}", style="dim")
+        head.append(f" [{finding.id}]", style="dim")
+        if not open_ and finding.evidence:
+            head.append(f"  {finding.evidence[0]}", style="italic")
+        head.truncate(max(1, width), overflow="ellipsis")
+        rows = [(finding.key, head)]
+        if open_:
+            for label, style, lines in (("seen", "bold cyan", finding.evidence), ("fix", "bold green", finding.fix)):
+                for line in lines:
+                    rows += [(finding.key, row) for row in _hanging(label, style, line, width)]
+        return rows
+
+
+def _hanging(label: str, style: str, text: str, width: int) -> list[Text]:
+    """`   seen  text…` wrapped so continuation lines start under the text, not under the label."""
+    indent = 9
+    parts = textwrap.wrap(text, max(10, width - indent)) or [""]
+    out = [Text.assemble((f"   {label:<6}", style), parts[0])]
+    out += [Text(" " * indent + part) for part in parts[1:]]
+    return out
