@@ -28,13 +28,16 @@ SHOTS = [
     ("topology-main-80x24", None, (80, 24), "t"),
 ]
 # The embedded job, dataloader-bound on this machine's CPU (needs torch).
+DATALOADER_BOUND = ["--scenario", "dataloader-bound", "--device", "cpu", "--world-size", "2", "--seconds", "120"]
 WORKLOAD_SHOTS = [
-    ("workload-dataloader-bound-160x45", (160, 45),
-     ["--scenario", "dataloader-bound", "--device", "cpu", "--world-size", "2", "--seconds", "120"]),
+    ("workload-dataloader-bound-160x45", (160, 45), DATALOADER_BOUND, False),
+    # The advice pane with its data-loading finding open (a), as a user sees it a few seconds into the run.
+    ("advice-dataloader-bound-160x45", (160, 45), DATALOADER_BOUND, True),
+    ("advice-dataloader-bound-80x24", (80, 24), DATALOADER_BOUND, False),
 ]
 
 
-async def capture_workload(name: str, size: tuple[int, int], job: list[str]) -> str:
+async def capture_workload(name: str, size: tuple[int, int], job: list[str], open_advice: bool) -> str:
     app = HwtopApp(make_sampler(None, no_gpu=False), interval=0.5, workload_args=job)
     async with app.run_test(size=size) as pilot:
         for _ in range(300):  # the ranks start and report a few steps
@@ -42,6 +45,15 @@ async def capture_workload(name: str, size: tuple[int, int], job: list[str]) -> 
             state = app.snapshot.workload if app.snapshot else None
             if state and state.ranks and all((r.step or 0) >= 5 for r in state.ranks):
                 break
+        if open_advice or name.startswith("advice"):
+            for _ in range(150):  # the finding shows once its condition has held for the rule's hold time
+                await pilot.pause(0.2)
+                if app.advice.findings:
+                    break
+            await pilot.pause(0.6)
+        if open_advice:
+            await pilot.press("a")
+            await pilot.pause(0.6)
         path = app.save_screenshot(filename=f"{name}.svg", path=HERE)
     return path
 
@@ -85,8 +97,8 @@ def main() -> None:
         has_torch = importlib.util.find_spec("torch") is not None
     except ValueError:
         has_torch = False
-    for name, size, job in WORKLOAD_SHOTS if has_torch else []:
-        svg = asyncio.run(capture_workload(name, size, job))
+    for name, size, job, open_advice in WORKLOAD_SHOTS if has_torch else []:
+        svg = asyncio.run(capture_workload(name, size, job, open_advice))
         print(svg, to_png(svg) or "")
 
 

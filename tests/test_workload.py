@@ -173,3 +173,30 @@ def test_crashed_job_state_has_exit_code_and_stderr_tail() -> None:
     assert state.status == "crashed" and state.exit_code not in (None, 0)
     assert any("exit code 7" in line for line in state.stderr_tail)
     monitor.stop()
+
+
+def test_oom_of_the_real_job_reaches_the_cuda_oom_rule() -> None:
+    """The job's OOM record, through the monitor and a real Sampler's snapshot, raises cuda-oom at once."""
+    from advice.engine import AdviceEngine
+    from probes.sampler import Sampler
+    from workload.monitor import WorkloadMonitor
+
+    sampler = Sampler(gpu=None)
+    sampler.workload = WorkloadMonitor(["--scenario", "oom-ramp", "--device", "cpu", "--model", "mlp",
+                                        "--batch-size", "8", "--num-workers", "0", "--port", "29641"],
+                                       env={"HWTOP_WORKLOAD_INJECT_OOM_AT": "64"})
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and sampler.workload.state().status not in ("crashed", "finished"):
+            time.sleep(0.2)
+        sampler.workload._reader.join(10)
+        snapshot = sampler.sample()
+        state = snapshot.workload
+        assert state.oom_count == 1 and state.last_oom["batch_size"] == 64 and state.last_oom["time"]
+        assert state.config["model"] == "mlp" and state.config["num_workers"] == 0
+        oom = [f for f in AdviceEngine().update(snapshot) if f.id == "cuda-oom"]
+        assert oom and oom[0].severity == "critical"
+        assert "at batch 64; batch 32 was the largest that fit" in oom[0].evidence[0]
+    finally:
+        sampler.workload.stop()
+        sampler.close()

@@ -67,7 +67,7 @@ class WorkloadMonitor:
             self._summary = record
         if event == "oom":
             self._oom_count += 1
-            self._last_oom = {k: record.get(k) for k in ("rank", "batch_size", "largest_fit", "message")}
+            self._last_oom = {k: record.get(k) for k in ("rank", "batch_size", "largest_fit", "message", "time")}
 
     def state(self) -> WorkloadState:
         with self._lock:
