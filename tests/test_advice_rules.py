@@ -305,7 +305,7 @@ def test_corrected_ecc_growth(growth, fires):
 # ----- amp-available, cudnn-benchmark, amp-overflow -----
 
 @pytest.mark.parametrize(("amp", "profile", "fires"), [("off", "rtx3090", True), ("bf16", "rtx3090", False),
-                                                      ("off", "gtx1660s", True)])
+                                                      ("off", "gtx1660s", False), ("off", "a4000", True)])
 def test_fp32_job_on_tensor_cores(amp, profile, fires):
     t = Timeline(profile)
     job = workload(rank(0, amp=amp, pid=41000), device="cuda", amp=amp)
@@ -313,7 +313,7 @@ def test_fp32_job_on_tensor_cores(amp, profile, fires):
     assert ("amp-available" in ids(found)) is fires
     if fires:
         finding = find(found, "amp-available")
-        ampere = profile == "rtx3090"
+        ampere = True  # both cards that fire are Ampere (8.6); the GTX 1660 SUPER has no Tensor Cores
         assert any("allow_tf32" in f for f in finding.fix) is ampere
         assert any("bfloat16" in f for f in finding.fix) is ampere
 
@@ -349,3 +349,12 @@ def test_scale_calibration_at_the_start_is_normal():
     scales = (65536.0, 32768.0, 16384.0, 8192.0) + (8192.0,) * 20
     found = run([Timeline().tick(workload=workload(rank(0, amp="fp16", step=24, scales=scales)))])[-1]
     assert "amp-overflow" not in ids(found)
+
+
+def test_turing_rtx_gets_fp16_with_a_scaler_not_bf16():
+    t = Timeline("rtx3090")
+    turing = lambda g: dataclasses.replace(g, name="NVIDIA GeForce RTX 2080 Ti", compute_capability=(7, 5))  # noqa: E731
+    job = workload(rank(0, pid=41000), device="cuda")
+    finding = find(run(ticks(t, 12, workload=job, gpu=turing))[-1], "amp-available")
+    assert "compute capability 7.5" in finding.evidence[0]
+    assert "GradScaler" in finding.fix[0] and not any("bfloat16" in f or "allow_tf32" in f for f in finding.fix)

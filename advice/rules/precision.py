@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from advice.finding import Finding
 from advice.thresholds import Thresholds
 from advice.window import Window, compute_pids, mean, workload_running
+from probes.gpu_caps import capabilities
 from probes.model import GpuSnapshot, Snapshot
 
 
@@ -35,8 +36,8 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
     if workload_running(latest) and workload and config.get("device") == "cuda" and workload.ranks and \
             all(r.amp == "off" for r in workload.ranks):
         for gpu in _job_gpus(latest):
-            capability = gpu.compute_capability
-            if capability is None or capability < (7, 0):
+            capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
+            if capability is None or caps is None or not caps.tensor_cores:
                 continue
             yield Finding(
                 "amp-available", "info", "fp32 training on a GPU with Tensor Cores",
@@ -46,8 +47,8 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
                 scope=f"GPU{gpu.index}", gpus=(gpu.index,))
         return
     for gpu in latest.gpus:  # any job: Hopper's GPM says whether Tensor Cores do any of the work
-        capability = gpu.compute_capability
-        if gpu.gpm is None or capability is None or capability < (7, 0):
+        capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
+        if gpu.gpm is None or capability is None or caps is None or not caps.tensor_cores:
             continue
         recent = window.recent(10.0)
         sm = mean(g.gpm.sm_activity_percent for s in recent for g in s.gpus if g.index == gpu.index and g.gpm)
