@@ -57,11 +57,11 @@ class CpuStaticInfo:
         self.ready = threading.Event()
         if start:
             # Delayed so its subprocess does not compete with the first frames on a small box.
-            timer = threading.Timer(delay_s, self._load)
+            timer = threading.Timer(delay_s, self.load)
             timer.name, timer.daemon = "hwtop-cpuinfo", True
             timer.start()
 
-    def _load(self) -> None:
+    def load(self) -> None:
         try:
             import cpuinfo  # lazy: slow to import and to run
 

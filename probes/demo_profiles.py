@@ -9,6 +9,7 @@ from Hopper on).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 GIB = 1024**3
@@ -46,6 +47,19 @@ class DemoProcess:
 
 
 @dataclass(frozen=True, slots=True)
+class DemoHost:
+    """The rest of a demo machine, for `hwtop report --demo` (the live monitor shows this machine's CPU)."""
+
+    cpu_model: str
+    physical_cores: int
+    logical_cores: int
+    l3_cache_bytes: int
+    ram_bytes: int
+    swap_bytes: int
+    disks: tuple[tuple[str, str], ...]  # (name, kind)
+
+
+@dataclass(frozen=True, slots=True)
 class DemoProfile:
     name: str
     description: str
@@ -57,6 +71,7 @@ class DemoProfile:
     processes: tuple[DemoProcess, ...] = ()
     mig_gpus: tuple[int, ...] = ()  # GPUs in MIG mode (two 1g/3g slices each in the demo)
     bus_ids: tuple[str, ...] = field(default=())
+    host: DemoHost | None = None
 
     def bus_id(self, index: int) -> str:
         if index < len(self.bus_ids):
@@ -83,12 +98,33 @@ _DGX_BUS = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "0000000
             "00000000:87:00.0", "00000000:90:00.0", "00000000:B7:00.0", "00000000:BD:00.0")
 
 
+_MIB_L3 = 1024 * 1024
+HOSTS = {
+    "gtx1660s": DemoHost("AMD Ryzen 5 3600 6-Core Processor", 6, 12, 32 * _MIB_L3, 16 * GIB, 2 * GIB,
+                         (("sda", "ssd"), ("sdb", "hdd"))),
+    "rtx3050": DemoHost("12th Gen Intel(R) Core(TM) i5-12400", 6, 12, 18 * _MIB_L3, 16 * GIB, 2 * GIB,
+                        (("nvme0n1", "nvme"),)),
+    "rtx3090": DemoHost("AMD Ryzen 9 5900X 12-Core Processor", 12, 24, 64 * _MIB_L3, 64 * GIB, 8 * GIB,
+                        (("nvme0n1", "nvme"), ("sda", "hdd"))),
+    "ws-2x3090": DemoHost("Intel(R) Xeon(R) Gold 6248R CPU @ 3.00GHz", 48, 96, 71 * _MIB_L3, 384 * GIB, 0,
+                          (("nvme0n1", "nvme"), ("nvme1n1", "nvme"))),
+    "a4000": DemoHost("Intel(R) Xeon(R) W-2245 CPU @ 3.90GHz", 8, 16, 16 * _MIB_L3, 64 * GIB, 8 * GIB,
+                      (("nvme0n1", "nvme"),)),
+    "dgx-a100": DemoHost("AMD EPYC 7742 64-Core Processor", 128, 256, 512 * _MIB_L3, 1024 * GIB, 0,
+                         tuple((f"nvme{i}n1", "nvme") for i in range(10))),
+    "h100-pcie": DemoHost("Intel(R) Xeon(R) Platinum 8480+", 112, 224, 210 * _MIB_L3, 1024 * GIB, 0,
+                          (("nvme0n1", "nvme"), ("nvme1n1", "nvme"))),
+    "h200": DemoHost("Intel(R) Xeon(R) Platinum 8480C", 112, 224, 210 * _MIB_L3, 2048 * GIB, 0,
+                     tuple((f"nvme{i}n1", "nvme") for i in range(8))),
+}
+
+
 def _ranks(count: int, memory: int, first_pid: int = 41000) -> tuple[DemoProcess, ...]:
     return tuple(DemoProcess(i, first_pid + i, "compute", memory, "python train.py") for i in range(count))
 
 
 PROFILES: dict[str, DemoProfile] = {
-    p.name: p
+    p.name: dataclasses.replace(p, host=HOSTS.get(p.name))
     for p in (
         DemoProfile("gtx1660s", "GeForce GTX 1660 SUPER 6 GB: the guide's entry tier, PCIe 3 x16",
                     GTX_1660S, 1, "535.183.01", 12020, (0,),

@@ -41,6 +41,7 @@ class HwtopApp(App[None]):
         Binding("s", "cycle_sort", "Sort"),
         Binding("t", "topology", "Topology"),
         Binding("a", "advice", "Advice"),
+        Binding("b", "report", "Report", show=False),
         Binding("w", "start_workload", "Workload"),
         Binding("x", "stop_workload", "Stop job", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -235,6 +236,13 @@ class HwtopApp(App[None]):
         self.push_screen(screen)
         screen.show(self.advice.findings, self.snapshot.time if self.snapshot else None, self.advice.watching,
                     self.advice.rule_errors)
+
+    def action_report(self) -> None:
+        from tui.report_screen import ReportScreen  # lazy: the first frame does not need it
+
+        system = self.snapshot.gpu_system if self.snapshot else None
+        demo = system.source[5:] if system and system.source.startswith("demo:") else None
+        self.push_screen(ReportScreen(demo))
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())

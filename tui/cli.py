@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
                         help="run the embedded job with this scenario meanwhile (needs torch)")
     _add_source_options(doctor, "seconds between samples (default 1)", sub=True)
+    from tui.report_command import add_parser as add_report_parser
+
+    add_report_parser(commands, _add_source_options)
     commands.add_parser("workload", help="run the embedded PyTorch DDP/AMP job headless and print its telemetry "
                                          "(needs torch; options: python -m workload.job --help)", add_help=False)
     _add_source_options(topo, "unused by topo", sub=True)
@@ -166,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if args.command == "doctor":
         return doctor(args, extra, thresholds)
+    if args.command == "report":
+        from tui.report_command import report_command
+
+        return report_command(args, parser)
     if args.command == "snapshot":
         return snapshot_command(args)
     if args.command == "topo":

@@ -14,6 +14,7 @@ KEYS = (
     ("s", "cycle the process sort column: CPU, RSS, GPU memory, PID (or click a header)"),
     ("t", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads it, t/escape back)"),
     ("a", "advice: focus the pane and expand the selected finding (up/down select, enter or click toggles)"),
+    ("b", "box report: what this box can train and what limits it (hwtop report for measurements)"),
     ("w", "start the embedded PyTorch DDP/AMP job: pick a scenario and options"),
     ("x", "stop the job (its whole process group: SIGTERM, then SIGKILL)"),
     ("?", "this help"),

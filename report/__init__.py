@@ -1,0 +1,1 @@
+"""`hwtop report`: what this box can train and what will limit it, measured and checked against the guide."""

@@ -1,0 +1,143 @@
+"""The guide's tiers and rules of thumb as checks: each with the measured value beside the guide's figure.
+Figures from ../shared/reference/hardware-guide-facts.md; where the guide is wrong, the check says so."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from report.facts import BoxFacts
+
+GIB = 1 << 30
+GB = 1e9
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    measured: str
+    guide: str
+    status: str  # pass | short | info
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    name: str  # none | below-entry | entry | professional | enterprise
+    label: str
+    typical_work: str
+    why: str
+
+
+TIERS = {
+    "none": ("No GPU: CPU only", "small models and inference on the CPU; no GPU tier"),
+    "below-entry": ("Below the guide's entry tier", "small models only: the guide's entry tier starts at 6 GB"),
+    "entry": ("Entry (learning, small models)", "ResNet-18/34 classification, BERT-base fine-tuning, coursework"),
+    "professional": ("Professional (production, mid-size)",
+                     "YOLOv5 / Faster R-CNN detection, wav2vec 2.0 speech, CLIP"),
+    "enterprise": ("Enterprise (large-scale, distributed)", "large-model training, multi-GPU and multi-node"),
+}
+
+
+def _gib(value: float | None) -> str:
+    return "N/A" if value is None else f"{value / GIB:.1f} GiB"
+
+
+def tier(facts: BoxFacts) -> Tier:
+    """By the best GPU: the guide's cut-offs are 6 GB (entry), 16 GB (professional) and A100/H100-class cards
+    with NVLink or MIG (enterprise; 40 GB and up here, so an A100 40 GB counts)."""
+    sized = [g for g in facts.gpus if g.memory_bytes]
+    if not sized:
+        name = "none"
+        why = facts.gpu_message or "no GPU found"
+    else:
+        best = max(sized, key=lambda g: g.memory_bytes or 0)
+        memory = best.memory_bytes or 0
+        datacenter = bool(best.nvlinks) or bool(best.mig_capable)
+        if memory >= 40 * GIB and datacenter:
+            name, why = "enterprise", f"GPU{best.index} {best.name}: {_gib(memory)}, " + \
+                ("NVLink" if best.nvlinks else "") + (" and " if best.nvlinks and best.mig_capable else "") + \
+                ("MIG" if best.mig_capable else "")
+        elif memory >= 15.5 * GIB:  # a "16 GB" card reports a little under 16 GiB
+            name, why = "professional", f"GPU{best.index} {best.name}: {_gib(memory)} (≥ 16 GB)"
+        elif memory >= 5.5 * GIB:
+            name, why = "entry", f"GPU{best.index} {best.name}: {_gib(memory)} (≥ 6 GB, < 16 GB)"
+        else:
+            name, why = "below-entry", f"GPU{best.index} {best.name}: {_gib(memory)} (< 6 GB)"
+    label, work = TIERS[name]
+    return Tier(name, label, work, why)
+
+
+def checks(facts: BoxFacts) -> list[Check]:
+    out: list[Check] = []
+    gpus = facts.gpus
+    if gpus:
+        smallest = min((g.memory_bytes for g in gpus if g.memory_bytes), default=None)
+        out.append(Check("GPU memory", _gib(smallest) + (" (smallest GPU)" if len(gpus) > 1 else ""),
+                         "≥ 6 GB entry, ≥ 16 GB professional, 80 GB enterprise",
+                         "pass" if smallest and smallest >= 5.5 * GIB else "short"))
+        tensor = [g for g in gpus if g.caps and g.caps.tensor_cores]
+        out.append(Check("Tensor Cores (AMP speed-up)", f"{len(tensor)} of {len(gpus)} GPU(s)",
+                         "Tensor Cores for fp16/bf16 (the guide: FP16 3-5x)", "pass" if tensor else "short",
+                         "" if tensor else "fp16 autocast still halves activation memory, without the speed-up"))
+        ampere = [g for g in gpus if g.caps and g.caps.tf32]
+        out.append(Check("TF32 and bf16", f"{len(ampere)} of {len(gpus)} GPU(s) (compute capability ≥ 8.0)",
+                         "3rd-gen Tensor Cores (A100): TF32 for fp32 matmuls", "pass" if ampere else "info"))
+        if len(gpus) > 1:
+            linked = [g for g in gpus if g.nvlinks]
+            out.append(Check("NVLink between GPUs", f"{len(linked)} of {len(gpus)} GPU(s) with active NVLinks" +
+                             (f" ({linked[0].nvlinks} links each)" if linked else ""),
+                             "NVLink ~600 GB/s against a PCIe switch's ~16 GB/s",
+                             "pass" if len(linked) == len(gpus) else "short",
+                             "" if linked else "all-reduce goes over PCIe (or across sockets): see hwtop topo"))
+        mig = [g for g in gpus if g.mig_capable]
+        out.append(Check("MIG", f"{len(mig)} of {len(gpus)} GPU(s) MIG-capable" +
+                         (f", {sum(1 for g in mig if g.mig_enabled)} enabled" if mig else ""),
+                         "enterprise: up to 7 instances per A100/H100", "pass" if mig else "info"))
+        links: dict[tuple[int | None, int | None], list[int]] = {}
+        for gpu in gpus:
+            links.setdefault((gpu.pcie_gen, gpu.pcie_width), []).append(gpu.index)
+        for (gen, width), members in links.items():
+            ok = gen is not None and width is not None and gen >= 4 and width >= 16
+            who = f"GPU{members[0]}" if len(members) == 1 else f"GPU{','.join(map(str, members))}"
+            measured = "N/A" if gen is None else f"Gen{gen} x{width} (≈ {_pcie_gbs(gen, width):.0f} GB/s each way)"
+            out.append(Check(f"{who} PCIe link", measured,
+                             "PCIe 4.0 x16, ≈ 32 GB/s each way (the guide's 64 GB/s counts both directions)",
+                             "info" if gen is None else "pass" if ok else "short"))
+    cores, threads = facts.physical_cores, facts.logical_cores
+    out.append(Check("CPU cores / threads", f"{cores or 'N/A'} / {threads or 'N/A'}",
+                     "≥ 8 cores / 16 threads for preprocessing (4 / 8 for inference)",
+                     "pass" if (cores or 0) >= 8 and (threads or 0) >= 16 else "short"))
+    l3 = facts.l3_cache_bytes
+    out.append(Check("L3 cache", "N/A" if l3 is None else f"{l3 / (1 << 20):.0f} MiB", "≥ 32 MB helps small batches",
+                     "info" if l3 is None else "pass" if l3 >= 30 * (1 << 20) else "short"))
+    nvme = [n for n, kind in facts.disks if kind == "nvme"]
+    counts: dict[str, int] = {}
+    for _name, kind in facts.disks:
+        counts[kind] = counts.get(kind, 0) + 1
+    kinds = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "none found"
+    out.append(Check("Dataset storage", kinds, "NVMe (~7 GB/s) for live data loading; SATA SSD ~550 MB/s, HDD "
+                     "~150 MB/s", "pass" if nvme else "short",
+                     "" if nvme else "measure it: hwtop report --storage /path/to/dataset"))
+    total_gpu = sum(g.memory_bytes or 0 for g in gpus)
+    ram = facts.ram_bytes
+    out.append(Check("Host RAM", _gib(ram) + (f" against {_gib(total_gpu)} of GPU memory" if total_gpu else ""),
+                     "the guide's '2x the parameters, 100M need 80 GB' is wrong (100M fp32 parameters are 0.4 GB): "
+                     "--params computes the real need",
+                     "info" if not total_gpu or ram is None else "pass" if ram >= total_gpu else "short",
+                     "hwtop's rule of thumb, not the guide's: RAM at least the GPUs' memory (checkpoint load per "
+                     "rank, pinned buffers, page cache)"))
+    if facts.swap_bytes:
+        out.append(Check("Swap", _gib(facts.swap_bytes), "swap does not add GPU memory (the guide suggests it does)",
+                         "info"))
+    return out
+
+
+PCIE_GBS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # GB/s each way, after encoding
+
+
+def _pcie_gbs(gen: int, width: int | None) -> float:
+    return PCIE_GBS_PER_LANE.get(gen, 0.0) * (width or 0)
+
+
+def pcie_theoretical_gbs(gen: int | None, width: int | None) -> float | None:
+    return None if gen is None or width is None else _pcie_gbs(gen, width)

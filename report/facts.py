@@ -1,0 +1,91 @@
+"""The facts a box report grades: GPUs with their capabilities and links, CPU, memory, storage. Read once
+(the report is not a monitor), from this machine or from a demo profile."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from probes.gpu_caps import GpuCaps, capabilities
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFacts:
+    index: int
+    name: str | None
+    memory_bytes: int | None
+    compute_capability: tuple[int, int] | None
+    caps: GpuCaps | None
+    nvlinks: int | None  # active NVLinks
+    mig_capable: bool | None
+    mig_enabled: bool | None
+    pcie_gen: int | None  # the link's maximum (an idle GPU trains its link down on purpose)
+    pcie_width: int | None
+    bus_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BoxFacts:
+    source: str  # "this machine" or "demo:<profile>"
+    gpus: tuple[GpuFacts, ...]
+    gpu_message: str | None  # why there is no GPU, when there is none
+    cpu_model: str | None
+    physical_cores: int | None
+    logical_cores: int | None
+    l3_cache_bytes: int | None
+    ram_bytes: int | None
+    swap_bytes: int | None
+    disks: tuple[tuple[str, str], ...]  # (name, kind)
+
+
+def _gpu_facts(gpus, topology) -> tuple[GpuFacts, ...]:  # noqa: ANN001 - GpuSnapshot, Topology
+    links = {d.name: d.nvlinks for d in topology.devices} if topology is not None else {}
+    out = []
+    for gpu in gpus:
+        pcie = gpu.pcie
+        out.append(GpuFacts(
+            gpu.index, gpu.name, gpu.memory_total_bytes, gpu.compute_capability,
+            capabilities(gpu.name, gpu.compute_capability), links.get(f"GPU{gpu.index}"),
+            None if gpu.mig_enabled is None else True, gpu.mig_enabled,
+            pcie.max_gen if pcie else None, pcie.max_width if pcie else None, gpu.pci_bus_id))
+    return tuple(out)
+
+
+def gather(demo: str | None = None) -> BoxFacts:
+    from probes.gpu import NvmlProbe
+
+    if demo is not None:
+        from probes.demo_profiles import get_profile
+        from probes.demo_topology import read_demo_topology
+        from probes.fakenvml import FakeNvml
+
+        profile = get_profile(demo)
+        probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
+        try:
+            system, gpus = probe.read(())
+            topology, _ = read_demo_topology(demo, probe)
+        finally:
+            probe.close()
+        host = profile.host
+        return BoxFacts(f"demo:{demo}", _gpu_facts(gpus, topology), system.message,
+                        host.cpu_model if host else None, host.physical_cores if host else None,
+                        host.logical_cores if host else None, host.l3_cache_bytes if host else None,
+                        host.ram_bytes if host else None, host.swap_bytes if host else None,
+                        host.disks if host else ())
+    import psutil
+
+    from probes.cpu import CpuStaticInfo
+    from probes.disks import disk_kind, whole_disks
+
+    probe = NvmlProbe()
+    try:
+        system, gpus = probe.read(())
+        topology = probe.machine_topology() if gpus else None
+    finally:
+        probe.close()
+    static = CpuStaticInfo(start=False)
+    static.load()  # the report waits for py-cpuinfo; the monitor reads it in the background
+    memory, swap = psutil.virtual_memory(), psutil.swap_memory()
+    return BoxFacts("this machine", _gpu_facts(gpus, topology), system.message, static.model,
+                    static.physical_cores, os.cpu_count(), static.l3_cache_bytes, memory.total, swap.total,
+                    tuple((name, disk_kind(name)) for name in whole_disks()))

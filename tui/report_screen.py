@@ -1,0 +1,50 @@
+"""The box report on a screen (`b`): what this machine (or the demo profile) can train and what will limit it.
+The facts are read once, off the event loop, when the screen opens; measurements stay on the command line."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def build_report(demo: str | None) -> str:
+    from report.checks import checks, tier
+    from report.facts import gather
+    from report.render import text
+
+    facts = gather(demo)
+    return text(facts, tier(facts), checks(facts)) + \
+        "\n\nMeasurements and a model's memory fit: hwtop report --storage PATH --pcie --compute --params N"
+
+
+class ReportScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    ReportScreen { align: center middle; }
+    ReportScreen > VerticalScroll { width: 100%; height: 100%; border: round $accent; background: $surface;
+                                    padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,b,q", "dismiss", "close")]
+
+    def __init__(self, demo: str | None) -> None:
+        super().__init__()
+        self.demo = demo
+        self.body = Static("reading this box's facts…", id="report-body")
+        self.text: str | None = None
+
+    def compose(self) -> ComposeResult:
+        scroll = VerticalScroll()
+        scroll.border_title = "Box report · escape closes"
+        with scroll:
+            yield self.body
+
+    async def on_mount(self) -> None:
+        try:
+            self.text = await asyncio.to_thread(build_report, self.demo)
+        except Exception as error:  # noqa: BLE001 - a failed read is a message on the screen, not a crash
+            self.text = f"the report could not be made: {type(error).__name__}: {error}"
+        self.body.update(self.text)
