@@ -4,6 +4,7 @@ snapshot to the widgets. The source is injected (Sampler live, demo, or a test's
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 from textual.app import App, ComposeResult
@@ -44,8 +45,17 @@ class HwtopApp(App[None]):
         Binding("b", "report", "Report", show=False),
         Binding("w", "start_workload", "Workload"),
         Binding("x", "stop_workload", "Stop job", show=False),
+        Binding("R", "record", "Record", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
+        # replay only (check_action hides them otherwise)
+        Binding("full_stop", "replay_step(1)", "Step", key_display="."),
+        Binding("comma", "replay_step(-1)", "Back", key_display=","),
+        Binding("right_square_bracket", "replay_seek(10)", "+10s", key_display="]"),
+        Binding("left_square_bracket", "replay_seek(-10)", "-10s", key_display="["),
+        Binding("plus,equals_sign", "replay_speed(2)", "Faster", key_display="+"),
+        Binding("minus", "replay_speed(0.5)", "Slower", key_display="-"),
     ]
+    REPLAY_ACTIONS = {"replay_step", "replay_seek", "replay_speed"}
 
     def __init__(self, source: SnapshotSource, interval: float = 1.0, workload_args: list[str] | None = None,
                  exit_on_signals: bool = False, thresholds: Thresholds | None = None) -> None:
@@ -60,6 +70,9 @@ class HwtopApp(App[None]):
         self.topology_screen = TopologyScreen()
         self.workload_args = workload_args
         self.exit_on_signals = exit_on_signals
+        self.replaying = hasattr(source, "seek")
+        self.recorder = None  # a probes.recording.Recorder while R records
+        self._record_lock = threading.Lock()  # the worker thread writes, the key closes
 
     def compose(self) -> ComposeResult:
         # Kept as attributes: the main screen's widgets, whichever screen (help, a dialog) is on top.
@@ -108,10 +121,70 @@ class HwtopApp(App[None]):
             await asyncio.sleep(max(0.02, wait - (time.monotonic() - started)))
 
     def _sample(self) -> Snapshot:
-        """On the worker thread: the tick's snapshot, then the rules over it (probes → snapshot → advice)."""
+        """On the worker thread: the tick's snapshot, then the rules over it (probes → snapshot → advice), then
+        the recording, if one is being written."""
         snapshot = self.source.sample()
         self.advice.update(snapshot)
+        with self._record_lock:
+            recorder = self.recorder
+            if recorder is not None:
+                from probes.recording import RecordingError
+
+                try:
+                    recorder.write(snapshot)
+                except RecordingError as error:
+                    self.recorder = None
+                    self.call_from_thread(self.notify, str(error), severity="error", timeout=10)
         return snapshot
+
+    def _replay_state(self) -> str | None:
+        if not self.replaying:
+            return None
+        source = self.source
+        state = f"REPLAY {source.speed:g}x {_clock(source.position_s)}/{_clock(source.length_s)}"  # type: ignore
+        return state + (" END" if source.at_end else "")  # type: ignore[attr-defined]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in self.REPLAY_ACTIONS and not self.replaying:
+            return False  # hidden and inert outside a replay
+        if action in ("start_workload", "stop_workload", "record") and self.replaying:
+            return False
+        return True
+
+    def _show_now(self, snapshot: Snapshot) -> None:
+        self.advice.update(snapshot)
+        self.show(snapshot)
+
+    def action_replay_step(self, ticks: int) -> None:
+        self.paused = True  # stepping is frame by frame
+        self._show_now(self.source.step(ticks))  # type: ignore[attr-defined]
+
+    def action_replay_seek(self, seconds: float) -> None:
+        self._show_now(self.source.seek(seconds))  # type: ignore[attr-defined]
+
+    def action_replay_speed(self, factor: float) -> None:
+        self.source.set_speed(self.source.speed * factor)  # type: ignore[attr-defined]
+        if self.snapshot is not None:
+            self.show(self.snapshot)
+
+    def action_record(self) -> None:
+        """R starts writing every tick to hwtop-HOST-TIME.jsonl.gz here, R again stops (hwtop replay FILE)."""
+        from probes.recording import Recorder, RecordingError
+
+        if self.recorder is not None:
+            with self._record_lock:
+                recorder, self.recorder = self.recorder, None
+                recorder.close(quiet=True)
+            self.notify(f"recording stopped: {recorder.count} ticks in {recorder.path}")
+            return
+        host = self.snapshot.host.hostname if self.snapshot and self.snapshot.host else "host"
+        path = f"hwtop-{host}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl.gz"
+        try:
+            self.recorder = Recorder(path, self.interval, host)
+        except RecordingError as error:
+            self.notify(str(error), severity="error", timeout=10)
+            return
+        self.notify(f"recording every tick to {path} (R stops)")
 
     def show(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -126,7 +199,8 @@ class HwtopApp(App[None]):
         height = self.size.height
         gpus = snapshot.gpus
         self.screen_stack[0].set_class(self.size.width < 100, "narrow")
-        self.header.show(snapshot, self.interval, self.paused)
+        self.header.show(snapshot, self.interval, self.paused, self._replay_state(),
+                         self.recorder.path if self.recorder is not None else None)
         self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"))
         self.disks_panel.show(snapshot.disks)
         self.workload_panel.show(snapshot.workload)
@@ -162,7 +236,8 @@ class HwtopApp(App[None]):
     def action_toggle_pause(self) -> None:
         self.paused = not self.paused
         if self.snapshot is not None:
-            self.header.show(self.snapshot, self.interval, self.paused)
+            self.header.show(self.snapshot, self.interval, self.paused, self._replay_state(),
+                             self.recorder.path if self.recorder is not None else None)
 
     def action_cycle_sort(self) -> None:
         table = self.process_table
@@ -248,4 +323,13 @@ class HwtopApp(App[None]):
         self.push_screen(HelpScreen())
 
     def on_unmount(self) -> None:
+        with self._record_lock:
+            if self.recorder is not None:
+                self.recorder.close(quiet=True)  # the file ends on a whole line
+                self.recorder = None
         self.source.close()
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(max(0.0, seconds))
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"

@@ -41,6 +41,16 @@ def _add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub
     parser.add_argument("--no-gpu", action="store_true", default=default(False), help="do not probe GPUs at all")
 
 
+def offset_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, got {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="hwtop",
@@ -62,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                                description="Take two samples --interval seconds apart (rates need two) and print "
                                            "one snapshot. Its schema: docs/snapshot-schema.md.")
     snap.add_argument("--json", action="store_true", required=True, help="print the snapshot as JSON")
+    snap.add_argument("--replay", metavar="FILE", help="take it from a recording instead of this machine")
+    snap.add_argument("--at", type=offset_seconds, metavar="T",
+                      help="with --replay: seconds from the recording's start (or a Unix time); default 0")
     _add_source_options(snap, "seconds between the two samples (default 1)", sub=True)
     topo = commands.add_parser("topo", help="GPU/NIC connection matrix, NUMA layout and link health",
                                description="The GPU and NIC connection matrix with CPU and NUMA affinity (as "
@@ -79,6 +92,20 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
                         help="run the embedded job with this scenario meanwhile (needs torch)")
     _add_source_options(doctor, "seconds between samples (default 1)", sub=True)
+    record = commands.add_parser("record", help="write one snapshot per tick to FILE (JSON lines; gzip if .gz)",
+                                 description="Append one snapshot per --interval to FILE, after a header line, until "
+                                             "ctrl-c, SIGTERM or --seconds. Each line is flushed as it is written: a "
+                                             "killed recorder loses at most its last tick. hwtop replay FILE plays it.")
+    record.add_argument("file", metavar="FILE")
+    record.add_argument("--seconds", type=interval_seconds, metavar="S", help="stop after S seconds")
+    _add_source_options(record, "seconds between snapshots (default 1)", sub=True)
+    replay = commands.add_parser("replay", help="the monitor driven by a recording: pause, step, seek, speed",
+                                 description="The whole monitor, driven by FILE; the advice pane re-evaluates as it "
+                                             "plays. Keys: p pause, . , step, ] [ seek 10 s, + - speed.")
+    replay.add_argument("file", metavar="FILE")
+    replay.add_argument("--speed", type=interval_seconds, default=1.0, metavar="X",
+                        help="playback speed (default 1: real time)")
+    _add_source_options(replay, "refresh interval of the playback (default: the recording's)", sub=True)
     from tui.report_command import add_parser as add_report_parser
 
     add_report_parser(commands, _add_source_options)
@@ -169,6 +196,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(error))
     if args.command == "doctor":
         return doctor(args, extra, thresholds)
+    if args.command == "record":
+        from tui.record_command import record_command
+
+        return record_command(args, make_sampler)
+    if args.command == "replay":
+        from tui.record_command import replay_command
+
+        args.interval_given = "--interval" in argv
+        return replay_command(args)
     if args.command == "report":
         from tui.report_command import report_command
 
@@ -229,6 +265,14 @@ def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # no
 
 
 def snapshot_command(args: argparse.Namespace) -> int:
+    if args.replay is not None:
+        from tui.record_command import snapshot_at_command
+
+        args.at = args.at or 0.0
+        return snapshot_at_command(args)
+    if args.at is not None:
+        print("hwtop: error: --at needs --replay FILE", file=sys.stderr)
+        return 2
     sampler = make_sampler(args.demo, args.no_gpu)
     try:
         sampler.sample()

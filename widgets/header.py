@@ -12,17 +12,25 @@ from widgets.format import duration
 
 
 class HeaderBar(Static):
-    def show(self, snapshot: Snapshot, interval: float, paused: bool) -> None:
+    def show(self, snapshot: Snapshot, interval: float, paused: bool, replay: str | None = None,
+             recording: str | None = None) -> None:
+        """`replay`: the playback state when a recording drives the app; `recording`: the file being written."""
         host = snapshot.host
         text = Text()
         text.append(" hwtop ", style="bold reverse")
         if host is not None:
             text.append(f" {host.hostname} ", style="bold")
             text.append(f"│ {host.kernel} │ up {duration(host.uptime_s)} ")
-        text.append(f"│ every {interval:g}s ")
-        text.append(f"│ {time.strftime('%H:%M:%S', time.localtime(snapshot.time))} ")
+        if replay is None:
+            text.append(f"│ every {interval:g}s ")
+            text.append(f"│ {time.strftime('%H:%M:%S', time.localtime(snapshot.time))} ")
+        else:
+            text.append(f"│ {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snapshot.time))} ")
+            text.append(f" {replay} ", style="bold black on cyan")
         if snapshot.errors:
             text.append(f"│ {len(snapshot.errors)} probe error(s) ", style="bold red")
+        if recording is not None:
+            text.append(f" ● REC {recording} ", style="bold white on red")
         if paused:
             text.append(" PAUSED ", style="bold black on yellow")
         self.update(text)

@@ -1,0 +1,90 @@
+"""Snapshots back from JSON: the inverse of `Snapshot.to_dict`, driven by the dataclasses' own type hints, so
+a recording replays into exactly the objects the live monitor made. Wrong shapes raise ValueError."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from functools import cache
+from typing import Any, Union
+
+from probes import model
+
+
+@cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls, vars(model))
+
+
+def decode(kind: Any, value: Any) -> Any:
+    origin = typing.get_origin(kind)
+    if kind is Any:
+        return value
+    if origin in (Union, types.UnionType):
+        options = typing.get_args(kind)
+        if value is None:
+            if type(None) in options:
+                return None
+            raise ValueError("null where a value is required")
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return decode(option, value)
+            except (ValueError, TypeError) as error:
+                errors.append(str(error))
+        raise ValueError("; ".join(errors))
+    if origin is tuple:
+        args = typing.get_args(kind)
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"expected a list, got {type(value).__name__}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(decode(args[0], v) for v in value)
+        if len(args) != len(value):
+            raise ValueError(f"expected {len(args)} items, got {len(value)}")
+        return tuple(decode(a, v) for a, v in zip(args, value, strict=True))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ValueError(f"expected an object, got {type(value).__name__}")
+        return dict(value)
+    if dataclasses.is_dataclass(kind):
+        return decode_dataclass(kind, value)
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"expected a number, got {value!r}")
+        return float(value)
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {value!r}")
+        return value
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"expected true/false, got {value!r}")
+        return value
+    if kind is str:
+        if not isinstance(value, str):
+            raise ValueError(f"expected a string, got {value!r}")
+        return value
+    raise TypeError(f"cannot decode {kind!r}")
+
+
+def decode_dataclass(cls: type, value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise ValueError(f"{cls.__name__}: expected an object, got {type(value).__name__}")
+    hints = _hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name in value:
+            try:
+                kwargs[f.name] = decode(hints[f.name], value[f.name])
+            except ValueError as error:
+                raise ValueError(f"{cls.__name__}.{f.name}: {error}") from None
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ValueError(f"{cls.__name__}: missing {f.name!r}")
+    return cls(**kwargs)
+
+
+def snapshot_from_dict(data: dict[str, Any]) -> model.Snapshot:
+    return decode_dataclass(model.Snapshot, data)

@@ -1,0 +1,90 @@
+"""`hwtop record FILE`, `hwtop replay FILE` and `hwtop snapshot --json --replay FILE --at T`."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import time
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def record_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN001
+    """Sample every --interval and append each snapshot to FILE until stopped or --seconds pass."""
+    from probes.recording import Recorder, RecordingError
+
+    sampler = make_sampler(args.demo, args.no_gpu)
+    try:
+        recorder = Recorder(args.file, args.interval)
+    except RecordingError as error:
+        sampler.close()
+        print(f"hwtop: error: {error}", file=sys.stderr)
+        return 2
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop)
+    print(f"recording to {args.file} every {args.interval:g}s" +
+          (f" for {args.seconds:g}s" if args.seconds else " (ctrl-c stops)"), file=sys.stderr)
+    code = 0
+    end = None if args.seconds is None else time.monotonic() + args.seconds
+    try:
+        while end is None or time.monotonic() < end:
+            started = time.monotonic()
+            recorder.write(sampler.sample())
+            time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        pass
+    except RecordingError as error:
+        print(f"hwtop: {error}", file=sys.stderr)
+        code = 1
+    finally:
+        recorder.close(quiet=True)
+        sampler.close()
+    print(f"{recorder.count} snapshots in {args.file}", file=sys.stderr)
+    return code
+
+
+def load_or_exit(path: str):  # -> Recording
+    from probes.recording import RecordingError, load
+
+    try:
+        recording = load(path)
+    except RecordingError as error:
+        print(f"hwtop: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if recording.truncated:
+        print(f"hwtop: note: {path}: {recording.truncated}; replaying the {len(recording)} whole snapshots",
+              file=sys.stderr)
+    return recording
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    from probes.replay import ReplaySource
+    from tui.app import HwtopApp
+
+    recording = load_or_exit(args.file)
+    interval = args.interval if args.interval_given else (recording.header.get("interval_s") or 1.0)
+    source = ReplaySource(recording, interval_s=interval, speed=args.speed)
+    try:
+        HwtopApp(source, interval=interval, exit_on_signals=True).run()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def snapshot_at_command(args: argparse.Namespace) -> int:
+    """The snapshot at --at T: seconds from the recording's start, or a Unix time."""
+    from probes.recording import RecordingError
+
+    recording = load_or_exit(args.replay)
+    when = args.at if args.at > 1e9 else recording.start + args.at
+    index = recording.index_at(when)
+    try:
+        snapshot = recording.snapshot(index)
+    except RecordingError as error:
+        print(f"hwtop: error: {error}", file=sys.stderr)
+        return 2
+    print(snapshot.to_json(indent=2))
+    return 0
