@@ -106,7 +106,17 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--speed", type=interval_seconds, default=1.0, metavar="X",
                         help="playback speed (default 1: real time)")
     _add_source_options(replay, "refresh interval of the playback (default: the recording's)", sub=True)
+    from tui.export_command import add_parser as add_export_parser
     from tui.report_command import add_parser as add_report_parser
+
+    add_export_parser(commands, _add_source_options)
+    fleet = commands.add_parser("fleet", help="one row per host from their hwtop (or dcgm) exporters",
+                                description="Read the exporters at URL... (host:port or http://host:port/metrics; "
+                                            "hwtop export or NVIDIA's dcgm-exporter) every --interval and show one "
+                                            "row per host; enter opens its GPUs. Unreachable hosts are retried.")
+    fleet.add_argument("urls", nargs="*", metavar="URL")
+    fleet.add_argument("--file", metavar="FILE", help="more URLs, one per line (# comments)")
+    _add_source_options(fleet, "seconds between rounds (default 1)", sub=True)
 
     add_report_parser(commands, _add_source_options)
     commands.add_parser("workload", help="run the embedded PyTorch DDP/AMP job headless and print its telemetry "
@@ -205,6 +215,12 @@ def main(argv: list[str] | None = None) -> int:
 
         args.interval_given = "--interval" in argv
         return replay_command(args)
+    if args.command == "fleet":
+        return fleet_command(args, parser)
+    if args.command == "export":
+        from tui.export_command import export_command
+
+        return export_command(args, make_sampler)
     if args.command == "report":
         from tui.report_command import report_command
 
@@ -229,6 +245,32 @@ def main(argv: list[str] | None = None) -> int:
         pass
     finally:
         sampler.close()
+    return 0
+
+
+def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from fleet.scrape import metrics_url
+
+    targets = list(args.urls)
+    if args.file:
+        try:
+            with open(args.file, encoding="utf-8") as handle:
+                targets += [line.split("#")[0].strip() for line in handle if line.split("#")[0].strip()]
+        except OSError as error:
+            parser.error(f"cannot read {args.file}: {error.strerror}")
+    if not targets:
+        parser.error("fleet needs at least one exporter URL (or --file)")
+    for target in targets:
+        try:
+            metrics_url(target)
+        except ValueError as error:
+            parser.error(str(error))
+    from tui.fleet_app import FleetApp
+
+    try:
+        FleetApp(targets, interval=max(args.interval, 1.0)).run()
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

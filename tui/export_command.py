@@ -1,0 +1,75 @@
+"""`hwtop export --listen 127.0.0.1:9400`: serve /metrics for Prometheus from this machine, a demo profile or a
+recording. Nothing listens unless this command runs, and then on 127.0.0.1 unless another address is given."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+DEFAULT_LISTEN = "127.0.0.1:9400"
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """HOST:PORT, [IPv6]:PORT or :PORT (which still means 127.0.0.1, never every interface)."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {port!r}") from None
+    if not 0 < number < 65536:
+        raise argparse.ArgumentTypeError(f"port must be 1-65535, got {number}")
+    return host or "127.0.0.1", number
+
+
+def add_parser(commands, add_source_options) -> None:  # noqa: ANN001
+    export = commands.add_parser(
+        "export", help="serve Prometheus metrics (dcgm-exporter names for GPUs) on 127.0.0.1:9400",
+        description="Serve GET /metrics: GPU series named as NVIDIA's dcgm-exporter names them (DCGM_FI_DEV_*, "
+                    "labels gpu, UUID, pci_bus_id, device, modelName, Hostname) and hwtop_* series for cores, NUMA "
+                    "memory, disks, the workload and the active advice findings. Scrapes read the latest snapshot.")
+    export.add_argument("--listen", type=listen_address, default=listen_address(DEFAULT_LISTEN),
+                        metavar="HOST:PORT", help=f"address to bind (default {DEFAULT_LISTEN}; 0.0.0.0:PORT exposes "
+                                                  "it to the network)")
+    export.add_argument("--replay", metavar="FILE", help="serve a recording as it plays instead of this machine")
+    add_source_options(export, "seconds between samples (default 1)", sub=True)
+
+
+def _stop(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def export_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN001
+    from exporter.server import make_exporter
+    from probes.recording import hwtop_version
+
+    if args.replay is not None:
+        from probes.replay import ReplaySource
+        from tui.record_command import load_or_exit
+
+        source = ReplaySource(load_or_exit(args.replay), interval_s=args.interval)
+    else:
+        source = make_sampler(args.demo, args.no_gpu)
+    host, port = args.listen
+    try:
+        server, stop, _latest = make_exporter(source.sample, host, port, args.interval, hwtop_version())
+    except OSError as error:
+        source.close()
+        print(f"hwtop: error: cannot listen on {host}:{port}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"serving http://{shown}:{server.server_port}/metrics (ctrl-c stops)", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stop.set()
+        server.server_close()
+        source.close()
+    return 0
