@@ -121,6 +121,38 @@ def main() -> None:
             probe = ProcessProbe(root)
             print(f"| processes (synthetic /proc) | {count} | {timed(probe.read, max(5, ticks // 5)):.3f} | |")
 
+    print("\n## advice (all 13 rules over the 120 s window, one update)")
+    from advice.engine import AdviceEngine
+    from probes.demo_topology import read_demo_topology
+
+    for profile_name, cores in (("rtx3090", 16), ("dgx-a100", 256)):
+        clock = [0.0]
+        fake = FakeNvml(profile_name, clock=lambda c=clock: c[0])
+        probe = NvmlProbe(fake, clock=lambda c=clock: c[0])
+        topology, numa = read_demo_topology(profile_name, NvmlProbe(FakeNvml(profile_name)))
+        cpu_probe = CpuProbe(times_source=synthetic_cores(cores), freq_source=lambda: [],
+                             static=CpuStaticInfo(start=False))
+        base = Sampler(gpu=None).sample()
+        from probes.model import ProcessInfo
+
+        ranks = tuple(ProcessInfo(41000 + i, 40999, "bench", "python", "python train.py", "R", 99.0, 1 << 30, 8,
+                                  tuple(range(cores))) for i in range(8))
+        base = dataclasses.replace(base, processes=base.processes + ranks)  # the GPU jobs are visible: rules run
+        frames = []
+        for tick_no in range(121 + ticks + 1):  # times only go forward: a replayed time would reset the engine
+            clock[0] += 1.0
+            system, gpus = probe.read(base.processes)
+            frames.append(dataclasses.replace(base, time=base.time + tick_no, cpu=cpu_probe.read({}), gpus=gpus,
+                                              gpu_system=system, topology=topology, numa=numa))
+        engine = AdviceEngine()
+        for frame in frames[:120]:
+            engine.update(frame)
+        rest = iter(frames[120:])
+
+        def advise(e=engine, r=rest):
+            e.update(next(r))
+        print(f"| advice engine, {profile_name} ({cores} cores, {len(gpus)} GPUs) | {timed(advise, ticks):8.3f} ms |")
+
     print("\n## render (widget text for one frame, no terminal I/O)")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from factories_for_bench import render_costs

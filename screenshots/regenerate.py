@@ -72,6 +72,60 @@ async def capture(name: str, demo: str | None, size: tuple[int, int], keys: str 
     return path
 
 
+async def capture_replay(name: str, size: tuple[int, int]) -> str:
+    """A recording made here of the dgx-a100 demo (the real recorder), played back and paused mid-way."""
+    import tempfile
+
+    from probes.recording import Recorder, load
+    from probes.replay import ReplaySource
+
+    sampler = make_sampler("dgx-a100", no_gpu=False)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "dgx.jsonl.gz")
+        recorder = Recorder(path, 0.5)
+        for _ in range(24):
+            recorder.write(sampler.sample())
+            await asyncio.sleep(0.5)
+        recorder.close()
+        sampler.close()
+        source = ReplaySource(load(path), interval_s=0.5, speed=2.0)
+        app = HwtopApp(source, interval=0.5)
+        async with app.run_test(size=size) as pilot:
+            while source.index < 16:
+                await pilot.pause(0.1)
+            await pilot.press("p")
+            await pilot.pause(0.3)
+            return app.save_screenshot(filename=f"{name}.svg", path=HERE)
+
+
+async def capture_fleet(name: str, size: tuple[int, int]) -> str:
+    """Two live exporters (demo machines) and an address where nothing listens."""
+    import threading
+
+    from exporter.server import make_exporter
+    from tui.fleet_app import FleetApp
+
+    servers = []
+    for profile in ("dgx-a100", "ws-2x3090"):
+        sampler = make_sampler(profile, no_gpu=False)
+        server, stop, _latest = make_exporter(sampler.sample, "127.0.0.1", 0, 0.5, "screenshot")
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append((server, stop, sampler))
+    await asyncio.sleep(1.5)
+    targets = [f"127.0.0.1:{server.server_port}" for server, _, _ in servers] + ["127.0.0.1:9"]
+    app = FleetApp(targets, interval=1.0, timeout=1.0)
+    try:
+        async with app.run_test(size=size) as pilot:
+            await app.first_round.wait()
+            await pilot.pause(0.3)
+            return app.save_screenshot(filename=f"{name}.svg", path=HERE)
+    finally:
+        for server, stop, sampler in servers:
+            stop.set()
+            server.shutdown()
+            sampler.close()
+
+
 def to_png(svg: str) -> str | None:
     try:
         import cairosvg
@@ -90,6 +144,9 @@ def to_png(svg: str) -> str | None:
 def main() -> None:
     for name, demo, size, *keys in SHOTS:
         svg = asyncio.run(capture(name, demo, size, "".join(keys)))
+        print(svg, to_png(svg) or "")
+    for svg in (asyncio.run(capture_replay("replay-dgx-a100-160x45", (160, 45))),
+                asyncio.run(capture_fleet("fleet-120x24", (120, 24)))):
         print(svg, to_png(svg) or "")
     try:
         import importlib.util
