@@ -25,41 +25,46 @@ TABLE: dict[str, Threshold] = {
     "gpu_memory_full_percent": Threshold(
         95.0, "%", "issue 6: device memory above ~95% of total leaves no room for the allocator's next block"),
     "fragmentation_ratio": Threshold(
-        1.5, "x", "reserved/allocated above 1.5x with >1 GiB cached is memory the caching allocator holds but "
-        "cannot reuse for the next shape (PyTorch CUDA semantics docs: expandable_segments)"),
+        1.5, "x", "hwtop's choice: reserved above 1.5x allocated (and >1 GiB cached) is memory the caching "
+        "allocator holds but cannot hand to the next, larger request; PyTorch's CUDA notes name expandable_segments "
+        "for this"),
     "fragmentation_min_bytes": Threshold(1 << 30, "B", "below 1 GiB of cache, fragmentation is not worth a fix"),
     "gpu_waiting_util_percent": Threshold(
-        50.0, "%", "a training GPU below half busy is waiting for something (nvitop/DCGM dashboards colour <50% "
-        "as under-used)"),
+        50.0, "%", "hwtop's choice: a training step keeps NVML utilisation near 100%; under half over 10 s "
+        "means the GPU waits for something"),
     "gpu_busy_util_percent": Threshold(
-        30.0, "%", "above this a GPU is doing real work; idle GPUs drop clocks and PCIe speed on purpose"),
+        30.0, "%", "hwtop's choice: above this a GPU is doing real work; idle GPUs lower clocks and PCIe speed "
+        "on purpose"),
     "data_wait_fraction": Threshold(
         0.3, "fraction", "a step that spends 30% of its time waiting for the next batch is input-bound; the "
         "balanced scenario measures 0.14 here, dataloader-bound 0.83"),
-    "core_pegged_percent": Threshold(90.0, "%", "a core above 90% has no headroom left (htop shows it red)"),
-    "core_idle_percent": Threshold(25.0, "%", "a core below 25% is mostly idle"),
+    "core_pegged_percent": Threshold(90.0, "%", "hwtop's choice: a core above 90% has no headroom left"),
+    "core_idle_percent": Threshold(25.0, "%", "hwtop's choice: a core below 25% is mostly idle"),
     "idle_core_share": Threshold(0.75, "fraction", "'most other cores idle': three in four"),
     "min_cores_for_single_core": Threshold(4, "cores", "with fewer cores, one busy core is not 'most idle'"),
     "iowait_percent": Threshold(
-        20.0, "%", "average iowait above 20% of CPU time means CPUs wait on storage (vmstat's 'wa' column)"),
+        20.0, "%", "hwtop's choice: average iowait (vmstat's 'wa' column) above 20% of CPU time means the "
+        "CPUs wait on storage"),
     "disk_class_share": Threshold(
-        0.8, "fraction", "reading at 80% of its class's throughput leaves the disk no headroom"),
+        0.8, "fraction", "hwtop's choice: reading at 80% of its class's throughput leaves the disk no headroom"),
     "hdd_bytes_per_s": Threshold(150e6, "B/s", "hardware guide: HDD ~150 MB/s"),
     "ssd_bytes_per_s": Threshold(550e6, "B/s", "hardware guide: SATA SSD ~550 MB/s (SATA 3 is 600 MB/s raw)"),
     "nvme_bytes_per_s": Threshold(7e9, "B/s", "hardware guide: NVMe ~7 GB/s (PCIe 4.0 x4)"),
-    "disk_busy_percent": Threshold(90.0, "%", "a device busy 90% of the time is saturated (iostat %util)"),
+    "disk_busy_percent": Threshold(90.0, "%", "hwtop's choice: busy 90% of the time (iostat's %util) is saturated"),
     "memory_available_percent": Threshold(
-        10.0, "%", "under 10% available the kernel reclaims page cache and starts swapping"),
-    "swap_growth_bytes": Threshold(256 * (1 << 20), "B", "256 MiB more swap within the window is steady paging, "
-                                                         "not noise"),
+        10.0, "%", "hwtop's choice: under 10% available, the page cache that feeds the DataLoader is being "
+        "squeezed out"),
+    "swap_growth_bytes": Threshold(256 * (1 << 20), "B", "hwtop's choice: 256 MiB more swap within the window is "
+                                                         "steady paging, not noise"),
     "straggler_ratio": Threshold(
-        0.7, "fraction", "a rank's GPU below 70% of the busiest rank's utilisation holds up every all-reduce"),
+        0.7, "fraction", "hwtop's choice: a rank's GPU below 70% of the busiest rank's utilisation; in DDP every "
+        "all-reduce waits for the slowest rank"),
     "scale_drops": Threshold(3, "drops", "GradScaler halves its scale on each inf/NaN step; a few drops at the "
                                          "start are normal calibration, 3 within the window are not"),
     "scale_warmup_steps": Threshold(20, "steps", "the scaler starts at 2^16 and halves until it fits the "
                                                 "gradients: drops in the first steps are expected"),
-    "ecc_corrected_growth": Threshold(100, "errors", "corrected ECC errors growing by 100 within the window: a "
-                                                     "page about to retire (NVIDIA's dynamic page retirement doc)"),
+    "ecc_corrected_growth": Threshold(100, "errors", "hwtop's choice: 100 more corrected errors within two "
+                                                     "minutes is a burst; NVML here gives totals, not addresses"),
 }
 
 
