@@ -32,6 +32,9 @@ TABLE: dict[str, Threshold] = {
     "gpu_waiting_util_percent": Threshold(
         50.0, "%", "hwtop's choice: a training step keeps NVML utilisation near 100%; under half over 10 s "
         "means the GPU waits for something"),
+    "numa_local_memory_share": Threshold(
+        0.5, "fraction", "hwtop's choice: a rank with under half its resident pages on its GPU's node pays the "
+        "inter-socket link on most host-side copies"),
     "gpu_busy_util_percent": Threshold(
         30.0, "%", "hwtop's choice: above this a GPU is doing real work; idle GPUs lower clocks and PCIe speed "
         "on purpose"),

@@ -33,6 +33,14 @@ class History:
             self.add("cpu", snapshot.cpu.percent)
         if snapshot.memory is not None:
             self.add("mem", snapshot.memory.used_percent)
+        job = snapshot.job
+        if job is not None and job.status == "running":
+            self.add("job.cpu", job.cpu_percent)
+            self.add("job.rss", float(job.rss_bytes))
+            mine = {index for index, _ in job.gpu_memory}
+            utils = [g.util_percent for g in snapshot.gpus if g.index in mine and g.util_percent is not None]
+            if utils:
+                self.add("job.gpu", sum(utils) / len(utils))
         for gpu in snapshot.gpus:
             self.add(f"gpu{gpu.index}.util", gpu.util_percent)
             if gpu.memory_total_bytes and gpu.memory_used_bytes is not None:

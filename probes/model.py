@@ -273,6 +273,50 @@ class WorkloadState:
 
 
 @dataclass(frozen=True, slots=True)
+class JobProcess:
+    """One process of a focused job, with what /proc says of where it runs and what it touches."""
+
+    pid: int
+    ppid: int | None
+    name: str
+    cmdline: str | None
+    role: str  # launcher | rank N | DataLoader worker | helper | process
+    rank: int | None
+    depth: int  # 0 for a root of the job, 1 for its children, ...
+    state: str | None
+    cpu_percent: float | None
+    rss_bytes: int | None
+    threads: int | None
+    cpu_affinity: tuple[int, ...] | None
+    thread_cpus: tuple[int, ...] = ()  # the CPUs its threads last ran on
+    numa_pages: tuple[tuple[int, int], ...] | None = None  # (node, pages) from numa_maps; None: unreadable
+    read_bytes_per_s: float | None = None
+    write_bytes_per_s: float | None = None
+    gpus: tuple[tuple[int, int | None], ...] = ()  # (GPU index, its memory there) from NVML
+    cuda_visible_devices: str | None = None
+    local_rank: int | None = None
+    dataset_devices: tuple[tuple[str, int], ...] = ()  # (disk, open files on it)
+    alive: bool = True
+    exit_code: int | None = None  # known for a zombie, or for the embedded job
+
+
+@dataclass(frozen=True, slots=True)
+class JobSnapshot:
+    """The focused job: its roots and every descendant, live; after it ends, the last view and how it ended."""
+
+    label: str
+    roots: tuple[int, ...]
+    status: str  # running | ended
+    processes: tuple[JobProcess, ...]
+    cpu_percent: float | None
+    rss_bytes: int
+    gpu_memory: tuple[tuple[int, int], ...] = ()  # (GPU index, bytes the job holds there)
+    ended_at: float | None = None
+    message: str | None = None  # what could not be read (permissions), or how it ended
+    pids_seen: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeError:
     probe: str
     message: str
@@ -293,6 +337,7 @@ class Snapshot:
     topology: Topology | None = None
     workload: WorkloadState | None = None
     errors: tuple[ProbeError, ...] = ()
+    job: JobSnapshot | None = None
     schema: str = field(default=SCHEMA)
 
     def to_dict(self) -> dict[str, Any]:

@@ -60,6 +60,7 @@ class Sampler:
         self._topology_reader = topology_reader
         self._initial_topology_reader = topology_reader
         self.workload: Any = None  # a WorkloadMonitor (workload/monitor.py) once the user starts the job
+        self.job: Any = None  # a JobProbe (probes/job.py) while a job is focused (--pid, --job, f)
         self.topology: Topology | None = None  # read once (first tick) and on refresh(), kept in every snapshot
         self._last_time: float | None = None
         self._lock = threading.Lock()  # ticks never overlap, even if two callers race
@@ -99,10 +100,11 @@ class Sampler:
             if self.topology is None:
                 self._topology_reader = None  # failed once: say so once, do not retry every tick
         workload = guarded("workload", self.workload.state, None) if self.workload is not None else None
+        job = guarded("job", lambda: self.job.read(gpus, workload, now), None) if self.job is not None else None
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
             processes=processes, gpus=gpus, gpu_system=gpu_system, topology=self.topology, workload=workload,
-            errors=tuple(errors),
+            errors=tuple(errors), job=job,
         )
         self.history.push(snapshot)
         return snapshot

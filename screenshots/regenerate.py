@@ -126,6 +126,42 @@ async def capture_fleet(name: str, size: tuple[int, int]) -> str:
             sampler.close()
 
 
+async def capture_job(name: str, size: tuple[int, int]) -> str:
+    """hwtop --pid on the embedded job (2 CPU ranks, a DataLoader worker each), a rank's stack read with d."""
+    import signal
+    import subprocess
+
+    from probes.job import JobProbe
+    from probes.sampler import Sampler
+
+    job = subprocess.Popen([sys.executable, "-m", "workload.job", "--device", "cpu", "--world-size", "2",
+                            "--num-workers", "1", "--seconds", "120", "--port", "29677"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        steps = 0
+        while steps < 4:
+            steps += '"event": "step"' in job.stdout.readline()
+        sampler = Sampler()
+        sampler.job = JobProbe(roots=(job.pid,))
+        app = HwtopApp(sampler, interval=0.5, open_job=True)
+        async with app.run_test(size=size) as pilot:
+            while app.ticks < 8:
+                await pilot.pause(0.2)
+            panel = app.screen.panel
+            rank = next(i for i, p in enumerate(panel.job.processes) if p.role == "rank 0")
+            panel.cursor = rank
+            await pilot.press("d")
+            for _ in range(100):
+                await pilot.pause(0.2)
+                if panel.stack and "reading with py-spy" not in panel.stack[0].plain:
+                    break
+            await pilot.pause(0.5)
+            return app.save_screenshot(filename=f"{name}.svg", path=HERE)
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+
+
 def to_png(svg: str) -> str | None:
     try:
         import cairosvg
@@ -156,6 +192,9 @@ def main() -> None:
         has_torch = False
     for name, size, job, open_advice in WORKLOAD_SHOTS if has_torch else []:
         svg = asyncio.run(capture_workload(name, size, job, open_advice))
+        print(svg, to_png(svg) or "")
+    if has_torch:
+        svg = asyncio.run(capture_job("job-focus-workload-200x50", (200, 50)))
         print(svg, to_png(svg) or "")
 
 

@@ -358,3 +358,18 @@ def test_turing_rtx_gets_fp16_with_a_scaler_not_bf16():
     finding = find(run(ticks(t, 12, workload=job, gpu=turing))[-1], "amp-available")
     assert "compute capability 7.5" in finding.evidence[0]
     assert "GradScaler" in finding.fix[0] and not any("bfloat16" in f or "allow_tf32" in f for f in finding.fix)
+
+
+@pytest.mark.parametrize(("pages", "fires"), [(((0, 100), (1, 900)), True), (((0, 900), (1, 100)), False)])
+def test_focused_rank_with_its_memory_on_the_far_node(pages, fires):
+    from probes.model import JobProcess, JobSnapshot
+
+    t = Timeline("dgx-a100", topology=True)
+    rank0 = JobProcess(52000, 51999, "python", "python train.py", "rank 0", 0, 1, "R", 99.0, 8 * GIB, 30,
+                       tuple(range(64)), (3, 5), pages, gpus=((0, 61 * GIB),))
+    job = JobSnapshot("pid 51999", (51999,), "running", (rank0,), 99.0, 8 * GIB, ((0, 61 * GIB),))
+    found = run(ticks(t, 4, job=job))[-1]
+    assert ("numa-misplaced" in ids(found)) is fires
+    if fires:
+        finding = find(found, "numa-misplaced")
+        assert "rank 0 (pid 52000) keeps 90% of its resident pages off node 0 (mostly on node 1" in finding.evidence[0]

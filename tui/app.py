@@ -43,6 +43,8 @@ class HwtopApp(App[None]):
         Binding("t", "topology", "Topology"),
         Binding("a", "advice", "Advice"),
         Binding("b", "report", "Report", show=False),
+        Binding("j", "job", "Job"),
+        Binding("f", "focus_process", "Focus", show=False),
         Binding("w", "start_workload", "Workload"),
         Binding("x", "stop_workload", "Stop job", show=False),
         Binding("R", "record", "Record", show=False),
@@ -58,7 +60,8 @@ class HwtopApp(App[None]):
     REPLAY_ACTIONS = {"replay_step", "replay_seek", "replay_speed"}
 
     def __init__(self, source: SnapshotSource, interval: float = 1.0, workload_args: list[str] | None = None,
-                 exit_on_signals: bool = False, thresholds: Thresholds | None = None) -> None:
+                 exit_on_signals: bool = False, thresholds: Thresholds | None = None,
+                 open_job: bool = False) -> None:
         super().__init__()
         self.advice = AdviceEngine(thresholds)
         self.source = source
@@ -71,6 +74,8 @@ class HwtopApp(App[None]):
         self.workload_args = workload_args
         self.exit_on_signals = exit_on_signals
         self.replaying = hasattr(source, "seek")
+        self.open_job = open_job  # --pid / --job: start on the job's screen
+        self.job_screen = None  # a JobScreen once one is opened
         self.recorder = None  # a probes.recording.Recorder while R records
         self._record_lock = threading.Lock()  # the worker thread writes, the key closes
 
@@ -107,6 +112,8 @@ class HwtopApp(App[None]):
                 loop.add_signal_handler(sig, self.exit)
         if self.workload_args is not None:
             self.start_workload(self.workload_args)
+        if self.open_job:
+            self.action_job()
         self.run_worker(self._poll(), name="sampler", exclusive=True)
 
     async def _poll(self) -> None:
@@ -147,7 +154,7 @@ class HwtopApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.REPLAY_ACTIONS and not self.replaying:
             return False  # hidden and inert outside a replay
-        if action in ("start_workload", "stop_workload", "record") and self.replaying:
+        if action in ("start_workload", "stop_workload", "record", "focus_process") and self.replaying:
             return False
         return True
 
@@ -191,6 +198,10 @@ class HwtopApp(App[None]):
         self.ticks += 1
         if self.screen is self.topology_screen:  # no work for hidden screens: only the visible one renders
             self.topology_screen.show(snapshot, self.interval, self.paused)
+            self.first_frame.set()
+            return
+        if self.job_screen is not None and self.screen is self.job_screen:
+            self.job_screen.show(snapshot, self.source.history, self.interval, self.paused)
             self.first_frame.set()
             return
         if isinstance(self.screen, AdviceScreen):
@@ -311,6 +322,42 @@ class HwtopApp(App[None]):
         self.push_screen(screen)
         screen.show(self.advice.findings, self.snapshot.time if self.snapshot else None, self.advice.watching,
                     self.advice.rule_errors)
+
+    def action_job(self) -> None:
+        """The focused job's screen; without a focused job, say how to focus one."""
+        from tui.job_screen import JobScreen
+
+        if self.snapshot is not None and self.snapshot.job is None and getattr(self.source, "job", None) is None:
+            self.notify("no job focused: select a process and press f, or start hwtop --pid PID / --job PATTERN")
+            return
+        if self.job_screen is None:
+            self.job_screen = JobScreen()
+        if self.screen is not self.job_screen:
+            self.push_screen(self.job_screen)
+        if self.snapshot is not None:
+            self.job_screen.show(self.snapshot, self.source.history, self.interval, self.paused)
+
+    def action_focus_process(self) -> None:
+        """f: the highlighted process and its descendants become the focused job."""
+        from probes.job import JobError, JobProbe
+
+        table = self.process_table
+        if not hasattr(self.source, "job") or self.replaying:
+            self.notify("this source cannot focus a job (replay or test source)", severity="warning")
+            return
+        rows = table.rows_shown
+        if not rows or not 0 <= table.cursor_row < len(rows):
+            return
+        pid = rows[table.cursor_row].pid
+        probe = JobProbe(roots=(pid,))
+        try:
+            probe.check()
+        except JobError as error:
+            self.notify(str(error), severity="error")
+            return
+        self.source.job = probe  # type: ignore[attr-defined]
+        self.notify(f"focused on pid {pid} and its descendants: j shows the job")
+        self.action_job()
 
     def action_report(self) -> None:
         from tui.report_screen import ReportScreen  # lazy: the first frame does not need it

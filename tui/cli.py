@@ -65,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="config file (default ~/.config/hwtop/config.toml): [advice.thresholds] overrides")
     parser.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
                         help="start the embedded training job with this scenario (needs torch; w in the monitor)")
+    parser.add_argument("--pid", type=int, action="append", metavar="PID",
+                        help="focus on a running job: this process and all its descendants (repeatable)")
+    parser.add_argument("--job", metavar="PATTERN",
+                        help="focus on the processes whose command line matches this regular expression")
     parser.add_argument("--workload-device", choices=["cpu", "cuda"], default="cpu",
                         help="device of the --workload job (default cpu)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
@@ -233,13 +237,23 @@ def main(argv: list[str] | None = None) -> int:
         return topo_command(args.demo, args.json)
     from tui.app import HwtopApp
 
+    job_probe = None
+    if args.pid or args.job:
+        from probes.job import JobError, JobProbe
+
+        try:
+            job_probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job)
+            job_probe.check()
+        except JobError as error:
+            parser.error(str(error))
     sampler = make_sampler(args.demo, args.no_gpu)
+    sampler.job = job_probe
     try:
         workload_args = None
         if args.workload is not None:
             workload_args = ["--scenario", args.workload, "--device", args.workload_device, "--seconds", "600"]
         app = HwtopApp(sampler, interval=args.interval, workload_args=workload_args, exit_on_signals=True,
-                       thresholds=thresholds)
+                       thresholds=thresholds, open_job=job_probe is not None)
         app.run()
     except KeyboardInterrupt:
         pass

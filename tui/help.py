@@ -15,6 +15,8 @@ KEYS = (
     ("t", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads it, t/escape back)"),
     ("a", "advice: focus the pane and expand the selected finding (up/down select, enter or click toggles)"),
     ("b", "box report: what this box can train and what limits it (hwtop report for measurements)"),
+    ("j", "the focused job's view: process tree, roles, affinity, where threads ran, NUMA memory (--pid/--job)"),
+    ("f", "focus the highlighted process and its descendants as the job; in the job view d reads a stack"),
     ("w", "start the embedded PyTorch DDP/AMP job: pick a scenario and options"),
     ("x", "stop the job (its whole process group: SIGTERM, then SIGKILL)"),
     ("?", "this help"),

@@ -287,8 +287,41 @@ def main(argv: list[str] | None = None) -> int:
     if args.world_size == 1:
         run_rank(0, 1, args)
         return 0
-    mp.spawn(run_rank, args=(args.world_size, args), nprocs=args.world_size, join=True)
-    return 0
+    return spawn_ranks(args)
+
+
+def spawn_ranks(args: argparse.Namespace) -> int:
+    """One process per rank, each started with RANK / LOCAL_RANK / WORLD_SIZE in its environment as torchrun
+    starts them (so a monitor can tell ranks from /proc/PID/environ). A rank that fails stops the others."""
+    context = mp.get_context("spawn")
+    world = args.world_size
+    processes = []
+    for rank in range(world):
+        os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world))
+        process = context.Process(target=run_rank, args=(rank, world, args), name=f"rank{rank}")
+        process.start()
+        processes.append(process)
+    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE"):
+        os.environ.pop(key, None)
+    failed = None
+    while failed is None and any(p.is_alive() for p in processes):
+        for rank, process in enumerate(processes):
+            process.join(0.2)
+            if process.exitcode not in (None, 0):
+                failed = (rank, process)
+                break
+    if failed is None:
+        return 0
+    rank, process = failed
+    print(f"rank {rank} (pid {process.pid}) terminated with exit code {process.exitcode}", file=sys.stderr, flush=True)
+    for other in processes:
+        if other.is_alive():
+            other.terminate()
+    for other in processes:
+        other.join(5)
+        if other.is_alive():
+            other.kill()
+    return process.exitcode if process.exitcode and process.exitcode > 0 else 1
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import lru_cache
 
 from advice.finding import Finding
@@ -16,44 +17,75 @@ from probes.topology import link_degraded
 SPAN_S = 10.0
 
 
+@dataclass(frozen=True, slots=True)
+class _Placed:
+    pid: int
+    label: str
+    gpu: int
+    affinity: tuple[int, ...] | None
+    numa_pages: tuple[tuple[int, int], ...] | None
+
+
+def _placed(snapshot: Snapshot) -> list[_Placed]:
+    """Every process computing on a GPU with what is known of its placement: the focused job's ranks first
+    (their affinity and numa_maps), then the GPU processes the process list shows."""
+    out: dict[tuple[int, int], _Placed] = {}
+    job = snapshot.job
+    for p in job.processes if job is not None else ():
+        for index, _used in p.gpus:
+            if p.alive:
+                label = (p.role if p.rank is not None else "pid") + f" (pid {p.pid})"
+                out[(p.pid, index)] = _Placed(p.pid, label, index, p.cpu_affinity, p.numa_pages)
+    processes = {p.pid: p for p in snapshot.processes}
+    for gpu in gpus_in_use(snapshot):
+        for pid in compute_pids(gpu):
+            process = processes.get(pid)
+            if process is not None and (pid, gpu.index) not in out:
+                out[(pid, gpu.index)] = _Placed(pid, f"pid {pid} {command(process.name, process.cmdline, 40)}",
+                                                gpu.index, process.cpu_affinity, None)
+    return list(out.values())
+
+
 def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     nodes = node_cpus(latest)
     if len(nodes) < 2:
         return
     node_of = {cpu: node for node, members in nodes.items() for cpu in members}
-    processes = {p.pid: p for p in latest.processes}
-    for gpu in gpus_in_use(latest):
-        home = gpu_numa_node(latest, gpu.index)
+    numa = latest.numa or (latest.topology.numa if latest.topology else None)
+    for placed in _placed(latest):
+        home = gpu_numa_node(latest, placed.gpu)
         if home is None or home not in nodes:
             continue
-        for pid in compute_pids(gpu):
-            process = processes.get(pid)
-            if process is None or not process.cpu_affinity:
-                continue
-            allowed = {node_of[c] for c in process.cpu_affinity if c in node_of}
-            if not allowed or home in allowed:
-                continue
-            numa = latest.numa or (latest.topology.numa if latest.topology else None)
-            distance = None
-            if numa is not None:
-                row = next((n.distances for n in numa.nodes if n.index == home), ())
-                far = min(allowed)
-                if len(row) > far:
-                    distance = f"numactl --hardware: distance node {home}→{far} is {row[far]}, local {row[home]}"
-            evidence = [f"pid {pid} {command(process.name, process.cmdline, 40)} may run only on CPUs "
-                        f"{cpus(process.cpu_affinity)} (node {', '.join(map(str, sorted(allowed)))})",
-                        f"GPU{gpu.index} is attached to node {home} (CPUs {cpus(nodes[home])})"]
-            if distance:
-                evidence.append(distance)
-            yield Finding(
-                "numa-misplaced", "warning", f"GPU{gpu.index}'s process runs on the far NUMA node", tuple(evidence),
-                (f"numactl --cpunodebind={home} --membind={home} <your command>, so its threads and host memory "
-                 f"sit beside GPU{gpu.index}.",
-                 f"Or per rank: os.sched_setaffinity(0, <CPUs of node {home}>) before the DataLoader starts, "
-                 "or torchrun with a numactl wrapper per local rank.",
-                 "nvidia-smi topo -m lists each GPU's CPU and NUMA affinity."),
-                scope=f"GPU{gpu.index} pid {pid}", gpus=(gpu.index,), pids=(pid,))
+        evidence = []
+        allowed = {node_of[c] for c in placed.affinity or () if c in node_of}
+        if allowed and home not in allowed:
+            evidence.append(f"{placed.label} may run only on CPUs {cpus(placed.affinity or ())} "
+                            f"(node {', '.join(map(str, sorted(allowed)))})")
+        if placed.numa_pages:
+            total = sum(count for _, count in placed.numa_pages)
+            local = sum(count for node, count in placed.numa_pages if node == home)
+            if total and local / total < t["numa_local_memory_share"]:
+                far = max(placed.numa_pages, key=lambda nc: nc[1])[0]
+                evidence.append(f"{placed.label} keeps {100 * (1 - local / total):.0f}% of its resident pages off "
+                                f"node {home} (mostly on node {far}, /proc/{placed.pid}/numa_maps)")
+        if not evidence:
+            continue
+        evidence.append(f"GPU{placed.gpu} is attached to node {home} (CPUs {cpus(nodes[home])})")
+        if numa is not None:
+            row = next((n.distances for n in numa.nodes if n.index == home), ())
+            others = sorted(set(nodes) - {home})
+            if others and len(row) > others[0]:
+                evidence.append(f"numactl --hardware: distance node {home}→{others[0]} is {row[others[0]]}, "
+                                f"local {row[home]}")
+        yield Finding(
+            "numa-misplaced", "warning", f"GPU{placed.gpu}'s process runs on the far NUMA node", tuple(evidence),
+            (f"numactl --cpunodebind={home} --membind={home} <your command>, so its threads and host memory "
+             f"sit beside GPU{placed.gpu}.",
+             f"Or per rank: os.sched_setaffinity(0, <CPUs of node {home}>) before the DataLoader starts, "
+             "or torchrun with a numactl wrapper per local rank.",
+             "nvidia-smi topo -m lists each GPU's CPU and NUMA affinity."),
+            scope=f"GPU{placed.gpu} pid {placed.pid}", gpus=(placed.gpu,), pids=(placed.pid,))
 
 
 def pcie_degraded(window: Window, t: Thresholds) -> Iterator[Finding]:

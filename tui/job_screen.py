@@ -1,0 +1,66 @@
+"""The job's own screen (`j`, or at start with --pid/--job): the JobPanel, live; `d` reads the selected
+process's Python stack through py-spy on a worker thread (never per tick)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from probes.history import History
+from probes.model import Snapshot
+from widgets.header import HeaderBar
+from widgets.job import JobPanel
+
+
+class JobScreen(Screen[None]):
+    DEFAULT_CSS = """
+    JobScreen HeaderBar { height: 1; background: $panel; }
+    JobScreen JobPanel { border: round $primary-darken-1; border-title-color: $accent; padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape,j", "app.pop_screen", "Back"), Binding("d", "dump_stack", "Stack"),
+                Binding("q", "app.quit", "Quit")]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.header = HeaderBar()
+        self.panel = JobPanel(id="job")
+        self.dumping = False
+
+    def compose(self) -> ComposeResult:
+        yield self.header
+        with VerticalScroll():
+            yield self.panel
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.panel.focus()
+
+    def show(self, snapshot: Snapshot, history: History, interval: float, paused: bool) -> None:
+        self.header.show(snapshot, interval, paused)
+        node_of_gpu: dict[int, int] = {}
+        if snapshot.topology is not None:
+            node_of_gpu = {int(d.name[3:]): d.numa_node for d in snapshot.topology.devices
+                           if d.kind == "gpu" and d.numa_node is not None and d.name[3:].isdigit()}
+        numa = snapshot.numa
+        node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
+        series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
+        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu)
+
+    async def action_dump_stack(self) -> None:
+        from probes.stack import dump
+
+        target = self.panel.selected
+        if target is None or self.dumping:
+            return
+        self.dumping = True
+        self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role}): reading with py-spy…", None, None)
+        try:
+            result = await asyncio.to_thread(dump, target.pid)
+        finally:
+            self.dumping = False
+        self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role})", result.text, result.message)

@@ -1,0 +1,161 @@
+"""The job view: a focused job's process tree with roles, CPU, memory, threads, GPUs, affinity against where
+its threads ran, NUMA placement of its memory, I/O, dataset disks; sparklines; and a stack when asked."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.binding import Binding
+
+from probes.model import JobProcess, JobSnapshot
+from probes.sysfs import format_cpulist
+from widgets.format import NA, human_bytes, human_rate, sparkline
+from widgets.panel import TextPanel
+
+ROLE_STYLE = {"launcher": "bold magenta", "DataLoader worker": "cyan", "helper": "dim", "worker of a rank": "cyan"}
+
+
+def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
+    if pages is None:
+        return "N/A"
+    total = sum(count for _, count in pages)
+    if not total:
+        return "-"
+    return " ".join(f"n{node} {100 * count / total:.0f}%" for node, count in pages if count)
+
+
+class JobPanel(TextPanel):
+    can_focus = True
+    BINDINGS = [Binding("up", "move(-1)", "previous", show=False), Binding("down", "move(1)", "next", show=False)]
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.job: JobSnapshot | None = None
+        self.series: dict[str, tuple[float, ...]] = {}
+        self.node_of_gpu: dict[int, int] = {}
+        self.node_of_cpu: dict[int, int] = {}
+        self.cursor = 0
+        self.stack: list[Text] = []
+        self.border_title = "Job"
+
+    def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
+             node_of_cpu: dict[int, int]) -> None:
+        self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
+        if job is not None:
+            self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
+            self.border_title = f"Job · {job.label} · d: Python stack of the selected process · escape: back"
+        self.refresh(layout=True)
+
+    @property
+    def selected(self) -> JobProcess | None:
+        if self.job is None or not self.job.processes:
+            return None
+        return self.job.processes[self.cursor]
+
+    def action_move(self, step: int) -> None:
+        if self.job and self.job.processes:
+            self.cursor = (self.cursor + step) % len(self.job.processes)
+            self.refresh()
+
+    def set_stack(self, title: str, text: str | None, message: str | None) -> None:
+        self.stack = [Text(title, style="bold")]
+        if text:
+            self.stack += [Text(line) for line in text.splitlines()]
+        if message:
+            self.stack.append(Text(message, style="yellow"))
+        self.refresh(layout=True)
+
+    def _node_label(self, cpus: tuple[int, ...] | None) -> str:
+        if not cpus or not self.node_of_cpu:
+            return ""
+        nodes = sorted({self.node_of_cpu[c] for c in cpus if c in self.node_of_cpu})
+        return f" (node {','.join(map(str, nodes))})" if nodes else ""
+
+    def lines(self, width: int) -> list[Text]:
+        job = self.job
+        if job is None:
+            return [Text("no job focused: hwtop --pid PID, --job PATTERN, or f on a process", style="dim")]
+        head = Text(f"{job.status.upper()} ", style="bold green" if job.status == "running" else "bold yellow")
+        alive = sum(1 for p in job.processes if p.alive)
+        cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
+        head.append(f"{alive} process(es) ({job.pids_seen} seen) · CPU {cpu} · RSS {human_bytes(job.rss_bytes)}")
+        for index, used in job.gpu_memory:
+            head.append(f" · GPU{index} {human_bytes(used)}")
+        out = [head]
+        spark = max(8, min(40, (width - 30) // 3))
+        marks = Text()
+        for key, label in (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss")):
+            values = self.series.get(key, ())
+            if key == "job.gpu" and not job.gpu_memory:
+                continue  # the job uses no GPU: no line to draw
+            marks.append(f"{label} ", style="bold")
+            marks.append_text(sparkline(values, spark, high=max(values) if values and key != "job.gpu" else 100.0))
+            marks.append("  ")
+        out.append(marks)
+        if job.message:
+            out.append(Text(job.message, style="yellow"))
+        out.append(Text(f"{'PID':>7} {'ROLE':<24} {'S':<4} {'CPU%':>6} {'RSS':>7} {'THR':>4} {'GPU':<12} "
+                        f"{'ALLOWED':<12} {'RAN ON':<10} {'MEMORY':<14} {'IO r/w':<17} COMMAND", style="bold reverse"))
+        for index, process in enumerate(job.processes):
+            out.append(self._row(process, width, selected=index == self.cursor and self.has_focus))
+        placement = [self._placement(p) for p in job.processes
+                     if p.alive and (p.role.startswith("rank") or p.gpus)]
+        if placement:
+            out.append(Text("Placement", style="bold"))
+            out += placement
+        if self.stack:
+            out += self.stack
+        return out
+
+    def _row(self, p: JobProcess, width: int, selected: bool) -> Text:
+        tree = "  " * min(p.depth, 6) + ("└ " if p.depth else "")
+        role = (tree + p.role)[:24]
+        gpus = ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus)[:12] or "-"
+        allowed = format_cpulist(p.cpu_affinity)[:12] if p.cpu_affinity else NA
+        ran = format_cpulist(p.thread_cpus)[:10] if p.thread_cpus else "-"
+        io = "N/A" if p.read_bytes_per_s is None else \
+            f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}"
+        state = p.state or "?"
+        if not p.alive:
+            state = "gone" if p.exit_code is None else f"x{p.exit_code}"
+        line = Text(f"{p.pid:>7} ", style="reverse" if selected else "")
+        line.append(f"{role:<24} ", style=ROLE_STYLE.get(p.role, "bold" if p.rank is not None else ""))
+        line.append(f"{state:<4} {NA if p.cpu_percent is None else f'{p.cpu_percent:.0f}':>6} "
+                    f"{human_bytes(p.rss_bytes):>7} {p.threads or 0:>4} {gpus:<12} {allowed:<12} {ran:<10} "
+                    f"{numa_share(p.numa_pages)[:14]:<14} {io[:17]:<17} ")
+        line.append(p.cmdline or p.name, style="dim" if not p.alive else "")
+        line.truncate(max(1, width), overflow="ellipsis")
+        return line
+
+    def _placement(self, p: JobProcess) -> Text:
+        who = f"rank {p.rank}" if p.rank is not None else p.role
+        line = Text(f"  {who} (pid {p.pid}): ", style="bold")
+        gpus = [i for i, _ in p.gpus]
+        if gpus:
+            line.append(", ".join(f"GPU{i}" + (f" (node {self.node_of_gpu[i]})" if i in self.node_of_gpu else "")
+                                  for i in gpus))
+        elif p.cuda_visible_devices is not None:
+            line.append(f"CUDA_VISIBLE_DEVICES={p.cuda_visible_devices}")
+        else:
+            line.append("no GPU")
+        if p.local_rank is not None:
+            line.append(f" · LOCAL_RANK={p.local_rank}")
+        if p.thread_cpus:
+            line.append(f" · threads ran on {format_cpulist(p.thread_cpus)}{self._node_label(p.thread_cpus)}")
+        if p.cpu_affinity:
+            line.append(f" of allowed {format_cpulist(p.cpu_affinity)}{self._node_label(p.cpu_affinity)}")
+        line.append(f" · memory {numa_share(p.numa_pages)}")
+        far = self._far_memory(p)
+        if far:
+            line.append(f"  {far}", style="bold red")
+        if p.dataset_devices:
+            line.append(" · open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices))
+        return line
+
+    def _far_memory(self, p: JobProcess) -> str | None:
+        homes = {self.node_of_gpu[i] for i, _ in p.gpus if i in self.node_of_gpu}
+        if len(homes) != 1 or not p.numa_pages:
+            return None
+        home = homes.pop()
+        total = sum(c for _, c in p.numa_pages)
+        local = sum(c for n, c in p.numa_pages if n == home)
+        return f"only {100 * local / total:.0f}% on the GPU's node {home}" if total and local / total < 0.5 else None
