@@ -80,3 +80,26 @@ def test_signal_to_hwtop_with_a_workload_restores_and_leaves_no_child(sig: str, 
         assert wait_for(lambda: not any(group_alive(g) for g in groups), timeout=15)
     finally:
         tmux("kill-session", "-t", session)
+
+
+def test_hwtop_pid_opens_the_job_view_in_a_terminal(tmp_path: Path) -> None:
+    session = f"hwtop-e2e-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "exit"
+    job = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.2)"])
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
+    command = f"{hwtop} --interval 0.5 --pid {job.pid}; echo $? > {marker}; echo HWTOP-EXITED; sleep 30"
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "30", command)
+    try:
+        pane = lambda: tmux("capture-pane", "-p", "-t", session)  # noqa: E731
+        assert wait_for(lambda: f"Job · pid {job.pid}" in pane() and "RUNNING 1 process(es)" in pane()), pane()
+        job.kill()
+        job.wait()
+        assert wait_for(lambda: "ENDED" in pane() and "the job ended" in pane()), pane()  # the view survives
+        tmux("send-keys", "-t", session, "q")
+        assert wait_for(lambda: marker.exists() and "HWTOP-EXITED" in pane()), pane()
+        assert marker.read_text().strip() == "0"
+        assert tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "0"
+    finally:
+        tmux("kill-session", "-t", session)
+        if job.poll() is None:
+            job.kill()

@@ -63,7 +63,10 @@ def sparkline(values: Sequence[float], width: int, high: float = 100.0) -> Text:
     if width <= 0:
         return Text()
     recent = list(values)[-width:]
-    cells = "".join(SPARK[min(len(SPARK) - 1, max(0, int(v / high * (len(SPARK) - 1) + 0.5)))] for v in recent)
+    if not high > 0:  # an all-zero series scaled by its own maximum: draw it flat, never divide by zero
+        high = 1.0
+    top = len(SPARK) - 1
+    cells = "".join(SPARK[int(min(1.0, max(0.0, v / high)) * top + 0.5)] for v in recent)
     return Text(cells.rjust(width), style="cyan")
 
 
