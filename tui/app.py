@@ -43,7 +43,7 @@ class HwtopApp(App[None]):
         Binding("t", "topology", "Topology"),
         Binding("a", "advice", "Advice"),
         Binding("b", "report", "Report", show=False),
-        Binding("j", "job", "Job"),
+        Binding("j", "job", "Job", show=False),
         Binding("f", "focus_process", "Focus", show=False),
         Binding("w", "start_workload", "Workload"),
         Binding("x", "stop_workload", "Stop job", show=False),
