@@ -39,6 +39,9 @@ class SnapshotSource(Protocol):
     def close(self) -> None: ...
 
 
+PROCESS_TIER_S = 1.9  # a 1 s refresh reads processes every other tick; anything slower, every tick
+
+
 class Sampler:
     def __init__(
         self,
@@ -63,6 +66,9 @@ class Sampler:
         self.job: Any = None  # a JobProbe (probes/job.py) while a job is focused (--pid, --job, f)
         self.topology: Topology | None = None  # read once (first tick) and on refresh(), kept in every snapshot
         self._last_time: float | None = None
+        self._last_processes: tuple[ProcessInfo, ...] = ()
+        self._processes_at: float | None = None
+        self._process_reads = 0
         self._lock = threading.Lock()  # ticks never overlap, even if two callers race
 
     def sample(self) -> Snapshot:
@@ -87,7 +93,12 @@ class Sampler:
         numa = guarded("numa", lambda: self.numa.read(memory.total_bytes if memory else None), None)
         cpu = guarded("cpu", lambda: self.cpu.read(node_of_cpu(numa)), None)
         disks = guarded("disks", self.disks.read, ())
-        processes = guarded("processes", self.processes.read, ())
+        # The process list is the costliest probe and changes slowest: re-read at most every PROCESS_TIER_S
+        # (the first two ticks always, so CPU % exists at once).
+        if self._process_reads < 2 or self._processes_at is None or now - self._processes_at >= PROCESS_TIER_S:
+            self._last_processes = guarded("processes", self.processes.read, ())
+            self._processes_at, self._process_reads = now, self._process_reads + 1
+        processes = self._last_processes
         if self.gpu is None:
             gpu_system, gpus = GpuSystem(False, "GPU probing is off", source="none"), ()
         else:

@@ -54,19 +54,19 @@ class AdvicePanel(TextPanel):
         self.set_class(worst == "critical", "critical")
         # One borderless line when there is nothing to show, or no room (a short terminal): panels keep their rows.
         self.set_class(not findings or not self.inline, "empty")
-        self.refresh(layout=True)
+        self.changed()
 
     def toggle(self, key: tuple[str, str]) -> None:
         if not self.inline:
             self.post_message(self.DetailsWanted())
             return
         self.expanded ^= {key}
-        self.refresh(layout=True)
+        self.changed()
 
     def action_move(self, step: int) -> None:
         if self.findings:
             self.cursor = (self.cursor + step) % len(self.findings)
-            self.refresh()
+            self.changed()
 
     def action_toggle(self) -> None:
         if self.findings:

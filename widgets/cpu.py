@@ -27,7 +27,7 @@ class CpuPanel(TextPanel):
         self.marked = marked or set()
         self.max_lines = max_lines
         self.border_title = "CPU" if cpu is None or cpu.model is None else f"CPU · {cpu.model}"
-        self.refresh(layout=True)
+        self.changed()
 
     def lines(self, width: int) -> list[Text]:
         cpu = self.cpu

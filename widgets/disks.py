@@ -17,7 +17,7 @@ class DisksPanel(TextPanel):
 
     def show(self, disks: tuple[DiskSnapshot, ...]) -> None:
         self.disks = disks
-        self.refresh(layout=True)
+        self.changed()
 
     def lines(self, width: int) -> list[Text]:
         if not self.disks:

@@ -57,7 +57,7 @@ class GpuPanel(TextPanel):
             if system.source.startswith("demo"):
                 title += f" · {system.source}"
         self.border_title = title
-        self.refresh(layout=True)
+        self.changed()
 
     def lines(self, width: int) -> list[Text]:
         if not self.gpus:

@@ -43,7 +43,7 @@ class JobPanel(TextPanel):
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
             self.border_title = f"Job · {job.label} · d: Python stack of the selected process · escape: back"
-        self.refresh(layout=True)
+        self.changed()
 
     @property
     def selected(self) -> JobProcess | None:
@@ -54,7 +54,7 @@ class JobPanel(TextPanel):
     def action_move(self, step: int) -> None:
         if self.job and self.job.processes:
             self.cursor = (self.cursor + step) % len(self.job.processes)
-            self.refresh()
+            self.changed()
 
     def set_stack(self, title: str, text: str | None, message: str | None) -> None:
         self.stack = [Text(title, style="bold")]
@@ -62,7 +62,7 @@ class JobPanel(TextPanel):
             self.stack += [Text(line) for line in text.splitlines()]
         if message:
             self.stack.append(Text(message, style="yellow"))
-        self.refresh(layout=True)
+        self.changed()
 
     def _node_label(self, cpus: tuple[int, ...] | None) -> str:
         if not cpus or not self.node_of_cpu:

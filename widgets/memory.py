@@ -19,7 +19,7 @@ class MemoryPanel(TextPanel):
 
     def show(self, memory: MemorySnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...]) -> None:
         self.memory, self.numa, self.history = memory, numa, history
-        self.refresh(layout=True)
+        self.changed()
 
     def lines(self, width: int) -> list[Text]:
         memory = self.memory

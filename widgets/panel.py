@@ -8,17 +8,50 @@ from textual.widget import Widget
 
 
 class TextPanel(Widget):
-    """Subclasses implement `lines(width)`; `refresh(layout=True)` after new data resizes the panel."""
+    """Subclasses implement `lines(width)` and call `changed()` after new data. The lines are built once per
+    (data, width) and shared by layout and render; a change that keeps the panel's height repaints it without
+    a layout pass (most ticks: values change, rows do not)."""
 
     DEFAULT_CSS = "TextPanel { height: auto; }"
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._generation = 0
+        self._cache: tuple[tuple[int, int], list[Text]] | None = None
+        self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
 
     def lines(self, width: int) -> list[Text]:
         raise NotImplementedError
 
+    def cached_lines(self, width: int) -> list[Text]:
+        key = (width, self._generation)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, self.lines(width))
+        return self._cache[1]
+
+    def _row_count(self, width: int) -> int:
+        width = max(1, width)
+        return max(1, sum(max(1, -(-line.cell_len // width)) for line in self.cached_lines(width)))
+
+    def changed(self) -> None:
+        self._generation += 1
+        if self._height is None:
+            self.refresh(layout=True)
+            return
+        width, rows = self._height
+        self.refresh(layout=self._row_count(width) != rows)
+
+    def on_focus(self) -> None:
+        self.changed()  # a selection is drawn only while focused
+
+    def on_blur(self) -> None:
+        self.changed()
+
     def render(self) -> Text:
-        return Text("\n").join(self.lines(self.content_size.width or self.size.width))
+        return Text("\n").join(self.cached_lines(self.content_size.width or self.size.width))
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows the text takes at this width, counting lines that wrap."""
-        width = max(1, width)
-        return max(1, sum(max(1, -(-line.cell_len // width)) for line in self.lines(width)))
+        rows = self._row_count(width)
+        self._height = (max(1, width), rows)
+        return rows

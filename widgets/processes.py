@@ -71,6 +71,7 @@ class ProcessTable(DataTable):
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
         self.sort_key = "cpu"
         self.rows_shown: list[Row] = []
+        self._shown_cells: list[tuple[object, ...]] | None = None
         self.marked: set[int] = set()
         self._last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
         self.border_title = "Processes"
@@ -109,22 +110,29 @@ class ProcessTable(DataTable):
         rows = sort_rows(merge_rows(processes, gpus), self.sort_key, reverse=self.sort_key != "pid")
         self.rows_shown = rows
         self.border_subtitle = f"sorted by {self.sort_key} (s)"
+        table = [self._cells(row, marked) for row in rows]
+        if table == self._shown_cells:
+            return  # nothing on screen would change: no rebuild, no re-render
+        self._shown_cells = table
         self.clear()
-        for row in rows:
-            self.add_row(
-                Text(str(row.pid), style="bold magenta" if row.pid in marked else ""), row.user[:10],
-                Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
-                Text(human_bytes(row.rss), justify="right"),
-                Text(NA if row.threads is None else str(row.threads), justify="right"),
-                row.gpus or "",
-                Text(human_bytes(row.gpu_memory) if row.gpu_memory is not None else ("N/A" if row.gpus else ""),
-                     justify="right"),
-                Text("" if row.sm is None else f"{row.sm:.0f}", justify="right"),
-                row.command[:160],
-                key=str(row.pid),
-            )
+        for row, cells in zip(rows, table, strict=True):
+            self.add_row(*cells, key=str(row.pid))
         if selected is not None:
             for index, row in enumerate(rows):
                 if row.pid == selected:
                     self.move_cursor(row=index, animate=False)
                     break
+
+    @staticmethod
+    def _cells(row: Row, marked: set[int]) -> tuple[object, ...]:
+        return (
+            Text(str(row.pid), style="bold magenta" if row.pid in marked else ""), row.user[:10],
+            Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
+            Text(human_bytes(row.rss), justify="right"),
+            Text(NA if row.threads is None else str(row.threads), justify="right"),
+            row.gpus or "",
+            Text(human_bytes(row.gpu_memory) if row.gpu_memory is not None else ("N/A" if row.gpus else ""),
+                 justify="right"),
+            Text("" if row.sm is None else f"{row.sm:.0f}", justify="right"),
+            row.command[:160],
+        )

@@ -30,7 +30,7 @@ class TopologyPanel(TextPanel):
         self.topology, self.numa, self.gpus = topology, numa, gpus
         if topology is not None:
             self.border_title = f"Topology · {topology.source} · r refresh"
-        self.refresh(layout=True)
+        self.changed()
 
     def lines(self, width: int) -> list[Text]:
         out: list[Text] = []

@@ -24,7 +24,7 @@ class WorkloadPanel(TextPanel):
         self.display = state is not None
         if state is not None:
             self.border_title = f"Workload · {state.scenario} · x stop"
-        self.refresh(layout=True)
+        self.changed()
 
     def lines(self, width: int) -> list[Text]:
         state = self.state

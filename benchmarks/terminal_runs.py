@@ -1,0 +1,91 @@
+"""Shared by overhead.py and bandwidth.py: run a monitor in a real terminal (a tmux pane), let it settle, then
+measure its own CPU time, its peak RSS and the bytes it writes to the terminal over a steady-state window."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    name: str
+    cpu_percent: float  # of one core, the monitor's own process (not a workload it started)
+    peak_rss_mib: float
+    bytes_per_s: float  # written to the terminal
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], capture_output=True, text=True).stdout
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as handle:
+        rest = handle.read().rsplit(")", 1)[1].split()
+    return int(rest[11]) + int(rest[12])
+
+
+def _peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def peers(refresh: float = 1.0) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """The monitors to compare, each at the same refresh, as installed here (name → argv, extra env)."""
+    hwtop = shutil.which("hwtop") or sys.executable
+    found: dict[str, tuple[list[str], dict[str, str]]] = {}
+    if shutil.which("btop"):
+        config = tempfile.mkdtemp(prefix="bench-btop-")
+        os.makedirs(os.path.join(config, "btop"))
+        with open(os.path.join(config, "btop", "btop.conf"), "w") as handle:
+            handle.write(f"update_ms = {int(refresh * 1000)}\n")
+        found["btop"] = (["btop"], {"XDG_CONFIG_HOME": config})
+    if shutil.which("htop"):
+        found["htop"] = (["htop", "-d", str(int(refresh * 10))], {})
+    if shutil.which("glances"):
+        found["glances"] = (["glances", "-t", f"{refresh:g}", "--disable-webui"], {})
+    if shutil.which("top"):
+        found["top"] = (["top", "-d", f"{refresh:g}"], {})
+    found["hwtop"] = ([hwtop, "--interval", f"{refresh:g}"], {})
+    return found
+
+
+def measure(name: str, argv: list[str], env: dict[str, str], seconds: float, warmup: float = 6.0,
+            size: tuple[int, int] = (200, 50)) -> Measurement:
+    session = f"bench-{uuid.uuid4().hex[:8]}"
+    capture = tempfile.NamedTemporaryFile(prefix="bench-pane-", delete=False)
+    capture.close()
+    environment = " ".join(f"{k}={v}" for k, v in env.items())
+    command = (f"env {environment} " if environment else "") + " ".join(argv)
+    tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
+    try:
+        pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}").strip())
+        if environment:  # `env` execs the monitor: same pid, once it has
+            time.sleep(0.2)
+        time.sleep(warmup)
+        tmux("pipe-pane", "-t", session, "-o", f"cat >> {capture.name}")
+        start_ticks, start = _cpu_ticks(pid), time.monotonic()
+        size_before = os.path.getsize(capture.name)
+        time.sleep(seconds)
+        ticks, elapsed = _cpu_ticks(pid) - start_ticks, time.monotonic() - start
+        written = os.path.getsize(capture.name) - size_before
+        return Measurement(name, 100.0 * ticks / CLOCK_TICKS / elapsed, _peak_rss_mib(pid), written / elapsed)
+    finally:
+        tmux("kill-session", "-t", session)
+        os.unlink(capture.name)
+
+
+def ratio(a: float, b: float | None) -> str:
+    return "N/A" if not b else f"{a / b:.2f}x"
