@@ -45,6 +45,7 @@ class HwtopApp(App[None]):
         Binding("b", "report", "Report", show=False),
         Binding("j", "job", "Job", show=False),
         Binding("f", "focus_process", "Focus", show=False),
+        Binding("k", "signal_process", "Signal", show=False),
         Binding("w", "start_workload", "Workload"),
         Binding("x", "stop_workload", "Stop job", show=False),
         Binding("R", "record", "Record", show=False),
@@ -154,7 +155,8 @@ class HwtopApp(App[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.REPLAY_ACTIONS and not self.replaying:
             return False  # hidden and inert outside a replay
-        if action in ("start_workload", "stop_workload", "record", "focus_process") and self.replaying:
+        if action in ("start_workload", "stop_workload", "record", "focus_process", "signal_process") and \
+                self.replaying:
             return False
         return True
 
@@ -358,6 +360,31 @@ class HwtopApp(App[None]):
         self.source.job = probe  # type: ignore[attr-defined]
         self.notify(f"focused on pid {pid} and its descendants: j shows the job")
         self.action_job()
+
+    def action_signal_process(self) -> None:
+        """k: signal the highlighted process, after a confirmation that shows its user and command."""
+        from probes.signals import describe, may_signal, send
+        from tui.signal_dialog import SignalDialog
+
+        if self.replaying:
+            return
+        rows, table = self.process_table.rows_shown, self.process_table
+        if not rows or not 0 <= table.cursor_row < len(rows):
+            return
+        target = describe(rows[table.cursor_row].pid)
+        if target is None:
+            self.notify("that process has already exited", severity="warning")
+            return
+        refusal = may_signal(target)
+        if refusal:
+            self.notify(refusal, severity="error")
+            return
+
+        def chosen(sig: int | None) -> None:
+            if sig is not None:
+                self.notify(send(target, sig))
+
+        self.push_screen(SignalDialog(target), chosen)
 
     def action_report(self) -> None:
         from tui.report_screen import ReportScreen  # lazy: the first frame does not need it

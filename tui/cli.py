@@ -299,6 +299,13 @@ def load_config(path: str | None):  # -> Thresholds
     if path is None:
         base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
         path = os.path.join(base, "hwtop", "config.toml")
+    if os.path.isfile(path) and os.geteuid() == 0 and os.stat(path).st_mode & 0o022:
+        # Anyone who can write it could steer a root process: refuse it, say so, run with the defaults.
+        print(f"hwtop: warning: {path} is group- or world-writable and hwtop runs as root: ignored "
+              f"(chmod go-w {path})", file=sys.stderr)
+        from advice.thresholds import Thresholds
+
+        return Thresholds()
     return load(path)
 
 

@@ -17,6 +17,7 @@ KEYS = (
     ("b", "box report: what this box can train and what limits it (hwtop report for measurements)"),
     ("j", "the focused job's view: process tree, roles, affinity, where threads ran, NUMA memory (--pid/--job)"),
     ("f", "focus the highlighted process and its descendants as the job; in the job view d reads a stack"),
+    ("k", "signal the highlighted process: shows its user and command, y SIGTERM, K SIGKILL, n cancels"),
     ("w", "start the embedded PyTorch DDP/AMP job: pick a scenario and options"),
     ("x", "stop the job (its whole process group: SIGTERM, then SIGKILL)"),
     ("?", "this help"),

@@ -1,0 +1,50 @@
+"""`k` on a process: a dialog that shows the target's pid, user and command and asks before anything is sent
+(SIGTERM, or SIGKILL). A process this user may not signal is refused with the reason before the dialog."""
+
+from __future__ import annotations
+
+import signal
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label
+
+from probes.signals import Target
+
+
+class SignalDialog(ModalScreen[int | None]):
+    DEFAULT_CSS = """
+    SignalDialog { align: center middle; }
+    SignalDialog > Vertical { width: 80; max-width: 100%; height: auto; border: thick $error;
+                              background: $surface; padding: 1 2; }
+    SignalDialog Horizontal { height: auto; }
+    """
+    BINDINGS = [Binding("escape,n", "cancel", "Cancel"), Binding("y", "send(15)", "SIGTERM"),
+                Binding("K", "send(9)", "SIGKILL")]
+
+    def __init__(self, target: Target) -> None:
+        super().__init__()
+        self.target = target
+
+    def compose(self) -> ComposeResult:
+        t = self.target
+        with Vertical():
+            yield Label(f"[b]Signal pid {t.pid}?[/b]")
+            yield Label(f"user: {t.user}")
+            yield Label(f"command: {t.command[:200]}", markup=False)
+            yield Label("y: SIGTERM (ask it to stop) · K: SIGKILL · n / escape: cancel")
+            with Horizontal():
+                yield Button("SIGTERM", variant="warning", id="term")
+                yield Button("SIGKILL", variant="error", id="kill")
+                yield Button("Cancel", id="cancel")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss({"term": int(signal.SIGTERM), "kill": int(signal.SIGKILL)}.get(event.button.id or ""))
+
+    def action_send(self, sig: int) -> None:
+        self.dismiss(sig)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
