@@ -225,3 +225,24 @@ async def test_r_records_from_the_tui(tmp_path, monkeypatch):
         assert app.recorder is None
     files = list(tmp_path.glob("hwtop-trainbox-*.jsonl.gz"))
     assert len(files) == 1 and len(load(str(files[0]))) >= 4
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signalled_recorder_closes_the_file_cleanly(tmp_path, sig):
+    path = tmp_path / "signalled.jsonl.gz"
+    process = subprocess.Popen([*HWTOP, "--demo", "rtx3090", "record", str(path), "--interval", "0.1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    count = 0
+    while time.monotonic() < deadline and count < 5:
+        time.sleep(0.3)
+        try:
+            count = len(load(str(path)))
+        except RecordingError:
+            count = 0
+    process.send_signal(sig)
+    _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 0, stderr
+    recording = load(str(path))
+    assert recording.truncated is None and len(recording) >= 5  # every line whole, the gzip stream complete
+    assert f"{len(recording)} snapshots in {path}" in stderr

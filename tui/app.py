@@ -10,7 +10,7 @@ import time
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 
 from advice.engine import AdviceEngine
 from advice.thresholds import Thresholds
@@ -30,6 +30,22 @@ from widgets.processes import ProcessTable
 from widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
+PALETTE = (  # title, help, action: what ctrl+p lists
+    ("Pause / resume", "Stop or restart sampling (p)", "toggle_pause"),
+    ("Sort processes", "Cycle the sort column: CPU, RSS, GPU memory, PID (s)", "cycle_sort"),
+    ("Filter processes", "By name, user or pid (/)", "filter"),
+    ("Process tree", "Children under their parents (T)", "tree"),
+    ("Signal process", "SIGTERM/SIGKILL the highlighted process, after a confirmation (k)", "signal_process"),
+    ("Focus process as job", "The highlighted process and its descendants (f)", "focus_process"),
+    ("Job view", "The focused job's tree, placement and stack (j)", "job"),
+    ("Topology", "GPU/NIC matrix, NUMA nodes, live links (t)", "topology"),
+    ("Advice", "Open the selected finding (a)", "advice"),
+    ("Box report", "What this box can train (b)", "report"),
+    ("Start workload", "The embedded PyTorch DDP/AMP job (w)", "start_workload"),
+    ("Stop workload", "Its whole process group (x)", "stop_workload"),
+    ("Record", "Every tick to hwtop-HOST-TIME.jsonl.gz; again to stop (R)", "record"),
+    ("Help", "Every key (?)", "help"),
+)
 
 
 class HwtopApp(App[None]):
@@ -46,6 +62,8 @@ class HwtopApp(App[None]):
         Binding("j", "job", "Job", show=False),
         Binding("f", "focus_process", "Focus", show=False),
         Binding("k", "signal_process", "Signal", show=False),
+        Binding("slash", "filter", "Filter", show=False, key_display="/"),
+        Binding("T", "tree", "Tree", show=False),
         Binding("w", "start_workload", "Workload"),
         Binding("x", "stop_workload", "Stop job", show=False),
         Binding("R", "record", "Record", show=False),
@@ -62,8 +80,12 @@ class HwtopApp(App[None]):
 
     def __init__(self, source: SnapshotSource, interval: float = 1.0, workload_args: list[str] | None = None,
                  exit_on_signals: bool = False, thresholds: Thresholds | None = None,
-                 open_job: bool = False) -> None:
+                 open_job: bool = False, theme: str = "dark", hide: tuple[str, ...] = ()) -> None:
         super().__init__()
+        from tui.config import THEMES
+
+        self.theme = THEMES.get(theme, "textual-dark")
+        self.hidden_panels = set(hide)
         self.advice = AdviceEngine(thresholds)
         self.source = source
         self.interval = interval
@@ -100,9 +122,17 @@ class HwtopApp(App[None]):
         yield self.workload_panel
         yield self.advice_panel
         yield self.process_table
+        self.filter_input = Input(placeholder="filter processes by name, user or pid (enter keeps it, escape "
+                                              "clears)", id="filter")
+        self.filter_input.display = False
+        yield self.filter_input
         yield Footer()
 
     def on_mount(self) -> None:
+        panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
+                  "gpu": self.gpu_panel, "advice": self.advice_panel, "processes": self.process_table}
+        for name in self.hidden_panels:
+            panels[name].display = False
         if self.exit_on_signals:
             # SIGTERM and SIGHUP (an SSH drop) end the app like q: terminal restored, the job's group stopped.
             # Through the event loop, never a raw signal handler that could interrupt a held lock.
@@ -385,6 +415,40 @@ class HwtopApp(App[None]):
                 self.notify(send(target, sig))
 
         self.push_screen(SignalDialog(target), chosen)
+
+    def action_filter(self) -> None:
+        self.filter_input.display = True
+        self.filter_input.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input is self.filter_input:
+            self.process_table.filter_text = event.value
+            self.process_table.redraw()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input is self.filter_input:
+            self.filter_input.display = bool(event.value)
+            self.process_table.focus()
+
+    def on_key(self, event) -> None:  # noqa: ANN001 - textual.events.Key
+        if event.key == "escape" and self.filter_input.has_focus:
+            self.filter_input.value = ""
+            self.filter_input.display = False
+            self.process_table.focus()
+            event.stop()
+
+    def action_tree(self) -> None:
+        table = self.process_table
+        table.tree_view = not table.tree_view
+        table.redraw()
+
+    def get_system_commands(self, screen):  # noqa: ANN001, ANN201 - Textual's signature
+        """The command palette (ctrl+p) lists every hwtop action, not only Textual's own."""
+        from textual.app import SystemCommand
+
+        yield from super().get_system_commands(screen)
+        for title, help_text, action in PALETTE:
+            yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
 
     def action_report(self) -> None:
         from tui.report_screen import ReportScreen  # lazy: the first frame does not need it

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import NoReturn
@@ -61,6 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hwtop {VERSION}")
     _add_source_options(parser, "refresh interval of the monitor (default 1)")
+    parser.add_argument("--theme", choices=["dark", "light", "mono"], default=None,
+                        help="colours: dark (default), light, mono (no colour; also when NO_COLOR is set)")
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="config file (default ~/.config/hwtop/config.toml): [advice.thresholds] overrides")
     parser.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
@@ -204,10 +207,16 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not (args.command == "doctor" and args.workload):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     _check_demo(parser, args.demo)
+    from tui.config import load as load_file_config
+
     try:
-        thresholds = load_config(args.config)
+        config = load_file_config(args.config)
     except ValueError as error:
         parser.error(str(error))
+    thresholds = config.thresholds
+    if "--interval" not in argv and config.interval is not None:
+        args.interval = config.interval
+    theme = args.theme or config.theme or ("mono" if os.environ.get("NO_COLOR") is not None else "dark")
     if args.command == "doctor":
         return doctor(args, extra, thresholds)
     if args.command == "record":
@@ -252,8 +261,10 @@ def main(argv: list[str] | None = None) -> int:
         workload_args = None
         if args.workload is not None:
             workload_args = ["--scenario", args.workload, "--device", args.workload_device, "--seconds", "600"]
+        if theme == "mono":
+            os.environ["NO_COLOR"] = "1"  # Textual draws in monochrome (it honours NO_COLOR)
         app = HwtopApp(sampler, interval=args.interval, workload_args=workload_args, exit_on_signals=True,
-                       thresholds=thresholds, open_job=job_probe is not None)
+                       thresholds=thresholds, open_job=job_probe is not None, theme=theme, hide=config.hide)
         app.run()
     except KeyboardInterrupt:
         pass
@@ -290,23 +301,9 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
 def load_config(path: str | None):  # -> Thresholds
     """The advice thresholds of --config, or of ~/.config/hwtop/config.toml when it exists."""
-    import os
+    from tui.config import load
 
-    from advice.thresholds import load
-
-    if path is not None and not os.path.isfile(path):
-        raise ValueError(f"config file not found: {path}")
-    if path is None:
-        base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-        path = os.path.join(base, "hwtop", "config.toml")
-    if os.path.isfile(path) and os.geteuid() == 0 and os.stat(path).st_mode & 0o022:
-        # Anyone who can write it could steer a root process: refuse it, say so, run with the defaults.
-        print(f"hwtop: warning: {path} is group- or world-writable and hwtop runs as root: ignored "
-              f"(chmod go-w {path})", file=sys.stderr)
-        from advice.thresholds import Thresholds
-
-        return Thresholds()
-    return load(path)
+    return load(path).thresholds
 
 
 def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # noqa: ANN001

@@ -22,11 +22,50 @@ class Row:
     gpu_memory: int | None
     sm: float | None
     command: str
+    ppid: int | None = None
+    depth: int = 0  # in tree view
+
+
+def filter_rows(rows: list[Row], text: str) -> list[Row]:
+    """Rows whose command, user or pid contains `text` (case-insensitive)."""
+    needle = text.lower().strip()
+    if not needle:
+        return rows
+    return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or needle == str(r.pid)]
+
+
+def tree_rows(rows: list[Row]) -> list[Row]:
+    """Parents before their children, children indented under them; siblings keep the sort order given."""
+    import dataclasses
+
+    present = {r.pid for r in rows}
+    children: dict[int | None, list[Row]] = {}
+    for row in rows:
+        parent = row.ppid if row.ppid in present else None
+        children.setdefault(parent, []).append(row)
+    out: list[Row] = []
+    placed: set[int] = set()
+
+    def walk(tops: list[Row]) -> None:
+        stack = [(r, 0) for r in reversed(tops)]
+        while stack:
+            row, depth = stack.pop()
+            if row.pid in placed:
+                continue
+            placed.add(row.pid)
+            out.append(dataclasses.replace(row, depth=depth))
+            stack += [(child, depth + 1) for child in reversed(children.get(row.pid, []))]
+
+    walk(children.get(None, []))
+    # Rows caught in a parent cycle (a pid reused between two reads can make one) still show, as roots.
+    walk([r for r in rows if r.pid not in placed])
+    return out
 
 
 SORT_KEYS = ("cpu", "rss", "gpu_memory", "pid")
-COLUMNS = (("PID", "pid"), ("USER", None), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", None), ("GPU", None),
-           ("GPU MEM", "gpu_memory"), ("SM%", None), ("COMMAND", None))
+COLUMNS = (("PID", "pid"), ("USER", "user"), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", "threads"), ("GPU", "gpus"),
+           ("GPU MEM", "gpu_memory"), ("SM%", "sm"), ("COMMAND", "command"))
+CLICK_KEYS = tuple(key for _, key in COLUMNS)
 
 
 def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> list[Row]:
@@ -40,7 +79,7 @@ def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]
     for proc in processes:
         seen.add(proc.pid)
         rows.append(_row(proc.pid, proc.user or NA, proc.cpu_percent, proc.rss_bytes, proc.threads,
-                         proc.cmdline or proc.name, gpu_of.get(proc.pid, [])))
+                         proc.cmdline or proc.name, gpu_of.get(proc.pid, []), proc.ppid))
     for pid, entries in gpu_of.items():
         if pid not in seen:
             rows.append(_row(pid, NA, None, None, None, entries[0][3] or "(not visible in this pid namespace)",
@@ -49,15 +88,22 @@ def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]
 
 
 def _row(pid: int, user: str, cpu: float | None, rss: int | None, threads: int | None, command: str,
-         entries: list[tuple[int, int | None, float | None, str | None]]) -> Row:
+         entries: list[tuple[int, int | None, float | None, str | None]], ppid: int | None = None) -> Row:
     gpus = ",".join(str(e[0]) for e in entries)
     known = [e[1] for e in entries if e[1] is not None]
     sms = [e[2] for e in entries if e[2] is not None]
     return Row(pid, user, cpu, rss, threads, gpus, sum(known) if known else None, max(sms) if sms else None,
-               command)
+               command, ppid)
+
+
+TEXT_KEYS = ("user", "gpus", "command")
 
 
 def sort_rows(rows: list[Row], key: str, reverse: bool = True) -> list[Row]:
+    """By any column: numbers descending (unknown last), text ascending."""
+    if key in TEXT_KEYS:
+        return sorted(rows, key=lambda row: str(getattr(row, key)).lower())
+
     def value(row: Row) -> float:
         v = getattr(row, key)
         return -1.0 if v is None else float(v)
@@ -72,6 +118,8 @@ class ProcessTable(DataTable):
         self.sort_key = "cpu"
         self.rows_shown: list[Row] = []
         self._shown_cells: list[tuple[object, ...]] | None = None
+        self.filter_text = ""
+        self.tree_view = False
         self.marked: set[int] = set()
         self._last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
         self.border_title = "Processes"
@@ -81,13 +129,19 @@ class ProcessTable(DataTable):
             self.add_column(label, key=key or label.lower())
 
     def cycle_sort(self) -> str:
-        self.sort_key = SORT_KEYS[(SORT_KEYS.index(self.sort_key) + 1) % len(SORT_KEYS)]
+        current = SORT_KEYS.index(self.sort_key) if self.sort_key in SORT_KEYS else -1
+        self.sort_key = SORT_KEYS[(current + 1) % len(SORT_KEYS)]
         return self.sort_key
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         key = str(event.column_key.value)
-        if key in SORT_KEYS:
+        if key in CLICK_KEYS:
             self.sort_key = key
+            self.redraw()
+
+    def redraw(self) -> None:
+        """Again, from the last data: after a sort, filter or tree change."""
+        if hasattr(self, "_last"):
             self.show(*self._last, marked=self.marked)
 
     def show(self, processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...],
@@ -107,9 +161,13 @@ class ProcessTable(DataTable):
         self.marked = marked
         selected = self.rows_shown[self.cursor_row].pid if self.rows_shown and self.cursor_row >= 0 and \
             self.cursor_row < len(self.rows_shown) else None
-        rows = sort_rows(merge_rows(processes, gpus), self.sort_key, reverse=self.sort_key != "pid")
+        rows = sort_rows(merge_rows(processes, gpus), self.sort_key, reverse=self.sort_key not in ("pid", *TEXT_KEYS))
+        rows = filter_rows(rows, self.filter_text)
+        if self.tree_view:
+            rows = tree_rows(rows)
         self.rows_shown = rows
-        self.border_subtitle = f"sorted by {self.sort_key} (s)"
+        self.border_subtitle = f"sorted by {self.sort_key} (s)" + (" · tree (T)" if self.tree_view else "") + \
+            (f" · filter {self.filter_text!r} (/)" if self.filter_text else "")
         table = [self._cells(row, marked) for row in rows]
         if table == self._shown_cells:
             return  # nothing on screen would change: no rebuild, no re-render
@@ -134,5 +192,5 @@ class ProcessTable(DataTable):
             Text(human_bytes(row.gpu_memory) if row.gpu_memory is not None else ("N/A" if row.gpus else ""),
                  justify="right"),
             Text("" if row.sm is None else f"{row.sm:.0f}", justify="right"),
-            row.command[:160],
+            ("  " * min(row.depth, 8) + "└ " if row.depth else "") + row.command[:160],
         )

@@ -1,0 +1,74 @@
+"""Soak: hwtop at a 0.1 s refresh for 10 minutes (by default with --demo dgx-a100 and the embedded workload),
+in a real terminal; RSS, live threads and open file descriptors of hwtop's process sampled every 30 s — they
+must stay flat, not grow.
+
+    python benchmarks/soak.py [--minutes 10] [--interval 0.1] [--no-workload]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from terminal_runs import tmux  # noqa: E402
+
+
+def status(pid: int) -> tuple[float, int, int]:
+    rss = threads = 0
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+            elif line.startswith("Threads:"):
+                threads = int(line.split()[1])
+    return rss / 1024, threads, len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--interval", type=float, default=0.1)
+    parser.add_argument("--no-workload", action="store_true")
+    args = parser.parse_args()
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
+    command = f"{hwtop} --demo dgx-a100 --interval {args.interval:g}"
+    if not args.no_workload:
+        command += " --workload balanced"  # the TUI's job runs 600 s; it is restarted if it ends first
+    session = f"soak-{uuid.uuid4().hex[:8]}"
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", command)
+    rows = []
+    try:
+        pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}").strip())
+        start = time.monotonic()
+        end = start + args.minutes * 60
+        next_sample = start + 30
+        while time.monotonic() < end:
+            time.sleep(max(0.0, min(next_sample, end) - time.monotonic()))
+            rows.append((time.monotonic() - start, *status(pid)))
+            next_sample += 30
+    finally:
+        tmux("send-keys", "-t", session, "q")
+        time.sleep(3)
+        tmux("kill-session", "-t", session)
+    print(f"# hwtop soak — {time.strftime('%Y-%m-%d %H:%M')} — {os.cpu_count()} CPUs; {command}; "
+          f"{args.minutes:g} min")
+    print(f"# rerun: python benchmarks/soak.py --minutes {args.minutes:g} --interval {args.interval:g}"
+          + (" --no-workload" if args.no_workload else ""))
+    print("| t (s) | RSS MiB | threads | open fds |")
+    print("|---|---|---|---|")
+    for t, rss, threads, fds in rows:
+        print(f"| {t:.0f} | {rss:.1f} | {threads} | {fds} |")
+    if len(rows) >= 2:
+        first, last = rows[0], rows[-1]
+        print(f"\nRSS {first[1]:.1f} → {last[1]:.1f} MiB ({last[1] - first[1]:+.1f}); threads {first[2]} → {last[2]}; "
+              f"fds {first[3]} → {last[3]}")
+
+
+if __name__ == "__main__":
+    main()
