@@ -15,7 +15,8 @@ from advice.window import Window
 from probes.model import Snapshot
 
 WINDOW_S = 120.0  # the past the rules may look at
-MAX_SNAPSHOTS = 1200  # bounds memory at fast refresh (0.1 s x 120 s)
+SPACING_S = 0.5  # at a faster refresh, the window keeps one snapshot per half second (the latest always)
+MAX_SNAPSHOTS = int(WINDOW_S / SPACING_S) + 2  # bounds memory whatever the refresh
 
 
 @dataclass(slots=True)
@@ -47,7 +48,10 @@ class AdviceEngine:
     def update(self, snapshot: Snapshot) -> tuple[Finding, ...]:
         if self._snapshots and snapshot.time < self._snapshots[-1].time:
             self.reset()  # time went backwards (a replay seeked): the past no longer applies
-        self._snapshots.append(snapshot)
+        if len(self._snapshots) >= 2 and snapshot.time - self._snapshots[-2].time < SPACING_S:
+            self._snapshots[-1] = snapshot  # thinned: the newest replaces one that was too close to its elder
+        else:
+            self._snapshots.append(snapshot)
         now = snapshot.time
         while self._snapshots[0].time < now - WINDOW_S:
             self._snapshots.popleft()

@@ -62,12 +62,17 @@ def test_time_going_backwards_resets():
     assert not engine.findings
 
 
-def test_the_window_is_bounded():
+def test_the_window_is_bounded_and_thinned_at_fast_refresh():
     t = Timeline()
     engine = AdviceEngine()
-    for _ in range(MAX_SNAPSHOTS + 50):
-        engine.update(t.tick(seconds=0.05))
-    assert len(engine._snapshots) == MAX_SNAPSHOTS
+    for _ in range(4000):  # 200 s at 0.05 s
+        last = t.tick(seconds=0.05)
+        engine.update(last)
+    kept = engine._snapshots
+    assert len(kept) <= MAX_SNAPSHOTS and kept[-1] is last
+    assert 119.0 <= kept[-1].time - kept[0].time <= 120.0  # still the whole window
+    gaps = [b.time - a.time for a, b in zip(kept, list(kept)[1:], strict=False)]
+    assert min(gaps[:-1]) >= 0.5 - 1e-3  # float time steps
 
 
 def test_a_broken_rule_is_named_and_the_others_still_run():
