@@ -182,3 +182,24 @@ def test_filter_rows_keeps_only_matches(rows, text) -> None:
     assert all(not needle or needle in r.command.lower() or needle in r.user.lower() or needle == str(r.pid)
                for r in kept)
     assert len(kept) <= len(rows)
+
+
+async def test_a_click_on_a_gpu_shows_its_processes() -> None:
+    from factories import demo_snapshots
+
+    from widgets.gpu import GpuPanel
+
+    app = HwtopApp(ScriptedSource(demo_snapshots("dgx-a100")))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        panel = app.query_one(GpuPanel)
+        layout = panel._layout
+        line = next(i for i, (indices, _) in enumerate(layout) if 3 in indices)
+        indices, width = layout[line]
+        await pilot.click(GpuPanel, offset=(2 + indices.index(3) * width + 3, 1 + line))  # border + padding
+        await pilot.pause()
+        assert app.process_table.filter_text == "gpu:3"
+        assert pids(app) == [41003]  # the rank on GPU 3
+        await pilot.click(GpuPanel, offset=(2 + indices.index(3) * width + 3, 1 + line))
+        await pilot.pause()
+        assert app.process_table.filter_text == "" and len(pids(app)) > 1

@@ -437,6 +437,15 @@ class HwtopApp(App[None]):
             self.process_table.focus()
             event.stop()
 
+    def on_gpu_panel_gpu_clicked(self, message: GpuPanel.GpuClicked) -> None:
+        """A click on a GPU shows its processes; a second click on it shows everything again."""
+        wanted = f"gpu:{message.index}"
+        value = "" if self.process_table.filter_text == wanted else wanted
+        self.filter_input.value = value  # the Input's change event applies it to the table
+        self.filter_input.display = bool(value)
+        self.process_table.filter_text = value
+        self.process_table.redraw()
+
     def action_tree(self) -> None:
         table = self.process_table
         table.tree_view = not table.tree_view

@@ -6,6 +6,8 @@ from __future__ import annotations
 import textwrap
 
 from rich.text import Text
+from textual import events
+from textual.message import Message
 
 from probes.history import History
 from probes.model import GpuSnapshot, GpuSystem
@@ -70,10 +72,12 @@ class GpuPanel(TextPanel):
         block_width = width // columns
         blocks = [self._block(gpu, block_width) for gpu in self.gpus]
         out: list[Text] = []
+        self._layout = []  # per line: the GPU indices of its columns and the column width (for clicks)
         for start in range(0, len(blocks), columns):
             row = blocks[start:start + columns]
             height = max(len(b) for b in row)
             for line_no in range(height):
+                self._layout.append((tuple(g.index for g in self.gpus[start:start + columns]), block_width))
                 line = Text()
                 for block in row:
                     piece = block[line_no] if line_no < len(block) else Text()
@@ -83,6 +87,23 @@ class GpuPanel(TextPanel):
                     line.append_text(piece)
                 out.append(line)
         return out
+
+    class GpuClicked(Message):
+        """A click on a GPU's block: the app shows that GPU's processes."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        layout = getattr(self, "_layout", [])
+        if offset is None or not 0 <= offset.y < len(layout):
+            return
+        indices, width = layout[offset.y]
+        column = offset.x // max(1, width)
+        if column < len(indices):
+            self.post_message(self.GpuClicked(indices[column]))
 
     def _series(self, key: str) -> tuple[float, ...]:
         return self.history.series(key) if self.history else ()

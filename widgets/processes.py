@@ -27,10 +27,12 @@ class Row:
 
 
 def filter_rows(rows: list[Row], text: str) -> list[Row]:
-    """Rows whose command, user or pid contains `text` (case-insensitive)."""
+    """Rows whose command, user or pid contains `text` (case-insensitive); `gpu:N` keeps the processes on GPU N."""
     needle = text.lower().strip()
     if not needle:
         return rows
+    if needle.startswith("gpu:") and needle[4:].isdigit():
+        return [r for r in rows if needle[4:] in r.gpus.split(",")]
     return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or needle == str(r.pid)]
 
 
