@@ -162,6 +162,44 @@ async def capture_job(name: str, size: tuple[int, int]) -> str:
         job.wait()
 
 
+async def capture_polish() -> list[str]:
+    """The finish: tree view with a filter, the signal dialog, the light and the no-colour themes."""
+    import subprocess
+
+    paths = []
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    try:
+        app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.5)
+        async with app.run_test(size=(140, 40)) as pilot:
+            while app.ticks < 4:
+                await pilot.pause(0.2)
+            await pilot.press("T", "slash", *"python", "enter")
+            await pilot.pause(0.6)
+            paths.append(app.save_screenshot(filename="processes-tree-filter-140x40.svg", path=HERE))
+            await pilot.press("slash", *"time.sleep", "enter")
+            await pilot.pause(0.6)
+            app.process_table.move_cursor(row=0)
+            await pilot.press("k")
+            await pilot.pause(0.4)
+            paths.append(app.save_screenshot(filename="signal-dialog-140x40.svg", path=HERE))
+            await pilot.press("n")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    for theme in ("light", "mono"):
+        if theme == "mono":
+            os.environ["NO_COLOR"] = "1"
+        try:
+            app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.5, theme=theme)
+            async with app.run_test(size=(120, 40)) as pilot:
+                while app.ticks < 6:
+                    await pilot.pause(0.2)
+                paths.append(app.save_screenshot(filename=f"theme-{theme}-dgx-a100-120x40.svg", path=HERE))
+        finally:
+            os.environ.pop("NO_COLOR", None)
+    return paths
+
+
 def to_png(svg: str) -> str | None:
     try:
         import cairosvg
@@ -182,7 +220,7 @@ def main() -> None:
         svg = asyncio.run(capture(name, demo, size, "".join(keys)))
         print(svg, to_png(svg) or "")
     for svg in (asyncio.run(capture_replay("replay-dgx-a100-160x45", (160, 45))),
-                asyncio.run(capture_fleet("fleet-120x24", (120, 24)))):
+                asyncio.run(capture_fleet("fleet-120x24", (120, 24))), *asyncio.run(capture_polish())):
         print(svg, to_png(svg) or "")
     try:
         import importlib.util

@@ -103,3 +103,21 @@ def test_hwtop_pid_opens_the_job_view_in_a_terminal(tmp_path: Path) -> None:
         tmux("kill-session", "-t", session)
         if job.poll() is None:
             job.kill()
+
+
+def test_a_hangup_exit_that_hangs_is_ended_by_the_watchdog(monkeypatch) -> None:
+    """The watchdog armed by SIGTERM/SIGHUP stops the job's group and ends the process (os._exit)."""
+    from tui import app as app_module
+
+    stopped, exited = [], []
+
+    class Source:
+        workload = type("Monitor", (), {"stop": lambda self: stopped.append(True)})()
+
+    import os
+
+    monkeypatch.setattr(os, "_exit", lambda code: exited.append(code))
+    hwtop = app_module.HwtopApp.__new__(app_module.HwtopApp)
+    hwtop.source = Source()
+    hwtop._force_exit()
+    assert stopped == [True] and exited == [129]

@@ -30,6 +30,7 @@ from widgets.processes import ProcessTable
 from widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
+EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
 PALETTE = (  # title, help, action: what ctrl+p lists
     ("Pause / resume", "Stop or restart sampling (p)", "toggle_pause"),
     ("Sort processes", "Cycle the sort column: CPU, RSS, GPU memory, PID (s)", "cycle_sort"),
@@ -140,12 +141,31 @@ class HwtopApp(App[None]):
 
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGHUP):
-                loop.add_signal_handler(sig, self.exit)
+                loop.add_signal_handler(sig, self._signalled)
         if self.workload_args is not None:
             self.start_workload(self.workload_args)
         if self.open_job:
             self.action_job()
         self.run_worker(self._poll(), name="sampler", exclusive=True)
+
+    def _signalled(self) -> None:
+        """Exit as q does; and should the shutdown itself hang (once seen after a pty vanished under a tmux
+        kill-session, not reproduced since), a watchdog stops the job's group and ends the process."""
+        self.exit()
+        watchdog = threading.Timer(EXIT_GRACE_S, self._force_exit)
+        watchdog.daemon = True
+        watchdog.start()
+
+    def _force_exit(self) -> None:
+        import os
+
+        monitor = getattr(self.source, "workload", None)
+        if monitor is not None:
+            try:
+                monitor.stop()
+            except Exception:  # noqa: BLE001 - last resort: the exit must happen regardless
+                pass
+        os._exit(129)
 
     async def _poll(self) -> None:
         """Ticks never overlap: the next sample starts only after the last one was shown.
