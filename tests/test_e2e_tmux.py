@@ -62,11 +62,14 @@ def test_signal_to_hwtop_with_a_workload_restores_and_leaves_no_child(sig: str, 
     session = f"hwtop-sig-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "exit"
     hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
-    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40",
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(tmp_path),
          f"{hwtop} --workload balanced --interval 0.5; echo $? > {marker}; sleep 30")
     try:
         pane = lambda: tmux("capture-pane", "-p", "-t", session)  # noqa: E731
         assert wait_for(lambda: "RUNNING" in pane() and "rank 0 step" in pane(), timeout=60), pane()
+        tmux("send-keys", "-t", session, "R")  # recording while the signal arrives
+        assert wait_for(lambda: "● REC" in pane(), timeout=10), pane()
+        time.sleep(1.5)
         pids = [p for p in subprocess.run(["pgrep", "-f", "hwtop --workload|tui.cli --workload"], capture_output=True,
                                           text=True).stdout.split()
                 if Path(f"/proc/{p}/comm").read_text().strip() in ("hwtop", "python", "python3")]  # not the shell
@@ -78,6 +81,13 @@ def test_signal_to_hwtop_with_a_workload_restores_and_leaves_no_child(sig: str, 
         assert wait_for(marker.exists, timeout=20), pane()
         assert tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "0"
         assert wait_for(lambda: not any(group_alive(g) for g in groups), timeout=15)
+        from probes.recording import load
+
+        recordings = list(tmp_path.glob("hwtop-*.jsonl.gz"))
+        assert len(recordings) == 1
+        recording = load(str(recordings[0]))
+        assert recording.truncated is None and len(recording) >= 2  # closed cleanly: whole lines, whole stream
+        assert recording.snapshot(len(recording) - 1).workload is not None
     finally:
         tmux("kill-session", "-t", session)
 
