@@ -43,12 +43,13 @@ def start(script: str) -> subprocess.Popen[str]:
     return process
 
 
-def stop(process: subprocess.Popen[str]) -> None:
-
-    try:
-        process.kill()
-    except ProcessLookupError:
-        pass
+def stop(process: subprocess.Popen[str], workers: tuple[int, ...] | list[int] = ()) -> None:
+    """The parent and its workers (orphans once the parent is gone, so killed by pid)."""
+    for pid in (process.pid, *workers):
+        try:
+            os.kill(pid, 9)
+        except ProcessLookupError:
+            pass
     process.wait(10)
 
 
@@ -80,12 +81,7 @@ def test_tree_roles_affinity_and_the_cpus_threads_ran_on():
         assert job.cpu_percent >= sum(by_pid[w].cpu_percent for w in workers)
         assert job.rss_bytes == sum(p.rss_bytes for p in job.processes)
     finally:
-        stop(process)
-        for pid in workers:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
+        stop(process, workers)
 
 
 COMING_AND_GOING = textwrap.dedent("""
@@ -247,9 +243,4 @@ async def test_job_screen_live_with_stack_on_a_key():
             await pilot.pause()
             assert not isinstance(app.screen, JobScreen)
     finally:
-        stop(process)
-        for pid in workers:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
+        stop(process, workers)
