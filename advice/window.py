@@ -51,12 +51,7 @@ def children(processes: Iterable[ProcessInfo], pid: int) -> tuple[ProcessInfo, .
 
 
 def gpu_numa_node(snapshot: Snapshot, index: int) -> int | None:
-    if snapshot.topology is None:
-        return None
-    for device in snapshot.topology.devices:
-        if device.kind == "gpu" and device.name == f"GPU{index}":
-            return device.numa_node
-    return None
+    return None if snapshot.topology is None else snapshot.topology.gpu_numa_nodes().get(index)
 
 
 def node_cpus(snapshot: Snapshot) -> dict[int, tuple[int, ...]]:

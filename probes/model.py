@@ -230,6 +230,11 @@ class Topology:
     numa: NumaSnapshot | None = None  # the NUMA layout of the machine this topology describes
     disagreements: tuple[str, ...] = ()  # pairs where sysfs and NVML's common ancestor differ
 
+    def gpu_numa_nodes(self) -> dict[int, int]:
+        """GPU index → the NUMA node it is attached to, for the GPUs whose node is known."""
+        return {int(d.name[3:]): d.numa_node for d in self.devices
+                if d.kind == "gpu" and d.numa_node is not None and d.name[3:].isdigit()}
+
 
 @dataclass(frozen=True, slots=True)
 class RankState:

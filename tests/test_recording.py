@@ -24,6 +24,18 @@ def dgx_frames(count: int = 6):
     return with_demo_topology(demo_snapshots("dgx-a100", count), "dgx-a100")
 
 
+def wait_for_snapshots(path, count: int, timeout: float = 60.0) -> None:
+    """Until a recorder running elsewhere has written `count` whole snapshots (or the timeout passes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        try:
+            if len(load(str(path))) >= count:
+                return
+        except RecordingError:
+            pass
+
+
 def write(path, frames) -> None:
     recorder = Recorder(str(path), 1.0, "trainbox")
     for frame in frames:
@@ -99,14 +111,7 @@ def test_a_recorder_killed_with_sigkill_leaves_a_replayable_file(tmp_path):
     process = subprocess.Popen([*HWTOP, "--demo", "dgx-a100", "record", str(path), "--interval", "0.1"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        count = 0
-        while time.monotonic() < deadline and count < 8:
-            time.sleep(0.3)
-            try:
-                count = len(load(str(path)))
-            except RecordingError:
-                count = 0
+        wait_for_snapshots(path, 8)
         os.kill(process.pid, signal.SIGKILL)
         process.wait(10)
     finally:
@@ -232,14 +237,7 @@ def test_a_signalled_recorder_closes_the_file_cleanly(tmp_path, sig):
     path = tmp_path / "signalled.jsonl.gz"
     process = subprocess.Popen([*HWTOP, "--demo", "rtx3090", "record", str(path), "--interval", "0.1"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    count = 0
-    while time.monotonic() < deadline and count < 5:
-        time.sleep(0.3)
-        try:
-            count = len(load(str(path)))
-        except RecordingError:
-            count = 0
+    wait_for_snapshots(path, 5)
     process.send_signal(sig)
     _, stderr = process.communicate(timeout=20)
     assert process.returncode == 0, stderr

@@ -199,9 +199,9 @@ def test_a_writable_config_is_refused_for_root(tmp_path):
     assert result.returncode == 0
     assert "is group- or world-writable and hwtop runs as root: ignored" in result.stderr
     config.chmod(0o600)
-    from tui.cli import load_config
+    from tui.config import load
 
-    assert load_config(str(config))["data_wait_fraction"] == 0.99
+    assert load(str(config)).thresholds["data_wait_fraction"] == 0.99
 
 
 def test_recordings_honour_the_umask_and_refuse_symlinks(tmp_path):

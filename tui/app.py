@@ -277,8 +277,9 @@ class HwtopApp(App[None]):
         # they need; the CPU panel gets what is left beside a 3-row GPU panel (past it, a heat strip), and the
         # GPU panel what the CPU panel leaves.
         inner = max(1, self.size.width - 4)
-        workload_rows = len(self.workload_panel.lines(inner)) + 2 if snapshot.workload is not None else 0
-        advice_rows = min(len(self.advice_panel.lines(inner)), int(height * 0.6)) + \
+        # cached_lines: the same lines the panels then draw at this width, built once
+        workload_rows = len(self.workload_panel.cached_lines(inner)) + 2 if snapshot.workload is not None else 0
+        advice_rows = min(len(self.advice_panel.cached_lines(inner)), int(height * 0.6)) + \
             (2 if findings and self.advice_panel.inline else 0)
         disks_rows = max(1, len(snapshot.disks)) + 2
         cpu_budget = height - 2 - 4 - workload_rows - advice_rows - 3 - 2 - disks_rows
@@ -286,10 +287,7 @@ class HwtopApp(App[None]):
                             max_lines=max(2, cpu_budget))
         top = self.top.outer_size.height or 7
         budget = max(1, height - 2 - 7 - top - 2 - workload_rows - advice_rows)  # 7: a useful process table
-        numa_of = {}
-        if snapshot.topology is not None:
-            numa_of = {int(d.name[3:]): d.numa_node for d in snapshot.topology.devices
-                       if d.kind == "gpu" and d.numa_node is not None and d.name[3:].isdigit()}
+        numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=budget, numa_of=numa_of,
                             marked=marked_gpus)
         self.process_table.show(snapshot.processes, gpus,

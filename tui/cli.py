@@ -299,13 +299,6 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     return 0
 
 
-def load_config(path: str | None):  # -> Thresholds
-    """The advice thresholds of --config, or of ~/.config/hwtop/config.toml when it exists."""
-    from tui.config import load
-
-    return load(path).thresholds
-
-
 def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # noqa: ANN001
     from tui.doctor_command import doctor_command
 

@@ -42,10 +42,7 @@ class JobScreen(Screen[None]):
 
     def show(self, snapshot: Snapshot, history: History, interval: float, paused: bool) -> None:
         self.header.show(snapshot, interval, paused)
-        node_of_gpu: dict[int, int] = {}
-        if snapshot.topology is not None:
-            node_of_gpu = {int(d.name[3:]): d.numa_node for d in snapshot.topology.devices
-                           if d.kind == "gpu" and d.numa_node is not None and d.name[3:].isdigit()}
+        node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         numa = snapshot.numa
         node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
         series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
