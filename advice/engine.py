@@ -8,11 +8,11 @@ import dataclasses
 from collections import deque
 from dataclasses import dataclass
 
-from advice.finding import Finding
-from advice.rules import RULES, Rule
-from advice.thresholds import Thresholds
-from advice.window import Window
-from probes.model import Snapshot
+from hwtop.advice.finding import Finding
+from hwtop.advice.rules import RULES, Rule
+from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.window import Window
+from hwtop.model.snapshot import Snapshot
 
 WINDOW_S = 120.0  # the past the rules may look at
 SPACING_S = 0.5  # at a faster refresh, the window keeps one snapshot per half second (the latest always)

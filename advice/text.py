@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from probes.sysfs import format_cpulist
+from hwtop.probes.sysfs import format_cpulist
 
 
 def gib(value: float | None) -> str:

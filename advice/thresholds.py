@@ -3,15 +3,10 @@ any of them (`[advice.thresholds]` in ~/.config/hwtop/config.toml); unknown name
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Ubuntu 22.04's Python 3.10: the same parser, as a package
-    import tomli as tomllib
 
 
 @dataclass(frozen=True, slots=True)

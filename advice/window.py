@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from probes.model import GpuSnapshot, ProcessInfo, Snapshot
+from hwtop.model.snapshot import GpuSnapshot, ProcessInfo, Snapshot
 
 
 def mean(values: Iterable[float | None]) -> float | None:

@@ -1,7 +1,7 @@
 """Bytes written to the terminal per second in steady state at a 1 s refresh — what an SSH link carries — for
 hwtop, htop, btop (and glances, top) measured the same way: `tmux pipe-pane` copies what each writes to its pane.
 
-    python benchmarks/bandwidth.py [--seconds 30]
+    python -m benchmarks.bandwidth [--seconds 30]
 """
 
 from __future__ import annotations
@@ -9,12 +9,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from terminal_runs import measure, peers, ratio  # noqa: E402
+from benchmarks.terminal_runs import measure, peers, ratio
 
 
 def main() -> None:
@@ -28,7 +25,7 @@ def main() -> None:
     by_name = {r.name: r.bytes_per_s for r in results}
     print(f"# hwtop terminal bandwidth — {time.strftime('%Y-%m-%d')} — {platform.node()}, {os.cpu_count()} CPUs; "
           f"{seconds:g} s steady state, 1 s refresh, 200x50 tmux pane")
-    print(f"# rerun: python benchmarks/bandwidth.py --seconds {seconds:g}\n")
+    print(f"# rerun: python -m benchmarks.bandwidth --seconds {seconds:g}\n")
     print("| monitor | bytes/s to the terminal | vs htop | vs btop |")
     print("|---|---|---|---|")
     for r in results:

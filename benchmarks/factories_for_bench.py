@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-
-from factories import demo_snapshots, host_snapshot  # noqa: E402
+from tests.factories import demo_snapshots, host_snapshot
 
 
 def render_costs(timed, ticks: int) -> list[tuple[str, float]]:
     """`timed(function, ticks)` is the caller's timer, so both tables are measured the same way."""
-    from probes.history import History
-    from widgets.cpu import CpuPanel
-    from widgets.gpu import GpuPanel
+    from hwtop.model.history import History
+    from hwtop.widgets.cpu import CpuPanel
+    from hwtop.widgets.gpu import GpuPanel
 
     out = []
     for cores in (2, 256):

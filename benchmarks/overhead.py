@@ -2,7 +2,7 @@
 of one core and peak RSS over a window at the same refresh in a 200x50 tmux pane. Also hwtop with --demo
 dgx-a100, with the embedded workload running (hwtop's process only), and at a 0.2 s refresh.
 
-    python benchmarks/overhead.py [--seconds 30]
+    python -m benchmarks.overhead [--seconds 30]
 
 Install the peers first where missing (Debian: apt-get install btop htop glances).
 """
@@ -12,12 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from terminal_runs import measure, peers, ratio  # noqa: E402
+from benchmarks.terminal_runs import measure, peers, ratio
 
 
 def main() -> None:
@@ -34,7 +31,7 @@ def main() -> None:
     by_name = {r.name: r for r in results}
     print(f"# hwtop overhead — {time.strftime('%Y-%m-%d')} — {platform.node()}, {os.cpu_count()} CPUs, "
           f"{platform.platform()}; {seconds:g} s window after 6 s warm-up, 1 s refresh, 200x50 tmux pane")
-    print(f"# rerun: python benchmarks/overhead.py --seconds {seconds:g}\n")
+    print(f"# rerun: python -m benchmarks.overhead --seconds {seconds:g}\n")
     print("| monitor | CPU % of one core | peak RSS MiB | CPU vs btop | vs htop | vs glances |")
     print("|---|---|---|---|---|---|")
     peers_cpu = {name: by_name[name].cpu_percent if name in by_name else None for name in ("btop", "htop", "glances")}

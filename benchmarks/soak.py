@@ -2,7 +2,7 @@
 in a real terminal; RSS, live threads and open file descriptors of hwtop's process sampled every 30 s — they
 must stay flat, not grow.
 
-    python benchmarks/soak.py [--minutes 10] [--interval 0.1] [--no-workload]
+    python -m benchmarks.soak [--minutes 10] [--interval 0.1] [--no-workload]
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ import sys
 import time
 import uuid
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from terminal_runs import tmux  # noqa: E402
+from benchmarks.terminal_runs import tmux
 
 
 def status(pid: int) -> tuple[float, int, int]:
@@ -58,7 +56,7 @@ def main() -> None:
         tmux("kill-session", "-t", session)
     print(f"# hwtop soak — {time.strftime('%Y-%m-%d %H:%M')} — {os.cpu_count()} CPUs; {command}; "
           f"{args.minutes:g} min")
-    print(f"# rerun: python benchmarks/soak.py --minutes {args.minutes:g} --interval {args.interval:g}"
+    print(f"# rerun: python -m benchmarks.soak --minutes {args.minutes:g} --interval {args.interval:g}"
           + (" --no-workload" if args.no_workload else ""))
     print("| t (s) | RSS MiB | threads | open fds |")
     print("|---|---|---|---|")

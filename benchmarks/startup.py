@@ -1,7 +1,7 @@
 """Wall time from exec to the first full frame, in a real terminal (tmux), against a bare Textual app;
 and the wall time of `hwtop snapshot --json`.
 
-    python benchmarks/startup.py [--runs 5]
+    python -m benchmarks.startup [--runs 5]
 
 "First full frame" is the first pane capture in which every panel shows values (CPU percentages, memory
 figures, the GPU line and process rows); the bare app's is the first capture showing its one Static.
@@ -74,7 +74,7 @@ def main() -> None:
         snaps.append(time.perf_counter() - start)
     b, o, s = statistics.median(bare), statistics.median(ours), statistics.median(snaps)
     print(f"# hwtop startup — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, median of {runs} runs")
-    print(f"# rerun: python benchmarks/startup.py --runs {runs}")
+    print(f"# rerun: python -m benchmarks.startup --runs {runs}")
     print("| what | seconds |")
     print("|---|---|")
     print(f"| bare Textual app, first frame | {b:.3f} |")

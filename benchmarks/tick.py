@@ -1,6 +1,6 @@
 """Cost of one tick, per probe and in total, on this machine and at synthetic scale; and of one render.
 
-    python benchmarks/tick.py [--ticks 50]
+    python -m benchmarks.tick [--ticks 50]
 """
 
 from __future__ import annotations
@@ -10,23 +10,20 @@ import dataclasses
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from types import SimpleNamespace
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from probes.cpu import CpuProbe, CpuStaticInfo  # noqa: E402
-from probes.demo_profiles import get_profile  # noqa: E402
-from probes.disks import DiskProbe  # noqa: E402
-from probes.fakenvml import FakeNvml  # noqa: E402
-from probes.gpu import NvmlProbe  # noqa: E402
-from probes.host import read_host  # noqa: E402
-from probes.memory import read_memory  # noqa: E402
-from probes.numa import NumaProbe, node_of_cpu  # noqa: E402
-from probes.processes import ProcessProbe  # noqa: E402
-from probes.sampler import Sampler  # noqa: E402
+from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.profiles import get_profile
+from hwtop.probes.cpu import CpuProbe, CpuStaticInfo
+from hwtop.probes.disks import DiskProbe
+from hwtop.probes.gpu import NvmlProbe
+from hwtop.probes.host import read_host
+from hwtop.probes.memory import read_memory
+from hwtop.probes.numa import NumaProbe, node_of_cpu
+from hwtop.probes.processes import ProcessProbe
+from hwtop.session.sampler import Sampler
 
 
 def timed(function, ticks: int) -> float:
@@ -71,7 +68,7 @@ def main() -> None:
     ticks = parser.parse_args().ticks
     print(f"# hwtop tick benchmark — {time.strftime('%Y-%m-%d')} — {platform.node()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")
-    print(f"# rerun: python benchmarks/tick.py --ticks {ticks}   (median of {ticks} ticks, ms)\n")
+    print(f"# rerun: python -m benchmarks.tick --ticks {ticks}   (median of {ticks} ticks, ms)\n")
 
     print("## this machine, per probe")
     numa = NumaProbe()
@@ -122,8 +119,8 @@ def main() -> None:
             print(f"| processes (synthetic /proc) | {count} | {timed(probe.read, max(5, ticks // 5)):.3f} | |")
 
     print("\n## advice (all 13 rules over the 120 s window, one update)")
-    from advice.engine import AdviceEngine
-    from probes.demo_topology import read_demo_topology
+    from hwtop.advice.engine import AdviceEngine
+    from hwtop.demo.topology import read_demo_topology
 
     for profile_name, cores in (("rtx3090", 16), ("dgx-a100", 256)):
         clock = [0.0]
@@ -133,7 +130,7 @@ def main() -> None:
         cpu_probe = CpuProbe(times_source=synthetic_cores(cores), freq_source=lambda: [],
                              static=CpuStaticInfo(start=False))
         base = Sampler(gpu=None).sample()
-        from probes.model import ProcessInfo
+        from hwtop.model.snapshot import ProcessInfo
 
         ranks = tuple(ProcessInfo(41000 + i, 40999, "bench", "python", "python train.py", "R", 99.0, 1 << 30, 8,
                                   tuple(range(cores))) for i in range(8))
@@ -154,8 +151,7 @@ def main() -> None:
         print(f"| advice engine, {profile_name} ({cores} cores, {len(gpus)} GPUs) | {timed(advise, ticks):8.3f} ms |")
 
     print("\n## render (widget text for one frame, no terminal I/O)")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from factories_for_bench import render_costs
+    from benchmarks.factories_for_bench import render_costs
 
     for name, ms in render_costs(timed, ticks):
         print(f"| {name:<44} | {ms:8.3f} ms |")

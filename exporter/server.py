@@ -8,13 +8,12 @@ import time
 from collections.abc import Callable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
+from hwtop.advice.engine import AdviceEngine
+from hwtop.exporter.metrics import families
+from hwtop.model.snapshot import Snapshot
 from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.exposition import ThreadingWSGIServer, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
-
-from advice.engine import AdviceEngine
-from exporter.metrics import families
-from probes.model import Snapshot
 
 
 class Latest:

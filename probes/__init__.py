@@ -1,9 +1,9 @@
 """Headless readers of the machine and the typed snapshot model (no Textual, no torch).
 
-    from probes.sampler import Sampler
+    from hwtop.session.sampler import Sampler
     snapshot = Sampler().sample()
 """
 
-from probes.model import SCHEMA, Snapshot
+from hwtop.model.snapshot import SCHEMA, Snapshot
 
 __all__ = ["SCHEMA", "Snapshot"]

@@ -9,9 +9,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psutil
-
-from probes.model import CoreLoad, CpuSnapshot
-from probes.rates import counter_delta
+from hwtop.model.snapshot import CoreLoad, CpuSnapshot
+from hwtop.probes.rates import counter_delta
 
 # Field names as psutil (and /proc/stat) give them; guest and guest_nice are already inside user and nice.
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")

@@ -8,10 +8,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import psutil
-
-from probes.model import DiskSnapshot
-from probes.rates import RateMeter
-from probes.sysfs import read_text
+from hwtop.model.snapshot import DiskSnapshot
+from hwtop.probes.rates import RateMeter
+from hwtop.probes.sysfs import read_text
 
 # Memory-backed or placeholder devices that carry no dataset and would only clutter the panel.
 _HIDDEN = re.compile(r"^(loop|ram|zram|fd|sr)\d*")

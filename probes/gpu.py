@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.model import (
+from hwtop.model.snapshot import (
     EccCounts,
     GpmMetrics,
     GpuProcess,
@@ -27,7 +27,7 @@ from probes.model import (
     ProcessInfo,
     Topology,
 )
-from probes.rates import RateMeter
+from hwtop.probes.rates import RateMeter
 
 SLOW_TIER_S = 5.0
 LOST_RETRY_S = 5.0
@@ -161,7 +161,7 @@ class NvmlProbe:
     def topology_inputs(self) -> tuple[list[tuple[str, str]], list[tuple[int, tuple[str | None, ...]]]]:
         """(name, bus id) and NVLink state per GPU, for probes.topology; read once (NVML topology calls are
         not thread-safe, and this runs on the sampler's thread only)."""
-        from probes.topology import count_nvlinks
+        from hwtop.probes.topology import count_nvlinks
 
         if self._system is None:
             self._system = self._open()
@@ -177,15 +177,15 @@ class NvmlProbe:
 
     def machine_topology(self, root: str = "/") -> Topology:
         """This machine's topology: the sysfs tree under `root`, NVLink state, and NVML's cross-check."""
-        from probes.numa import NumaProbe
-        from probes.topology import read_topology
+        from hwtop.probes.numa import NumaProbe
+        from hwtop.probes.topology import read_topology
 
         return read_topology(root, *self.topology_inputs(), numa=NumaProbe(root).read(),
                              nvml_relations=self.common_ancestors())
 
     def common_ancestors(self) -> dict[tuple[int, int], str]:
         """NVML's own PCIe relation for each GPU pair (nvmlDeviceGetTopologyCommonAncestor), where it has one."""
-        from probes.topology import NVML_LEVELS
+        from hwtop.probes.topology import NVML_LEVELS
 
         if self._system is None:
             self._system = self._open()

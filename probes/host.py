@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from probes.model import HostInfo
-from probes.sysfs import read_text
+from hwtop.model.snapshot import HostInfo
+from hwtop.probes.sysfs import read_text
 
 
 def read_host(root: str = "/") -> HostInfo:

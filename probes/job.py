@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from probes.model import GpuSnapshot, JobProcess, JobSnapshot, WorkloadState
-from probes.processes import CLOCK_TICKS, PAGE_SIZE, parse_stat
+from hwtop.model.snapshot import GpuSnapshot, JobProcess, JobSnapshot, WorkloadState
+from hwtop.probes.processes import CLOCK_TICKS, PAGE_SIZE, parse_stat
 
 SLOW_S = 10.0  # numa_maps walks the page tables: not every tick
 MAX_PROCESSES = 256
@@ -266,7 +266,7 @@ class JobProbe:
         try:
             for line in _read(f"{base}/status").decode("utf-8", "replace").splitlines():
                 if line.startswith("Cpus_allowed_list:"):
-                    from probes.sysfs import parse_cpulist
+                    from hwtop.probes.sysfs import parse_cpulist
 
                     affinity = tuple(parse_cpulist(line.split(":", 1)[1].strip()))
         except OSError:
@@ -348,7 +348,7 @@ class JobProbe:
 
     def _open_file_devices(self, base: str) -> tuple[tuple[str, int], ...]:
         """Disks holding the regular files the process has open (its dataset, checkpoints)."""
-        from probes.disks import device_for_path
+        from hwtop.probes.disks import device_for_path
 
         counts: dict[str, int] = {}
         try:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import psutil
-
-from probes.model import MemorySnapshot
+from hwtop.model.snapshot import MemorySnapshot
 
 
 def read_memory() -> MemorySnapshot:

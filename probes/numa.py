@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 
-from probes.model import NumaNode, NumaSnapshot
-from probes.sysfs import parse_cpulist, parse_int_row, parse_meminfo_kb, read_text
+from hwtop.model.snapshot import NumaNode, NumaSnapshot
+from hwtop.probes.sysfs import parse_cpulist, parse_int_row, parse_meminfo_kb, read_text
 
 NODE_DIR = "sys/devices/system/node"
 _NODE_NAME = re.compile(r"^node(\d+)$")

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from probes.model import ProcessInfo
-from probes.sysfs import parse_cpulist
+from hwtop.model.snapshot import ProcessInfo
+from hwtop.probes.sysfs import parse_cpulist
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

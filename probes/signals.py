@@ -19,7 +19,7 @@ class Target:
 
 def describe(pid: int, root: str = "/") -> Target | None:
     """The process as it is now, or None when it has gone."""
-    from probes.processes import parse_stat, user_name
+    from hwtop.probes.processes import parse_stat, user_name
 
     base = os.path.join(root, "proc", str(pid))
     try:

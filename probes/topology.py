@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from probes.model import NumaSnapshot, TopoDevice, Topology
-from probes.sysfs import parse_cpulist, read_text
+from hwtop.model.snapshot import NumaSnapshot, TopoDevice, Topology
+from hwtop.probes.sysfs import parse_cpulist, read_text
 
 PCI_DEVICES = "sys/bus/pci/devices"
 _GEN_BY_RATE = {"2.5": 1, "5.0": 2, "5": 2, "8.0": 3, "8": 3, "16.0": 4, "16": 4, "32.0": 5, "32": 5, "64.0": 6,

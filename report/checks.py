@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from report.facts import BoxFacts
+from hwtop.report.facts import BoxFacts
 
 GIB = 1 << 30
 GB = 1e9

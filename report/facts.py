@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from probes.gpu_caps import GpuCaps, capabilities
+from hwtop.probes.gpu_caps import GpuCaps, capabilities
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +52,12 @@ def _gpu_facts(gpus, topology) -> tuple[GpuFacts, ...]:  # noqa: ANN001 - GpuSna
 
 
 def gather(demo: str | None = None) -> BoxFacts:
-    from probes.gpu import NvmlProbe
+    from hwtop.probes.gpu import NvmlProbe
 
     if demo is not None:
-        from probes.demo_profiles import get_profile
-        from probes.demo_topology import read_demo_topology
-        from probes.fakenvml import FakeNvml
+        from hwtop.demo.fakenvml import FakeNvml
+        from hwtop.demo.profiles import get_profile
+        from hwtop.demo.topology import read_demo_topology
 
         profile = get_profile(demo)
         probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
@@ -73,9 +73,8 @@ def gather(demo: str | None = None) -> BoxFacts:
                         host.ram_bytes if host else None, host.swap_bytes if host else None,
                         host.disks if host else ())
     import psutil
-
-    from probes.cpu import CpuStaticInfo
-    from probes.disks import disk_kind, whole_disks
+    from hwtop.probes.cpu import CpuStaticInfo
+    from hwtop.probes.disks import disk_kind, whole_disks
 
     probe = NvmlProbe()
     try:

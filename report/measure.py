@@ -12,12 +12,13 @@ TIMEOUT_S = 300.0
 
 def run_bench(compute: bool, pcie: bool) -> dict[str, Any]:
     """The bench's JSON, or {"error": why} when torch is missing or the bench fails."""
-    from workload.launcher import torch_missing
+    from hwtop.workload.launcher import torch_missing
 
     missing = torch_missing()
     if missing:
         return {"error": missing}
-    argv = [sys.executable, "-m", "workload.bench"] + (["--compute"] if compute else []) + (["--pcie"] if pcie else [])
+    argv = [sys.executable, "-P", "-m", "hwtop.workload.bench"]
+    argv += (["--compute"] if compute else []) + (["--pcie"] if pcie else [])
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:

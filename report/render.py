@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from report.checks import Check, Tier, pcie_theoretical_gbs
-from report.facts import BoxFacts
-from report.fit import FitEstimate
-from report.storage import StorageResult
+from hwtop.report.checks import Check, Tier, pcie_theoretical_gbs
+from hwtop.report.facts import BoxFacts
+from hwtop.report.fit import FitEstimate
+from hwtop.report.storage import StorageResult
 
 SCHEMA = "hwtop.report/1"
 MARK = {"pass": "ok   ", "short": "SHORT", "info": "info "}

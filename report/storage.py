@@ -7,7 +7,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from probes.disks import device_for_path, disk_kind
+from hwtop.probes.disks import device_for_path, disk_kind
 
 CHUNK = 4 << 20
 DEFAULT_LIMIT = 1 << 30

@@ -1,6 +1,6 @@
 """Regenerate the screenshots: the real app, on this machine and on demo profiles, as SVG (Textual) and PNG.
 
-    python screenshots/regenerate.py          # needs the test extra (cairosvg) for the PNGs
+    python -m screenshots.regenerate          # needs the test extra (cairosvg) for the PNGs
 """
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ import asyncio
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
+from hwtop.cli.main import make_sampler
+from hwtop.tui.app import HwtopApp
 
-from tui.app import HwtopApp  # noqa: E402
-from tui.cli import make_sampler  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 SHOTS = [
     ("main-80x24", None, (80, 24)),
@@ -76,8 +75,8 @@ async def capture_replay(name: str, size: tuple[int, int]) -> str:
     """A recording made here of the dgx-a100 demo (the real recorder), played back and paused mid-way."""
     import tempfile
 
-    from probes.recording import Recorder, load
-    from probes.replay import ReplaySource
+    from hwtop.recording.replay import ReplaySource
+    from hwtop.recording.store import Recorder, load
 
     sampler = make_sampler("dgx-a100", no_gpu=False)
     with tempfile.TemporaryDirectory() as folder:
@@ -102,8 +101,8 @@ async def capture_fleet(name: str, size: tuple[int, int]) -> str:
     """Two live exporters (demo machines) and an address where nothing listens."""
     import threading
 
-    from exporter.server import make_exporter
-    from tui.fleet_app import FleetApp
+    from hwtop.exporter.server import make_exporter
+    from hwtop.tui.fleet_app import FleetApp
 
     servers = []
     for profile in ("dgx-a100", "ws-2x3090"):
@@ -131,11 +130,11 @@ async def capture_job(name: str, size: tuple[int, int]) -> str:
     import signal
     import subprocess
 
-    from probes.job import JobProbe
-    from probes.sampler import Sampler
+    from hwtop.probes.job import JobProbe
+    from hwtop.session.sampler import Sampler
 
-    job = subprocess.Popen([sys.executable, "-m", "workload.job", "--device", "cpu", "--world-size", "2",
-                            "--num-workers", "1", "--seconds", "120", "--port", "29677"], stdout=subprocess.PIPE,
+    job = subprocess.Popen([sys.executable, "-m", "hwtop.workload.job", "--device", "cpu", "--world-size", "2",
+                            "--num-workers", "1", "--seconds", "120"], stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
         steps = 0

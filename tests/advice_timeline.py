@@ -8,14 +8,11 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from factories import T0, host_snapshot
-
-from advice.engine import AdviceEngine
-from advice.finding import Finding
-from probes.demo_profiles import GIB
-from probes.fakenvml import FakeNvml
-from probes.gpu import NvmlProbe
-from probes.model import (
+from hwtop.advice.engine import AdviceEngine
+from hwtop.advice.finding import Finding
+from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.profiles import GIB
+from hwtop.model.snapshot import (
     CoreLoad,
     GpuProcess,
     GpuSnapshot,
@@ -24,6 +21,8 @@ from probes.model import (
     Snapshot,
     WorkloadState,
 )
+from hwtop.probes.gpu import NvmlProbe
+from tests.factories import T0, host_snapshot
 
 
 class Timeline:
@@ -35,7 +34,7 @@ class Timeline:
         self.base = host_snapshot(cores, nodes, busy_core=None)
         self.topology = self.numa = None
         if topology and profile:
-            from probes.demo_topology import read_demo_topology
+            from hwtop.demo.topology import read_demo_topology
 
             self.topology, self.numa = read_demo_topology(profile, NvmlProbe(FakeNvml(profile)))
 

@@ -1,6 +1,1 @@
-from __future__ import annotations
-
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(__file__))
+"""Shared pytest configuration: the `slow` mark (torch runs, tmux, Prometheus) is declared in pyproject.toml."""

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from probes.demo_profiles import GIB
-from probes.fakenvml import FakeNvml
-from probes.gpu import NvmlProbe
-from probes.history import History
-from probes.model import (
+from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.profiles import GIB
+from hwtop.model.history import History
+from hwtop.model.snapshot import (
     CoreLoad,
     CpuSnapshot,
     DiskSnapshot,
@@ -18,6 +17,7 @@ from probes.model import (
     ProcessInfo,
     Snapshot,
 )
+from hwtop.probes.gpu import NvmlProbe
 
 T0 = 1_796_200_000.0  # a fixed wall-clock time, so screenshots do not change with the day
 
@@ -89,7 +89,7 @@ def with_demo_topology(snapshots: list[Snapshot], profile: str) -> list[Snapshot
     """The same snapshots carrying the demo profile's topology, read by the real code from its sysfs tree."""
     import dataclasses
 
-    from probes.demo_topology import read_demo_topology
+    from hwtop.demo.topology import read_demo_topology
 
     probe = NvmlProbe(FakeNvml(profile))
     topology, numa = read_demo_topology(profile, probe)

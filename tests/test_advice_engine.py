@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from advice_timeline import Timeline, ids, rank, run, workload
 
-from advice.engine import MAX_SNAPSHOTS, AdviceEngine
-from advice.finding import Finding
-from advice.rules import RULE_IDS, RULES, Rule
-from advice.thresholds import TABLE, Thresholds, load
+from hwtop.advice.engine import MAX_SNAPSHOTS, AdviceEngine
+from hwtop.advice.finding import Finding
+from hwtop.advice.rules import RULE_IDS, RULES, Rule
+from hwtop.advice.thresholds import TABLE, Thresholds, load
+from tests.advice_timeline import Timeline, ids, rank, run, workload
 
 
 def starved(t: Timeline, wait: float):

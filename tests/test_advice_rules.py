@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from advice_timeline import Timeline, find, ids, plain_gpu, process, rank, run, workload
 
-from probes.demo_profiles import GIB, MIB
-from probes.model import DiskSnapshot, GpmMetrics, MemorySnapshot, Topology
+from hwtop.demo.profiles import GIB, MIB
+from hwtop.model.snapshot import DiskSnapshot, GpmMetrics, MemorySnapshot, Topology
+from tests.advice_timeline import Timeline, find, ids, plain_gpu, process, rank, run, workload
 
 
 def ticks(timeline: Timeline, count: int, **kwargs):
@@ -362,7 +362,7 @@ def test_turing_rtx_gets_fp16_with_a_scaler_not_bf16():
 
 @pytest.mark.parametrize(("pages", "fires"), [(((0, 100), (1, 900)), True), (((0, 900), (1, 100)), False)])
 def test_focused_rank_with_its_memory_on_the_far_node(pages, fires):
-    from probes.model import JobProcess, JobSnapshot
+    from hwtop.model.snapshot import JobProcess, JobSnapshot
 
     t = Timeline("dgx-a100", topology=True)
     rank0 = JobProcess(52000, 51999, "python", "python train.py", "rank 0", 0, 1, "R", 99.0, 8 * GIB, 30,

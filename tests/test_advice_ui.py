@@ -3,13 +3,13 @@ empty state, and a finding clearing while the app runs."""
 
 from __future__ import annotations
 
-from advice_timeline import Timeline, rank, workload
-from factories import ScriptedSource, host_snapshot
 from textual.geometry import Offset
 
-from probes.history import History
-from tui.app import HwtopApp
-from widgets.advice import AdvicePanel
+from hwtop.model.history import History
+from hwtop.tui.app import HwtopApp
+from hwtop.widgets.advice import AdvicePanel
+from tests.advice_timeline import Timeline, rank, workload
+from tests.factories import ScriptedSource, host_snapshot
 
 
 def text_of(widget) -> str:
@@ -114,7 +114,7 @@ async def test_a_finding_appears_then_clears_while_the_app_runs() -> None:
 
 
 async def test_short_terminal_opens_findings_on_their_own_screen() -> None:
-    from tui.advice_screen import AdviceScreen
+    from hwtop.tui.advice_screen import AdviceScreen
 
     app = warmed_app(troubled_frames())
     async with app.run_test(size=(80, 24)) as pilot:

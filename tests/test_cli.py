@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-HWTOP = [sys.executable, "-m", "tui.cli"]
+import hwtop
+
+HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 
 
 def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -32,7 +34,7 @@ def test_bad_input_exits_2_with_one_line(args: list[str], needle: str) -> None:
 
 
 def test_version_and_help() -> None:
-    assert run("--version").stdout.strip() == "hwtop 0.1.0"
+    assert run("--version").stdout.strip() == f"hwtop {hwtop.__version__}"
     text = run("--help").stdout
     for option in ("--interval", "--demo", "--no-gpu", "snapshot", "--version"):
         assert option in text

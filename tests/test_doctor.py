@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-HWTOP = [sys.executable, "-m", "tui.cli"]
+pytestmark = pytest.mark.slow  # real torch jobs / a real terminal
+
+HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 
 
 def doctor(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 
 def tmux(*args: str) -> str:
@@ -31,7 +31,7 @@ def wait_for(predicate, timeout: float = 20.0) -> bool:
 def test_hwtop_draws_quits_and_restores_terminal(size: tuple[int, int], tmp_path: Path) -> None:
     session = f"hwtop-e2e-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "exit"
-    hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m hwtop"
     command = f"{hwtop} --interval 0.5; echo $? > {marker}; echo HWTOP-EXITED; sleep 30"
     tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
     try:
@@ -57,11 +57,11 @@ def test_signal_to_hwtop_with_a_workload_restores_and_leaves_no_child(sig: str, 
     import os
     import signal
 
-    from workload.launcher import group_alive
+    from hwtop.workload.launcher import group_alive
 
     session = f"hwtop-sig-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "exit"
-    hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m hwtop"
     tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", "-c", str(tmp_path),
          f"{hwtop} --workload balanced --interval 0.5; echo $? > {marker}; sleep 30")
     try:
@@ -70,10 +70,10 @@ def test_signal_to_hwtop_with_a_workload_restores_and_leaves_no_child(sig: str, 
         tmux("send-keys", "-t", session, "R")  # recording while the signal arrives
         assert wait_for(lambda: "● REC" in pane(), timeout=10), pane()
         time.sleep(1.5)
-        pids = [p for p in subprocess.run(["pgrep", "-f", "hwtop --workload|tui.cli --workload"], capture_output=True,
+        pids = [p for p in subprocess.run(["pgrep", "-f", "hwtop --workload|-m hwtop --workload"], capture_output=True,
                                           text=True).stdout.split()
                 if Path(f"/proc/{p}/comm").read_text().strip() in ("hwtop", "python", "python3")]  # not the shell
-        jobs = subprocess.run(["pgrep", "-f", "-x", ".*-m workload.job.*"], capture_output=True,
+        jobs = subprocess.run(["pgrep", "-f", "-x", ".*-m hwtop.workload.job.*"], capture_output=True,
                               text=True).stdout.split()
         assert pids and jobs
         groups = {os.getpgid(int(j)) for j in jobs}
@@ -81,7 +81,7 @@ def test_signal_to_hwtop_with_a_workload_restores_and_leaves_no_child(sig: str, 
         assert wait_for(marker.exists, timeout=20), pane()
         assert tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "0"
         assert wait_for(lambda: not any(group_alive(g) for g in groups), timeout=15)
-        from probes.recording import load
+        from hwtop.recording.store import load
 
         recordings = list(tmp_path.glob("hwtop-*.jsonl.gz"))
         assert len(recordings) == 1
@@ -96,7 +96,7 @@ def test_hwtop_pid_opens_the_job_view_in_a_terminal(tmp_path: Path) -> None:
     session = f"hwtop-e2e-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "exit"
     job = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.2)"])
-    hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m hwtop"
     command = f"{hwtop} --interval 0.5 --pid {job.pid}; echo $? > {marker}; echo HWTOP-EXITED; sleep 30"
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "30", command)
     try:
@@ -117,7 +117,7 @@ def test_hwtop_pid_opens_the_job_view_in_a_terminal(tmp_path: Path) -> None:
 
 def test_a_hangup_exit_that_hangs_is_ended_by_the_watchdog(monkeypatch) -> None:
     """The watchdog armed by SIGTERM/SIGHUP stops the job's group and ends the process (os._exit)."""
-    from tui import app as app_module
+    from hwtop.tui import app as app_module
 
     stopped, exited = [], []
 

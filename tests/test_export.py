@@ -19,12 +19,12 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from exporter.server import make_exporter
-from probes.fakenvml import FakeNvml
-from probes.gpu import NvmlProbe
-from probes.sampler import Sampler
+from hwtop.demo.fakenvml import FakeNvml
+from hwtop.exporter.server import make_exporter
+from hwtop.probes.gpu import NvmlProbe
+from hwtop.session.sampler import Sampler
 
-HWTOP = [sys.executable, "-m", "tui.cli"]
+HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 DCGM_NAMES = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP",
               "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK",
               "DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "DCGM_FI_DEV_PCIE_RX_THROUGHPUT"}
@@ -90,6 +90,7 @@ def test_metrics_parse_with_dcgm_names_and_labels(exporter):
             "hwtop_advice_finding", "hwtop_workload_samples_per_second"} <= set(families)
 
 
+@pytest.mark.slow
 def test_findings_are_series(exporter):
     exporter.fake.force_reasons(3, "hw_thermal")
     deadline = time.monotonic() + 20
@@ -150,6 +151,7 @@ def test_bad_listen_address_exits_2(listen, message):
 PROMETHEUS = shutil.which("prometheus")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(PROMETHEUS is None, reason="Debian's prometheus package is not installed (.ci/run installs it)")
 def test_a_real_prometheus_scrapes_eight_gpus():
     port, prom_port = free_port(), free_port()
@@ -187,7 +189,7 @@ def test_a_real_prometheus_scrapes_eight_gpus():
 # ----- fleet -----
 
 async def test_fleet_view_two_exporters_and_a_dead_one():
-    from tui.fleet_app import FleetApp, HostScreen
+    from hwtop.tui.fleet_app import FleetApp, HostScreen
 
     first, second = Exporter("dgx-a100"), Exporter("rtx3090")
     dead = f"127.0.0.1:{free_port()}"  # nothing listens there
@@ -217,7 +219,7 @@ async def test_fleet_view_two_exporters_and_a_dead_one():
 
 
 def test_fleet_parses_a_dcgm_exporter_page():
-    from fleet.scrape import parse
+    from hwtop.fleet.scrape import parse
 
     page = ('# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).\n# TYPE DCGM_FI_DEV_GPU_UTIL gauge\n'
             'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",'

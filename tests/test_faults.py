@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from probes.sampler import Sampler
+from hwtop.session.sampler import Sampler
 
 
 def fake_job(tmp_path: Path, body: str) -> str:
@@ -25,7 +25,7 @@ def fake_job(tmp_path: Path, body: str) -> str:
 
 
 def monitor_with(tmp_path: Path, body: str, monkeypatch, stall_s: float = 15.0):
-    from workload import launcher, monitor
+    from hwtop.workload import launcher, monitor
 
     python = fake_job(tmp_path, body)
     monkeypatch.setattr(monitor, "WorkloadProcess", functools.partial(launcher.WorkloadProcess, python=python))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from widgets.format import SPARK, sparkline
+from hwtop.widgets.format import SPARK, sparkline
 
 
 def test_an_all_zero_series_scaled_by_its_own_maximum_is_flat():

@@ -8,10 +8,10 @@ import os
 import pynvml
 import pytest
 
-from probes.demo_profiles import PROFILES, get_profile
-from probes.fakenvml import FakeNvml
-from probes.gpu import LOST_RETRY_S, NvmlProbe, decode_throttle_reasons
-from probes.model import ProcessInfo
+from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.profiles import PROFILES, get_profile
+from hwtop.model.snapshot import ProcessInfo
+from hwtop.probes.gpu import LOST_RETRY_S, NvmlProbe, decode_throttle_reasons
 
 
 class Clock:
@@ -197,7 +197,7 @@ def test_processes_join_host_data_and_flag_foreign_pids(tmp_path) -> None:
     own = os.getpid()
     _proc_with_fds(tmp_path, own, ["/dev/nvidia0"], "python -m pytest")
     profile = get_profile("rtx3090")
-    from probes.demo_profiles import DemoProcess
+    from hwtop.demo.profiles import DemoProcess
 
     profile = dataclasses.replace(profile, processes=(
         DemoProcess(0, own, "compute", 2 * 1024**3, "pytest"),
@@ -261,7 +261,7 @@ def _proc_with_fds(root, pid: int, targets: list[str], cmdline: str) -> None:
 def test_container_pids_are_not_matched_to_the_wrong_process(tmp_path) -> None:
     """NVML reports host pids 500 and 4000000. Local pid 500 exists but holds no /dev/nvidia0 (another
     process); local pid 77 holds /dev/nvidia0: shown as a holder, and the status says the mapping is gone."""
-    from probes.demo_profiles import DemoProcess
+    from hwtop.demo.profiles import DemoProcess
 
     _proc_with_fds(tmp_path, 500, ["/dev/null", "pipe:[1234]"], "bash")
     _proc_with_fds(tmp_path, 77, ["/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm"], "python train.py")

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from probes.job import JobError, JobProbe, parse_numa_maps
-from probes.stack import dump
+from hwtop.probes.job import JobError, JobProbe, parse_numa_maps
+from hwtop.probes.stack import dump
 
-HWTOP = [sys.executable, "-m", "tui.cli"]
+HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
 
 PINNED_JOB = textwrap.dedent("""
@@ -99,6 +99,7 @@ COMING_AND_GOING = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_workers_join_and_leave_and_the_job_ends_with_its_exit_code():
     process = start(COMING_AND_GOING)
     try:
@@ -123,9 +124,10 @@ def test_workers_join_and_leave_and_the_job_ends_with_its_exit_code():
         process.wait(10)
 
 
+@pytest.mark.slow
 def test_the_embedded_workload_focused_by_pid_shows_its_ranks_and_workers():
-    job_process = subprocess.Popen([sys.executable, "-m", "workload.job", "--device", "cpu", "--world-size", "2",
-                                    "--num-workers", "1", "--seconds", "40", "--port", "29655"],
+    job_process = subprocess.Popen([sys.executable, "-m", "hwtop.workload.job", "--device", "cpu", "--world-size", "2",
+                                    "--num-workers", "1", "--seconds", "40"],
                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                    start_new_session=True)
     try:
@@ -212,9 +214,9 @@ def test_check_refuses_nothing_to_focus():
 
 
 async def test_job_screen_live_with_stack_on_a_key():
-    from probes.sampler import Sampler
-    from tui.app import HwtopApp
-    from tui.job_screen import JobScreen
+    from hwtop.session.sampler import Sampler
+    from hwtop.tui.app import HwtopApp
+    from hwtop.tui.job_screen import JobScreen
 
     process = start(PINNED_JOB.replace("os.sched_setaffinity(0, {1})", "pass").replace(
         "os.sched_setaffinity(0, {0})", "pass"))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from factories import ScriptedSource, demo_snapshots, host_snapshot
 
-from tui.app import HwtopApp
+from hwtop.tui.app import HwtopApp
+from tests.factories import ScriptedSource, demo_snapshots, host_snapshot
 
 
 async def _first_frame(pilot) -> None:
@@ -36,7 +36,7 @@ async def _topology(pilot) -> None:
 
 @pytest.mark.parametrize(("kind", "size"), [("dgx-a100", (200, 60)), ("dgx-a100", (80, 24)), ("nogpu", (80, 24))])
 def test_topology_look(snap_compare, kind: str, size: tuple[int, int]) -> None:
-    from factories import with_demo_topology
+    from tests.factories import with_demo_topology
 
     if kind == "nogpu":
         app = HwtopApp(ScriptedSource([host_snapshot()]))
@@ -54,6 +54,6 @@ async def _advice_open(pilot) -> None:
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
 def test_advice_look(snap_compare, size: tuple[int, int]) -> None:
     """A starved job on a busy GPU with a degraded link: two findings, the first expanded."""
-    from test_advice_ui import troubled_frames, warmed_app
+    from tests.test_advice_ui import troubled_frames, warmed_app
 
     assert snap_compare(warmed_app(troubled_frames()), terminal_size=size, run_before=_advice_open)

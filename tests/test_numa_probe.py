@@ -2,9 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysfs_trees import container_without_numa, laptop, two_socket_four_node, write
-
-from probes.numa import NumaProbe, node_of_cpu
+from hwtop.probes.numa import NumaProbe, node_of_cpu
+from tests.sysfs_trees import container_without_numa, laptop, two_socket_four_node, write
 
 
 def test_two_socket_four_node_layout(tmp_path: Path) -> None:

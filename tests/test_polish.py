@@ -7,12 +7,12 @@ import dataclasses
 import os
 
 import pytest
-from factories import ScriptedSource, host_snapshot
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tui.app import PALETTE, HwtopApp
-from widgets.processes import Row, filter_rows, tree_rows
+from hwtop.tui.app import PALETTE, HwtopApp
+from hwtop.widgets.processes import Row, filter_rows, tree_rows
+from tests.factories import ScriptedSource, host_snapshot
 
 
 async def started(app: HwtopApp, pilot) -> None:
@@ -82,7 +82,7 @@ async def test_the_command_palette_lists_every_action() -> None:
 
 
 def test_help_covers_every_key() -> None:
-    from tui.help import KEYS
+    from hwtop.tui.help import KEYS
 
     documented = {key for key, _ in KEYS}
     display = {"question_mark": "?", "slash": "/", "full_stop": ".", "comma": ",", "right_square_bracket": "]",
@@ -93,7 +93,7 @@ def test_help_covers_every_key() -> None:
 
 
 def test_help_option_lists_every_option(capsys) -> None:
-    from tui.cli import build_parser
+    from hwtop.cli.main import build_parser
 
     parser = build_parser()
     text = parser.format_help()
@@ -135,7 +135,7 @@ async def test_hidden_panels_from_the_config() -> None:
 
 
 def test_config_file(tmp_path) -> None:
-    from tui.config import load
+    from hwtop.session.config import load
 
     path = tmp_path / "config.toml"
     path.write_text('[ui]\ninterval = 0.5\ntheme = "light"\nhide = ["disks"]\n\n[advice.thresholds]\n'
@@ -185,9 +185,8 @@ def test_filter_rows_keeps_only_matches(rows, text) -> None:
 
 
 async def test_a_click_on_a_gpu_shows_its_processes() -> None:
-    from factories import demo_snapshots
-
-    from widgets.gpu import GpuPanel
+    from hwtop.widgets.gpu import GpuPanel
+    from tests.factories import demo_snapshots
 
     app = HwtopApp(ScriptedSource(demo_snapshots("dgx-a100")))
     async with app.run_test(size=(200, 60)) as pilot:

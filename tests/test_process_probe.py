@@ -5,9 +5,9 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from sysfs_trees import write
 
-from probes.processes import CLOCK_TICKS, PAGE_SIZE, ProcessProbe, parse_stat
+from hwtop.probes.processes import CLOCK_TICKS, PAGE_SIZE, ProcessProbe, parse_stat
+from tests.sysfs_trees import write
 
 
 def stat_line(pid: int, name: str, state: str = "S", ppid: int = 1, utime: int = 0, stime: int = 0,

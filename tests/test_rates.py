@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from probes.rates import RateMeter, counter_delta
+from hwtop.probes.rates import RateMeter, counter_delta
 
 
 def test_first_sample_has_no_delta() -> None:

@@ -11,13 +11,13 @@ import sys
 import time
 
 import pytest
-from advice_timeline import Timeline, rank, workload
-from factories import demo_snapshots, with_demo_topology
 
-from probes.recording import Recorder, RecordingError, load
-from probes.replay import ReplaySource
+from hwtop.recording.replay import ReplaySource
+from hwtop.recording.store import Recorder, RecordingError, load
+from tests.advice_timeline import Timeline, rank, workload
+from tests.factories import demo_snapshots, with_demo_topology
 
-HWTOP = [sys.executable, "-m", "tui.cli"]
+HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 
 
 def dgx_frames(count: int = 6):
@@ -179,7 +179,7 @@ def starved_recording(tmp_path):
 
 
 async def test_replay_controls_and_advice_as_it_plays(tmp_path):
-    from tui.app import HwtopApp
+    from hwtop.tui.app import HwtopApp
 
     recording, frames = starved_recording(tmp_path)
     source = ReplaySource(recording, interval_s=0.05, speed=20.0)  # 1 s of recording per 0.05 s tick
@@ -212,9 +212,8 @@ async def test_replay_controls_and_advice_as_it_plays(tmp_path):
 
 
 async def test_r_records_from_the_tui(tmp_path, monkeypatch):
-    from factories import ScriptedSource
-
-    from tui.app import HwtopApp
+    from hwtop.tui.app import HwtopApp
+    from tests.factories import ScriptedSource
 
     monkeypatch.chdir(tmp_path)
     app = HwtopApp(ScriptedSource(dgx_frames(3)), interval=0.05)

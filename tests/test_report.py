@@ -10,14 +10,14 @@ import sys
 
 import pytest
 
-from probes.demo_profiles import PROFILES
-from probes.gpu_caps import capabilities
-from report.checks import checks, tier
-from report.facts import gather
-from report.fit import GIB, estimate
-from report.storage import measure
+from hwtop.demo.profiles import PROFILES
+from hwtop.probes.gpu_caps import capabilities
+from hwtop.report.checks import checks, tier
+from hwtop.report.facts import gather
+from hwtop.report.fit import GIB, estimate
+from hwtop.report.storage import measure
 
-HWTOP = [sys.executable, "-m", "tui.cli"]
+HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 
 EXPECTED_TIERS = {"gtx1660s": "entry", "rtx3050": "entry", "rtx3090": "professional", "ws-2x3090": "professional",
                   "a4000": "professional", "dgx-a100": "enterprise", "h100-pcie": "enterprise", "h200": "enterprise"}
@@ -44,7 +44,7 @@ def test_checks_show_the_measured_value_beside_the_guide():
 
 
 def test_no_gpu_is_a_tier_of_its_own(monkeypatch):
-    from report import facts as facts_module
+    from hwtop.report import facts as facts_module
 
     box = facts_module.BoxFacts("this machine", (), "no NVIDIA driver", "cpu", 2, 2, None, 8 * GIB, 0, ())
     assert tier(box).name == "none" and "no NVIDIA driver" in tier(box).why
@@ -155,6 +155,7 @@ def test_demo_dgx_7b_amp_report():
     assert data["fit"]["bytes_per_param"] == 16 and data["fit"]["fits"] is False
 
 
+@pytest.mark.slow
 def test_measurements_on_a_cpu_only_machine():
     data = json.loads(run("--pcie", "--compute", "--json").stdout)["measurements"]
     assert data["cuda"] is False
@@ -181,10 +182,9 @@ def test_bad_report_usage_exits_2_with_one_line(args, message):
 
 
 async def test_report_screen_in_the_tui():
-    from factories import ScriptedSource, demo_snapshots
-
-    from tui.app import HwtopApp
-    from tui.report_screen import ReportScreen
+    from hwtop.tui.app import HwtopApp
+    from hwtop.tui.report_screen import ReportScreen
+    from tests.factories import ScriptedSource, demo_snapshots
 
     app = HwtopApp(ScriptedSource(demo_snapshots("h200")))
     async with app.run_test(size=(140, 45)) as pilot:

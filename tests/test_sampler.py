@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import json
 
-from probes.model import SCHEMA
-from probes.sampler import Sampler
+from hwtop.model.snapshot import SCHEMA
+from hwtop.session.sampler import Sampler
 
 
 def test_failing_probe_lands_in_errors_and_the_rest_arrives() -> None:

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HWTOP = [sys.executable, "-m", "tui.cli"]
-PACKAGES = ("probes", "widgets", "tui", "advice", "report", "exporter", "fleet", "workload", "benchmarks",
+HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
+PACKAGES = ("probes", "widgets", "tui", "model", "demo", "recording", "session", "cli", "advice", "report", "exporter",
+            "fleet", "workload", "benchmarks",
             "screenshots", "tests")
 
 
@@ -38,7 +39,7 @@ def test_no_shell_anywhere():
 
 
 def test_no_listener_bound_to_every_interface_by_default():
-    from tui.export_command import DEFAULT_LISTEN, listen_address
+    from hwtop.cli.export import DEFAULT_LISTEN, listen_address
 
     assert listen_address(DEFAULT_LISTEN) == ("127.0.0.1", 9400)
     assert listen_address(":9500") == ("127.0.0.1", 9500)  # an empty host never means 0.0.0.0
@@ -70,11 +71,12 @@ def _sockets_of(pid: int) -> set[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_the_monitor_opens_no_listening_socket():
     session = f"hwtop-sec-{uuid.uuid4().hex[:8]}"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "120", "-y", "40",
-                    f"{sys.executable} -m tui.cli --demo dgx-a100 --interval 0.5"], check=True)
+                    f"{sys.executable} -m hwtop --demo dgx-a100 --interval 0.5"], check=True)
     try:
         time.sleep(4)
         pid = int(subprocess.run(["tmux", "display", "-p", "-t", session, "#{pane_pid}"], capture_output=True,
@@ -88,7 +90,7 @@ def test_the_monitor_opens_no_listening_socket():
 def test_the_exporter_answers_only_get_metrics():
     from prometheus_client.registry import CollectorRegistry
 
-    from exporter.server import metrics_app
+    from hwtop.exporter.server import metrics_app
 
     app = metrics_app(CollectorRegistry())
     statuses = []
@@ -104,7 +106,7 @@ def test_the_exporter_answers_only_get_metrics():
 def test_the_workload_is_started_with_an_argument_list(monkeypatch):
     import subprocess as sp
 
-    from workload import launcher
+    from hwtop.workload import launcher
 
     seen = {}
 
@@ -122,7 +124,7 @@ def test_the_workload_is_started_with_an_argument_list(monkeypatch):
 # ----- signalling -----
 
 def test_signalling_refuses_init_hwtop_and_other_users(monkeypatch):
-    from probes.signals import Target, describe, may_signal
+    from hwtop.probes.signals import Target, describe, may_signal
 
     assert "init" in may_signal(describe(1))
     assert "hwtop itself" in may_signal(describe(os.getpid()))
@@ -134,7 +136,7 @@ def test_signalling_refuses_init_hwtop_and_other_users(monkeypatch):
 
 
 def test_a_confirmed_signal_reaches_the_same_process_only():
-    from probes.signals import Target, describe, send
+    from hwtop.probes.signals import Target, describe, send
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -152,11 +154,10 @@ def test_a_confirmed_signal_reaches_the_same_process_only():
 
 
 async def test_k_asks_first_and_shows_user_and_command():
-    from factories import ScriptedSource, host_snapshot
-
-    from probes.model import ProcessInfo
-    from tui.app import HwtopApp
-    from tui.signal_dialog import SignalDialog
+    from hwtop.model.snapshot import ProcessInfo
+    from hwtop.tui.app import HwtopApp
+    from hwtop.tui.signal_dialog import SignalDialog
+    from tests.factories import ScriptedSource, host_snapshot
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
@@ -199,13 +200,13 @@ def test_a_writable_config_is_refused_for_root(tmp_path):
     assert result.returncode == 0
     assert "is group- or world-writable and hwtop runs as root: ignored" in result.stderr
     config.chmod(0o600)
-    from tui.config import load
+    from hwtop.session.config import load
 
     assert load(str(config)).thresholds["data_wait_fraction"] == 0.99
 
 
 def test_recordings_honour_the_umask_and_refuse_symlinks(tmp_path):
-    from probes.recording import Recorder, RecordingError
+    from hwtop.recording.store import Recorder, RecordingError
 
     old = os.umask(0o077)
     try:

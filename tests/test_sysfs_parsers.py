@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from probes.sysfs import format_cpulist, parse_cpulist, parse_int_row, parse_meminfo_kb
+from hwtop.probes.sysfs import format_cpulist, parse_cpulist, parse_int_row, parse_meminfo_kb
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from probes.demo_topology import Endpoint, build, dgx_a100
-from probes.fakenvml import FakeNvml
-from probes.gpu import NvmlProbe
-from probes.topology import count_nvlinks, link_degraded, nvlink_relations, read_topology
+from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.topology import Endpoint, build, dgx_a100
+from hwtop.probes.gpu import NvmlProbe
+from hwtop.probes.topology import count_nvlinks, link_degraded, nvlink_relations, read_topology
 
 FIXTURES = Path(__file__).parent / "fixtures" / "topo"
 
@@ -115,7 +115,7 @@ def test_idle_fake_gpu_drops_its_link_and_is_not_flagged() -> None:
 
 
 def _hwtop(*args: str) -> str:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "hwtop.cli.main", *args], capture_output=True, text=True,
                           check=True, timeout=60).stdout
 
 
@@ -137,7 +137,7 @@ def test_topo_on_this_machine_matches_lscpu() -> None:
     for line in nodes:
         label, cpus = line.split(":", 1)
         index = label.split("node")[1].split()[0]
-        from probes.sysfs import parse_cpulist
+        from hwtop.probes.sysfs import parse_cpulist
 
         expected = " ".join(map(str, parse_cpulist(cpus.strip())))
         assert f"node {index} cpus: {expected}" in out
@@ -162,7 +162,7 @@ def test_ethernet_nic_with_a_pci_device_is_placed(tmp_path: Path) -> None:
 
 
 def test_refresh_rereads_the_topology() -> None:
-    from probes.sampler import Sampler
+    from hwtop.session.sampler import Sampler
 
     calls = []
 

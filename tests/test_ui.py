@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from factories import ScriptedSource, demo_snapshots, host_snapshot
-
-from probes.model import ProbeError
-from tui.app import HwtopApp
-from tui.help import HelpScreen
-from widgets.cpu import CpuPanel
-from widgets.gpu import GpuPanel
-from widgets.header import HeaderBar
-from widgets.memory import MemoryPanel
-from widgets.processes import ProcessTable
+from hwtop.model.snapshot import ProbeError
+from hwtop.tui.app import HwtopApp
+from hwtop.tui.help import HelpScreen
+from hwtop.widgets.cpu import CpuPanel
+from hwtop.widgets.gpu import GpuPanel
+from hwtop.widgets.header import HeaderBar
+from hwtop.widgets.memory import MemoryPanel
+from hwtop.widgets.processes import ProcessTable
+from tests.factories import ScriptedSource, demo_snapshots, host_snapshot
 
 
 def text_of(widget) -> str:
@@ -153,9 +152,8 @@ async def test_tiny_terminal_keeps_running() -> None:
 
 
 async def test_topology_screen_shows_matrix_nodes_and_live_links() -> None:
-    from factories import with_demo_topology
-
-    from tui.topology_screen import TopologyScreen
+    from hwtop.tui.topology_screen import TopologyScreen
+    from tests.factories import with_demo_topology
 
     app = HwtopApp(ScriptedSource(with_demo_topology(demo_snapshots("dgx-a100"), "dgx-a100")))
     async with app.run_test(size=(200, 60)) as pilot:

@@ -13,11 +13,28 @@ import pytest
 
 pytest.importorskip("torch", reason="the workload tests need torch (pip install torch==2.13.0)")
 
-from workload.launcher import WorkloadProcess, group_alive  # noqa: E402
+from hwtop.workload import launcher
+from hwtop.workload.launcher import WorkloadProcess, group_alive
+
+pytestmark = pytest.mark.slow  # real torch jobs / a real terminal
+
+JOBHOOKS = os.path.join(os.path.dirname(__file__), "jobhooks")
+
+
+def faults(**hooks: str) -> dict[str, str]:
+    """The environment that makes tests/jobhooks/faulty_job.py inject these faults."""
+    return {"PYTHONPATH": JOBHOOKS, **{f"HWTOP_TEST_{name.upper()}": value for name, value in hooks.items()}}
+
+
+@pytest.fixture
+def faulty_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher starts the fault-injecting job instead of the real one (which has no test hooks)."""
+    monkeypatch.setattr(launcher, "JOB_MODULE", "faulty_job")
 
 
 def run_job(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> list[dict]:
-    result = subprocess.run([sys.executable, "-m", "workload.job", *args], capture_output=True, text=True,
+    module = "faulty_job" if env else "hwtop.workload.job"
+    result = subprocess.run([sys.executable, "-P", "-m", module, *args], capture_output=True, text=True,
                             timeout=timeout, env=dict(os.environ, **(env or {})))
     records = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     assert records, result.stderr[-2000:]
@@ -26,7 +43,7 @@ def run_job(*args: str, env: dict[str, str] | None = None, timeout: float = 240)
 
 def test_two_ranks_ddp_synchronises_and_learns() -> None:
     records = run_job("--device", "cpu", "--world-size", "2", "--steps", "40", "--model", "mlp",
-                      "--num-workers", "0", "--port", "29611")
+                      "--num-workers", "0")
     steps = [r for r in records if r["event"] == "step"]
     assert {r["rank"] for r in steps} == {0, 1}
     assert {r["rank"] for r in records if r["event"] == "started"} == {0, 1}
@@ -40,7 +57,7 @@ def test_two_ranks_ddp_synchronises_and_learns() -> None:
 
 def test_bf16_autocast_and_grad_accumulation() -> None:
     records = run_job("--device", "cpu", "--steps", "4", "--model", "mlp", "--amp", "bf16", "--grad-accum", "2",
-                      "--batch-size", "8", "--port", "29612")
+                      "--batch-size", "8")
     steps = [r for r in records if r["event"] == "step"]
     assert all(r["amp"] == "bf16" for r in steps) and len(steps) == 4
     assert steps[-1]["samples_per_s"] == pytest.approx(16 / steps[-1]["step_time_s"])
@@ -48,8 +65,8 @@ def test_bf16_autocast_and_grad_accumulation() -> None:
 
 def test_dataloader_bound_waits_more_than_balanced() -> None:
     common = ("--device", "cpu", "--steps", "6", "--batch-size", "8")
-    bound = run_job("--scenario", "dataloader-bound", *common, "--port", "29613")
-    balanced = run_job("--scenario", "balanced", *common, "--transform-cost", "0.1", "--port", "29614")
+    bound = run_job("--scenario", "dataloader-bound", *common)
+    balanced = run_job("--scenario", "balanced", *common, "--transform-cost", "0.1")
     wait_bound = next(r for r in bound if r["event"] == "finished")["data_wait_fraction"]
     wait_balanced = next(r for r in balanced if r["event"] == "finished")["data_wait_fraction"]
     assert wait_bound > 0.5 and wait_bound > wait_balanced + 0.2, (wait_bound, wait_balanced)
@@ -57,7 +74,7 @@ def test_dataloader_bound_waits_more_than_balanced() -> None:
 
 def test_amp_compare_reports_both_runs_and_the_saving() -> None:
     records = run_job("--scenario", "amp-compare", "--device", "cpu", "--steps", "3", "--batch-size", "8",
-                      "--num-workers", "0", "--port", "29615")
+                      "--num-workers", "0")
     summary = next(r for r in records if r["event"] == "summary")
     assert summary["fp32"]["steps"] == 3 and summary["bf16"]["steps"] == 3
     assert summary["memory_saving_fraction"] is None and "none on CPU" in summary["memory_metric"]
@@ -67,7 +84,7 @@ def test_amp_compare_reports_both_runs_and_the_saving() -> None:
 
 def test_oom_ramp_reports_the_largest_batch_that_fit() -> None:
     records = run_job("--scenario", "oom-ramp", "--device", "cpu", "--model", "mlp", "--batch-size", "8",
-                      "--port", "29616", env={"HWTOP_WORKLOAD_INJECT_OOM_AT": "64"})
+                      env=faults(oom_at="64"))
     oom = next(r for r in records if r["event"] == "oom")
     assert oom["batch_size"] == 64 and oom["largest_fit"] == 32
     assert next(r for r in records if r["event"] == "finished")["largest_batch_that_fit"] == 32
@@ -75,7 +92,7 @@ def test_oom_ramp_reports_the_largest_batch_that_fit() -> None:
 
 def test_stop_leaves_no_process_of_the_job() -> None:
     job = WorkloadProcess(["--device", "cpu", "--world-size", "2", "--seconds", "120", "--model", "mlp",
-                           "--num-workers", "1", "--port", "29617"])
+                           "--num-workers", "1"])
     records = job.records()
     first = next(records)
     assert first["event"] == "started"
@@ -85,8 +102,8 @@ def test_stop_leaves_no_process_of_the_job() -> None:
 
 
 def test_sigterm_to_hwtop_workload_stops_the_whole_group() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "workload", "--device", "cpu", "--world-size", "2",
-                             "--seconds", "120", "--model", "mlp", "--port", "29618", "--json"],
+    proc = subprocess.Popen([sys.executable, "-m", "hwtop.cli.main", "workload", "--device", "cpu", "--world-size", "2",
+                             "--seconds", "120", "--model", "mlp", "--json"],
                             stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     started = json.loads(line)
@@ -100,9 +117,9 @@ def test_sigterm_to_hwtop_workload_stops_the_whole_group() -> None:
     assert not group_alive(pgid)
 
 
-def test_crash_of_one_rank_is_reported_and_nothing_remains() -> None:
+def test_crash_of_one_rank_is_reported_and_nothing_remains(faulty_job: None) -> None:
     job = WorkloadProcess(["--device", "cpu", "--world-size", "2", "--steps", "50", "--model", "mlp",
-                           "--num-workers", "0", "--port", "29620"], env={"HWTOP_WORKLOAD_CRASH_RANK": "1"})
+                           "--num-workers", "0"], env=faults(crash_rank="1"))
     steps = [r for r in job.records() if r["event"] == "step"]
     assert steps and max(r["step"] for r in steps) < 50
     assert job.wait(60) != 0
@@ -112,18 +129,18 @@ def test_crash_of_one_rank_is_reported_and_nothing_remains() -> None:
 
 
 def test_bad_job_option_exits_2_with_one_line() -> None:
-    result = subprocess.run([sys.executable, "-m", "tui.cli", "workload", "--bogus"], capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run([sys.executable, "-m", "hwtop.cli.main", "workload", "--bogus"], capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "unrecognized arguments: --bogus" in lines[0]
 
 
 async def test_tui_starts_watches_and_stops_the_job_and_quit_leaves_nothing() -> None:
-    from probes.sampler import Sampler
-    from tui.app import HwtopApp
-    from tui.workload_dialog import WorkloadDialog
-    from widgets.workload import WorkloadPanel
+    from hwtop.session.sampler import Sampler
+    from hwtop.tui.app import HwtopApp
+    from hwtop.tui.workload_dialog import WorkloadDialog
+    from hwtop.widgets.workload import WorkloadPanel
 
     sampler = Sampler(gpu=None)
     app = HwtopApp(sampler, interval=0.3)
@@ -132,7 +149,7 @@ async def test_tui_starts_watches_and_stops_the_job_and_quit_leaves_nothing() ->
         await pilot.press("w")
         assert isinstance(app.screen, WorkloadDialog)
         options = app.screen.query_one("#options")
-        options.value = "--device cpu --world-size 2 --seconds 60 --model mlp --num-workers 1 --port 29631"
+        options.value = "--device cpu --world-size 2 --seconds 60 --model mlp --num-workers 1"
         await pilot.click("#start")
         monitor = sampler.workload
         assert monitor is not None
@@ -152,7 +169,7 @@ async def test_tui_starts_watches_and_stops_the_job_and_quit_leaves_nothing() ->
         assert not group_alive(pgid)
         # Start again and quit with it running: closing the app stops the group.
         await pilot.press("w")
-        app.screen.query_one("#options").value = "--device cpu --seconds 60 --model mlp --port 29632"
+        app.screen.query_one("#options").value = "--device cpu --seconds 60 --model mlp"
         await pilot.click("#start")
         await pilot.pause(1.0)
         second = sampler.workload.job.pgid
@@ -160,11 +177,11 @@ async def test_tui_starts_watches_and_stops_the_job_and_quit_leaves_nothing() ->
     assert not group_alive(second)
 
 
-def test_crashed_job_state_has_exit_code_and_stderr_tail() -> None:
-    from workload.monitor import WorkloadMonitor
+def test_crashed_job_state_has_exit_code_and_stderr_tail(faulty_job: None) -> None:
+    from hwtop.workload.monitor import WorkloadMonitor
 
     monitor = WorkloadMonitor(["--device", "cpu", "--world-size", "2", "--steps", "50", "--model", "mlp",
-                               "--num-workers", "0", "--port", "29633"], env={"HWTOP_WORKLOAD_CRASH_RANK": "1"})
+                               "--num-workers", "0"], env=faults(crash_rank="1"))
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline and monitor.state().status not in ("crashed", "finished"):
         time.sleep(0.2)
@@ -175,16 +192,16 @@ def test_crashed_job_state_has_exit_code_and_stderr_tail() -> None:
     monitor.stop()
 
 
-def test_oom_of_the_real_job_reaches_the_cuda_oom_rule() -> None:
+def test_oom_of_the_real_job_reaches_the_cuda_oom_rule(faulty_job: None) -> None:
     """The job's OOM record, through the monitor and a real Sampler's snapshot, raises cuda-oom at once."""
-    from advice.engine import AdviceEngine
-    from probes.sampler import Sampler
-    from workload.monitor import WorkloadMonitor
+    from hwtop.advice.engine import AdviceEngine
+    from hwtop.session.sampler import Sampler
+    from hwtop.workload.monitor import WorkloadMonitor
 
     sampler = Sampler(gpu=None)
     sampler.workload = WorkloadMonitor(["--scenario", "oom-ramp", "--device", "cpu", "--model", "mlp",
-                                        "--batch-size", "8", "--num-workers", "0", "--port", "29641"],
-                                       env={"HWTOP_WORKLOAD_INJECT_OOM_AT": "64"})
+                                        "--batch-size", "8", "--num-workers", "0"],
+                                       env=faults(oom_at="64"))
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and sampler.workload.state().status not in ("crashed", "finished"):

@@ -7,27 +7,26 @@ import asyncio
 import threading
 import time
 
+from hwtop.advice.engine import AdviceEngine
+from hwtop.advice.thresholds import Thresholds
+from hwtop.model.snapshot import Snapshot
+from hwtop.session.sampler import SnapshotSource
+from hwtop.tui.advice_screen import AdviceScreen
+from hwtop.tui.help import HelpScreen
+from hwtop.tui.topology_screen import TopologyScreen
+from hwtop.tui.workload_dialog import WorkloadDialog
+from hwtop.widgets.advice import AdvicePanel
+from hwtop.widgets.cpu import CpuPanel
+from hwtop.widgets.disks import DisksPanel
+from hwtop.widgets.gpu import GpuPanel
+from hwtop.widgets.header import HeaderBar
+from hwtop.widgets.memory import MemoryPanel
+from hwtop.widgets.processes import ProcessTable
+from hwtop.widgets.workload import WorkloadPanel
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input
-
-from advice.engine import AdviceEngine
-from advice.thresholds import Thresholds
-from probes.model import Snapshot
-from probes.sampler import SnapshotSource
-from tui.advice_screen import AdviceScreen
-from tui.help import HelpScreen
-from tui.topology_screen import TopologyScreen
-from tui.workload_dialog import WorkloadDialog
-from widgets.advice import AdvicePanel
-from widgets.cpu import CpuPanel
-from widgets.disks import DisksPanel
-from widgets.gpu import GpuPanel
-from widgets.header import HeaderBar
-from widgets.memory import MemoryPanel
-from widgets.processes import ProcessTable
-from widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
@@ -83,7 +82,7 @@ class HwtopApp(App[None]):
                  exit_on_signals: bool = False, thresholds: Thresholds | None = None,
                  open_job: bool = False, theme: str = "dark", hide: tuple[str, ...] = ()) -> None:
         super().__init__()
-        from tui.config import THEMES
+        from hwtop.session.config import THEMES
 
         self.theme = THEMES.get(theme, "textual-dark")
         self.hidden_panels = set(hide)
@@ -186,7 +185,7 @@ class HwtopApp(App[None]):
         with self._record_lock:
             recorder = self.recorder
             if recorder is not None:
-                from probes.recording import RecordingError
+                from hwtop.recording.store import RecordingError
 
                 try:
                     recorder.write(snapshot)
@@ -228,7 +227,7 @@ class HwtopApp(App[None]):
 
     def action_record(self) -> None:
         """R starts writing every tick to hwtop-HOST-TIME.jsonl.gz here, R again stops (hwtop replay FILE)."""
-        from probes.recording import Recorder, RecordingError
+        from hwtop.recording.store import Recorder, RecordingError
 
         if self.recorder is not None:
             with self._record_lock:
@@ -334,8 +333,8 @@ class HwtopApp(App[None]):
             self.start_workload(args)
 
     def start_workload(self, args: list[str]) -> None:
-        from workload.launcher import torch_missing
-        from workload.monitor import WorkloadMonitor  # lazy: no cost until a job is started
+        from hwtop.workload.launcher import torch_missing
+        from hwtop.workload.monitor import WorkloadMonitor  # lazy: no cost until a job is started
 
         missing = torch_missing()
         if missing:
@@ -375,7 +374,7 @@ class HwtopApp(App[None]):
 
     def action_job(self) -> None:
         """The focused job's screen; without a focused job, say how to focus one."""
-        from tui.job_screen import JobScreen
+        from hwtop.tui.job_screen import JobScreen
 
         if self.snapshot is not None and self.snapshot.job is None and getattr(self.source, "job", None) is None:
             self.notify("no job focused: select a process and press f, or start hwtop --pid PID / --job PATTERN")
@@ -389,7 +388,7 @@ class HwtopApp(App[None]):
 
     def action_focus_process(self) -> None:
         """f: the highlighted process and its descendants become the focused job."""
-        from probes.job import JobError, JobProbe
+        from hwtop.probes.job import JobError, JobProbe
 
         table = self.process_table
         if not hasattr(self.source, "job") or self.replaying:
@@ -411,8 +410,8 @@ class HwtopApp(App[None]):
 
     def action_signal_process(self) -> None:
         """k: signal the highlighted process, after a confirmation that shows its user and command."""
-        from probes.signals import describe, may_signal, send
-        from tui.signal_dialog import SignalDialog
+        from hwtop.probes.signals import describe, may_signal, send
+        from hwtop.tui.signal_dialog import SignalDialog
 
         if self.replaying:
             return
@@ -478,7 +477,7 @@ class HwtopApp(App[None]):
             yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
 
     def action_report(self) -> None:
-        from tui.report_screen import ReportScreen  # lazy: the first frame does not need it
+        from hwtop.tui.report_screen import ReportScreen  # lazy: the first frame does not need it
 
         system = self.snapshot.gpu_system if self.snapshot else None
         demo = system.source[5:] if system and system.source.startswith("demo:") else None

@@ -6,13 +6,12 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
+from hwtop.fleet.scrape import HostView, fetch
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
-
-from fleet.scrape import HostView, fetch
 
 SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "cyan"}
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import asyncio
 
+from hwtop.model.history import History
+from hwtop.model.snapshot import Snapshot
+from hwtop.widgets.header import HeaderBar
+from hwtop.widgets.job import JobPanel
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
-
-from probes.history import History
-from probes.model import Snapshot
-from widgets.header import HeaderBar
-from widgets.job import JobPanel
 
 
 class JobScreen(Screen[None]):
@@ -49,7 +48,7 @@ class JobScreen(Screen[None]):
         self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu)
 
     async def action_dump_stack(self) -> None:
-        from probes.stack import dump
+        from hwtop.probes.stack import dump
 
         target = self.panel.selected
         if target is None or self.dumping:

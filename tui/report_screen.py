@@ -13,9 +13,9 @@ from textual.widgets import Static
 
 
 def build_report(demo: str | None) -> str:
-    from report.checks import checks, tier
-    from report.facts import gather
-    from report.render import text
+    from hwtop.report.checks import checks, tier
+    from hwtop.report.facts import gather
+    from hwtop.report.render import text
 
     facts = gather(demo)
     return text(facts, tier(facts), checks(facts)) + \

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import signal
 
+from hwtop.probes.signals import Target
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
-
-from probes.signals import Target
 
 
 class SignalDialog(ModalScreen[int | None]):

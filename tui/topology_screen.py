@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+from hwtop.model.snapshot import Snapshot
+from hwtop.widgets.header import HeaderBar
+from hwtop.widgets.topology import TopologyPanel
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
-
-from probes.model import Snapshot
-from widgets.header import HeaderBar
-from widgets.topology import TopologyPanel
 
 
 class TopologyScreen(Screen[None]):

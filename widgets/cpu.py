@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from hwtop.model.snapshot import CpuSnapshot, NumaSnapshot
+from hwtop.widgets.format import SPARK, bar, level_style, pct, sparkline
+from hwtop.widgets.panel import TextPanel
 from rich.text import Text
-
-from probes.model import CpuSnapshot, NumaSnapshot
-from widgets.format import SPARK, bar, level_style, pct, sparkline
-from widgets.panel import TextPanel
 
 CELL_MIN = 16  # "127 ██████ 100%" plus a gap
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from hwtop.model.snapshot import DiskSnapshot
+from hwtop.widgets.format import human_rate, level_style, pct
+from hwtop.widgets.panel import TextPanel
 from rich.text import Text
-
-from probes.model import DiskSnapshot
-from widgets.format import human_rate, level_style, pct
-from widgets.panel import TextPanel
 
 
 class DisksPanel(TextPanel):

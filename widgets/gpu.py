@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import textwrap
 
+from hwtop.model.history import History
+from hwtop.model.snapshot import GpuSnapshot, GpuSystem
+from hwtop.widgets.format import NA, bar, human_bytes, human_rate, level_style, pct, sparkline
+from hwtop.widgets.panel import TextPanel
 from rich.text import Text
 from textual import events
 from textual.message import Message
-
-from probes.history import History
-from probes.model import GpuSnapshot, GpuSystem
-from widgets.format import NA, bar, human_bytes, human_rate, level_style, pct, sparkline
-from widgets.panel import TextPanel
 
 WIDE_BLOCK = 96  # cells one GPU needs for the three-line block
 

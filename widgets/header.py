@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 
+from hwtop.model.snapshot import Snapshot
+from hwtop.widgets.format import duration
 from rich.text import Text
 from textual.widgets import Static
-
-from probes.model import Snapshot
-from widgets.format import duration
 
 
 class HeaderBar(Static):

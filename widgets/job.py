@@ -3,13 +3,12 @@ its threads ran, NUMA placement of its memory, I/O, dataset disks; sparklines; a
 
 from __future__ import annotations
 
+from hwtop.model.snapshot import JobProcess, JobSnapshot
+from hwtop.probes.sysfs import format_cpulist
+from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
+from hwtop.widgets.panel import TextPanel
 from rich.text import Text
 from textual.binding import Binding
-
-from probes.model import JobProcess, JobSnapshot
-from probes.sysfs import format_cpulist
-from widgets.format import NA, human_bytes, human_rate, sparkline
-from widgets.panel import TextPanel
 
 ROLE_STYLE = {"launcher": "bold magenta", "DataLoader worker": "cyan", "helper": "dim", "worker of a rank": "cyan"}
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from hwtop.model.snapshot import MemorySnapshot, NumaSnapshot
+from hwtop.widgets.format import bar, human_bytes, sparkline
+from hwtop.widgets.panel import TextPanel
 from rich.text import Text
-
-from probes.model import MemorySnapshot, NumaSnapshot
-from widgets.format import bar, human_bytes, sparkline
-from widgets.panel import TextPanel
 
 
 class MemoryPanel(TextPanel):

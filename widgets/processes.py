@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
+from hwtop.widgets.format import NA, human_bytes, level_style
 from rich.text import Text
 from textual.widgets import DataTable
-
-from probes.model import GpuSnapshot, ProcessInfo
-from widgets.format import NA, human_bytes, level_style
 
 
 @dataclass(frozen=True, slots=True)

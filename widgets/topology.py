@@ -3,13 +3,12 @@ under each, and each GPU's live PCIe and NVLink throughput with a marker on a de
 
 from __future__ import annotations
 
+from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Topology
+from hwtop.probes.sysfs import format_cpulist
+from hwtop.probes.topology import link_degraded
+from hwtop.widgets.format import human_bytes, human_rate, pct
+from hwtop.widgets.panel import TextPanel
 from rich.text import Text
-
-from probes.model import GpuSnapshot, NumaSnapshot, Topology
-from probes.sysfs import format_cpulist
-from probes.topology import link_degraded
-from widgets.format import human_bytes, human_rate, pct
-from widgets.panel import TextPanel
 
 STYLE = {"X": "dim", "PIX": "cyan", "PXB": "cyan", "PHB": "yellow", "NODE": "dark_orange", "SYS": "bold red"}
 

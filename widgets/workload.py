@@ -3,11 +3,10 @@ fraction, memory, and the last event (or why it crashed)."""
 
 from __future__ import annotations
 
+from hwtop.model.snapshot import WorkloadState
+from hwtop.widgets.format import NA, human_bytes, sparkline
+from hwtop.widgets.panel import TextPanel
 from rich.text import Text
-
-from probes.model import WorkloadState
-from widgets.format import NA, human_bytes, sparkline
-from widgets.panel import TextPanel
 
 STATUS_STYLE = {"running": "bold green", "starting": "yellow", "stalled": "bold yellow", "finished": "cyan",
                 "crashed": "bold red", "stopped": "dim"}

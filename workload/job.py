@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 import time
 from typing import Any
@@ -101,7 +102,7 @@ def rss_bytes() -> int | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m workload.job")
+    parser = argparse.ArgumentParser(prog="python -P -m hwtop.workload.job")
     parser.add_argument("--scenario", choices=list(SCENARIOS), default="balanced")
     parser.add_argument("--model", choices=["mlp", "convnet"], default="convnet")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
@@ -117,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--transform-cost", type=float, default=None, help="ms of CPU work per sample")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--port", type=int, default=29512)
+    parser.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")
     return parser
 
 
@@ -190,8 +191,6 @@ def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size:
         if step > 1 or steps == 1:  # the first step pays for worker start-up: not the steady state
             total_wait += wait
             total_time += elapsed
-        if os.environ.get("HWTOP_WORKLOAD_CRASH_RANK") == str(rank) and step == 2:
-            os._exit(7)  # tests: one rank dies as a segfaulting extension would
         losses.append(float(loss.detach()) * args.grad_accum)
         rss = rss_bytes() or 0
         peak_rss = max(peak_rss, rss)
@@ -222,10 +221,17 @@ class _null:
         return None
 
 
+def free_port() -> int:
+    """A loopback port nobody holds now (a fixed default collides with another job on the box)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
     backend = "nccl" if args.device == "cuda" else "gloo"
     if "MASTER_ADDR" not in os.environ:
-        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(args.port)
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(args.port or free_port())
     dist.init_process_group(backend, rank=rank, world_size=world)
     emit({"event": "started", "rank": rank, "world_size": world, "pid": os.getpid(), "scenario": args.scenario,
           "device": args.device, "backend": backend, "amp": args.amp, "batch_size": args.batch_size,
@@ -261,12 +267,9 @@ def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
 
 def oom_ramp(rank: int, world: int, args: argparse.Namespace) -> dict[str, Any]:
     """Double the batch until the device runs out of memory; report the largest that fit."""
-    inject = int(os.environ.get("HWTOP_WORKLOAD_INJECT_OOM_AT", "0") or 0)  # tests: a CPU never OOMs on cue
     batch, largest = args.batch_size, None
     while batch <= 1 << 16:
         try:
-            if inject and batch >= inject:
-                raise torch.OutOfMemoryError(f"injected: CUDA out of memory at batch {batch}")
             train(rank, world, args, args.amp, batch, 2, phase=f"batch {batch}")
             largest = batch
             batch *= 2
@@ -295,6 +298,8 @@ def spawn_ranks(args: argparse.Namespace) -> int:
     starts them (so a monitor can tell ranks from /proc/PID/environ). A rank that fails stops the others."""
     context = mp.get_context("spawn")
     world = args.world_size
+    if "MASTER_ADDR" not in os.environ:  # one rendezvous port for every rank, chosen free now
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(args.port or free_port())
     processes = []
     for rank in range(world):
         os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world))

@@ -1,6 +1,8 @@
 """Start the training job as a subprocess in its own process group, read its telemetry, and stop it whole.
 
-No torch here: the monitor imports this, the job (`python -m workload.job`) imports torch in its own processes.
+No torch here: the monitor imports this, the job (`python -P -m hwtop.workload.job`) imports torch in its own
+processes. `-P` and a private working directory keep whatever `workload/` package sits in the user's current
+directory out of the ranks; PYTHONPATH is not inherited unless the caller passes it in `env`.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -27,14 +30,26 @@ def torch_missing() -> str | None:
     return None
 
 
+JOB_MODULE = "hwtop.workload.job"
+INHERITED_NOT = ("PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONSAFEPATH")
+
+
+def job_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The monitor's environment less what would change which code the ranks import, plus `extra` (which may
+    name PYTHONPATH on purpose)."""
+    env = {key: value for key, value in os.environ.items() if key not in INHERITED_NOT}
+    env.update(extra or {})
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
 class WorkloadProcess:
     def __init__(self, job_args: list[str], python: str = sys.executable, env: dict[str, str] | None = None) -> None:
-        self.argv = [python, "-m", "workload.job", *job_args]  # an argument list: no shell anywhere
-        env = dict(os.environ, **(env or {}), PYTHONUNBUFFERED="1")
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self.argv = [python, "-P", "-m", JOB_MODULE, *job_args]  # an argument list: no shell anywhere
+        self.run_dir = tempfile.mkdtemp(prefix="hwtop-job-")  # 0700, ours alone: the ranks' cwd
         self.process = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL, start_new_session=True, env=env)
+                                        stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.run_dir,
+                                        env=job_environment(env))
         self.pgid = self.process.pid  # start_new_session: the job leads its own group
         self.garbage_lines = 0
         self.stderr_tail: deque[str] = deque(maxlen=20)

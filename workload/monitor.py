@@ -8,8 +8,8 @@ import time
 from collections import deque
 from typing import Any
 
-from probes.model import RankState, WorkloadState
-from workload.launcher import WorkloadProcess
+from hwtop.model.snapshot import RankState, WorkloadState
+from hwtop.workload.launcher import WorkloadProcess
 
 STALL_S = 15.0  # no telemetry for this long while running: shown as stalled
 RING = 60

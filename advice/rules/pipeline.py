@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advice.finding import Finding
-from advice.text import command, percent, rate
-from advice.thresholds import Thresholds
-from advice.window import Window, children, compute_pids, gpus_in_use, mean, workload_running
-from probes.model import GpuSnapshot, Snapshot
+from hwtop.advice.finding import Finding
+from hwtop.advice.text import command, percent, rate
+from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.window import Window, children, compute_pids, gpus_in_use, mean, workload_running
+from hwtop.model.snapshot import GpuSnapshot, Snapshot
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
 WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much

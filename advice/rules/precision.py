@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from advice.finding import Finding
-from advice.thresholds import Thresholds
-from advice.window import Window, compute_pids, mean, workload_running
-from probes.gpu_caps import capabilities
-from probes.model import GpuSnapshot, Snapshot
+from hwtop.advice.finding import Finding
+from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.window import Window, compute_pids, mean, workload_running
+from hwtop.model.snapshot import GpuSnapshot, Snapshot
+from hwtop.probes.gpu_caps import capabilities
 
 
 def _precision_fixes(capability: tuple[int, int]) -> tuple[str, ...]:

@@ -17,9 +17,7 @@ import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-
-from probes.gpu import NvmlProbe  # noqa: E402
+from hwtop.probes.gpu import NvmlProbe
 
 QUERY = ("index,name,uuid,pci.bus_id,memory.total,memory.used,utilization.gpu,temperature.gpu,power.draw,"
          "enforced.power.limit,clocks.sm,clocks.max.sm,clocks.mem,pcie.link.gen.current,pcie.link.width.current,"

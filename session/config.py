@@ -19,8 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advice.thresholds import Thresholds, tomllib
-from advice.thresholds import load as load_thresholds
+from hwtop.advice.thresholds import Thresholds, tomllib
+from hwtop.advice.thresholds import load as load_thresholds
 
 THEMES = {"dark": "textual-dark", "light": "textual-light", "mono": "textual-dark"}
 PANELS = ("cpu", "memory", "disks", "gpu", "advice", "processes")

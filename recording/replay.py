@@ -3,9 +3,9 @@ recording's snapshot for its playback clock. Pause, step, seek and speed are its
 
 from __future__ import annotations
 
-from probes.history import History
-from probes.model import Snapshot
-from probes.recording import Recording, RecordingError
+from hwtop.model.history import History
+from hwtop.model.snapshot import Snapshot
+from hwtop.recording.store import Recording, RecordingError
 
 HISTORY_WARM = 60  # snapshots pushed into the history after a seek, so sparklines show the past there
 

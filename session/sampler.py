@@ -11,14 +11,14 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from probes.cpu import CpuProbe
-from probes.disks import DiskProbe
-from probes.history import History
-from probes.host import read_host
-from probes.memory import read_memory
-from probes.model import GpuSnapshot, GpuSystem, ProbeError, ProcessInfo, Snapshot, Topology
-from probes.numa import NumaProbe, node_of_cpu
-from probes.processes import ProcessProbe
+from hwtop.model.history import History
+from hwtop.model.snapshot import GpuSnapshot, GpuSystem, ProbeError, ProcessInfo, Snapshot, Topology
+from hwtop.probes.cpu import CpuProbe
+from hwtop.probes.disks import DiskProbe
+from hwtop.probes.host import read_host
+from hwtop.probes.memory import read_memory
+from hwtop.probes.numa import NumaProbe, node_of_cpu
+from hwtop.probes.processes import ProcessProbe
 
 T = TypeVar("T")
 

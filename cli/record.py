@@ -14,7 +14,7 @@ def _stop(signum: int, _frame: object) -> None:
 
 def record_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN001
     """Sample every --interval and append each snapshot to FILE until stopped or --seconds pass."""
-    from probes.recording import Recorder, RecordingError
+    from hwtop.recording.store import Recorder, RecordingError
 
     sampler = make_sampler(args.demo, args.no_gpu)
     try:
@@ -47,7 +47,7 @@ def record_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN0
 
 
 def load_or_exit(path: str):  # -> Recording
-    from probes.recording import RecordingError, load
+    from hwtop.recording.store import RecordingError, load
 
     try:
         recording = load(path)
@@ -61,8 +61,8 @@ def load_or_exit(path: str):  # -> Recording
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    from probes.replay import ReplaySource
-    from tui.app import HwtopApp
+    from hwtop.recording.replay import ReplaySource
+    from hwtop.tui.app import HwtopApp
 
     recording = load_or_exit(args.file)
     interval = args.interval if args.interval_given else (recording.header.get("interval_s") or 1.0)
@@ -76,7 +76,7 @@ def replay_command(args: argparse.Namespace) -> int:
 
 def snapshot_at_command(args: argparse.Namespace) -> int:
     """The snapshot at --at T: seconds from the recording's start, or a Unix time."""
-    from probes.recording import RecordingError
+    from hwtop.recording.store import RecordingError
 
     recording = load_or_exit(args.replay)
     when = args.at if args.at > 1e9 else recording.start + args.at

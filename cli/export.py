@@ -43,12 +43,12 @@ def _stop(signum: int, _frame: object) -> None:
 
 
 def export_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN001
-    from exporter.server import make_exporter
-    from probes.recording import hwtop_version
+    from hwtop.exporter.server import make_exporter
+    from hwtop.recording.store import hwtop_version
 
     if args.replay is not None:
-        from probes.replay import ReplaySource
-        from tui.record_command import load_or_exit
+        from hwtop.cli.record import load_or_exit
+        from hwtop.recording.replay import ReplaySource
 
         source = ReplaySource(load_or_exit(args.replay), interval_s=args.interval)
     else:

@@ -9,7 +9,7 @@ import typing
 from functools import cache
 from typing import Any, Union
 
-from probes import model
+from hwtop.model import snapshot as model
 
 
 @cache

@@ -52,9 +52,9 @@ def add_parser(commands: Any, add_source_options: Any) -> None:
 
 
 def report_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from report.checks import checks, tier
-    from report.facts import gather
-    from report.render import as_json, text
+    from hwtop.report.checks import checks, tier
+    from hwtop.report.facts import gather
+    from hwtop.report.render import as_json, text
 
     given = [name for name, value in (("--amp", args.amp), ("--batch", args.batch),
                                       ("--activation-gb", args.activation_gb)) if value]
@@ -65,18 +65,18 @@ def report_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     facts = gather(args.demo)
     storage = storage_error = bench = fit = None
     if args.storage:
-        from report.storage import measure
+        from hwtop.report.storage import measure
 
         try:
             storage = measure(args.storage, args.storage_bytes)
         except OSError as error:
             storage_error = f"cannot measure {args.storage}: {error.strerror or error}"
     if args.pcie or args.compute:
-        from report.measure import run_bench
+        from hwtop.report.measure import run_bench
 
         bench = run_bench(args.compute, args.pcie)
     if args.params is not None:
-        from report.fit import estimate
+        from hwtop.report.fit import estimate
 
         memory = min((g.memory_bytes for g in facts.gpus if g.memory_bytes), default=None)
         fit = estimate(args.params, args.optimizer, args.amp, args.batch, args.activation_gb,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from probes.model import Snapshot
+from hwtop.model.snapshot import Snapshot
 
 
 class History:

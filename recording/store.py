@@ -14,8 +14,10 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
-from probes.model import SCHEMA, Snapshot, Topology
-from probes.serial import decode_dataclass
+from hwtop.model.serial import decode_dataclass
+from hwtop.model.snapshot import SCHEMA, Snapshot, Topology
+
+from hwtop import __version__
 
 FORMAT = "hwtop.recording/1"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -26,12 +28,7 @@ class RecordingError(Exception):
 
 
 def hwtop_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("hwtop")
-    except Exception:  # noqa: BLE001 - not installed (run from a checkout): say so rather than fail
-        return "unknown"
+    return __version__
 
 
 class Recorder:

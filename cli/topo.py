@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
-from probes.model import GpuSnapshot, NumaSnapshot, Topology
-from probes.numa import NumaProbe
-from probes.sysfs import format_cpulist
-from probes.topology import link_degraded
+from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Topology
+from hwtop.probes.numa import NumaProbe
+from hwtop.probes.sysfs import format_cpulist
+from hwtop.probes.topology import link_degraded
 
 LEGEND = """Legend:
   X    = Self
@@ -22,7 +22,7 @@ LEGEND = """Legend:
 
 def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot, ...]]:
     """The topology, NUMA layout and one GPU reading of this machine, or of a demo profile's synthetic tree."""
-    from probes.gpu import NvmlProbe
+    from hwtop.probes.gpu import NvmlProbe
 
     if demo is None:
         probe = NvmlProbe()
@@ -31,8 +31,8 @@ def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot,
             return topology, topology.numa or NumaProbe("/").read(), probe.read()[1]
         finally:
             probe.close()
-    from probes.demo_topology import read_demo_topology
-    from probes.fakenvml import FakeNvml
+    from hwtop.demo.fakenvml import FakeNvml
+    from hwtop.demo.topology import read_demo_topology
 
     probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
     try:

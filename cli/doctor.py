@@ -10,9 +10,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from advice.engine import AdviceEngine
-from advice.finding import Finding
-from advice.thresholds import Thresholds
+from hwtop.advice.engine import AdviceEngine
+from hwtop.advice.finding import Finding
+from hwtop.advice.thresholds import Thresholds
 
 STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start
 
@@ -36,7 +36,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
     seen: dict[tuple[str, str], Seen] = {}
     facts: dict[str, Any] = {"ticks": 0, "workload": None}
     if job_args is not None:
-        from workload.monitor import WorkloadMonitor
+        from hwtop.workload.monitor import WorkloadMonitor
 
         sampler.workload = WorkloadMonitor(job_args)
     try:

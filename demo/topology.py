@@ -12,7 +12,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from probes.model import NumaSnapshot, Topology
+from hwtop.model.snapshot import NumaSnapshot, Topology
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,9 +117,9 @@ def dual_socket_workstation(gen: int, width: int) -> tuple[list[Endpoint], list[
 
 def read_demo_topology(profile_name: str, probe: Any) -> tuple[Topology, NumaSnapshot]:
     """A demo profile's topology and NUMA layout, read by the real code from its synthetic sysfs tree."""
-    from probes.demo_profiles import get_profile
-    from probes.numa import NumaProbe
-    from probes.topology import read_topology
+    from hwtop.demo.profiles import get_profile
+    from hwtop.probes.numa import NumaProbe
+    from hwtop.probes.topology import read_topology
 
     profile = get_profile(profile_name)
     endpoints, nodes = layout_for(profile_name, profile.gpu_count, profile.gpu.pcie_max_gen,

@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pynvml
-
-from probes.demo_profiles import MIB, DemoProfile, get_profile
+from hwtop.demo.profiles import MIB, DemoProfile, get_profile
 
 NVMLError = pynvml.NVMLError
 

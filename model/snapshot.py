@@ -354,6 +354,6 @@ class Snapshot:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Snapshot:
         """The inverse of to_dict (a recording's line back into a snapshot); ValueError on a wrong shape."""
-        from probes.serial import snapshot_from_dict
+        from hwtop.model.serial import snapshot_from_dict
 
         return snapshot_from_dict(data)

@@ -9,7 +9,8 @@ import sys
 import time
 from typing import NoReturn
 
-VERSION = "0.1.0"
+from hwtop import __version__
+
 MAX_INTERVAL = 3600.0
 SCENARIOS = ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
 
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Keys in the monitor: q quit, p pause, s sort processes, ? help. "
                "N/A means this machine cannot report a value.",
     )
-    parser.add_argument("--version", action="version", version=f"hwtop {VERSION}")
+    parser.add_argument("--version", action="version", version=f"hwtop {__version__}")
     _add_source_options(parser, "refresh interval of the monitor (default 1)")
     parser.add_argument("--theme", choices=["dark", "light", "mono"], default=None,
                         help="colours: dark (default), light, mono (no colour; also when NO_COLOR is set)")
@@ -113,8 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--speed", type=interval_seconds, default=1.0, metavar="X",
                         help="playback speed (default 1: real time)")
     _add_source_options(replay, "refresh interval of the playback (default: the recording's)", sub=True)
-    from tui.export_command import add_parser as add_export_parser
-    from tui.report_command import add_parser as add_report_parser
+    from hwtop.cli.export import add_parser as add_export_parser
+    from hwtop.cli.report import add_parser as add_report_parser
 
     add_export_parser(commands, _add_source_options)
     fleet = commands.add_parser("fleet", help="one row per host from their hwtop (or dcgm) exporters",
@@ -133,13 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
-    from probes.gpu import NvmlProbe
-    from probes.sampler import Sampler
+    from hwtop.probes.gpu import NvmlProbe
+    from hwtop.session.sampler import Sampler
     if no_gpu:
         return Sampler(gpu=None)
     if demo is not None:
-        from probes.demo_topology import read_demo_topology
-        from probes.fakenvml import FakeNvml
+        from hwtop.demo.fakenvml import FakeNvml
+        from hwtop.demo.topology import read_demo_topology
 
         probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
         return Sampler(gpu=probe, topology_reader=lambda: read_demo_topology(demo, probe)[0])
@@ -150,7 +151,7 @@ def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
 def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:
     if demo is None:
         return
-    from probes.demo_profiles import PROFILES
+    from hwtop.demo.profiles import PROFILES
 
     if demo == "list":
         for name, profile in PROFILES.items():
@@ -165,7 +166,7 @@ def workload_command(argv: list[str]) -> int:
     SIGINT/SIGTERM/SIGHUP. The job's own parser checks its options (bad ones exit 2)."""
     import signal
 
-    from workload.launcher import WorkloadProcess, describe, torch_missing
+    from hwtop.workload.launcher import WorkloadProcess, describe, torch_missing
 
     missing = torch_missing()
     if missing:
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     if extra and not (args.command == "doctor" and args.workload):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     _check_demo(parser, args.demo)
-    from tui.config import load as load_file_config
+    from hwtop.session.config import load as load_file_config
 
     try:
         config = load_file_config(args.config)
@@ -220,35 +221,35 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "doctor":
         return doctor(args, extra, thresholds)
     if args.command == "record":
-        from tui.record_command import record_command
+        from hwtop.cli.record import record_command
 
         return record_command(args, make_sampler)
     if args.command == "replay":
-        from tui.record_command import replay_command
+        from hwtop.cli.record import replay_command
 
         args.interval_given = "--interval" in argv
         return replay_command(args)
     if args.command == "fleet":
         return fleet_command(args, parser)
     if args.command == "export":
-        from tui.export_command import export_command
+        from hwtop.cli.export import export_command
 
         return export_command(args, make_sampler)
     if args.command == "report":
-        from tui.report_command import report_command
+        from hwtop.cli.report import report_command
 
         return report_command(args, parser)
     if args.command == "snapshot":
         return snapshot_command(args)
     if args.command == "topo":
-        from tui.topo_command import topo_command
+        from hwtop.cli.topo import topo_command
 
         return topo_command(args.demo, args.json)
-    from tui.app import HwtopApp
+    from hwtop.tui.app import HwtopApp
 
     job_probe = None
     if args.pid or args.job:
-        from probes.job import JobError, JobProbe
+        from hwtop.probes.job import JobError, JobProbe
 
         try:
             job_probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job)
@@ -274,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from fleet.scrape import metrics_url
+    from hwtop.fleet.scrape import metrics_url
 
     targets = list(args.urls)
     if args.file:
@@ -290,7 +291,7 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             metrics_url(target)
         except ValueError as error:
             parser.error(str(error))
-    from tui.fleet_app import FleetApp
+    from hwtop.tui.fleet_app import FleetApp
 
     try:
         FleetApp(targets, interval=max(args.interval, 1.0)).run()
@@ -300,11 +301,11 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
 
 
 def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # noqa: ANN001
-    from tui.doctor_command import doctor_command
+    from hwtop.cli.doctor import doctor_command
 
     job_args = None
     if args.workload is not None:
-        from workload.launcher import torch_missing
+        from hwtop.workload.launcher import torch_missing
 
         missing = torch_missing()
         if missing:
@@ -319,7 +320,7 @@ def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # no
 
 def snapshot_command(args: argparse.Namespace) -> int:
     if args.replay is not None:
-        from tui.record_command import snapshot_at_command
+        from hwtop.cli.record import snapshot_at_command
 
         args.at = args.at or 0.0
         return snapshot_at_command(args)

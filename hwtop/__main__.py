@@ -1,0 +1,5 @@
+"""`python -m hwtop` runs the command line, as the `hwtop` script does."""
+
+from hwtop.cli.main import main
+
+raise SystemExit(main())

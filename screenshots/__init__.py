@@ -1,0 +1,1 @@
+"""`python -m screenshots.regenerate` remakes the screenshots."""

@@ -1,0 +1,1 @@
+"""Test-only helpers live beside the tests; this package lets benchmarks reuse them (`tests.factories`)."""
