@@ -8,10 +8,10 @@ import dataclasses
 from collections import deque
 from dataclasses import dataclass
 
-from hwtop.advice.finding import Finding
 from hwtop.advice.rules import RULES, Rule
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
+from hwtop.model.finding import Finding
 from hwtop.model.snapshot import Snapshot
 
 WINDOW_S = 120.0  # the past the rules may look at

@@ -10,9 +10,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from hwtop.advice.engine import AdviceEngine
-from hwtop.advice.finding import Finding
 from hwtop.advice.thresholds import Thresholds
+from hwtop.model.finding import Finding
+from hwtop.session.session import Session
 
 STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start
 
@@ -32,7 +32,7 @@ def _interrupt(signum: int, _frame: object) -> None:
 def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: float,
                job_args: list[str] | None) -> tuple[dict[tuple[str, str], Seen], dict[str, Any]]:
     """Samples for `seconds` (after the job's first step, when there is a job); every finding shown meanwhile."""
-    engine = AdviceEngine(thresholds)
+    session = Session(sampler, thresholds)
     seen: dict[tuple[str, str], Seen] = {}
     facts: dict[str, Any] = {"ticks": 0, "workload": None}
     if job_args is not None:
@@ -46,13 +46,13 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             if any(r.step for r in state.ranks) or state.status in ("crashed", "finished", "stopped") or \
                     time.monotonic() - started > STARTUP_LIMIT_S:
                 break
-            engine.update(sampler.sample())
+            session.tick()
             time.sleep(interval)
         end = time.monotonic() + seconds
         while True:
-            snapshot = sampler.sample()
+            frame = session.tick()
+            snapshot, findings = frame.snapshot, frame.findings
             facts["ticks"] += 1
-            findings = engine.update(snapshot)
             keys = {f.key for f in findings}
             for finding in findings:
                 entry = seen.get(finding.key)
@@ -73,7 +73,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             w = snapshot.workload
             facts["workload"] = {"scenario": w.scenario, "status": w.status, "exit_code": w.exit_code,
                                  "stderr_tail": list(w.stderr_tail)}
-        facts["rule_errors"] = dict(engine.rule_errors)
+        facts["rule_errors"] = dict(frame.rule_errors)
     finally:
         if sampler.workload is not None:
             sampler.workload.stop()

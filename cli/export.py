@@ -7,6 +7,8 @@ import argparse
 import signal
 import sys
 
+from hwtop.advice.thresholds import Thresholds
+
 DEFAULT_LISTEN = "127.0.0.1:9400"
 
 
@@ -42,9 +44,10 @@ def _stop(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def export_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN001
+def export_command(args: argparse.Namespace, make_sampler, thresholds: Thresholds) -> int:  # noqa: ANN001
     from hwtop.exporter.server import make_exporter
     from hwtop.recording.store import hwtop_version
+    from hwtop.session.session import Session
 
     if args.replay is not None:
         from hwtop.cli.record import load_or_exit
@@ -53,11 +56,12 @@ def export_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN0
         source = ReplaySource(load_or_exit(args.replay), interval_s=args.interval)
     else:
         source = make_sampler(args.demo, args.no_gpu)
+    session = Session(source, thresholds)
     host, port = args.listen
     try:
-        server, stop, _latest = make_exporter(source.sample, host, port, args.interval, hwtop_version())
+        server, stop, _latest = make_exporter(session.tick, host, port, args.interval, hwtop_version())
     except OSError as error:
-        source.close()
+        session.close()
         print(f"hwtop: error: cannot listen on {host}:{port}: {error.strerror or error}", file=sys.stderr)
         return 2
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -71,5 +75,5 @@ def export_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN0
     finally:
         stop.set()
         server.server_close()
-        source.close()
+        session.close()
     return 0

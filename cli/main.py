@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "record":
         from hwtop.cli.record import record_command
 
-        return record_command(args, make_sampler)
+        return record_command(args, make_sampler, thresholds)
     if args.command == "replay":
         from hwtop.cli.record import replay_command
 
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "export":
         from hwtop.cli.export import export_command
 
-        return export_command(args, make_sampler)
+        return export_command(args, make_sampler, thresholds)
     if args.command == "report":
         from hwtop.cli.report import report_command
 

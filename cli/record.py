@@ -7,16 +7,21 @@ import signal
 import sys
 import time
 
+from hwtop.advice.thresholds import Thresholds
+
 
 def _stop(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def record_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN001
-    """Sample every --interval and append each snapshot to FILE until stopped or --seconds pass."""
+def record_command(args: argparse.Namespace, make_sampler, thresholds: Thresholds) -> int:  # noqa: ANN001
+    """Tick every --interval and write each frame (snapshot and findings) to FILE until stopped or --seconds
+    pass."""
     from hwtop.recording.store import Recorder, RecordingError
+    from hwtop.session.session import Session
 
     sampler = make_sampler(args.demo, args.no_gpu)
+    session = Session(sampler, thresholds)
     try:
         recorder = Recorder(args.file, args.interval)
     except RecordingError as error:
@@ -32,7 +37,7 @@ def record_command(args: argparse.Namespace, make_sampler) -> int:  # noqa: ANN0
     try:
         while end is None or time.monotonic() < end:
             started = time.monotonic()
-            recorder.write(sampler.sample())
+            recorder.write(session.tick())
             time.sleep(max(0.0, args.interval - (time.monotonic() - started)))
     except KeyboardInterrupt:
         pass

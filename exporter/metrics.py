@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from hwtop.advice.finding import Finding
-from hwtop.model.snapshot import GpuSnapshot, Snapshot
 from prometheus_client.core import GaugeMetricFamily, InfoMetricFamily
 from prometheus_client.metrics_core import Metric
+
+from hwtop.model.finding import Finding
+from hwtop.model.snapshot import GpuSnapshot, Snapshot
 
 MIB = 1 << 20
 GPU_LABELS = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"]

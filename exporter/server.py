@@ -1,5 +1,5 @@
-"""The exporter's HTTP side: a sampler thread keeps the latest snapshot and findings; the server answers
-GET /metrics from them (and 404 for every other path). No NVML call happens on a scrape."""
+"""The exporter's HTTP side: a thread ticks the Session and keeps its latest Frame; the server answers
+GET /metrics from it (and 404 for every other path). No NVML call happens on a scrape."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ import time
 from collections.abc import Callable
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from hwtop.advice.engine import AdviceEngine
-from hwtop.exporter.metrics import families
-from hwtop.model.snapshot import Snapshot
 from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.exposition import ThreadingWSGIServer, generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from hwtop.exporter.metrics import families
+from hwtop.model.frame import Frame
+
 
 class Latest:
-    """The sampler thread's last snapshot and findings, swapped in one assignment."""
+    """The ticking thread's last Frame, swapped in one assignment."""
 
     def __init__(self) -> None:
-        self.value: tuple[Snapshot | None, tuple] = (None, ())
+        self.frame: Frame | None = None
         self.samples = 0
 
 
@@ -29,18 +29,17 @@ class SnapshotCollector(Collector):
         self.latest, self.version = latest, version
 
     def collect(self):  # noqa: ANN201 - prometheus_client's interface
-        snapshot, findings = self.latest.value
-        return families(snapshot, findings, self.version)
+        frame = self.latest.frame
+        if frame is None:
+            return families(None, (), self.version)
+        return families(frame.snapshot, frame.findings, self.version)
 
 
-def sample_forever(sample: Callable[[], Snapshot], latest: Latest, interval: float, stop: threading.Event,
-                   engine: AdviceEngine | None = None) -> None:
-    engine = engine or AdviceEngine()
+def tick_forever(tick: Callable[[], Frame], latest: Latest, interval: float, stop: threading.Event) -> None:
     while not stop.is_set():
         started = time.monotonic()
         try:
-            snapshot = sample()
-            latest.value = (snapshot, engine.update(snapshot))
+            latest.frame = tick()
             latest.samples += 1
         except Exception:  # noqa: BLE001 - a failed tick keeps the last values; the next one retries
             pass
@@ -64,9 +63,10 @@ def metrics_app(registry: CollectorRegistry):  # noqa: ANN201 - a WSGI callable
     return app
 
 
-def make_exporter(sample: Callable[[], Snapshot], host: str, port: int, interval: float, version: str,
-                  engine: AdviceEngine | None = None) -> tuple[WSGIServer, threading.Event, Latest]:
-    """Binds (raising OSError when it cannot), starts the sampler thread; serve with server.serve_forever()."""
+def make_exporter(tick: Callable[[], Frame], host: str, port: int, interval: float,
+                  version: str) -> tuple[WSGIServer, threading.Event, Latest]:
+    """Binds (raising OSError when it cannot), starts the ticking thread (`tick` is a Session's); serve with
+    server.serve_forever()."""
     latest = Latest()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(latest, version))
@@ -80,7 +80,7 @@ def make_exporter(sample: Callable[[], Snapshot], host: str, port: int, interval
         server_class = _Server6
     server = make_server(host, port, metrics_app(registry), server_class, handler_class=_QuietHandler)
     stop = threading.Event()
-    thread = threading.Thread(target=sample_forever, args=(sample, latest, interval, stop, engine),
-                              name="hwtop-export-sampler", daemon=True)
+    thread = threading.Thread(target=tick_forever, args=(tick, latest, interval, stop),
+                              name="hwtop-export-ticks", daemon=True)
     thread.start()
     return server, stop, latest

@@ -3,6 +3,8 @@ recording's snapshot for its playback clock. Pause, step, seek and speed are its
 
 from __future__ import annotations
 
+from hwtop.model.finding import Finding
+from hwtop.model.frame import Frame
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
 from hwtop.recording.store import Recording, RecordingError
@@ -20,6 +22,8 @@ class ReplaySource:
         self.cursor = recording.start
         self.error: str | None = None  # the last snapshot that could not be decoded
         self._current: Snapshot | None = None
+        self._findings: tuple[Finding, ...] | None = None  # recorded beside the current snapshot, if any
+        self.skipped = 0  # snapshots that could not be decoded and were passed over
         self._started = False
 
     @property
@@ -34,11 +38,12 @@ class ReplaySource:
     def at_end(self) -> bool:
         return self.index == len(self.recording) - 1
 
-    def _decode(self, index: int) -> Snapshot | None:
+    def _decode(self, index: int) -> Frame | None:
         try:
-            return self.recording.snapshot(index)
+            return self.recording.frame(index)
         except RecordingError as error:
             self.error = str(error)
+            self.skipped += 1
             return None
 
     def _move_to(self, index: int) -> Snapshot:
@@ -50,10 +55,11 @@ class ReplaySource:
         if not forward:
             self.history = History()
         for i in range(first, index + 1):
-            snapshot = self._decode(i)
-            if snapshot is not None:
-                self.history.push(snapshot)
-                self._current = snapshot
+            frame = self._decode(i)
+            if frame is not None:
+                self.history.push(frame.snapshot)
+                self._current = frame.snapshot
+                self._findings = frame.findings if frame.recorded else None
         self.index, self._started = index, True
         self.cursor = max(self.cursor, self.recording.times[index]) if forward else self.recording.times[index]
         if self._current is None:
@@ -66,6 +72,10 @@ class ReplaySource:
             return self._move_to(0)
         self.cursor += self.interval_s * self.speed
         return self._move_to(self.recording.index_at(self.cursor))
+
+    def recorded_findings(self) -> tuple[Finding, ...] | None:
+        """What the live run showed beside the current snapshot (None for a recording made without them)."""
+        return self._findings
 
     def current(self) -> Snapshot:
         return self._current if self._current is not None else self._move_to(0)

@@ -1,7 +1,12 @@
 """Recordings: one snapshot per tick as JSON lines (gzip when the name ends in .gz), after a header line naming
 the format, the snapshot schema, the host and the hwtop version. Each line is written and flushed as one piece,
 so a recorder killed at any moment loses at most its last tick, and a half-written last line is skipped on
-replay. The topology (static, and the largest part of a snapshot) is written only when it changes."""
+replay. The topology (static, and the largest part of a snapshot) is written only when it changes. Each line also
+carries the findings the live run showed, so a replay shows exactly what was seen.
+
+A recording may come from someone else: reading it is bounded (a line over MAX_LINE is refused, NaN and
+Infinity literals, absurd numbers and deep nesting are errors naming the line), and never raises anything but
+RecordingError."""
 
 from __future__ import annotations
 
@@ -9,18 +14,35 @@ import gzip
 import json
 import os
 import socket
+import stat
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from hwtop import __version__
+from hwtop.model.finding import Finding
+from hwtop.model.frame import Frame
 from hwtop.model.serial import decode_dataclass
 from hwtop.model.snapshot import SCHEMA, Snapshot, Topology
 
-from hwtop import __version__
-
 FORMAT = "hwtop.recording/1"
 GZIP_MAGIC = b"\x1f\x8b"
+MAX_LINE = 16 * 1024 * 1024  # a snapshot of 5,000 processes and 16 GPUs is ~2 MB; more is not a recording
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def parse_line(line: str) -> Any:
+    """json.loads for untrusted lines: NaN/Infinity, integers past Python's digit limit and nesting deeper
+    than the interpreter's stack all become ValueError."""
+    try:
+        return json.loads(line, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 class RecordingError(Exception):
@@ -36,9 +58,14 @@ class Recorder:
         self.path = path
         self.count = 0
         self._last_topology: Topology | None = None
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        # Created new, 0600, never through a symlink nor into a FIFO or an existing file (O_EXCL refuses all three):
+        # a recording holds every user's command lines.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            fd = os.open(path, flags, 0o666)  # the user's umask decides; a symlink is refused, not followed
+            fd = os.open(path, flags, 0o600)
+        except FileExistsError:
+            raise RecordingError(f"cannot record to {path}: it exists (hwtop never overwrites or appends to a "
+                                 "file it did not create; choose a new name)") from None
         except OSError as error:
             raise RecordingError(f"cannot record to {path}: {error.strerror}") from None
         raw: BinaryIO = os.fdopen(fd, "ab", buffering=0)
@@ -58,11 +85,13 @@ class Recorder:
             self.close(quiet=True)
             raise RecordingError(f"recording to {self.path} stopped: {error.strerror}") from None
 
-    def write(self, snapshot: Snapshot) -> None:
+    def write(self, frame: Frame) -> None:
         if self._header is not None:
             header, self._header = self._header, None
             self._write_line(header)
+        snapshot = frame.snapshot
         record = snapshot.to_dict()
+        record["findings"] = [finding.to_dict() for finding in frame.findings]
         if snapshot.topology is not None and snapshot.topology == self._last_topology:
             del record["topology"]  # as before: the reader carries the last one forward
         self._last_topology = snapshot.topology
@@ -107,20 +136,34 @@ class Recording:
         return max(0, bisect.bisect_right(self.times, when) - 1)
 
     def snapshot(self, index: int) -> Snapshot:
-        data = json.loads(self.lines[index])
-        topology = None
-        carrier = self.topology_of[index]
-        if carrier is not None:
-            if carrier not in self._topologies:
-                raw = json.loads(self.lines[carrier]).get("topology")
-                self._topologies[carrier] = None if raw is None else decode_dataclass(Topology, raw)
-            topology = self._topologies[carrier]
-        data.pop("topology", None)
+        return self.frame(index).snapshot
+
+    def frame(self, index: int) -> Frame:
+        """The snapshot at `index` with the findings recorded beside it (none recorded: `recorded` is False)."""
         try:
+            data = parse_line(self.lines[index])
+            topology = None
+            carrier = self.topology_of[index]
+            if carrier is not None:
+                if carrier not in self._topologies:
+                    raw = parse_line(self.lines[carrier]).get("topology")
+                    self._topologies[carrier] = None if raw is None else decode_dataclass(Topology, raw)
+                topology = self._topologies[carrier]
+            data.pop("topology", None)
+            raw_findings = data.pop("findings", None)
             snapshot = Snapshot.from_dict(data)
-        except ValueError as error:
+            findings = () if raw_findings is None else _findings(raw_findings)
+        except (ValueError, TypeError, AttributeError, RecursionError) as error:
             raise RecordingError(f"{self.path} line {self.line_numbers[index]}: {error}") from None
-        return snapshot if topology is None else _with_topology(snapshot, topology)
+        if topology is not None:
+            snapshot = _with_topology(snapshot, topology)
+        return Frame(snapshot, findings, recorded=raw_findings is not None)
+
+
+def _findings(raw: Any) -> tuple[Finding, ...]:
+    if not isinstance(raw, list):
+        raise ValueError("findings: expected a list")
+    return tuple(decode_dataclass(Finding, item) for item in raw)
 
 
 def _with_topology(snapshot: Snapshot, topology: Topology) -> Snapshot:
@@ -129,29 +172,17 @@ def _with_topology(snapshot: Snapshot, topology: Topology) -> Snapshot:
     return dataclasses.replace(snapshot, topology=topology)
 
 
-def _read(path: str) -> tuple[bytes, str | None]:
-    """The file's bytes, decompressed member by member when gzip (each recorder session appends one); a stream
-    cut short yields what it holds, with the reason."""
+def _open(path: str) -> BinaryIO:
+    """The file, opened without blocking on a FIFO and refused unless it is a regular file."""
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
         raise RecordingError(f"cannot read {path}: {error.strerror}") from None
-    if raw[:2] != GZIP_MAGIC:
-        return raw, None
-    out, truncated = [], None
-    while raw:
-        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            out.append(inflater.decompress(raw))
-        except zlib.error as error:
-            truncated = f"corrupt compressed data ({error})"
-            break
-        if not inflater.eof:
-            truncated = "the compressed stream was cut short"
-            break
-        raw = inflater.unused_data
-    return b"".join(out), truncated
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RecordingError(f"cannot read {path}: not a regular file")
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def _check_header(path: str, number: int, record: Any) -> dict[str, Any]:
@@ -163,33 +194,93 @@ def _check_header(path: str, number: int, record: Any) -> dict[str, Any]:
     return record
 
 
+class _Stream:
+    """The file's bytes, decompressed member by member when gzip, in bounded chunks. A compressed stream cut
+    short (a killed recorder: its lines were sync-flushed) yields everything before the cut, and says so."""
+
+    CHUNK = 1 << 20
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.truncated: str | None = None
+
+    def chunks(self) -> Iterator[bytes]:
+        head = self.raw.read(2)
+        if head != GZIP_MAGIC:
+            yield head
+            while chunk := self.raw.read(self.CHUNK):
+                yield chunk
+            return
+        pending = head
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while True:
+            data = pending or self.raw.read(self.CHUNK)
+            pending = b""
+            if not data:
+                if not inflater.eof:
+                    self.truncated = "the compressed stream was cut short"
+                return
+            try:
+                yield inflater.decompress(data, self.CHUNK)
+                while inflater.unconsumed_tail:
+                    yield inflater.decompress(inflater.unconsumed_tail, self.CHUNK)
+            except zlib.error as error:
+                self.truncated = f"corrupt compressed data ({error})"
+                return
+            if inflater.eof:  # the next gzip member (a second recorder session, or `cat a.gz b.gz`)
+                pending = inflater.unused_data
+                inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                if not pending:
+                    pending = self.raw.read(self.CHUNK)
+                    if not pending:
+                        return
+
+    def lines(self, path: str) -> Iterator[tuple[int, bytes]]:
+        """(line number, line with its newline if it had one); a line over MAX_LINE is refused as it grows."""
+        buffer, number = b"", 0
+        for chunk in self.chunks():
+            buffer += chunk
+            while (end := buffer.find(b"\n")) >= 0:
+                number += 1
+                line, buffer = buffer[: end + 1], buffer[end + 1:]
+                if len(line) > MAX_LINE:
+                    raise RecordingError(f"{path} line {number}: longer than {MAX_LINE >> 20} MiB, "
+                                         "not a recording line")
+                yield number, line
+            if len(buffer) > MAX_LINE:
+                raise RecordingError(f"{path} line {number + 1}: longer than {MAX_LINE >> 20} MiB, "
+                                     "not a recording line")
+        if buffer:
+            yield number + 1, buffer
+
+
 def load(path: str) -> Recording:
-    """Reads and checks a recording's structure; the snapshots themselves are decoded when played."""
-    data, truncated = _read(path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise RecordingError(f"{path} line {line}: not text (a binary file?)") from None
-    lines = text.split("\n")
-    last_complete = text.endswith("\n")
+    """Reads and checks a recording's structure a chunk at a time; the snapshots themselves are decoded when
+    played. A stream or last line cut short keeps what came before it, with the reason in `truncated`."""
     recording: Recording | None = None
     carrier: int | None = None
-    for number, line in enumerate(lines, 1):
-        if not line:
-            continue
-        final = number == len(lines) and not last_complete
-        try:
-            recording, carrier = _take(path, number, line, recording, carrier)
-        except RecordingError:
-            if not final or recording is None:
-                raise
-            # a half-written last line is what a recorder killed mid-write leaves
-            recording.truncated = f"line {number} was cut short (the recorder stopped mid-write)"
+    truncated: str | None = None
+    with _open(path) as raw:
+        stream = _Stream(raw)
+        for number, data in stream.lines(path):
+            complete = data.endswith(b"\n")
+            if not data.strip():
+                continue
+            try:
+                recording, carrier = _take(path, number, data.decode("utf-8"), recording, carrier)
+            except (RecordingError, UnicodeDecodeError) as error:
+                if complete or recording is None:
+                    if isinstance(error, UnicodeDecodeError):
+                        raise RecordingError(f"{path} line {number}: not text (a binary file?)") from None
+                    raise
+                # a half-written last line is what a recorder killed mid-write leaves
+                truncated = f"line {number} was cut short (the recorder stopped mid-write)"
+        truncated = truncated or stream.truncated
     if recording is None:
+        if truncated:
+            raise RecordingError(f"{path}: {truncated} before the first line")
         raise RecordingError(f"{path}: empty file, not an hwtop recording")
-    if truncated and recording.truncated is None:
-        recording.truncated = truncated
+    recording.truncated = truncated
     if not recording.lines:
         raise RecordingError(f"{path}: the recording holds no snapshots")
     return recording
@@ -198,9 +289,9 @@ def load(path: str) -> Recording:
 def _take(path: str, number: int, line: str, recording: Recording | None,
           carrier: int | None) -> tuple[Recording, int | None]:
     try:
-        record = json.loads(line)
-    except ValueError:
-        raise RecordingError(f"{path} line {number}: not JSON") from None
+        record = parse_line(line)
+    except ValueError as error:
+        raise RecordingError(f"{path} line {number}: not JSON ({error})") from None
     if recording is None:
         return Recording(path, _check_header(path, number, record)), None
     if isinstance(record, dict) and "format" in record:

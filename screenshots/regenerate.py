@@ -47,7 +47,7 @@ async def capture_workload(name: str, size: tuple[int, int], job: list[str], ope
         if open_advice or name.startswith("advice"):
             for _ in range(150):  # the finding shows once its condition has held for the rule's hold time
                 await pilot.pause(0.2)
-                if app.advice.findings:
+                if app.frame is not None and app.frame.findings:
                     break
             await pilot.pause(0.6)
         if open_advice:
@@ -77,13 +77,15 @@ async def capture_replay(name: str, size: tuple[int, int]) -> str:
 
     from hwtop.recording.replay import ReplaySource
     from hwtop.recording.store import Recorder, load
+    from hwtop.session.session import Session
 
     sampler = make_sampler("dgx-a100", no_gpu=False)
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "dgx.jsonl.gz")
         recorder = Recorder(path, 0.5)
+        session = Session(sampler)
         for _ in range(24):
-            recorder.write(sampler.sample())
+            recorder.write(session.tick())
             await asyncio.sleep(0.5)
         recorder.close()
         sampler.close()
@@ -102,12 +104,13 @@ async def capture_fleet(name: str, size: tuple[int, int]) -> str:
     import threading
 
     from hwtop.exporter.server import make_exporter
+    from hwtop.session.session import Session
     from hwtop.tui.fleet_app import FleetApp
 
     servers = []
     for profile in ("dgx-a100", "ws-2x3090"):
         sampler = make_sampler(profile, no_gpu=False)
-        server, stop, _latest = make_exporter(sampler.sample, "127.0.0.1", 0, 0.5, "screenshot")
+        server, stop, _latest = make_exporter(Session(sampler).tick, "127.0.0.1", 0, 0.5, "screenshot")
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append((server, stop, sampler))
     await asyncio.sleep(1.5)

@@ -29,16 +29,6 @@ class GpuProbeLike(Protocol):
     def close(self) -> None: ...
 
 
-class SnapshotSource(Protocol):
-    """What the TUI needs: a blocking `sample()`; the Sampler is one, tests and replays are others."""
-
-    history: History
-
-    def sample(self) -> Snapshot: ...
-
-    def close(self) -> None: ...
-
-
 PROCESS_TIER_S = 1.9  # a 1 s refresh reads processes every other tick; anything slower, every tick
 
 

@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from hwtop.advice.engine import AdviceEngine
-from hwtop.advice.finding import Finding
 from hwtop.demo.fakenvml import FakeNvml
 from hwtop.demo.profiles import GIB
+from hwtop.model.finding import Finding
 from hwtop.model.snapshot import (
     CoreLoad,
     GpuProcess,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hwtop.advice.engine import MAX_SNAPSHOTS, AdviceEngine
-from hwtop.advice.finding import Finding
 from hwtop.advice.rules import RULE_IDS, RULES, Rule
 from hwtop.advice.thresholds import TABLE, Thresholds, load
+from hwtop.model.finding import Finding
 from tests.advice_timeline import Timeline, ids, rank, run, workload
 
 

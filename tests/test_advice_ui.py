@@ -27,7 +27,7 @@ def troubled_frames(count: int = 8):
 def warmed_app(frames) -> HwtopApp:
     app = HwtopApp(ScriptedSource(frames))
     for frame in frames[:-1]:  # the engine has seen the past the scripted source's history holds
-        app.advice.update(frame)
+        app.session.advance(lambda frame=frame: frame)
     return app
 
 

@@ -23,6 +23,7 @@ from hwtop.demo.fakenvml import FakeNvml
 from hwtop.exporter.server import make_exporter
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.session.sampler import Sampler
+from hwtop.session.session import Session
 
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 DCGM_NAMES = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_GPU_TEMP",
@@ -43,7 +44,8 @@ class Exporter:
     def __init__(self, profile: str = "dgx-a100") -> None:
         self.fake = FakeNvml(profile)
         self.sampler = Sampler(gpu=NvmlProbe(self.fake, source=f"demo:{profile}"))
-        self.server, self.stop, self.latest = make_exporter(self.sampler.sample, "127.0.0.1", 0, 0.2, "test")
+        self.session = Session(self.sampler)
+        self.server, self.stop, self.latest = make_exporter(self.session.tick, "127.0.0.1", 0, 0.2, "test")
         self.port = self.server.server_port
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
         self.thread.start()
@@ -82,7 +84,7 @@ def test_metrics_parse_with_dcgm_names_and_labels(exporter):
     assert all(set(s.labels) == DCGM_LABELS for s in util)
     assert {s.labels["modelName"] for s in util} == {"NVIDIA A100-SXM4-80GB"}
     assert {s.labels["device"] for s in util} == {f"nvidia{i}" for i in range(8)}
-    snapshot, _ = exporter.latest.value
+    snapshot = exporter.latest.frame.snapshot
     gpu0 = next(g for g in snapshot.gpus if g.index == 0)
     used = next(s.value for s in families["DCGM_FI_DEV_FB_USED"].samples if s.labels["gpu"] == "0")
     assert used == pytest.approx(gpu0.memory_used_bytes / (1 << 20))  # MiB, as dcgm-exporter reports it

@@ -12,10 +12,12 @@ import time
 
 import pytest
 
+from hwtop.model.frame import Frame
 from hwtop.recording.replay import ReplaySource
 from hwtop.recording.store import Recorder, RecordingError, load
+from hwtop.session.session import Session
 from tests.advice_timeline import Timeline, rank, workload
-from tests.factories import demo_snapshots, with_demo_topology
+from tests.factories import ScriptedSource, demo_snapshots, with_demo_topology
 
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 
@@ -36,11 +38,19 @@ def wait_for_snapshots(path, count: int, timeout: float = 60.0) -> None:
             pass
 
 
-def write(path, frames) -> None:
+def live_frames(snapshots):
+    """The frames a live session makes of these snapshots: each with the findings shown at that tick."""
+    session = Session(ScriptedSource(snapshots[:1]))
+    return [session.advance(lambda s=snapshot: s) for snapshot in snapshots]
+
+
+def write(path, snapshots) -> list[Frame]:
+    frames = live_frames(snapshots)
     recorder = Recorder(str(path), 1.0, "trainbox")
     for frame in frames:
         recorder.write(frame)
     recorder.close()
+    return frames
 
 
 @pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz"])
@@ -58,12 +68,75 @@ def test_round_trip_equals_the_recorded_snapshots(tmp_path, name):
     assert "topology" in json.loads(lines[0]) and "topology" not in json.loads(lines[1])  # written once
 
 
-def test_appending_a_second_session_continues_the_recording(tmp_path):
+def test_two_recordings_concatenated_read_as_one(tmp_path):
+    """`cat a.jsonl.gz b.jsonl.gz > c.jsonl.gz`: gzip members and a second header line are both fine."""
     frames = dgx_frames(6)
-    path = tmp_path / "run.jsonl.gz"
-    write(path, frames[:3])
-    write(path, frames[3:])
-    assert [load(str(path)).snapshot(i) for i in range(6)] == frames
+    write(tmp_path / "a.jsonl.gz", frames[:3])
+    write(tmp_path / "b.jsonl.gz", frames[3:])
+    both = tmp_path / "c.jsonl.gz"
+    both.write_bytes((tmp_path / "a.jsonl.gz").read_bytes() + (tmp_path / "b.jsonl.gz").read_bytes())
+    assert [load(str(both)).snapshot(i) for i in range(6)] == frames
+
+
+def test_a_recording_replays_the_findings_the_live_run_showed(tmp_path):
+    t = Timeline()
+    snapshots = [t.tick(workload=workload(rank(0, wait=0.85))) for _ in range(20)]
+    live = write(tmp_path / "starved.jsonl.gz", snapshots)
+    assert any(f.id == "gpu-starved" for f in live[-1].findings)  # the live session raised it
+    source = ReplaySource(load(str(tmp_path / "starved.jsonl.gz")))
+    session = Session(source)
+    replayed = [session.tick() for _ in range(len(live))]
+    assert [f.findings for f in replayed] == [f.findings for f in live]
+    assert all(f.recorded for f in replayed)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"time": NaN, "schema": "hwtop.snapshot/1"}', "NaN is not a number JSON allows"),
+    ('{"time": 1, "x": Infinity}', "Infinity is not a number JSON allows"),
+    ('{"time": 1, "x": 1' + "0" * 5000 + "}", "not JSON"),
+    ("[" * 100_000 + "]" * 100_000, "not JSON"),
+    ('"just a string"', "not a snapshot"),
+    ('{"time": true}', "not a snapshot"),
+])
+def test_hostile_lines_give_one_line_errors(tmp_path, line, message):
+    good = tmp_path / "good.jsonl"
+    write(good, dgx_frames(2))
+    path = tmp_path / "bad.jsonl"
+    path.write_text(good.read_text().splitlines()[0] + "\n" + line + "\n")
+    with pytest.raises(RecordingError, match=f"line 2: .*{message}"):
+        load(str(path))
+
+
+def test_wrong_types_inside_a_snapshot_skip_that_frame_and_count_it(tmp_path):
+    path = tmp_path / "run.jsonl"
+    write(path, dgx_frames(3))
+    lines = path.read_text().splitlines()
+    record = json.loads(lines[2])
+    record["cpu"] = {"cores": "not a list"}
+    lines[2] = json.dumps(record)
+    path.write_text("\n".join(lines) + "\n")
+    source = ReplaySource(load(str(path)))
+    source.sample()
+    source.step(2)
+    assert source.skipped == 1 and "line 3" in (source.error or "")
+
+
+def test_an_overlong_line_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    from hwtop.recording import store
+
+    monkeypatch.setattr(store, "MAX_LINE", 4096)
+    path = tmp_path / "huge.jsonl"
+    write(path, dgx_frames(1))
+    with open(path, "a") as handle:
+        handle.write('{"time": 2, "pad": "' + "x" * 100_000 + '"}\n')
+    with pytest.raises(RecordingError, match="line 2: longer than"):
+        load(str(path))
+
+
+def test_a_fifo_is_refused_rather_than_waited_on(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(RecordingError, match="not a regular file"):
+        load(str(tmp_path / "pipe"))
 
 
 @pytest.mark.parametrize("name", ["run.jsonl", "run.jsonl.gz"])
@@ -93,7 +166,7 @@ def test_a_corrupt_line_in_the_middle_names_its_line(tmp_path):
     (b'{"format": "hwtop.recording/1", "schema": "hwtop.snapshot/1"}\n{"no": "time"}\n', "line 2: not a snapshot"),
     (b"\x89PNG\r\n\x1a\n\x00\xff\xfe", "not text"),
     (b"", "empty file"),
-    (b"\x1f\x8b\x08garbage", "empty file"),
+    (b"\x1f\x8b\x08garbage", "corrupt compressed data"),
 ])
 def test_foreign_and_wrong_files_are_refused_with_where(tmp_path, content, message):
     path = tmp_path / "bad.jsonl"
@@ -122,21 +195,38 @@ def test_a_recorder_killed_with_sigkill_leaves_a_replayable_file(tmp_path):
     assert len(recording.snapshot(len(recording) - 1).gpus) == 8
 
 
-def test_a_full_disk_stops_recording_with_a_message():
-    recorder = Recorder("/dev/full")  # every write: ENOSPC
-    with pytest.raises(RecordingError, match="stopped: No space left on device"):
-        recorder.write(dgx_frames(1)[0])
+def no_room_past(limit: int):
+    """A preexec_fn: the child may write no file past `limit` bytes (the kernel answers EFBIG, as a full disk
+    answers ENOSPC: a write that fails midway)."""
+    import resource
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
 
 
-def test_the_record_command_on_a_full_disk_and_an_unwritable_path(tmp_path):
-    full = subprocess.run([*HWTOP, "--no-gpu", "record", "/dev/full", "--seconds", "2"], capture_output=True,
-                          text=True, timeout=60)
-    assert full.returncode == 1 and "No space left on device" in full.stderr
+def test_a_full_disk_stops_the_record_command_with_a_message_and_keeps_what_it_wrote(tmp_path):
+    path = tmp_path / "run.jsonl"
+    full = subprocess.run([*HWTOP, "--no-gpu", "record", str(path), "--interval", "0.2", "--seconds", "20"],
+                          capture_output=True, text=True, timeout=60, preexec_fn=no_room_past(60_000))
+    assert full.returncode == 1 and f"recording to {path} stopped: File too large" in full.stderr
+    recording = load(str(path))  # what was written before the failure stays readable
+    assert len(recording) >= 1 and recording.snapshot(0).cpu is not None
+
+
+def test_an_unwritable_path_or_an_existing_file_exits_2(tmp_path):
     missing = subprocess.run([*HWTOP, "record", str(tmp_path / "no" / "such" / "dir.jsonl")], capture_output=True,
                              text=True, timeout=60)
     assert missing.returncode == 2
     assert missing.stderr.strip().splitlines() == [
         f"hwtop: error: cannot record to {tmp_path / 'no' / 'such' / 'dir.jsonl'}: No such file or directory"]
+    (tmp_path / "old.jsonl").write_text("someone's data")
+    existing = subprocess.run([*HWTOP, "record", str(tmp_path / "old.jsonl")], capture_output=True, text=True,
+                              timeout=60)
+    assert existing.returncode == 2 and "it exists" in existing.stderr
+    assert (tmp_path / "old.jsonl").read_text() == "someone's data"
 
 
 def test_a_symlink_is_never_followed_over_an_existing_file(tmp_path):
@@ -149,13 +239,20 @@ def test_a_symlink_is_never_followed_over_an_existing_file(tmp_path):
     assert precious.read_text() == "keep me"
 
 
-def test_recordings_take_the_users_umask(tmp_path):
-    old = os.umask(0o027)
+def test_recordings_are_private_and_never_overwrite(tmp_path):
+    """A recording holds every user's command lines: 0600 whatever the umask, and never an existing file
+    (nor a FIFO, which would block a reader-less recorder)."""
+    old = os.umask(0o000)
     try:
         Recorder(str(tmp_path / "run.jsonl")).close()
     finally:
         os.umask(old)
-    assert (tmp_path / "run.jsonl").stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "run.jsonl").stat().st_mode & 0o777 == 0o600
+    with pytest.raises(RecordingError, match="it exists"):
+        Recorder(str(tmp_path / "run.jsonl"))
+    os.mkfifo(tmp_path / "pipe")
+    with pytest.raises(RecordingError, match="it exists"):
+        Recorder(str(tmp_path / "pipe"))
 
 
 def test_snapshot_at_a_time(tmp_path):
@@ -191,7 +288,7 @@ async def test_replay_controls_and_advice_as_it_plays(tmp_path):
             if source.index >= 12:
                 break
         assert "REPLAY 20x" in str(app.header.render())
-        assert any(f.id == "gpu-starved" for f in app.advice.findings)  # the rules ran over the replay
+        assert any(f.id == "gpu-starved" for f in app.frame.findings)  # the rules ran over the replay
         await pilot.press("p")
         before = source.index
         await pilot.press("full_stop")
@@ -203,7 +300,7 @@ async def test_replay_controls_and_advice_as_it_plays(tmp_path):
         await pilot.press("left_square_bracket")  # -10 s: back near the start, the advice starts over
         await pilot.pause()
         assert source.index == max(0, before - 11)
-        assert not any(f.id == "gpu-starved" for f in app.advice.findings)
+        assert not any(f.id == "gpu-starved" for f in app.frame.findings)
         await pilot.press("minus")
         assert source.speed == 10.0
         await pilot.press("w")  # no workload from a recording

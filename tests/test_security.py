@@ -205,10 +205,10 @@ def test_a_writable_config_is_refused_for_root(tmp_path):
     assert load(str(config)).thresholds["data_wait_fraction"] == 0.99
 
 
-def test_recordings_honour_the_umask_and_refuse_symlinks(tmp_path):
+def test_recordings_are_0600_and_refuse_symlinks(tmp_path):
     from hwtop.recording.store import Recorder, RecordingError
 
-    old = os.umask(0o077)
+    old = os.umask(0o022)
     try:
         Recorder(str(tmp_path / "a.jsonl")).close()
     finally:

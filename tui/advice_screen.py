@@ -3,14 +3,15 @@ finding inside the pane (80x24), `a` or a click brings this up instead. It follo
 
 from __future__ import annotations
 
-from hwtop.advice.finding import Finding
-from hwtop.widgets.advice import AdvicePanel
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from hwtop.model.finding import Finding
+from hwtop.widgets.advice import AdvicePanel
 
 
 class AdviceScreen(ModalScreen[None]):

@@ -7,10 +7,15 @@ import asyncio
 import threading
 import time
 
-from hwtop.advice.engine import AdviceEngine
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Input
+
 from hwtop.advice.thresholds import Thresholds
+from hwtop.model.frame import Frame
 from hwtop.model.snapshot import Snapshot
-from hwtop.session.sampler import SnapshotSource
+from hwtop.session.session import Session, SnapshotSource
 from hwtop.tui.advice_screen import AdviceScreen
 from hwtop.tui.help import HelpScreen
 from hwtop.tui.topology_screen import TopologyScreen
@@ -23,10 +28,6 @@ from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.memory import MemoryPanel
 from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Input
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
@@ -86,8 +87,9 @@ class HwtopApp(App[None]):
 
         self.theme = THEMES.get(theme, "textual-dark")
         self.hidden_panels = set(hide)
-        self.advice = AdviceEngine(thresholds)
+        self.session = Session(source, thresholds)  # probes → snapshot → advice, one tick at a time
         self.source = source
+        self.frame: Frame | None = None
         self.interval = interval
         self.paused = False
         self.snapshot: Snapshot | None = None
@@ -172,27 +174,26 @@ class HwtopApp(App[None]):
         while True:
             started = time.monotonic()
             if not self.paused:
-                snapshot = await asyncio.to_thread(self._sample)
-                self.show(snapshot)
+                frame = await asyncio.to_thread(self._tick)
+                self.show(frame)
             wait = min(self.interval, 0.25) if self.ticks == 1 else self.interval
             await asyncio.sleep(max(0.02, wait - (time.monotonic() - started)))
 
-    def _sample(self) -> Snapshot:
-        """On the worker thread: the tick's snapshot, then the rules over it (probes → snapshot → advice), then
-        the recording, if one is being written."""
-        snapshot = self.source.sample()
-        self.advice.update(snapshot)
+    def _tick(self) -> Frame:
+        """On the worker thread: the session's tick (probes → snapshot → advice), then the recording, if one is
+        being written."""
+        frame = self.session.tick()
         with self._record_lock:
             recorder = self.recorder
             if recorder is not None:
                 from hwtop.recording.store import RecordingError
 
                 try:
-                    recorder.write(snapshot)
+                    recorder.write(frame)
                 except RecordingError as error:
                     self.recorder = None
                     self.call_from_thread(self.notify, str(error), severity="error", timeout=10)
-        return snapshot
+        return frame
 
     def _replay_state(self) -> str | None:
         if not self.replaying:
@@ -209,21 +210,17 @@ class HwtopApp(App[None]):
             return False
         return True
 
-    def _show_now(self, snapshot: Snapshot) -> None:
-        self.advice.update(snapshot)
-        self.show(snapshot)
-
     def action_replay_step(self, ticks: int) -> None:
         self.paused = True  # stepping is frame by frame
-        self._show_now(self.source.step(ticks))  # type: ignore[attr-defined]
+        self.show(self.session.advance(lambda: self.source.step(ticks)))  # type: ignore[attr-defined]
 
     def action_replay_seek(self, seconds: float) -> None:
-        self._show_now(self.source.seek(seconds))  # type: ignore[attr-defined]
+        self.show(self.session.advance(lambda: self.source.seek(seconds)))  # type: ignore[attr-defined]
 
     def action_replay_speed(self, factor: float) -> None:
         self.source.set_speed(self.source.speed * factor)  # type: ignore[attr-defined]
-        if self.snapshot is not None:
-            self.show(self.snapshot)
+        if self.frame is not None:
+            self.show(self.frame)
 
     def action_record(self) -> None:
         """R starts writing every tick to hwtop-HOST-TIME.jsonl.gz here, R again stops (hwtop replay FILE)."""
@@ -244,8 +241,10 @@ class HwtopApp(App[None]):
             return
         self.notify(f"recording every tick to {path} (R stops)")
 
-    def show(self, snapshot: Snapshot) -> None:
-        self.snapshot = snapshot
+    def show(self, frame: Frame) -> None:
+        self.frame, self.snapshot = frame, frame.snapshot
+        snapshot = frame.snapshot
+        watching, rule_errors = self.session.watching, dict(frame.rule_errors)
         self.ticks += 1
         if self.screen is self.topology_screen:  # no work for hidden screens: only the visible one renders
             self.topology_screen.show(snapshot, self.interval, self.paused)
@@ -256,7 +255,7 @@ class HwtopApp(App[None]):
             self.first_frame.set()
             return
         if isinstance(self.screen, AdviceScreen):
-            self.screen.show(self.advice.findings, snapshot.time, self.advice.watching, self.advice.rule_errors)
+            self.screen.show(frame.findings, snapshot.time, watching, rule_errors)
         history = self.source.history
         height = self.size.height
         gpus = snapshot.gpus
@@ -266,10 +265,10 @@ class HwtopApp(App[None]):
         self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"))
         self.disks_panel.show(snapshot.disks)
         self.workload_panel.show(snapshot.workload)
-        findings = self.advice.findings
+        findings = frame.findings
         self.advice_panel.inline = height >= SHORT_TERMINAL
-        self.advice_panel.show(findings, snapshot.time, self.advice.watching, self.advice.rule_errors)
-        serious = [f for f in findings if f.severity != "info"]
+        self.advice_panel.show(findings, snapshot.time, watching, rule_errors)
+        serious = frame.serious
         marked_gpus = {i for f in serious for i in f.gpus}
         marked_cores = {c for f in serious for c in f.cores}
         # Rows: header and footer 1 each, the process table at least 4, the workload and advice panes what
@@ -357,7 +356,7 @@ class HwtopApp(App[None]):
         panel = self.advice_panel
         if self.screen is not self.screen_stack[0]:
             return
-        if self.size.height < SHORT_TERMINAL and self.advice.findings:
+        if self.size.height < SHORT_TERMINAL and self.frame is not None and self.frame.findings:
             self.open_advice_screen()
             return
         panel.focus()
@@ -369,8 +368,9 @@ class HwtopApp(App[None]):
     def open_advice_screen(self) -> None:
         screen = AdviceScreen()
         self.push_screen(screen)
-        screen.show(self.advice.findings, self.snapshot.time if self.snapshot else None, self.advice.watching,
-                    self.advice.rule_errors)
+        frame = self.frame
+        screen.show(frame.findings if frame else (), frame.time if frame else None, self.session.watching,
+                    dict(frame.rule_errors) if frame else {})
 
     def action_job(self) -> None:
         """The focused job's screen; without a focused job, say how to focus one."""
@@ -491,7 +491,7 @@ class HwtopApp(App[None]):
             if self.recorder is not None:
                 self.recorder.close(quiet=True)  # the file ends on a whole line
                 self.recorder = None
-        self.source.close()
+        self.session.close()
 
 
 def _clock(seconds: float) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import textwrap
 
-from hwtop.advice.finding import Finding
-from hwtop.widgets.panel import TextPanel
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.message import Message
+
+from hwtop.model.finding import Finding
+from hwtop.widgets.panel import TextPanel
 
 BADGE = {"critical": ("✖ CRIT", "bold white on red"), "warning": ("▲ WARN", "bold black on yellow"),
          "info": ("● INFO", "bold black on cyan")}

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from hwtop.advice.finding import Finding
 from hwtop.advice.rules.health import gpu_errors, gpu_throttled
 from hwtop.advice.rules.memory import cuda_oom, host_memory_pressure
 from hwtop.advice.rules.pipeline import cpu_single_core, gpu_starved, io_bound
@@ -14,6 +13,7 @@ from hwtop.advice.rules.placement import numa_misplaced, pcie_degraded, topology
 from hwtop.advice.rules.precision import amp_available, amp_overflow, cudnn_benchmark
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
+from hwtop.model.finding import Finding
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwtop.advice.finding import Finding
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
+from hwtop.model.finding import Finding
 
 THERMAL = {"SW thermal", "HW thermal"}
 POWER = {"power cap"}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwtop.advice.finding import Finding
 from hwtop.advice.text import command, gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, gpus_in_use, workload_running
+from hwtop.model.finding import Finding
 
 OOM_SHOWN_S = 120.0  # an OOM event stays a finding this long after it happened
 

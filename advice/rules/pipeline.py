@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwtop.advice.finding import Finding
 from hwtop.advice.text import command, percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, children, compute_pids, gpus_in_use, mean, workload_running
+from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past

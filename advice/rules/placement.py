@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hwtop.advice.finding import Finding
 from hwtop.advice.text import command, cpus
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, gpu_numa_node, gpus_in_use, node_cpus
+from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
 from hwtop.probes.topology import link_degraded
 

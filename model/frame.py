@@ -1,0 +1,26 @@
+"""A Frame is what one tick produced: the snapshot and the advice on it. It is immutable, so the worker thread
+that made it and the UI, exporter or recorder that read it never share anything that changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwtop.model.finding import Finding
+from hwtop.model.snapshot import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    snapshot: Snapshot
+    findings: tuple[Finding, ...] = ()
+    rule_errors: tuple[tuple[str, str], ...] = ()  # (rule id, what it raised): named in the pane, never a crash
+    recorded: bool = False  # the findings come from a recording, as the live run showed them
+
+    @property
+    def time(self) -> float:
+        return self.snapshot.time
+
+    @property
+    def serious(self) -> tuple[Finding, ...]:
+        """Findings at warning or above: the ones that mark GPUs and cores and make `doctor` exit 1."""
+        return tuple(f for f in self.findings if f.severity != "info")

@@ -1,0 +1,74 @@
+"""`Session.tick() -> Frame`: the one place where a tick happens. It owns the snapshot source (the live
+sampler, a demo, or a recording), its ring history and the advice engine with its hysteresis. The app, the
+exporter, `doctor`, `record` and `snapshot` all take Frames from it, so each asks the rules the same question
+and gets the same answer.
+
+A Session is driven from one thread at a time: the lock makes a second caller wait rather than interleave
+(the app's worker and a replay step, say)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+from hwtop.advice.engine import AdviceEngine
+from hwtop.advice.thresholds import Thresholds
+from hwtop.model.finding import Finding
+from hwtop.model.frame import Frame
+from hwtop.model.history import History
+from hwtop.model.snapshot import Snapshot
+
+
+class SnapshotSource(Protocol):
+    """Anything that yields one Snapshot per call: the live Sampler, a replay, a test's script."""
+
+    history: History
+
+    def sample(self) -> Snapshot: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class RecordedAdvice(Protocol):
+    """A source that also knows the findings shown when its current snapshot was recorded."""
+
+    def recorded_findings(self) -> tuple[Finding, ...] | None: ...
+
+
+class Session:
+    def __init__(self, source: SnapshotSource, thresholds: Thresholds | None = None) -> None:
+        self.source = source
+        self.engine = AdviceEngine(thresholds)
+        self.latest: Frame | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def history(self) -> History:
+        return self.source.history
+
+    @property
+    def watching(self) -> tuple[str, ...]:
+        """What the rules watch, for the pane's 'no problems seen' line."""
+        return self.engine.watching
+
+    def tick(self) -> Frame:
+        """Sample once, advise on it, and return the Frame."""
+        return self.advance(self.source.sample)
+
+    def advance(self, move: Callable[[], Snapshot]) -> Frame:
+        """A tick whose snapshot comes from `move` (a replay's step or seek) rather than `sample`."""
+        with self._lock:
+            snapshot = move()
+            recorded = self.source.recorded_findings() if isinstance(self.source, RecordedAdvice) else None
+            if recorded is not None:
+                frame = Frame(snapshot, recorded, recorded=True)
+            else:
+                findings = self.engine.update(snapshot)
+                frame = Frame(snapshot, findings, tuple(sorted(self.engine.rule_errors.items())))
+            self.latest = frame
+            return frame
+
+    def close(self) -> None:
+        self.source.close()
