@@ -351,9 +351,3 @@ class Snapshot:
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
-        """The inverse of to_dict (a recording's line back into a snapshot); ValueError on a wrong shape."""
-        from hwtop.model.serial import snapshot_from_dict
-
-        return snapshot_from_dict(data)

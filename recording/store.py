@@ -24,7 +24,7 @@ from typing import Any, BinaryIO
 from hwtop import __version__
 from hwtop.model.finding import Finding
 from hwtop.model.frame import Frame
-from hwtop.model.serial import decode_dataclass
+from hwtop.model.serial import decode_dataclass, snapshot_from_dict
 from hwtop.model.snapshot import SCHEMA, Snapshot, Topology
 
 FORMAT = "hwtop.recording/1"
@@ -151,7 +151,7 @@ class Recording:
                 topology = self._topologies[carrier]
             data.pop("topology", None)
             raw_findings = data.pop("findings", None)
-            snapshot = Snapshot.from_dict(data)
+            snapshot = snapshot_from_dict(data)
             findings = () if raw_findings is None else _findings(raw_findings)
         except (ValueError, TypeError, AttributeError, RecursionError) as error:
             raise RecordingError(f"{self.path} line {self.line_numbers[index]}: {error}") from None
