@@ -6,13 +6,13 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwtop.probes.processes import CLOCK_TICKS, PAGE_SIZE, ProcessProbe, parse_stat
+from hwtop.probes.processes import CLOCK_TICKS, PAGE_SIZE, PF_KTHREAD, ProcessProbe, parse_stat
 from tests.sysfs_trees import write
 
 
 def stat_line(pid: int, name: str, state: str = "S", ppid: int = 1, utime: int = 0, stime: int = 0,
-              threads: int = 1, start: int = 1000, rss_pages: int = 100, processor: int = 0) -> str:
-    fields = [state, str(ppid)] + ["0"] * 9 + [str(utime), str(stime)] + ["0"] * 4 + [str(threads), "0",
+              threads: int = 1, start: int = 1000, rss_pages: int = 100, processor: int = 0, flags: int = 0) -> str:
+    fields = [state, str(ppid)] + ["0"] * 4 + [str(flags)] + ["0"] * 4 + [str(utime), str(stime)] + ["0"] * 4 + [str(threads), "0",
                                                                                          str(start), "0",
                                                                                          str(rss_pages)]
     fields += ["0"] * (36 - len(fields)) + [str(processor)] + ["0"] * 15
@@ -43,8 +43,8 @@ def test_cpu_percent_top_n_partial_and_vanished(tmp_path: Path) -> None:
         100: stat_line(100, "python", utime=0),
         101: stat_line(101, "worker", utime=0),
         102: stat_line(102, "idle"),
-        2: stat_line(2, "kthreadd", ppid=0),
-        3: stat_line(3, "kworker/0:1", ppid=2),
+        2: stat_line(2, "kthreadd", ppid=0, flags=PF_KTHREAD),
+        3: stat_line(3, "kworker/0:1", ppid=2, flags=PF_KTHREAD | 0x40),
     })
     write(tmp_path, "proc/103/stat", "garbage without parentheses")
     (tmp_path / "proc/104").mkdir()  # vanished between listdir and open
@@ -83,3 +83,42 @@ def test_live_proc_lists_this_process() -> None:
     me = next(p for p in rows if p.pid == os.getpid())
     assert me.user is not None and me.rss_bytes and me.threads >= 1
     assert me.cpu_affinity == tuple(sorted(os.sched_getaffinity(0)))
+
+
+def test_in_a_container_pid_2_and_its_children_are_ordinary_processes(tmp_path: Path) -> None:
+    """Kernel threads are told by their PF_KTHREAD flag, not by pid 2: in a pid namespace pid 2 is whatever the
+    entrypoint started second."""
+    _proc_tree(tmp_path, {
+        1: stat_line(1, "tini", ppid=0),
+        2: stat_line(2, "python", ppid=1),
+        3: stat_line(3, "pt_data_worker", ppid=2),
+    })
+    pids = {p.pid for p in ProcessProbe(str(tmp_path), limit=10).read()}
+    assert pids == {1, 2, 3}
+
+
+def test_a_renamed_process_shows_its_new_command_line(tmp_path: Path) -> None:
+    """setproctitle and DataLoader workers rename themselves after start: a changed comm re-reads cmdline."""
+    now = [0.0]
+    _proc_tree(tmp_path, {300: stat_line(300, "python", start=5)})
+    probe = ProcessProbe(str(tmp_path), clock=lambda: now[0])
+    assert probe.read()[0].cmdline == "python train.py --rank 300"
+    write(tmp_path, "proc/300/stat", stat_line(300, "trainer:rank0", start=5))
+    write(tmp_path, "proc/300/cmdline", "trainer: rank 0 epoch 3\0")
+    now[0] += 1
+    row = probe.read()[0]
+    assert row.name == "trainer:rank0" and row.cmdline == "trainer: rank 0 epoch 3"
+
+
+def test_an_unchanged_name_is_read_again_only_on_the_slow_cadence(tmp_path: Path) -> None:
+    from hwtop.probes.processes import DETAILS_REFRESH_S
+
+    now = [0.0]
+    _proc_tree(tmp_path, {301: stat_line(301, "python", start=5)})
+    probe = ProcessProbe(str(tmp_path), clock=lambda: now[0])
+    probe.read()
+    write(tmp_path, "proc/301/cmdline", "python\0other.py\0")
+    now[0] += 1
+    assert probe.read()[0].cmdline == "python train.py --rank 301"  # cached: the name did not change
+    now[0] += DETAILS_REFRESH_S
+    assert probe.read()[0].cmdline == "python other.py"
