@@ -13,9 +13,8 @@ from tests.sysfs_trees import write
 def stat_line(pid: int, name: str, state: str = "S", ppid: int = 1, utime: int = 0, stime: int = 0,
               threads: int = 1, start: int = 1000, rss_pages: int = 100, processor: int = 0,
               flags: int = 0) -> str:
-    fields = [state, str(ppid)] + ["0"] * 4 + [str(flags)] + ["0"] * 4 + [str(utime), str(stime)] + ["0"] * 4 + [str(threads), "0",
-                                                                                         str(start), "0",
-                                                                                         str(rss_pages)]
+    fields = [state, str(ppid)] + ["0"] * 4 + [str(flags)] + ["0"] * 4 + [str(utime), str(stime)]
+    fields += ["0"] * 4 + [str(threads), "0", str(start), "0", str(rss_pages)]
     fields += ["0"] * (36 - len(fields)) + [str(processor)] + ["0"] * 15
     return f"{pid} ({name}) " + " ".join(fields) + "\n"
 
