@@ -16,25 +16,25 @@ def _stop(signum: int, _frame: object) -> None:
 
 def record_command(args: argparse.Namespace, make_sampler, thresholds: Thresholds) -> int:  # noqa: ANN001
     """Tick every --interval and write each frame (snapshot and findings) to FILE until stopped or --seconds
-    pass."""
+    pass. The file and its header exist before the first tick, so a ctrl-c at any moment leaves a readable
+    recording (perhaps of no snapshots) and status 0."""
     from hwtop.recording.store import Recorder, RecordingError
     from hwtop.session.session import Session
 
-    sampler = make_sampler(args.demo, args.no_gpu)
-    session = Session(sampler, thresholds)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _stop)
     try:
         recorder = Recorder(args.file, args.interval)
     except RecordingError as error:
-        sampler.close()
         print(f"hwtop: error: {error}", file=sys.stderr)
         return 2
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _stop)
-    print(f"recording to {args.file} every {args.interval:g}s" +
-          (f" for {args.seconds:g}s" if args.seconds else " (ctrl-c stops)"), file=sys.stderr)
+    session: Session | None = None
     code = 0
-    end = None if args.seconds is None else time.monotonic() + args.seconds
     try:
+        print(f"recording to {args.file} every {args.interval:g}s" +
+              (f" for {args.seconds:g}s" if args.seconds else " (ctrl-c stops)"), file=sys.stderr)
+        session = Session(make_sampler(args.demo, args.no_gpu), thresholds)
+        end = None if args.seconds is None else time.monotonic() + args.seconds
         while end is None or time.monotonic() < end:
             started = time.monotonic()
             recorder.write(session.tick())
@@ -46,7 +46,8 @@ def record_command(args: argparse.Namespace, make_sampler, thresholds: Threshold
         code = 1
     finally:
         recorder.close(quiet=True)
-        sampler.close()
+        if session is not None:
+            session.close()
     print(f"{recorder.count} snapshots in {args.file}", file=sys.stderr)
     return code
 

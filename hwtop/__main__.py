@@ -1,5 +1,5 @@
 """`python -m hwtop` runs the command line, as the `hwtop` script does."""
 
-from hwtop.cli.main import main
+from hwtop.cli.entry import run
 
-raise SystemExit(main())
+run()

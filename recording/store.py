@@ -73,7 +73,8 @@ class Recorder:
         self._out: BinaryIO = gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw  # type: ignore[assignment]
         self._header: dict[str, Any] | None = {
             "format": FORMAT, "schema": SCHEMA, "host": host or socket.gethostname(), "hwtop_version": hwtop_version(),
-            "started": time.time(), "interval_s": interval_s}  # written with the first snapshot
+            "started": time.time(), "interval_s": interval_s}
+        self._write_header()  # at once: a recorder stopped before its first tick leaves a recording of nothing
 
     def _write_line(self, record: dict[str, Any]) -> None:
         data = (json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n").encode()
@@ -85,10 +86,13 @@ class Recorder:
             self.close(quiet=True)
             raise RecordingError(f"recording to {self.path} stopped: {error.strerror}") from None
 
-    def write(self, frame: Frame) -> None:
+    def _write_header(self) -> None:
         if self._header is not None:
             header, self._header = self._header, None
             self._write_line(header)
+
+    def write(self, frame: Frame) -> None:
+        self._write_header()
         snapshot = frame.snapshot
         record = snapshot.to_dict()
         record["findings"] = [finding.to_dict() for finding in frame.findings]

@@ -340,3 +340,21 @@ def test_a_signalled_recorder_closes_the_file_cleanly(tmp_path, sig):
     recording = load(str(path))
     assert recording.truncated is None and len(recording) >= 5  # every line whole, the gzip stream complete
     assert f"{len(recording)} snapshots in {path}" in stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("delay", [0.08, 0.15, 0.3, 0.6])
+def test_ctrl_c_in_the_first_second_of_record_stops_cleanly(tmp_path, delay):
+    """Whenever ctrl-c lands in start-up, no traceback; the file, once it exists, is a readable recording."""
+    path = tmp_path / "early.jsonl"
+    process = subprocess.Popen([sys.executable, "-m", "hwtop", "--no-gpu", "record", str(path)],
+                               stderr=subprocess.PIPE, text=True)
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode in (0, 130) and "Traceback" not in err, err
+    if path.exists():
+        try:
+            assert load(str(path)).header["format"] == "hwtop.recording/1"
+        except RecordingError as error:
+            assert "holds no snapshots" in str(error)
