@@ -275,6 +275,8 @@ class WorkloadState:
     config: dict[str, Any] | None = None  # rank 0's `started` record: device, model, amp, num_workers, ...
     oom_count: int = 0
     last_oom: dict[str, Any] | None = None  # rank, batch_size, largest_fit, message of the latest OOM
+    nonfinite_steps: int = 0  # steps whose loss or gradients were NaN/inf (skipped, or the run stopped)
+    last_nonfinite: dict[str, Any] | None = None  # rank, step, time, skipped, stopped of the latest
 
 
 @dataclass(frozen=True, slots=True)

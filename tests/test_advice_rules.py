@@ -373,3 +373,18 @@ def test_focused_rank_with_its_memory_on_the_far_node(pages, fires):
     if fires:
         finding = find(found, "numa-misplaced")
         assert "rank 0 (pid 52000) keeps 90% of its resident pages off node 0 (mostly on node 1" in finding.evidence[0]
+
+
+def test_training_diverged_names_the_step_and_is_critical_once_the_run_stopped():
+    import dataclasses
+
+    skipped = dataclasses.replace(workload(rank(0), lr=1e30), nonfinite_steps=3,
+                                  last_nonfinite={"rank": 0, "step": 7, "time": 1.0, "skipped": True, "stopped": False})
+    t = Timeline()
+    found = find(run([t.tick(workload=skipped) for _ in range(3)])[-1], "training-diverged")
+    assert found.severity == "warning" and "latest at step 7 on rank 0" in found.evidence[0]
+    assert "1e+30" in found.fix[0] and found.scope == "rank 0"
+    stopped = dataclasses.replace(skipped, last_nonfinite={**skipped.last_nonfinite, "stopped": True})
+    assert find(run([t.tick(workload=stopped)])[-1], "training-diverged").severity == "critical"
+    healthy = Timeline()
+    assert "training-diverged" not in ids(run([healthy.tick(workload=workload(rank(0))) for _ in range(3)])[-1])

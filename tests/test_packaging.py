@@ -53,3 +53,12 @@ def test_a_workload_package_in_the_current_directory_is_never_imported(tmp_path:
     assert result.returncode == 0, result.stderr[-2000:]
     assert '"event": "finished"' in result.stdout
     assert not marker.exists(), marker.read_text()
+
+
+def test_the_torch_extra_brings_what_the_workload_imports() -> None:
+    """A fresh `pip install 'hwtop[torch]'` runs the workload without torch's 'Failed to initialize NumPy'."""
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = {requirement.split(">")[0].split("=")[0].split("[")[0].strip() for requirement in extras["torch"]}
+    assert {"torch", "numpy"} <= names

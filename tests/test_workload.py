@@ -217,3 +217,22 @@ def test_oom_of_the_real_job_reaches_the_cuda_oom_rule(faulty_job: None) -> None
     finally:
         sampler.workload.stop()
         sampler.close()
+
+
+def test_a_diverging_run_is_reported_not_killed() -> None:
+    """A learning rate of 1e30 turns the loss into inf/NaN within steps: each such step is skipped and said,
+    the job ends normally (a traceback from json.dumps(NaN) used to kill it)."""
+    records = run_job("--device", "cpu", "--steps", "6", "--model", "mlp", "--num-workers", "0", "--lr", "1e30")
+    steps = [r for r in records if r["event"] == "step"]
+    assert len(steps) == 6 and any(r["step_skipped"] for r in steps)
+    assert all(r["loss"] is None for r in steps if not r["loss_finite"])
+    finished = next(r for r in records if r["event"] == "finished")
+    assert finished["nonfinite_steps"] == sum(r["step_skipped"] for r in steps) > 0
+
+
+def test_on_nonfinite_stop_ends_the_run_cleanly_at_that_step() -> None:
+    records = run_job("--device", "cpu", "--steps", "50", "--model", "mlp", "--num-workers", "0", "--lr", "1e30",
+                      "--on-nonfinite", "stop")
+    diverged = next(r for r in records if r["event"] == "diverged")
+    finished = next(r for r in records if r["event"] == "finished")
+    assert finished["steps"] == diverged["step"] < 50

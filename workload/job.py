@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import socket
 import sys
@@ -118,6 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--transform-cost", type=float, default=None, help="ms of CPU work per sample")
     parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--on-nonfinite", choices=["skip", "stop"], default="skip",
+                        help="a NaN/inf loss or gradient: skip that step (as AMP's GradScaler does) or stop the run")
     parser.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")
     return parser
 
@@ -158,7 +161,8 @@ def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size:
     started = time.perf_counter()
     step = 0
     total_wait = total_time = 0.0
-    losses = []
+    losses: list[float] = []
+    nonfinite_steps = 0
     iterator = iter(loader)
     peak_rss = 0
     while True:
@@ -182,7 +186,14 @@ def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size:
             with sync, torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
                 loss = loss_fn(ddp(x), y) / args.grad_accum
             scaler.scale(loss).backward()
-        scaler.step(optimizer)
+        loss_value = float(loss.detach()) * args.grad_accum
+        # DDP has averaged the gradients, so every rank reaches the same verdict and the ranks stay in step.
+        finite = amp == "fp16" or _gradients_finite(ddp)  # fp16: GradScaler skips such steps itself
+        if finite:
+            scaler.step(optimizer)
+        else:
+            optimizer.zero_grad(set_to_none=True)  # a NaN/inf gradient is skipped, as GradScaler skips one
+            nonfinite_steps += 1
         scaler.update()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
@@ -191,22 +202,30 @@ def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size:
         if step > 1 or steps == 1:  # the first step pays for worker start-up: not the steady state
             total_wait += wait
             total_time += elapsed
-        losses.append(float(loss.detach()) * args.grad_accum)
+        if math.isfinite(loss_value):
+            losses.append(loss_value)
         rss = rss_bytes() or 0
         peak_rss = max(peak_rss, rss)
         record = {"event": "step", "rank": rank, "world_size": world, "step": step, "step_time_s": elapsed,
                   "data_wait_s": wait, "data_wait_fraction": wait / elapsed if elapsed else None,
                   "samples_per_s": batch_size * args.grad_accum / elapsed if elapsed else None,
-                  "loss": losses[-1], "amp": amp, "scale": scaler.get_scale() if amp == "fp16" else None,
+                  "loss": loss_value if math.isfinite(loss_value) else None,
+                  "loss_finite": math.isfinite(loss_value), "step_skipped": not finite, "amp": amp, "scale": scaler.get_scale() if amp == "fp16" else None,
                   "batch_size": batch_size, "rss_bytes": rss, "phase": phase}
         if device.type == "cuda":
             record.update(cuda_allocated_bytes=torch.cuda.memory_allocated(device),
                           cuda_reserved_bytes=torch.cuda.memory_reserved(device),
                           cuda_peak_bytes=torch.cuda.max_memory_allocated(device))
         emit(record)
+        if not finite and args.on_nonfinite == "stop":
+            emit({"event": "diverged", "rank": rank, "step": step, "loss": None if not math.isfinite(loss_value)
+                  else loss_value, "message": f"non-finite gradients at step {step}: training stopped "
+                  "(--on-nonfinite stop)"})
+            break
     checksum = float(sum(p.detach().double().sum() for p in ddp.parameters()))
+    checksum = checksum if math.isfinite(checksum) else None
     measured = step - 1 if step > 1 else step
-    return {"steps": step, "data_wait_fraction": total_wait / total_time if total_time else None,
+    return {"steps": step, "nonfinite_steps": nonfinite_steps, "data_wait_fraction": total_wait / total_time if total_time else None,
             "samples_per_s": measured * batch_size * args.grad_accum / total_time if total_time else None,
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
             "peak_rss_bytes": peak_rss, "param_checksum": checksum,
@@ -228,6 +247,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _gradients_finite(model: nn.Module) -> bool:
+    grads = [p.grad.detach().norm() for p in model.parameters() if p.grad is not None]
+    return bool(torch.isfinite(torch.stack(grads)).all()) if grads else True
+
+
 def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
     backend = "nccl" if args.device == "cuda" else "gloo"
     if "MASTER_ADDR" not in os.environ:
@@ -236,7 +260,8 @@ def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
     emit({"event": "started", "rank": rank, "world_size": world, "pid": os.getpid(), "scenario": args.scenario,
           "device": args.device, "backend": backend, "amp": args.amp, "batch_size": args.batch_size,
           "num_workers": args.num_workers, "transform_cost_ms": args.transform_cost, "model": args.model,
-          "pin_memory": args.pin_memory, "cudnn_benchmark": args.cudnn_benchmark, "grad_accum": args.grad_accum})
+          "pin_memory": args.pin_memory, "cudnn_benchmark": args.cudnn_benchmark, "grad_accum": args.grad_accum,
+          "on_nonfinite": args.on_nonfinite, "lr": args.lr})
     try:
         if args.scenario == "amp-compare":
             low = "bf16" if args.device == "cpu" else "fp16"

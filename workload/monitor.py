@@ -28,6 +28,8 @@ class WorkloadMonitor:
         self._config: dict[str, Any] | None = None
         self._oom_count = 0
         self._last_oom: dict[str, Any] | None = None
+        self._nonfinite_steps = 0
+        self._last_nonfinite: dict[str, Any] | None = None
         self._pids: set[int] = set()
         self._stopped = False
         self.job = WorkloadProcess(job_args, env=env)
@@ -55,14 +57,22 @@ class WorkloadMonitor:
                 self._pids.add(record["pid"])
         elif event == "step":
             state.update(record)
+            if record.get("step_skipped") or record.get("loss_finite") is False:
+                self._nonfinite_steps += 1
+                self._last_nonfinite = {"rank": rank, "step": record.get("step"), "time": record.get("time"),
+                                        "skipped": bool(record.get("step_skipped")), "stopped": False}
             for key in ("step_time_s", "samples_per_s", "scale"):
                 value = record.get(key)
                 if isinstance(value, int | float):
                     ring = self._rings.setdefault((rank, key), deque(maxlen=RING))
                     ring.append(float(value))
+        if event == "diverged":
+            self._last_nonfinite = {"rank": rank, "step": record.get("step"), "time": record.get("time"),
+                                    "skipped": False, "stopped": True}
         if event != "step":
-            detail = {k: v for k, v in record.items() if k in ("batch_size", "largest_fit", "message", "steps")}
-            self._last_event = f"rank {rank} {event}" + (f" {detail}" if detail else "")
+            detail = ", ".join(f"{key.replace('_', ' ')} {record[key]}" for key in
+                               ("batch_size", "largest_fit", "steps", "message") if record.get(key) is not None)
+            self._last_event = f"rank {rank} {event}" + (f": {detail}" if detail else "")
         if event == "summary":
             self._summary = record
         if event == "oom":
@@ -101,6 +111,8 @@ class WorkloadMonitor:
                     k: self._summary.get(k) for k in ("memory_saving_fraction", "speedup", "memory_metric")},
                 config=None if self._config is None else dict(self._config), oom_count=self._oom_count,
                 last_oom=None if self._last_oom is None else dict(self._last_oom),
+                nonfinite_steps=self._nonfinite_steps,
+                last_nonfinite=None if self._last_nonfinite is None else dict(self._last_nonfinite),
             )
 
     def stop(self) -> None:

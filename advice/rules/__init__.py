@@ -10,7 +10,7 @@ from hwtop.advice.rules.health import gpu_errors, gpu_throttled
 from hwtop.advice.rules.memory import cuda_oom, host_memory_pressure
 from hwtop.advice.rules.pipeline import cpu_single_core, gpu_starved, io_bound
 from hwtop.advice.rules.placement import numa_misplaced, pcie_degraded, topology_slow_p2p
-from hwtop.advice.rules.precision import amp_available, amp_overflow, cudnn_benchmark
+from hwtop.advice.rules.precision import amp_available, amp_overflow, cudnn_benchmark, training_diverged
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
@@ -40,6 +40,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cudnn-benchmark", cudnn_benchmark, 5.0, 5.0, "cuDNN autotuning of conv jobs"),
     Rule("amp-overflow", amp_overflow, 0.0, 30.0, "GradScaler scale drops"),
     Rule("gpu-errors", gpu_errors, 0.0, 60.0, "ECC errors and lost GPUs"),
+    Rule("training-diverged", training_diverged, 0.0, 60.0, "NaN/inf losses and gradients of the job"),
 )
 
 RULE_IDS = tuple(rule.id for rule in RULES)

@@ -96,3 +96,27 @@ def amp_overflow(window: Window, t: Thresholds) -> Iterator[Finding]:
              "Call scaler.unscale_(optimizer) before torch.nn.utils.clip_grad_norm_.",
              "On Ampere or newer, bf16 autocast has fp32's range and needs no scaler."),
             scope=f"rank {rank.rank}", pids=(rank.pid,) if rank.pid else ())
+
+
+def training_diverged(window: Window, t: Thresholds) -> Iterator[Finding]:
+    """NaN/inf losses or gradients in the embedded job: data the user needs, never a crash of the job."""
+    workload = window.latest.workload
+    last = workload.last_nonfinite if workload else None
+    if workload is None or last is None or not workload.nonfinite_steps:
+        return
+    config = workload.config or {}
+    stopped = bool(last.get("stopped"))
+    evidence = [f"{workload.nonfinite_steps} step(s) with a NaN/inf loss or gradient; the latest at step "
+                f"{last.get('step')} on rank {last.get('rank')}",
+                "the run stopped there (--on-nonfinite stop)" if stopped else
+                "each such step was skipped (no optimizer update), as AMP's GradScaler skips one"]
+    if config.get("amp") == "fp16":
+        evidence.append("fp16 autocast: values beyond ±65504 overflow to inf")
+    yield Finding(
+        "training-diverged", "critical" if stopped else "warning", "Training produced NaN/inf values",
+        tuple(evidence),
+        (f"Lower the learning rate (now {config.get('lr', '?')}) or add warm-up; clip gradients with "
+         "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).",
+         "Under fp16 use bf16 where the GPU has it (its range is fp32's), or keep GradScaler on.",
+         "torch.autograd.set_detect_anomaly(True) for one run names the operation that made the first NaN."),
+        scope=f"rank {last.get('rank')}")
