@@ -210,7 +210,8 @@ def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size:
                   "data_wait_s": wait, "data_wait_fraction": wait / elapsed if elapsed else None,
                   "samples_per_s": batch_size * args.grad_accum / elapsed if elapsed else None,
                   "loss": loss_value if math.isfinite(loss_value) else None,
-                  "loss_finite": math.isfinite(loss_value), "step_skipped": not finite, "amp": amp, "scale": scaler.get_scale() if amp == "fp16" else None,
+                  "loss_finite": math.isfinite(loss_value), "step_skipped": not finite, "amp": amp,
+                  "scale": scaler.get_scale() if amp == "fp16" else None,
                   "batch_size": batch_size, "rss_bytes": rss, "phase": phase}
         if device.type == "cuda":
             record.update(cuda_allocated_bytes=torch.cuda.memory_allocated(device),
@@ -225,7 +226,8 @@ def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size:
     checksum = float(sum(p.detach().double().sum() for p in ddp.parameters()))
     checksum = checksum if math.isfinite(checksum) else None
     measured = step - 1 if step > 1 else step
-    return {"steps": step, "nonfinite_steps": nonfinite_steps, "data_wait_fraction": total_wait / total_time if total_time else None,
+    return {"steps": step, "nonfinite_steps": nonfinite_steps,
+            "data_wait_fraction": total_wait / total_time if total_time else None,
             "samples_per_s": measured * batch_size * args.grad_accum / total_time if total_time else None,
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
             "peak_rss_bytes": peak_rss, "param_checksum": checksum,
