@@ -194,7 +194,8 @@ def workload_command(argv: list[str]) -> int:
         job.stop(grace_s=2.0)
     if code != 0:
         tail = job.stderr_tail[-1] if job.stderr_tail else "no error output"
-        print(f"hwtop: workload exited with {code}: {tail}", file=sys.stderr)
+        # 2 is the job's argument parser refusing an option: its line already says which and why
+        print(tail if code == 2 else f"hwtop: workload exited with {code}: {tail}", file=sys.stderr)
         return 2 if code == 2 else 1
     return 0
 

@@ -236,3 +236,19 @@ def test_on_nonfinite_stop_ends_the_run_cleanly_at_that_step() -> None:
     diverged = next(r for r in records if r["event"] == "diverged")
     finished = next(r for r in records if r["event"] == "finished")
     assert finished["steps"] == diverged["step"] < 50
+
+
+@pytest.mark.parametrize(("option", "value", "reason"), [
+    ("--world-size", "0", "0 is out of range (1 to 64)"),
+    ("--batch-size", "-3", "-3 is out of range"),
+    ("--num-workers", "-1", "-1 is out of range"),
+    ("--lr", "nan", "not a finite number"),
+    ("--seconds", "0", "must be more than 0"),
+    ("--steps", "x", "'x' is not a whole number"),
+])
+def test_out_of_range_job_options_exit_2_with_one_line(option: str, value: str, reason: str) -> None:
+    result = subprocess.run([sys.executable, "-m", "hwtop", "workload", option, value], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"hwtop workload: error: argument {option}: {reason}"] or \
+        (len(result.stderr.strip().splitlines()) == 1 and reason in result.stderr)

@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -102,26 +103,63 @@ def rss_bytes() -> int | None:
         return None
 
 
+def _at_least(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high], else the one-line reason."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range ({low} to {high})")
+        return value
+
+    return parse
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    if (value := _number(text)) <= 0:
+        raise argparse.ArgumentTypeError(f"{value:g} must be more than 0")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    if (value := _number(text)) < 0:
+        raise argparse.ArgumentTypeError(f"{value:g} must be 0 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -P -m hwtop.workload.job")
+    parser = argparse.ArgumentParser(prog="hwtop workload")  # its errors reach the user as they are
     parser.add_argument("--scenario", choices=list(SCENARIOS), default="balanced")
     parser.add_argument("--model", choices=["mlp", "convnet"], default="convnet")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--world-size", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--num-workers", type=int, default=None)
+    parser.add_argument("--world-size", type=_at_least(1, 64), default=1)
+    parser.add_argument("--batch-size", type=_at_least(1, 1 << 16), default=16)
+    parser.add_argument("--num-workers", type=_at_least(0, 256), default=None)
     parser.add_argument("--pin-memory", action="store_true")
     parser.add_argument("--amp", choices=["off", "fp16", "bf16"], default="off")
-    parser.add_argument("--grad-accum", type=int, default=1)
+    parser.add_argument("--grad-accum", type=_at_least(1, 1024), default=1)
     parser.add_argument("--cudnn-benchmark", action="store_true")
-    parser.add_argument("--steps", type=int, default=None)
-    parser.add_argument("--seconds", type=float, default=None)
-    parser.add_argument("--transform-cost", type=float, default=None, help="ms of CPU work per sample")
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--steps", type=_at_least(1, 10**9), default=None)
+    parser.add_argument("--seconds", type=_positive_float, default=None)
+    parser.add_argument("--transform-cost", type=_non_negative_float, default=None, help="ms of CPU work per sample")
+    parser.add_argument("--lr", type=_positive_float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--on-nonfinite", choices=["skip", "stop"], default="skip",
                         help="a NaN/inf loss or gradient: skip that step (as AMP's GradScaler does) or stop the run")
-    parser.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")
+    parser.add_argument("--port", type=_at_least(1, 65535), default=None, help="rendezvous port (default: a free one)")
     return parser
 
 
