@@ -14,7 +14,7 @@ from hwtop.model import snapshot as model
 
 @cache
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, vars(model))
+    return typing.get_type_hints(cls, dict(vars(model)))
 
 
 def decode(kind: Any, value: Any) -> Any:
@@ -49,7 +49,7 @@ def decode(kind: Any, value: Any) -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"expected an object, got {type(value).__name__}")
         return dict(value)
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return decode_dataclass(kind, value)
     if kind is float:
         if isinstance(value, bool) or not isinstance(value, int | float):

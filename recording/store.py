@@ -19,7 +19,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from hwtop import __version__
 from hwtop.model.finding import Finding
@@ -70,7 +70,8 @@ class Recorder:
             raise RecordingError(f"cannot record to {path}: {error.strerror}") from None
         raw: BinaryIO = os.fdopen(fd, "ab", buffering=0)
         self._raw = raw
-        self._out: BinaryIO = gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else raw  # type: ignore[assignment]
+        self._gzip = gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else None
+        self._out: IO[bytes] = self._gzip or raw
         self._header: dict[str, Any] | None = {
             "format": FORMAT, "schema": SCHEMA, "host": host or socket.gethostname(), "hwtop_version": hwtop_version(),
             "started": time.time(), "interval_s": interval_s}
@@ -80,8 +81,8 @@ class Recorder:
         data = (json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n").encode()
         try:
             self._out.write(data)
-            if isinstance(self._out, gzip.GzipFile):
-                self._out.flush(zlib.Z_SYNC_FLUSH)  # a complete deflate block per line: readable if killed
+            if self._gzip is not None:
+                self._gzip.flush(zlib.Z_SYNC_FLUSH)  # a complete deflate block per line: readable if killed
         except OSError as error:
             self.close(quiet=True)
             raise RecordingError(f"recording to {self.path} stopped: {error.strerror}") from None

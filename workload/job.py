@@ -211,6 +211,7 @@ def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size:
         step_start = time.perf_counter()
         wait = 0.0
         optimizer.zero_grad(set_to_none=True)
+        loss = torch.zeros((), device=device)
         for micro in range(args.grad_accum):
             fetch = time.perf_counter()
             try:
