@@ -19,7 +19,7 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, BinaryIO
+from typing import Any, BinaryIO
 
 from hwtop import __version__
 from hwtop.model.finding import Finding
@@ -71,7 +71,7 @@ class Recorder:
         raw: BinaryIO = os.fdopen(fd, "ab", buffering=0)
         self._raw = raw
         self._gzip = gzip.GzipFile(fileobj=raw, mode="ab") if path.endswith(".gz") else None
-        self._out: IO[bytes] = self._gzip or raw
+        self._out: BinaryIO | gzip.GzipFile = self._gzip or raw
         self._header: dict[str, Any] | None = {
             "format": FORMAT, "schema": SCHEMA, "host": host or socket.gethostname(), "hwtop_version": hwtop_version(),
             "started": time.time(), "interval_s": interval_s}
