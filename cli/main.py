@@ -10,16 +10,18 @@ import time
 from typing import NoReturn
 
 from hwtop import __version__
+from hwtop.model.safe_text import printable
 
 MAX_INTERVAL = 3600.0
 SCENARIOS = ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """Bad input exits 2 with one line saying why (argparse's default prints the usage block too)."""
+    """Bad input exits 2 with one line saying why (argparse's default prints the usage block too). The line
+    often quotes what was given (a value, a pattern, a config value): its control characters are shown."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"hwtop: error: {message}\n")
+        self.exit(2, f"hwtop: error: {printable(message)}\n")
 
 
 def interval_seconds(text: str) -> float:
@@ -185,7 +187,7 @@ def workload_command(argv: list[str]) -> int:
         signal.signal(sig, stop)
     try:
         for record in job.records():
-            print(json.dumps(record) if as_json else describe(record), flush=True)
+            print(json.dumps(record) if as_json else printable(describe(record)), flush=True)
         code = job.wait()
     except KeyboardInterrupt:
         job.stop()
@@ -195,7 +197,7 @@ def workload_command(argv: list[str]) -> int:
     if code != 0:
         tail = job.stderr_tail[-1] if job.stderr_tail else "no error output"
         # 2 is the job's argument parser refusing an option: its line already says which and why
-        print(tail if code == 2 else f"hwtop: workload exited with {code}: {tail}", file=sys.stderr)
+        print(printable(tail if code == 2 else f"hwtop: workload exited with {code}: {tail}"), file=sys.stderr)
         return 2 if code == 2 else 1
     return 0
 

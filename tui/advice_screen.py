@@ -39,4 +39,4 @@ class AdviceScreen(ModalScreen[None]):
         panel.show(findings, now, watching, rule_errors)
         panel.expanded = {f.key for f in findings}
         width = max(20, self.size.width - 4)
-        self.body.update(Text("\n").join(panel.lines(width)))
+        self.body.update(Text("\n").join(panel.cached_lines(width)))  # cached_lines: shown, not sent

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import textwrap
 
+from rich.text import Text
+from textual import events
+from textual.message import Message
+
 from hwtop.model.history import History
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
 from hwtop.widgets.format import NA, bar, human_bytes, human_rate, level_style, pct, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
-from textual import events
-from textual.message import Message
+from hwtop.widgets.safe_text import data
 
 WIDE_BLOCK = 96  # cells one GPU needs for the three-line block
 
@@ -57,7 +59,7 @@ class GpuPanel(TextPanel):
             title = f"GPU · driver {system.driver_version or NA} · CUDA {system.cuda_driver_version or NA}"
             if system.source.startswith("demo"):
                 title += f" · {system.source}"
-        self.border_title = title
+        self.border_title = data(title)  # the driver and source strings are NVML's or a recording's
         self.changed()
 
     def lines(self, width: int) -> list[Text]:

@@ -3,12 +3,14 @@ its threads ran, NUMA placement of its memory, I/O, dataset disks; sparklines; a
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual.binding import Binding
+
 from hwtop.model.snapshot import JobProcess, JobSnapshot
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
-from textual.binding import Binding
+from hwtop.widgets.safe_text import data
 
 ROLE_STYLE = {"launcher": "bold magenta", "DataLoader worker": "cyan", "helper": "dim", "worker of a rank": "cyan"}
 
@@ -41,7 +43,7 @@ class JobPanel(TextPanel):
         self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
-            self.border_title = f"Job · {job.label} · d: Python stack of the selected process · escape: back"
+            self.border_title = data(f"Job · {job.label} · d: Python stack of the selected process · escape: back")
         self.changed()
 
     @property

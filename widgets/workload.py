@@ -3,10 +3,12 @@ fraction, memory, and the last event (or why it crashed)."""
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from hwtop.model.snapshot import WorkloadState
 from hwtop.widgets.format import NA, human_bytes, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
+from hwtop.widgets.safe_text import data
 
 STATUS_STYLE = {"running": "bold green", "starting": "yellow", "stalled": "bold yellow", "finished": "cyan",
                 "crashed": "bold red", "stopped": "dim"}
@@ -22,7 +24,7 @@ class WorkloadPanel(TextPanel):
         self.state = state
         self.display = state is not None
         if state is not None:
-            self.border_title = f"Workload · {state.scenario} · x stop"
+            self.border_title = data(f"Workload · {state.scenario} · x stop")
         self.changed()
 
     def lines(self, width: int) -> list[Text]:
