@@ -50,7 +50,7 @@ PALETTE = (  # title, help, action: what ctrl+p lists
 )
 
 
-class HwtopApp(GuardedApp[None]):  # GuardedApp: notifications are plain text
+class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run() raises a crash, terminal restored
     CSS_PATH = "hwtop.tcss"
     AUTO_FOCUS = "ProcessTable"  # the advice pane takes focus only when asked (a, tab, a click)
     TITLE = "hwtop"
