@@ -361,7 +361,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.open_advice_screen()
             return
         panel.focus()
-        panel.action_toggle()
+        panel.action_toggle_finding()
 
     def on_advice_panel_details_wanted(self, _message: AdvicePanel.DetailsWanted) -> None:
         self.open_advice_screen()

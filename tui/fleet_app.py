@@ -22,6 +22,14 @@ from hwtop.widgets.safe_text import data
 SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "cyan"}
 
 
+LABEL_CHARS = 48  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
+
+
+def _label(text: str | None, chars: int = LABEL_CHARS) -> str:
+    text = text or ""
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
 def _num(value: float | None, fmt: str = "{:.0f}") -> str:
     return "N/A" if value is None else fmt.format(value)
 
@@ -54,18 +62,18 @@ class HostScreen(Screen[None]):
         self.view = view
         if not self.ready:
             return  # on_mount shows it
-        name = view.hostname or view.url
+        name = _label(view.hostname or view.url)
         self.title_bar.update(Text.assemble(data(f" {name} ", "bold reverse"), data(f"  {view.url}"),
                                             data(f"  {view.error}" if view.error else "", "bold red")))
         self.table.clear()
         for row in view.gpus.values():
             memory = "N/A" if row.fb_used_mib is None or row.fb_free_mib is None else \
                 f"{row.fb_used_mib / 1024:.1f}/{(row.fb_used_mib + row.fb_free_mib) / 1024:.0f} GiB"
-            self.table.add_row(row.index, row.model, _num(row.util, "{:.0f}%"), memory,
+            self.table.add_row(_label(row.index), _label(row.model), _num(row.util, "{:.0f}%"), memory,
                                _num(row.temperature, "{:.0f}°C"), _num(row.power, "{:.0f} W"))
         for severity, rule, scope in view.findings:
-            self.table.add_row("", data(f"{severity.upper()} {rule}", SEVERITY_STYLE.get(severity, "")),
-                               scope, "", "", "")
+            self.table.add_row("", data(_label(f"{severity.upper()} {rule}"), SEVERITY_STYLE.get(severity, "")),
+                               _label(scope, 2 * LABEL_CHARS), "", "", "")
 
 
 class FleetApp(GuardedApp[None]):
@@ -121,17 +129,17 @@ class FleetApp(GuardedApp[None]):
             if view is None:
                 continue
             if view.error:
-                status = data(f"{view.error} (retrying)", "bold red")
+                status = data(f"{_label(view.error, 2 * LABEL_CHARS)} (retrying)", "bold red")
                 self.table.add_row("?", target, status, "", "", "", "", key=target)
                 continue
             memory = view.memory
             top = view.top_finding
             finding = Text("N/A (dcgm-exporter)", style="dim") if not view.hwtop else \
                 Text("no problems seen", style="green") if top is None else \
-                data(f"{top[0].upper()} {top[1]}" + (f" · {top[2]}" if top[2] else ""),
+                data(_label(f"{top[0].upper()} {top[1]}" + (f" · {top[2]}" if top[2] else ""), 2 * LABEL_CHARS),
                      SEVERITY_STYLE.get(top[0], ""))
-            self.table.add_row(view.hostname or "?", target, Text("up", style="green"), str(len(view.gpus)),
-                               _num(view.util_mean, "{:.0f}%"),
+            self.table.add_row(_label(view.hostname) or "?", _label(target), Text("up", style="green"),
+                               str(len(view.gpus)), _num(view.util_mean, "{:.0f}%"),
                                "N/A" if memory is None else f"{memory[0] / 1024:.0f}/{memory[1] / 1024:.0f} GiB",
                                finding, key=target)
         if self.targets:

@@ -66,7 +66,7 @@ class GpuPanel(TextPanel):
         if not self.gpus:
             message = self.system.message if self.system and self.system.message else "no GPU"
             wrapped = textwrap.wrap(f"No GPU shown: {message}", max(20, width)) or [""]
-            return [Text(line, style="yellow") for line in wrapped]
+            return [data(line, "yellow") for line in wrapped]
         columns = max(1, width // WIDE_BLOCK) if self.mode == "wide" else 1
         if len(self.gpus) == 1:
             columns = 1
@@ -111,7 +111,7 @@ class GpuPanel(TextPanel):
 
     def _block(self, gpu: GpuSnapshot, width: int) -> list[Text]:
         head = Text(f"GPU{gpu.index} ", style="bold red" if gpu.index in self.marked else "bold")
-        head.append(short_name(gpu.name)[: 14 if self.mode == "dense" else 24], style="bold cyan")
+        head.append_text(data(short_name(gpu.name)[: 14 if self.mode == "dense" else 24], "bold cyan"))
         if gpu.lost:
             return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)", style="bold red")]
         mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
@@ -155,9 +155,9 @@ class GpuPanel(TextPanel):
         line2 += sparkline(self._series(f"gpu{gpu.index}.mem"), spark)
         lines = [head, line2, self._details(gpu, width)]
         for instance in gpu.mig:
-            lines.append(Text(f"   └ MIG{instance.index} {instance.name or ''} "
+            lines.append(data(f"   └ MIG{instance.index} {instance.name or ''} "
                               f"{human_bytes(instance.memory_used_bytes)}/{human_bytes(instance.memory_total_bytes)}",
-                              style="magenta"))
+                              "magenta"))
         return lines
 
     def _details(self, gpu: GpuSnapshot, width: int) -> Text:
@@ -181,7 +181,7 @@ class GpuPanel(TextPanel):
                          f" tensor {pct(g.tensor_activity_percent, 0)} DRAM {pct(g.dram_bw_util_percent, 0)}",
                          style="green")
         elif gpu.gpm_status and width >= 120:
-            line3.append(f"  GPM: {gpu.gpm_status}", style="dim")
+            line3.append_text(data(f"  GPM: {gpu.gpm_status}", "dim"))
         if gpu.ecc is not None and (gpu.ecc.volatile_uncorrected or gpu.ecc.volatile_corrected):
             line3.append(f"  ECC {gpu.ecc.volatile_corrected}/{gpu.ecc.volatile_uncorrected}", style="bold red")
         if gpu.mig_enabled:

@@ -53,7 +53,7 @@ class TopologyPanel(TextPanel):
             out.append(Text())
             out.append(Text("NICs", style="bold"))
             for nic in nics:
-                out.append(Text(f"{nic.name:<10} {nic.bus_id}  node {'N/A' if nic.numa_node is None else nic.numa_node}"
+                out.append(data(f"{nic.name:<10} {nic.bus_id}  node {'N/A' if nic.numa_node is None else nic.numa_node}"
                                 f"  PCIe {nic.link_gen or '?'}x{nic.link_width or '?'}  {nic.network_speed or 'N/A'}"))
         return out
 
