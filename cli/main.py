@@ -205,15 +205,19 @@ def workload_command(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs one command. An exception nothing else handled, here or in the monitor (whose app raises it once the
-    terminal is restored), ends with one line on stderr, the traceback saved to a private file, and status 1."""
-    try:
-        return run_command(sys.argv[1:] if argv is None else argv)
-    except KeyboardInterrupt:
-        return 130
-    except Exception as error:  # noqa: BLE001 - the last line of defence: reported, never a bare traceback
-        from hwtop.cli.crash import report_crash
+    terminal is restored), ends with one line on stderr, the traceback saved to a private file, and status 1.
+    Meanwhile every stderr line is made printable (cli.plain_stderr): log lines quote paths and others' words."""
+    from hwtop.cli.plain_stderr import printable_stderr
 
-        return report_crash(error)
+    with printable_stderr():
+        try:
+            return run_command(sys.argv[1:] if argv is None else argv)
+        except KeyboardInterrupt:
+            return 130
+        except Exception as error:  # noqa: BLE001 - the last line of defence: reported, never a bare traceback
+            from hwtop.cli.crash import report_crash
+
+            return report_crash(error)
 
 
 def run_command(argv: list[str]) -> int:

@@ -372,6 +372,19 @@ async def test_signal_dialog_and_notifications_show_text_as_text():
         assert_clean(segments)
 
 
+def test_log_lines_from_any_command_are_printable(tmp_path, capsys):
+    """A path or a recording's words in an error line (written by replay's own code) reach stderr shown."""
+    from hwtop.cli.main import main
+
+    missing = tmp_path / "run\x1b]0;pwn\x07\x9b2J.jsonl"
+    with pytest.raises(SystemExit) as exited:
+        main(["replay", str(missing)])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err == f"hwtop: error: cannot read {printable(str(missing))}: No such file or " \
+                                              "directory\n"
+    assert "run␛]0;pwn␇�2J.jsonl" in err
+
+
 # ----- any text at all -----
 
 hostile_text = st.lists(
