@@ -44,10 +44,10 @@ class TextPanel(Widget):
         width, rows = self._height
         self.refresh(layout=self._row_count(width) != rows)
 
-    def on_focus(self) -> None:
-        self.changed()  # a selection is drawn only while focused
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, focused: bool) -> None:
+        """A selection is drawn only while focused. Watched, not on_focus: Textual calls a subclass's on_focus
+        before its own handler sets has_focus, so lines built there drew the selection one state late."""
+        super().watch_has_focus(focused)  # the :focus styles
         self.changed()
 
     def render(self) -> Text:
