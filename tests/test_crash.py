@@ -72,13 +72,14 @@ def test_a_crash_in_the_monitor_exits_1_with_a_line_and_a_saved_traceback(state,
 
 
 def test_a_crash_in_replay_exits_1(state, tmp_path, monkeypatch, capsys):
+    from hwtop.model.frame import Frame
     from hwtop.recording.replay import ReplaySource
     from hwtop.recording.store import Recorder
 
     recording = tmp_path / "run.jsonl"
     recorder = Recorder(str(recording), 1.0, "trainbox")
-    for frame in demo_snapshots("dgx-a100", 3):
-        recorder.write(frame)
+    for snapshot in demo_snapshots("dgx-a100", 3):
+        recorder.write(Frame(snapshot))
     recorder.close()
     monkeypatch.setattr(ReplaySource, "sample", boom)
     assert main(["replay", str(recording)]) == 1

@@ -23,6 +23,8 @@ from rich.segment import Segment
 from rich.text import Text
 from textual.app import App
 
+from hwtop.model.finding import Finding
+from hwtop.model.frame import Frame
 from hwtop.model.safe_text import printable
 from hwtop.model.snapshot import (
     GpuProcess,
@@ -207,7 +209,7 @@ async def test_advice_evidence_quotes_hostile_commands_as_text(size):
     app = warmed_app(pressed_frames())
     async with app.run_test(size=size) as pilot:
         await first_frame(app, pilot)
-        assert [f.id for f in app.advice.findings] == ["host-memory-pressure"]
+        assert app.frame is not None and [f.id for f in app.frame.findings] == ["host-memory-pressure"]
         await pilot.press("a")  # expands it in place; on a short terminal, opens the advice screen
         await pilot.pause()
         screen, segments = rendered(app)
@@ -248,19 +250,27 @@ async def test_a_hostile_recording_replays_as_text(tmp_path):
     from hwtop.recording.replay import ReplaySource
     from hwtop.recording.store import Recorder, load
 
-    frames = [hostile_snapshot(time=T0 + i, host=HostInfo("[b]box\x1b]0;pwn\x07", "6.8 [/x]", 10.0))
-              for i in range(3)]
+    snapshots = [hostile_snapshot(time=T0 + i, host=HostInfo("[b]box\x1b]0;pwn\x07", "6.8 [/x]", 10.0))
+                 for i in range(3)]
+    recorded = (Finding("[/x]\x1b]0;pwn\x07", "critical", "[b]Evil title\x1b[2J", ("seen [@click=app.quit] \x9b6n",),
+                        ("fix \x1b]52;c;cHduZWQ=\x07",), scope="GPU0 [/x]"),
+                Finding("made-up", "\x1b[31mfatal", "a severity hwtop does not know", ("none",), ()))
     path = tmp_path / "hostile.jsonl.gz"
     recorder = Recorder(str(path), 1.0, "[@click=app.quit]\x1b[2J")
-    for frame in frames:
-        recorder.write(frame)
+    for snapshot in snapshots:
+        recorder.write(Frame(snapshot, recorded))
     recorder.close()
     app = HwtopApp(ReplaySource(load(str(path))))
     async with app.run_test(size=(250, 60)) as pilot:
         await first_frame(app, pilot)
+        await pilot.press("a")  # open the first recorded finding
+        await pilot.pause()
         screen, segments = rendered(app)
         assert "[b]box␛]0;pwn␇" in screen and "6.8 [/x]" in screen  # the header
         assert_shown(screen, HOSTILE)
+        assert "[b]Evil title␛[2J · GPU0 [/x]" in screen and "[[/x]␛]0;pwn␇]" in screen  # title, scope, id
+        assert "seen [@click=app.quit] �6n" in screen and "fix ␛]52;c;cHduZWQ=␇" in screen
+        assert "? ---- a severity hwtop does not know" in screen  # a made-up severity is shown, not a crash
         assert_clean(segments)
 
 

@@ -16,6 +16,11 @@ from hwtop.widgets.safe_text import data
 
 BADGE = {"critical": ("✖ CRIT", "bold white on red"), "warning": ("▲ WARN", "bold black on yellow"),
          "info": ("● INFO", "bold black on cyan")}
+UNKNOWN_BADGE = ("? ----", "bold reverse")  # a severity hwtop does not know, read from someone's recording
+
+
+def _badge(severity: str) -> tuple[str, str]:
+    return BADGE.get(severity, UNKNOWN_BADGE)
 
 
 def _age(seconds: float) -> str:
@@ -101,7 +106,7 @@ class AdvicePanel(TextPanel):
             rows.append((None, line))
         elif not self.inline:
             first = self.findings[0]
-            badge, style = BADGE[first.severity]
+            badge, style = _badge(first.severity)
             line = Text("Advice ", style="bold")
             line.append(badge, style=style)
             line.append_text(data(f" {first.title}" + (f" · {first.scope}" if first.scope else ""), "bold"))
@@ -119,7 +124,7 @@ class AdvicePanel(TextPanel):
         return [line for _, line in rows]
 
     def _finding_rows(self, finding: Finding, width: int, selected: bool) -> list[tuple[tuple[str, str], Text]]:
-        badge, style = BADGE[finding.severity]
+        badge, style = _badge(finding.severity)
         open_ = finding.key in self.expanded
         head = Text("▾ " if open_ else "▸ ", style="reverse" if selected else "")
         head.append(badge, style=style)
@@ -128,7 +133,7 @@ class AdvicePanel(TextPanel):
             head.append_text(data(f" · {finding.scope}"))
         if finding.since is not None and self.now is not None:
             head.append(f" · {_age(self.now - finding.since)}", style="dim")
-        head.append(f" [{finding.id}]", style="dim")
+        head.append_text(data(f" [{finding.id}]", "dim"))  # a recording's finding names its own id
         if not open_ and finding.evidence:
             head.append_text(data(f"  {finding.evidence[0]}", "italic"))
         head.truncate(max(1, width), overflow="ellipsis")
