@@ -115,7 +115,7 @@ def read_trusted(path: str, must_exist: bool) -> str | None:
         refusal = _refusal(info)
         if refusal:
             raise ConfigError(f"refusing config file {shown}: {refusal}")
-        content = os.read(fd, MAX_BYTES + 1)
+        content = _read_at_most(fd, MAX_BYTES + 1)
     finally:
         os.close(fd)
     if len(content) > MAX_BYTES:
@@ -124,6 +124,18 @@ def read_trusted(path: str, must_exist: bool) -> str | None:
         return content.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ConfigError(f"{shown}: not UTF-8 text (byte {error.start})") from None
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _refusal(info: os.stat_result) -> str | None:
