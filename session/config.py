@@ -35,6 +35,7 @@ Panel = Literal["cpu", "memory", "disks", "gpu", "advice", "processes"]
 THEMES: dict[str, str] = {"dark": "textual-dark", "light": "textual-light", "mono": "textual-dark"}
 PANELS: tuple[str, ...] = get_args(Panel)
 MAX_BYTES = 1 << 20  # a config file larger than this is not one
+MAX_INTERVAL_S = 3600.0  # as the command line's --interval
 MAX_HOLD_S = 3600.0
 UNIT_WORDS = {"%": "a percentage", "fraction": "a fraction", "x": "a ratio", "B": "a number of bytes",
               "B/s": "a number of bytes per second"}
@@ -47,7 +48,7 @@ RULE_NAMES = Names("rule", {rule.id: Range(0.0, MAX_HOLD_S, what="a number of se
 
 @dataclass(frozen=True, slots=True)
 class UiTable:
-    interval: Annotated[float, Range(0.0, 3600.0, low_open=True, what="a number of seconds")] | None = None
+    interval: Annotated[float, Range(0.0, MAX_INTERVAL_S, low_open=True, what="a number of seconds")] | None = None
     theme: Theme | None = None
     hide: tuple[Panel, ...] = ()
 
