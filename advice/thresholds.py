@@ -1,12 +1,11 @@
 """Every number the rules compare against, in one table, with where it comes from. A config file may override
-any of them (`[advice.thresholds]` in ~/.config/hwtop/config.toml); unknown names are refused, not ignored."""
+any of them (`[advice.thresholds]` in ~/.config/hwtop/config.toml, read by session.config); unknown names and
+values outside their unit's bounds are refused, not ignored."""
 
 from __future__ import annotations
 
-import tomllib
+import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +65,16 @@ TABLE: dict[str, Threshold] = {
 }
 
 
+# What a config file may set a threshold to, by its unit: a percentage from 0 to 100, a fraction from 0 to 1, a
+# ratio from 1 (reserved over allocated memory is never below 1); any other count, size or rate from 0.
+BOUNDS_OF_UNIT: dict[str, tuple[float, float]] = {"%": (0.0, 100.0), "fraction": (0.0, 1.0), "x": (1.0, math.inf)}
+ANY_COUNT = (0.0, math.inf)
+
+
+def bounds(name: str) -> tuple[float, float]:
+    return BOUNDS_OF_UNIT.get(TABLE[name].unit, ANY_COUNT)
+
+
 class Thresholds:
     """The table with a user's overrides; `t["name"]` is the value in use."""
 
@@ -79,23 +88,3 @@ class Thresholds:
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
-
-
-def load(path: str | Path | None) -> Thresholds:
-    """Thresholds from a config file's `[advice.thresholds]` and `[advice.hold_s]` tables; a missing file means
-    the defaults. Raises ValueError with the file name for a broken one."""
-    if path is None or not Path(path).exists():
-        return Thresholds()
-    try:
-        data: dict[str, Any] = tomllib.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ValueError(f"{path}: {error}") from None
-    advice = data.get("advice", {})
-    overrides, hold = advice.get("thresholds", {}), advice.get("hold_s", {})
-    for table in (overrides, hold):
-        if not isinstance(table, dict) or not all(isinstance(v, int | float) for v in table.values()):
-            raise ValueError(f"{path}: [advice.thresholds] and [advice.hold_s] take numbers")
-    try:
-        return Thresholds(overrides, hold)
-    except ValueError as error:
-        raise ValueError(f"{path}: {error}") from None

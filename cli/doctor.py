@@ -12,6 +12,7 @@ from typing import Any
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.finding import Finding
+from hwtop.model.safe_text import printable, printable_lines
 from hwtop.session.session import Session
 
 STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start
@@ -81,6 +82,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
 
 
 def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: float) -> str:
+    """The findings as text, one printable line each: evidence quoting a command line cannot forge a line."""
     workload = facts.get("workload")
     head = f"hwtop doctor: {facts['ticks']} samples over {seconds:g} s on {facts.get('host') or 'this host'}, " \
            f"{facts.get('gpus', 0)} GPU(s)"
@@ -100,7 +102,7 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
         out += [f"  fix:  {line}" for line in f.fix]
     for rule, message in sorted(facts.get("rule_errors", {}).items()):
         out.append(f"rule {rule} failed: {message}")
-    return "\n".join(out)
+    return printable_lines(out)
 
 
 def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interval: float,
@@ -116,7 +118,7 @@ def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interva
     workload = facts.get("workload")
     if workload and workload["status"] == "crashed" and workload["exit_code"] == 2:
         tail = workload["stderr_tail"][-1] if workload["stderr_tail"] else "bad workload options"
-        print(f"hwtop: error: workload: {tail}", file=sys.stderr)
+        print(printable(f"hwtop: error: workload: {tail}"), file=sys.stderr)
         return 2
     if as_json:
         print(json.dumps({"seconds": seconds, **facts, "findings": [

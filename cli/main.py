@@ -1,4 +1,5 @@
-"""The `hwtop` command line. Imports stay lazy so `hwtop snapshot --json` never loads Textual."""
+"""The `hwtop` command line. Imports stay lazy so `hwtop snapshot --json` never loads Textual. Exit status: 0
+done, 2 bad usage (one line), 1 a crash anywhere, in any command (one line and a saved traceback: cli.crash)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,18 @@ import time
 from typing import NoReturn
 
 from hwtop import __version__
+from hwtop.model.safe_text import printable
 
 MAX_INTERVAL = 3600.0
 SCENARIOS = ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """Bad input exits 2 with one line saying why (argparse's default prints the usage block too)."""
+    """Bad input exits 2 with one line saying why (argparse's default prints the usage block too). The line
+    often quotes what was given (a value, a pattern, a config value): its control characters are shown."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"hwtop: error: {message}\n")
+        self.exit(2, f"hwtop: error: {printable(message)}\n")
 
 
 def interval_seconds(text: str) -> float:
@@ -185,7 +188,7 @@ def workload_command(argv: list[str]) -> int:
         signal.signal(sig, stop)
     try:
         for record in job.records():
-            print(json.dumps(record) if as_json else describe(record), flush=True)
+            print(json.dumps(record) if as_json else printable(describe(record)), flush=True)
         code = job.wait()
     except KeyboardInterrupt:
         job.stop()
@@ -195,13 +198,29 @@ def workload_command(argv: list[str]) -> int:
     if code != 0:
         tail = job.stderr_tail[-1] if job.stderr_tail else "no error output"
         # 2 is the job's argument parser refusing an option: its line already says which and why
-        print(tail if code == 2 else f"hwtop: workload exited with {code}: {tail}", file=sys.stderr)
+        print(printable(tail if code == 2 else f"hwtop: workload exited with {code}: {tail}"), file=sys.stderr)
         return 2 if code == 2 else 1
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Runs one command. An exception nothing else handled, here or in the monitor (whose app raises it once the
+    terminal is restored), ends with one line on stderr, the traceback saved to a private file, and status 1.
+    Meanwhile every stderr line is made printable (cli.plain_stderr): log lines quote paths and others' words."""
+    from hwtop.cli.plain_stderr import printable_stderr
+
+    with printable_stderr():
+        try:
+            return run_command(sys.argv[1:] if argv is None else argv)
+        except KeyboardInterrupt:
+            return 130
+        except Exception as error:  # noqa: BLE001 - the last line of defence: reported, never a bare traceback
+            from hwtop.cli.crash import report_crash
+
+            return report_crash(error)
+
+
+def run_command(argv: list[str]) -> int:
     if argv[:1] == ["workload"]:
         return workload_command(argv[1:])
     parser = build_parser()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from hwtop.model.safe_text import printable_lines
 from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Topology
 from hwtop.probes.numa import NumaProbe
 from hwtop.probes.sysfs import format_cpulist
@@ -81,7 +82,7 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
             cpus = format_cpulist(device.local_cpus) if device.local_cpus else "N/A"
             node = "N/A" if device.numa_node is None else str(device.numa_node)
             out.append(f"{device.name:<{width}}" + "".join(f"{c:>{width}}" for c in row) + f"    {cpus:<17} {node}")
-        out += ["", LEGEND, ""]
+        out += ["", *LEGEND.split("\n"), ""]
         for line in topology.disagreements:
             out.append(f"note: sysfs and NVML disagree on {line} (the matrix shows sysfs)")
     else:
@@ -101,7 +102,7 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
     out.append("")
     out.append("link health:")
     out += link_health(topology, gpus)
-    return "\n".join(out)
+    return printable_lines(out)  # device names and notes come from sysfs and NVML: shown, never sent
 
 
 def topo_command(demo: str | None, as_json: bool) -> int:

@@ -1,10 +1,13 @@
-"""The report as text (for the terminal and the TUI screen) and as JSON (`hwtop.report/1`)."""
+"""The report as text (for the terminal and the TUI screen) and as JSON (`hwtop.report/1`). The text is built
+line by line and each line made printable: a GPU name, disk or path cannot send a control sequence or start a
+line of its own; the TUI shows it as data, so its own `[SHORT]` and `[ok]` marks stay on the screen."""
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
 
+from hwtop.model.safe_text import printable_lines
 from hwtop.report.checks import Check, Tier, pcie_theoretical_gbs
 from hwtop.report.facts import BoxFacts
 from hwtop.report.fit import FitEstimate
@@ -101,7 +104,7 @@ def text(facts: BoxFacts, tier: Tier, checks: list[Check], fit: FitEstimate | No
         out += _bench_lines(bench, facts)
     if fit is not None:
         out += _fit_lines(fit)
-    return "\n".join(out)
+    return printable_lines(out)
 
 
 def _bench_lines(bench: dict[str, Any], facts: BoxFacts) -> list[str]:

@@ -1,29 +1,68 @@
 """The config file (~/.config/hwtop/config.toml, or --config FILE): the refresh interval, the theme, panels to
-hide, and the advice thresholds. Unknown keys are refused by name; the command line wins over the file.
+hide, and the advice thresholds. The command line wins over the file.
 
     [ui]
-    interval = 0.5
+    interval = 0.5             # seconds, more than 0 and at most 3600
     theme = "light"            # dark | light | mono (mono also when NO_COLOR is set)
     hide = ["disks"]           # any of: cpu memory disks gpu advice processes
 
-    [advice.thresholds]
+    [advice.thresholds]        # names and units: advice/thresholds.py; a percentage 0-100, a fraction 0-1
     data_wait_fraction = 0.4
-    [advice.hold_s]
+    [advice.hold_s]            # per rule id, seconds from 0 to 3600
     gpu-starved = 10
-"""
+
+Its schema is the dataclasses below (read by session.schema): a wrong type, a value out of range, an unknown key,
+threshold or rule is refused with one line naming the key and what it allows. Like ssh with its config, a file
+someone else could have written is refused too: it must be owned by the user running hwtop (or root) and not be
+writable by group or others, since it steers what hwtop runs and shows, often as root."""
 
 from __future__ import annotations
 
 import os
-import sys
+import pwd
+import stat
+import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Annotated, Literal, get_args
 
-from hwtop.advice.thresholds import Thresholds, tomllib
-from hwtop.advice.thresholds import load as load_thresholds
+from hwtop.advice.rules import RULES
+from hwtop.advice.thresholds import TABLE, Thresholds, bounds
+from hwtop.model.safe_text import printable
+from hwtop.session.schema import ConfigError, Names, Range, parse
 
-THEMES = {"dark": "textual-dark", "light": "textual-light", "mono": "textual-dark"}
-PANELS = ("cpu", "memory", "disks", "gpu", "advice", "processes")
+Theme = Literal["dark", "light", "mono"]
+Panel = Literal["cpu", "memory", "disks", "gpu", "advice", "processes"]
+THEMES: dict[str, str] = {"dark": "textual-dark", "light": "textual-light", "mono": "textual-dark"}
+PANELS: tuple[str, ...] = get_args(Panel)
+MAX_BYTES = 1 << 20  # a config file larger than this is not one
+MAX_INTERVAL_S = 3600.0  # as the command line's --interval
+MAX_HOLD_S = 3600.0
+UNIT_WORDS = {"%": "a percentage", "fraction": "a fraction", "x": "a ratio", "B": "a number of bytes",
+              "B/s": "a number of bytes per second"}
+
+THRESHOLD_NAMES = Names("advice threshold", {
+    name: Range(*bounds(name), what=UNIT_WORDS.get(entry.unit, f"a number of {entry.unit}"))
+    for name, entry in TABLE.items()})
+RULE_NAMES = Names("rule", {rule.id: Range(0.0, MAX_HOLD_S, what="a number of seconds") for rule in RULES})
+
+
+@dataclass(frozen=True, slots=True)
+class UiTable:
+    interval: Annotated[float, Range(0.0, MAX_INTERVAL_S, low_open=True, what="a number of seconds")] | None = None
+    theme: Theme | None = None
+    hide: tuple[Panel, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceTable:
+    thresholds: Annotated[dict[str, float], THRESHOLD_NAMES] = field(default_factory=dict)
+    hold_s: Annotated[dict[str, float], RULE_NAMES] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    ui: UiTable = field(default_factory=UiTable)
+    advice: AdviceTable = field(default_factory=AdviceTable)
 
 
 @dataclass(slots=True)
@@ -41,40 +80,79 @@ def default_path() -> str:
 
 
 def load(path: str | None) -> Config:
-    """The config of `path` (which must exist), or of the default path when it exists. ValueError names the file
-    and what is wrong."""
-    if path is not None and not os.path.isfile(path):
-        raise ValueError(f"config file not found: {path}")
+    """The config of `path` (which must exist), or of the default path when it exists. ConfigError (a ValueError)
+    names the file and what is wrong, in one line."""
+    given = path is not None
     path = path or default_path()
-    if not os.path.isfile(path):
+    text = read_trusted(path, must_exist=given)
+    if text is None:
         return Config()
-    if os.geteuid() == 0 and os.stat(path).st_mode & 0o022:
-        # Anyone who can write it could steer a root process: refuse it, say so, run with the defaults.
-        print(f"hwtop: warning: {path} is group- or world-writable and hwtop runs as root: ignored "
-              f"(chmod go-w {path})", file=sys.stderr)
-        return Config()
-    thresholds = load_thresholds(path)
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ValueError(f"{path}: {error}") from None
-    unknown = set(data) - {"ui", "advice"}
-    if unknown:
-        raise ValueError(f"{path}: unknown table(s) {', '.join(sorted(unknown))} (known: ui, advice)")
-    ui = data.get("ui", {})
-    if not isinstance(ui, dict):
-        raise ValueError(f"{path}: [ui] must be a table")
-    extra = set(ui) - {"interval", "theme", "hide"}
-    if extra:
-        raise ValueError(f"{path}: unknown [ui] key(s) {', '.join(sorted(extra))} (known: interval, theme, hide)")
-    interval = ui.get("interval")
-    if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int | float)
-                                 or not 0 < interval <= 3600):
-        raise ValueError(f"{path}: [ui] interval must be a number of seconds in (0, 3600]")
-    theme = ui.get("theme")
-    if theme is not None and theme not in THEMES:
-        raise ValueError(f"{path}: [ui] theme must be one of {', '.join(THEMES)}")
-    hide = ui.get("hide", [])
-    if not isinstance(hide, list) or any(name not in PANELS for name in hide):
-        raise ValueError(f"{path}: [ui] hide takes a list of: {', '.join(PANELS)}")
-    return Config(thresholds, None if interval is None else float(interval), theme, tuple(hide), path)
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{printable(path)}: {error}") from None
+    try:
+        config = parse(ConfigFile, document)
+    except ConfigError as error:
+        raise ConfigError(f"{printable(path)}: {error}") from None
+    ui, advice = config.ui, config.advice
+    return Config(Thresholds(advice.thresholds, advice.hold_s), ui.interval, ui.theme, ui.hide, path)
+
+
+def read_trusted(path: str, must_exist: bool) -> str | None:
+    """The file's text, if it is a regular file owned by this user or root and writable by no one else; None when
+    it does not exist and need not. Checked on the opened file, so what is checked is what is read."""
+    shown = printable(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO does not block
+    except FileNotFoundError:
+        if must_exist:
+            raise ConfigError(f"config file not found: {shown}") from None
+        return None
+    except OSError as error:
+        raise ConfigError(f"cannot read config file {shown}: {error.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        refusal = _refusal(info)
+        if refusal:
+            raise ConfigError(f"refusing config file {shown}: {refusal}")
+        content = _read_at_most(fd, MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(content) > MAX_BYTES:
+        raise ConfigError(f"refusing config file {shown}: larger than {MAX_BYTES >> 20} MiB")
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{shown}: not UTF-8 text (byte {error.start})") from None
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _refusal(info: os.stat_result) -> str | None:
+    if not stat.S_ISREG(info.st_mode):
+        return "not a regular file"
+    me = os.geteuid()
+    if info.st_uid not in (me, 0):
+        return f"owned by {_user(info.st_uid)}, not by {'root' if me == 0 else f'{_user(me)} or root'}"
+    writable = [who for who, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if info.st_mode & bit]
+    if writable:
+        return f"writable by {' and '.join(writable)} (chmod go-w to use it)"
+    return None
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"

@@ -6,8 +6,9 @@ import pytest
 
 from hwtop.advice.engine import MAX_SNAPSHOTS, AdviceEngine
 from hwtop.advice.rules import RULE_IDS, RULES, Rule
-from hwtop.advice.thresholds import TABLE, Thresholds, load
+from hwtop.advice.thresholds import TABLE, Thresholds
 from hwtop.model.finding import Finding
+from hwtop.session.config import load
 from tests.advice_timeline import Timeline, ids, rank, run, workload
 
 
@@ -101,7 +102,7 @@ def test_every_threshold_says_where_it_comes_from():
 def test_config_file_overrides_a_threshold_and_a_hold(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("[advice.thresholds]\ndata_wait_fraction = 0.9\n\n[advice.hold_s]\ngpu-starved = 0\n")
-    thresholds = load(config)
+    thresholds = load(str(config)).thresholds
     assert thresholds["data_wait_fraction"] == 0.9 and thresholds["gpu_waiting_util_percent"] == 50.0
     t = Timeline()
     assert "gpu-starved" not in ids(run([starved(t, 0.8)], AdviceEngine(thresholds))[-1])
@@ -109,16 +110,17 @@ def test_config_file_overrides_a_threshold_and_a_hold(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("[advice.thresholds]\nno_such_threshold = 1\n", "unknown advice threshold 'no_such_threshold'"),
-    ("[advice.thresholds]\ndata_wait_fraction = 'high'\n", "take numbers"),
+    ("[advice.thresholds]\nno_such_threshold = 1\n", "advice.thresholds.no_such_threshold: unknown advice threshold"),
+    ("[advice.thresholds]\ndata_wait_fraction = 'high'\n", "data_wait_fraction = 'high': expected a fraction"),
     ("[advice\n", "config.toml"),
 ])
 def test_a_broken_config_file_is_refused_with_its_name(tmp_path, text, message):
     config = tmp_path / "config.toml"
     config.write_text(text)
     with pytest.raises(ValueError, match=message):
-        load(config)
+        load(str(config))
 
 
-def test_no_config_file_means_the_defaults(tmp_path):
-    assert load(tmp_path / "missing.toml").values == Thresholds().values
+def test_no_config_file_means_the_defaults(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    assert load(None).thresholds.values == Thresholds().values

@@ -1,6 +1,6 @@
 """Security: nothing listens unless asked, and then on 127.0.0.1; the exporter serves only /metrics; no shell
 anywhere; the workload is an argument list; signalling asks first, names the target and refuses what this user
-may not signal; a writable config is refused for root; recordings honour the umask and never follow a symlink."""
+may not signal; a config others could write is refused; recordings honour the umask and never follow a symlink."""
 
 from __future__ import annotations
 
@@ -190,15 +190,15 @@ async def test_k_asks_first_and_shows_user_and_command():
 
 # ----- files -----
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the check applies when hwtop runs as root")
-def test_a_writable_config_is_refused_for_root(tmp_path):
+def test_a_writable_config_is_refused(tmp_path):
     config = tmp_path / "config.toml"
     config.write_text("[advice.thresholds]\ndata_wait_fraction = 0.99\n")
     config.chmod(0o666)
     result = subprocess.run([*HWTOP, "--config", str(config), "report", "--json"], capture_output=True, text=True,
                             timeout=60)
-    assert result.returncode == 0
-    assert "is group- or world-writable and hwtop runs as root: ignored" in result.stderr
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (f"hwtop: error: refusing config file {config}: writable by group and others "
+                             "(chmod go-w to use it)\n")
     config.chmod(0o600)
     from hwtop.session.config import load
 

@@ -38,5 +38,11 @@ class AdviceScreen(ModalScreen[None]):
         panel = self.panel
         panel.show(findings, now, watching, rule_errors)
         panel.expanded = {f.key for f in findings}
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()  # the first show() comes before the screen has a size: it drew at 20 columns till a tick
+
+    def _draw(self) -> None:
         width = max(20, self.size.width - 4)
-        self.body.update(Text("\n").join(panel.lines(width)))
+        self.body.update(Text("\n").join(self.panel.cached_lines(width)))  # cached_lines: shown, not sent

@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input
@@ -17,6 +17,7 @@ from hwtop.model.frame import Frame
 from hwtop.model.snapshot import Snapshot
 from hwtop.session.session import Session, SnapshotSource
 from hwtop.tui.advice_screen import AdviceScreen
+from hwtop.tui.guarded_app import GuardedApp
 from hwtop.tui.help import HelpScreen
 from hwtop.tui.topology_screen import TopologyScreen
 from hwtop.tui.workload_dialog import WorkloadDialog
@@ -49,7 +50,7 @@ PALETTE = (  # title, help, action: what ctrl+p lists
 )
 
 
-class HwtopApp(App[None]):
+class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run() raises a crash, terminal restored
     CSS_PATH = "hwtop.tcss"
     AUTO_FOCUS = "ProcessTable"  # the advice pane takes focus only when asked (a, tab, a click)
     TITLE = "hwtop"
@@ -360,7 +361,7 @@ class HwtopApp(App[None]):
             self.open_advice_screen()
             return
         panel.focus()
-        panel.action_toggle()
+        panel.action_toggle_finding()
 
     def on_advice_panel_details_wanted(self, _message: AdvicePanel.DetailsWanted) -> None:
         self.open_advice_screen()

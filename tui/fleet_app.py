@@ -1,19 +1,33 @@
 """`hwtop fleet`: one row per host read from its exporter, refreshed every interval; enter (or a click) opens a
-host's GPUs. A host that does not answer stays in the list, marked unreachable, and is retried each round."""
+host's GPUs. A host that does not answer stays in the list, marked unreachable, and is retried each round.
+Everything an exporter says (hostname, GPU model, finding labels, its errors) is shown as data: the tables are
+PlainTables and the title bars are built with `data`."""
 
 from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
-from hwtop.fleet.scrape import HostView, fetch
 from rich.text import Text
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from hwtop.fleet.scrape import HostView, fetch
+from hwtop.tui.guarded_app import GuardedApp
+from hwtop.widgets.plain_table import PlainTable
+from hwtop.widgets.safe_text import data
+
 SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "cyan"}
+
+
+LABEL_CHARS = 48  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
+
+
+def _label(text: str | None, chars: int = LABEL_CHARS) -> str:
+    text = text or ""
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 def _num(value: float | None, fmt: str = "{:.0f}") -> str:
@@ -29,7 +43,7 @@ class HostScreen(Screen[None]):
         super().__init__()
         self.target = target
         self.title_bar = Static(id="host-title")
-        self.table: DataTable = DataTable(id="host-gpus", cursor_type="row")
+        self.table = PlainTable(id="host-gpus", cursor_type="row")
         self.view: HostView | None = None
         self.ready = False  # columns exist
 
@@ -48,21 +62,21 @@ class HostScreen(Screen[None]):
         self.view = view
         if not self.ready:
             return  # on_mount shows it
-        name = view.hostname or view.url
-        self.title_bar.update(Text.assemble((f" {name} ", "bold reverse"), f"  {view.url}",
-                                            (f"  {view.error}" if view.error else "", "bold red")))
+        name = _label(view.hostname or view.url)
+        self.title_bar.update(Text.assemble(data(f" {name} ", "bold reverse"), data(f"  {view.url}"),
+                                            data(f"  {view.error}" if view.error else "", "bold red")))
         self.table.clear()
         for row in view.gpus.values():
             memory = "N/A" if row.fb_used_mib is None or row.fb_free_mib is None else \
                 f"{row.fb_used_mib / 1024:.1f}/{(row.fb_used_mib + row.fb_free_mib) / 1024:.0f} GiB"
-            self.table.add_row(row.index, row.model, _num(row.util, "{:.0f}%"), memory,
+            self.table.add_row(_label(row.index), _label(row.model), _num(row.util, "{:.0f}%"), memory,
                                _num(row.temperature, "{:.0f}°C"), _num(row.power, "{:.0f} W"))
         for severity, rule, scope in view.findings:
-            self.table.add_row("", Text(f"{severity.upper()} {rule}", style=SEVERITY_STYLE.get(severity, "")),
-                               scope, "", "", "")
+            self.table.add_row("", data(_label(f"{severity.upper()} {rule}"), SEVERITY_STYLE.get(severity, "")),
+                               _label(scope, 2 * LABEL_CHARS), "", "", "")
 
 
-class FleetApp(App[None]):
+class FleetApp(GuardedApp[None]):
     TITLE = "hwtop fleet"
     CSS = """
     #fleet-title, #host-title { height: 1; background: $panel; }
@@ -79,7 +93,7 @@ class FleetApp(App[None]):
         self.rounds = 0
         self.first_round = asyncio.Event()
         self.title_bar = Static(id="fleet-title")
-        self.table: DataTable = DataTable(id="hosts", cursor_type="row")
+        self.table = PlainTable(id="hosts", cursor_type="row")
         self._pool = ThreadPoolExecutor(max_workers=min(16, max(1, len(targets))), thread_name_prefix="hwtop-fleet")
 
     def compose(self) -> ComposeResult:
@@ -115,17 +129,17 @@ class FleetApp(App[None]):
             if view is None:
                 continue
             if view.error:
-                status = Text(f"{view.error} (retrying)", style="bold red")
+                status = data(f"{_label(view.error, 2 * LABEL_CHARS)} (retrying)", "bold red")
                 self.table.add_row("?", target, status, "", "", "", "", key=target)
                 continue
             memory = view.memory
             top = view.top_finding
             finding = Text("N/A (dcgm-exporter)", style="dim") if not view.hwtop else \
                 Text("no problems seen", style="green") if top is None else \
-                Text(f"{top[0].upper()} {top[1]}" + (f" · {top[2]}" if top[2] else ""),
-                     style=SEVERITY_STYLE.get(top[0], ""))
-            self.table.add_row(view.hostname or "?", target, Text("up", style="green"), str(len(view.gpus)),
-                               _num(view.util_mean, "{:.0f}%"),
+                data(_label(f"{top[0].upper()} {top[1]}" + (f" · {top[2]}" if top[2] else ""), 2 * LABEL_CHARS),
+                     SEVERITY_STYLE.get(top[0], ""))
+            self.table.add_row(_label(view.hostname) or "?", _label(target), Text("up", style="green"),
+                               str(len(view.gpus)), _num(view.util_mean, "{:.0f}%"),
                                "N/A" if memory is None else f"{memory[0] / 1024:.0f}/{memory[1] / 1024:.0f} GiB",
                                finding, key=target)
         if self.targets:

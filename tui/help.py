@@ -1,7 +1,9 @@
-"""The `?` screen: every key and what it does."""
+"""The `?` screen: every key and what it does. Built as styled `Text`, not markup: the keys `[` and `]` are
+characters to show, not tags (as markup, `[b][[/b]` left a stray `[/b]` on the screen)."""
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -44,9 +46,13 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
 
     def compose(self) -> ComposeResult:
-        lines = ["[b]hwtop keys[/b]", ""]
-        lines += [f"  [b]{key:<8}[/b] {what}" for key, what in KEYS]
-        lines += ["", "Data flows one way: probes → one snapshot per tick → advice → widgets.",
-                  "N/A means this machine cannot say; it is never shown as 0."]
         with Vertical():
-            yield Static("\n".join(lines))
+            yield Static(help_text())
+
+
+def help_text() -> Text:
+    lines = [Text("hwtop keys", style="bold"), Text()]
+    lines += [Text.assemble("  ", (f"{key:<8}", "bold"), f" {what}") for key, what in KEYS]
+    lines += [Text(), Text("Data flows one way: probes → one snapshot per tick → advice → widgets."),
+              Text("N/A means this machine cannot say; it is never shown as 0.")]
+    return Text("\n").join(lines)

@@ -1,15 +1,19 @@
 """The box report on a screen (`b`): what this machine (or the demo profile) can train and what will limit it.
-The facts are read once, off the event loop, when the screen opens; measurements stay on the command line."""
+The facts are read once, off the event loop, when the screen opens; measurements stay on the command line.
+The text is shown as it prints, line by line as data: its own `[SHORT]` and `[ok]` marks are characters, not tags."""
 
 from __future__ import annotations
 
 import asyncio
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from hwtop.widgets.safe_text import data
 
 
 def build_report(demo: str | None) -> str:
@@ -47,4 +51,4 @@ class ReportScreen(ModalScreen[None]):
             self.text = await asyncio.to_thread(build_report, self.demo)
         except Exception as error:  # noqa: BLE001 - a failed read is a message on the screen, not a crash
             self.text = f"the report could not be made: {type(error).__name__}: {error}"
-        self.body.update(self.text)
+        self.body.update(Text("\n").join(data(line) for line in self.text.split("\n")))

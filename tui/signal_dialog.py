@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import signal
 
-from hwtop.probes.signals import Target
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label
+
+from hwtop.probes.signals import Target
+from hwtop.widgets.safe_text import data
 
 
 class SignalDialog(ModalScreen[int | None]):
@@ -30,9 +33,9 @@ class SignalDialog(ModalScreen[int | None]):
     def compose(self) -> ComposeResult:
         t = self.target
         with Vertical():
-            yield Label(f"[b]Signal pid {t.pid}?[/b]")
-            yield Label(f"user: {t.user}")
-            yield Label(f"command: {t.command[:200]}", markup=False)
+            yield Label(Text(f"Signal pid {t.pid}?", style="bold"))
+            yield Label(data(f"user: {t.user}"))  # the user and command are the target's, not ours
+            yield Label(data(f"command: {t.command[:200]}"))
             yield Label("y: SIGTERM (ask it to stop) · K: SIGKILL · n / escape: cancel")
             with Horizontal():
                 yield Button("SIGTERM", variant="warning", id="term")

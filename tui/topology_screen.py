@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from hwtop.model.snapshot import Snapshot
-from hwtop.widgets.header import HeaderBar
-from hwtop.widgets.topology import TopologyPanel
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
+
+from hwtop.model.snapshot import Snapshot
+from hwtop.widgets.header import HeaderBar
+from hwtop.widgets.topology import TopologyPanel
 
 
 class TopologyScreen(Screen[None]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -28,7 +29,7 @@ class WorkloadDialog(ModalScreen[list[str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("[b]Start the embedded PyTorch DDP/AMP job[/b]")
+            yield Label(Text("Start the embedded PyTorch DDP/AMP job", style="bold"))
             yield Select([(s, s) for s in SCENARIOS], value="balanced", allow_blank=False, id="scenario")
             yield Label("options (as for `hwtop workload`):")
             yield Input(value=f"--device {self.device} --world-size 2 --seconds 120", id="options")

@@ -12,9 +12,15 @@ from textual.message import Message
 
 from hwtop.model.finding import Finding
 from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.safe_text import data
 
 BADGE = {"critical": ("✖ CRIT", "bold white on red"), "warning": ("▲ WARN", "bold black on yellow"),
          "info": ("● INFO", "bold black on cyan")}
+UNKNOWN_BADGE = ("? ----", "bold reverse")  # a severity hwtop does not know, read from someone's recording
+
+
+def _badge(severity: str) -> tuple[str, str]:
+    return BADGE.get(severity, UNKNOWN_BADGE)
 
 
 def _age(seconds: float) -> str:
@@ -24,7 +30,7 @@ def _age(seconds: float) -> str:
 class AdvicePanel(TextPanel):
     can_focus = True
     BINDINGS = [Binding("up", "move(-1)", "previous", show=False), Binding("down", "move(1)", "next", show=False),
-                Binding("enter,space", "toggle", "expand", show=False)]
+                Binding("enter,space", "toggle_finding", "expand", show=False)]
 
     class DetailsWanted(Message):
         """Posted instead of opening a finding in place when the pane is told there is no room (`inline`)."""
@@ -68,7 +74,7 @@ class AdvicePanel(TextPanel):
             self.cursor = (self.cursor + step) % len(self.findings)
             self.changed()
 
-    def action_toggle(self) -> None:
+    def action_toggle_finding(self) -> None:  # not action_toggle: DOMNode has one (toggle an attribute)
         if self.findings:
             self.toggle(self.findings[self.cursor].key)
 
@@ -100,36 +106,36 @@ class AdvicePanel(TextPanel):
             rows.append((None, line))
         elif not self.inline:
             first = self.findings[0]
-            badge, style = BADGE[first.severity]
+            badge, style = _badge(first.severity)
             line = Text("Advice ", style="bold")
             line.append(badge, style=style)
-            line.append(f" {first.title}" + (f" · {first.scope}" if first.scope else ""), style="bold")
+            line.append_text(data(f" {first.title}" + (f" · {first.scope}" if first.scope else ""), "bold"))
             more = len(self.findings) - 1
             line.append((f" +{more} more" if more else "") + " · a opens", style="dim")
             if first.evidence:
-                line.append(f"  {first.evidence[0]}", style="italic")
+                line.append_text(data(f"  {first.evidence[0]}", "italic"))
             line.truncate(max(1, width), overflow="ellipsis")
             rows.append((first.key, line))
         for index, finding in enumerate(self.findings if self.inline else ()):
             rows += self._finding_rows(finding, width, selected=self.has_focus and index == self.cursor)
         for rule, message in sorted(self.rule_errors.items()):
-            rows.append((None, Text(f"rule {rule} failed: {message}"[:width], style="yellow")))
+            rows.append((None, data(f"rule {rule} failed: {message}"[:width], "yellow")))
         self._rows = rows
         return [line for _, line in rows]
 
     def _finding_rows(self, finding: Finding, width: int, selected: bool) -> list[tuple[tuple[str, str], Text]]:
-        badge, style = BADGE[finding.severity]
+        badge, style = _badge(finding.severity)
         open_ = finding.key in self.expanded
         head = Text("▾ " if open_ else "▸ ", style="reverse" if selected else "")
         head.append(badge, style=style)
-        head.append(f" {finding.title}", style="bold")
+        head.append_text(data(f" {finding.title}", "bold"))
         if finding.scope:
-            head.append(f" · {finding.scope}")
+            head.append_text(data(f" · {finding.scope}"))
         if finding.since is not None and self.now is not None:
             head.append(f" · {_age(self.now - finding.since)}", style="dim")
-        head.append(f" [{finding.id}]", style="dim")
+        head.append_text(data(f" [{finding.id}]", "dim"))  # a recording's finding names its own id
         if not open_ and finding.evidence:
-            head.append(f"  {finding.evidence[0]}", style="italic")
+            head.append_text(data(f"  {finding.evidence[0]}", "italic"))
         head.truncate(max(1, width), overflow="ellipsis")
         rows = [(finding.key, head)]
         if open_:
@@ -143,6 +149,6 @@ def _hanging(label: str, style: str, text: str, width: int) -> list[Text]:
     """`   seen  text…` wrapped so continuation lines start under the text, not under the label."""
     indent = 9
     parts = textwrap.wrap(text, max(10, width - indent)) or [""]
-    out = [Text.assemble((f"   {label:<6}", style), parts[0])]
-    out += [Text(" " * indent + part) for part in parts[1:]]
+    out = [Text.assemble((f"   {label:<6}", style), data(parts[0]))]
+    out += [Text(" " * indent).append_text(data(part)) for part in parts[1:]]
     return out

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from hwtop.model.snapshot import CpuSnapshot, NumaSnapshot
 from hwtop.widgets.format import SPARK, bar, level_style, pct, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
+from hwtop.widgets.safe_text import data
 
 CELL_MIN = 16  # "127 ██████ 100%" plus a gap
 
@@ -25,7 +27,7 @@ class CpuPanel(TextPanel):
         self.cpu, self.numa, self.history = cpu, numa, history
         self.marked = marked or set()
         self.max_lines = max_lines
-        self.border_title = "CPU" if cpu is None or cpu.model is None else f"CPU · {cpu.model}"
+        self.border_title = "CPU" if cpu is None or cpu.model is None else data(f"CPU · {cpu.model}")
         self.changed()
 
     def lines(self, width: int) -> list[Text]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from hwtop.model.snapshot import DiskSnapshot
 from hwtop.widgets.format import human_rate, level_style, pct
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
+from hwtop.widgets.safe_text import data
 
 
 class DisksPanel(TextPanel):
@@ -23,8 +25,8 @@ class DisksPanel(TextPanel):
             return [Text("no block devices", style="dim")]
         out = []
         for disk in self.disks:
-            line = Text(f"{disk.name:<8}", style="bold")
-            line.append(f"{disk.kind:<8}", style="dim")
+            line = data(f"{disk.name:<8}", "bold")  # a recording's or a udev rule's name
+            line.append_text(data(f"{disk.kind:<8}", "dim"))
             line.append(f"r {human_rate(disk.read_bytes_per_s):>8} w {human_rate(disk.write_bytes_per_s):>8}")
             if width >= 48:
                 iops = "N/A" if disk.read_iops is None else f"{(disk.read_iops or 0) + (disk.write_iops or 0):.0f}"

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import textwrap
 
+from rich.text import Text
+from textual import events
+from textual.message import Message
+
 from hwtop.model.history import History
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
 from hwtop.widgets.format import NA, bar, human_bytes, human_rate, level_style, pct, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
-from textual import events
-from textual.message import Message
+from hwtop.widgets.safe_text import data
 
 WIDE_BLOCK = 96  # cells one GPU needs for the three-line block
 
@@ -57,14 +59,14 @@ class GpuPanel(TextPanel):
             title = f"GPU · driver {system.driver_version or NA} · CUDA {system.cuda_driver_version or NA}"
             if system.source.startswith("demo"):
                 title += f" · {system.source}"
-        self.border_title = title
+        self.border_title = data(title)  # the driver and source strings are NVML's or a recording's
         self.changed()
 
     def lines(self, width: int) -> list[Text]:
         if not self.gpus:
             message = self.system.message if self.system and self.system.message else "no GPU"
             wrapped = textwrap.wrap(f"No GPU shown: {message}", max(20, width)) or [""]
-            return [Text(line, style="yellow") for line in wrapped]
+            return [data(line, "yellow") for line in wrapped]
         columns = max(1, width // WIDE_BLOCK) if self.mode == "wide" else 1
         if len(self.gpus) == 1:
             columns = 1
@@ -109,7 +111,7 @@ class GpuPanel(TextPanel):
 
     def _block(self, gpu: GpuSnapshot, width: int) -> list[Text]:
         head = Text(f"GPU{gpu.index} ", style="bold red" if gpu.index in self.marked else "bold")
-        head.append(short_name(gpu.name)[: 14 if self.mode == "dense" else 24], style="bold cyan")
+        head.append_text(data(short_name(gpu.name)[: 14 if self.mode == "dense" else 24], "bold cyan"))
         if gpu.lost:
             return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)", style="bold red")]
         mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
@@ -153,9 +155,9 @@ class GpuPanel(TextPanel):
         line2 += sparkline(self._series(f"gpu{gpu.index}.mem"), spark)
         lines = [head, line2, self._details(gpu, width)]
         for instance in gpu.mig:
-            lines.append(Text(f"   └ MIG{instance.index} {instance.name or ''} "
+            lines.append(data(f"   └ MIG{instance.index} {instance.name or ''} "
                               f"{human_bytes(instance.memory_used_bytes)}/{human_bytes(instance.memory_total_bytes)}",
-                              style="magenta"))
+                              "magenta"))
         return lines
 
     def _details(self, gpu: GpuSnapshot, width: int) -> Text:
@@ -179,7 +181,7 @@ class GpuPanel(TextPanel):
                          f" tensor {pct(g.tensor_activity_percent, 0)} DRAM {pct(g.dram_bw_util_percent, 0)}",
                          style="green")
         elif gpu.gpm_status and width >= 120:
-            line3.append(f"  GPM: {gpu.gpm_status}", style="dim")
+            line3.append_text(data(f"  GPM: {gpu.gpm_status}", "dim"))
         if gpu.ecc is not None and (gpu.ecc.volatile_uncorrected or gpu.ecc.volatile_corrected):
             line3.append(f"  ECC {gpu.ecc.volatile_corrected}/{gpu.ecc.volatile_uncorrected}", style="bold red")
         if gpu.mig_enabled:

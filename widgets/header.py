@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import time
 
-from hwtop.model.snapshot import Snapshot
-from hwtop.widgets.format import duration
 from rich.text import Text
 from textual.widgets import Static
+
+from hwtop.model.snapshot import Snapshot
+from hwtop.widgets.format import duration
+from hwtop.widgets.safe_text import data
 
 
 class HeaderBar(Static):
@@ -18,8 +20,8 @@ class HeaderBar(Static):
         text = Text()
         text.append(" hwtop ", style="bold reverse")
         if host is not None:
-            text.append(f" {host.hostname} ", style="bold")
-            text.append(f"│ {host.kernel} │ up {duration(host.uptime_s)} ")
+            text.append_text(data(f" {host.hostname} ", style="bold"))  # a recording's or a fleet host's word
+            text.append_text(data(f"│ {host.kernel} │ up {duration(host.uptime_s)} "))
         if replay is None:
             text.append(f"│ every {interval:g}s ")
             text.append(f"│ {time.strftime('%H:%M:%S', time.localtime(snapshot.time))} ")
@@ -29,7 +31,7 @@ class HeaderBar(Static):
         if snapshot.errors:
             text.append(f"│ {len(snapshot.errors)} probe error(s) ", style="bold red")
         if recording is not None:
-            text.append(f" ● REC {recording} ", style="bold white on red")
+            text.append_text(data(f" ● REC {recording} ", style="bold white on red"))
         if paused:
             text.append(" PAUSED ", style="bold black on yellow")
         self.update(text)

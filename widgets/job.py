@@ -3,12 +3,14 @@ its threads ran, NUMA placement of its memory, I/O, dataset disks; sparklines; a
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual.binding import Binding
+
 from hwtop.model.snapshot import JobProcess, JobSnapshot
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
-from textual.binding import Binding
+from hwtop.widgets.safe_text import data
 
 ROLE_STYLE = {"launcher": "bold magenta", "DataLoader worker": "cyan", "helper": "dim", "worker of a rank": "cyan"}
 
@@ -41,7 +43,7 @@ class JobPanel(TextPanel):
         self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
-            self.border_title = f"Job · {job.label} · d: Python stack of the selected process · escape: back"
+            self.border_title = data(f"Job · {job.label} · d: Python stack of the selected process · escape: back")
         self.changed()
 
     @property
@@ -56,11 +58,11 @@ class JobPanel(TextPanel):
             self.changed()
 
     def set_stack(self, title: str, text: str | None, message: str | None) -> None:
-        self.stack = [Text(title, style="bold")]
-        if text:
-            self.stack += [Text(line) for line in text.splitlines()]
+        self.stack = [data(title, "bold")]
+        if text:  # py-spy's output: function names and paths the process chose
+            self.stack += [data(line) for line in text.split("\n")]
         if message:
-            self.stack.append(Text(message, style="yellow"))
+            self.stack.append(data(message, "yellow"))
         self.changed()
 
     def _node_label(self, cpus: tuple[int, ...] | None) -> str:
@@ -91,7 +93,7 @@ class JobPanel(TextPanel):
             marks.append("  ")
         out.append(marks)
         if job.message:
-            out.append(Text(job.message, style="yellow"))
+            out.append(data(job.message, "yellow"))
         out.append(Text(f"{'PID':>7} {'ROLE':<24} {'S':<4} {'CPU%':>6} {'RSS':>7} {'THR':>4} {'GPU':<12} "
                         f"{'ALLOWED':<12} {'RAN ON':<10} {'MEMORY':<14} {'IO r/w':<17} COMMAND", style="bold reverse"))
         for index, process in enumerate(job.processes):
@@ -121,7 +123,7 @@ class JobPanel(TextPanel):
         line.append(f"{state:<4} {NA if p.cpu_percent is None else f'{p.cpu_percent:.0f}':>6} "
                     f"{human_bytes(p.rss_bytes):>7} {p.threads or 0:>4} {gpus:<12} {allowed:<12} {ran:<10} "
                     f"{numa_share(p.numa_pages)[:14]:<14} {io[:17]:<17} ")
-        line.append(p.cmdline or p.name, style="dim" if not p.alive else "")
+        line.append_text(data(p.cmdline or p.name, "dim" if not p.alive else ""))
         line.truncate(max(1, width), overflow="ellipsis")
         return line
 
@@ -133,7 +135,7 @@ class JobPanel(TextPanel):
             line.append(", ".join(f"GPU{i}" + (f" (node {self.node_of_gpu[i]})" if i in self.node_of_gpu else "")
                                   for i in gpus))
         elif p.cuda_visible_devices is not None:
-            line.append(f"CUDA_VISIBLE_DEVICES={p.cuda_visible_devices}")
+            line.append_text(data(f"CUDA_VISIBLE_DEVICES={p.cuda_visible_devices}"))  # the process's environment
         else:
             line.append("no GPU")
         if p.local_rank is not None:
@@ -147,7 +149,7 @@ class JobPanel(TextPanel):
         if far:
             line.append(f"  {far}", style="bold red")
         if p.dataset_devices:
-            line.append(" · open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices))
+            line.append_text(data(" · open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices)))
         return line
 
     def _far_memory(self, p: JobProcess) -> str | None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from hwtop.model.snapshot import MemorySnapshot, NumaSnapshot
 from hwtop.widgets.format import bar, human_bytes, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
 
 
 class MemoryPanel(TextPanel):

@@ -6,11 +6,14 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
+from hwtop.widgets.safe_text import visible
+
 
 class TextPanel(Widget):
     """Subclasses implement `lines(width)` and call `changed()` after new data. The lines are built once per
     (data, width) and shared by layout and render; a change that keeps the panel's height repaints it without
-    a layout pass (most ticks: values change, rows do not)."""
+    a layout pass (most ticks: values change, rows do not). Every line passes `visible`: a process name or GPU
+    name appended to a line cannot carry a control character or a line break to the screen."""
 
     DEFAULT_CSS = "TextPanel { height: auto; }"
 
@@ -26,7 +29,7 @@ class TextPanel(Widget):
     def cached_lines(self, width: int) -> list[Text]:
         key = (width, self._generation)
         if self._cache is None or self._cache[0] != key:
-            self._cache = (key, self.lines(width))
+            self._cache = (key, [visible(line) for line in self.lines(width)])
         return self._cache[1]
 
     def _row_count(self, width: int) -> int:
@@ -41,10 +44,10 @@ class TextPanel(Widget):
         width, rows = self._height
         self.refresh(layout=self._row_count(width) != rows)
 
-    def on_focus(self) -> None:
-        self.changed()  # a selection is drawn only while focused
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, focused: bool) -> None:
+        """A selection is drawn only while focused. Watched, not on_focus: Textual calls a subclass's on_focus
+        before its own handler sets has_focus, so lines built there drew the selection one state late."""
+        super().watch_has_focus(focused)  # the :focus styles
         self.changed()
 
     def render(self) -> Text:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
-from hwtop.widgets.format import NA, human_bytes, level_style
 from rich.text import Text
 from textual.widgets import DataTable
+
+from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
+from hwtop.widgets.format import NA, human_bytes, level_style
+from hwtop.widgets.plain_table import PlainTable
+from hwtop.widgets.safe_text import data
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +114,9 @@ def sort_rows(rows: list[Row], key: str, reverse: bool = True) -> list[Row]:
     return sorted(rows, key=value, reverse=reverse)
 
 
-class ProcessTable(DataTable):
-    """Sorted by CPU by default; `cycle_sort` or a header click changes the column."""
+class ProcessTable(PlainTable):
+    """Sorted by CPU by default; `cycle_sort` or a header click changes the column. Every cell is data
+    (PlainTable): a user or command line is shown as typed, never read as markup."""
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
@@ -167,8 +171,8 @@ class ProcessTable(DataTable):
         if self.tree_view:
             rows = tree_rows(rows)
         self.rows_shown = rows
-        self.border_subtitle = f"sorted by {self.sort_key} (s)" + (" · tree (T)" if self.tree_view else "") + \
-            (f" · filter {self.filter_text!r} (/)" if self.filter_text else "")
+        self.border_subtitle = data(f"sorted by {self.sort_key} (s)" + (" · tree (T)" if self.tree_view else "") +
+                                    (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
         table = [self._cells(row, marked) for row in rows]
         if table == self._shown_cells:
             return  # nothing on screen would change: no rebuild, no re-render

@@ -3,12 +3,14 @@ under each, and each GPU's live PCIe and NVLink throughput with a marker on a de
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Topology
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.probes.topology import link_degraded
 from hwtop.widgets.format import human_bytes, human_rate, pct
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
+from hwtop.widgets.safe_text import data
 
 STYLE = {"X": "dim", "PIX": "cyan", "PXB": "cyan", "PHB": "yellow", "NODE": "dark_orange", "SYS": "bold red"}
 
@@ -28,7 +30,7 @@ class TopologyPanel(TextPanel):
     def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...]) -> None:
         self.topology, self.numa, self.gpus = topology, numa, gpus
         if topology is not None:
-            self.border_title = f"Topology · {topology.source} · r refresh"
+            self.border_title = data(f"Topology · {topology.source} · r refresh")
         self.changed()
 
     def lines(self, width: int) -> list[Text]:
@@ -51,7 +53,7 @@ class TopologyPanel(TextPanel):
             out.append(Text())
             out.append(Text("NICs", style="bold"))
             for nic in nics:
-                out.append(Text(f"{nic.name:<10} {nic.bus_id}  node {'N/A' if nic.numa_node is None else nic.numa_node}"
+                out.append(data(f"{nic.name:<10} {nic.bus_id}  node {'N/A' if nic.numa_node is None else nic.numa_node}"
                                 f"  PCIe {nic.link_gen or '?'}x{nic.link_width or '?'}  {nic.network_speed or 'N/A'}"))
         return out
 

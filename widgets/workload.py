@@ -3,10 +3,12 @@ fraction, memory, and the last event (or why it crashed)."""
 
 from __future__ import annotations
 
+from rich.text import Text
+
 from hwtop.model.snapshot import WorkloadState
 from hwtop.widgets.format import NA, human_bytes, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
+from hwtop.widgets.safe_text import data
 
 STATUS_STYLE = {"running": "bold green", "starting": "yellow", "stalled": "bold yellow", "finished": "cyan",
                 "crashed": "bold red", "stopped": "dim"}
@@ -22,7 +24,7 @@ class WorkloadPanel(TextPanel):
         self.state = state
         self.display = state is not None
         if state is not None:
-            self.border_title = f"Workload · {state.scenario} · x stop"
+            self.border_title = data(f"Workload · {state.scenario} · x stop")
         self.changed()
 
     def lines(self, width: int) -> list[Text]:
@@ -33,7 +35,7 @@ class WorkloadPanel(TextPanel):
         if state.exit_code is not None:
             head.append(f" exit {state.exit_code}")
         if state.last_event:
-            head.append(f"  last: {state.last_event}"[: max(0, width - head.cell_len)], style="dim")
+            head.append_text(data(f"  last: {state.last_event}"[: max(0, width - head.cell_len)], "dim"))
         out = [head]
         if state.summary and state.summary.get("speedup") is not None:
             saving = state.summary.get("memory_saving_fraction")
@@ -59,7 +61,7 @@ class WorkloadPanel(TextPanel):
             line.truncate(max(1, width), overflow="ellipsis")  # one row per rank, never wrapped
             out.append(line)
         for tail in state.stderr_tail:
-            out.append(Text(tail[:width], style="red"))
+            out.append(data(tail[:width], "red"))  # the job's own stderr
         if state.garbage_lines:
             out.append(Text(f"{state.garbage_lines} unreadable telemetry line(s) skipped", style="yellow"))
         return out

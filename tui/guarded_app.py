@@ -1,0 +1,54 @@
+"""The base of hwtop's Textual apps, for two things every screen of them needs:
+
+- a notification is plain text: its message often quotes someone else's words (an error about a process, a
+  path, a command), so it is never parsed as markup and its control characters are shown;
+- a crash ends the app, the terminal is restored, and `run()` raises the exception for the command line to
+  report (one line, a saved traceback, exit status 1: cli.crash). Textual alone would print a long traceback
+  with local variables and leave the exit status to the caller (hwtop returned 0)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import RenderableType
+from rich.text import Text
+from textual.app import App, ReturnType
+from textual.notifications import SeverityLevel
+from textual.worker import WorkerFailed
+
+from hwtop.model.safe_text import printable
+
+
+class Crashed(Exception):
+    """Handed to Textual instead of the crash: it renders as nothing, so Textual prints no traceback of its own
+    once the terminal is back (the command line reports the crash)."""
+
+    def __rich__(self) -> RenderableType:
+        return Text(end="")
+
+
+class GuardedApp(App[ReturnType]):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.crash: BaseException | None = None  # the first unhandled exception; run() raises it
+
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Always plain text (`markup` is accepted for Textual's callers and ignored)."""
+        super().notify(printable(message), title=printable(title), severity=severity, timeout=timeout,
+                       markup=False)
+
+    def _handle_exception(self, error: Exception) -> None:
+        if self.crash is None:
+            self.crash = error.error if isinstance(error, WorkerFailed) else error  # the sampler's own error
+            ended = Crashed(f"the app crashed: {self.crash!r}")
+            ended.__cause__ = self.crash  # a Pilot test (run_test re-raises what Textual was given) shows both
+            super()._handle_exception(ended)  # exits and restores the terminal, quietly
+        # a later error (while the crashed app shuts down) adds nothing: the first one is the cause
+
+    def run(self, *args: Any, **kwargs: Any) -> ReturnType | None:
+        """Textual's run; after a crash, the crash itself, raised once the terminal is restored."""
+        result = super().run(*args, **kwargs)
+        if self.crash is not None:
+            raise self.crash
+        return result
