@@ -282,8 +282,6 @@ def run_command(argv: list[str]) -> int:
         workload_args = None
         if args.workload is not None:
             workload_args = ["--scenario", args.workload, "--device", args.workload_device, "--seconds", "600"]
-        if theme == "mono":
-            os.environ["NO_COLOR"] = "1"  # Textual draws in monochrome (it honours NO_COLOR)
         app = HwtopApp(sampler, interval=args.interval, workload_args=workload_args, exit_on_signals=True,
                        thresholds=thresholds, open_job=job_probe is not None, theme=theme, hide=config.hide)
         app.run()

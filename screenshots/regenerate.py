@@ -189,16 +189,11 @@ async def capture_polish() -> list[str]:
         sleeper.kill()
         sleeper.wait()
     for theme in ("light", "mono"):
-        if theme == "mono":
-            os.environ["NO_COLOR"] = "1"
-        try:
-            app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.5, theme=theme)
-            async with app.run_test(size=(120, 40)) as pilot:
-                while app.ticks < 6:
-                    await pilot.pause(0.2)
-                paths.append(app.save_screenshot(filename=f"theme-{theme}-dgx-a100-120x40.svg", path=HERE))
-        finally:
-            os.environ.pop("NO_COLOR", None)
+        app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.5, theme=theme)
+        async with app.run_test(size=(120, 40)) as pilot:
+            while app.ticks < 6:
+                await pilot.pause(0.2)
+            paths.append(app.save_screenshot(filename=f"theme-{theme}-dgx-a100-120x40.svg", path=HERE))
     return paths
 
 

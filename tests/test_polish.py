@@ -123,6 +123,11 @@ async def test_a_terminal_shrunk_to_20x6_and_back_keeps_drawing() -> None:
 def test_themes_and_no_color(monkeypatch) -> None:
     assert HwtopApp(ScriptedSource([host_snapshot()]), theme="light").theme == "textual-light"
     assert HwtopApp(ScriptedSource([host_snapshot()])).theme == "textual-dark"
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    mono = HwtopApp(ScriptedSource([host_snapshot()]), theme="mono")
+    assert mono.no_color and "NO_COLOR" not in os.environ  # monochrome without touching the environment
+    assert any(type(f).__name__ in ("Monochrome", "NoColor") for f in mono._filters)
+    assert not HwtopApp(ScriptedSource([host_snapshot()])).no_color
     monkeypatch.setenv("NO_COLOR", "1")
     assert HwtopApp(ScriptedSource([host_snapshot()])).no_color  # Textual's monochrome filter
 

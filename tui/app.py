@@ -87,6 +87,11 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         from hwtop.session.config import THEMES
 
         self.theme = THEMES.get(theme, "textual-dark")
+        if theme == "mono" and not self.no_color:  # as NO_COLOR does, without touching the environment
+            from textual.filter import Monochrome, NoColor
+
+            self.no_color = True
+            self._filters.append(NoColor() if self.native_ansi_color else Monochrome())
         self.hidden_panels = set(hide)
         self.session = Session(source, thresholds)  # probes → snapshot → advice, one tick at a time
         self.source = source
