@@ -122,3 +122,5 @@ class Sampler:
             self.workload.stop()
         if self.gpu is not None:
             self.gpu.close()
+        if self.job is not None:
+            self.job.close()  # its stack sampler's py-spy children
