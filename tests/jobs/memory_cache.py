@@ -17,9 +17,11 @@ SAMPLE_BYTES = 16384
 
 
 def prepare(path: str, megabytes: int) -> None:
+    block = bytearray(os.urandom(1 << 20))
     with open(path, "wb") as handle:
-        for _ in range(megabytes):
-            handle.write(os.urandom(1 << 20))
+        for index in range(megabytes):
+            block[:8] = index.to_bytes(8, "little")
+            handle.write(block)
 
 
 class MappedSamples(Dataset):
