@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-
 JOBS = Path(__file__).parent / "jobs"
 HWTOP = [sys.executable, "-m", "hwtop"]
 FOUND_WITHIN_S = 30.0

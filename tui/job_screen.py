@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import asyncio
 
-from hwtop.model.history import History
-from hwtop.model.snapshot import Snapshot
-from hwtop.widgets.header import HeaderBar
-from hwtop.widgets.job import JobPanel
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
+
+from hwtop.model.history import History
+from hwtop.model.snapshot import Snapshot
+from hwtop.widgets.header import HeaderBar
+from hwtop.widgets.job import JobPanel
 
 
 class JobScreen(Screen[None]):

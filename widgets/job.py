@@ -4,12 +4,13 @@ where each rank's time goes; sparklines; and a stack when asked. Ended workers l
 
 from __future__ import annotations
 
+from rich.text import Text
+from textual.binding import Binding
+
 from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
 from hwtop.widgets.panel import TextPanel
-from rich.text import Text
-from textual.binding import Binding
 
 ROLE_STYLE = {"launcher": "bold magenta", "DataLoader worker": "cyan", "helper": "dim", "worker of a rank": "cyan"}
 
