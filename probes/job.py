@@ -150,6 +150,7 @@ class JobProbe:
     _pressure: PressureProbe | None = None
     _cgroups: Cgroups | None = None
     _previous_tick: float | None = None
+    _cmdlines: dict[tuple[int, int], str] = field(default_factory=dict)
     _pswpin: tuple[float, int] | None = None
     _env_launchers: set[int] = field(default_factory=set)
     _python: set[int] = field(default_factory=set)
@@ -274,16 +275,27 @@ class JobProbe:
         return static
 
     def _find_matches(self, stats: dict[int, _Stat]) -> list[int]:
-        """The topmost processes whose command line matches: never hwtop, its ancestors or its children."""
+        """The topmost processes whose command line matches: never hwtop, its ancestors or its children. Only
+        command lines are read (kept per process between scans), not every process's environment."""
         assert self._regex is not None
         exclude = self.exclude or frozenset()
         own = os.getpid()
         found = []
+        cmdlines: dict[tuple[int, int], str] = {}
         for pid, stat in stats.items():
             if pid in exclude or stat.ppid == own or stat.state == "Z":
                 continue
-            if self._regex.search(self._static_of(stat).cmdline or stat.name):
+            key = (pid, stat.start)
+            text = self._cmdlines.get(key)
+            if text is None:
+                try:
+                    text = " ".join(proctree.argv_of(read_bytes(f"{self.proc}/{pid}/cmdline", limit=1 << 16)))
+                except OSError:
+                    text = ""
+            cmdlines[key] = text
+            if self._regex.search(text or stat.name):
                 found.append(pid)
+        self._cmdlines = cmdlines
         matched = set(found)
         tops = []
         for pid in found:

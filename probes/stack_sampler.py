@@ -112,7 +112,8 @@ class StackSampler:
                 loader = tally.loaders.most_common(1)[0][0] if tally.loaders else None
                 message = target.message
                 if message is None and not samples:
-                    message = "sampling its stack…" if target.finished == 0 else "no Python samples yet"
+                    message = self.message or ("sampling its stack…" if target.finished == 0 else
+                                               "no Python samples yet")
                 out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message))
         sampled = len(self._targets)
         note = self.message

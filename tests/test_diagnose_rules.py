@@ -139,8 +139,8 @@ SINGLE = job(proc(cpu=102.0, hot_thread_percent=99.0, hot_thread_name="python3")
 def test_one_core_loading_with_num_workers_0_names_the_workers_to_start():
     t = Timeline(cores=4)
     finding = find(run(ticks(t, 7, SINGLE))[-1], "single-core-loading")
-    assert finding.evidence[0] == ("pid 4100: its thread python3 at 99% CPU — one core — with no DataLoader workers "
-                                   "(num_workers=0)")
+    assert finding.evidence[0] == ("pid 4100: its thread python3 wants a whole core (running or queued 99% of the "
+                                   "time) and it has no DataLoader workers (num_workers=0)")
     assert finding.evidence[1] == "the job uses 1.0 of the 4 cores it may use: 3.0 idle"
     assert "(_SingleProcessDataLoaderIter), at train.py:57 <module>" in finding.evidence[2]
     assert finding.fix[0].startswith("DataLoader(num_workers=3): 4 usable cores / 1 rank(s)")

@@ -167,8 +167,8 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
         s = stacks.get(main.pid)
         if s is not None and s.fraction("data") < t["data_wait_fraction"]:
             continue  # one busy thread that is not loading data: not a loader problem
-        evidence = [f"{who(main, main.pid)}: its thread {main.hot_thread_name or '?'} at {hot:.0f}% CPU — one "
-                    f"core — with no DataLoader workers (num_workers=0)",
+        evidence = [f"{who(main, main.pid)}: its thread {main.hot_thread_name or '?'} wants a whole core (running or "
+                    f"queued {hot:.0f}% of the time) and it has no DataLoader workers (num_workers=0)",
                     f"the job uses {job_cores:.1f} of the {job.usable_cores} cores it may use: {spare:.1f} idle"]
         if s is not None:
             site = s.site("data")
