@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -68,9 +69,11 @@ def overhead(rounds: int, phase_s: float) -> None:
         time.sleep(4.0)  # past the first epoch's warm-up
         phases: list[tuple[str, float]] = []
         samples = 0
+        sampled_s = spy_cpu_s = 0.0
         for _ in range(rounds):
             for sampling in (False, True):
                 sampler = StackSampler() if sampling else None
+                children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 start = time.monotonic()
                 while time.monotonic() - start < phase_s:
                     if sampler is not None:
@@ -80,6 +83,10 @@ def overhead(rounds: int, phase_s: float) -> None:
                     stacks, _ = sampler.results()
                     samples += stacks[0].samples if stacks else 0
                     sampler.close()
+                    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # py-spy, reaped by close()
+                    spy_cpu_s += (children.ru_utime - children_before.ru_utime) + \
+                        (children.ru_stime - children_before.ru_stime)
+                    sampled_s += time.monotonic() - start
                 rates = job.between(start + 2.5, time.monotonic())  # a 2 s rate that began inside the phase
                 phases.append(("with" if sampling else "without", sum(rates) / len(rates) if rates else 0.0))
     finally:
@@ -94,7 +101,10 @@ def overhead(rounds: int, phase_s: float) -> None:
         print(f"| {name} sampler | {rate:.2f} |")
     a, b = sum(without) / len(without), sum(with_) / len(with_)
     print(f"\nmean without {a:.2f} steps/s, with {b:.2f} steps/s: overhead {100 * (a - b) / a:+.1f}% "
-          f"({samples} stack samples taken in the last with-phases' windows)")
+          f"({samples} stack samples taken in the with-phases)")
+    print(f"py-spy itself used {spy_cpu_s:.2f} CPU-s over {sampled_s:.0f} s of sampling: "
+          f"{100 * spy_cpu_s / sampled_s:.2f}% of one core, {100 * spy_cpu_s / sampled_s / (os.cpu_count() or 1):.2f}% "
+          f"of this box's {os.cpu_count()} cores (the most the job can lose to it; --nonblocking never pauses it)")
 
 
 def _cpu_ticks(pid: int) -> int:

@@ -101,7 +101,8 @@ def job_facts(job: JobSnapshot, watched_s: float) -> dict[str, Any]:
 
     ranks = [p for p in job.processes if p.role.startswith("rank")]
     return {
-        "label": job.label, "status": job.status, "watched_s": round(watched_s, 1), "message": job.message,
+        "label": job.label, "roots": list(job.roots), "status": job.status, "watched_s": round(watched_s, 1),
+        "message": job.message,
         "processes": sum(1 for p in job.processes if p.alive), "ranks": len(ranks), "pids_seen": job.pids_seen,
         "launcher": next((p.pid for p in job.processes if p.role == "launcher"), None),
         "exit_codes": {str(p.pid): p.exit_code for p in job.processes if p.exit_code is not None},

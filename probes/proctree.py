@@ -8,8 +8,8 @@ import os
 import re
 
 # Executables that start ranks: torchrun and its kin, MPI, Slurm, DeepSpeed and Accelerate.
-LAUNCHER_EXECUTABLES = frozenset({"torchrun", "mpirun", "mpiexec", "orterun", "prterun", "srun", "deepspeed",
-                                  "accelerate", "hydra_pmi_proxy", "pmi_proxy"})
+LAUNCHER_EXECUTABLES = frozenset({"torchrun", "mpirun", "mpiexec", "orterun", "prterun", "orted", "prted", "srun",
+                                  "deepspeed", "accelerate", "hydra_pmi_proxy", "pmi_proxy"})
 # `python -m MODULE` launchers (a module starting with one of these).
 LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "torch.distributed.elastic",
                     "deepspeed.launcher", "accelerate.commands.launch")

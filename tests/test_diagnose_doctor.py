@@ -3,6 +3,7 @@ may not be inspected, or is hwtop's own; and the job part of doctor's report."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,6 +48,20 @@ def test_a_process_that_is_not_python_exits_2(sleeper):
     assert result.returncode == 2
     assert result.stderr.strip() == (f"hwtop: error: pid {sleeper} (sleep) is not a Python process and starts none: "
                                      "nothing to diagnose")
+
+
+def test_a_pattern_never_matches_hwtop_or_the_shell_that_started_it(tmp_path):
+    """The pattern is in hwtop's own command line and in its shell's: only the job is found."""
+    marker = f"train-{os.getpid()}-marker"
+    target = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+    try:
+        command = " ".join([*HWTOP, "doctor", "--job", marker, "--seconds", "0.5", "--json"])
+        result = subprocess.run(["bash", "-c", f"{command}; true"], capture_output=True, text=True, timeout=60)
+        report = json.loads(result.stdout)
+        assert report["job"]["roots"] == [target.pid], report["job"]
+    finally:
+        target.kill()
+        target.wait()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="dropping to another user needs root")

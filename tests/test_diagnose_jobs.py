@@ -219,6 +219,7 @@ def test_worker_churn_is_found_and_persistent_workers_clears_it():
     finding = assert_found(report, started, "worker-churn", rc)
     assert re.search(r"started \d+ DataLoader workers in the last \d+ s: \d+ a minute", finding["evidence"][0])
     assert report["job"]["workers_exited_last_minute"] >= 4
+    assert report["job"]["processes"] <= 4 < report["job"]["pids_seen"]  # ended workers counted, not listed
     assert any("persistent_workers=True" in fix for fix in finding["fix"])
     with running("worker_churn.py", "--time-limit", "120", "--persistent-workers") as job:
         _, fixed, _ = doctor("--pid", str(job.process.pid), seconds=FIXED_SECONDS)
@@ -275,6 +276,7 @@ def test_small_files_on_slow_storage_are_found_and_packing_clears_it(tmp_path):
     finding = assert_found(report, started, "loader-io-bound", rc)
     assert any("D state" in line or "I/O pressure" in line for line in finding["evidence"])
     assert any("Pack many small files" in fix for fix in finding["fix"])
+    assert any(line.startswith("dataset disk ") for line in finding["evidence"])  # found through the workers
     assert "loader-io-bound" not in findings(fixed), fixed["findings"]
     assert "data-starved" not in findings(fixed), fixed["findings"]
 

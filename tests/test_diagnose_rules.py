@@ -249,3 +249,13 @@ def test_memory_stalls_with_nothing_of_the_job_behind_them_stay_silent():
     """Another cgroup's reclaim shows in the system's PSI; this job has room and no faults."""
     t = Timeline(cores=2)
     assert "job-memory-pressure" not in ids(run(growing_job(t, 15, limit=None, faults=0.0))[-1])
+
+
+def test_a_job_with_its_stacks_and_pressure_survives_a_recording():
+    import json
+
+    from hwtop.model.serial import snapshot_from_dict
+
+    snapshot = Timeline(cores=2).tick(job=dataclasses.replace(
+        BALANCED, cgroup_memory=CgroupMemory("/job", 5 * GIB, None), worker_births=(WorkerBirths(RANK, 6, 30.0, 2),)))
+    assert snapshot_from_dict(json.loads(snapshot.to_json())) == snapshot
