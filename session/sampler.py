@@ -122,5 +122,6 @@ class Sampler:
             self.workload.stop()
         if self.gpu is not None:
             self.gpu.close()
-        if self.job is not None:
-            self.job.close()  # its stack sampler's py-spy children
+        close = getattr(self.job, "close", None)
+        if close is not None:
+            close()  # a focused job's stack sampler: its py-spy children
