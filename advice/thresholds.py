@@ -62,6 +62,40 @@ TABLE: dict[str, Threshold] = {
                                                 "gradients: drops in the first steps are expected"),
     "ecc_corrected_growth": Threshold(100, "errors", "hwtop's choice: 100 more corrected errors within two "
                                                      "minutes is a burst; NVML here gives totals, not addresses"),
+    # ----- a focused job, with or without a GPU (issue 20) -----
+    "stack_min_samples": Threshold(
+        20, "samples", "hwtop's choice: with 20 samples a 30% share has a standard error of ~10 points; fewer "
+        "say too little"),
+    "worker_births_per_min": Threshold(
+        10, "workers/min", "hwtop's choice: ten new DataLoader workers a minute from one parent is a new set at "
+        "least every epoch of a few seconds; each start forks the parent and rebuilds the Dataset"),
+    "worker_generations": Threshold(
+        2, "sets", "a parent that started twice as many workers as it ever ran at once replaced them at least once"),
+    "single_core_spare_cores": Threshold(
+        0.5, "cores", "hwtop's choice: 'the other cores idle' = the job leaves at least half a usable core "
+                      "unused (torch's own threads take a little of it between steps)"),
+    "oversubscription_ratio": Threshold(
+        1.5, "x", "hwtop's choice: threads wanting 1.5x the usable cores queue a third of their time; a "
+                  "job sized to its cores stays near 1x"),
+    "runqueue_wait_share": Threshold(
+        0.25, "fraction", "hwtop's choice: the job's threads spend a quarter of their runnable time in the run "
+                          "queue (schedstat) instead of on a CPU"),
+    "io_psi_some_percent": Threshold(
+        10.0, "%", "hwtop's choice: some task stalled on I/O 10% of the time (PSI, kernel "
+                   "Documentation/accounting/psi.rst)"),
+    "blocked_worker_share": Threshold(
+        0.25, "fraction", "hwtop's choice: a DataLoader worker seen in D state (waiting on storage) in a quarter "
+                          "of the ticks"),
+    "memory_psi_some_percent": Threshold(
+        10.0, "%", "hwtop's choice: some task stalled on memory (reclaim, refaults, swap-in) 10% of the time "
+                   "(PSI, kernel Documentation/accounting/psi.rst)"),
+    "major_faults_per_s": Threshold(
+        20.0, "faults/s", "hwtop's choice: pages read back from disk or swap at 20/s is a working set that no "
+                          "longer fits"),
+    "cgroup_memory_full_share": Threshold(
+        0.9, "fraction", "hwtop's choice: a cgroup at 90% of its memory limit reclaims its own page cache"),
+    "memory_growth_bytes_per_s": Threshold(
+        1 << 20, "B/s", "hwtop's choice: a process growing 1 MiB/s for the window is named as what grows"),
 }
 
 

@@ -1,5 +1,6 @@
-"""`hwtop doctor`: sample this box (optionally while an embedded scenario runs), run the advice rules, print the
-findings. Exit 0 when nothing at warning or above was seen, 1 when something was, 2 for bad usage."""
+"""`hwtop doctor`: sample this box (optionally while an embedded scenario runs, or watching a running job named
+by --pid/--job), run the advice rules, print the findings. Exit 0 when nothing at warning or above was seen, 1
+when something was, 2 for bad usage (a pid that does not exist, is not Python, or may not be inspected)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.finding import Finding
 from hwtop.model.safe_text import printable, printable_lines
+from hwtop.model.snapshot import JobSnapshot
 from hwtop.session.session import Session
 
 STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start
@@ -50,10 +52,17 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             session.tick()
             time.sleep(interval)
         end = time.monotonic() + seconds
+        ended_ticks = 0
+        last_running: JobSnapshot | None = None
         while True:
             frame = session.tick()
             snapshot, findings = frame.snapshot, frame.findings
             facts["ticks"] += 1
+            if snapshot.job is not None:
+                facts.setdefault("job_since", snapshot.time)
+                ended_ticks = ended_ticks + 1 if snapshot.job.status == "ended" else 0
+                if snapshot.job.status == "running":
+                    last_running = snapshot.job
             keys = {f.key for f in findings}
             for finding in findings:
                 entry = seen.get(finding.key)
@@ -64,7 +73,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             for key, entry in seen.items():
                 if key not in keys:
                     entry.active = False
-            if time.monotonic() >= end:
+            if time.monotonic() >= end or ended_ticks >= 2:  # a job that ended has nothing more to show
                 break
             time.sleep(max(0.0, min(interval, end - time.monotonic())))
         facts["host"] = snapshot.host.hostname if snapshot.host else None
@@ -75,10 +84,56 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             facts["workload"] = {"scenario": w.scenario, "status": w.status, "exit_code": w.exit_code,
                                  "stderr_tail": list(w.stderr_tail)}
         facts["rule_errors"] = dict(frame.rule_errors)
+        if snapshot.job is not None:
+            shown = last_running or snapshot.job  # an ended job's last live view, with how it ended
+            facts["job"] = {**job_facts(shown, snapshot.time - (facts.get("job_since") or snapshot.time)),
+                            "status": snapshot.job.status, "message": snapshot.job.message,
+                            "exit_codes": job_facts(snapshot.job, 0.0)["exit_codes"]}
     finally:
         if sampler.workload is not None:
             sampler.workload.stop()
+        facts.pop("job_since", None)
     return seen, facts
+
+
+def job_facts(job: JobSnapshot, watched_s: float) -> dict[str, Any]:
+    """The focused job in doctor's report: who is in it and where each rank's time went."""
+    from hwtop.probes.stack_classify import LABELS
+
+    ranks = [p for p in job.processes if p.role.startswith("rank")]
+    return {
+        "label": job.label, "roots": list(job.roots), "status": job.status, "watched_s": round(watched_s, 1),
+        "message": job.message,
+        "processes": sum(1 for p in job.processes if p.alive), "ranks": len(ranks), "pids_seen": job.pids_seen,
+        "launcher": next((p.pid for p in job.processes if p.role == "launcher"), None),
+        "exit_codes": {str(p.pid): p.exit_code for p in job.processes if p.exit_code is not None},
+        "workers_started_last_minute": job.workers_started_last_minute,
+        "workers_exited_last_minute": job.workers_exited_last_minute,
+        "pss_bytes": job.pss_bytes, "usable_cores": job.usable_cores,
+        "stack_message": job.stack_message,
+        "stacks": [{"pid": s.pid, "rank": s.rank, "samples": s.samples, "window_s": s.window_s,
+                    "fractions": {LABELS.get(name, name): round(value, 3) for name, value in s.fractions},
+                    "data_loader": s.data_loader, "message": s.message} for s in job.stacks],
+    }
+
+
+def _job_lines(job: dict[str, Any]) -> list[str]:
+    out = [f"  watching {job['label']}: {job['status']}, {job['processes']} process(es), {job['ranks']} rank(s), "
+           f"watched {job['watched_s']:.0f} s; {job['workers_exited_last_minute']} DataLoader workers exited in the "
+           "last minute"]
+    if job.get("message"):
+        out.append(f"  job: {job['message']}")
+    if job.get("stack_message"):
+        out.append(f"  stacks: {job['stack_message']}")
+    for stacks in job["stacks"]:
+        who = f"rank {stacks['rank']} (pid {stacks['pid']})" if stacks["rank"] is not None else f"pid {stacks['pid']}"
+        if stacks["samples"]:
+            parts = sorted(stacks["fractions"].items(), key=lambda kv: -kv[1])
+            out.append(f"  where {who} spends its time ({stacks['samples']} samples over {stacks['window_s']:.0f} s): "
+                       + ", ".join(f"{name} {100 * value:.0f}%" for name, value in parts))
+        elif stacks.get("message"):
+            out.append(f"  where {who} spends its time: {stacks['message']}")
+    return out
 
 
 def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: float) -> str:
@@ -91,6 +146,8 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
     out = [head]
     if facts.get("gpu_message"):
         out.append(f"  GPUs: {facts['gpu_message']}")
+    if facts.get("job"):
+        out += _job_lines(facts["job"])
     if not seen:
         out.append("No problems seen.")
     for entry in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope)):

@@ -46,6 +46,26 @@ def _add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub
     parser.add_argument("--no-gpu", action="store_true", default=default(False), help="do not probe GPUs at all")
 
 
+def pid_number(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"a pid is a positive number, got {text!r}")
+    return value
+
+
+def _add_job_options(parser: argparse.ArgumentParser, sub: bool = False) -> None:
+    default = argparse.SUPPRESS if sub else None
+    parser.add_argument("--pid", type=pid_number, action="append", metavar="PID", default=default,
+                        help="a running job: this process and all its descendants; a rank stands for its launcher's "
+                             "whole job (repeatable)")
+    parser.add_argument("--job", metavar="NAME_OR_PID", default=default,
+                        help="a running job by pid, or by a regular expression over command lines (never hwtop "
+                             "itself or its shell)")
+
+
 def offset_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -72,10 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="config file (default ~/.config/hwtop/config.toml): [advice.thresholds] overrides")
     parser.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
                         help="start the embedded training job with this scenario (needs torch; w in the monitor)")
-    parser.add_argument("--pid", type=int, action="append", metavar="PID",
-                        help="focus on a running job: this process and all its descendants (repeatable)")
-    parser.add_argument("--job", metavar="PATTERN",
-                        help="focus on the processes whose command line matches this regular expression")
+    _add_job_options(parser)
     parser.add_argument("--workload-device", choices=["cpu", "cuda"], default="cpu",
                         help="device of the --workload job (default cpu)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
@@ -94,11 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
     topo.add_argument("--json", action="store_true", help="print the same as JSON")
     doctor = commands.add_parser(
         "doctor", help="sample for a while, run the advice rules, print the findings (exit 1 if any warning)",
-        description="Sample this box for --seconds (optionally while an embedded scenario runs), apply the advice "
-                    "rules and print each finding with its evidence and fix. Exit 0: nothing at warning or above; "
-                    "1: something was found; 2: bad usage. Options after --workload SCENARIO that doctor does not "
-                    "know go to the job (python -m workload.job --help).")
-    doctor.add_argument("--seconds", type=interval_seconds, default=10.0, help="how long to sample (default 10)")
+        description="Sample this box for --seconds (optionally while an embedded scenario runs, or watching a "
+                    "running job: --pid PID, --job NAME_OR_PID), apply the advice rules and print each finding "
+                    "with its evidence and fix. Exit 0: nothing at warning or above; 1: something was found; 2: "
+                    "bad usage (a pid that does not exist, is not Python, or may not be inspected). Options after "
+                    "--workload SCENARIO that doctor does not know go to the job (python -m workload.job --help).")
+    doctor.add_argument("--seconds", type=interval_seconds, default=None,
+                        help="how long to sample (default 10; 20 with --pid/--job, as stack samples take time)")
+    _add_job_options(doctor, sub=True)
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
     doctor.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
                         help="run the embedded job with this scenario meanwhile (needs torch)")
@@ -272,12 +292,12 @@ def run_command(argv: list[str]) -> int:
         from hwtop.probes.job import JobError, JobProbe
 
         try:
-            job_probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job)
+            job_probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True)
             job_probe.check()
         except JobError as error:
             parser.error(str(error))
     sampler = make_sampler(args.demo, args.no_gpu)
-    sampler.job = job_probe
+    sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
     try:
         workload_args = None
         if args.workload is not None:
@@ -322,6 +342,21 @@ def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # no
     from hwtop.cli.doctor import doctor_command
 
     job_args = None
+    job_probe = None
+    if args.pid or args.job:
+        if args.workload is not None:
+            print("hwtop: error: doctor takes --workload or --pid/--job, not both", file=sys.stderr)
+            return 2
+        from hwtop.probes.job import JobError, JobProbe
+
+        try:
+            job_probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True)
+            job_probe.check(strict=True)
+        except JobError as error:
+            print(f"hwtop: error: {error}", file=sys.stderr)
+            return 2
+    if args.seconds is None:
+        args.seconds = 20.0 if job_probe is not None else 10.0
     if args.workload is not None:
         from hwtop.workload.launcher import torch_missing
 
@@ -333,6 +368,7 @@ def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # no
         if "--steps" not in extra and "--seconds" not in extra:
             job_args += ["--seconds", str(args.seconds + 60)]  # outlives the sampling; stopped when it ends
     sampler = make_sampler(args.demo, args.no_gpu)
+    sampler.job = job_probe
     return doctor_command(sampler, thresholds, args.seconds, args.interval, job_args, args.json)
 
 

@@ -122,3 +122,6 @@ class Sampler:
             self.workload.stop()
         if self.gpu is not None:
             self.gpu.close()
+        close = getattr(self.job, "close", None)
+        if close is not None:
+            close()  # a focused job's stack sampler: its py-spy children

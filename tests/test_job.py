@@ -78,7 +78,7 @@ def test_tree_roles_affinity_and_the_cpus_threads_ran_on():
             assert worker.cpu_affinity == (1,) and worker.thread_cpus == (1,)
             assert worker.cpu_percent is not None and worker.cpu_percent > 10  # they spin (sharing CPU 1)
         assert parent.numa_pages and sum(pages for _, pages in parent.numa_pages) > 0
-        assert job.cpu_percent >= sum(by_pid[w].cpu_percent for w in workers)
+        assert job.cpu_percent >= sum(by_pid[w].cpu_percent for w in workers) - 0.05  # each rounded to 0.1
         assert job.rss_bytes == sum(p.rss_bytes for p in job.processes)
     finally:
         stop(process, workers)
@@ -115,8 +115,7 @@ def test_workers_join_and_leave_and_the_job_ends_with_its_exit_code():
             time.sleep(0.2)
         assert 2 in seen_counts and seen_counts[0] == 1  # the worker joined the job while focused
         assert job is not None and job.status == "ended" and job.pids_seen == 2
-        gone = [p for p in job.processes if p.pid != process.pid]
-        assert gone and not gone[0].alive  # the worker that left stays listed, as gone
+        assert [p.pid for p in job.processes] == [process.pid]  # the child that ended left the table
         parent = next(p for p in job.processes if p.pid == process.pid)
         assert parent.exit_code == 3  # read from the zombie: we have not reaped it yet
         assert "exit codes pid" in (job.message or "") and f"pid {process.pid}: 3" in job.message
@@ -180,8 +179,11 @@ def test_py_spy_dumps_a_process_stack():
 def test_py_spy_missing_forbidden_and_gone_say_what_is_missing(tmp_path, monkeypatch):
     import shutil
 
+    import hwtop.probes.stack as stack
+
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    assert "py-spy is not installed" in dump(os.getpid()).message
+    monkeypatch.setattr(stack, "find_py_spy", lambda: None)
+    assert "py-spy is not installed" in (dump(os.getpid()).message or "")
     fake = tmp_path / "py-spy"  # py-spy's own output when ptrace is refused
     fake.write_text("#!/bin/sh\necho 'Error: Failed to get process executable name. Check that the process is "
                     "running.' >&2\necho '' >&2\necho 'Caused by:' >&2\necho '    0: Permission denied (os error 13)'"

@@ -1,12 +1,13 @@
-"""The job view: a focused job's process tree with roles, CPU, memory, threads, GPUs, affinity against where
-its threads ran, NUMA placement of its memory, I/O, dataset disks; sparklines; and a stack when asked."""
+"""The job view: a focused job's process tree with roles, CPU, memory (PSS), threads, GPUs, affinity against
+where its threads ran, NUMA placement of its memory, I/O, dataset disks; workers coming and going, pressure,
+where each rank's time goes; sparklines; and a stack when asked. Ended workers leave the table (counted)."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
 
-from hwtop.model.snapshot import JobProcess, JobSnapshot
+from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
 from hwtop.widgets.panel import TextPanel
@@ -78,10 +79,14 @@ class JobPanel(TextPanel):
         head = Text(f"{job.status.upper()} ", style="bold green" if job.status == "running" else "bold yellow")
         alive = sum(1 for p in job.processes if p.alive)
         cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
-        head.append(f"{alive} process(es) ({job.pids_seen} seen) · CPU {cpu} · RSS {human_bytes(job.rss_bytes)}")
+        memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else \
+            f"RSS {human_bytes(job.rss_bytes)}"
+        head.append(f"{alive} process(es) ({job.pids_seen} seen) · CPU {cpu}"
+                    + (f" of {job.usable_cores} cores" if job.usable_cores else "") + f" · {memory}")
         for index, used in job.gpu_memory:
             head.append(f" · GPU{index} {human_bytes(used)}")
         out = [head]
+        out += self._job_lines(job)
         spark = max(8, min(40, (width - 30) // 3))
         marks = Text()
         for key, label in (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss")):
@@ -94,7 +99,7 @@ class JobPanel(TextPanel):
         out.append(marks)
         if job.message:
             out.append(data(job.message, "yellow"))
-        out.append(Text(f"{'PID':>7} {'ROLE':<24} {'S':<4} {'CPU%':>6} {'RSS':>7} {'THR':>4} {'GPU':<12} "
+        out.append(Text(f"{'PID':>7} {'ROLE':<24} {'S':<4} {'CPU%':>6} {'PSS':>7} {'THR':>4} {'GPU':<12} "
                         f"{'ALLOWED':<12} {'RAN ON':<10} {'MEMORY':<14} {'IO r/w':<17} COMMAND", style="bold reverse"))
         for index, process in enumerate(job.processes):
             out.append(self._row(process, width, selected=index == self.cursor and self.has_focus))
@@ -103,9 +108,55 @@ class JobPanel(TextPanel):
         if placement:
             out.append(Text("Placement", style="bold"))
             out += placement
+        if job.dataset_devices:
+            out.append(Text("  dataset disks (files the job's processes, workers included, had open in the last "
+                            "2 min): " + ", ".join(f"{d} ({n})" for d, n in job.dataset_devices)))
         if self.stack:
             out += self.stack
         return out
+
+    def _job_lines(self, job: JobSnapshot) -> list[Text]:
+        """Workers coming and going, pressure, the memory cgroup, and where each rank's time goes."""
+        out = []
+        if job.workers_started_last_minute or job.workers_exited_last_minute:
+            out.append(Text(f"DataLoader workers: {job.workers_started_last_minute} started, "
+                            f"{job.workers_exited_last_minute} exited in the last minute",
+                            style="yellow" if job.workers_exited_last_minute else ""))
+        pressure = job.pressure
+        if pressure is not None:
+            line = Text(f"pressure ({pressure.source}): ", style="bold")
+            line.append(" · ".join(f"{name} {NA if value is None else f'{value:.0f}%'}" for name, value in
+                                   (("cpu", pressure.cpu_some), ("io", pressure.io_some),
+                                    ("memory", pressure.memory_some))))
+            group = job.cgroup_memory
+            if group is not None and group.limit_bytes:
+                line.append(f" · cgroup memory {human_bytes(group.used_bytes)} of {human_bytes(group.limit_bytes)}")
+            out.append(line)
+        if job.stacks or job.stack_message:
+            out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
+        if job.stack_message:
+            out.append(data(f"  {job.stack_message}", "yellow"))
+        for stacks in job.stacks:
+            out.append(self._stacks_line(stacks))
+        return out
+
+    def _stacks_line(self, stacks: RankStacks) -> Text:
+        from hwtop.probes.stack_classify import LABELS
+
+        who = f"rank {stacks.rank}" if stacks.rank is not None else "main"
+        line = Text(f"  {who} (pid {stacks.pid}): ", style="bold")
+        if not stacks.samples:
+            line.append_text(data(stacks.message or "no samples yet", "dim"))
+            return line
+        parts = sorted(stacks.fractions, key=lambda kv: -kv[1])
+        for index, (name, value) in enumerate(parts):
+            line.append(("" if index == 0 else " · ") + f"{LABELS.get(name, name)} {100 * value:.0f}%",
+                        style="bold yellow" if name == "data" and value >= 0.3 else "")
+        line.append(f"  ({stacks.samples} samples, {stacks.window_s:.0f} s)", style="dim")
+        site = stacks.site(parts[0][0]) if parts else None
+        if site:
+            line.append_text(data(f" at {site}", "dim"))
+        return line
 
     def _row(self, p: JobProcess, width: int, selected: bool) -> Text:
         tree = "  " * min(p.depth, 6) + ("└ " if p.depth else "")
@@ -121,7 +172,8 @@ class JobPanel(TextPanel):
         line = Text(f"{p.pid:>7} ", style="reverse" if selected else "")
         line.append(f"{role:<24} ", style=ROLE_STYLE.get(p.role, "bold" if p.rank is not None else ""))
         line.append(f"{state:<4} {NA if p.cpu_percent is None else f'{p.cpu_percent:.0f}':>6} "
-                    f"{human_bytes(p.rss_bytes):>7} {p.threads or 0:>4} {gpus:<12} {allowed:<12} {ran:<10} "
+                    f"{human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes):>7} "
+                    f"{p.threads or 0:>4} {gpus:<12} {allowed:<12} {ran:<10} "
                     f"{numa_share(p.numa_pages)[:14]:<14} {io[:17]:<17} ")
         line.append_text(data(p.cmdline or p.name, "dim" if not p.alive else ""))
         line.truncate(max(1, width), overflow="ellipsis")

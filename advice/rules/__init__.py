@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from hwtop.advice.rules.contention import cpu_oversubscribed, job_memory_pressure
 from hwtop.advice.rules.health import gpu_errors, gpu_throttled
+from hwtop.advice.rules.loader import data_starved, loader_io_bound, single_core_loading, worker_churn
 from hwtop.advice.rules.memory import cuda_oom, host_memory_pressure
 from hwtop.advice.rules.pipeline import cpu_single_core, gpu_starved, io_bound
 from hwtop.advice.rules.placement import numa_misplaced, pcie_degraded, topology_slow_p2p
@@ -41,6 +43,14 @@ RULES: tuple[Rule, ...] = (
     Rule("amp-overflow", amp_overflow, 0.0, 30.0, "GradScaler scale drops"),
     Rule("gpu-errors", gpu_errors, 0.0, 60.0, "ECC errors and lost GPUs"),
     Rule("training-diverged", training_diverged, 0.0, 60.0, "NaN/inf losses and gradients of the job"),
+    # A focused job (--pid/--job), GPU or not: its stacks, its process tree, its share of the box.
+    Rule("data-starved", data_starved, 5.0, 10.0, "where the job's ranks spend their time (py-spy samples)"),
+    # Workers are re-created between epochs, in bursts: a quiet half minute is not yet a fix.
+    Rule("worker-churn", worker_churn, 5.0, 30.0, "DataLoader workers born per minute"),
+    Rule("single-core-loading", single_core_loading, 5.0, 10.0, "one thread loading data while cores idle"),
+    Rule("cpu-oversubscribed", cpu_oversubscribed, 5.0, 10.0, "the job's runnable threads against its cores"),
+    Rule("loader-io-bound", loader_io_bound, 5.0, 10.0, "the job's I/O stalls while its ranks wait for data"),
+    Rule("job-memory-pressure", job_memory_pressure, 5.0, 15.0, "memory stalls, major faults and what grows"),
 )
 
 RULE_IDS = tuple(rule.id for rule in RULES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.rules.loader import churn_cause
 from hwtop.advice.text import command, percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, children, compute_pids, gpus_in_use, mean, workload_running
@@ -81,27 +82,35 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
             fixes.append("persistent_workers=True once num_workers > 0, so workers survive across epochs.")
         fixes.append("Check storage: if iowait is high or the dataset disk is near its class's throughput, see "
                      "io-bound.")
+        churn_evidence, churn_fix = churn_cause(window, t, set(workload.pids))
+        evidence += churn_evidence
+        fixes[:0] = churn_fix  # a loader that restarts its workers every epoch: that first
         scope = "job"
         yield Finding("gpu-starved", "warning", "Training waits on data loading", tuple(evidence), tuple(fixes),
                       scope=scope, gpus=tuple(utils), pids=workload.pids)
         return
-    # No telemetry: a waiting GPU whose process's DataLoader workers are all pegged.
+    # No telemetry: a waiting GPU whose process's DataLoader workers are all pegged, or re-created each epoch.
     for gpu, util in waiting_gpus(window, t):
         for pid in compute_pids(gpu):
             workers = children(latest.processes, pid)
             busy = [w for w in workers if (w.cpu_percent or 0) >= t["core_pegged_percent"]]
-            if not workers or len(busy) < len(workers):
+            churning = bool(churn_cause(window, t, {pid})[0])
+            if not churning and (not workers or len(busy) < len(workers)):
                 continue
             main = next((p for p in latest.processes if p.pid == pid), None)
             affinity = len(main.cpu_affinity) if main and main.cpu_affinity else None
-            evidence = (f"GPU{gpu.index} util {util:.0f}% over the last {SPAN_S:.0f} s (limit "
-                        f"{t['gpu_waiting_util_percent']:.0f}%)",
-                        f"all {len(workers)} worker(s) of pid {pid} are CPU-bound: "
-                        + ", ".join(f"{w.pid} {w.cpu_percent:.0f}%" for w in busy[:6]))
+            lines = [f"GPU{gpu.index} util {util:.0f}% over the last {SPAN_S:.0f} s (limit "
+                                         f"{t['gpu_waiting_util_percent']:.0f}%)"]
+            if workers and len(busy) == len(workers):
+                lines.append(f"all {len(workers)} worker(s) of pid {pid} are CPU-bound: "
+                             + ", ".join(f"{w.pid} {w.cpu_percent:.0f}%" for w in busy[:6]))
             fixes = _worker_fix(latest, len(workers), 1, affinity) + (
                 "pin_memory=True and non_blocking copies; persistent_workers=True.",
                 "Move augmentation to the GPU or cache preprocessed samples.")
-            yield Finding("gpu-starved", "warning", f"GPU{gpu.index} starved by its DataLoader workers", evidence,
+            churn_evidence, churn_fix = churn_cause(window, t, {pid})
+            lines += churn_evidence
+            fixes = tuple(churn_fix) + fixes
+            yield Finding("gpu-starved", "warning", f"GPU{gpu.index} starved by its DataLoader workers", tuple(lines),
                           fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy))
 
 

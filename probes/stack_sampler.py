@@ -1,0 +1,252 @@
+"""Samples the Python stacks of a job's ranks in the background, so the rules can say where each rank's time
+goes. One `py-spy record` child per rank at a time, for a bounded chunk (3 s first, then 10 s) at a low rate,
+`--nonblocking` (the rank is never paused), `--idle` (a thread blocked on a queue is a sample too). One
+`py-spy dump` per sample would cost ~0.08 s of CPU each, ten times the cost of a whole 10 s chunk measured on
+the same box, so chunks it is. The thread ends when nobody has asked for stacks for IDLE_STOP_S."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hwtop.model.snapshot import RankStacks
+from hwtop.probes.stack import MISSING, explain, find_py_spy
+from hwtop.probes.stack_classify import CATEGORIES, Tally, parse_raw
+
+RATE_HZ = 10.0  # 10 samples a second per rank: benchmarks/stack_overhead.py measures its cost on a job
+FIRST_CHUNK_S = 3.0  # the first numbers come quickly...
+CHUNK_S = 10.0  # ...then one py-spy start-up per 10 s
+WINDOW_S = 30.0  # fractions cover the chunks that ended within this much of the past
+IDLE_STOP_S = 30.0
+MAX_TARGETS = 8  # py-spy children at once; more ranks than this are sampled in turn
+GRACE_S = 10.0  # a chunk that has not ended this long after its duration is killed
+RETRY_S = 60.0  # after ptrace is refused, ask again this much later
+POLL_S = 0.2
+
+
+@dataclass(slots=True)
+class _Chunk:
+    start: float
+    end: float
+    tally: Tally
+
+
+@dataclass(slots=True)
+class _Running:
+    process: subprocess.Popen[bytes]
+    path: str
+    started: float
+    duration: float
+
+
+@dataclass(slots=True)
+class _Target:
+    rank: int | None
+    chunks: deque[_Chunk] = field(default_factory=lambda: deque(maxlen=64))
+    message: str | None = None
+    refused_at: float | None = None
+    finished: int = 0
+
+
+class StackSampler:
+    """`want({pid: rank})` each tick; `results()` gives what is known. Thread-safe; one worker thread."""
+
+    def __init__(self, py_spy: str | None = None, rate_hz: float = RATE_HZ, chunk_s: float = CHUNK_S,
+                 first_chunk_s: float = FIRST_CHUNK_S, window_s: float = WINDOW_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.py_spy = py_spy
+        self.rate_hz, self.chunk_s, self.first_chunk_s, self.window_s = rate_hz, chunk_s, first_chunk_s, window_s
+        self.clock = clock
+        self.message: str | None = None  # for the whole job: py-spy missing
+        self._lock = threading.Lock()
+        self._targets: dict[int, _Target] = {}
+        self._asked_at = clock()
+        self._running: dict[int, _Running] = {}
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._directory: str | None = None
+        self._turn = 0
+
+    # ----- the monitor's side -----
+
+    def want(self, targets: dict[int, int | None]) -> None:
+        """The processes to sample now (pid → rank); others are dropped. Starts the worker if needed."""
+        with self._lock:
+            self._asked_at = self.clock()
+            for pid in [p for p in self._targets if p not in targets]:
+                del self._targets[pid]
+            for pid, rank in targets.items():
+                target = self._targets.setdefault(pid, _Target(rank))
+                target.rank = rank
+            if self.py_spy is None:
+                self.py_spy = find_py_spy()
+                if self.py_spy is None:
+                    self.message = MISSING
+                    return
+            if targets and (self._thread is None or not self._thread.is_alive()) and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name="hwtop-stacks", daemon=True)
+                self._thread.start()
+
+    def results(self) -> tuple[tuple[RankStacks, ...], str | None]:
+        now = self.clock()
+        out = []
+        with self._lock:
+            for pid, target in sorted(self._targets.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank, kv[0])):
+                recent = [c for c in target.chunks if c.end >= now - self.window_s]
+                tally = Tally()
+                for chunk in recent:
+                    tally.merge(chunk.tally)
+                samples = tally.samples
+                span = sum(c.end - c.start for c in recent)
+                fractions = tuple((name, tally.counts[name] / samples) for name in CATEGORIES
+                                  if samples and tally.counts[name])
+                sites = tuple((name, tally.sites[name].most_common(1)[0][0]) for name in CATEGORIES
+                              if tally.sites.get(name))
+                loader = tally.loaders.most_common(1)[0][0] if tally.loaders else None
+                message = target.message
+                if message is None and not samples:
+                    message = self.message or ("sampling its stack…" if target.finished == 0 else
+                                               "no Python samples yet")
+                out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message))
+        sampled = len(self._targets)
+        note = self.message
+        if note is None and sampled > MAX_TARGETS:
+            note = f"sampling {MAX_TARGETS} of {sampled} ranks at a time, in turn"
+        return tuple(out), note
+
+    def close(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5.0)
+        self._kill_all()
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+            self._directory = None
+
+    # ----- the worker thread -----
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                now = self.clock()
+                with self._lock:
+                    idle = now - self._asked_at > IDLE_STOP_S
+                    wanted = {pid: t for pid, t in self._targets.items()}
+                if idle:
+                    break
+                self._collect(now)
+                self._start_due(now, wanted)
+                self._stop.wait(POLL_S)
+        finally:
+            self._kill_all()
+            if self._directory is not None:
+                shutil.rmtree(self._directory, ignore_errors=True)
+                self._directory = None
+
+    def _start_due(self, now: float, wanted: dict[int, _Target]) -> None:
+        candidates = [pid for pid, t in wanted.items() if pid not in self._running and
+                      (t.refused_at is None or now - t.refused_at >= RETRY_S)]
+        room = MAX_TARGETS - len(self._running)
+        if room <= 0 or not candidates:
+            return
+        if len(candidates) > room:  # more ranks than children: take turns
+            self._turn = (self._turn + room) % len(candidates)
+            candidates = (candidates[self._turn:] + candidates[:self._turn])[:room]
+        for pid in candidates:
+            self._start(pid, wanted[pid], now)
+
+    def _start(self, pid: int, target: _Target, now: float) -> None:
+        if self.py_spy is None:
+            return
+        if self._directory is None:
+            self._directory = tempfile.mkdtemp(prefix="hwtop-stacks-")  # 0700: only this user reads the samples
+        duration = self.first_chunk_s if target.finished == 0 else self.chunk_s
+        path = os.path.join(self._directory, f"{pid}-{target.finished}.txt")
+        command = [self.py_spy, "record", "--pid", str(pid), "--rate", f"{self.rate_hz:g}",
+                   "--duration", f"{max(1, round(duration))}", "--format", "raw", "--idle", "--threads",
+                   "--nonblocking", "--full-filenames", "--output", path]
+        try:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE)
+        except OSError as error:
+            with self._lock:
+                target.message = f"py-spy could not run: {error.strerror}"
+                target.refused_at = now
+            return
+        self._running[pid] = _Running(process, path, now, max(1, round(duration)))
+
+    def _collect(self, now: float) -> None:
+        for pid, running in list(self._running.items()):
+            code = running.process.poll()
+            if code is None:
+                if now - running.started > running.duration + GRACE_S:
+                    running.process.kill()
+                    running.process.wait()
+                    self._finish(pid, running, None, f"py-spy did not finish a {running.duration:g} s sample "
+                                                     f"within {GRACE_S:g} s more")
+                continue
+            stderr = running.process.stderr.read().decode("utf-8", "replace") if running.process.stderr else ""
+            text = None
+            try:
+                with open(running.path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                pass
+            message = None if text is not None else explain(pid, code, stderr)
+            self._finish(pid, running, text, message, now)
+
+    def _finish(self, pid: int, running: _Running, text: str | None, message: str | None,
+                now: float | None = None) -> None:
+        del self._running[pid]
+        if running.process.stderr is not None:
+            running.process.stderr.close()
+        try:
+            os.unlink(running.path)
+        except OSError:
+            pass
+        end = self.clock() if now is None else now
+        with self._lock:
+            target = self._targets.get(pid)
+            if target is None:
+                return
+            target.finished += 1
+            if text is not None:
+                tally = parse_raw(text, pid)
+                target.chunks.append(_Chunk(max(running.started, end - running.duration), end, tally))
+                target.message = None
+                target.refused_at = None
+            else:
+                target.message = message
+                if message is not None and ("ptrace not permitted" in message or "could not run" in message):
+                    target.refused_at = end
+                elif message is not None and "is gone" in message:
+                    del self._targets[pid]
+
+    def _kill_all(self) -> None:
+        for pid, running in list(self._running.items()):
+            if running.process.poll() is None:
+                running.process.kill()
+            try:
+                running.process.wait(timeout=5.0)
+            except subprocess.TimeoutExpired:
+                pass
+            self._running.pop(pid, None)
+            if running.process.stderr is not None:
+                running.process.stderr.close()
+            try:
+                os.unlink(running.path)
+            except OSError:
+                pass
+
+
+def tally_counts(stacks: RankStacks) -> Counter[str]:
+    """Samples per category (rounded back from the fractions), for tests and text."""
+    return Counter({name: round(value * stacks.samples) for name, value in stacks.fractions})

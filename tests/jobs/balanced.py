@@ -1,0 +1,59 @@
+"""A healthy CPU training job: a small MLP on synthetic data, two DataLoader workers that stay alive across
+epochs and keep ahead of the model. Written as ordinary user code; hwtop's tests watch it from outside."""
+
+import argparse
+import time
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class Synthetic(Dataset):
+    def __init__(self, size: int, features: int) -> None:
+        generator = torch.Generator().manual_seed(0)
+        self.x = torch.randn(size, features, generator=generator)
+        self.y = (self.x.sum(dim=1) > 0).long()
+
+    def __len__(self) -> int:
+        return len(self.x)
+
+    def __getitem__(self, index: int):
+        return self.x[index] * 0.5 + 0.1, self.y[index]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=1000)
+    parser.add_argument("--time-limit", type=float, default=60.0, help="stop after this many seconds")
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--num-workers", type=int, default=1)
+    args = parser.parse_args()
+
+    dataset = Synthetic(8192, 256)
+    loader = DataLoader(dataset, batch_size=args.batch_size, shuffle=True, num_workers=args.num_workers,
+                        persistent_workers=args.num_workers > 0)
+    model = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 2))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+
+    start = last = time.time()
+    step = last_step = 0
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            step += 1
+            now = time.time()
+            if now - last >= 2.0 or step == 1:
+                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
+                      "steps/s", flush=True)
+                last, last_step = now, step
+            if now - start > args.time_limit:
+                return
+
+
+if __name__ == "__main__":
+    main()
