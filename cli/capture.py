@@ -36,8 +36,10 @@ def bindings_version() -> str | None:
         return None
 
 
-def capture(out: Path, phase: str, seconds: float, interval: float, demo: str | None = None) -> dict[str, Any]:
-    """Record `phase` for `seconds`; returns a summary (reads, calls, errors by call, GPUs seen)."""
+def capture(out: Path, phase: str, seconds: float, interval: float, demo: str | None = None,
+            reads: int | None = None) -> dict[str, Any]:
+    """Record `phase` for `seconds` (or `reads` probe reads, if that comes first); returns a summary (reads,
+    calls, errors by call, GPUs seen)."""
     from hwtop.probes.gpu import NvmlProbe
     from hwtop.probes.nvml_record import RecordingNvml
 
@@ -82,7 +84,7 @@ def capture(out: Path, phase: str, seconds: float, interval: float, demo: str | 
                 summary["message"] = system.message
                 _json_line(gpus, {"t": time.time(), "system": dataclasses.asdict(system),
                                   "gpus": [dataclasses.asdict(g) for g in snapshots]})
-                if time.monotonic() >= end:
+                if time.monotonic() >= end or (reads is not None and summary["reads"] >= reads):
                     break
                 time.sleep(max(0.0, interval - (time.monotonic() - started)))
         finally:
@@ -97,9 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phase", default="idle", help="name of this recording (idle, load, ...)")
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to record (default 10)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between probe reads (default 1)")
+    parser.add_argument("--reads", type=int, help="stop after this many probe reads (default: --seconds decides)")
     parser.add_argument("--demo", metavar="SPEC", help="record against the fake NVML library (PROFILE[:SCENARIO])")
     args = parser.parse_args(argv)
-    summary = capture(args.out, args.phase, args.seconds, args.interval, args.demo)
+    summary = capture(args.out, args.phase, args.seconds, args.interval, args.demo, args.reads)
     (args.out / f"summary-{args.phase}.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(f"{args.phase}: {summary['reads']} reads, {summary['calls']} NVML calls, {summary['gpus']} GPU(s)"
           + (f"; {summary['message']}" if summary["message"] else ""))

@@ -582,7 +582,7 @@ class NvmlProbe:
         if device.nvlinks and not caps.skip("nvlink_fields", now):
             for link in device.nvlinks:
                 request += [(NVLINK_TX, link), (NVLINK_RX, link)]
-        pcie_fields = self._pcie_fields and not caps.skip("pcie_fields", now)
+        pcie_fields = self._pcie_fields and not caps.skip("pcie_fields", now) and not caps.skip("fields", now)
         if pcie_fields:
             request += [(PCIE_TX, 0), (PCIE_RX, 0)]
         rates: dict[int, list[float | None]] = {NVLINK_TX: [], NVLINK_RX: [], PCIE_TX: [], PCIE_RX: []}

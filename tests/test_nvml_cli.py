@@ -60,8 +60,8 @@ def test_snapshot_on_r555_has_pcie_from_the_byte_counters(capsys) -> None:
 
 
 def test_record_on_the_scenarios_keeps_the_figures(tmp_path, monkeypatch) -> None:
-    snapshots = record(tmp_path, monkeypatch, "dgx-a100:nvlink-busy", 0.3, interval=0.1)
-    assert len(snapshots) >= 2
+    snapshots = record(tmp_path, monkeypatch, "dgx-a100:nvlink-busy", 1.0, interval=0.1)
+    assert len(snapshots) >= 2  # rates need two samples (the first tick alone can take most of a second here)
     last = snapshots[-1]
     assert [g.nvlink_tx_bytes_per_s == pytest.approx(FULL_NVLINK, rel=1e-4) for g in last.gpus] == [True] * 8
     assert all(g.processes[0].pid == 41000 + g.index for g in last.gpus)
@@ -77,7 +77,7 @@ def test_record_through_mig_off_on_off(tmp_path, monkeypatch) -> None:
     states = [(s.gpus[0].mig_enabled, s.gpus[0].util_percent is not None, len(s.gpus[0].mig)) for s in snapshots]
     assert set(states) <= {(False, True, 0), (True, False, 2)}
     phases = [mig for i, (mig, _, _) in enumerate(states) if i == 0 or mig != states[i - 1][0]]
-    assert phases[:3] == [False, True, False]
+    assert "FTF" in "".join("T" if mig else "F" for mig in phases)  # off, on, off again (whatever came first)
     assert all(s.gpus[1].util_percent is not None for s in snapshots)
 
 
