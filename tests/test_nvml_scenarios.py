@@ -76,6 +76,14 @@ def test_a_driver_with_only_the_v1_process_query() -> None:
     assert fake.calls["nvmlDeviceGetComputeRunningProcesses"] >= 2
 
 
+def test_a_process_starting_between_the_size_query_and_the_fill_is_asked_again() -> None:
+    fake, probe, clock = rig("rtx3090")
+    fake.fail("nvmlDeviceGetComputeRunningProcesses", pynvml.NVML_ERROR_INSUFFICIENT_SIZE, phase="fill", times=1)
+    gpu = probe.read()[1][0]
+    assert [p.pid for p in gpu.processes] == [41000] and "permission" not in (gpu.process_pids_status or "")
+    assert fake.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 4  # size, fill (too small), size, fill
+
+
 # ----- 2. lost means GPU_IS_LOST / RESET_REQUIRED, confirmed -----
 
 def test_fan_unknown_leaves_the_gpu_live_with_fan_na() -> None:
