@@ -14,7 +14,7 @@ import tempfile
 import time
 from types import SimpleNamespace
 
-from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import get_profile
 from hwtop.probes.cpu import CpuProbe, CpuStaticInfo
 from hwtop.probes.disks import DiskProbe
@@ -100,8 +100,8 @@ def main() -> None:
     for gpus in (1, 8, 16):
         profile = dataclasses.replace(get_profile("dgx-a100"), gpu_count=gpus)
         clock = [0.0]
-        fake = FakeNvml(profile, clock=lambda c=clock: c[0])
-        probe = NvmlProbe(fake, clock=lambda c=clock: c[0])
+        fake = FakeNvmlLibrary(profile, clock=lambda c=clock: c[0])
+        probe = NvmlProbe(fake.pynvml, clock=lambda c=clock: c[0])
         probe.read()
 
         def tick(p=probe, c=clock):
@@ -124,9 +124,9 @@ def main() -> None:
 
     for profile_name, cores in (("rtx3090", 16), ("dgx-a100", 256)):
         clock = [0.0]
-        fake = FakeNvml(profile_name, clock=lambda c=clock: c[0])
-        probe = NvmlProbe(fake, clock=lambda c=clock: c[0])
-        topology, numa = read_demo_topology(profile_name, NvmlProbe(FakeNvml(profile_name)))
+        fake = FakeNvmlLibrary(profile_name, clock=lambda c=clock: c[0])
+        probe = NvmlProbe(fake.pynvml, clock=lambda c=clock: c[0])
+        topology, numa = read_demo_topology(profile_name, NvmlProbe(FakeNvmlLibrary(profile_name).pynvml))
         cpu_probe = CpuProbe(times_source=synthetic_cores(cores), freq_source=lambda: [],
                              static=CpuStaticInfo(start=False))
         base = Sampler(gpu=None).sample()

@@ -162,10 +162,10 @@ def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
     if no_gpu:
         return Sampler(gpu=None)
     if demo is not None:
-        from hwtop.demo.fakenvml import FakeNvml
+        from hwtop.demo.nvml import demo_library
         from hwtop.demo.topology import read_demo_topology
 
-        probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
+        probe = NvmlProbe(demo_library(demo).pynvml, source=f"demo:{demo}")
         return Sampler(gpu=probe, topology_reader=lambda: read_demo_topology(demo, probe)[0])
     probe = NvmlProbe()
     return Sampler(gpu=probe, topology_reader=probe.machine_topology)
@@ -174,14 +174,15 @@ def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
 def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:
     if demo is None:
         return
-    from hwtop.demo.profiles import PROFILES
+    from hwtop.demo.scenarios import listing, split
 
     if demo == "list":
-        for name, profile in PROFILES.items():
-            print(f"{name:<10} {profile.description}")
+        print("\n".join(listing()))
         sys.exit(0)
-    if demo not in PROFILES:
-        parser.error(f"unknown demo profile {demo!r}; valid: {', '.join(PROFILES)}")
+    try:
+        split(demo)  # PROFILE or PROFILE:SCENARIO
+    except KeyError as error:
+        parser.error(str(error.args[0]))
 
 
 def workload_command(argv: list[str]) -> int:

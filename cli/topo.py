@@ -32,10 +32,10 @@ def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot,
             return topology, topology.numa or NumaProbe("/").read(), probe.read()[1]
         finally:
             probe.close()
-    from hwtop.demo.fakenvml import FakeNvml
+    from hwtop.demo.nvml import demo_library
     from hwtop.demo.topology import read_demo_topology
 
-    probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
+    probe = NvmlProbe(demo_library(demo).pynvml, source=f"demo:{demo}")
     try:
         topology, numa = read_demo_topology(demo, probe)
         return topology, numa, probe.read()[1]

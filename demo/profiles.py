@@ -1,10 +1,13 @@
 """Built-in descriptions of real machines, for `--demo` and for tests: what each card reports and what it
 answers NOT_SUPPORTED, as NVML does on that card.
 
-Figures are the cards' published specifications (memory, board power, max clocks, PCIe link, compute
-capability); which NVML queries a class of card does not support follows how NVML behaves there (GeForce
-cards have no ECC, MIG or GPM; SXM modules and passively cooled data-centre cards report no fan; GPM exists
-from Hopper on).
+Each card's figures carry their source beside them. "nvidia-smi -q" means the figure NVML itself reports for
+that model (memory totals in MiB, the max clocks NVML gives, the idle P-state), which is not always the spec
+sheet's: NVML's total is what the driver leaves usable, and a GeForce card's max SM clock is its VBIOS ceiling
+(2100 MHz on Turing and Ampere GeForce boards), not the advertised boost clock. Which queries a class of card
+does not support follows how NVML behaves there (GeForce cards have no ECC, MIG or GPM; SXM modules and
+passively cooled data-centre cards report no fan; GPM exists from Hopper on); which the driver lacks is
+demo/nvml/branches.py's business.
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ class GpuModel:
     compute_capability: tuple[int, int]
     nvlinks: int = 0
     has_fan: bool = True
-    ecc: bool = False
+    ecc: bool = False  # the card has ECC at all
+    ecc_enabled: bool = True  # ...and ships with it on
     mig_capable: bool = False
     gpm: bool = False
-    pcie_byte_fields: bool = True  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES answer on this card and driver
+    idle_pstate: int = 8  # data-centre cards with persistence mode stay in P0 when idle
     # Memory the driver reserves on this card (shown apart from "used" by the v2 memory info).
     reserved_bytes: int = 0
 
@@ -41,7 +45,7 @@ class GpuModel:
 class DemoProcess:
     gpu: int
     pid: int
-    kind: str  # compute | graphics
+    kind: str  # compute | graphics | compute+graphics (listed by both NVML process queries)
     used_memory_bytes: int | None
     name: str
 
@@ -79,20 +83,33 @@ class DemoProfile:
         return f"00000000:{0x17 + index * 0x10:02X}:00.0"
 
 
-GTX_1660S = GpuModel("NVIDIA GeForce GTX 1660 SUPER", 6 * GIB, 125, 9, 1785, 7001, 3, 16, (7, 5),
-                     pcie_byte_fields=False, reserved_bytes=0)
-RTX_3050 = GpuModel("NVIDIA GeForce RTX 3050", 8 * GIB, 130, 10, 1777, 7001, 4, 8, (8, 6),
-                    pcie_byte_fields=False)
-RTX_3090 = GpuModel("NVIDIA GeForce RTX 3090", 24 * GIB, 350, 22, 1695, 9751, 4, 16, (8, 6),
-                    pcie_byte_fields=False, reserved_bytes=310 * MIB)
-A4000 = GpuModel("NVIDIA RTX A4000", 16 * GIB, 140, 12, 1560, 7001, 4, 16, (8, 6), ecc=True,
-                 reserved_bytes=270 * MIB)
-A100_SXM4_80GB = GpuModel("NVIDIA A100-SXM4-80GB", 80 * GIB, 400, 55, 1410, 1593, 4, 16, (8, 0),
-                          nvlinks=12, has_fan=False, ecc=True, mig_capable=True, reserved_bytes=528 * MIB)
-H100_PCIE = GpuModel("NVIDIA H100 PCIe", 80 * GIB, 350, 48, 1755, 1593, 5, 16, (9, 0), has_fan=False,
-                     ecc=True, mig_capable=True, gpm=True, reserved_bytes=600 * MIB)
-H200 = GpuModel("NVIDIA H200", 141 * GIB, 700, 75, 1980, 3201, 5, 16, (9, 0), nvlinks=18, has_fan=False,
-                ecc=True, mig_capable=True, gpm=True, reserved_bytes=620 * MIB)
+# GeForce GTX 1660 SUPER: 6 GB GDDR6 at 14 Gbps (7001 MHz), 125 W, PCIe 3.0 x16, TU116 (7.5; no Tensor Cores)
+# (NVIDIA product page); nvidia-smi -q: 6144 MiB total, Max Clocks SM 2100 MHz / Memory 7001 MHz.
+GTX_1660S = GpuModel("NVIDIA GeForce GTX 1660 SUPER", 6144 * MIB, 125, 9, 2100, 7001, 3, 16, (7, 5))
+# GeForce RTX 3050 (8 GB): GDDR6 at 14 Gbps, 130 W, PCIe 4.0 x8, GA106 (8.6) (NVIDIA product page);
+# nvidia-smi -q: 8192 MiB total, Max Clocks SM 2100 MHz / Memory 7001 MHz.
+RTX_3050 = GpuModel("NVIDIA GeForce RTX 3050", 8192 * MIB, 130, 10, 2100, 7001, 4, 8, (8, 6))
+# GeForce RTX 3090: 24 GB GDDR6X at 19.5 Gbps (9751 MHz), 350 W, PCIe 4.0 x16, GA102 (8.6) (NVIDIA product
+# page); nvidia-smi -q: 24576 MiB total, Max Clocks SM 2100 MHz / Memory 9751 MHz.
+RTX_3090 = GpuModel("NVIDIA GeForce RTX 3090", 24576 * MIB, 350, 22, 2100, 9751, 4, 16, (8, 6),
+                    reserved_bytes=310 * MIB)
+# RTX A4000: 16 GB GDDR6 with ECC, 140 W, PCIe 4.0 x16, single-slot blower, GA104 (8.6), boost 1560 MHz
+# (NVIDIA RTX A4000 datasheet); ECC is off as shipped (nvidia-smi -q: Ecc Mode Current: Disabled).
+A4000 = GpuModel("NVIDIA RTX A4000", 16384 * MIB, 140, 12, 1560, 7001, 4, 16, (8, 6), ecc=True,
+                 ecc_enabled=False, reserved_bytes=270 * MIB)
+# A100-SXM4-80GB: 80 GB HBM2e, 400 W, 12 NVLink 3 links, MIG, max SM 1410 MHz / memory 1593 MHz, no fan (SXM)
+# (NVIDIA A100 datasheet); nvidia-smi -q: 81920 MiB total, Performance State P0 when idle.
+A100_SXM4_80GB = GpuModel("NVIDIA A100-SXM4-80GB", 81920 * MIB, 400, 55, 1410, 1593, 4, 16, (8, 0),
+                          nvlinks=12, has_fan=False, ecc=True, mig_capable=True, idle_pstate=0,
+                          reserved_bytes=528 * MIB)
+# H100 PCIe: 80 GB HBM2e, 350 W, PCIe 5.0 x16, passive (no fan reported), MIG, max SM 1755 MHz (NVIDIA H100
+# datasheet); nvidia-smi -q: 81559 MiB total, P0 when idle.
+H100_PCIE = GpuModel("NVIDIA H100 PCIe", 81559 * MIB, 350, 48, 1755, 1593, 5, 16, (9, 0), has_fan=False,
+                     ecc=True, mig_capable=True, gpm=True, idle_pstate=0, reserved_bytes=600 * MIB)
+# H200 (SXM): 141 GB HBM3e, up to 700 W, 18 NVLink 4 links, max SM 1980 MHz (NVIDIA H200 datasheet);
+# nvidia-smi -q: 143771 MiB total, P0 when idle.
+H200 = GpuModel("NVIDIA H200", 143771 * MIB, 700, 75, 1980, 3201, 5, 16, (9, 0), nvlinks=18, has_fan=False,
+                ecc=True, mig_capable=True, gpm=True, idle_pstate=0, reserved_bytes=620 * MIB)
 
 _DGX_BUS = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000000:4E:00.0",
             "00000000:87:00.0", "00000000:90:00.0", "00000000:B7:00.0", "00000000:BD:00.0")
@@ -137,8 +154,8 @@ PROFILES: dict[str, DemoProfile] = {
         DemoProfile("ws-2x3090", "Dual-socket workstation: 2 x RTX 3090, one per socket, no NVLink bridge "
                     "(the GPUs talk over SYS)", RTX_3090, 2, "550.90.07", 12040, (0, 1), _ranks(2, 17 * GIB),
                     bus_ids=("00000000:17:00.0", "00000000:B3:00.0")),
-        DemoProfile("a4000", "RTX A4000 16 GB: professional tier, ECC", A4000, 1, "550.90.07", 12040, (0,),
-                    (DemoProcess(0, 41000, "compute", 11 * GIB, "python train.py"),)),
+        DemoProfile("a4000", "RTX A4000 16 GB: professional tier, ECC (off as shipped)", A4000, 1, "550.90.07",
+                    12040, (0,), (DemoProcess(0, 41000, "compute", 11 * GIB, "python train.py"),)),
         DemoProfile("dgx-a100", "DGX A100: 8 x A100-SXM4-80GB, NVLink 3 through NVSwitch, MIG-capable",
                     A100_SXM4_80GB, 8, "550.90.07", 12040, tuple(range(8)), _ranks(8, 61 * GIB),
                     bus_ids=_DGX_BUS),

@@ -117,14 +117,15 @@ def dual_socket_workstation(gen: int, width: int) -> tuple[list[Endpoint], list[
 
 def read_demo_topology(profile_name: str, probe: Any) -> tuple[Topology, NumaSnapshot]:
     """A demo profile's topology and NUMA layout, read by the real code from its synthetic sysfs tree."""
-    from hwtop.demo.profiles import get_profile
+    from hwtop.demo.scenarios import base_name, profile_of
     from hwtop.probes.numa import NumaProbe
     from hwtop.probes.topology import read_topology
 
-    profile = get_profile(profile_name)
-    endpoints, nodes = layout_for(profile_name, profile.gpu_count, profile.gpu.pcie_max_gen,
+    profile = profile_of(profile_name)  # a `profile:scenario` spec lays out as its profile
+    endpoints, nodes = layout_for(base_name(profile_name), profile.gpu_count, profile.gpu.pcie_max_gen,
                                   profile.gpu.pcie_max_width)
     with tempfile.TemporaryDirectory(prefix="hwtop-demo-sysfs-") as root:
         build(root, endpoints, nodes)
         numa = NumaProbe(root).read()
-        return read_topology(root, *probe.topology_inputs(), f"demo:{profile_name}", numa=numa), numa
+        gpus, links = probe.topology_inputs()
+        return read_topology(root, gpus, links, f"demo:{profile_name}", numa=numa), numa

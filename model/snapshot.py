@@ -142,7 +142,7 @@ class MigInstance:
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
     pid: int
-    kind: str  # compute | graphics
+    kind: str  # compute | graphics (compute when it is both: see kinds)
     used_memory_bytes: int | None
     sm_percent: float | None = None
     mem_percent: float | None = None
@@ -152,6 +152,7 @@ class GpuProcess:
     command: str | None = None
     cpu_percent: float | None = None
     rss_bytes: int | None = None
+    kinds: tuple[str, ...] = ()  # the NVML lists it is in: ("compute", "graphics") for a C+G process, once
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +182,7 @@ class GpuSnapshot:
     nvlink_tx_bytes_per_s: float | None = None
     nvlink_rx_bytes_per_s: float | None = None
     ecc: EccCounts | None = None
+    ecc_enabled: bool | None = None  # the card's current ECC mode; None where it has no ECC
     compute_capability: tuple[int, int] | None = None
     mig_enabled: bool | None = None
     mig: tuple[MigInstance, ...] = ()

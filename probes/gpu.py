@@ -1,16 +1,20 @@
-"""GPUs through NVML (`pynvml` from nvidia-ml-py, or the fake with the same surface).
+"""GPUs through NVML: nvidia-ml-py's `pynvml` on this machine's libnvidia-ml.so.1 (or, for demos and tests, the
+same bindings on a fake of that library: demo/nvml).
 
-Init once, shutdown at close. Calls are tiered: static facts once, slow facts (power limit, ECC, MIG)
-every few seconds, live values every tick, with the PCIe and NVLink byte counters batched into one
-`nvmlDeviceGetFieldValues` call. A query a card answers NOT_SUPPORTED (or an old driver lacks) is remembered
-and not asked again; GPU_IS_LOST or UNKNOWN marks that GPU lost while the others keep updating. Nothing here
-raises out of `read`.
+Calls are tiered. Static facts once (and again after a reset); MIG mode every tick (what utilization means
+depends on it); power limit, ECC, MIG slices and NVLink link states every SLOW_TIER_S; live values every tick,
+with every NVLink link's byte counter (and, from R555, the PCIe byte counters) in one
+`nvmlDeviceGetFieldValues` call, read as counters. nvmlDeviceGetPcieThroughput, which blocks for 20 ms, only
+runs on a background thread (probes/nvml_slow.py). What each error means is probes/nvml_calls.py's: NOT_SUPPORTED
+is asked again later or on a state change, a GPU is lost only when a fresh handle lookup agrees, and a failed
+nvmlInit is retried. Nothing here raises out of `read`.
 """
 
 from __future__ import annotations
 
 import os
 import time
+import types
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,20 +31,31 @@ from hwtop.model.snapshot import (
     ProcessInfo,
     Topology,
 )
-from hwtop.probes.rates import RateMeter
+from hwtop.probes.nvml_calls import (
+    DRIVER_NOT_LOADED,
+    INSUFFICIENT_SIZE,
+    LIBRARY_NOT_FOUND,
+    NOT_SUPPORTED,
+    Capabilities,
+    GpuLost,
+    SessionGone,
+    Verdict,
+    error_code,
+    verdict,
+)
+from hwtop.probes.nvml_counters import CounterRates, field_number
+from hwtop.probes.nvml_processes import VERSIONS, Listed, call_version, merge, pick_samples, symbol
+from hwtop.probes.nvml_slow import BackgroundCalls
 
 SLOW_TIER_S = 5.0
 LOST_RETRY_S = 5.0
-
-# pynvml's error codes, fixed by the NVML ABI (so this module need not import pynvml to know them).
-NOT_SUPPORTED = 3
-NO_PERMISSION = 4
-NOT_FOUND = 6
-DRIVER_NOT_LOADED = 9
-LIBRARY_NOT_FOUND = 12
-FUNCTION_NOT_FOUND = 13
-GPU_IS_LOST = 15
-UNKNOWN = 999
+INIT_RETRY_S = 10.0
+PCIE_FIELDS_FROM_DRIVER = 555  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES answer from this branch on
+NVLINK_TX, NVLINK_RX = 138, 139  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX: KiB, per link (scopeId = link)
+PCIE_TX, PCIE_RX = 197, 198  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES: bytes
+MAX_NVLINKS = 18
+GPM_METRICS = (2, 3, 5, 10)  # SM util, SM occupancy, any tensor util, DRAM bandwidth util (nvmlGpmMetricId_t)
+PSTATE_UNKNOWN = 32
 
 THROTTLE_NAMES = (
     (0x1, "idle"),
@@ -59,89 +74,156 @@ def decode_throttle_reasons(mask: int) -> tuple[str, ...]:
     return tuple(name for bit, name in THROTTLE_NAMES if mask & bit)
 
 
-class GpuLost(Exception):
-    pass
+def driver_major(version: str | None) -> int | None:
+    try:
+        return int((version or "").split(".")[0])
+    except ValueError:
+        return None
+
+
+@dataclass(slots=True)
+class StaticFacts:
+    name: str | None = None
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    compute_capability: tuple[int, int] | None = None
+    sm_max_mhz: float | None = None
+    mem_max_mhz: float | None = None
+    pcie_max_gen: int | None = None
+    pcie_max_width: int | None = None
+    minor: int | None = None
+    gpm_supported: bool = False
+    gpm_status: str | None = None
+
+
+@dataclass(slots=True)
+class SlowFacts:
+    power_limit_mw: int | None = None
+    ecc: EccCounts | None = None
+    ecc_enabled: bool | None = None
+    mig: tuple[MigInstance, ...] = ()
+
+
+@dataclass(slots=True)
+class GpmState:
+    samples: list[Any] = field(default_factory=list)  # two nvmlGpmSample_t buffers while allocated
+    primed: bool = False  # samples[0] holds a reading to diff against
+    retry_at: float = float("-inf")
+    status: str | None = None
 
 
 @dataclass(slots=True)
 class _Device:
     index: int
     handle: Any
-    unsupported: set[str] = field(default_factory=set)
+    caps: Capabilities = field(default_factory=Capabilities)
     lost: bool = False
     lost_since: float = 0.0
-    static: dict[str, Any] = field(default_factory=dict)
-    slow: dict[str, Any] = field(default_factory=dict)
-    slow_at: float = -1e9
-    gpm_samples: list[Any] = field(default_factory=list)
-    gpm_status: str | None = None
-    last_process_ts: int = 0
-    process_permission: bool = True
+    static: StaticFacts | None = None
+    slow: SlowFacts = field(default_factory=SlowFacts)
+    slow_at: float = float("-inf")
+    state_changed: bool = False  # a query that used to work stopped: read the slow tier now
+    mig: bool | None = None
+    ecc_mode: bool | None = None
+    nvlinks: tuple[int, ...] = ()  # active link indexes
+    gpm: GpmState = field(default_factory=GpmState)
+    last_sample_us: int = 0
+    checked_tick: int = -1  # the tick a handle lookup last said this GPU is on the bus
 
 
 def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 class NvmlProbe:
     def __init__(
         self,
-        nvml: Any | None = None,
+        nvml: types.ModuleType | None = None,
         proc_root: str = "/proc",
         source: str = "nvml",
         clock: Callable[[], float] = time.monotonic,
+        background: BackgroundCalls | None = None,
     ) -> None:
         self._nvml = nvml
         self.proc_root = proc_root
         self.source = source
         self._clock = clock
+        self._background = background or BackgroundCalls()
         self._devices: list[_Device] = []
         self._system: GpuSystem | None = None
-        self._rates = RateMeter()
+        self._retry_at: float | None = None
+        self._pcie_fields = False
+        self._process_version = {"compute": 0, "graphics": 0}
+        self._rates = CounterRates()
+        self._now = 0.0
+        self._tick = 0
         self.calls: Counter[str] = Counter()  # NVML calls made, by function: what a tick costs
         self._holders: dict[int, tuple[int, ...]] = {}  # /dev/nvidiaN minor -> local pids holding it
         self._holders_at = -1e9
         self._minors_cache: dict[int, tuple[float, set[int] | None]] = {}
 
+    @property
+    def nvml(self) -> types.ModuleType:
+        if self._nvml is None:
+            raise RuntimeError("NVML is not open")
+        return self._nvml
+
     # ----- lifecycle -----
 
-    def _open(self) -> GpuSystem:
+    def _open(self, now: float) -> GpuSystem:
         if self._nvml is None:
             try:
                 import pynvml  # lazy: the first frame does not wait for it on a CPU-only box
             except ImportError:
+                self._retry_at = None
                 return GpuSystem(False, "nvidia-ml-py is not installed: no GPU monitoring", source="none")
             self._nvml = pynvml
         nvml = self._nvml
+        self._retry_at = now + INIT_RETRY_S
+        retry = f"; retrying every {INIT_RETRY_S:g} s"
+        self.calls["nvmlInit"] += 1
         try:
             nvml.nvmlInit()
-        except nvml.NVMLError as error:
-            code = getattr(error, "value", None)
+        except Exception as error:  # noqa: BLE001 - NVMLError, or anything the loader raises
+            code = error_code(error)
             if code == LIBRARY_NOT_FOUND:
                 message = "no NVIDIA driver / NVML not found (libnvidia-ml.so.1): running CPU-only"
             elif code == DRIVER_NOT_LOADED:
                 message = "NVIDIA driver not loaded (is the kernel module in?): running CPU-only"
             else:
                 message = f"NVML failed to start: {error}: running CPU-only"
-            self._nvml = None
-            return GpuSystem(False, message, source="none")
+            return GpuSystem(False, message + retry, source="none")
         driver = self._try(lambda: _text(nvml.nvmlSystemGetDriverVersion()))
         cuda = self._try(nvml.nvmlSystemGetCudaDriverVersion)
         cuda_text = f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else None
+        major = driver_major(driver)
+        self._pcie_fields = major is None or major >= PCIE_FIELDS_FROM_DRIVER
+        self._process_version = {"compute": 0, "graphics": 0}
         try:
-            count = nvml.nvmlDeviceGetCount()
-        except nvml.NVMLError as error:
-            return GpuSystem(False, f"NVML could not count GPUs: {error}", driver, cuda_text, self.source)
-        for index in range(count):
-            try:
-                handle = nvml.nvmlDeviceGetHandleByIndex(index)
-                device = _Device(index, handle)
-            except nvml.NVMLError:
-                device = _Device(index, None, lost=True, lost_since=self._clock())
-            self._devices.append(device)
+            count = int(nvml.nvmlDeviceGetCount())
+        except Exception as error:  # noqa: BLE001
+            self._shutdown()
+            return GpuSystem(False, f"NVML could not count GPUs: {error}{retry}", driver, cuda_text, self.source)
         if count == 0:
-            return GpuSystem(False, "NVIDIA driver loaded but no GPU visible", driver, cuda_text, self.source)
+            self._shutdown()
+            return GpuSystem(False, f"NVIDIA driver loaded but no GPU visible{retry}", driver, cuda_text,
+                             self.source)
+        self._devices = [self._first_handle(index, now) for index in range(count)]
+        self._retry_at = None
         return GpuSystem(True, None, driver, cuda_text, self.source)
+
+    def _first_handle(self, index: int, now: float) -> _Device:
+        device = _Device(index, None)
+        try:
+            device.handle = self.nvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception as error:  # noqa: BLE001
+            device.lost = verdict(error_code(error)) is Verdict.LOST
+            device.lost_since = now
+        return device
 
     def _try(self, call: Callable[[], Any]) -> Any:
         try:
@@ -149,30 +231,51 @@ class NvmlProbe:
         except Exception:  # noqa: BLE001 - an optional fact
             return None
 
-    def close(self) -> None:
-        if self._nvml is not None and self._system is not None and self._system.available:
-            for device in self._devices:
-                for sample in device.gpm_samples:
-                    self._try(lambda s=sample: self._nvml.nvmlGpmSampleFree(s))
+    def _shutdown(self) -> None:
+        for device in self._devices:
+            self._free_gpm(device)
+        if self._nvml is not None:
             self._try(self._nvml.nvmlShutdown)
+        self._devices = []
+
+    def _drop_session(self, why: str, now: float) -> None:
+        """NVML stopped answering mid-tick: let go of it and open it afresh later."""
+        old = self._system or GpuSystem(False)
+        self._shutdown()
+        self._rates = CounterRates()
+        self._retry_at = now + INIT_RETRY_S
+        self._system = GpuSystem(False, f"NVML stopped answering ({why}); retrying every {INIT_RETRY_S:g} s",
+                                 old.driver_version, old.cuda_driver_version, self.source)
+
+    def close(self) -> None:
+        self._background.close()
+        if self._nvml is not None and self._system is not None and self._system.available:
+            self._shutdown()
         self._devices = []
         self._system = None
 
+    def _ensure_open(self, now: float) -> GpuSystem:
+        if self._system is None or (not self._system.available and self._retry_at is not None
+                                    and now >= self._retry_at):
+            self._system = self._open(now)
+        return self._system
+
     def topology_inputs(self) -> tuple[list[tuple[str, str]], list[tuple[int, tuple[str | None, ...]]]]:
-        """(name, bus id) and NVLink state per GPU, for probes.topology; read once (NVML topology calls are
-        not thread-safe, and this runs on the sampler's thread only)."""
+        """(name, bus id) and NVLink state per GPU, for probes.topology; read once, on the sampler's thread."""
         from hwtop.probes.topology import count_nvlinks
 
-        if self._system is None:
-            self._system = self._open()
+        if not self._ensure_open(self._clock()).available:
+            return [], []
         gpus, links = [], []
         for device in self._devices:
             if device.handle is None:
                 continue
-            if not device.static:
-                self._read_static(device)
-            gpus.append((f"GPU{device.index}", device.static.get("pci_bus_id") or ""))
-            links.append(count_nvlinks(self._nvml, device.handle))
+            try:
+                static = self._static(device)
+            except (GpuLost, SessionGone):
+                continue
+            gpus.append((f"GPU{device.index}", static.pci_bus_id or ""))
+            links.append(count_nvlinks(self.nvml, device.handle))
         return gpus, links
 
     def machine_topology(self, root: str = "/") -> Topology:
@@ -187,9 +290,9 @@ class NvmlProbe:
         """NVML's own PCIe relation for each GPU pair (nvmlDeviceGetTopologyCommonAncestor), where it has one."""
         from hwtop.probes.topology import NVML_LEVELS
 
-        if self._system is None:
-            self._system = self._open()
         relations: dict[tuple[int, int], str] = {}
+        if not self._ensure_open(self._clock()).available:
+            return relations
         devices = [d for d in self._devices if d.handle is not None]
         for a in devices:
             for b in devices:
@@ -197,153 +300,237 @@ class NvmlProbe:
                     continue
                 self.calls["nvmlDeviceGetTopologyCommonAncestor"] += 1
                 try:
-                    level = self._nvml.nvmlDeviceGetTopologyCommonAncestor(a.handle, b.handle)
-                except self._nvml.NVMLError:
-                    return relations  # unsupported here: the sysfs tree is the only source
+                    level = self.nvml.nvmlDeviceGetTopologyCommonAncestor(a.handle, b.handle)
+                except Exception:  # noqa: BLE001 - unsupported here: the sysfs tree is the only source
+                    return relations
                 if level in NVML_LEVELS:
                     relations[(a.index, b.index)] = relations[(b.index, a.index)] = NVML_LEVELS[level]
         return relations
 
     # ----- one guarded call -----
 
-    def _call(self, device: _Device, key: str, function: str, *args: Any) -> Any:
-        """Call nvml.<function>(handle, *args); None when unsupported, forbidden or absent; GpuLost when lost."""
-        if key in device.unsupported:
+    def _call(self, device: _Device, key: str, function: str, *args: Any, handle: Any = None) -> Any:
+        """nvml.<function>(handle, *args), or None when it cannot answer now (see probes/nvml_calls.py).
+        Raises GpuLost once a fresh handle lookup confirms the GPU is gone, SessionGone if NVML is."""
+        if device.caps.skip(key, self._now):
             return None
-        nvml = self._nvml
         self.calls[function] += 1
         try:
-            return getattr(nvml, function)(device.handle, *args)
-        except nvml.NVMLError as error:
-            code = getattr(error, "value", None)
-            if code in (NOT_SUPPORTED, FUNCTION_NOT_FOUND):
-                device.unsupported.add(key)
-                return None
-            if code in (GPU_IS_LOST, UNKNOWN):
-                raise GpuLost(str(error)) from error
-            return None  # NO_PERMISSION, TIMEOUT, ...: unknown this tick, asked again next tick
-        except AttributeError:  # a pynvml too old to have the binding at all
-            device.unsupported.add(key)
+            value = getattr(self.nvml, function)(device.handle if handle is None else handle, *args)
+        except Exception as error:  # noqa: BLE001 - NVMLError, the bindings' mismatch error, AttributeError
+            self._failed(device, key, error)
             return None
+        device.caps.succeeded(key)
+        return value
+
+    def _failed(self, device: _Device, key: str, error: BaseException) -> None:
+        kind = verdict(error_code(error))
+        if kind is Verdict.ABSENT:
+            device.caps.absent.add(key)
+        elif kind is Verdict.UNSUPPORTED:
+            if device.caps.unsupported(key, self._now):
+                device.state_changed = True
+        elif kind is Verdict.LOST:
+            self._confirm_lost(device)
+        elif kind is Verdict.SESSION:
+            raise SessionGone(str(error))
+
+    def _confirm_lost(self, device: _Device) -> None:
+        """A call said GPU_IS_LOST (or RESET_REQUIRED): believe it only if looking the GPU up again says so."""
+        if device.checked_tick == self._tick:
+            return
+        self.calls["nvmlDeviceGetHandleByIndex"] += 1
+        try:
+            handle = self.nvml.nvmlDeviceGetHandleByIndex(device.index)
+        except Exception as error:  # noqa: BLE001
+            kind = verdict(error_code(error))
+            if kind is Verdict.LOST:
+                raise GpuLost(str(error)) from error
+            if kind is Verdict.SESSION:
+                raise SessionGone(str(error)) from error
+            return
+        device.handle = handle
+        device.checked_tick = self._tick
 
     # ----- reading -----
 
     def read(self, processes: tuple[ProcessInfo, ...] = ()) -> tuple[GpuSystem, tuple[GpuSnapshot, ...]]:
-        if self._system is None:
-            self._system = self._open()
-        if not self._system.available:
-            return self._system, ()
-        now = self._clock()
+        now = self._now = self._clock()
+        self._tick += 1
+        system = self._ensure_open(now)
+        if not system.available:
+            return system, ()
         by_pid = {p.pid: p for p in processes}
         gpus = []
-        for device in self._devices:
-            if device.lost and now - device.lost_since < LOST_RETRY_S:
-                gpus.append(self._lost_snapshot(device))
-                continue
-            try:
-                if device.handle is None:
-                    device.handle = self._nvml.nvmlDeviceGetHandleByIndex(device.index)
-                gpus.append(self._read_device(device, now, by_pid))
-                device.lost = False
-            except (GpuLost, self._nvml.NVMLError):
-                device.lost, device.lost_since = True, now
-                gpus.append(self._lost_snapshot(device))
-        return self._system, tuple(gpus)
+        try:
+            for device in self._devices:
+                gpus.append(self._read_one(device, now, by_pid))
+        except SessionGone as error:
+            self._drop_session(str(error), now)
+            return self._system or system, ()
+        return system, tuple(gpus)
 
-    def _lost_snapshot(self, device: _Device) -> GpuSnapshot:
-        static = device.static
-        return GpuSnapshot(device.index, static.get("name"), static.get("uuid"), static.get("pci_bus_id"), lost=True)
+    def _read_one(self, device: _Device, now: float, by_pid: dict[int, ProcessInfo]) -> GpuSnapshot:
+        if device.lost or device.handle is None:
+            if now - device.lost_since < LOST_RETRY_S or not self._reacquire(device, now):
+                return self._unread_snapshot(device)
+        try:
+            return self._read_device(device, now, by_pid)
+        except GpuLost:
+            device.lost, device.lost_since = True, now
+            self._free_gpm(device)
+            return self._unread_snapshot(device)
 
-    def _read_static(self, device: _Device) -> None:
-        nvml = self._nvml
+    def _reacquire(self, device: _Device, now: float) -> bool:
+        """Look a lost (or never found) GPU up again; back, it starts afresh: it may have been reset."""
+        self.calls["nvmlDeviceGetHandleByIndex"] += 1
+        try:
+            handle = self.nvml.nvmlDeviceGetHandleByIndex(device.index)
+        except Exception as error:  # noqa: BLE001
+            if verdict(error_code(error)) is Verdict.SESSION:
+                raise SessionGone(str(error)) from error
+            device.lost_since = now
+            return False
+        self._free_gpm(device)
+        self._rates.forget(device.index)
+        fresh = _Device(device.index, handle, checked_tick=self._tick)
+        for name in _Device.__slots__:  # type: ignore[attr-defined]
+            setattr(device, name, getattr(fresh, name))
+        return True
+
+    def _unread_snapshot(self, device: _Device) -> GpuSnapshot:
+        static = device.static or StaticFacts()
+        return GpuSnapshot(device.index, static.name, static.uuid, static.pci_bus_id, lost=device.lost)
+
+    def _static(self, device: _Device) -> StaticFacts:
+        if device.static is None:
+            device.static = self._read_static(device)
+        return device.static
+
+    def _read_static(self, device: _Device) -> StaticFacts:
+        nvml = self.nvml
         pci = self._call(device, "pci", "nvmlDeviceGetPciInfo")
         name = self._call(device, "name", "nvmlDeviceGetName")
         uuid = self._call(device, "uuid", "nvmlDeviceGetUUID")
-        device.static = {
-            "name": _text(name) if name is not None else None,
-            "uuid": _text(uuid) if uuid is not None else None,
-            "pci_bus_id": _text(pci.busId) if pci is not None else None,
-            "cc": self._call(device, "cc", "nvmlDeviceGetCudaComputeCapability"),
-            "sm_max": self._call(device, "sm_max", "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_SM),
-            "mem_max": self._call(device, "mem_max", "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_MEM),
-            "pcie_max_gen": self._call(device, "pcie_max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
-            "pcie_max_width": self._call(device, "pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
-            "minor": self._call(device, "minor", "nvmlDeviceGetMinorNumber"),
-        }
-        support = self._call(device, "gpm", "nvmlGpmQueryDeviceSupport")
+        cc = self._call(device, "cc", "nvmlDeviceGetCudaComputeCapability")
+        facts = StaticFacts(
+            name=_text(name) if name is not None else None,
+            uuid=_text(uuid) if uuid is not None else None,
+            pci_bus_id=_text(pci.busId) if pci is not None else None,
+            compute_capability=(int(cc[0]), int(cc[1])) if cc is not None else None,
+            sm_max_mhz=_float(self._call(device, "sm_max", "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_SM)),
+            mem_max_mhz=_float(self._call(device, "mem_max", "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_MEM)),
+            pcie_max_gen=self._call(device, "pcie_max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
+            pcie_max_width=self._call(device, "pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
+            minor=self._call(device, "minor", "nvmlDeviceGetMinorNumber"),
+        )
+        support = self._call(device, "gpm_support", "nvmlGpmQueryDeviceSupport")
         if support is None:
-            device.gpm_status = "GPM not supported by this driver or card"
+            facts.gpm_status = ("GPM needs an R520 or newer driver" if "gpm_support" in device.caps.absent
+                                else "GPM not supported by this driver or card")
         elif not support.isSupportedDevice:
-            device.gpm_status = "GPM needs a Hopper-class or newer GPU"
+            facts.gpm_status = "GPM needs a Hopper-class or newer GPU"
         else:
-            device.gpm_status = None
+            facts.gpm_supported = True
+        return facts
+
+    def _read_mig_mode(self, device: _Device) -> None:
+        """MIG mode, every tick: on a MIG GPU utilization is per slice and the whole-GPU query says
+        NOT_SUPPORTED; switching it is a state change after which everything is asked again."""
+        mode = self._call(device, "mig_mode", "nvmlDeviceGetMigMode")
+        if mode is None:
+            if device.caps.skip("mig_mode", self._now):
+                device.mig = None
+            return
+        mig = bool(mode[0])
+        if device.mig is not None and mig != device.mig:
+            device.caps.forget()
+            device.state_changed = True
+            device.gpm.primed = False
+        device.mig = mig
 
     def _read_slow(self, device: _Device, now: float) -> None:
-        nvml = self._nvml
+        nvml = self.nvml
+        device.state_changed = False
         limit = self._call(device, "power_limit", "nvmlDeviceGetEnforcedPowerLimit")
+        mode = self._call(device, "ecc_mode", "nvmlDeviceGetEccMode")
+        ecc_enabled = None if mode is None else bool(mode[0])
+        if device.ecc_mode is not None and ecc_enabled is not None and ecc_enabled != device.ecc_mode:
+            device.caps.forget()  # ECC switched (takes a reboot or reset): every answer may differ
+        device.ecc_mode = ecc_enabled
         ecc = None
-        corrected = self._call(device, "ecc", "nvmlDeviceGetTotalEccErrors",
-                               nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_VOLATILE_ECC)
-        if corrected is not None:
-            ecc = EccCounts(
-                volatile_corrected=corrected,
-                volatile_uncorrected=self._call(device, "ecc", "nvmlDeviceGetTotalEccErrors",
-                                                nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC),
-                aggregate_corrected=self._call(device, "ecc", "nvmlDeviceGetTotalEccErrors",
-                                               nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_AGGREGATE_ECC),
-                aggregate_uncorrected=self._call(device, "ecc", "nvmlDeviceGetTotalEccErrors",
-                                                 nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_AGGREGATE_ECC),
-            )
-        mode = self._call(device, "mig", "nvmlDeviceGetMigMode")
-        mig_enabled = None if mode is None else bool(mode[0])
+        if ecc_enabled:
+            def count(kind: int, counter: int) -> int | None:
+                return self._call(device, "ecc", "nvmlDeviceGetTotalEccErrors", kind, counter)
+
+            corrected, uncorrected = nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+            ecc = EccCounts(count(corrected, nvml.NVML_VOLATILE_ECC), count(uncorrected, nvml.NVML_VOLATILE_ECC),
+                            count(corrected, nvml.NVML_AGGREGATE_ECC), count(uncorrected, nvml.NVML_AGGREGATE_ECC))
         instances = []
-        if mig_enabled:
-            count = self._call(device, "mig_count", "nvmlDeviceGetMaxMigDeviceCount") or 0
-            for slot in range(count):
+        if device.mig:
+            slots = self._call(device, "mig_count", "nvmlDeviceGetMaxMigDeviceCount") or 0
+            for slot in range(int(slots)):
                 handle = self._call(device, "mig_handle", "nvmlDeviceGetMigDeviceHandleByIndex", slot)
-                if handle is None:
-                    continue
-                instances.append(self._mig_instance(slot, handle))
-        device.slow = {"power_limit_mw": limit, "ecc": ecc, "mig_enabled": mig_enabled, "mig": tuple(instances)}
+                if handle is not None:
+                    instances.append(self._mig_instance(device, slot, handle))
+        device.nvlinks = self._active_links(device)
+        device.slow = SlowFacts(limit, ecc, ecc_enabled, tuple(instances))
         device.slow_at = now
 
-    def _mig_instance(self, slot: int, handle: Any) -> MigInstance:
-        nvml = self._nvml
-        def get(function: str) -> Any:
-            self.calls[function] += 1
-            try:
-                return getattr(nvml, function)(handle)
-            except nvml.NVMLError:
-                return None
-        memory = get("nvmlDeviceGetMemoryInfo")
-        uuid, name = get("nvmlDeviceGetUUID"), get("nvmlDeviceGetName")
+    def _mig_instance(self, device: _Device, slot: int, handle: Any) -> MigInstance:
+        memory = self._call(device, "mig_memory", "nvmlDeviceGetMemoryInfo", handle=handle)
+        uuid = self._call(device, "mig_uuid", "nvmlDeviceGetUUID", handle=handle)
+        name = self._call(device, "mig_name", "nvmlDeviceGetName", handle=handle)
         return MigInstance(slot, _text(uuid) if uuid is not None else None, _text(name) if name is not None else None,
                            getattr(memory, "total", None), getattr(memory, "used", None))
 
+    def _active_links(self, device: _Device) -> tuple[int, ...]:
+        """The NVLink links that are up (nvmlDeviceGetNvLinkState until the card says there are no more)."""
+        if device.caps.skip("nvlink_state", self._now):
+            return ()
+        active = []
+        for link in range(MAX_NVLINKS):
+            self.calls["nvmlDeviceGetNvLinkState"] += 1
+            try:
+                state = self.nvml.nvmlDeviceGetNvLinkState(device.handle, link)
+            except Exception as error:  # noqa: BLE001 - INVALID_ARGUMENT past the last link
+                if link == 0:
+                    self._failed(device, "nvlink_state", error)
+                break
+            if state:
+                active.append(link)
+        return tuple(active)
+
     def _read_device(self, device: _Device, now: float, by_pid: dict[int, ProcessInfo]) -> GpuSnapshot:
-        nvml = self._nvml
-        if not device.static:
-            self._read_static(device)
-        if now - device.slow_at >= SLOW_TIER_S:
+        nvml = self.nvml
+        static = self._static(device)
+        self._read_mig_mode(device)
+        if device.state_changed or now - device.slow_at >= SLOW_TIER_S:
             self._read_slow(device, now)
-        static, slow = device.static, device.slow
-        memory = self._call(device, "memory_v2", "nvmlDeviceGetMemoryInfo", nvml.nvmlMemory_v2)
-        reserved = getattr(memory, "reserved", None) if memory is not None else None
-        if memory is None:
-            memory = self._call(device, "memory", "nvmlDeviceGetMemoryInfo")
+        slow = device.slow
+        memory, reserved = self._memory(device)
         util = self._call(device, "util", "nvmlDeviceGetUtilizationRates")
         power = self._call(device, "power", "nvmlDeviceGetPowerUsage")
         reasons = self._call(device, "reasons", "nvmlDeviceGetCurrentClocksEventReasons")
-        if reasons is None:
+        if reasons is None and "reasons" in device.caps.absent:
             reasons = self._call(device, "reasons_old", "nvmlDeviceGetCurrentClocksThrottleReasons")
         pstate = self._call(device, "pstate", "nvmlDeviceGetPerformanceState")
-        limit_mw = slow.get("power_limit_mw")
-        pcie, nvlink_tx, nvlink_rx = self._counters(device, now)
+        limit_mw = slow.power_limit_mw
+        pcie_tx, pcie_rx, nvlink_tx, nvlink_rx = self._counters(device, now)
+        link = PcieLink(
+            gen=self._call(device, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
+            width=self._call(device, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
+            max_gen=static.pcie_max_gen,
+            max_width=static.pcie_max_width,
+            tx_bytes_per_s=pcie_tx,
+            rx_bytes_per_s=pcie_rx,
+        )
+        processes, pids_status = self._processes(device, by_pid)
         return GpuSnapshot(
             index=device.index,
-            name=static["name"],
-            uuid=static["uuid"],
-            pci_bus_id=static["pci_bus_id"],
+            name=static.name,
+            uuid=static.uuid,
+            pci_bus_id=static.pci_bus_id,
             memory_total_bytes=getattr(memory, "total", None),
             memory_used_bytes=getattr(memory, "used", None),
             memory_free_bytes=getattr(memory, "free", None),
@@ -354,177 +541,268 @@ class NvmlProbe:
             power_w=None if power is None else power / 1000.0,
             power_limit_w=None if limit_mw is None else limit_mw / 1000.0,
             sm_clock_mhz=_float(self._call(device, "sm_clock", "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_SM)),
-            sm_clock_max_mhz=_float(static["sm_max"]),
+            sm_clock_max_mhz=static.sm_max_mhz,
             mem_clock_mhz=_float(self._call(device, "mem_clock", "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_MEM)),
-            mem_clock_max_mhz=_float(static["mem_max"]),
+            mem_clock_max_mhz=static.mem_max_mhz,
             fan_percent=_float(self._call(device, "fan", "nvmlDeviceGetFanSpeed")),
-            pstate=None if pstate is None or pstate == 32 else int(pstate),  # 32: NVML_PSTATE_UNKNOWN
+            pstate=None if pstate is None or pstate == PSTATE_UNKNOWN else int(pstate),
             throttle_reasons=() if reasons is None else decode_throttle_reasons(int(reasons)),
-            pcie=pcie,
+            pcie=link,
             nvlink_tx_bytes_per_s=nvlink_tx,
             nvlink_rx_bytes_per_s=nvlink_rx,
-            ecc=slow.get("ecc"),
-            compute_capability=tuple(static["cc"]) if static["cc"] is not None else None,
-            mig_enabled=slow.get("mig_enabled"),
-            mig=slow.get("mig", ()),
-            gpm=self._gpm(device),
-            gpm_status=device.gpm_status,
-            **self._processes(device, by_pid),
+            ecc=slow.ecc,
+            ecc_enabled=slow.ecc_enabled,
+            compute_capability=static.compute_capability,
+            mig_enabled=device.mig,
+            mig=slow.mig if device.mig else (),
+            gpm=self._gpm(device, now),
+            gpm_status=static.gpm_status if not static.gpm_supported else device.gpm.status,
+            processes=processes,
+            process_pids_status=pids_status,
         )
 
-    def _counters(self, device: _Device, now: float) -> tuple[PcieLink, float | None, float | None]:
-        """PCIe link and TX/RX, and NVLink TX/RX, from one batched nvmlDeviceGetFieldValues call of byte
-        counters (each field answers for itself: a card without NVLink says NOT_SUPPORTED for those alone)."""
-        nvml = self._nvml
-        fields = [nvml.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, nvml.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
-                  nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX]
-        rates: list[float | None] = [None, None, None, None]
-        if "fields" not in device.unsupported:
-            self.calls["nvmlDeviceGetFieldValues"] += 1
+    def _memory(self, device: _Device) -> tuple[Any, int | None]:
+        """The v2 memory info (reserved apart from used) where the driver has it, else v1."""
+        version = getattr(self.nvml, "nvmlMemory_v2", None)
+        if version is not None:
+            memory = self._call(device, "memory_v2", "nvmlDeviceGetMemoryInfo", version)
+            if memory is not None:
+                return memory, getattr(memory, "reserved", None)
+        else:
+            device.caps.absent.add("memory_v2")
+        return self._call(device, "memory", "nvmlDeviceGetMemoryInfo"), None
+
+    # ----- counters -----
+
+    def _counters(self, device: _Device, now: float) -> tuple[float | None, float | None, float | None, float | None]:
+        """(PCIe TX, RX, NVLink TX, RX) in bytes/s. Every active link's counters and (R555+) the PCIe byte
+        counters in one field-values call; older drivers' PCIe figure comes from the background thread."""
+        caps = device.caps
+        request: list[tuple[int, int]] = []
+        if device.nvlinks and not caps.skip("nvlink_fields", now):
+            for link in device.nvlinks:
+                request += [(NVLINK_TX, link), (NVLINK_RX, link)]
+        pcie_fields = self._pcie_fields and not caps.skip("pcie_fields", now) and not caps.skip("fields", now)
+        if pcie_fields:
+            request += [(PCIE_TX, 0), (PCIE_RX, 0)]
+        rates: dict[int, list[float | None]] = {NVLINK_TX: [], NVLINK_RX: [], PCIE_TX: [], PCIE_RX: []}
+        unsupported: set[int] = set()
+        values = self._call(device, "fields", "nvmlDeviceGetFieldValues", request) if request else None
+        for value in values or ():
+            field_id = int(value.fieldId)
+            if int(value.nvmlReturn) != 0:
+                if int(value.nvmlReturn) == NOT_SUPPORTED:
+                    unsupported.add(field_id)
+                continue
+            number, bits = field_number(value)
+            if number is None or bits is None:
+                continue
+            stamp = int(value.timestamp) or int(now * 1e6)
+            rates[field_id].append(self._rates.rate((device.index, field_id, int(value.scopeId)), int(number),
+                                                    stamp, bits))
+        if unsupported & {NVLINK_TX, NVLINK_RX} and not rates[NVLINK_TX] and not rates[NVLINK_RX]:
+            caps.unsupported("nvlink_fields", now)
+        if unsupported & {PCIE_TX, PCIE_RX}:
+            caps.unsupported("pcie_fields", now)
+            pcie_fields = False
+        nvlink_tx = _total(rates[NVLINK_TX], 1024.0)
+        nvlink_rx = _total(rates[NVLINK_RX], 1024.0)
+        if pcie_fields:
+            return _total(rates[PCIE_TX], 1.0), _total(rates[PCIE_RX], 1.0), nvlink_tx, nvlink_rx
+        pcie_tx, pcie_rx = self._pcie_throughput(device, now)
+        return pcie_tx, pcie_rx, nvlink_tx, nvlink_rx
+
+    def _pcie_throughput(self, device: _Device, now: float) -> tuple[float | None, float | None]:
+        """nvmlDeviceGetPcieThroughput (KB/s over 20 ms, blocking) on the background thread, every SLOW_TIER_S;
+        the tick reports the latest result."""
+        if device.caps.skip("pcie_tp", now):
+            return None, None
+        key = f"pcie_tp:{device.index}"
+        result = self._background.result(key)
+        if result is not None and result.error is not None:
+            kind = verdict(result.error)
+            if kind is Verdict.ABSENT:
+                device.caps.absent.add("pcie_tp")
+            elif kind is Verdict.UNSUPPORTED:
+                device.caps.unsupported("pcie_tp", now)
+        if result is None or now - result.at >= SLOW_TIER_S:
+            self._background.request(key, now, self._pcie_sampler(device.handle))
+            result = self._background.result(key)  # inline runs have it already
+        if result is None or result.value is None or now - result.at > 2 * SLOW_TIER_S:
+            return None, None
+        return result.value
+
+    def _pcie_sampler(self, handle: Any) -> Callable[[], tuple[Any, int | None]]:
+        nvml = self.nvml
+
+        def sample() -> tuple[Any, int | None]:
             try:
-                values = nvml.nvmlDeviceGetFieldValues(device.handle, fields)
-            except nvml.NVMLError as error:
-                if getattr(error, "value", None) in (GPU_IS_LOST, UNKNOWN):
-                    raise GpuLost(str(error)) from error
-                device.unsupported.add("fields")
-                values = None
-            if values is not None:
-                scale = (1.0, 1.0, 1024.0, 1024.0)  # NVLink counters are in KiB
-                for i, value in enumerate(values):
-                    if value.nvmlReturn == 0:
-                        rates[i] = self._rates.rate((device.index, i), float(value.value.ullVal) * scale[i], now)
-                    elif i < 2:
-                        device.unsupported.add("pcie_fields")
-                if all(v.nvmlReturn != 0 for v in values):
-                    device.unsupported.add("fields")
-        tx, rx, nvl_tx, nvl_rx = rates
-        if "pcie_fields" in device.unsupported or "fields" in device.unsupported:
-            # Older cards: the 20 ms sampling call, in KB/s.
-            tx_kb = self._call(device, "pcie_tp", "nvmlDeviceGetPcieThroughput", nvml.NVML_PCIE_UTIL_TX_BYTES)
-            rx_kb = self._call(device, "pcie_tp", "nvmlDeviceGetPcieThroughput", nvml.NVML_PCIE_UTIL_RX_BYTES)
-            tx = None if tx_kb is None else tx_kb * 1024.0
-            rx = None if rx_kb is None else rx_kb * 1024.0
-        link = PcieLink(
-            gen=self._call(device, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
-            width=self._call(device, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
-            max_gen=device.static.get("pcie_max_gen"),
-            max_width=device.static.get("pcie_max_width"),
-            tx_bytes_per_s=tx,
-            rx_bytes_per_s=rx,
-        )
-        return link, nvl_tx, nvl_rx
+                self.calls["nvmlDeviceGetPcieThroughput"] += 2
+                tx = nvml.nvmlDeviceGetPcieThroughput(handle, nvml.NVML_PCIE_UTIL_TX_BYTES)
+                rx = nvml.nvmlDeviceGetPcieThroughput(handle, nvml.NVML_PCIE_UTIL_RX_BYTES)
+            except Exception as error:  # noqa: BLE001
+                return None, error_code(error)
+            return (tx * 1024.0, rx * 1024.0), None
 
-    def _gpm(self, device: _Device) -> GpmMetrics | None:
-        if device.gpm_status is not None:
+        return sample
+
+    # ----- GPM -----
+
+    def _gpm(self, device: _Device, now: float) -> GpmMetrics | None:
+        """Hopper activity metrics: two sample buffers, each tick's reading diffed against the last."""
+        static, state = device.static, device.gpm
+        if static is None or not static.gpm_supported:
             return None
-        nvml = self._nvml
-        if not device.gpm_samples:
-            self.calls["nvmlGpmSampleAlloc"] += 2
-            device.gpm_samples = [nvml.nvmlGpmSampleAlloc(), nvml.nvmlGpmSampleAlloc()]
-            if self._call(device, "gpm_sample", "nvmlGpmSampleGet", device.gpm_samples[0]) is None:
-                device.gpm_status = "GPM sampling refused by the driver"
-            return None  # the first reading needs two samples
-        previous, current = device.gpm_samples
+        if not state.samples and not self._allocate_gpm(device, now):
+            return None
+        previous, current = state.samples
         if self._call(device, "gpm_sample", "nvmlGpmSampleGet", current) is None:
-            device.gpm_status = "GPM sampling refused by the driver"
+            state.primed = False
+            if device.caps.skip("gpm_sample", now):
+                state.status = "GPM sampling not supported in this state (MIG mode?); asked again later"
             return None
+        state.samples = [current, previous]  # the next tick overwrites the older sample
+        if not state.primed:
+            state.primed = True
+            return None
+        nvml = self.nvml
         request = nvml.c_nvmlGpmMetricsGet_t()
         request.version = nvml.NVML_GPM_METRICS_GET_VERSION
         request.sample1, request.sample2 = previous, current
-        ids = (nvml.NVML_GPM_METRIC_SM_UTIL, nvml.NVML_GPM_METRIC_SM_OCCUPANCY,
-               nvml.NVML_GPM_METRIC_ANY_TENSOR_UTIL, nvml.NVML_GPM_METRIC_DRAM_BW_UTIL)
-        request.numMetrics = len(ids)
-        for i, metric_id in enumerate(ids):
+        request.numMetrics = len(GPM_METRICS)
+        for i, metric_id in enumerate(GPM_METRICS):
             request.metrics[i].metricId = metric_id
-        device.gpm_samples = [current, previous]  # the next tick overwrites the older sample
         self.calls["nvmlGpmMetricsGet"] += 1
         try:
             result = nvml.nvmlGpmMetricsGet(request)
-        except nvml.NVMLError:
+        except Exception as error:  # noqa: BLE001
+            state.status = f"GPM metrics unavailable ({error})"
+            if verdict(error_code(error)) is Verdict.SESSION:
+                raise SessionGone(str(error)) from error
             return None
-        values = [result.metrics[i].value if result.metrics[i].nvmlReturn == 0 else None for i in range(len(ids))]
+        state.status = None
+        values = [result.metrics[i].value if result.metrics[i].nvmlReturn == 0 else None
+                  for i in range(len(GPM_METRICS))]
         return GpmMetrics(*(None if v is None else round(float(v), 2) for v in values))
 
-    def _processes(self, device: _Device, by_pid: dict[int, ProcessInfo]) -> dict[str, Any]:
-        nvml = self._nvml
-        listed: list[tuple[Any, str]] = []
-        forbidden = False
-        for function, kind in (("nvmlDeviceGetComputeRunningProcesses", "compute"),
-                               ("nvmlDeviceGetGraphicsRunningProcesses", "graphics")):
-            if kind in device.unsupported:
+    def _allocate_gpm(self, device: _Device, now: float) -> bool:
+        """Two sample buffers, or none: a failed allocation frees what it got and is retried later (the GPU
+        is not lost for it)."""
+        state = device.gpm
+        if now < state.retry_at:
+            return False
+        allocated: list[Any] = []
+        for _ in range(2):
+            self.calls["nvmlGpmSampleAlloc"] += 1
+            try:
+                allocated.append(self.nvml.nvmlGpmSampleAlloc())
+            except Exception as error:  # noqa: BLE001
+                for sample in allocated:
+                    self._free_sample(sample)
+                state.retry_at = now + SLOW_TIER_S
+                state.status = f"GPM sample buffers could not be allocated ({error}); retrying"
+                if verdict(error_code(error)) is Verdict.SESSION:
+                    raise SessionGone(str(error)) from error
+                return False
+        state.samples, state.primed = allocated, False
+        return True
+
+    def _free_sample(self, sample: Any) -> None:
+        self.calls["nvmlGpmSampleFree"] += 1
+        self._try(lambda: self.nvml.nvmlGpmSampleFree(sample))
+
+    def _free_gpm(self, device: _Device) -> None:
+        for sample in device.gpm.samples:
+            self._free_sample(sample)
+        device.gpm.samples, device.gpm.primed = [], False
+
+    # ----- processes -----
+
+    def _running(self, device: _Device, kind: str) -> tuple[list[tuple[int, int | None]], Verdict | None]:
+        """One process list, from the newest query version this driver has (v3, v2, then v1)."""
+        key = f"procs_{kind}"
+        if device.caps.skip(key, self._now):
+            return [], None
+        while self._process_version[kind] < len(VERSIONS):
+            version = VERSIONS[self._process_version[kind]]
+            for attempt in range(2):
+                self.calls[symbol(kind, version)] += 1
+                try:
+                    entries = call_version(self.nvml, device.handle, kind, version)
+                except Exception as error:  # noqa: BLE001
+                    code = error_code(error)
+                    if code == INSUFFICIENT_SIZE and attempt == 0:
+                        continue  # processes started between the size query and the fill
+                    if verdict(code) is Verdict.ABSENT:
+                        break
+                    self._failed(device, key, error)
+                    return [], verdict(code)
+                device.caps.succeeded(key)
+                return entries, None
+            self._process_version[kind] += 1  # this driver has no such version: the next older one
+        device.caps.absent.add(key)
+        return [], Verdict.ABSENT
+
+    def _processes(self, device: _Device, by_pid: dict[int, ProcessInfo]) -> tuple[tuple[GpuProcess, ...],
+                                                                                      str | None]:
+        compute, compute_error = self._running(device, "compute")
+        graphics, graphics_error = self._running(device, "graphics")
+        listed = merge(compute, graphics)
+        utilization: dict[int, tuple[float, float]] = {}
+        if listed:
+            samples = self._call(device, "proc_util", "nvmlDeviceGetProcessUtilization", device.last_sample_us)
+            if samples:
+                utilization, device.last_sample_us = pick_samples(list(samples), device.last_sample_us)
+        result = [self._process(entry, device, by_pid, utilization.get(entry.pid)) for entry in listed]
+        hidden = sum(not p.visible for p in result)
+        minor = device.static.minor if device.static else None
+        if Verdict.DENIED in (compute_error, graphics_error):
+            return tuple(result), "process list: no permission (NVML NO_PERMISSION)"
+        if hidden and self.source.startswith("demo"):
+            return tuple(result), "demo profile: its GPU processes are not processes of this host"
+        if not hidden:
+            return tuple(result), None
+        status = (f"{hidden} GPU process(es) not visible here: NVML reports host pids (container?); "
+                  "pid mapping unavailable")
+        local = self._device_holders().get(minor, ()) if minor is not None else ()
+        shown = {p.pid for p in result}
+        for pid in local:
+            if pid in shown:
                 continue
-            self.calls[function] += 1
-            try:
-                listed.extend((p, kind) for p in getattr(nvml, function)(device.handle))
-            except nvml.NVMLError as error:
-                code = getattr(error, "value", None)
-                if code in (GPU_IS_LOST, UNKNOWN):
-                    raise GpuLost(str(error)) from error
-                if code == NO_PERMISSION:
-                    forbidden = True
-                elif code in (NOT_SUPPORTED, FUNCTION_NOT_FOUND):
-                    device.unsupported.add(kind)
-        utilization: dict[int, Any] = {}
-        if listed and "proc_util" not in device.unsupported:
-            self.calls["nvmlDeviceGetProcessUtilization"] += 1
-            try:
-                samples = nvml.nvmlDeviceGetProcessUtilization(device.handle, device.last_process_ts)
-                for sample in samples:
-                    utilization[sample.pid] = sample
-                    device.last_process_ts = max(device.last_process_ts, int(sample.timeStamp))
-            except nvml.NVMLError as error:
-                if getattr(error, "value", None) in (NOT_SUPPORTED, FUNCTION_NOT_FOUND):
-                    device.unsupported.add("proc_util")
-        result = []
-        hidden = 0
-        holders: dict[int, tuple[int, ...]] | None = None
-        minor = device.static.get("minor")
-        for proc, kind in listed:
-            pid = int(proc.pid)
             host = by_pid.get(pid)
-            visible = host is not None or os.path.exists(f"{self.proc_root}/{pid}")
-            if visible and minor is not None and not self.source.startswith("demo"):
-                # A pid of ours that does not hold this GPU's device file is another process (container pid
-                # namespace): not the one NVML means.
-                held = self._minors_held(pid)
-                visible = held is None or minor in held
-                host = host if visible else None
-            command = (host.cmdline or host.name) if host else (_cmdline(self.proc_root, pid) if visible else None)
-            hidden += not visible
-            sample = utilization.get(pid)
-            result.append(GpuProcess(
-                pid=pid, kind=kind, used_memory_bytes=getattr(proc, "usedGpuMemory", None),
-                sm_percent=None if sample is None else float(sample.smUtil),
-                mem_percent=None if sample is None else float(sample.memUtil),
-                visible=visible,
-                user=host.user if host else None,
-                command=command,
-                cpu_percent=host.cpu_percent if host else None,
-                rss_bytes=host.rss_bytes if host else None,
-            ))
-        status = None
-        if forbidden:
-            status = "process list: no permission (NVML NO_PERMISSION)"
-        elif hidden and self.source.startswith("demo"):
-            status = "demo profile: its GPU processes are not processes of this host"
-        elif hidden:
-            status = (f"{hidden} GPU process(es) not visible here: NVML reports host pids (container?); "
-                      "pid mapping unavailable")
-            holders = self._device_holders()
-            local = holders.get(minor, ()) if minor is not None else ()
-            shown = {p.pid for p in result}
-            for pid in local:
-                if pid in shown:
-                    continue
-                host = by_pid.get(pid)
-                result.append(GpuProcess(pid=pid, kind="holder", used_memory_bytes=None, visible=True,
-                                         user=host.user if host else None,
-                                         command=(host.cmdline or host.name) if host else _cmdline(self.proc_root, pid),
-                                         cpu_percent=host.cpu_percent if host else None,
-                                         rss_bytes=host.rss_bytes if host else None))
-            if local:
-                status += f"; local processes holding /dev/nvidia{minor}: {', '.join(map(str, local))}"
-        return {"processes": tuple(result), "process_pids_status": status}
+            result.append(GpuProcess(pid=pid, kind="holder", used_memory_bytes=None, visible=True,
+                                     user=host.user if host else None,
+                                     command=(host.cmdline or host.name) if host else _cmdline(self.proc_root, pid),
+                                     cpu_percent=host.cpu_percent if host else None,
+                                     rss_bytes=host.rss_bytes if host else None))
+        if local:
+            status += f"; local processes holding /dev/nvidia{minor}: {', '.join(map(str, local))}"
+        return tuple(result), status
+
+    def _process(self, entry: Listed, device: _Device, by_pid: dict[int, ProcessInfo],
+                 sample: tuple[float, float] | None) -> GpuProcess:
+        pid = entry.pid
+        host = by_pid.get(pid)
+        visible = host is not None or os.path.exists(f"{self.proc_root}/{pid}")
+        minor = device.static.minor if device.static else None
+        if visible and minor is not None and not self.source.startswith("demo"):
+            # A pid of ours that does not hold this GPU's device file is another process (container pid
+            # namespace): not the one NVML means.
+            held = self._minors_held(pid)
+            visible = held is None or minor in held
+            host = host if visible else None
+        command = (host.cmdline or host.name) if host else (_cmdline(self.proc_root, pid) if visible else None)
+        return GpuProcess(
+            pid=pid, kind="compute" if "compute" in entry.kinds else entry.kinds[0], kinds=entry.kinds,
+            used_memory_bytes=entry.used_memory_bytes,
+            sm_percent=None if sample is None else sample[0],
+            mem_percent=None if sample is None else sample[1],
+            visible=visible,
+            user=host.user if host else None,
+            command=command,
+            cpu_percent=host.cpu_percent if host else None,
+            rss_bytes=host.rss_bytes if host else None,
+        )
 
     def _minors_held(self, pid: int) -> set[int] | None:
         """nvidia_minors_held, cached per pid for the slow tier: a rank holds hundreds of fds, and which GPU
@@ -547,9 +825,12 @@ class NvmlProbe:
         return self._holders
 
 
-def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
-
+def _total(rates: list[float | None], scale: float) -> float | None:
+    """The sum over links of their rates, or None unless every link that answered has one (a partial sum would
+    pass for the whole)."""
+    if not rates or any(rate is None for rate in rates):
+        return None
+    return sum(rate for rate in rates if rate is not None) * scale
 
 
 def _cmdline(proc_root: str, pid: int) -> str | None:
@@ -587,3 +868,6 @@ def scan_nvidia_holders(proc_root: str) -> dict[int, tuple[int, ...]]:
         for minor in nvidia_minors_held(proc_root, pid) or ():
             holders.setdefault(minor, []).append(pid)
     return {minor: tuple(sorted(p)) for minor, p in holders.items()}
+
+
+__all__ = ["INIT_RETRY_S", "LOST_RETRY_S", "SLOW_TIER_S", "GpuLost", "NvmlProbe", "decode_throttle_reasons"]

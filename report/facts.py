@@ -55,12 +55,12 @@ def gather(demo: str | None = None) -> BoxFacts:
     from hwtop.probes.gpu import NvmlProbe
 
     if demo is not None:
-        from hwtop.demo.fakenvml import FakeNvml
-        from hwtop.demo.profiles import get_profile
+        from hwtop.demo.nvml import demo_library
+        from hwtop.demo.scenarios import profile_of
         from hwtop.demo.topology import read_demo_topology
 
-        profile = get_profile(demo)
-        probe = NvmlProbe(FakeNvml(demo), source=f"demo:{demo}")
+        profile = profile_of(demo)
+        probe = NvmlProbe(demo_library(demo).pynvml, source=f"demo:{demo}")
         try:
             system, gpus = probe.read(())
             topology, _ = read_demo_topology(demo, probe)
@@ -73,6 +73,7 @@ def gather(demo: str | None = None) -> BoxFacts:
                         host.ram_bytes if host else None, host.swap_bytes if host else None,
                         host.disks if host else ())
     import psutil
+
     from hwtop.probes.cpu import CpuStaticInfo
     from hwtop.probes.disks import disk_kind, whole_disks
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from hwtop.advice.engine import AdviceEngine
-from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import GIB
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import (
@@ -22,6 +22,7 @@ from hwtop.model.snapshot import (
     WorkloadState,
 )
 from hwtop.probes.gpu import NvmlProbe
+from hwtop.probes.nvml_slow import BackgroundCalls
 from tests.factories import T0, host_snapshot
 
 
@@ -29,14 +30,15 @@ class Timeline:
     def __init__(self, profile: str | None = None, cores: int = 16, nodes: int = 1, topology: bool = False) -> None:
         self.clock = [30.0]
         self.time = T0
-        self.fake = FakeNvml(profile, seed=7, clock=lambda: self.clock[0]) if profile else None
-        self.probe = NvmlProbe(self.fake, source=f"demo:{profile}", clock=lambda: self.clock[0]) if profile else None
+        self.fake = FakeNvmlLibrary(profile, seed=7, clock=lambda: self.clock[0]) if profile else None
+        self.probe = (NvmlProbe(self.fake.pynvml, source=f"demo:{profile}", clock=lambda: self.clock[0],
+                                background=BackgroundCalls(inline=True)) if self.fake else None)
         self.base = host_snapshot(cores, nodes, busy_core=None)
         self.topology = self.numa = None
         if topology and profile:
             from hwtop.demo.topology import read_demo_topology
 
-            self.topology, self.numa = read_demo_topology(profile, NvmlProbe(FakeNvml(profile)))
+            self.topology, self.numa = read_demo_topology(profile, NvmlProbe(FakeNvmlLibrary(profile).pynvml))
 
     def tick(self, seconds: float = 1.0, *, cores: dict[int, float] | float | None = None, iowait: float | None = None,
              processes: tuple[ProcessInfo, ...] | None = None, workload: WorkloadState | None = None,

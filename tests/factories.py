@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import GIB
 from hwtop.model.history import History
 from hwtop.model.snapshot import (
@@ -18,6 +18,7 @@ from hwtop.model.snapshot import (
     Snapshot,
 )
 from hwtop.probes.gpu import NvmlProbe
+from hwtop.probes.nvml_slow import BackgroundCalls
 
 T0 = 1_796_200_000.0  # a fixed wall-clock time, so screenshots do not change with the day
 
@@ -73,8 +74,9 @@ class ScriptedSource:
 def demo_snapshots(profile: str, count: int = 12, cores: int = 2, nodes: int = 1) -> list[Snapshot]:
     """`count` ticks of a demo machine, GPUs read through the real probe from the fake at a manual clock."""
     now = [30.0]
-    fake = FakeNvml(profile, seed=7, clock=lambda: now[0])
-    probe = NvmlProbe(fake, source=f"demo:{profile}", clock=lambda: now[0])
+    fake = FakeNvmlLibrary(profile, seed=7, clock=lambda: now[0])
+    probe = NvmlProbe(fake.pynvml, source=f"demo:{profile}", clock=lambda: now[0],
+                      background=BackgroundCalls(inline=True))  # deterministic: slow calls at once
     out = []
     base = host_snapshot(cores, nodes)
     for tick in range(count):
@@ -91,7 +93,7 @@ def with_demo_topology(snapshots: list[Snapshot], profile: str) -> list[Snapshot
 
     from hwtop.demo.topology import read_demo_topology
 
-    probe = NvmlProbe(FakeNvml(profile))
+    probe = NvmlProbe(FakeNvmlLibrary(profile).pynvml)
     topology, numa = read_demo_topology(profile, probe)
     probe.close()
     return [dataclasses.replace(s, topology=topology, numa=numa) for s in snapshots]

@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.exporter.server import make_exporter
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.session.sampler import Sampler
@@ -42,8 +42,8 @@ class Exporter:
     """An in-process exporter of a demo machine, its fake NVML inspectable."""
 
     def __init__(self, profile: str = "dgx-a100") -> None:
-        self.fake = FakeNvml(profile)
-        self.sampler = Sampler(gpu=NvmlProbe(self.fake, source=f"demo:{profile}"))
+        self.fake = FakeNvmlLibrary(profile)
+        self.sampler = Sampler(gpu=NvmlProbe(self.fake.pynvml, source=f"demo:{profile}"))
         self.session = Session(self.sampler)
         self.server, self.stop, self.latest = make_exporter(self.session.tick, "127.0.0.1", 0, 0.2, "test")
         self.port = self.server.server_port

@@ -1,4 +1,5 @@
-"""The real NVML probe against the faithful fake: every profile field by field, and every error path."""
+"""The NVML probe through the real nvidia-ml-py on the fake NVML library: every profile field by field against
+what the fake cards hold, and every error path."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import os
 import pynvml
 import pytest
 
-from hwtop.demo.fakenvml import FakeNvml
-from hwtop.demo.profiles import PROFILES, get_profile
+from hwtop.demo.nvml import FakeNvmlLibrary
+from hwtop.demo.profiles import PROFILES, DemoProcess, get_profile
 from hwtop.model.snapshot import ProcessInfo
-from hwtop.probes.gpu import LOST_RETRY_S, NvmlProbe, decode_throttle_reasons
+from hwtop.probes.gpu import NvmlProbe, decode_throttle_reasons
+from hwtop.probes.nvml_slow import BackgroundCalls
 
 
 class Clock:
@@ -24,8 +26,9 @@ class Clock:
 
 def make(profile, clock: Clock | None = None, **kwargs):
     clock = clock or Clock()
-    fake = FakeNvml(profile, seed=3, clock=clock, **kwargs)
-    return fake, NvmlProbe(fake, clock=clock), clock
+    fake = FakeNvmlLibrary(profile, seed=3, clock=clock, **kwargs)
+    probe = NvmlProbe(fake.pynvml, clock=clock, background=BackgroundCalls(inline=True))
+    return fake, probe, clock
 
 
 @pytest.mark.parametrize("name", list(PROFILES))
@@ -58,8 +61,10 @@ def test_probe_reports_what_the_fake_holds(name: str) -> None:
         assert (gpu.pcie.max_gen, gpu.pcie.max_width) == (model.pcie_max_gen, model.pcie_max_width)
         assert gpu.pcie.rx_bytes_per_s is not None and gpu.pcie.rx_bytes_per_s >= 0
         assert gpu.compute_capability == model.compute_capability
-        assert (gpu.ecc is not None) == model.ecc
+        assert gpu.ecc_enabled == (model.ecc_enabled if model.ecc else None)
+        assert (gpu.ecc is not None) == (model.ecc and model.ecc_enabled)
         assert gpu.mig_enabled == (False if model.mig_capable else None)
+        assert (gpu.nvlink_tx_bytes_per_s is not None) == bool(model.nvlinks)
         if model.gpm:
             assert gpu.gpm is not None and gpu.gpm.sm_activity_percent == truth.sm_activity
             assert gpu.gpm.tensor_activity_percent == truth.tensor_activity and gpu.gpm_status is None
@@ -67,22 +72,45 @@ def test_probe_reports_what_the_fake_holds(name: str) -> None:
             assert gpu.gpm is None and "Hopper" in gpu.gpm_status
         listed = {p.pid for p in profile.processes if p.gpu == gpu.index}
         assert {p.pid for p in gpu.processes} == listed
+    assert fake.internal_errors == []
+
+
+def test_demo_facts_as_nvidia_smi_reports_them() -> None:
+    mib = 1024**2
+    assert get_profile("h200").gpu.memory_bytes == 143771 * mib
+    assert get_profile("h100-pcie").gpu.memory_bytes == 81559 * mib
+    assert get_profile("a4000").gpu.ecc and not get_profile("a4000").gpu.ecc_enabled
+    for name in ("gtx1660s", "rtx3050", "rtx3090"):
+        assert get_profile(name).gpu.sm_max_mhz == 2100  # the VBIOS ceiling NVML reports, not the boost clock
+    for name in ("dgx-a100", "h100-pcie", "h200"):  # idle data-centre cards stay in P0
+        fake, probe, clock = make(dataclasses.replace(get_profile(name), busy_gpus=()))
+        assert probe.read()[1][0].pstate == 0
+    fake, probe, _ = make(dataclasses.replace(get_profile("rtx3090"), busy_gpus=()))
+    assert probe.read()[1][0].pstate == 8
 
 
 def test_pcie_rate_from_byte_counters_matches_the_counter_delta() -> None:
-    fake, probe, clock = make("dgx-a100")
+    fake, probe, clock = make("h200")  # R570: PCIe byte counters are field values
     probe.read()
     before = fake.truth(0).pcie_rx_bytes
     clock.now += 2.0
     gpu = probe.read()[1][0]
     assert gpu.pcie.rx_bytes_per_s == pytest.approx((fake.truth(0).pcie_rx_bytes - before) / 2.0)
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0
 
 
-def test_cards_without_byte_fields_fall_back_to_pcie_throughput() -> None:
-    fake, probe, clock = make("gtx1660s")
+def test_drivers_without_byte_fields_sample_pcie_throughput_off_the_tick() -> None:
+    fake, probe, clock = make("gtx1660s")  # R535
     gpu = probe.read()[1][0]
     assert fake.calls["nvmlDeviceGetPcieThroughput"] == 2
-    assert gpu.pcie.rx_bytes_per_s == fake.nvmlDeviceGetPcieThroughput(fake.nvmlDeviceGetHandleByIndex(0), 1) * 1024
+    assert gpu.pcie.rx_bytes_per_s == int(fake.truth(0).pcie_rx_rate / 1024) * 1024
+    for _ in range(4):  # the 20 ms call is repeated on the slow tier only
+        clock.now += 1.0
+        probe.read()
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 2
+    clock.now += 1.0
+    probe.read()
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 4
 
 
 def test_library_missing_runs_cpu_only() -> None:
@@ -98,7 +126,9 @@ def test_driver_not_loaded_says_so() -> None:
 
 
 def test_real_pynvml_on_this_machine_is_cpu_only() -> None:
-    system, gpus = NvmlProbe().read()
+    probe = NvmlProbe()
+    system, gpus = probe.read()
+    probe.close()
     if os.path.exists("/dev/nvidiactl"):
         pytest.skip("this machine has an NVIDIA driver")
     assert not system.available and gpus == ()
@@ -111,10 +141,9 @@ def test_init_failure_with_other_code() -> None:
     assert not system.available and "Insufficient Permissions" in system.message
 
 
-@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND])
-def test_unsupported_field_is_none_and_not_asked_again(code: int) -> None:
+def test_temperature_not_supported_is_none_and_not_asked_every_tick() -> None:
     fake, probe, clock = make("a4000")
-    fake.fail("nvmlDeviceGetTemperature", code)
+    fake.fail("nvmlDeviceGetTemperature", pynvml.NVML_ERROR_NOT_SUPPORTED)
     for _ in range(3):
         gpu = probe.read()[1][0]
         clock.now += 1
@@ -122,21 +151,13 @@ def test_unsupported_field_is_none_and_not_asked_again(code: int) -> None:
     assert fake.calls["nvmlDeviceGetTemperature"] == 1
 
 
-@pytest.mark.parametrize("code", [pynvml.NVML_ERROR_GPU_IS_LOST, pynvml.NVML_ERROR_UNKNOWN])
-def test_lost_gpu_is_marked_and_the_others_keep_updating(code: int) -> None:
-    fake, probe, clock = make("dgx-a100")
-    probe.read()
-    fake.fail("nvmlDeviceGetUtilizationRates", code, gpu=3)
-    clock.now += 1
-    gpus = probe.read()[1]
-    assert gpus[3].lost and gpus[3].name == "NVIDIA A100-SXM4-80GB" and gpus[3].util_percent is None
-    assert all(not g.lost and g.util_percent == fake.truth(g.index).util for g in gpus if g.index != 3)
-    # Coming back: the fault clears and, after the retry interval, the GPU reads again.
-    fake.clear_faults()
-    clock.now += 1
-    assert probe.read()[1][3].lost
-    clock.now += LOST_RETRY_S
-    assert not probe.read()[1][3].lost
+def test_function_missing_from_the_driver_is_not_asked_again() -> None:
+    fake, probe, clock = make("a4000")
+    fake.fail("nvmlDeviceGetTemperature", pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+    for _ in range(3):
+        gpu = probe.read()[1][0]
+        clock.now += 100  # long after any re-probe
+    assert gpu.temperature_c is None and fake.calls["nvmlDeviceGetTemperature"] == 1
 
 
 def test_gpu_lost_on_every_call() -> None:
@@ -145,7 +166,8 @@ def test_gpu_lost_on_every_call() -> None:
     fake.lose_gpu(0)
     clock.now += 1
     gpus = probe.read()[1]
-    assert gpus[0].lost and not gpus[1].lost
+    assert gpus[0].lost and gpus[0].name == "NVIDIA A100-SXM4-80GB" and gpus[0].util_percent is None
+    assert not gpus[1].lost and gpus[1].util_percent == fake.truth(1).util
 
 
 def test_no_permission_on_processes_is_shown() -> None:
@@ -163,16 +185,22 @@ FUNCTIONS = [
     "nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetFanSpeed", "nvmlDeviceGetPerformanceState",
     "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrPcieLinkGeneration",
     "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkWidth",
-    "nvmlDeviceGetFieldValues", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetCudaComputeCapability",
-    "nvmlDeviceGetMigMode", "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses",
-    "nvmlDeviceGetProcessUtilization", "nvmlGpmQueryDeviceSupport", "nvmlGpmSampleGet", "nvmlGpmMetricsGet",
+    "nvmlDeviceGetFieldValues", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetEccMode",
+    "nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetMigMode", "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetProcessUtilization", "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc", "nvmlGpmSampleGet", "nvmlGpmMetricsGet", "nvmlDeviceGetNvLinkState",
 ]
 CODES = [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, pynvml.NVML_ERROR_GPU_IS_LOST,
-         pynvml.NVML_ERROR_UNKNOWN, pynvml.NVML_ERROR_NO_PERMISSION, pynvml.NVML_ERROR_TIMEOUT]
+         pynvml.NVML_ERROR_UNKNOWN, pynvml.NVML_ERROR_NO_PERMISSION, pynvml.NVML_ERROR_TIMEOUT,
+         pynvml.NVML_ERROR_UNINITIALIZED, pynvml.NVML_ERROR_INSUFFICIENT_SIZE]
 
 
-@pytest.mark.parametrize("function", FUNCTIONS)
-@pytest.mark.parametrize("code", CODES)
+# Every call with one error each (the default run); every call with every error (pytest -m slow).
+ROTATING = [(function, CODES[i % len(CODES)]) for i, function in enumerate(FUNCTIONS)]
+EVERY = [pytest.param(f, c, marks=pytest.mark.slow) for f in FUNCTIONS for c in CODES if (f, c) not in ROTATING]
+
+
+@pytest.mark.parametrize(("function", "code"), ROTATING + EVERY)
 def test_any_error_at_any_call_never_escapes(function: str, code: int) -> None:
     fake, probe, clock = make("h200")
     fake.fail(function, code)
@@ -181,7 +209,11 @@ def test_any_error_at_any_call_never_escapes(function: str, code: int) -> None:
         clock.now += 1
     if system.available and gpus and not gpus[0].lost:
         gpu = gpus[0]
-        assert gpu.memory_total_bytes is None or gpu.memory_total_bytes == 141 * 1024**3
+        assert gpu.memory_total_bytes is None or gpu.memory_total_bytes == 143771 * 1024**2
+        assert gpu.name in (None, "NVIDIA H200")
+    # Only a lookup that agrees makes a GPU lost: a single call's GPU_IS_LOST does not.
+    assert not any(g.lost for g in gpus) or function == "nvmlDeviceGetHandleByIndex"
+    assert fake.internal_errors == []
 
 
 def test_mig_instances_with_their_own_memory() -> None:
@@ -191,26 +223,24 @@ def test_mig_instances_with_their_own_memory() -> None:
     assert gpus[7].mig_enabled is True and len(gpus[7].mig) == 2
     assert gpus[7].mig[0].memory_total_bytes == 10 * 1024**3 and gpus[7].mig[1].memory_total_bytes == 40 * 1024**3
     assert gpus[7].mig[0].uuid.startswith("MIG-") and gpus[0].mig == ()
+    assert gpus[7].util_percent is None and gpus[0].util_percent is not None  # whole-GPU util: per slice in MIG
 
 
 def test_processes_join_host_data_and_flag_foreign_pids(tmp_path) -> None:
     own = os.getpid()
     _proc_with_fds(tmp_path, own, ["/dev/nvidia0"], "python -m pytest")
-    profile = get_profile("rtx3090")
-    from hwtop.demo.profiles import DemoProcess
-
-    profile = dataclasses.replace(profile, processes=(
+    profile = dataclasses.replace(get_profile("rtx3090"), processes=(
         DemoProcess(0, own, "compute", 2 * 1024**3, "pytest"),
         DemoProcess(0, 4_000_000, "compute", 1024**3, "ghost")))  # beyond pid_max: not in this namespace
     clock = Clock()
-    fake = FakeNvml(profile, seed=3, clock=clock)
-    probe = NvmlProbe(fake, proc_root=str(tmp_path), clock=clock)
+    fake = FakeNvmlLibrary(profile, seed=3, clock=clock)
+    probe = NvmlProbe(fake.pynvml, proc_root=str(tmp_path), clock=clock, background=BackgroundCalls(inline=True))
     clock.now += 25  # past the job's memory ramp-up
     host = (ProcessInfo(own, 1, "alice", "python", "python -m pytest", "R", 12.5, 1000, 3),)
     gpu = probe.read(host)[1][0]
     by_pid = {p.pid: p for p in gpu.processes}
     assert by_pid[own].visible and by_pid[own].user == "alice" and by_pid[own].command == "python -m pytest"
-    assert by_pid[own].used_memory_bytes == 2 * 1024**3 and by_pid[own].sm_percent == fake.truth(0).util
+    assert by_pid[own].used_memory_bytes == 2 * 1024**3 and by_pid[own].sm_percent == fake.truth(0).util // 2
     assert not by_pid[4_000_000].visible and by_pid[4_000_000].command is None
     assert "pid mapping unavailable" in gpu.process_pids_status
 
@@ -230,6 +260,7 @@ def test_slow_tier_is_not_read_every_tick() -> None:
         clock.now += 1.0
     assert fake.calls["nvmlDeviceGetEnforcedPowerLimit"] == 8  # once per GPU in 4 s (tier is 5 s)
     assert fake.calls["nvmlDeviceGetUtilizationRates"] == 32
+    assert fake.calls["nvmlDeviceGetMigMode"] == 32  # MIG mode decides what utilization means: every tick
     assert fake.calls["nvmlDeviceGetName"] == 8  # static: once
 
 
@@ -239,15 +270,6 @@ def test_shutdown_at_close() -> None:
     assert fake.initialized == 1
     probe.close()
     assert fake.initialized == 0
-
-
-def test_fake_rejects_calls_before_init_like_nvml() -> None:
-    fake = FakeNvml("h200")
-    with pytest.raises(pynvml.NVMLError_Uninitialized):
-        fake.nvmlDeviceGetCount()
-    fake.nvmlInit()
-    with pytest.raises(pynvml.NVMLError_FunctionNotFound):
-        fake.nvmlDeviceGetBAR1MemoryInfo(fake.nvmlDeviceGetHandleByIndex(0))
 
 
 def _proc_with_fds(root, pid: int, targets: list[str], cmdline: str) -> None:
@@ -261,15 +283,13 @@ def _proc_with_fds(root, pid: int, targets: list[str], cmdline: str) -> None:
 def test_container_pids_are_not_matched_to_the_wrong_process(tmp_path) -> None:
     """NVML reports host pids 500 and 4000000. Local pid 500 exists but holds no /dev/nvidia0 (another
     process); local pid 77 holds /dev/nvidia0: shown as a holder, and the status says the mapping is gone."""
-    from hwtop.demo.profiles import DemoProcess
-
     _proc_with_fds(tmp_path, 500, ["/dev/null", "pipe:[1234]"], "bash")
     _proc_with_fds(tmp_path, 77, ["/dev/nvidiactl", "/dev/nvidia0", "/dev/nvidia-uvm"], "python train.py")
     profile = dataclasses.replace(get_profile("rtx3090"), processes=(
         DemoProcess(0, 500, "compute", 3 * 1024**3, "train"), DemoProcess(0, 4_000_000, "compute", 1024**3, "x")))
     clock = Clock()
-    fake = FakeNvml(profile, clock=clock)
-    probe = NvmlProbe(fake, proc_root=str(tmp_path), clock=clock)
+    fake = FakeNvmlLibrary(profile, clock=clock)
+    probe = NvmlProbe(fake.pynvml, proc_root=str(tmp_path), clock=clock, background=BackgroundCalls(inline=True))
     gpu = probe.read()[1][0]
     by_pid = {p.pid: p for p in gpu.processes}
     assert not by_pid[500].visible and by_pid[500].command is None
@@ -278,20 +298,20 @@ def test_container_pids_are_not_matched_to_the_wrong_process(tmp_path) -> None:
     assert "pid mapping unavailable" in gpu.process_pids_status and "/dev/nvidia0: 77" in gpu.process_pids_status
 
 
-def test_nvlink_rates_from_the_batched_counters() -> None:
+def test_nvlink_rates_from_the_per_link_counters() -> None:
     fake, probe, clock = make("dgx-a100")
     probe.read()
-    before = fake.truth(1).nvlink_tx_kib
+    before = sum(fake.truth(1).nvlink_tx_kib)
     clock.now += 2.0
     gpu = probe.read()[1][1]
-    assert gpu.nvlink_tx_bytes_per_s == pytest.approx((fake.truth(1).nvlink_tx_kib - before) * 1024 / 2.0)
-    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0  # PCIe came from the same batched call
+    assert gpu.nvlink_tx_bytes_per_s == pytest.approx((sum(fake.truth(1).nvlink_tx_kib) - before) * 1024 / 2.0)
 
 
-def test_card_without_nvlink_has_none_and_keeps_pcie_counters() -> None:
+def test_card_without_nvlink_has_none_and_asks_no_nvlink_fields() -> None:
     fake, probe, clock = make("h100-pcie")
     probe.read()
     clock.now += 1.0
     gpu = probe.read()[1][0]
     assert gpu.nvlink_tx_bytes_per_s is None and gpu.pcie.rx_bytes_per_s is not None
+    assert not [key for key in fake.field_requests if key[1] in (138, 139)]
     assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0

@@ -13,7 +13,7 @@ def imported_after(code: str) -> str:
 
 def test_probes_import_no_ui_and_no_torch() -> None:
     code = (
-        "import hwtop.probes, hwtop.probes.gpu, hwtop.session.sampler, hwtop.demo.fakenvml, hwtop.demo.profiles\n"
+        "import hwtop.probes, hwtop.probes.gpu, hwtop.session.sampler, hwtop.demo.nvml, hwtop.demo.profiles\n"
         "hwtop.session.sampler.Sampler().sample()\n"
     )
     assert imported_after(code) == ""

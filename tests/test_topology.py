@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hwtop.demo.fakenvml import FakeNvml
+from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.topology import Endpoint, build, dgx_a100
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.probes.topology import count_nvlinks, link_degraded, nvlink_relations, read_topology
@@ -24,7 +24,7 @@ def expected(name: str) -> list[list[str]]:
 def test_dgx_a100_matrix(tmp_path: Path) -> None:
     endpoints, nodes = dgx_a100()
     root = build(str(tmp_path), endpoints, nodes)
-    probe = NvmlProbe(FakeNvml("dgx-a100"))
+    probe = NvmlProbe(FakeNvmlLibrary("dgx-a100").pynvml)
     topology = read_topology(root, *probe.topology_inputs())
     assert [list(r) for r in topology.links] == expected("dgx-a100.txt")
     assert [d.name for d in topology.devices][-4:] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
@@ -71,11 +71,11 @@ def test_gpu_hidden_from_sysfs_is_placed_nowhere(tmp_path: Path) -> None:
 
 
 def test_nvlink_counting_one_link_down() -> None:
-    fake = FakeNvml("dgx-a100")
-    fake.nvmlInit()
-    handles = [fake.nvmlDeviceGetHandleByIndex(i) for i in range(8)]
+    fake = FakeNvmlLibrary("dgx-a100")
+    fake.pynvml.nvmlInit()
+    handles = [fake.pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(8)]
     fake.set_link_down(2, 5)
-    links = [count_nvlinks(fake, h) for h in handles]
+    links = [count_nvlinks(fake.pynvml, h) for h in handles]
     assert links[0][0] == 12 and links[2][0] == 11
     pairs = nvlink_relations(links, [fake.profile.bus_id(i) for i in range(8)])
     assert pairs[(0, 1)] == 12 and pairs[(0, 2)] == 11 and pairs[(2, 0)] == 11
@@ -87,9 +87,9 @@ def test_direct_nvlink_between_two_cards() -> None:
 
 
 def test_no_nvlink_card_counts_zero() -> None:
-    fake = FakeNvml("rtx3090")
-    fake.nvmlInit()
-    assert count_nvlinks(fake, fake.nvmlDeviceGetHandleByIndex(0)) == (0, ())
+    nvml = FakeNvmlLibrary("rtx3090").pynvml
+    nvml.nvmlInit()
+    assert count_nvlinks(nvml, nvml.nvmlDeviceGetHandleByIndex(0)) == (0, ())
 
 
 def test_degraded_link_only_flagged_while_busy() -> None:
@@ -102,8 +102,8 @@ def test_degraded_link_only_flagged_while_busy() -> None:
 
 def test_idle_fake_gpu_drops_its_link_and_is_not_flagged() -> None:
     clock = [0.0]
-    fake = FakeNvml("rtx3090", clock=lambda: clock[0])
-    probe = NvmlProbe(fake, clock=lambda: clock[0])
+    fake = FakeNvmlLibrary("rtx3090", clock=lambda: clock[0])
+    probe = NvmlProbe(fake.pynvml, clock=lambda: clock[0])
     fake.set_load(0, 0.0)
     gpu = probe.read()[1][0]
     assert gpu.pcie.gen == 1 and not link_degraded(gpu.pcie.gen, gpu.pcie.width, gpu.pcie.max_gen,
@@ -184,9 +184,9 @@ def test_nvml_common_ancestor_cross_checks_and_fills_in_for_hidden_gpus(tmp_path
     eps = [Endpoint("0000:17:00.0", ("pci0000:00", "0000:00:01.0"), 0, "0-15", name="GPU0"),
            Endpoint("0000:65:00.0", ("pci0000:00", "0000:00:03.0"), 0, "0-15", name="GPU1")]
     root = build(str(tmp_path), eps, [("0-15", [10])])
-    fake = FakeNvml("ws-2x3090")
+    fake = FakeNvmlLibrary("ws-2x3090")
     fake.set_common_ancestor(0, 1, pynvml.NVML_TOPOLOGY_SYSTEM)
-    probe = NvmlProbe(fake)
+    probe = NvmlProbe(fake.pynvml)
     gpus = [("GPU0", "0000:17:00.0"), ("GPU1", "0000:65:00.0")]
     relations = probe.common_ancestors()
     assert relations == {(0, 1): "SYS", (1, 0): "SYS"}
@@ -197,4 +197,4 @@ def test_nvml_common_ancestor_cross_checks_and_fills_in_for_hidden_gpus(tmp_path
 
 
 def test_common_ancestor_unsupported_gives_nothing() -> None:
-    assert NvmlProbe(FakeNvml("dgx-a100")).common_ancestors() == {}
+    assert NvmlProbe(FakeNvmlLibrary("dgx-a100").pynvml).common_ancestors() == {}

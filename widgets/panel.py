@@ -20,14 +20,14 @@ class TextPanel(Widget):
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self._generation = 0
-        self._cache: tuple[tuple[int, int], list[Text]] | None = None
+        self._cache: tuple[tuple[int, int, bool], list[Text]] | None = None
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
 
     def lines(self, width: int) -> list[Text]:
         raise NotImplementedError
 
     def cached_lines(self, width: int) -> list[Text]:
-        key = (width, self._generation)
+        key = (width, self._generation, self.has_focus)  # has_focus turns true after on_focus has run
         if self._cache is None or self._cache[0] != key:
             self._cache = (key, [visible(line) for line in self.lines(width)])
         return self._cache[1]

@@ -1,0 +1,258 @@
+"""The simulated cards behind the fake library: what each holds at an instant, and how it moves.
+
+Load is a training job's rhythm, constant within each whole second (so every byte counter is an exact
+integral of its rate, whatever the pattern of reads). Counters are cumulative and wrap at their width, as
+the driver's do; field values carry the time their value was sampled. Everything is a pure function of
+(profile, seed, clock, what tests and scenarios changed), so a test can ask `truth()` what the probe should
+have reported.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from hwtop.demo.profiles import MIB, DemoProcess, DemoProfile, GpuModel
+
+EPOCH_S = 1_700_000_000.0  # the fake's wall clock at clock 0: field and sample timestamps are in µs since 1970
+
+# Clock event reasons (nvml.h nvmlClocksEventReason*)
+EVENT = {"idle": 0x1, "sw_power_cap": 0x4, "hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40}
+THROTTLING = EVENT["sw_power_cap"] | EVENT["hw_slowdown"] | EVENT["sw_thermal"] | EVENT["hw_thermal"]
+
+PCIE_RX_PER_LOAD = 0.6e9  # bytes/s of batches crossing PCIe at full load; TX is 30 % of it
+NVLINK_KIB_PER_LOAD = 45e6  # KiB/s over all of a GPU's NVLinks at full load (gradient all-reduce)
+
+
+@dataclass(slots=True)
+class GpuTruth:
+    """What the fake card holds right now, in the units NVML reports (mW, KiB, MHz, bytes)."""
+
+    util: int
+    mem_util: int
+    used: int
+    reserved: int
+    total: int
+    temperature: int
+    power_mw: int
+    power_limit_mw: int
+    sm_clock: int
+    mem_clock: int
+    fan: int
+    pstate: int
+    event_reasons: int
+    pcie_gen: int
+    pcie_width: int
+    pcie_tx_bytes: int  # cumulative, unwrapped
+    pcie_rx_bytes: int
+    nvlink_tx_kib: tuple[int, ...]  # per link, cumulative, unwrapped
+    nvlink_rx_kib: tuple[int, ...]
+    pcie_tx_rate: float  # bytes/s in this second
+    pcie_rx_rate: float
+    nvlink_tx_rate: float  # bytes/s over all links in this second
+    nvlink_rx_rate: float
+    ecc_corrected: int
+    ecc_uncorrected: int
+    sm_activity: float
+    sm_occupancy: float
+    tensor_activity: float
+    dram_bw_util: float
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What an nvmlDevice_t handle (an address the library handed out) points at: a GPU, or one MIG slice."""
+
+    gpu: int
+    mig_slot: int | None = None
+
+
+@dataclass(slots=True)
+class Counter:
+    """A cumulative counter: the exact integral of a rate that is constant within each whole second, kept as
+    one checkpoint that moves forward (or back, for a field value the driver sampled a moment ago)."""
+
+    at: float
+    value: float = 0.0
+
+    def value_at(self, to: float, rate_at: Callable[[float], float]) -> float:
+        while self.at < to:
+            end = min(math.floor(self.at) + 1.0, to)
+            self.value += rate_at(self.at) * (end - self.at)
+            self.at = end
+        while self.at > to:
+            start = max(math.ceil(self.at) - 1.0, to)
+            self.value -= rate_at(start) * (self.at - start)
+            self.at = start
+        return self.value
+
+
+@dataclass(slots=True)
+class Card:
+    """One simulated GPU and everything tests and scenarios can change about it."""
+
+    index: int
+    model: GpuModel
+    busy: bool
+    processes: list[DemoProcess]
+    mig: bool = False
+    ecc_enabled: bool = False
+    lost: bool = False
+    load_changes: list[tuple[float, float | None]] = field(default_factory=list)  # (from, forced load or None)
+    forced_reasons: int = 0
+    pcie_gen_override: int | None = None
+    pcie_width_override: int | None = None
+    links_down: set[int] = field(default_factory=set)
+    link_shares: tuple[float, ...] | None = None  # share of the NVLink traffic each link carries
+    ecc_corrected: int = 0
+    ecc_uncorrected: int = 0
+    ancestors: dict[int, int] = field(default_factory=dict)
+    field_lag_s: float = 0.0  # how old the driver's cached field values are when read
+    sample_quirks: set[str] = field(default_factory=set)  # per-process utilization quirks (library.py)
+    counters: dict[str, Counter] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=4096)
+def _training_load(seed: int, index: int, second: int) -> float:
+    """A training step rhythm: high utilization with a dip at each (simulated) eval or checkpoint."""
+    rng = random.Random(f"{seed}:{index}:{second}")
+    load = 0.86 + 0.08 * math.sin(second / 6.0 + index) + rng.uniform(-0.03, 0.03)
+    if second % 60 >= 57:
+        load = 0.15
+    return max(0.0, min(1.0, load))
+
+
+class World:
+    """All cards of a profile over the fake's clock."""
+
+    def __init__(self, profile: DemoProfile, seed: int) -> None:
+        self.profile = profile
+        self.seed = seed
+        model = profile.gpu
+        self.cards = [
+            Card(i, model, i in profile.busy_gpus, [p for p in profile.processes if p.gpu == i],
+                 mig=i in profile.mig_gpus, ecc_enabled=model.ecc and model.ecc_enabled)
+            for i in range(profile.gpu_count)
+        ]
+
+    # ----- load and rates -----
+
+    @staticmethod
+    def forced_load(card: Card, t: float) -> float | None:
+        """The load a test or scenario forced at time t (changes apply from the moment they are made)."""
+        for since, value in reversed(card.load_changes):
+            if since <= t:
+                return value
+        return None
+
+    def load(self, card: Card, t: float) -> float:
+        forced = self.forced_load(card, t)
+        if forced is not None:
+            return max(0.0, min(1.0, forced))
+        if not card.busy:
+            return 0.0
+        return _training_load(self.seed, card.index, math.floor(t))
+
+    def active_links(self, card: Card) -> list[int]:
+        return [link for link in range(card.model.nvlinks) if link not in card.links_down]
+
+    def link_share(self, card: Card, link: int) -> float:
+        active = self.active_links(card)
+        if link not in active:
+            return 0.0
+        if card.link_shares is not None:
+            return card.link_shares[link]
+        return 1.0 / len(active)
+
+    def rate(self, card: Card, name: str, t: float) -> float:
+        """Counter `name`'s rate at time t: pcie_tx/pcie_rx in bytes/s, nvl_txN/nvl_rxN in KiB/s (link N)."""
+        load = self.load(card, t)
+        if name == "pcie_rx":
+            return PCIE_RX_PER_LOAD * load
+        if name == "pcie_tx":
+            return 0.3 * PCIE_RX_PER_LOAD * load
+        return NVLINK_KIB_PER_LOAD * load * self.link_share(card, int(name[6:])) if load else 0.0
+
+    def counter(self, card: Card, name: str, t: float) -> int:
+        """The cumulative counter `name` at time t (pcie_tx/pcie_rx in bytes, nvl_txN/nvl_rxN in KiB), counted
+        from clock 0. (A link going down applies to the counters from the next reading on.)"""
+        counter = card.counters.get(name)
+        if counter is None:
+            counter = card.counters[name] = Counter(0.0)
+        return int(counter.value_at(max(t, 0.0), lambda at: self.rate(card, name, at)))
+
+    # ----- the whole state -----
+
+    def job_memory(self, card: Card) -> int:
+        return sum(p.used_memory_bytes or 0 for p in card.processes if "compute" in p.kind)
+
+    def truth(self, card: Card, t: float, counters: bool = True) -> GpuTruth:
+        """Everything the card holds at t; without `counters`, the cumulative counters read 0 (cheaper)."""
+        model = card.model
+        load = self.load(card, t)
+        rng = random.Random(f"{self.seed}:{card.index}:{math.floor(t)}")
+        util = round(100 * load)
+        ramp = min(1.0, t / 20.0)  # memory grows as the job allocates its first batches
+        working = card.busy or bool(self.forced_load(card, t))
+        used = int(min(model.memory_bytes - model.reserved_bytes,
+                       (self.job_memory(card) * ramp if working else 0) + 4 * MIB + (card.index * 3 % 7) * MIB))
+        power = model.idle_power_w + (model.power_limit_w - model.idle_power_w) * load * 0.93
+        power += rng.uniform(-2, 2) if load else 0
+        power = max(model.idle_power_w * 0.8, min(model.power_limit_w, power))
+        reasons = card.forced_reasons
+        if load == 0:
+            reasons |= EVENT["idle"]
+        if power >= model.power_limit_w * 0.98:
+            reasons |= EVENT["sw_power_cap"]
+        sm_clock = int(model.sm_max_mhz * (0.97 if load else 0.15))
+        if reasons & THROTTLING:
+            sm_clock = int(model.sm_max_mhz * 0.78)
+        # Idle cards drop their PCIe link to save power; busy ones train at their maximum.
+        gen = card.pcie_gen_override or (model.pcie_max_gen if load else 1)
+        width = card.pcie_width_override or model.pcie_max_width
+        links = range(model.nvlinks)
+
+        def total(name: str) -> int:
+            return self.counter(card, name, t) if counters else 0
+        return GpuTruth(
+            util=util,
+            mem_util=round(util * 0.55),
+            used=used,
+            reserved=model.reserved_bytes,
+            total=model.memory_bytes,
+            temperature=round(31 + 45 * load + card.index % 3),
+            power_mw=round(power * 1000),
+            power_limit_mw=round(model.power_limit_w * 1000),
+            sm_clock=sm_clock,
+            mem_clock=model.mem_max_mhz if load else int(model.mem_max_mhz * 0.1),
+            fan=round(30 + 50 * load) if model.has_fan else 0,
+            pstate=0 if load else model.idle_pstate,
+            event_reasons=reasons,
+            pcie_gen=gen,
+            pcie_width=width,
+            pcie_tx_bytes=total("pcie_tx"),
+            pcie_rx_bytes=total("pcie_rx"),
+            nvlink_tx_kib=tuple(total(f"nvl_tx{link}") for link in links),
+            nvlink_rx_kib=tuple(total(f"nvl_rx{link}") for link in links),
+            pcie_tx_rate=self.rate(card, "pcie_tx", t),
+            pcie_rx_rate=self.rate(card, "pcie_rx", t),
+            nvlink_tx_rate=NVLINK_KIB_PER_LOAD * load * 1024 if self.active_links(card) else 0.0,
+            nvlink_rx_rate=NVLINK_KIB_PER_LOAD * load * 1024 if self.active_links(card) else 0.0,
+            ecc_corrected=card.ecc_corrected if card.ecc_enabled else 0,
+            ecc_uncorrected=card.ecc_uncorrected if card.ecc_enabled else 0,
+            sm_activity=round(100 * load * 0.82, 2),
+            sm_occupancy=round(100 * load * 0.41, 2),
+            tensor_activity=round(100 * load * 0.37, 2),
+            dram_bw_util=round(100 * load * 0.48, 2),
+        )
+
+    def process_memory(self, card: Card, process: DemoProcess, t: float) -> int | None:
+        """What NVML lists as a process's memory: its share, never more than the card has in use."""
+        if process.used_memory_bytes is None:
+            return None
+        if "compute" in process.kind:
+            return min(process.used_memory_bytes, self.truth(card, t, counters=False).used)
+        return process.used_memory_bytes

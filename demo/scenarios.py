@@ -1,0 +1,102 @@
+"""Named situations a demo machine can be put in: `--demo dgx-a100:r470` is the DGX A100 profile on an R470
+driver. Each is what real fleets meet (an old driver, a flaky sensor, MIG toggled, ...) and a test drives the
+probe through it; the same names work for `hwtop`, `hwtop snapshot --json` and `hwtop record`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hwtop.demo.profiles import PROFILES, DemoProfile, get_profile
+
+if TYPE_CHECKING:
+    from hwtop.demo.nvml.library import FakeNvmlLibrary
+
+NVML_ERROR_UNKNOWN = 999
+MIG_PHASE_S = 1.0  # mig-toggle: off for a second, on for a second, off again, ...
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    description: str
+    driver_version: str | None = None  # None: the profile's
+    cuda_driver_version: int | None = None
+    setup: Callable[[FakeNvmlLibrary], None] | None = None
+
+
+def _fan_unknown(library: FakeNvmlLibrary) -> None:
+    library.fail("nvmlDeviceGetFanSpeed", NVML_ERROR_UNKNOWN, gpu=min(3, library.profile.gpu_count - 1))
+
+
+def _every_link_busy(library: FakeNvmlLibrary) -> None:
+    for index in range(library.profile.gpu_count):
+        library.set_load(index, 1.0)
+
+
+def _mig_toggle(library: FakeNvmlLibrary) -> None:
+    """GPU 0: MIG off, on, off, on, ... each for MIG_PHASE_S (for 60 phases)."""
+    for phase in range(1, 61):
+        library.at(phase * MIG_PHASE_S, lambda lib, on=phase % 2 == 1: lib.set_mig(0, on))
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("r470", "an R470 driver (470.256.02, CUDA 11.4): no _v3 process queries, no memory v2, no GPM",
+                 "470.256.02", 11040),
+        Scenario("r535", "an R535 driver (535.183.01, CUDA 12.2)", "535.183.01", 12020),
+        Scenario("r550", "an R550 driver (550.90.07, CUDA 12.4): no PCIe byte-counter fields", "550.90.07", 12040),
+        Scenario("r555", "an R555+ driver (560.35.03, CUDA 12.6): PCIe byte counters as field values",
+                 "560.35.03", 12060),
+        Scenario("fan-unknown", "GPU 3 (or the last) answers UNKNOWN for its fan, as passively cooled cards do",
+                 setup=_fan_unknown),
+        Scenario("nvlink-busy", "every GPU at full load, its NVLink traffic spread over all its links",
+                 setup=_every_link_busy),
+        Scenario("mig-toggle", f"GPU 0 switches MIG mode on and off every {MIG_PHASE_S:g} s",
+                 setup=_mig_toggle),
+    )
+}
+
+
+def split(spec: str) -> tuple[DemoProfile, Scenario | None]:
+    """`profile` or `profile:scenario`, resolved; KeyError naming the valid choices otherwise."""
+    name, _, scenario_name = spec.partition(":")
+    profile = get_profile(name)
+    if not scenario_name:
+        return profile, None
+    scenario = SCENARIOS.get(scenario_name)
+    if scenario is None:
+        raise KeyError(f"unknown demo scenario {scenario_name!r}; valid: {', '.join(SCENARIOS)}")
+    if scenario.driver_version is not None:
+        profile = dataclasses.replace(profile, driver_version=scenario.driver_version,
+                                      cuda_driver_version=scenario.cuda_driver_version or profile.cuda_driver_version)
+    return profile, scenario
+
+
+def is_demo(spec: str) -> bool:
+    try:
+        split(spec)
+    except KeyError:
+        return False
+    return True
+
+
+def profile_of(spec: str) -> DemoProfile:
+    return split(spec)[0]
+
+
+def base_name(spec: str) -> str:
+    return spec.partition(":")[0]
+
+
+def listing() -> list[str]:
+    """`--demo list`: the profiles, then the scenarios any of them can run."""
+    lines = [f"{name:<10} {profile.description}" for name, profile in PROFILES.items()]
+    lines.append("")
+    lines.append("scenarios (PROFILE:SCENARIO, e.g. dgx-a100:r470):")
+    lines += [f"  {name:<12} {scenario.description}" for name, scenario in SCENARIOS.items()]
+    return lines
