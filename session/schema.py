@@ -12,6 +12,7 @@ import math
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from hwtop.model.safe_text import printable
@@ -59,8 +60,8 @@ def shown(value: object) -> str:
 
 def parse(schema: type[T], table: object, key: str = "") -> T:
     """`table` (a parsed TOML table) as an instance of the dataclass `schema`; missing keys take their defaults."""
-    hints = get_type_hints(schema, include_extras=True)
-    fields = [f.name for f in dataclasses.fields(schema)]  # type: ignore[arg-type]
+    hints = _hints(schema)
+    fields = list(hints)
     if not isinstance(table, dict):
         raise ConfigError(f"{key} = {shown(table)}: expected {describe(schema)}")
     values = {}
@@ -70,6 +71,13 @@ def parse(schema: type[T], table: object, key: str = "") -> T:
             raise ConfigError(f"{printable(where)}: unknown key; known: {', '.join(fields)}")
         values[name] = _value(hints[name], value, where)
     return schema(**values)
+
+
+@cache
+def _hints(schema: type) -> dict[str, Any]:
+    """The fields of a schema dataclass and their resolved annotations, in declaration order."""
+    resolved = get_type_hints(schema, include_extras=True)
+    return {f.name: resolved[f.name] for f in dataclasses.fields(schema)}
 
 
 def describe(hint: Any) -> str:

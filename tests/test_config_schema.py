@@ -181,7 +181,7 @@ keys = st.sampled_from(["ui", "advice", "interval", "theme", "hide", "thresholds
 documents = st.recursive(toml_values, lambda inner: st.dictionaries(keys, inner, max_size=4), max_leaves=12)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.dictionaries(keys, documents, max_size=4))
 def test_any_document_is_read_or_refused_in_one_line(document):
     try:

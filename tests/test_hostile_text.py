@@ -409,7 +409,7 @@ def squeezed(text: str) -> str:
     return re.sub(r"\s", "", text)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(hostile_text, hostile_text)
 def test_any_text_in_a_row_renders_without_escape_or_action(command, user):
     """A process table row, through the cells PlainTable stores and Rich's rendering Textual uses for them."""
