@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import psutil
+
 from hwtop.model.snapshot import CoreLoad, CpuSnapshot
 from hwtop.probes.rates import counter_delta
 

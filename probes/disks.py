@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import psutil
+
 from hwtop.model.snapshot import DiskSnapshot
 from hwtop.probes.rates import RateMeter
 from hwtop.probes.sysfs import read_text

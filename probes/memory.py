@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import psutil
+
 from hwtop.model.snapshot import MemorySnapshot
 
 

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 import torch
+
 from hwtop.workload import job
 
 _emit, _train = job.emit, job.train
