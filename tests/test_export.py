@@ -83,16 +83,21 @@ class Exporter:
 
 
 class StaticExporter:
-    """The server alone: it serves one fixed frame (no sampler, no probe threads competing for the CPU)."""
+    """An exporter serving one fixed frame of a demo machine (GPUs read by the real probe from the fake NVML):
+    no sampler, so no probe threads compete for the CPU while a test measures the server."""
 
-    def __init__(self, **server: float) -> None:
-        frame = Frame(demo_snapshots("rtx3090", count=2)[-1])
-        self.server, self.stop, self.latest = make_exporter(lambda: frame, "127.0.0.1", 0, 3600.0, "test")
+    def __init__(self, profile: str = "rtx3090", hostname: str | None = None, **server: float) -> None:
+        frame = Frame(demo_snapshots(profile, count=2)[-1])
+        self.server, self.stop, self.latest = make_exporter(lambda: frame, "127.0.0.1", 0, 3600.0, "test",
+                                                            hostname=hostname)
         for name, value in server.items():
             setattr(self.server, name, value)
         self.port = self.server.server_port
         self.url = f"http://127.0.0.1:{self.port}/metrics"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        deadline = time.monotonic() + 10
+        while self.latest.frame is None and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def close(self) -> None:
         self.stop.set()
@@ -109,7 +114,14 @@ def exporter():
 
 @pytest.fixture
 def h200():
-    running = Exporter("h200", hostname="node-h200")
+    running = StaticExporter("h200", hostname="node-h200")
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="module")
+def dgx():
+    running = StaticExporter("dgx-a100")
     yield running
     running.close()
 
@@ -119,8 +131,8 @@ def scrape(url: str) -> str:
         return response.read().decode()
 
 
-def test_eight_gpus_with_dcgm_labels_in_dcgm_order(exporter):
-    text = scrape(exporter.url)
+def test_eight_gpus_with_dcgm_labels_in_dcgm_order(dgx):
+    text = scrape(dgx.url)
     families_ = {f.name: f for f in text_string_to_metric_families(text)}
     util = families_["DCGM_FI_DEV_GPU_UTIL"].samples
     assert len(util) == 8 and {s.labels["gpu"] for s in util} == {str(i) for i in range(8)}
@@ -216,12 +228,12 @@ def test_a_scrape_costs_no_nvml_call(exporter):
     assert sum(exporter.fake.calls.values()) == before
 
 
-def test_only_metrics_is_served(exporter):
+def test_only_metrics_is_served(dgx):
     for path in ("/", "/metrics/", "/favicon.ico", "/../etc/passwd", "/%6detrics/.."):
         with pytest.raises(urllib.error.HTTPError) as error:
-            urllib.request.urlopen(f"http://127.0.0.1:{exporter.port}{path}", timeout=5)
+            urllib.request.urlopen(f"http://127.0.0.1:{dgx.port}{path}", timeout=5)
         assert error.value.code == 404
-    request = urllib.request.Request(exporter.url, data=b"x=1", method="POST")
+    request = urllib.request.Request(dgx.url, data=b"x=1", method="POST")
     with pytest.raises(urllib.error.HTTPError) as error:
         urllib.request.urlopen(request, timeout=5)
     assert error.value.code == 404
@@ -236,12 +248,12 @@ def _raw(port: int, payload: bytes, timeout: float = 5.0) -> bytes:
         return b"".join(chunks)
 
 
-def test_keep_alive_head_and_garbage(exporter):
-    two = _raw(exporter.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+def test_keep_alive_head_and_garbage(dgx):
+    two = _raw(dgx.port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
                               b"HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
     assert two.count(b"HTTP/1.1 200 OK") == 2 and two.count(b"# TYPE DCGM_FI_DEV_GPU_UTIL gauge") == 1
-    assert _raw(exporter.port, b"\x16\x03\x01\x02\x00garbage\r\n\r\n").startswith(b"HTTP/1.1 400")
-    assert _raw(exporter.port, b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n") == b""  # head too long: closed
+    assert _raw(dgx.port, b"\x16\x03\x01\x02\x00garbage\r\n\r\n").startswith(b"HTTP/1.1 400")
+    assert _raw(dgx.port, b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n") == b""  # head too long: closed
 
 
 def test_a_silent_connection_is_closed_after_the_read_timeout():

@@ -22,7 +22,7 @@ from hwtop.fleet.scrape import parse
 from hwtop.fleet.sources import DirectSource, merge_same_host
 from hwtop.fleet.targets import exporter_url, merge, prometheus_url, selector_matchers
 from hwtop.tui.fleet_app import FleetApp, HostScreen
-from tests.test_export import Exporter, free_port
+from tests.test_export import StaticExporter, free_port
 
 GIB_MIB = 1024
 
@@ -56,7 +56,7 @@ class Silent:
 
 @pytest.fixture(scope="module")
 def two_exporters():
-    first, second = Exporter("dgx-a100", hostname="node-dgx"), Exporter("h200", hostname="node-h200")
+    first, second = StaticExporter("dgx-a100", hostname="node-dgx"), StaticExporter("h200", hostname="node-h200")
     yield first, second
     first.close()
     second.close()

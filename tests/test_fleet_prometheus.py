@@ -23,7 +23,7 @@ from hwtop.fleet.model import totals, worst_first
 from hwtop.fleet.sources import PrometheusSource
 from hwtop.tui.fleet_app import FleetApp
 from tests.prometheus_rig import PROMETHEUS, HwtopFleet
-from tests.test_export import Exporter, scrape
+from tests.test_export import StaticExporter, scrape
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -244,7 +244,7 @@ def exporter_samples(text: str, port: int) -> list[tuple[str, dict[str, str]]]:
 
 
 def test_every_panel_of_nvidias_dcgm_dashboard_gets_a_series_from_hwtop_on_a_gpm_demo():
-    running = Exporter("h100-pcie", hostname="node-h100")
+    running = StaticExporter("h100-pcie", hostname="node-h100")
     try:
         samples = exporter_samples(scrape(running.url), running.port)
     finally:
@@ -266,7 +266,7 @@ EMPTY_ON_THE_DEMO = {"Job: training steps per second", "Job: share of each step 
 def test_our_dashboard_reads_only_series_the_exporter_writes():
     from hwtop.exporter.metrics import DCGM_FIELDS
 
-    running = Exporter("h200", hostname="node-h200")
+    running = StaticExporter("h200", hostname="node-h200")
     try:
         text = scrape(running.url)
         samples = exporter_samples(text, running.port)
