@@ -80,15 +80,15 @@ async def test_duplicate_closed_and_silent_endpoints_keep_the_screen_live_and_q_
             while time.monotonic() < deadline:
                 await pilot.pause(0.1)
                 rows = _rows(app)
-                if len(rows) == 4 and sum(r[2] == "up" for r in rows) == 2 and any("no answer" in r[2] for r in rows):
+                if len(rows) == 4 and sum(r[1] == "up" for r in rows) == 2 and any("no answer" in r[1] for r in rows):
                     break
             rows = _rows(app)
             # worst first: the two hosts that do not answer, then the live ones by name
             assert [r[0] for r in rows[2:]] == ["node-dgx", "node-h200"], rows
-            statuses = {r[1]: r[2] for r in rows}
-            assert statuses[f"http://127.0.0.1:{silent.port}/metrics"] == "no answer within 1 s"
-            assert statuses[f"http://{closed}/metrics"] == "unreachable: Connection refused"
-            assert [r[3] for r in rows[2:]] == ["8", "1"]
+            statuses = {r[8]: r[1] for r in rows}
+            assert statuses[f"127.0.0.1:{silent.port}"] == "no answer within 1 s"
+            assert statuses[closed] == "unreachable: Connection refused"
+            assert [r[2] for r in rows[2:]] == ["8", "1"]
             title = str(app.title_bar.render())
             used = sum(g.fb_used_mib or 0 for v in app.views for g in v.gpus.values())
             # each GPU once, used of FB_TOTAL: 8 x 80 GiB + 141 GiB (used + free alone would miss the reserve)
@@ -265,7 +265,7 @@ async def test_text_from_outside_is_literal():
         await pilot.pause()
         row = app.table.get_row_at(0)
         assert row[0].plain == "[@click=app.quit]evil␛]0;pwn␇"
-        assert row[1].plain == "http://h:1/[red]" and "[/x]rule" in row[8].plain
+        assert row[8].plain == "http://h:1/[red]" and "[/x]rule" in row[7].plain
         assert not any("@click" in str(span.style) for cell in row for span in getattr(cell, "spans", []))
         assert "[b]desc[/b]" in str(app.title_bar.render()) and "[/b]" in str(app.title_bar.render())
         await pilot.press("q")

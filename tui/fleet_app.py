@@ -109,6 +109,13 @@ class HostScreen(Screen[None]):
                                plain(finding.scope, "", 2 * LABEL_WIDTH), Text(""), Text(""), Text(""), Text(""))
 
 
+def short_address(address: str) -> str:
+    """http://node7:9400/metrics → node7:9400: the scheme and path only when they are not the usual ones."""
+    if address.startswith("http://") and address.endswith("/metrics"):
+        return address[len("http://"):-len("/metrics")]
+    return address
+
+
 def row_key(view: HostView) -> str:
     return f"{view.name}\x00{view.address}"
 
@@ -140,8 +147,8 @@ class FleetApp(GuardedApp[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.table.add_columns("HOST", "ADDRESS", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU",
-                               "TOP FINDING")
+        self.table.add_columns("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING",
+                               "ADDRESS")
         self.tick()
         self.set_interval(self.refresh_s, self.tick)
 
@@ -177,20 +184,21 @@ class FleetApp(GuardedApp[None]):
                 self.screen.show(view)
 
     def _fill_table(self) -> None:
+        """Columns in order of use, so a narrow terminal keeps the finding and loses the address first."""
         selected = self._selected_key()
         self.table.clear()
         for view in self.views:
-            name, address = plain(view.name, "bold", LABEL_WIDTH), plain(view.address, "", LABEL_WIDTH)
-            status = _status(view)
+            name, status = plain(view.name, "bold", LABEL_WIDTH), _status(view)
+            address = plain(short_address(view.address), "dim", LABEL_WIDTH)
             if not view.up:  # nothing measured now: blank, not N/A
-                self.table.add_row(name, address, status, *(Text("") for _ in range(6)), key=row_key(view))
+                self.table.add_row(name, status, *(Text("") for _ in range(6)), address, key=row_key(view))
                 continue
             memory = view.memory
             self.table.add_row(
-                name, address, status, Text(str(len(view.gpus))), _num(view.util_mean, "{:.0f}%"),
+                name, status, Text(str(len(view.gpus))), _num(view.util_mean, "{:.0f}%"),
                 sparkline(view.trend, 12) if view.trend else Text(""),
                 Text("N/A", style="dim") if memory is None else _gib(*memory),
-                _num(view.cpu_busy, "{:.0f}%"), _finding(view), key=row_key(view))
+                _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, key=row_key(view))
         keys = [row_key(v) for v in self.views]
         if selected in keys:
             self.table.move_cursor(row=keys.index(selected))
