@@ -4,6 +4,8 @@ recording. Nothing listens unless this command runs, and then on 127.0.0.1 unles
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import os
 import signal
 import sys
 
@@ -27,6 +29,26 @@ def listen_address(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", number
 
 
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1 and `localhost`; a name that might resolve elsewhere is not."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(host: str, port: int) -> str | None:
+    """The line printed when the exporter listens beyond this machine."""
+    if is_loopback(host):
+        return None
+    shown = f"[{host}]" if ":" in host else host
+    return (f"hwtop: warning: listening on {shown}:{port}, beyond this machine, with no authentication: anyone "
+            "who can reach the port reads this host's metrics (its name, GPUs, job throughput and advice findings); "
+            "keep 127.0.0.1 or firewall the port to your Prometheus server")
+
+
 def add_parser(commands, add_source_options) -> None:  # noqa: ANN001
     export = commands.add_parser(
         "export", help="serve Prometheus metrics (dcgm-exporter names for GPUs) on 127.0.0.1:9400",
@@ -37,11 +59,10 @@ def add_parser(commands, add_source_options) -> None:  # noqa: ANN001
                         metavar="HOST:PORT", help=f"address to bind (default {DEFAULT_LISTEN}; 0.0.0.0:PORT exposes "
                                                   "it to the network)")
     export.add_argument("--replay", metavar="FILE", help="serve a recording as it plays instead of this machine")
+    export.add_argument("--hostname", metavar="NAME", default=None,
+                        help="the Hostname label (default: $NODE_NAME if set, else this machine's name, as "
+                             "dcgm-exporter does)")
     add_source_options(export, "seconds between samples (default 1)", sub=True)
-
-
-def _stop(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def export_command(args: argparse.Namespace, make_sampler, thresholds: Thresholds) -> int:  # noqa: ANN001
@@ -59,13 +80,18 @@ def export_command(args: argparse.Namespace, make_sampler, thresholds: Threshold
     session = Session(source, thresholds)
     host, port = args.listen
     try:
-        server, stop, _latest = make_exporter(session.tick, host, port, args.interval, hwtop_version())
+        server, stop, _latest = make_exporter(session.tick, host, port, args.interval, hwtop_version(),
+                                              hostname=args.hostname or os.environ.get("NODE_NAME") or None)
     except OSError as error:
         session.close()
         print(f"hwtop: error: cannot listen on {host}:{port}: {error.strerror or error}", file=sys.stderr)
         return 2
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _stop)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    for sig in previous:  # end as ctrl-c does, connections closed, exit 0
+        signal.signal(sig, lambda _signum, _frame: server.stop_soon())
+    warning = exposure_warning(host, server.server_port)
+    if warning:
+        print(warning, file=sys.stderr, flush=True)
     shown = f"[{host}]" if ":" in host else host
     print(f"serving http://{shown}:{server.server_port}/metrics (ctrl-c stops)", file=sys.stderr, flush=True)
     try:
@@ -73,6 +99,8 @@ def export_command(args: argparse.Namespace, make_sampler, thresholds: Threshold
     except KeyboardInterrupt:
         pass
     finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         stop.set()
         server.server_close()
         session.close()

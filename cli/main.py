@@ -141,12 +141,19 @@ def build_parser() -> argparse.ArgumentParser:
     from hwtop.cli.report import add_parser as add_report_parser
 
     add_export_parser(commands, _add_source_options)
-    fleet = commands.add_parser("fleet", help="one row per host from their hwtop (or dcgm) exporters",
-                                description="Read the exporters at URL... (host:port or http://host:port/metrics; "
-                                            "hwtop export or NVIDIA's dcgm-exporter) every --interval and show one "
-                                            "row per host; enter opens its GPUs. Unreachable hosts are retried.")
+    fleet = commands.add_parser(
+        "fleet", help="one row per host, worst first, from their exporters or from Prometheus",
+        description="Read the exporters at URL... (host:port or http://host:port/metrics; hwtop export or NVIDIA's "
+                    "dcgm-exporter), or a Prometheus server (--prometheus) that scrapes them (dcgm-exporter and "
+                    "node-exporter series work too), every --interval; one row per host, worst first; enter opens "
+                    "its GPUs. A host that does not answer within --timeout is shown as such and retried.")
     fleet.add_argument("urls", nargs="*", metavar="URL")
     fleet.add_argument("--file", metavar="FILE", help="more URLs, one per line (# comments)")
+    fleet.add_argument("--prometheus", metavar="URL", help="read the fleet from this Prometheus server's HTTP API")
+    fleet.add_argument("--selector", metavar="{LABEL=\"VALUE\",...}", default="",
+                       help="with --prometheus: only series matching these label matchers, e.g. '{job=\"train\"}'")
+    fleet.add_argument("--timeout", type=interval_seconds, default=3.0, metavar="SECONDS",
+                       help="deadline of each request (default 3)")
     _add_source_options(fleet, "seconds between rounds (default 1)", sub=True)
 
     add_report_parser(commands, _add_source_options)
@@ -314,28 +321,44 @@ def run_command(argv: list[str]) -> int:
 
 
 def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from hwtop.fleet.scrape import metrics_url
+    from hwtop.fleet.sources import DirectSource, FleetSource, PrometheusSource
+    from hwtop.fleet.targets import merge, prometheus_url, selector_matchers
 
     targets = list(args.urls)
     if args.file:
         try:
             with open(args.file, encoding="utf-8") as handle:
                 targets += [line.split("#")[0].strip() for line in handle if line.split("#")[0].strip()]
-        except OSError as error:
-            parser.error(f"cannot read {args.file}: {error.strerror}")
-    if not targets:
-        parser.error("fleet needs at least one exporter URL (or --file)")
-    for target in targets:
-        try:
-            metrics_url(target)
-        except ValueError as error:
-            parser.error(str(error))
+        except (OSError, UnicodeDecodeError) as error:
+            parser.error(f"cannot read {args.file}: {getattr(error, 'strerror', None) or error}")
+    interval = max(args.interval, 1.0)
+    source: FleetSource
+    try:
+        if args.prometheus is not None:
+            if targets:
+                parser.error("give exporter URLs or --prometheus, not both")
+            source = PrometheusSource(prometheus_url(args.prometheus), selector_matchers(args.selector or "{}"),
+                                      interval=interval, timeout=args.timeout)
+        else:
+            if args.selector:
+                parser.error("--selector needs --prometheus URL")
+            if not targets:
+                parser.error("fleet needs at least one exporter URL (or --file, or --prometheus URL)")
+            merged = merge(targets)
+            for warning in merged.warnings:
+                print(f"hwtop: warning: {warning}", file=sys.stderr)
+            source = DirectSource(list(merged.urls), interval=interval, timeout=args.timeout,
+                                  warnings=list(merged.warnings))
+    except ValueError as error:
+        parser.error(str(error))
     from hwtop.tui.fleet_app import FleetApp
 
     try:
-        FleetApp(targets, interval=max(args.interval, 1.0)).run()
+        FleetApp(source).run()
     except KeyboardInterrupt:
         pass
+    finally:
+        source.close()
     return 0
 
 

@@ -1,1 +1,2 @@
-"""`hwtop fleet`: many boxes at once, read from their hwtop exporters (or NVIDIA's dcgm-exporters)."""
+"""`hwtop fleet`: many boxes at once, read from their exporters (hwtop or NVIDIA's dcgm-exporter) or from a
+Prometheus server that scrapes them."""

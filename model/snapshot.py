@@ -128,6 +128,12 @@ class GpmMetrics:
     sm_occupancy_percent: float | None
     tensor_activity_percent: float | None
     dram_bw_util_percent: float | None
+    # Further GPM ratios that dcgm-exporter publishes (DCGM_FI_PROF_GR_ENGINE_ACTIVE, _PIPE_FP64/32/16_ACTIVE);
+    # None until the probe reads them.
+    graphics_activity_percent: float | None = None
+    fp64_activity_percent: float | None = None
+    fp32_activity_percent: float | None = None
+    fp16_activity_percent: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +196,11 @@ class GpuSnapshot:
     gpm_status: str | None = None
     processes: tuple[GpuProcess, ...] = ()
     process_pids_status: str | None = None  # why per-process data is partial, e.g. container pid namespace
+    # Counters dcgm-exporter publishes (DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION, _XID_ERRORS, _PCIE_REPLAY_COUNTER);
+    # None until the probe reads them.
+    energy_mj: int | None = None  # energy since the driver loaded, millijoules
+    xid_last: int | None = None  # the last XID error reported (0: none since the driver loaded)
+    pcie_replays: int | None = None  # PCIe replays since the driver loaded
 
 
 @dataclass(frozen=True, slots=True)

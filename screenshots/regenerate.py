@@ -104,6 +104,8 @@ async def capture_fleet(name: str, size: tuple[int, int]) -> str:
     import threading
 
     from hwtop.exporter.server import make_exporter
+    from hwtop.fleet.sources import DirectSource
+    from hwtop.fleet.targets import exporter_url
     from hwtop.session.session import Session
     from hwtop.tui.fleet_app import FleetApp
 
@@ -115,10 +117,11 @@ async def capture_fleet(name: str, size: tuple[int, int]) -> str:
         servers.append((server, stop, sampler))
     await asyncio.sleep(1.5)
     targets = [f"127.0.0.1:{server.server_port}" for server, _, _ in servers] + ["127.0.0.1:9"]
-    app = FleetApp(targets, interval=1.0, timeout=1.0)
+    app = FleetApp(DirectSource([exporter_url(t) for t in targets], interval=1.0, timeout=1.0))
     try:
         async with app.run_test(size=size) as pilot:
-            await app.first_round.wait()
+            while any(v.error == "waiting for the first answer" for v in app.views) or not app.views:
+                await pilot.pause(0.1)
             await pilot.pause(0.3)
             return app.save_screenshot(filename=f"{name}.svg", path=HERE)
     finally:

@@ -1,12 +1,10 @@
-"""`hwtop fleet`: one row per host read from its exporter, refreshed every interval; enter (or a click) opens a
-host's GPUs. A host that does not answer stays in the list, marked unreachable, and is retried each round.
-Everything an exporter says (hostname, GPU model, finding labels, its errors) is shown as data: the tables are
-PlainTables and the title bars are built with `data`."""
+"""`hwtop fleet`: one row per host, worst first, read from exporters or from Prometheus; enter (or a click) opens
+a host's GPUs and findings. A timer asks the source for what has arrived, four times a second; the source never
+blocks, so a slow or dead endpoint is a row that says so and `q` quits at once. Everything an exporter or
+Prometheus says (hostnames, GPU models, finding labels, errors) is shown as data: the tables are PlainTables,
+the rest is built with `data`, and long labels are cut so the columns after them stay on screen."""
 
 from __future__ import annotations
-
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -14,34 +12,64 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from hwtop.fleet.scrape import HostView, fetch
+from hwtop.fleet.model import HostView, totals, worst_first
+from hwtop.fleet.sources import FleetSource
 from hwtop.tui.guarded_app import GuardedApp
+from hwtop.widgets.format import sparkline
 from hwtop.widgets.plain_table import PlainTable
 from hwtop.widgets.safe_text import data
 
 SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "cyan"}
+STATUS_WIDTH = 36  # of the status cell: the host screen shows all of it
+LABEL_WIDTH = 40  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
 
 
-LABEL_CHARS = 48  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
+def plain(value: object, style: str = "", width: int | None = None) -> Text:
+    """Someone else's text, literal (safe_text.data), cut to `width` characters with an ellipsis."""
+    text = "" if value is None else str(value)
+    if width is not None and len(text) > width:
+        text = text[: width - 1] + "…"
+    return data(text, style)
 
 
-def _label(text: str | None, chars: int = LABEL_CHARS) -> str:
-    text = text or ""
-    return text if len(text) <= chars else text[: chars - 1] + "…"
+def _num(value: float | None, fmt: str = "{:.0f}") -> Text:
+    return Text("N/A", style="dim") if value is None else Text(fmt.format(value))
 
 
-def _num(value: float | None, fmt: str = "{:.0f}") -> str:
-    return "N/A" if value is None else fmt.format(value)
+def _gib(used: float, total: float) -> Text:
+    return Text(f"{used / 1024:,.0f}/{total / 1024:,.0f} GiB")
+
+
+def _finding(view: HostView) -> Text:
+    if not view.up:
+        return Text("")
+    if not view.hwtop:
+        return Text("N/A (dcgm-exporter)", style="dim")
+    top = view.top_finding
+    if top is None:
+        return Text("no problems seen", style="green")
+    more = f" (+{len(view.findings) - 1})" if len(view.findings) > 1 else ""
+    return plain(f"{top.severity.upper()} {top.rule}" + (f" · {top.scope}" if top.scope else "") + more,
+                 SEVERITY_STYLE.get(top.severity, ""), 2 * LABEL_WIDTH)
+
+
+def _status(view: HostView) -> Text:
+    """Short, so the columns after it stay on screen; the host screen shows all of it."""
+    if view.error:
+        return plain(view.error, "bold red", STATUS_WIDTH)
+    if view.notes:
+        return plain("up · " + "; ".join(view.notes), "yellow", STATUS_WIDTH)
+    return Text("up", style="green")
 
 
 class HostScreen(Screen[None]):
-    """One host's GPUs, live while it is open."""
+    """One host's GPUs and findings, live while it is open."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, key: str) -> None:
         super().__init__()
-        self.target = target
+        self.key = key
         self.title_bar = Static(id="host-title")
         self.table = PlainTable(id="host-gpus", cursor_type="row")
         self.view: HostView | None = None
@@ -53,7 +81,7 @@ class HostScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.table.add_columns("GPU", "MODEL", "UTIL", "MEMORY", "TEMP", "POWER")
+        self.table.add_columns("GPU", "MODEL", "UTIL", "TENSOR", "MEMORY", "TEMP", "POWER")
         self.ready = True
         if self.view is not None:
             self.show(self.view)
@@ -62,103 +90,141 @@ class HostScreen(Screen[None]):
         self.view = view
         if not self.ready:
             return  # on_mount shows it
-        name = _label(view.hostname or view.url)
-        self.title_bar.update(Text.assemble(data(f" {name} ", "bold reverse"), data(f"  {view.url}"),
-                                            data(f"  {view.error}" if view.error else "", "bold red")))
+        self.title_bar.update(Text.assemble(plain(f" {view.name} ", "bold reverse", LABEL_WIDTH),
+                                            plain(f"  {view.address}", "", 2 * LABEL_WIDTH),
+                                            plain(f"  {view.error}" if view.error else "", "bold red"),
+                                            plain("".join(f"  · {note}" for note in view.notes), "yellow")))
         self.table.clear()
         for row in view.gpus.values():
-            memory = "N/A" if row.fb_used_mib is None or row.fb_free_mib is None else \
-                f"{row.fb_used_mib / 1024:.1f}/{(row.fb_used_mib + row.fb_free_mib) / 1024:.0f} GiB"
-            self.table.add_row(_label(row.index), _label(row.model), _num(row.util, "{:.0f}%"), memory,
-                               _num(row.temperature, "{:.0f}°C"), _num(row.power, "{:.0f} W"))
-        for severity, rule, scope in view.findings:
-            self.table.add_row("", data(_label(f"{severity.upper()} {rule}"), SEVERITY_STYLE.get(severity, "")),
-                               _label(scope, 2 * LABEL_CHARS), "", "", "")
+            total = row.memory_total_mib
+            memory = Text("N/A", style="dim") if row.fb_used_mib is None or total is None else \
+                Text(f"{row.fb_used_mib / 1024:.1f}/{total / 1024:.0f} GiB")
+            tensor = None if row.tensor_active is None else row.tensor_active * 100
+            self.table.add_row(plain(row.index, "", 8), plain(row.model, "", LABEL_WIDTH), _num(row.util, "{:.0f}%"),
+                               _num(tensor, "{:.0f}%"), memory, _num(row.temperature, "{:.0f}°C"),
+                               _num(row.power, "{:.0f} W"))
+        for finding in view.findings:
+            self.table.add_row(Text(""), plain(f"{finding.severity.upper()} {finding.rule}",
+                                               SEVERITY_STYLE.get(finding.severity, ""), LABEL_WIDTH),
+                               plain(finding.scope, "", 2 * LABEL_WIDTH), Text(""), Text(""), Text(""), Text(""))
+
+
+def short_address(address: str) -> str:
+    """http://node7:9400/metrics → node7:9400: the scheme and path only when they are not the usual ones."""
+    if address.startswith("http://") and address.endswith("/metrics"):
+        return address[len("http://"):-len("/metrics")]
+    return address
+
+
+def row_key(view: HostView) -> str:
+    return f"{view.name}\x00{view.address}"
 
 
 class FleetApp(GuardedApp[None]):
     TITLE = "hwtop fleet"
     CSS = """
     #fleet-title, #host-title { height: 1; background: $panel; }
+    #fleet-warnings { height: auto; max-height: 3; color: $warning; }
     DataTable { height: 1fr; }
     """
     BINDINGS = [Binding("q", "quit", "Quit"), Binding("enter", "open_host", "GPUs of the host")]
 
-    def __init__(self, targets: list[str], interval: float = 2.0, timeout: float = 2.0) -> None:
+    def __init__(self, source: FleetSource, refresh_s: float = 0.25) -> None:
         super().__init__()
-        self.targets = targets
-        self.interval = interval
-        self.timeout = timeout
-        self.views: dict[str, HostView] = {}
-        self.rounds = 0
-        self.first_round = asyncio.Event()
+        self.source = source
+        self.refresh_s = refresh_s
+        self.views: list[HostView] = []
+        self.redraws = 0
         self.title_bar = Static(id="fleet-title")
+        self.warning_bar = Static(id="fleet-warnings")
         self.table = PlainTable(id="hosts", cursor_type="row")
-        self._pool = ThreadPoolExecutor(max_workers=min(16, max(1, len(targets))), thread_name_prefix="hwtop-fleet")
+        self._warned = 0
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
+        yield self.warning_bar
         yield self.table
         yield Footer()
 
     def on_mount(self) -> None:
-        self.table.add_columns("HOST", "ADDRESS", "STATUS", "GPUS", "UTIL", "GPU MEMORY", "TOP FINDING")
-        self.run_worker(self._poll(), name="fleet", exclusive=True)
+        self.table.add_columns("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING",
+                               "ADDRESS")
+        self.tick()
+        self.set_interval(self.refresh_s, self.tick)
 
-    def _round(self) -> dict[str, HostView]:
-        return dict(zip(self.targets, self._pool.map(lambda t: fetch(t, self.timeout), self.targets), strict=True))
-
-    async def _poll(self) -> None:
-        while True:
-            self.views = await asyncio.to_thread(self._round)
-            self.rounds += 1
+    def tick(self) -> None:
+        """Never waits on the network: the source only hands over what has already arrived."""
+        if self.source.poll() or self.redraws == 0:
             self.show()
-            self.first_round.set()
-            await asyncio.sleep(self.interval)
 
     def show(self) -> None:
-        up = sum(1 for v in self.views.values() if v.error is None)
-        gpus = sum(len(v.gpus) for v in self.views.values())
-        self.title_bar.update(Text.assemble((" hwtop fleet ", "bold reverse"),
-                                            f"  {up}/{len(self.targets)} hosts answering · {gpus} GPUs · "
-                                            f"every {self.interval:g}s"))
-        cursor = self.table.cursor_row
+        self.views = worst_first(self.source.hosts())
+        self.redraws += 1
+        fleet = totals(self.views)
+        title = Text.assemble((" hwtop fleet ", "bold reverse"), "  ", plain(self.source.description),
+                              f"  {fleet.answering}/{fleet.hosts} hosts answering · {fleet.gpus} GPUs")
+        if fleet.total_mib:
+            title.append(f" · GPU memory {fleet.used_mib / 1024:,.0f}/{fleet.total_mib / 1024:,.0f} GiB")
+        if fleet.util_mean is not None:
+            title.append(f" · util {fleet.util_mean:.0f}%")
+        title.append(f" · every {self.source.interval:g}s")
+        problem = self.source.problem()
+        if problem:
+            title.append_text(plain(f"  ⚠ {problem}", "bold red"))
+        self.title_bar.update(title)
+        warnings = self.source.warnings
+        for warning in warnings[self._warned:]:
+            self.notify(warning, severity="warning", timeout=8)
+        self._warned = len(warnings)
+        self.warning_bar.update(Text("\n").join(plain(f"⚠ {w}", "", 4 * LABEL_WIDTH) for w in warnings[-3:]))
+        self._fill_table()
+        if isinstance(self.screen, HostScreen):
+            view = self._view(self.screen.key)
+            if view is not None:
+                self.screen.show(view)
+
+    def _fill_table(self) -> None:
+        """Columns in order of use, so a narrow terminal keeps the finding and loses the address first."""
+        selected = self._selected_key()
         self.table.clear()
-        for target in self.targets:
-            view = self.views.get(target)
-            if view is None:
-                continue
-            if view.error:
-                status = data(f"{_label(view.error, 2 * LABEL_CHARS)} (retrying)", "bold red")
-                self.table.add_row("?", target, status, "", "", "", "", key=target)
+        for view in self.views:
+            name, status = plain(view.name, "bold", LABEL_WIDTH), _status(view)
+            address = plain(short_address(view.address), "dim", LABEL_WIDTH)
+            if not view.up:  # nothing measured now: blank, not N/A
+                self.table.add_row(name, status, *(Text("") for _ in range(6)), address, key=row_key(view))
                 continue
             memory = view.memory
-            top = view.top_finding
-            finding = Text("N/A (dcgm-exporter)", style="dim") if not view.hwtop else \
-                Text("no problems seen", style="green") if top is None else \
-                data(_label(f"{top[0].upper()} {top[1]}" + (f" · {top[2]}" if top[2] else ""), 2 * LABEL_CHARS),
-                     SEVERITY_STYLE.get(top[0], ""))
-            self.table.add_row(_label(view.hostname) or "?", _label(target), Text("up", style="green"),
-                               str(len(view.gpus)), _num(view.util_mean, "{:.0f}%"),
-                               "N/A" if memory is None else f"{memory[0] / 1024:.0f}/{memory[1] / 1024:.0f} GiB",
-                               finding, key=target)
-        if self.targets:
-            self.table.move_cursor(row=min(cursor, len(self.targets) - 1))
-        if isinstance(self.screen, HostScreen) and self.screen.target in self.views:
-            self.screen.show(self.views[self.screen.target])
+            self.table.add_row(
+                name, status, Text(str(len(view.gpus))), _num(view.util_mean, "{:.0f}%"),
+                sparkline(view.trend, 12) if view.trend else Text(""),
+                Text("N/A", style="dim") if memory is None else _gib(*memory),
+                _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, key=row_key(view))
+        keys = [row_key(v) for v in self.views]
+        if selected in keys:
+            self.table.move_cursor(row=keys.index(selected))
+
+    def _selected_key(self) -> str | None:
+        if not self.views or self.table.row_count == 0:
+            return None
+        row = min(self.table.cursor_row, len(self.views) - 1)
+        return row_key(self.views[row]) if row >= 0 else None
+
+    def _view(self, key: str) -> HostView | None:
+        return next((v for v in self.views if row_key(v) == key), None)
 
     def action_open_host(self) -> None:
-        if not self.targets or isinstance(self.screen, HostScreen):
+        key = self._selected_key()
+        if key is None or isinstance(self.screen, HostScreen):
             return
-        target = self.targets[min(self.table.cursor_row, len(self.targets) - 1)]
-        screen = HostScreen(target)
+        screen = HostScreen(key)
         self.push_screen(screen)
-        if target in self.views:
-            screen.show(self.views[target])
+        view = self._view(key)
+        if view is not None:
+            screen.show(view)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table is self.table:
             self.action_open_host()
 
     def on_unmount(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self.source.close()

@@ -1,0 +1,278 @@
+"""The fleet through Prometheus' HTTP API: which queries are asked, and how their JSON answers become host rows.
+
+One instant query fetches every series the table needs (dcgm-exporter's GPU fields and hwtop's findings);
+`up` says which targets are down; node-exporter's CPU and `node_uname_info` fill the CPU column on hosts that run
+a plain dcgm-exporter; one range query gives each host's utilisation sparkline. A host is its `Hostname` label
+(dcgm-exporter's and hwtop's), else the host part of `instance`. Answers are untrusted: sizes are capped, shapes
+checked, and anything unexpected is a FetchError with one line."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from urllib.parse import urlencode, urlsplit
+
+from hwtop.fleet.http import FetchError
+from hwtop.fleet.model import FindingRow, HostView
+from hwtop.fleet.scrape import GPU_FIELDS, add_gpu_sample, gpu_key, host_of
+
+MAX_BYTES = 64 << 20
+TABLE_METRICS = (*GPU_FIELDS, "hwtop_finding", "hwtop_cpu_busy_percent", "hwtop_info")
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    key: str  # table | up | node_cpu | uname | trend | targets
+    path: str  # under the server's base URL
+    params: tuple[tuple[str, str], ...] = ()
+
+    def url(self, base: str) -> str:
+        return f"{base}{self.path}" + (f"?{urlencode(self.params)}" if self.params else "")
+
+    @property
+    def promql(self) -> str:
+        return dict(self.params).get("query", "")
+
+
+def _select(name: str, matchers: str, *extra: str) -> str:
+    inner = ", ".join(m for m in (*extra, matchers) if m)
+    return f"{name}{{{inner}}}" if inner else name
+
+
+def queries(matchers: str, end: float, window_s: float = 600.0, points: int = 30,
+            with_targets: bool = False) -> list[Query]:
+    """`matchers` is the inside of the user's selector (`job="train"`), added to every series selected."""
+    names = "|".join(TABLE_METRICS)
+    step = max(1.0, window_s / points)
+    out = [
+        Query("table", "/api/v1/query", (("query", _select("", matchers, f'__name__=~"{names}"')),)),
+        Query("up", "/api/v1/query", (("query", _select("up", matchers)),)),
+        Query("node_cpu", "/api/v1/query", (("query", "100 * (1 - avg by (instance, job) (rate("
+                                             + _select("node_cpu_seconds_total", matchers, 'mode="idle"')
+                                             + "[2m])))"),)),
+        Query("uname", "/api/v1/query", (("query", _select("node_uname_info", matchers)),)),
+        Query("trend", "/api/v1/query_range",
+              (("query", "avg by (Hostname, hostname, instance, job) ("
+                + _select("DCGM_FI_DEV_GPU_UTIL", matchers) + ")"),
+               ("start", f"{end - window_s:.3f}"), ("end", f"{end:.3f}"), ("step", f"{step:g}"))),
+    ]
+    if with_targets:
+        out.append(Query("targets", "/api/v1/targets", (("state", "active"),)))
+    return out
+
+
+def _data(body: bytes) -> object:
+    try:
+        answer = json.loads(body)
+    except (ValueError, RecursionError):
+        raise FetchError("not a Prometheus API answer (not JSON)") from None
+    if not isinstance(answer, dict):
+        raise FetchError("not a Prometheus API answer")
+    if answer.get("status") != "success":
+        raise FetchError(f"Prometheus: {str(answer.get('error') or answer.get('status'))[:200]}")
+    return answer.get("data")
+
+
+def _labels(item: object) -> dict[str, str]:
+    metric = item.get("metric") if isinstance(item, dict) else None
+    if not isinstance(metric, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in metric.items()):
+        raise FetchError("Prometheus answer: a series without string labels")
+    return metric
+
+
+def _value(pair: object) -> float:
+    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
+        raise FetchError("Prometheus answer: a sample is not [time, \"value\"]")
+    try:
+        return float(pair[1])  # "NaN", "+Inf" included: callers skip what is not finite
+    except ValueError:
+        raise FetchError("Prometheus answer: a value is not a number") from None
+
+
+def parse_vector(body: bytes) -> list[tuple[dict[str, str], float]]:
+    data = _data(body)
+    if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
+        raise FetchError("Prometheus answer: expected an instant vector")
+    return [(_labels(item), _value(item.get("value"))) for item in data["result"]]
+
+
+def parse_matrix(body: bytes) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+    data = _data(body)
+    if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
+        raise FetchError("Prometheus answer: expected a range vector")
+    out = []
+    for item in data["result"]:
+        values = item.get("values")
+        if not isinstance(values, list):
+            raise FetchError("Prometheus answer: a range series without values")
+        points = []
+        for pair in values:
+            value = _value(pair)
+            if not isinstance(pair[0], int | float):
+                raise FetchError("Prometheus answer: a sample time is not a number")
+            points.append((float(pair[0]), value))
+        out.append((_labels(item), points))
+    return out
+
+
+def parse_targets(body: bytes) -> dict[tuple[str, str], str]:
+    """(job, instance) → the last scrape error of each active target that has one."""
+    data = _data(body)
+    active = data.get("activeTargets") if isinstance(data, dict) else None
+    if not isinstance(active, list):
+        raise FetchError("Prometheus answer: expected activeTargets")
+    errors: dict[tuple[str, str], str] = {}
+    for target in active:
+        labels = target.get("labels") if isinstance(target, dict) else None
+        error = target.get("lastError") if isinstance(target, dict) else None
+        if isinstance(labels, dict) and isinstance(error, str) and error:
+            errors[(str(labels.get("job", "")), str(labels.get("instance", "")))] = error
+    return errors
+
+
+def instance_host(instance: str) -> str:
+    """`node7:9400` → `node7`, `[::1]:9400` → `::1`."""
+    if not instance:
+        return ""
+    return urlsplit(f"//{instance}").hostname or instance
+
+
+def _short(name: str) -> str:
+    return name.split(".")[0].lower()
+
+
+@dataclass(slots=True)
+class Answers:
+    """What one round of queries returned (None: that query failed, and `errors` says why)."""
+
+    table: list[tuple[dict[str, str], float]] | None = None
+    up: list[tuple[dict[str, str], float]] | None = None
+    node_cpu: list[tuple[dict[str, str], float]] | None = None
+    uname: list[tuple[dict[str, str], float]] | None = None
+    trend: list[tuple[dict[str, str], list[tuple[float, float]]]] | None = None
+    targets: dict[tuple[str, str], str] | None = None
+
+
+def parse_answers(bodies: dict[str, bytes]) -> tuple[Answers, dict[str, str]]:
+    """Raw bodies by query key → parsed answers, and a one-line error for each that did not parse."""
+    answers, errors = Answers(), {}
+    parsers = {"table": parse_vector, "up": parse_vector, "node_cpu": parse_vector, "uname": parse_vector,
+               "trend": parse_matrix, "targets": parse_targets}
+    for key, body in bodies.items():
+        try:
+            setattr(answers, key, parsers[key](body))
+        except FetchError as error:
+            errors[key] = str(error)
+    return answers, errors
+
+
+def assemble(answers: Answers, instances: dict[str, str]) -> tuple[list[HostView], list[str]]:
+    """Host rows from one round, and warnings. `instances` maps each `instance` seen carrying a Hostname to
+    it; it is updated here and kept by the caller, so a target that goes down keeps its host's name."""
+    table = _Table(instances)
+    for labels, value in answers.table or ():
+        table.add(labels, value)
+    views = table.views
+    by_short = {_short(h): h for h in views}
+    nodenames = {labels.get("instance", ""): labels.get("nodename", "") for labels, _ in answers.uname or ()}
+    for labels, value in answers.node_cpu or ():
+        instance = labels.get("instance", "")
+        host = by_short.get(_short(nodenames.get(instance, "") or instance_host(instance)))
+        if host is not None and views[host].cpu_busy is None and math.isfinite(value):
+            views[host].cpu_busy = value
+    _mark_down(answers, views, instances, by_short)
+    warnings = table.finish()
+    _trends(answers, views, instances, by_short)
+    return list(views.values()), warnings
+
+
+class _Table:
+    """The table query's series folded into one view per host; GPUs keyed by UUID, so a GPU scraped by two
+    targets is one row, and each finding once however many targets carry it."""
+
+    def __init__(self, instances: dict[str, str]) -> None:
+        self.instances = instances
+        self.views: dict[str, HostView] = {}
+        self.sources: dict[str, set[str]] = defaultdict(set)  # host → the targets its series came from
+        self.gpu_sources: dict[tuple[str, str], set[str]] = defaultdict(set)
+        self.findings: set[tuple[str, str, str]] = set()
+
+    def add(self, labels: dict[str, str], value: float) -> None:
+        instance = labels.get("instance", "")
+        host = host_of(labels) or instance_host(instance)
+        if not host:
+            return
+        if instance and host_of(labels):
+            self.instances[instance] = host
+        view = self.views.setdefault(host, HostView("", hostname=host))
+        source = f"{labels.get('job', '')}/{instance}"
+        name = labels.get("__name__", "")
+        if name in GPU_FIELDS:
+            key = gpu_key(labels)
+            if key is not None and math.isfinite(value):
+                self.gpu_sources[(host, key)].add(source)
+                self.sources[host].add(source)
+            add_gpu_sample(view, name, labels, value)
+        elif name.startswith("hwtop_"):
+            view.hwtop = True
+            self.sources[host].add(source)
+            if name == "hwtop_finding" and value == 1:
+                finding = FindingRow(labels.get("severity", ""), labels.get("rule", ""), labels.get("scope", ""))
+                if (host, finding.rule, finding.scope) not in self.findings:
+                    self.findings.add((host, finding.rule, finding.scope))
+                    view.findings.append(finding)
+            elif name == "hwtop_cpu_busy_percent" and math.isfinite(value):
+                view.cpu_busy = value
+
+    def finish(self) -> list[str]:
+        """Each view's address (the instances it was read from); a warning per host whose GPUs came twice."""
+        warnings = []
+        for host, view in self.views.items():
+            targets = sorted(self.sources.get(host, ()))
+            view.address = ", ".join(t.split("/", 1)[1] or t for t in targets) or view.address or host
+            doubled = sorted({s for (h, _), found in self.gpu_sources.items() if h == host and len(found) > 1
+                              for s in found})
+            if doubled:
+                warnings.append(f"{host}: the same GPUs come from {len(doubled)} targets ({', '.join(doubled)}); "
+                                "counted once")
+        return warnings
+
+
+def _mark_down(answers: Answers, views: dict[str, HostView], instances: dict[str, str],
+               by_short: dict[str, str]) -> None:
+    """Targets with up == 0: a row of their own when nothing of their host answers (its series went stale
+    with the failed scrapes), else a note on the host's row."""
+    reasons: dict[str, set[str]] = defaultdict(set)
+    where: dict[str, list[str]] = defaultdict(list)
+    for labels, value in answers.up or ():
+        if value != 0:
+            continue
+        instance, job = labels.get("instance", ""), labels.get("job", "")
+        host = instances.get(instance) or by_short.get(_short(instance_host(instance))) or instance_host(instance)
+        error = (answers.targets or {}).get((job, instance))
+        # Go chains causes with ": " ('Get "...": dial tcp ...: connect: connection refused'): the last one says it.
+        reasons[host].add(f"down: {error.rsplit(': ', 1)[-1]}" if error else "down")
+        where[host].append(f"{job}/{instance}")
+    for host, why in reasons.items():
+        targets, view = ", ".join(sorted(where[host])), views.get(host)
+        if view is None or not view.gpus:
+            view = views[host] = view or HostView(targets, hostname=host)
+            view.error = "; ".join(sorted(why))
+        else:
+            view.notes.append(f"{targets} {'; '.join(sorted(why))}")
+
+
+def _trends(answers: Answers, views: dict[str, HostView], instances: dict[str, str],
+            by_short: dict[str, str]) -> None:
+    per_host: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for labels, points in answers.trend or ():
+        instance = labels.get("instance", "")
+        host = host_of(labels) or instances.get(instance) or by_short.get(_short(instance_host(instance)))
+        if host in views:
+            for stamp, value in points:
+                if math.isfinite(value):
+                    per_host[host][stamp].append(value)
+    for host, stamps in per_host.items():
+        views[host].trend = [sum(v) / len(v) for _, v in sorted(stamps.items())]

@@ -1,0 +1,213 @@
+"""Where the fleet view's rows come from: exporters polled directly, or a Prometheus server. Both are driven the
+same way by the UI's timer: `poll()` folds in the answers that have arrived and starts the requests that are due,
+and returns at once; `hosts()` is the current state. Requests run on a DaemonPool, each with a deadline; the UI
+never waits on one, so a dead or slow endpoint shows as such and `q` quits at once."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hwtop.fleet.http import DaemonPool, FetchError, get
+from hwtop.fleet.model import HostView
+from hwtop.fleet.prometheus import MAX_BYTES, assemble, parse_answers, queries
+from hwtop.fleet.scrape import fetch
+
+TREND_POINTS = 30
+
+
+class FleetSource(Protocol):
+    description: str  # what is read, for the title bar
+    interval: float
+    warnings: list[str]  # merged duplicates and the like, each said once
+
+    def poll(self) -> bool:
+        """Folds in finished requests and starts due ones, without blocking; True when something changed."""
+        ...
+
+    def hosts(self) -> list[HostView]: ...
+
+    def problem(self) -> str | None:
+        """What is wrong with the source itself (Prometheus not answering), or None."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class _Target:
+    url: str
+    view: HostView
+    future: Future[HostView] | None = None
+    started: float = 0.0
+    due: float = 0.0
+    late: bool = False  # the view already says the request is overdue
+    trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
+
+
+class DirectSource:
+    """Each exporter scraped every `interval`, at most one request in flight per exporter."""
+
+    def __init__(self, urls: list[str], interval: float = 2.0, timeout: float = 3.0,
+                 warnings: list[str] | None = None, fetcher: Callable[[str, float], HostView] = fetch,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval, self.timeout = interval, timeout
+        self.description = f"{len(urls)} exporter{'s' if len(urls) != 1 else ''}"
+        self.warnings = list(warnings or ())
+        self._fetch, self._clock = fetcher, clock
+        self._targets = [_Target(url, HostView(url, error="waiting for the first answer")) for url in urls]
+        self._pool = DaemonPool(min(32, max(1, len(urls))))
+        self._said: set[str] = set()
+
+    def poll(self) -> bool:
+        now, changed = self._clock(), False
+        for target in self._targets:
+            if target.future is not None and target.future.done():
+                try:
+                    view = target.future.result()
+                except Exception as error:  # noqa: BLE001 - a bug in one fetch marks that host, nothing else
+                    view = HostView(target.url, error=f"{type(error).__name__}: {error}"[:200])
+                self._fold(target, view)
+                target.future, target.due = None, target.started + self.interval
+                changed = True
+            elif target.future is not None and not target.late and now - target.started > self.timeout + 0.5:
+                # The request outlives its deadline (a name lookup that hangs): say so; it ends on its own.
+                target.view = HostView(target.url, target.view.hostname, error=f"no answer within {self.timeout:g} s")
+                target.late = changed = True
+            if target.future is None and now >= target.due:
+                url, timeout = target.url, self.timeout
+                target.future = self._pool.submit(lambda u=url, t=timeout: self._fetch(u, t))
+                target.started, target.late = now, False
+        return changed
+
+    def _fold(self, target: _Target, view: HostView) -> None:
+        if view.up:
+            if view.util_mean is not None:
+                target.trend.append(view.util_mean)
+            view.trend = list(target.trend)
+        else:
+            view.hostname = view.hostname or target.view.hostname
+        target.view = view
+
+    def hosts(self) -> list[HostView]:
+        views, warnings = merge_same_host([t.view for t in self._targets])
+        for warning in warnings:
+            if warning not in self._said:
+                self._said.add(warning)
+                self.warnings.append(warning)
+        return views
+
+    def problem(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def merge_same_host(views: list[HostView]) -> tuple[list[HostView], list[str]]:
+    """Two exporters that report the same GPUs (by UUID) are one host seen twice: one row, counted once."""
+    out: list[HostView] = []
+    by_uuid: dict[str, HostView] = {}
+    warnings = []
+    for view in views:
+        uuids = {g.uuid for g in view.gpus.values() if g.uuid}
+        twin = next((by_uuid[u] for u in uuids if u in by_uuid), None) if view.up else None
+        if twin is None:
+            out.append(view)
+            for uuid in uuids:
+                by_uuid[uuid] = view
+            continue
+        warnings.append(f"{view.address} and {twin.address} report the same GPUs ({twin.name}): shown once")
+        twin.notes.append(f"also read from {view.address}")
+        twin.hwtop = twin.hwtop or view.hwtop
+        if not twin.findings:
+            twin.findings = list(view.findings)
+        if twin.cpu_busy is None:
+            twin.cpu_busy = view.cpu_busy
+    return out, warnings
+
+
+class PrometheusSource:
+    """One round of queries every `interval`; the rows are replaced when the round's table query answers,
+    and kept (marked stale in `problem`) when it does not."""
+
+    def __init__(self, base_url: str, matchers: str = "", interval: float = 2.0, timeout: float = 3.0,
+                 window_s: float = 600.0, getter: Callable[[str, float, int], bytes] | None = None,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self.base, self.matchers = base_url, matchers
+        self.interval, self.timeout, self.window_s = interval, timeout, window_s
+        self.description = f"Prometheus {base_url}" + (f" {{{matchers}}}" if matchers else "")
+        self.warnings: list[str] = []
+        self._get = getter or (lambda url, timeout, limit: get(url, timeout, limit, "application/json"))
+        self._clock, self._wall = clock, wall
+        self._pool = DaemonPool(6, "hwtop-prometheus")
+        self._round: dict[str, Future[bytes]] = {}
+        self._started = 0.0
+        self._due = 0.0
+        self._views: list[HostView] = []
+        self._instances: dict[str, str] = {}
+        self._problem: str | None = "waiting for the first answer"
+        self._answered_at: float | None = None
+        self._want_targets = False
+        self._said: set[str] = set()
+
+    def poll(self) -> bool:
+        now = self._clock()
+        if self._round:
+            finished = all(f.done() for f in self._round.values())
+            if not finished and now - self._started <= self.timeout + 0.5:
+                return False
+            self._finish()
+            self._due = self._started + self.interval
+            return True
+        if now >= self._due:
+            self._started = now
+            for query in queries(self.matchers, self._wall(), self.window_s, TREND_POINTS, self._want_targets):
+                url = query.url(self.base)
+                self._round[query.key] = self._pool.submit(
+                    lambda u=url: self._get(u, self.timeout, MAX_BYTES))
+        return False
+
+    def _finish(self) -> None:
+        bodies: dict[str, bytes] = {}
+        errors: dict[str, str] = {}
+        for key, future in self._round.items():
+            if not future.done():
+                errors[key] = f"no answer within {self.timeout:g} s"
+                continue
+            try:
+                bodies[key] = future.result()
+            except FetchError as error:
+                errors[key] = str(error)
+            except Exception as error:  # noqa: BLE001 - one bad answer is a message, never a crash
+                errors[key] = f"{type(error).__name__}: {error}"[:200]
+        self._round = {}
+        answers, parse_errors = parse_answers(bodies)
+        errors.update(parse_errors)
+        if "table" in errors:
+            age = "" if self._answered_at is None else \
+                f"; showing what it said {self._clock() - self._answered_at:.0f} s ago"
+            self._problem = f"{errors['table']}{age}"
+            return
+        self._views, warnings = assemble(answers, self._instances)
+        self._answered_at = self._clock()
+        self._want_targets = any(v == 0 for _, v in answers.up or ())
+        partial = sorted(k for k in errors if k != "targets")
+        self._problem = f"partial answer ({', '.join(f'{k}: {errors[k]}' for k in partial)})" if partial else None
+        for warning in warnings:
+            if warning not in self._said:
+                self._said.add(warning)
+                self.warnings.append(warning)
+
+    def hosts(self) -> list[HostView]:
+        return list(self._views)
+
+    def problem(self) -> str | None:
+        return self._problem
+
+    def close(self) -> None:
+        self._pool.close()
