@@ -91,9 +91,12 @@ async def test_duplicate_closed_and_silent_endpoints_keep_the_screen_live_and_q_
             assert [r[2] for r in rows[2:]] == ["8", "1"]
             title = str(app.title_bar.render())
             used = sum(g.fb_used_mib or 0 for v in app.views for g in v.gpus.values())
-            # each GPU once, used of FB_TOTAL: 8 x 80 GiB + 141 GiB (used + free alone would miss the reserve)
-            assert f"2/4 hosts answering · 9 GPUs · GPU memory {used / GIB_MIB:,.0f}/781 GiB" in title, title
-            assert 0 < used < 781 * GIB_MIB
+            # each GPU once, used of FB_TOTAL: 8 x 81920 MiB (A100 80GB) + 143771 MiB (H200), as nvidia-smi
+            # reports them (used + free alone would miss the reserve)
+            total_mib = 8 * 81920 + 143771
+            assert f"2/4 hosts answering · 9 GPUs · GPU memory {used / GIB_MIB:,.0f}/{total_mib / GIB_MIB:,.0f} GiB" \
+                in title, title
+            assert 0 < used < total_mib
             assert "same exporter" in str(app.warning_bar.render())
             # the UI answers while the silent endpoint's request is in flight
             started = time.monotonic()
