@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hwtop.probes.topology import GPU_BUSY_UTIL_PERCENT
+
 
 @dataclass(frozen=True, slots=True)
 class Threshold:
@@ -30,8 +32,8 @@ TABLE: dict[str, Threshold] = {
         0.5, "fraction", "hwtop's choice: a rank with under half its resident pages on its GPU's node pays the "
         "inter-socket link on most host-side copies"),
     "gpu_busy_util_percent": Threshold(
-        30.0, "%", "hwtop's choice: above this a GPU is doing real work; idle GPUs lower clocks and PCIe speed "
-        "on purpose"),
+        GPU_BUSY_UTIL_PERCENT, "%", "hwtop's choice: above this a GPU is doing real work; idle GPUs lower clocks "
+        "and PCIe speed on purpose"),
     "data_wait_fraction": Threshold(
         0.3, "fraction", "a step that spends 30% of its time waiting for the next batch is input-bound; the "
         "balanced scenario measures 0.14 here, dataloader-bound 0.83"),

@@ -174,10 +174,14 @@ def link_matrix(endpoints: list[PciEndpoint], nvlinks: dict[tuple[int, int], int
     return matrix
 
 
+GPU_BUSY_UTIL_PERCENT = 30.0  # the one answer to "is this GPU busy?": the advice rules, the GPU panel, topology
+
+
 def link_degraded(gen: int | None, width: int | None, max_gen: int | None, max_width: int | None,
-                  util_percent: float | None, busy_threshold: float = 10.0) -> bool:
+                  util_percent: float | None, busy_threshold: float = GPU_BUSY_UTIL_PERCENT) -> bool:
     """A link below its maximum gen or width while the GPU is busy. Idle GPUs drop their link speed to save
-    power (ASPM/dynamic link speed), so an idle GPU's slow link is not flagged."""
+    power (ASPM/dynamic link speed), so an idle GPU's slow link is not flagged. Every view asks this, with the
+    same threshold (a config file's `gpu_busy_util_percent` reaches the rules)."""
     if util_percent is None or util_percent < busy_threshold:
         return False
     slow_gen = gen is not None and max_gen is not None and gen < max_gen

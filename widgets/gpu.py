@@ -11,6 +11,7 @@ from textual.message import Message
 
 from hwtop.model.history import History
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
+from hwtop.probes.topology import link_degraded
 from hwtop.widgets.format import NA, bar, human_bytes, human_rate, level_style, pct, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
@@ -170,7 +171,8 @@ class GpuPanel(TextPanel):
             link = f"PCIe {pcie.gen or '?'}x{pcie.width or '?'}"
             if degraded:
                 link += f" (max {pcie.max_gen}x{pcie.max_width})"
-            line3.append(link, style="yellow" if degraded and (gpu.util_percent or 0) > 0 else "")
+            busy_and_slow = link_degraded(pcie.gen, pcie.width, pcie.max_gen, pcie.max_width, gpu.util_percent)
+            line3.append(link, style="yellow" if busy_and_slow else "")
             line3.append(f" ↑{human_rate(pcie.tx_bytes_per_s)} ↓{human_rate(pcie.rx_bytes_per_s)}")
         reasons = [r for r in gpu.throttle_reasons if r != "idle"]
         if reasons:

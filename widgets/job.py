@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.binding import Binding
 
+from hwtop.advice.thresholds import TABLE
 from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
@@ -211,4 +212,5 @@ class JobPanel(TextPanel):
         home = homes.pop()
         total = sum(c for _, c in p.numa_pages)
         local = sum(c for n, c in p.numa_pages if n == home)
-        return f"only {100 * local / total:.0f}% on the GPU's node {home}" if total and local / total < 0.5 else None
+        share = TABLE["numa_local_memory_share"].value  # the numa-misplaced rule's own line
+        return f"only {100 * local / total:.0f}% on the GPU's node {home}" if total and local / total < share else None
