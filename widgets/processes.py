@@ -164,8 +164,10 @@ class ProcessTable(LineTable):
         if self.tree_view:
             rows = tree_rows(rows)
         self.rows_shown = rows
-        self.border_subtitle = data(f"sorted by {self.sort_key} (s)" + (" · tree (T)" if self.tree_view else "") +
-                                    (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
+        subtitle = data(f"sorted by {self.sort_key} (s)" + (" · tree (T)" if self.tree_view else "") +
+                        (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
+        if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
+            self.border_subtitle = subtitle
         keys = [_key(row, marked) for row in rows]
         made: dict[tuple[object, ...], tuple[object, ...]] = {}
         for key, row in zip(keys, rows, strict=True):
