@@ -122,6 +122,8 @@ class LineTable(ScrollView, can_focus=True):
         self._widths = tuple(widths)
         self._cursor = max(0, min(self._cursor if cursor is None else cursor, len(self._rows) - 1))
         self.virtual_size = Size(self._total_width(), len(self._rows) + 1)
+        if self._cursor != old_cursor:
+            self._scroll_to_cursor(animate=False)  # a selected pid that moved stays in sight
         if self._widths != old_widths or len(old_keys) != len(self._keys):
             self.refresh()
             return
