@@ -37,7 +37,18 @@ class TextPanel(Widget):
         return max(1, sum(max(1, -(-line.cell_len // width)) for line in self.cached_lines(width)))
 
     def changed(self) -> None:
-        self._generation += 1
+        """New data: repaint only if a line on screen reads differently. Values are formatted before they are
+        compared, so a number that moved below the precision shown (12.31 % to 12.34 %) costs no repaint and
+        sends no bytes to the terminal."""
+        if self._cache is not None:
+            (width, _), shown = self._cache
+            lines = [visible(line) for line in self.lines(width)]
+            if _same(lines, shown):
+                return
+            self._generation += 1
+            self._cache = ((width, self._generation), lines)
+        else:
+            self._generation += 1
         if self._height is None:
             self.refresh(layout=True)
             return
@@ -58,3 +69,10 @@ class TextPanel(Widget):
         rows = self._row_count(width)
         self._height = (max(1, width), rows)
         return rows
+
+
+def _same(new: list[Text], old: list[Text]) -> bool:
+    """Drawn alike: the same characters in the same styles (Text's own `==` leaves out the base style)."""
+    return len(new) == len(old) and all(
+        a.plain == b.plain and a.style == b.style and a.spans == b.spans and a.justify == b.justify
+        for a, b in zip(new, old, strict=True))

@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
 from hwtop.widgets.format import NA, human_bytes, level_style
-from hwtop.widgets.plain_table import PlainTable
+from hwtop.widgets.line_table import LineTable
 from hwtop.widgets.safe_text import data
 
 
@@ -114,40 +113,34 @@ def sort_rows(rows: list[Row], key: str, reverse: bool = True) -> list[Row]:
     return sorted(rows, key=value, reverse=reverse)
 
 
-class ProcessTable(PlainTable):
-    """Sorted by CPU by default; `cycle_sort` or a header click changes the column. Every cell is data
-    (PlainTable): a user or command line is shown as typed, never read as markup."""
+class ProcessTable(LineTable):
+    """Sorted by CPU by default; `cycle_sort` or a header click changes the column. Rows are sorted and filtered
+    here, drawn by LineTable; every cell is data (a user or command line is shown as typed, never as markup)."""
 
     def __init__(self, **kwargs: object) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)  # type: ignore[arg-type]
+        super().__init__([label for label, _ in COLUMNS], **kwargs)
         self.sort_key = "cpu"
         self.rows_shown: list[Row] = []
-        self._shown_cells: list[tuple[object, ...]] | None = None
         self.filter_text = ""
         self.tree_view = False
         self.marked: set[int] = set()
         self._last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
+        self._made: dict[tuple[object, ...], tuple[object, ...]] = {}
         self.border_title = "Processes"
-
-    def on_mount(self) -> None:
-        for label, key in COLUMNS:
-            self.add_column(label, key=key or label.lower())
 
     def cycle_sort(self) -> str:
         current = SORT_KEYS.index(self.sort_key) if self.sort_key in SORT_KEYS else -1
         self.sort_key = SORT_KEYS[(current + 1) % len(SORT_KEYS)]
         return self.sort_key
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        key = str(event.column_key.value)
-        if key in CLICK_KEYS:
-            self.sort_key = key
-            self.redraw()
+    def on_line_table_header_clicked(self, event: LineTable.HeaderClicked) -> None:
+        event.stop()
+        self.sort_key = CLICK_KEYS[event.column]
+        self.redraw()
 
     def redraw(self) -> None:
         """Again, from the last data: after a sort, filter or tree change."""
-        if hasattr(self, "_last"):
-            self.show(*self._last, marked=self.marked)
+        self.show(*self._last, marked=self.marked)
 
     def show(self, processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...],
              marked: set[int] | None = None) -> None:
@@ -164,27 +157,24 @@ class ProcessTable(PlainTable):
                         break
                     chain, seen = parents[chain], seen + 1
         self.marked = marked
-        selected = self.rows_shown[self.cursor_row].pid if self.rows_shown and self.cursor_row >= 0 and \
-            self.cursor_row < len(self.rows_shown) else None
+        cursor = self.cursor_row
+        selected = self.rows_shown[cursor].pid if 0 <= cursor < len(self.rows_shown) else None
         rows = sort_rows(merge_rows(processes, gpus), self.sort_key, reverse=self.sort_key not in ("pid", *TEXT_KEYS))
         rows = filter_rows(rows, self.filter_text)
         if self.tree_view:
             rows = tree_rows(rows)
         self.rows_shown = rows
-        self.border_subtitle = data(f"sorted by {self.sort_key} (s)" + (" · tree (T)" if self.tree_view else "") +
-                                    (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
-        table = [self._cells(row, marked) for row in rows]
-        if table == self._shown_cells:
-            return  # nothing on screen would change: no rebuild, no re-render
-        self._shown_cells = table
-        self.clear()
-        for row, cells in zip(rows, table, strict=True):
-            self.add_row(*cells, key=str(row.pid))
-        if selected is not None:
-            for index, row in enumerate(rows):
-                if row.pid == selected:
-                    self.move_cursor(row=index, animate=False)
-                    break
+        subtitle = data(f"sorted by {self.sort_key} (s)" + (" · tree (T)" if self.tree_view else "") +
+                        (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
+        if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
+            self.border_subtitle = subtitle
+        keys = [_key(row, marked) for row in rows]
+        made: dict[tuple[object, ...], tuple[object, ...]] = {}
+        for key, row in zip(keys, rows, strict=True):
+            made[key] = self._made.get(key) or made.get(key) or self._cells(row, marked)
+        self._made = made  # the rows on show only: it cannot outgrow the process count
+        index = next((i for i, row in enumerate(rows) if row.pid == selected), None)
+        self.set_rows(keys, [made[key] for key in keys], cursor=index)
 
     @staticmethod
     def _cells(row: Row, marked: set[int]) -> tuple[object, ...]:
@@ -199,3 +189,11 @@ class ProcessTable(PlainTable):
             Text("" if row.sm is None else f"{row.sm:.0f}", justify="right"),
             ("  " * min(row.depth, 8) + "└ " if row.depth else "") + row.command[:160],
         )
+
+
+def _key(row: Row, marked: set[int]) -> tuple[object, ...]:
+    """What a row shows, as formatted text: a change below display precision (12.31 % to 12.34 %) is no change."""
+    return (row.pid, row.pid in marked, row.user[:10], NA if row.cpu is None else f"{row.cpu:.1f}",
+            level_style(row.cpu), human_bytes(row.rss), row.threads, row.gpus,
+            human_bytes(row.gpu_memory) if row.gpu_memory is not None else ("N/A" if row.gpus else ""),
+            "" if row.sm is None else f"{row.sm:.0f}", row.depth, row.command[:160])

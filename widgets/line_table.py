@@ -1,0 +1,235 @@
+"""A table drawn with Textual's line API: one `Strip` per visible row, cached by the row's content and the column
+widths, so a tick that changes ten rows of five thousand renders ten strips and repaints ten lines. DataTable
+re-rendered every cell of the table on each `clear()`/`add_row` (43 % of hwtop's CPU in a profile, issue 21).
+Rows arrive already sorted and filtered; the widget only draws them, keeps a row cursor and reports header clicks.
+Every cell passes `plain_table.cell`: outside text is literal and its control characters are shown."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding
+from textual.cache import LRUCache
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from hwtop.widgets.plain_table import cell
+
+Cells = tuple[Text, ...]
+PAD = 1  # cells of space either side of a column, as DataTable's cell_padding
+
+
+def _cell(value: object) -> Text:
+    """`cell`, with tabs expanded: a tab's width is known only once it is spaces."""
+    text = cell(value)
+    if "\t" in text.plain:
+        text = text.copy()
+        text.expand_tabs()
+    return text
+
+
+class LineTable(ScrollView, can_focus=True):
+    """A header line fixed at the top, then the rows; `set_rows` replaces them and repaints only changed lines."""
+
+    COMPONENT_CLASSES = {"linetable--header", "linetable--cursor"}
+    DEFAULT_CSS = """
+    LineTable {
+        background: $surface;
+        color: $foreground;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .linetable--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+            & > .linetable--header { background-tint: $foreground 5%; }
+        }
+        & > .linetable--header { text-style: bold; background: $panel; color: $foreground; }
+        &:ansi > .linetable--header { background: ansi_bright_blue; color: ansi_default; }
+        & > .linetable--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+    BINDINGS = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "scroll_home", "Top", show=False),
+        Binding("end", "scroll_end", "Bottom", show=False),
+    ]
+
+    class HeaderClicked(Message):
+        """A click on a column's label."""
+
+        def __init__(self, table: LineTable, column: int) -> None:
+            super().__init__()
+            self.table = table
+            self.column = column
+
+    def __init__(self, labels: Sequence[str], **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._labels: Cells = tuple(Text(label) for label in labels)
+        self._keys: list[Hashable] = []
+        self._rows: list[Cells] = []
+        self._safe: dict[Hashable, tuple[Cells, tuple[int, ...]]] = {}  # cells made safe, and their widths
+        self._widths: tuple[int, ...] = tuple(label.cell_len for label in self._labels)
+        self._cursor = 0
+        self._strips: LRUCache[tuple[Hashable, ...], Strip] = LRUCache(4096)
+
+    # ----- data -----
+
+    @property
+    def row_count(self) -> int:
+        return len(self._rows)
+
+    @property
+    def cursor_row(self) -> int:
+        return self._cursor if self._rows else -1
+
+    def get_row_at(self, index: int) -> Cells:
+        return self._rows[index]
+
+    def set_rows(self, keys: Sequence[Hashable], cells: Sequence[Sequence[object]],
+                 cursor: int | None = None) -> None:
+        """`keys[i]` names the content of `cells[i]` (equal keys, equal cells): a known row is not made safe or
+        measured again, and an unchanged line on screen is not repainted."""
+        old_keys, old_widths, old_cursor = self._keys, self._widths, self.cursor_row
+        known, made = self._safe, {}
+        self._keys, self._rows = list(keys), []
+        widths = [label.cell_len for label in self._labels]
+        for key, row in zip(self._keys, cells, strict=True):
+            entry = known.get(key) or made.get(key)
+            if entry is None:
+                texts = tuple(_cell(value) for value in row)
+                entry = (texts, tuple(text.cell_len for text in texts))
+            made[key] = entry
+            self._rows.append(entry[0])
+            for index, cell_width in enumerate(entry[1]):
+                if cell_width > widths[index]:
+                    widths[index] = cell_width
+        self._safe = made  # the rows on show only: it cannot outgrow the table
+        self._widths = tuple(widths)
+        self._cursor = max(0, min(self._cursor if cursor is None else cursor, len(self._rows) - 1))
+        self.virtual_size = Size(self._total_width(), len(self._rows) + 1)
+        if self._cursor != old_cursor:
+            self._scroll_to_cursor(animate=False)  # a selected pid that moved stays in sight
+        if self._widths != old_widths or len(old_keys) != len(self._keys):
+            self.refresh()
+            return
+        top = int(self.scroll_offset.y)
+        for index in range(top, min(len(self._keys), top + self.size.height)):
+            moved = index in (old_cursor, self._cursor) and old_cursor != self._cursor
+            if moved or old_keys[index] != self._keys[index]:
+                self.refresh_line(index + 1)
+
+    def move_cursor(self, *, row: int, animate: bool = False) -> None:
+        if not self._rows:
+            return
+        old, self._cursor = self._cursor, max(0, min(row, len(self._rows) - 1))
+        if old != self._cursor:
+            self.refresh_line(old + 1)
+            self.refresh_line(self._cursor + 1)
+        self._scroll_to_cursor(animate)
+
+    def _scroll_to_cursor(self, animate: bool) -> None:
+        rows = max(1, self.scrollable_content_region.height - 1)
+        top = int(self.scroll_offset.y)
+        if self._cursor < top:
+            self.scroll_to(y=self._cursor, animate=animate)
+        elif self._cursor >= top + rows:
+            self.scroll_to(y=self._cursor - rows + 1, animate=animate)
+
+    def _total_width(self) -> int:
+        return sum(width + 2 * PAD for width in self._widths)
+
+    # ----- input -----
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(row=self._cursor - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(row=self._cursor + 1)
+
+    def action_page_up(self) -> None:
+        self.move_cursor(row=self._cursor - max(1, self.scrollable_content_region.height - 1))
+
+    def action_page_down(self) -> None:
+        self.move_cursor(row=self._cursor + max(1, self.scrollable_content_region.height - 1))
+
+    def action_scroll_home(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_scroll_end(self) -> None:
+        self.move_cursor(row=len(self._rows) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        if offset.y == 0:
+            x = offset.x + int(self.scroll_offset.x)
+            for column, width in enumerate(self._widths):
+                x -= width + 2 * PAD
+                if x < 0:
+                    self.post_message(self.HeaderClicked(self, column))
+                    return
+            return
+        self.move_cursor(row=int(self.scroll_offset.y) + offset.y - 1)
+
+    def on_focus(self) -> None:
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self.refresh()
+
+    # ----- drawing -----
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = int(self.scroll_offset.x), int(self.scroll_offset.y)
+        width = self.scrollable_content_region.width
+        base = self.rich_style
+        if y == 0:
+            over: Style | None = self.get_component_rich_style("linetable--header")
+            strip = self._strip(("header",), self._labels, base, over)
+        else:
+            index = scroll_y + y - 1
+            if not 0 <= index < len(self._rows):
+                return Strip.blank(width, base)
+            # The cursor's colours win over a cell's own, as in DataTable: a red CPU% stays readable on it.
+            over = self.get_component_rich_style("linetable--cursor") if index == self._cursor else None
+            strip = self._strip(self._keys[index], self._rows[index], base, over)
+        # The header and the cursor fill the line, past the last column, as DataTable's do.
+        return strip.crop_extend(scroll_x, scroll_x + width, base if over is None else base + over)
+
+    def _strip(self, key: Hashable, cells: Cells, style: Style, over: Style | None) -> Strip:
+        cache_key = (key, self._widths, style, over)
+        strip = self._strips.get(cache_key)
+        if strip is None:
+            strip = self._build(cells, style, over)
+            self._strips[cache_key] = strip
+        return strip
+
+    def _build(self, cells: Cells, style: Style, over: Style | None) -> Strip:
+        console = self.app.console
+        segments: list[Segment] = []
+        pad = Segment(" " * PAD)
+        for value, width in zip(cells, self._widths, strict=True):
+            text = value.copy()
+            text.align(text.justify if text.justify in ("left", "center", "right") else "left", width)
+            if text.style:  # Text.render leaves out the base style: a span over the aligned cell, as DataTable
+                text.stylize(text.style)
+                text.style = ""
+            cell_segments = [pad, *text.render(console, end=""), pad]
+            segments += Segment.simplify(Segment.apply_style(cell_segments, style, over))
+        return Strip(segments, self._total_width())
