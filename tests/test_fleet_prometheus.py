@@ -326,8 +326,9 @@ def test_fleet_through_a_real_prometheus_shows_both_hosts_with_right_totals(hwto
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_the_fleet_command_against_a_real_prometheus(hwtop_fleet, tmp_path: Path):
     session, marker = f"hwtop-fleetp-{uuid.uuid4().hex[:8]}", tmp_path / "exit"
-    command = (f"{sys.executable} -m hwtop fleet --prometheus {hwtop_fleet.prometheus.url} --selector "
-               f"'{{job=\"train\"}}'; echo $? > {marker}; sleep 30")
+    # -u COLUMNS -u LINES: a tmux server started under pytest hands its panes COLUMNS=80, which Textual believes
+    command = (f"env -u COLUMNS -u LINES PYTHONPATH={ROOT} {sys.executable} -m hwtop fleet --prometheus "
+               f"{hwtop_fleet.prometheus.url} --selector '{{job=\"train\"}}'; echo $? > {marker}; sleep 30")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "170", "-y", "20", command], check=True)
     try:
         def pane() -> str:
