@@ -25,6 +25,7 @@ from hwtop.tui.fleet_app import FleetApp, HostScreen
 from tests.test_export import StaticExporter, free_port
 
 GIB_MIB = 1024
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Silent:
@@ -285,8 +286,10 @@ def test_the_command_in_a_terminal_quits_within_a_second_with_an_endpoint_that_n
     first, second = two_exporters
     silent, closed = Silent(), f"127.0.0.1:{free_port()}"
     session, marker = f"hwtop-fleet-{uuid.uuid4().hex[:8]}", tmp_path / "exit"
-    command = (f"{sys.executable} -m hwtop fleet {first.url} 127.0.0.1:{first.port} 127.0.0.1:{second.port} "
-               f"{closed} 127.0.0.1:{silent.port} --timeout 30; echo $? > {marker}; sleep 30")
+    # -u COLUMNS -u LINES: a tmux server started under pytest hands its panes COLUMNS=80, which Textual believes
+    command = (f"env -u COLUMNS -u LINES PYTHONPATH={ROOT} {sys.executable} -m hwtop fleet {first.url} "
+               f"127.0.0.1:{first.port} 127.0.0.1:{second.port} {closed} 127.0.0.1:{silent.port} --timeout 30; "
+               f"echo $? > {marker}; sleep 30")
     _tmux("new-session", "-d", "-s", session, "-x", "170", "-y", "24", command)
     try:
         pane = lambda: _tmux("capture-pane", "-p", "-t", session)  # noqa: E731
@@ -295,7 +298,9 @@ def test_the_command_in_a_terminal_quits_within_a_second_with_an_endpoint_that_n
                                                    and "Connection refused" in pane()):
             time.sleep(0.2)
         screen = pane()
-        assert "2/4 hosts answering · 9 GPUs" in screen and "/781 GiB" in screen, screen
+        total_mib = sum((g.memory_total_bytes or 0) // (1 << 20)
+                        for e in two_exporters for g in e.latest.frame.snapshot.gpus)
+        assert "2/4 hosts answering · 9 GPUs" in screen and f"/{total_mib / GIB_MIB:,.0f} GiB" in screen, screen
         assert "waiting for the first answer" in screen  # the silent one, with a 30 s deadline
         started = time.monotonic()
         _tmux("send-keys", "-t", session, "q")

@@ -89,7 +89,7 @@ def test_recorded_hwtop_fleet_two_hosts_a_dead_target_and_right_totals():
         assert len(dgx.gpus) == 8 and {g.model for g in dgx.gpus.values()} == {"NVIDIA A100-SXM4-80GB"}
         assert len(h200.gpus) == 1 and h200.gpus["GPU-7147869c-e2a4-8150-28dd-3b3a9d09ca79"].model == "NVIDIA H200"
         assert dgx.memory is not None and dgx.memory[1] == 8 * 81920  # FB_TOTAL, whole MiB
-        assert h200.memory is not None and h200.memory[1] == 144384
+        assert h200.memory is not None and h200.memory[1] == 144384  # as recorded (the demo H200 then had 141 GiB)
         assert dgx.hwtop and h200.hwtop and dgx.cpu_busy is not None
         assert 0 < (h200.gpus["GPU-7147869c-e2a4-8150-28dd-3b3a9d09ca79"].tensor_active or 0) < 1
         assert len(dgx.trend) >= 2 and all(0 <= x <= 100 for x in dgx.trend)
@@ -290,6 +290,13 @@ needs_prometheus = pytest.mark.skipif(PROMETHEUS is None, reason="Debian's prome
                                                                  "(.ci/run installs it: apt-get install prometheus)")
 
 
+def fb_total_mib(fleet: HwtopFleet) -> float:
+    """What the exporters themselves say, read directly (not through Prometheus): the sum of DCGM_FI_DEV_FB_TOTAL."""
+    return sum(s.value for e in fleet.exporters
+               for f in text_string_to_metric_families(scrape(f"http://{e.target}/metrics"))
+               if f.name == "DCGM_FI_DEV_FB_TOTAL" for s in f.samples)
+
+
 @pytest.fixture(scope="module")
 def hwtop_fleet():
     fleet = HwtopFleet()
@@ -315,7 +322,7 @@ def test_fleet_through_a_real_prometheus_shows_both_hosts_with_right_totals(hwto
         assert source.problem() is None, source.problem()
         assert len(hosts["node-dgx"].gpus) == 8 and len(hosts["node-h200"].gpus) == 1
         fleet = totals(list(hosts.values()))
-        assert (fleet.answering, fleet.gpus, fleet.total_mib) == (2, 9, 8 * 81920 + 144384)
+        assert (fleet.answering, fleet.gpus, fleet.total_mib) == (2, 9, fb_total_mib(hwtop_fleet))
         assert "down" in (next(v for v in hosts.values() if not v.up).error or "")
     finally:
         source.close()
@@ -326,8 +333,9 @@ def test_fleet_through_a_real_prometheus_shows_both_hosts_with_right_totals(hwto
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 def test_the_fleet_command_against_a_real_prometheus(hwtop_fleet, tmp_path: Path):
     session, marker = f"hwtop-fleetp-{uuid.uuid4().hex[:8]}", tmp_path / "exit"
-    command = (f"{sys.executable} -m hwtop fleet --prometheus {hwtop_fleet.prometheus.url} --selector "
-               f"'{{job=\"train\"}}'; echo $? > {marker}; sleep 30")
+    # -u COLUMNS -u LINES: a tmux server started under pytest hands its panes COLUMNS=80, which Textual believes
+    command = (f"env -u COLUMNS -u LINES PYTHONPATH={ROOT} {sys.executable} -m hwtop fleet --prometheus "
+               f"{hwtop_fleet.prometheus.url} --selector '{{job=\"train\"}}'; echo $? > {marker}; sleep 30")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "170", "-y", "20", command], check=True)
     try:
         def pane() -> str:
@@ -338,7 +346,8 @@ def test_the_fleet_command_against_a_real_prometheus(hwtop_fleet, tmp_path: Path
             time.sleep(0.2)
         screen = pane()
         assert "node-dgx" in screen and "node-h200" in screen, screen
-        assert "2/3 hosts answering · 9 GPUs · GPU memory" in screen and "/781 GiB" in screen, screen
+        total = f"/{fb_total_mib(hwtop_fleet) / MIB_PER_GIB:,.0f} GiB"
+        assert "2/3 hosts answering · 9 GPUs · GPU memory" in screen and total in screen, screen
         started = time.monotonic()
         subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
         while time.monotonic() - started < 5 and not marker.exists():
