@@ -41,12 +41,12 @@ class TextPanel(Widget):
         compared, so a number that moved below the precision shown (12.31 % to 12.34 %) costs no repaint and
         sends no bytes to the terminal."""
         if self._cache is not None:
-            (width, _), shown = self._cache
+            (width, _, _), shown = self._cache
             lines = [visible(line) for line in self.lines(width)]
             if _same(lines, shown):
                 return
             self._generation += 1
-            self._cache = ((width, self._generation), lines)
+            self._cache = ((width, self._generation, self.has_focus), lines)
         else:
             self._generation += 1
         if self._height is None:
