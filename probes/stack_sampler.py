@@ -206,12 +206,7 @@ class StackSampler:
     def _finish(self, pid: int, running: _Running, text: str | None, message: str | None,
                 now: float | None = None) -> None:
         del self._running[pid]
-        if running.process.stderr is not None:
-            running.process.stderr.close()
-        try:
-            os.unlink(running.path)
-        except OSError:
-            pass
+        _release(running)
         end = self.clock() if now is None else now
         with self._lock:
             target = self._targets.get(pid)
@@ -239,12 +234,17 @@ class StackSampler:
             except subprocess.TimeoutExpired:
                 pass
             self._running.pop(pid, None)
-            if running.process.stderr is not None:
-                running.process.stderr.close()
-            try:
-                os.unlink(running.path)
-            except OSError:
-                pass
+            _release(running)
+
+
+def _release(running: _Running) -> None:
+    """What a py-spy child leaves behind, finished or killed: its stderr pipe and its raw output file."""
+    if running.process.stderr is not None:
+        running.process.stderr.close()
+    try:
+        os.unlink(running.path)
+    except OSError:
+        pass
 
 
 def tally_counts(stacks: RankStacks) -> Counter[str]:
