@@ -119,6 +119,8 @@ class MetricsServer:
         self._stop: asyncio.Event | None = None
         self._started = threading.Event()
         self._done = threading.Event()
+        self._stop_requested = False  # a stop asked for before the loop runs is kept, not lost
+        self._closing = False
 
     def serve_forever(self, poll_interval: float = 0.5) -> None:  # noqa: ARG002 - socketserver's signature
         try:
@@ -131,7 +133,9 @@ class MetricsServer:
         return len(self.connections)
 
     def stop_soon(self) -> None:
-        """Asks `serve_forever` to return; safe from another thread or a signal handler."""
+        """Asks `serve_forever` to return; safe from another thread or a signal handler, and before the loop
+        has started (then it returns as soon as it starts)."""
+        self._stop_requested = True
         if self._loop is not None and self._stop is not None:
             with contextlib.suppress(RuntimeError):  # the loop already ended
                 self._loop.call_soon_threadsafe(self._stop.set)
@@ -146,21 +150,25 @@ class MetricsServer:
         self.socket.close()
 
     async def _serve(self) -> None:
-        self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        if self._stop_requested:
+            self._stop.set()
         server = await asyncio.start_server(self._connection, sock=self.socket, limit=MAX_HEAD_BYTES,
                                             backlog=BACKLOG)
         self._started.set()
         try:
             await self._stop.wait()
         finally:
-            # Close every connection and let its coroutine end by itself: nothing is left to cancel.
+            # Close every connection and let its coroutine end by itself: nothing is left to cancel. A connection
+            # accepted just now has a task that has not run yet: it sees `_closing` and ends at once.
+            self._closing = True
             server.close()
             for writer in list(self.connections):
                 writer.close()
-            tasks = [task for task in self.connections.values() if task is not None]
-            if tasks:
-                await asyncio.wait(tasks, timeout=2.0)
+            pending = asyncio.all_tasks() - {asyncio.current_task()}
+            if pending:
+                await asyncio.wait(pending, timeout=2.0)
 
     def _admit(self, writer: asyncio.StreamWriter) -> None:
         while len(self.idle) >= self.max_connections:
@@ -170,6 +178,9 @@ class MetricsServer:
         self.idle[writer] = None
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._closing:
+            writer.close()
+            return
         self.connections[writer] = asyncio.current_task()
         try:
             keep_alive = True
@@ -235,14 +246,26 @@ def _response(status: str, headers: list[tuple[str, str]], body: bytes, keep_ali
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
+class Ticks:
+    """The ticking thread's handle. `set()` stops it and waits for the tick in progress to end, so nothing (a
+    demo's scratch files, NVML) is still in use when the command returns and the interpreter cleans up."""
+
+    def __init__(self, tick: Callable[[], Frame], latest: Latest, interval: float) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=tick_forever, args=(tick, latest, interval, self._stop),
+                                        name="hwtop-export-ticks", daemon=True)
+        self._thread.start()
+
+    def set(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+
 def make_exporter(tick: Callable[[], Frame], host: str, port: int, interval: float, version: str,
-                  hostname: str | None = None) -> tuple[MetricsServer, threading.Event, Latest]:
+                  hostname: str | None = None) -> tuple[MetricsServer, Ticks, Latest]:
     """Binds (raising OSError when it cannot), starts the ticking thread (`tick` is a Session's); serve with
-    server.serve_forever()."""
+    server.serve_forever(), then stop the ticks with `.set()`."""
     latest = Latest()
     server = MetricsServer(host, port, metrics_app(SnapshotCollector(latest, version, hostname)))
-    stop = threading.Event()
-    thread = threading.Thread(target=tick_forever, args=(tick, latest, interval, stop),
-                              name="hwtop-export-ticks", daemon=True)
-    thread.start()
-    return server, stop, latest
+    return server, Ticks(tick, latest, interval), latest
