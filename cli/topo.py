@@ -91,10 +91,11 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
                + ("  [no NUMA sysfs: one node]" if numa.source == "fallback" else ""))
     for node in numa.nodes:
         out.append(f"node {node.index} cpus: {' '.join(map(str, node.cpus))}")
+        # numactl -H's lines with the same figures; it writes "MB" for them, they are MiB (the units rule)
         if node.memory_total_bytes is not None:
-            out.append(f"node {node.index} size: {node.memory_total_bytes // 2**20} MB")
+            out.append(f"node {node.index} size: {node.memory_total_bytes // 2**20} MiB")
         if node.memory_free_bytes is not None:
-            out.append(f"node {node.index} free: {node.memory_free_bytes // 2**20} MB")
+            out.append(f"node {node.index} free: {node.memory_free_bytes // 2**20} MiB")
     out.append("node distances:")
     out.append("node " + "".join(f"{n.index:>4}" for n in numa.nodes))
     for node in numa.nodes:

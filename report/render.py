@@ -147,7 +147,7 @@ def _fit_lines(fit: FitEstimate) -> list[str]:
                    f"{fit.ram_need_bytes / GIB:.1f} GiB of {fit.ram_bytes / GIB:.0f} GiB")
     guide = fit.params / 1e8 * 80
     out.append(f"  (the guide's rule would ask {guide:.0f} GB of RAM for this model; its weights are "
-               f"{fit.params * 4 / 1e9:.2f} GB in fp32)")
+               f"{fit.params * 4 / GIB:.2f} GiB in fp32)")
     return out
 
 

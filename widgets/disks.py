@@ -27,7 +27,7 @@ class DisksPanel(TextPanel):
         for disk in self.disks:
             line = data(f"{disk.name:<8}", "bold")  # a recording's or a udev rule's name
             line.append_text(data(f"{disk.kind:<8}", "dim"))
-            line.append(f"r {human_rate(disk.read_bytes_per_s):>8} w {human_rate(disk.write_bytes_per_s):>8}")
+            line.append(f"r {human_rate(disk.read_bytes_per_s):>9} w {human_rate(disk.write_bytes_per_s):>9}")
             if width >= 48:
                 iops = "N/A" if disk.read_iops is None else f"{(disk.read_iops or 0) + (disk.write_iops or 0):.0f}"
                 line.append(f" {iops:>5} io/s")

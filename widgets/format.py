@@ -1,4 +1,10 @@
-"""Text helpers shared by the widgets: human units, bars and sparklines as Rich Text."""
+"""Text helpers shared by the widgets: human units, bars and sparklines as Rich Text.
+
+The units rule, the same in every view: memory (RAM, VRAM, swap, RSS/PSS, a cgroup's or a NUMA node's memory) is
+counted in binary units, as nvidia-smi, free and htop count it, and a cell too narrow for "GiB" writes the letter
+alone (`23.5G` is 23.5 GiB). Rates (disks, PCIe, NVLink, a job's reads and writes) are SI, as the PCIe and NVLink
+specifications and disk makers state them, and always carry their `B/s` (`1.2GB/s` is 1.2 x 10^9 bytes a
+second). A bare letter is therefore always memory, and `B/s` always decimal."""
 
 from __future__ import annotations
 
@@ -14,14 +20,23 @@ def human_bytes(value: float | None, digits: int = 1) -> str:
     if value is None:
         return NA
     for unit in ("B", "K", "M", "G", "T", "P"):
-        if abs(value) < 1024 or unit == "P":
+        # rounded as it will be written: 1023.96 MiB is 1.0G, never 1024.0M
+        if abs(round(value, digits if unit != "B" else 0)) < 1024 or unit == "P":
             return f"{value:.0f}{unit}" if unit == "B" else f"{value:.{digits}f}{unit}"
         value /= 1024
     return f"{value:.1f}P"
 
 
 def human_rate(value: float | None) -> str:
-    return NA if value is None else f"{human_bytes(value)}/s"
+    """Bytes per second in SI units: 950B/s, 12.3kB/s, 1.2GB/s (see the units rule above)."""
+    if value is None:
+        return NA
+    for unit in ("", "k", "M", "G", "T"):
+        # rounded as it will be written: 999.96 kB/s is 1.0MB/s, never 1000.0kB/s
+        if abs(round(value, 1 if unit else 0)) < 1000 or unit == "T":
+            return f"{value:.0f}B/s" if not unit else f"{value:.1f}{unit}B/s"
+        value /= 1000
+    return f"{value:.1f}TB/s"
 
 
 def pct(value: float | None, width: int = 4) -> str:

@@ -114,13 +114,13 @@ class TopologyPanel(TextPanel):
             pcie = gpu.pcie
             if pcie is not None:
                 line.append(f" PCIe {pcie.gen or '?'}x{pcie.width or '?'} (max {pcie.max_gen or '?'}x"
-                            f"{pcie.max_width or '?'}) ↑{human_rate(pcie.tx_bytes_per_s):>9} "
-                            f"↓{human_rate(pcie.rx_bytes_per_s):>9}")
+                            f"{pcie.max_width or '?'}) ↑{human_rate(pcie.tx_bytes_per_s):>10} "
+                            f"↓{human_rate(pcie.rx_bytes_per_s):>10}")
                 if link_degraded(pcie.gen, pcie.width, pcie.max_gen, pcie.max_width, gpu.util_percent):
                     line.append("  ⚠ degraded while busy", style="bold red")
             if gpu.nvlink_tx_bytes_per_s is not None or gpu.nvlink_rx_bytes_per_s is not None:
-                line.append(f"  NVLink ↑{human_rate(gpu.nvlink_tx_bytes_per_s):>9} "
-                            f"↓{human_rate(gpu.nvlink_rx_bytes_per_s):>9}", style="green")
+                line.append(f"  NVLink ↑{human_rate(gpu.nvlink_tx_bytes_per_s):>10} "
+                            f"↓{human_rate(gpu.nvlink_rx_bytes_per_s):>10}", style="green")
             line.append(f"  util {pct(gpu.util_percent)}")
             out.append(line)
         return out
