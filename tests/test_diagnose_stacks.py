@@ -145,6 +145,7 @@ def test_ptrace_refused_says_what_to_run_and_missing_py_spy_says_how_to_install(
     missing.close()
 
 
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 def test_the_worker_stops_when_nobody_asks_and_kills_a_chunk_that_overruns(tmp_path, monkeypatch):
     monkeypatch.setattr(stack_sampler, "IDLE_STOP_S", 0.3)
     monkeypatch.setattr(stack_sampler, "GRACE_S", 0.2)

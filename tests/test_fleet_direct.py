@@ -67,6 +67,7 @@ def _rows(app: FleetApp) -> list[list[str]]:
     return [[str(getattr(cell, "plain", cell)) for cell in app.table.get_row_at(i)] for i in range(app.table.row_count)]
 
 
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 async def test_duplicate_closed_and_silent_endpoints_keep_the_screen_live_and_q_quits_at_once(two_exporters):
     first, second = two_exporters
     silent, closed = Silent(), f"127.0.0.1:{free_port()}"

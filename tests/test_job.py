@@ -162,6 +162,7 @@ def test_numa_maps_parsing():
 
 # ----- py-spy -----
 
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 def test_py_spy_dumps_a_process_stack():
     if dump(os.getpid()).message and "not installed" in dump(os.getpid()).message:
         pytest.skip("py-spy is not installed (it is in the test extra)")

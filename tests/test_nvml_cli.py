@@ -59,6 +59,7 @@ def test_snapshot_on_r555_has_pcie_from_the_byte_counters(capsys) -> None:
     assert all(g["pcie"]["rx_bytes_per_s"] is not None and g["pcie"]["tx_bytes_per_s"] is not None for g in gpus)
 
 
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 def test_record_on_the_scenarios_keeps_the_figures(tmp_path, monkeypatch) -> None:
     snapshots = record(tmp_path, monkeypatch, "dgx-a100:nvlink-busy", 3.0, interval=0.1)
     assert len(snapshots) >= 2  # rates need two samples (the first tick alone can take most of a second here)

@@ -179,6 +179,7 @@ def test_foreign_and_wrong_files_are_refused_with_where(tmp_path, content, messa
     assert len(lines) == 1 and message.split("'")[0] in lines[0]
 
 
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 def test_a_recorder_killed_with_sigkill_leaves_a_replayable_file(tmp_path):
     path = tmp_path / "killed.jsonl.gz"
     process = subprocess.Popen([*HWTOP, "--demo", "dgx-a100", "record", str(path), "--interval", "0.1"],
@@ -207,6 +208,7 @@ def no_room_past(limit: int):
     return apply
 
 
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 def test_a_full_disk_stops_the_record_command_with_a_message_and_keeps_what_it_wrote(tmp_path):
     path = tmp_path / "run.jsonl"
     full = subprocess.run([*HWTOP, "--no-gpu", "record", str(path), "--interval", "0.2", "--seconds", "20"],
@@ -329,6 +331,7 @@ async def test_r_records_from_the_tui(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 def test_a_signalled_recorder_closes_the_file_cleanly(tmp_path, sig):
     path = tmp_path / "signalled.jsonl.gz"
     process = subprocess.Popen([*HWTOP, "--demo", "rtx3090", "record", str(path), "--interval", "0.1"],

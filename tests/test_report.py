@@ -120,6 +120,7 @@ def test_storage_reads_the_bytes_it_claims_without_the_page_cache(tmp_path):
     assert limited.bytes_read == 10 << 20
 
 
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 def test_storage_of_an_empty_or_missing_path(tmp_path):
     with pytest.raises(OSError, match="no readable files"):
         measure(str(tmp_path))
@@ -134,6 +135,7 @@ def run(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*HWTOP, "report", *args], capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
 def test_report_here_is_readable_and_json_follows_the_schema():
     text = run()
     assert text.returncode == 0
