@@ -3,10 +3,12 @@ characters to show, not tags (as markup, `[b][[/b]` left a stray `[/b]` on the s
 
 from __future__ import annotations
 
+from rich.console import Group
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -40,19 +42,29 @@ KEYS = (
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
-    HelpScreen > Vertical { width: 76; max-width: 100%; height: auto; max-height: 100%;
-                            border: thick $accent; background: $surface; padding: 1 2; }
+    HelpScreen > VerticalScroll { width: 76; max-width: 100%; height: auto; max-height: 100%;
+                                  border: thick $accent; background: $surface; padding: 0 1; }
     """
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        # Scrolls (up/down, page keys, the wheel) when the terminal is shorter than the list: at 80x24 it is.
+        scroll = VerticalScroll()
+        scroll.border_title = "hwtop keys"
+        scroll.border_subtitle = "↑↓ PgUp PgDn scroll · escape closes"
+        with scroll:
             yield Static(help_text())
 
+    def on_mount(self) -> None:
+        self.query_one(VerticalScroll).focus()  # the arrow and page keys scroll at once
 
-def help_text() -> Text:
-    lines = [Text("hwtop keys", style="bold"), Text()]
-    lines += [Text.assemble("  ", (f"{key:<8}", "bold"), f" {what}") for key, what in KEYS]
-    lines += [Text(), Text("Data flows one way: probes → one snapshot per tick → advice → widgets."),
-              Text("N/A means this machine cannot say; it is never shown as 0.")]
-    return Text("\n").join(lines)
+
+def help_text() -> Group:
+    """The keys as a two-column grid: a long description wraps under itself, never under the key column."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True, width=8)
+    grid.add_column(ratio=1)
+    for key, what in KEYS:
+        grid.add_row(key, what)
+    return Group(grid, Text(), Text("Data flows one way: probes → one snapshot per tick → advice → widgets."),
+                 Text("N/A means this machine cannot say; it is never shown as 0."))

@@ -17,6 +17,32 @@ from hwtop.widgets.safe_text import data
 ROLE_STYLE = {"launcher": "bold magenta", "DataLoader worker": "cyan", "helper": "dim", "worker of a rank": "cyan"}
 
 
+Column = tuple[str, int, bool]  # header, width, right-aligned
+# In the order shown; the first five always, the rest while the command keeps COMMAND_MIN cells (the placement
+# lines under the table repeat what a narrow terminal leaves out: affinity, where threads ran, NUMA memory).
+COLUMNS: tuple[Column, ...] = (("PID", 7, True), ("ROLE", 24, False), ("S", 4, False), ("CPU%", 5, True),
+                               ("PSS", 7, True), ("THR", 4, True), ("GPU", 12, False), ("ALLOWED", 12, False),
+                               ("RAN ON", 10, False), ("MEMORY", 14, False), ("IO r/w", 17, False))
+ALWAYS = 5
+COMMAND_MIN = 16
+NARROW_ROLE = 18  # ROLE's width when the terminal is too narrow for 24
+
+
+def fitting_columns(width: int) -> tuple[Column, ...]:
+    """The columns that fit `width` with COMMAND_MIN cells left for the command line."""
+    def used(columns: tuple[Column, ...]) -> int:
+        return sum(w + 1 for _, w, _ in columns)
+
+    columns = COLUMNS[:ALWAYS]
+    if used(columns) + COMMAND_MIN > width:
+        columns = tuple((name, NARROW_ROLE if name == "ROLE" else w, right) for name, w, right in columns)
+    for column in COLUMNS[ALWAYS:]:
+        if used((*columns, column)) + COMMAND_MIN > width:
+            break
+        columns = (*columns, column)
+    return columns
+
+
 def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
     if pages is None:
         return "N/A"
@@ -100,10 +126,13 @@ class JobPanel(TextPanel):
         out.append(marks)
         if job.message:
             out.append(data(job.message, "yellow"))
-        out.append(Text(f"{'PID':>7} {'ROLE':<24} {'S':<4} {'CPU%':>6} {'PSS':>7} {'THR':>4} {'GPU':<12} "
-                        f"{'ALLOWED':<12} {'RAN ON':<10} {'MEMORY':<14} {'IO r/w':<17} COMMAND", style="bold reverse"))
+        columns = fitting_columns(width)
+        header = Text(" ".join(f"{name:>{w}}" if right else f"{name:<{w}}" for name, w, right in columns),
+                      style="bold reverse")
+        header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
+        out.append(header)
         for index, process in enumerate(job.processes):
-            out.append(self._row(process, width, selected=index == self.cursor and self.has_focus))
+            out.append(self._row(process, width, columns, selected=index == self.cursor and self.has_focus))
         placement = [self._placement(p) for p in job.processes
                      if p.alive and (p.role.startswith("rank") or p.gpus)]
         if placement:
@@ -159,23 +188,36 @@ class JobPanel(TextPanel):
             line.append_text(data(f" at {site}", "dim"))
         return line
 
-    def _row(self, p: JobProcess, width: int, selected: bool) -> Text:
-        tree = "  " * min(p.depth, 6) + ("└ " if p.depth else "")
-        role = (tree + p.role)[:24]
-        gpus = ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus)[:12] or "-"
-        allowed = format_cpulist(p.cpu_affinity)[:12] if p.cpu_affinity else NA
-        ran = format_cpulist(p.thread_cpus)[:10] if p.thread_cpus else "-"
-        io = "N/A" if p.read_bytes_per_s is None else \
-            f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}"
+    def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool) -> Text:
         state = p.state or "?"
         if not p.alive:
             state = "gone" if p.exit_code is None else f"x{p.exit_code}"
-        line = Text(f"{p.pid:>7} ", style="reverse" if selected else "")
-        line.append(f"{role:<24} ", style=ROLE_STYLE.get(p.role, "bold" if p.rank is not None else ""))
-        line.append(f"{state:<4} {NA if p.cpu_percent is None else f'{p.cpu_percent:.0f}':>6} "
-                    f"{human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes):>7} "
-                    f"{p.threads or 0:>4} {gpus:<12} {allowed:<12} {ran:<10} "
-                    f"{numa_share(p.numa_pages)[:14]:<14} {io[:17]:<17} ")
+        role_width = next(w for name, w, _ in columns if name == "ROLE")
+        values = {
+            "PID": str(p.pid),
+            "ROLE": ("  " * min(p.depth, 6) + ("└ " if p.depth else "") + p.role)[:role_width],
+            "S": state,
+            "CPU%": NA if p.cpu_percent is None else f"{p.cpu_percent:.0f}",
+            "PSS": human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes),
+            "THR": str(p.threads or 0),
+            "GPU": ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus) or "-",
+            "ALLOWED": format_cpulist(p.cpu_affinity) if p.cpu_affinity else NA,
+            "RAN ON": format_cpulist(p.thread_cpus) if p.thread_cpus else "-",
+            "MEMORY": numa_share(p.numa_pages),
+            "IO r/w": "N/A" if p.read_bytes_per_s is None else
+            f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
+        }
+        line = Text()
+        for name, w, right in columns:
+            value = values[name][:w]
+            cell = f"{value:>{w}} " if right else f"{value:<{w}} "
+            if name == "PID":
+                line.append(cell, style="reverse" if selected else "")
+            elif name == "ROLE":
+                line.append(cell, style=ROLE_STYLE.get(p.role, "bold" if p.rank is not None else ""))
+            else:
+                line.append(cell)
+        # One row whatever the command line holds: a newline or a tab in it shows as a symbol, never breaks it.
         line.append_text(data(p.cmdline or p.name, "dim" if not p.alive else ""))
         line.truncate(max(1, width), overflow="ellipsis")
         return line

@@ -1,0 +1,75 @@
+"""What a new user sees on an 80x24 terminal (issue 24): the help scrolls, the job view fits the width, a command
+line with a newline stays on one row."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from textual.containers import VerticalScroll
+
+from hwtop.model.snapshot import ProcessInfo
+from hwtop.tui.app import HwtopApp
+from hwtop.tui.help import KEYS, HelpScreen
+from hwtop.tui.job_screen import JobScreen
+from tests.factories import ScriptedSource, host_snapshot
+from tests.small_screen import NEWLINE_COMMAND, job_snapshot, screen_lines
+
+
+async def started(app: HwtopApp, pilot) -> None:
+    await app.first_frame.wait()
+    await pilot.pause()
+
+
+async def test_help_at_80x24_scrolls_to_its_last_key() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        last_key, last_text = KEYS[-1]
+        assert not any(last_text[:30] in line for line in screen_lines(app))  # below the fold at first
+        scroll = app.screen.query_one(VerticalScroll)
+        assert scroll.has_focus and scroll.max_scroll_y > 0
+        await pilot.press("end")
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert any(last_text[:30] in line for line in lines), "\n".join(lines)
+        # A wrapped description continues under the description, not under the key column.
+        wrapped = [line for line in lines if "click any column header" in line]
+        assert not wrapped or wrapped[0].index("click") > 10
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_job_view_at_80x24_fits_the_width_and_keeps_the_last_child_on_view() -> None:
+    snapshot = job_snapshot(workers=3)
+    app = HwtopApp(ScriptedSource([snapshot]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen)
+        panel = app.screen.panel
+        width = panel.content_size.width
+        lines = panel.cached_lines(width)
+        table = [line for line in lines if line.plain.lstrip().startswith(("PID", "5000", "5001"))]
+        assert len(table) == 1 + len(snapshot.job.processes)  # type: ignore[union-attr]
+        assert all(line.cell_len <= width for line in table), [line.plain for line in table if line.cell_len > width]
+        shown = "\n".join(screen_lines(app))
+        last = snapshot.job.processes[-1]  # type: ignore[union-attr]
+        assert str(last.pid) in shown, shown
+        assert "COMMAND" in shown
+        wide = [line.plain for line in panel.lines(200) if line.plain.lstrip().startswith(str(last.pid))]
+        assert len(wide) == 1 and "first line␊second line" in wide[0]  # the newline shown, on the same row
+
+
+async def test_a_command_line_with_a_newline_keeps_its_process_row_on_one_line() -> None:
+    base = host_snapshot()
+    odd = ProcessInfo(41020, 41000, "alice", "python", NEWLINE_COMMAND, "S", 50.0, 1 << 30, 2, None)
+    app = HwtopApp(ScriptedSource([dataclasses.replace(base, processes=(*base.processes, odd))]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        lines = screen_lines(app)
+        rows = [line for line in lines if "41020" in line]
+        assert len(rows) == 1 and not any("second line" in line and "41020" not in line for line in lines)
