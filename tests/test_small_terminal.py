@@ -11,6 +11,8 @@ from hwtop.model.snapshot import ProcessInfo
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.help import KEYS, HelpScreen
 from hwtop.tui.job_screen import JobScreen
+from hwtop.widgets import palette
+from hwtop.widgets.cpu import cpu_legend
 from tests.factories import ScriptedSource, host_snapshot
 from tests.small_screen import NEWLINE_COMMAND, job_snapshot, screen_lines
 
@@ -73,3 +75,28 @@ async def test_a_command_line_with_a_newline_keeps_its_process_row_on_one_line()
         lines = screen_lines(app)
         rows = [line for line in lines if "41020" in line]
         assert len(rows) == 1 and not any("second line" in line and "41020" not in line for line in lines)
+
+
+async def test_cpu_bars_split_user_system_and_iowait_with_a_legend() -> None:
+    base = host_snapshot()
+    cpu = base.cpu
+    assert cpu is not None
+    waiting = dataclasses.replace(cpu.cores[0], percent=30.0, user=20.0, system=10.0, iowait=40.0)
+    snapshot = dataclasses.replace(base, cpu=dataclasses.replace(cpu, cores=(waiting, *cpu.cores[1:])))
+    app = HwtopApp(ScriptedSource([snapshot]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        panel = app.cpu_panel
+        legend = cpu_legend(snapshot.cpu)
+        assert "user" in legend.plain and "system" in legend.plain and "▒iowait (not in %)" in legend.plain
+        styles = [(legend.plain[span.start:span.end].strip(), str(span.style)) for span in legend.spans]
+        assert styles == [("█", palette.USER), ("█", palette.SYSTEM), ("▒", palette.IOWAIT)]
+        lines = panel.cached_lines(panel.content_size.width)
+        assert len(lines) == 2  # the summary stays on one line
+        line = next(line for line in lines if line.plain.startswith("  0 "))
+        bar_text = line.plain
+        assert "▒" in bar_text and bar_text.index("█") < bar_text.index("▒")  # busy first, then waiting
+        assert bar_text.split("   1 ")[0].rstrip().endswith(" 30%")  # the number is busy time only
+        drawn = {line.plain[span.start:span.end][0]: str(span.style) for span in line.spans if span.end > span.start}
+        assert drawn["▒"] == palette.IOWAIT
+        assert any("▒" in row and "iowait (not in %)" in row for row in screen_lines(app))  # on the screen

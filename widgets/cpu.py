@@ -5,11 +5,29 @@ from __future__ import annotations
 from rich.text import Text
 
 from hwtop.model.snapshot import CpuSnapshot, NumaSnapshot
+from hwtop.widgets import palette
 from hwtop.widgets.format import SPARK, bar, level_style, pct, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
 CELL_MIN = 16  # "127 ██████ 100%" plus a gap
+BUSY, WAITING = "█", "▒"  # iowait is time a core sat idle waiting on storage: drawn apart, left out of the %
+
+
+def cpu_legend(cpu: CpuSnapshot | None) -> Text:
+    """Which colour is which in the core bars, as btop/htop show it; irq and steal only where a core has them."""
+    parts = [(BUSY, "user", palette.USER), (BUSY, "system", palette.SYSTEM)]
+    cores = cpu.cores if cpu is not None else ()
+    if any((c.irq or 0.0) >= 0.5 for c in cores):
+        parts.append((BUSY, "irq", palette.IRQ))
+    if any((c.steal or 0.0) >= 0.5 for c in cores):
+        parts.append((BUSY, "steal", palette.STEAL))
+    parts.append((WAITING, "iowait (not in %)", palette.IOWAIT))
+    legend = Text()
+    for index, (glyph, name, style) in enumerate(parts):
+        legend.append(("" if index == 0 else " ") + glyph, style=style)
+        legend.append(name)
+    return legend
 
 
 class CpuPanel(TextPanel):
@@ -20,6 +38,7 @@ class CpuPanel(TextPanel):
         self.history: tuple[float, ...] = ()
         self.marked: set[int] = set()
         self.max_lines = 1000
+        self._legend = ""
 
     def show(self, cpu: CpuSnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
              marked: set[int] | None = None, max_lines: int = 1000) -> None:
@@ -28,6 +47,9 @@ class CpuPanel(TextPanel):
         self.marked = marked or set()
         self.max_lines = max_lines
         self.border_title = "CPU" if cpu is None or cpu.model is None else data(f"CPU · {cpu.model}")
+        legend = cpu_legend(cpu)
+        if legend.plain != self._legend:  # setting it repaints the panel, even to the same text
+            self._legend, self.border_subtitle = legend.plain, legend
         self.changed()
 
     def lines(self, width: int) -> list[Text]:
@@ -37,10 +59,16 @@ class CpuPanel(TextPanel):
         width = max(width, CELL_MIN)
         summary = Text()
         summary.append(f"all {pct(cpu.percent)} ", style="bold")
-        if cpu.load_average:
-            summary.append("load " + " ".join(f"{v:.2f}" for v in cpu.load_average) + " ")
+        waits = [c.iowait for c in cpu.cores if c.iowait is not None]
+        if waits and sum(waits) / len(waits) >= 1.0:  # busy % leaves it out: say how much waiting there was
+            summary.append(f"iowait {sum(waits) / len(waits):.0f}% ", style=palette.IOWAIT)
         phys = f"{cpu.physical_cores}c/" if cpu.physical_cores else ""
-        summary.append(f"{phys}{cpu.logical_cores}t ", style="dim")
+        extras = [Text(f"{phys}{cpu.logical_cores}t ", style=palette.DIM)]
+        if cpu.load_average:
+            extras.insert(0, Text("load " + " ".join(f"{v:.2f}" for v in cpu.load_average) + " "))
+        for extra in extras:  # on one line: what does not fit is left out, last first
+            if summary.cell_len + extra.cell_len <= width:
+                summary.append_text(extra)
         summary.append_text(sparkline(self.history, max(0, width - summary.cell_len)))
         out = [summary]
         nodes = self.numa.nodes if self.numa and len(self.numa.nodes) > 1 else ()
@@ -87,8 +115,9 @@ class CpuPanel(TextPanel):
         core = self.cpu.cores[index]  # type: ignore[union-attr]
         label = Text(f"{index:>3} ", style="bold red" if index in self.marked else "bold")
         bar_width = max(3, width - 4 - 5 - 1)
-        segments = [(core.user, "green"), (core.system, "red"), (core.iowait, "blue"), (core.irq, "magenta"),
-                    (core.steal, "yellow")]
-        line = label + bar(core.percent, bar_width, segments) + Text(pct(core.percent, 5))
+        segments = [(core.user, palette.USER), (core.system, palette.SYSTEM), (core.irq, palette.IRQ),
+                    (core.steal, palette.STEAL)]
+        line = label + bar(core.percent, bar_width, segments, waiting=(core.iowait, palette.IOWAIT)) + \
+            Text(pct(core.percent, 5))
         line.append(" " * max(0, width - line.cell_len))
         return line

@@ -38,8 +38,10 @@ def level_style(percent: float | None) -> str:
     return "green"
 
 
-def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None, str]] | None = None) -> Text:
-    """A bar `width` cells wide; `segments` (percent, style) split it, e.g. user/system/iowait."""
+def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None, str]] | None = None,
+        waiting: tuple[float | None, str] | None = None) -> Text:
+    """A bar `width` cells wide; `segments` (percent, style) split it, e.g. user/system; `waiting` (percent,
+    style), e.g. iowait, follows them drawn ▒: time that is not busy, shown apart from what is."""
     text = Text()
     if width <= 0:
         return text
@@ -53,6 +55,11 @@ def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None
         cells = min(width - used, round(width * max(0.0, value) / 100.0))
         if cells > 0:
             text.append("█" * cells, style=style)
+            used += cells
+    if waiting is not None and waiting[0]:
+        cells = min(width - used, round(width * max(0.0, waiting[0]) / 100.0))
+        if cells > 0:
+            text.append("▒" * cells, style=waiting[1])
             used += cells
     if used < width:
         text.append("░" * (width - used), style="grey30")
