@@ -7,14 +7,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from hwtop.model.finding import Finding
+from hwtop.tui.dialog import Dialog
 from hwtop.widgets.advice import AdvicePanel
 
 
-class AdviceScreen(ModalScreen[None]):
+class AdviceScreen(Dialog[None]):
     DEFAULT_CSS = """
     AdviceScreen { align: center middle; }
     AdviceScreen > VerticalScroll { width: 100%; height: 100%; border: round $accent; background: $surface;

@@ -9,8 +9,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from hwtop.tui.dialog import Dialog
 
 KEYS = (
     ("q", "quit (the terminal is restored, no child process is left)"),
@@ -39,7 +40,7 @@ KEYS = (
 )
 
 
-class HelpScreen(ModalScreen[None]):
+class HelpScreen(Dialog[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 76; max-width: 100%; height: auto; max-height: 100%;
