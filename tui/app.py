@@ -35,6 +35,7 @@ EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before
 PALETTE = (  # title, help, action: what ctrl+p lists
     ("Pause / resume", "Stop or restart sampling (p)", "toggle_pause"),
     ("Sort processes", "Cycle the sort column: CPU, RSS, GPU memory, PID (s)", "cycle_sort"),
+    ("Reverse sort", "Turn the process order round (r)", "reverse_sort"),
     ("Filter processes", "By name, user or pid (/)", "filter"),
     ("Process tree", "Children under their parents (T)", "tree"),
     ("Signal process", "SIGTERM/SIGKILL the highlighted process, after a confirmation (k)", "signal_process"),
@@ -58,6 +59,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         Binding("q", "quit", "Quit"),
         Binding("p", "toggle_pause", "Pause"),
         Binding("s", "cycle_sort", "Sort"),
+        Binding("r", "reverse_sort", "Reverse", show=False),
         Binding("t", "topology", "Topology"),
         Binding("a", "advice", "Advice"),
         Binding("b", "report", "Report", show=False),
@@ -305,10 +307,12 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                              self.recorder.path if self.recorder is not None else None)
 
     def action_cycle_sort(self) -> None:
-        table = self.process_table
-        table.cycle_sort()
-        if self.snapshot is not None:
-            table.show(self.snapshot.processes, self.snapshot.gpus)
+        self.process_table.cycle_sort()
+        self.process_table.redraw()  # the last data, the job's marks kept
+
+    def action_reverse_sort(self) -> None:
+        self.process_table.reverse_sort()
+        self.process_table.redraw()
 
     def action_topology(self) -> None:
         self.push_screen(self.topology_screen)

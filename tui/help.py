@@ -16,7 +16,9 @@ from hwtop.tui.dialog import Dialog
 KEYS = (
     ("q", "quit (the terminal is restored, no child process is left)"),
     ("p", "pause / resume sampling"),
-    ("s", "cycle the process sort column: CPU, RSS, GPU memory, PID (or click any column header)"),
+    ("s", "sort the processes by the next column: CPU, memory, GPU memory, PID (or click a column header; "
+          "▼ biggest first, ▲ smallest first)"),
+    ("r", "reverse the process order (as does a second click on the sorted column's header)"),
     ("/", "filter the processes by name, user or pid (enter keeps it, escape clears)"),
     ("T", "tree view of the processes: children under their parents"),
     ("t", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads it, t/escape back)"),

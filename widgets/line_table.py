@@ -89,6 +89,16 @@ class LineTable(ScrollView, can_focus=True):
 
     # ----- data -----
 
+    def set_labels(self, labels: Sequence[str]) -> None:
+        """New column labels (a sort arrow moved): the header line is drawn again, and the widths if they grow."""
+        texts = tuple(Text(label) for label in labels)
+        if [t.plain for t in texts] == [t.plain for t in self._labels]:
+            return
+        self._labels = texts
+        self._widths = tuple(max(width, label.cell_len) for width, label in zip(self._widths, texts, strict=True))
+        self.virtual_size = Size(self._total_width(), len(self._rows) + 1)
+        self.refresh()
+
     @property
     def row_count(self) -> int:
         return len(self._rows)
@@ -201,7 +211,7 @@ class LineTable(ScrollView, can_focus=True):
         base = self.rich_style
         if y == 0:
             over: Style | None = self.get_component_rich_style("linetable--header")
-            strip = self._strip(("header",), self._labels, base, over)
+            strip = self._strip(("header", *(label.plain for label in self._labels)), self._labels, base, over)
         else:
             index = scroll_y + y - 1
             if not 0 <= index < len(self._rows):
