@@ -114,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Sample this box for --seconds (optionally while an embedded scenario runs, or watching a "
                     "running job: --pid PID, --job NAME_OR_PID), apply the advice rules and print each finding "
                     "with its evidence and fix. Exit 0: nothing at warning or above; 1: something was found; 2: "
-                    "bad usage (a pid that does not exist, is not Python, or may not be inspected). Options after "
+                    "bad usage (a pid that does not exist, is not Python, or may not be inspected); 3: the "
+                    "--workload crashed (its failed rank's exit code and last stderr lines on stderr). Options after "
                     "--workload SCENARIO that doctor does not know go to the job (python -m workload.job --help).")
     doctor.add_argument("--seconds", type=interval_seconds, default=None,
                         help="how long to sample (default 10; 20 with --pid/--job, as stack samples take time)")

@@ -14,7 +14,7 @@ from textual.widgets import Footer, Input
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
-from hwtop.model.snapshot import Snapshot
+from hwtop.model.snapshot import JobSnapshot, Snapshot
 from hwtop.session.session import Session, SnapshotSource
 from hwtop.tui.advice_screen import AdviceScreen
 from hwtop.tui.guarded_app import GuardedApp
@@ -139,6 +139,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         yield Footer()
 
     def on_mount(self) -> None:
+        # Installed: kept when popped, so t or j opens them again (a popped screen that is not installed is
+        # removed, and pushing it once more showed nothing: j after leaving the job view looked frozen).
+        self.install_screen(self.topology_screen, name="topology")
         panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
                   "gpu": self.gpu_panel, "advice": self.advice_panel, "processes": self.process_table}
         for name in self.hidden_panels:
@@ -391,10 +394,15 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             return
         if self.job_screen is None:
             self.job_screen = JobScreen()
+            self.install_screen(self.job_screen, name="job")
         if self.screen is not self.job_screen:
             self.push_screen(self.job_screen)
         if self.snapshot is not None:
             self.job_screen.show(self.snapshot, self.source.history, self.interval, self.paused)
+            job = self.snapshot.job
+            if job is not None and job.status == "ended":
+                self.notify(f"{ended_summary(job)}: its last view; escape, then f on a process picks another job",
+                            timeout=8)
 
     def action_focus_process(self) -> None:
         """f: the highlighted process and its descendants become the focused job."""
@@ -502,6 +510,13 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                 self.recorder.close(quiet=True)  # the file ends on a whole line
                 self.recorder = None
         self.session.close()
+
+
+def ended_summary(job: JobSnapshot) -> str:
+    """"job ended (exit codes pid 41: 0, pid 42: 1)": the codes of the processes the job probe kept."""
+    codes = [f"pid {p.pid}: {p.exit_code}" for p in job.processes if p.exit_code is not None]
+    return f"job ended (exit codes {', '.join(codes)})" if codes else \
+        "job ended (exit codes unknown: known only for processes hwtop started or saw as zombies)"
 
 
 def _clock(seconds: float) -> str:

@@ -126,6 +126,8 @@ class JobPanel(TextPanel):
         out.append(marks)
         if job.message:
             out.append(data(job.message, "yellow"))
+        if job.status == "ended":
+            out.append(Text("escape, then f on a process, picks another job", style="yellow"))
         columns = fitting_columns(width)
         header = Text(" ".join(f"{name:>{w}}" if right else f"{name:<{w}}" for name, w, right in columns),
                       style="bold reverse")
