@@ -4,7 +4,9 @@ line with a newline stays on one row."""
 from __future__ import annotations
 
 import dataclasses
+import os
 
+import pytest
 from textual.containers import VerticalScroll
 
 from hwtop.model.snapshot import ProcessInfo
@@ -100,3 +102,19 @@ async def test_cpu_bars_split_user_system_and_iowait_with_a_legend() -> None:
         drawn = {line.plain[span.start:span.end][0]: str(span.style) for span in line.spans if span.end > span.start}
         assert drawn["▒"] == palette.IOWAIT
         assert any("▒" in row and "iowait (not in %)" in row for row in screen_lines(app))  # on the screen
+
+
+@pytest.mark.slow  # the real app three times, a process tree started here
+def test_small_terminal_screenshots_show_help_job_and_a_one_line_newline_command(monkeypatch, tmp_path) -> None:
+    import asyncio
+    import html
+
+    from screenshots import small_terminal
+
+    monkeypatch.setattr(small_terminal, "HERE", str(tmp_path))
+    paths = asyncio.run(small_terminal.capture_all())
+    assert [os.path.basename(p) for p in paths] == ["help-80x24.svg", "job-80x24.svg", "processes-newline-80x24.svg"]
+    texts = [html.unescape(open(p, encoding="utf-8").read()).replace("\xa0", " ") for p in paths]
+    assert "hwtop keys" in texts[0] and "escape closes" in texts[0]
+    assert "COMMAND" in texts[1] and texts[1].count("python3 -c #␊impor") == 3  # the parent and both children
+    assert texts[2].count("python3 -c #␊import") == 3 and "second" not in texts[2]
