@@ -55,7 +55,7 @@ class CpuPanel(TextPanel):
     def lines(self, width: int) -> list[Text]:
         cpu = self.cpu
         if cpu is None:
-            return [Text("CPU: N/A (probe failed)", style="dim")]
+            return [Text("CPU: N/A (probe failed)", style=palette.DIM)]
         width = max(width, CELL_MIN)
         summary = Text()
         summary.append(f"all {pct(cpu.percent)} ", style="bold")
@@ -87,7 +87,7 @@ class CpuPanel(TextPanel):
             return (out + self._strips(groups, width))[: max(1, self.max_lines)]
         for label, members in groups:
             if label is not None:
-                out.append(Text(f"─ {label} ({len(members)} cpus) ", style="bold magenta"))
+                out.append(Text(f"─ {label} ({len(members)} cpus) ", style=palette.GROUP))
             for start in range(0, len(members), columns):
                 line = Text()
                 for index in members[start:start + columns]:
@@ -102,7 +102,7 @@ class CpuPanel(TextPanel):
             tag = f"n{label[5:]} " if label else "cpu "
             per_row = max(1, width - len(tag))
             for start in range(0, len(members), per_row):
-                line = Text(tag if start == 0 else " " * len(tag), style="bold magenta")
+                line = Text(tag if start == 0 else " " * len(tag), style=palette.GROUP)
                 for index in members[start:start + per_row]:
                     percent = self.cpu.cores[index].percent  # type: ignore[union-attr]
                     char = "?" if percent is None else SPARK[min(len(SPARK) - 1, int(percent / 100 * len(SPARK)))]
@@ -113,7 +113,7 @@ class CpuPanel(TextPanel):
 
     def _cell(self, index: int, width: int) -> Text:
         core = self.cpu.cores[index]  # type: ignore[union-attr]
-        label = Text(f"{index:>3} ", style="bold red" if index in self.marked else "bold")
+        label = Text(f"{index:>3} ", style=palette.CRIT_STRONG if index in self.marked else "bold")
         bar_width = max(3, width - 4 - 5 - 1)
         segments = [(core.user, palette.USER), (core.system, palette.SYSTEM), (core.irq, palette.IRQ),
                     (core.steal, palette.STEAL)]

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from hwtop.widgets import palette
+
 SPARK = "▁▂▃▄▅▆▇█"
 NA = "N/A"
 
@@ -30,12 +32,12 @@ def pct(value: float | None, width: int = 4) -> str:
 
 def level_style(percent: float | None) -> str:
     if percent is None:
-        return "dim"
+        return palette.DIM
     if percent >= 90:
-        return "red"
+        return palette.CRIT
     if percent >= 60:
-        return "yellow"
-    return "green"
+        return palette.WARN
+    return palette.OK
 
 
 def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None, str]] | None = None,
@@ -46,7 +48,7 @@ def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None
     if width <= 0:
         return text
     if percent is None:
-        return Text("·" * width, style="dim")
+        return Text("·" * width, style=palette.DIM)
     parts = list(segments) if segments else [(percent, level_style(percent))]
     used = 0
     for value, style in parts:
@@ -62,7 +64,7 @@ def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None
             text.append("▒" * cells, style=waiting[1])
             used += cells
     if used < width:
-        text.append("░" * (width - used), style="grey30")
+        text.append("░" * (width - used), style=palette.EMPTY)
     return text
 
 
@@ -74,7 +76,7 @@ def sparkline(values: Sequence[float], width: int, high: float = 100.0) -> Text:
         high = 1.0
     top = len(SPARK) - 1
     cells = "".join(SPARK[int(min(1.0, max(0.0, v / high)) * top + 0.5)] for v in recent)
-    return Text(cells.rjust(width), style="cyan")
+    return Text(cells.rjust(width), style=palette.TREND)
 
 
 def duration(seconds: float | None) -> str:

@@ -10,11 +10,13 @@ from textual.binding import Binding
 from hwtop.advice.thresholds import TABLE
 from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
+from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
-ROLE_STYLE = {"launcher": "bold magenta", "DataLoader worker": "cyan", "helper": "dim", "worker of a rank": "cyan"}
+ROLE_STYLE = {"launcher": palette.GROUP, "DataLoader worker": palette.WORKER, "helper": palette.DIM,
+              "worker of a rank": palette.WORKER}
 
 
 Column = tuple[str, int, bool]  # header, width, right-aligned
@@ -90,7 +92,7 @@ class JobPanel(TextPanel):
         if text:  # py-spy's output: function names and paths the process chose
             self.stack += [data(line) for line in text.split("\n")]
         if message:
-            self.stack.append(data(message, "yellow"))
+            self.stack.append(data(message, palette.WARN))
         self.changed()
 
     def _node_label(self, cpus: tuple[int, ...] | None) -> str:
@@ -102,8 +104,9 @@ class JobPanel(TextPanel):
     def lines(self, width: int) -> list[Text]:
         job = self.job
         if job is None:
-            return [Text("no job focused: hwtop --pid PID, --job PATTERN, or f on a process", style="dim")]
-        head = Text(f"{job.status.upper()} ", style="bold green" if job.status == "running" else "bold yellow")
+            return [Text("no job focused: hwtop --pid PID, --job PATTERN, or f on a process", style=palette.DIM)]
+        head = Text(f"{job.status.upper()} ",
+                    style=palette.OK_STRONG if job.status == "running" else palette.WARN_STRONG)
         alive = sum(1 for p in job.processes if p.alive)
         cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
         memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else \
@@ -125,9 +128,9 @@ class JobPanel(TextPanel):
             marks.append("  ")
         out.append(marks)
         if job.message:
-            out.append(data(job.message, "yellow"))
+            out.append(data(job.message, palette.WARN))
         if job.status == "ended":
-            out.append(Text("escape, then f on a process, picks another job", style="yellow"))
+            out.append(Text("escape, then f on a process, picks another job", style=palette.WARN))
         columns = fitting_columns(width)
         header = Text(" ".join(f"{name:>{w}}" if right else f"{name:<{w}}" for name, w, right in columns),
                       style="bold reverse")
@@ -153,7 +156,7 @@ class JobPanel(TextPanel):
         if job.workers_started_last_minute or job.workers_exited_last_minute:
             out.append(Text(f"DataLoader workers: {job.workers_started_last_minute} started, "
                             f"{job.workers_exited_last_minute} exited in the last minute",
-                            style="yellow" if job.workers_exited_last_minute else ""))
+                            style=palette.WARN if job.workers_exited_last_minute else ""))
         pressure = job.pressure
         if pressure is not None:
             line = Text(f"pressure ({pressure.source}): ", style="bold")
@@ -167,7 +170,7 @@ class JobPanel(TextPanel):
         if job.stacks or job.stack_message:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:
-            out.append(data(f"  {job.stack_message}", "yellow"))
+            out.append(data(f"  {job.stack_message}", palette.WARN))
         for stacks in job.stacks:
             out.append(self._stacks_line(stacks))
         return out
@@ -178,16 +181,16 @@ class JobPanel(TextPanel):
         who = f"rank {stacks.rank}" if stacks.rank is not None else "main"
         line = Text(f"  {who} (pid {stacks.pid}): ", style="bold")
         if not stacks.samples:
-            line.append_text(data(stacks.message or "no samples yet", "dim"))
+            line.append_text(data(stacks.message or "no samples yet", palette.DIM))
             return line
         parts = sorted(stacks.fractions, key=lambda kv: -kv[1])
         for index, (name, value) in enumerate(parts):
             line.append(("" if index == 0 else " · ") + f"{LABELS.get(name, name)} {100 * value:.0f}%",
-                        style="bold yellow" if name == "data" and value >= 0.3 else "")
-        line.append(f"  ({stacks.samples} samples, {stacks.window_s:.0f} s)", style="dim")
+                        style=palette.WARN_STRONG if name == "data" and value >= 0.3 else "")
+        line.append(f"  ({stacks.samples} samples, {stacks.window_s:.0f} s)", style=palette.DIM)
         site = stacks.site(parts[0][0]) if parts else None
         if site:
-            line.append_text(data(f" at {site}", "dim"))
+            line.append_text(data(f" at {site}", palette.DIM))
         return line
 
     def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool) -> Text:
@@ -220,7 +223,7 @@ class JobPanel(TextPanel):
             else:
                 line.append(cell)
         # One row whatever the command line holds: a newline or a tab in it shows as a symbol, never breaks it.
-        line.append_text(data(p.cmdline or p.name, "dim" if not p.alive else ""))
+        line.append_text(data(p.cmdline or p.name, palette.DIM if not p.alive else ""))
         line.truncate(max(1, width), overflow="ellipsis")
         return line
 
@@ -244,7 +247,7 @@ class JobPanel(TextPanel):
         line.append(f" · memory {numa_share(p.numa_pages)}")
         far = self._far_memory(p)
         if far:
-            line.append(f"  {far}", style="bold red")
+            line.append(f"  {far}", style=palette.CRIT_STRONG)
         if p.dataset_devices:
             line.append_text(data(" · open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices)))
         return line

@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from hwtop.widgets import palette
 from hwtop.widgets.plain_table import cell
 
 Cells = tuple[Text, ...]
@@ -52,7 +53,8 @@ class LineTable(ScrollView, can_focus=True):
             & > .linetable--header { background-tint: $foreground 5%; }
         }
         & > .linetable--header { text-style: bold; background: $panel; color: $foreground; }
-        &:ansi > .linetable--header { background: ansi_bright_blue; color: ansi_default; }
+        &:ansi > .linetable--header { background: """ + palette.ANSI_HEADER_BACKGROUND + "; color: " + \
+        palette.ANSI_DEFAULT + """; }
         & > .linetable--cursor {
             background: $block-cursor-blurred-background;
             color: $block-cursor-blurred-foreground;

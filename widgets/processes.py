@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
+from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, level_style
 from hwtop.widgets.line_table import LineTable
 from hwtop.widgets.safe_text import data
@@ -206,7 +207,7 @@ class ProcessTable(LineTable):
     @staticmethod
     def _cells(row: Row, marked: set[int]) -> tuple[object, ...]:
         return (
-            Text(str(row.pid), style="bold magenta" if row.pid in marked else ""), row.user[:10],
+            Text(str(row.pid), style=palette.GROUP if row.pid in marked else ""), row.user[:10],
             Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
             Text(human_bytes(row.rss), justify="right"),
             Text(NA if row.threads is None else str(row.threads), justify="right"),
