@@ -8,7 +8,6 @@ import threading
 import time
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input
 
@@ -16,6 +15,7 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
 from hwtop.model.snapshot import JobSnapshot, Snapshot
 from hwtop.session.session import Session, SnapshotSource
+from hwtop.tui import keys
 from hwtop.tui.advice_screen import AdviceScreen
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.tui.help import HelpScreen
@@ -32,54 +32,14 @@ from hwtop.widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
-PALETTE = (  # title, help, action: what ctrl+p lists
-    ("Pause / resume", "Stop or restart sampling (p)", "toggle_pause"),
-    ("Sort processes", "Cycle the sort column: CPU, RSS, GPU memory, PID (s)", "cycle_sort"),
-    ("Reverse sort", "Turn the process order round (r)", "reverse_sort"),
-    ("Filter processes", "By name, user or pid (/)", "filter"),
-    ("Process tree", "Children under their parents (T)", "tree"),
-    ("Signal process", "SIGTERM/SIGKILL the highlighted process, after a confirmation (k)", "signal_process"),
-    ("Focus process as job", "The highlighted process and its descendants (f)", "focus_process"),
-    ("Job view", "The focused job's tree, placement and stack (j)", "job"),
-    ("Topology", "GPU/NIC matrix, NUMA nodes, live links (t)", "topology"),
-    ("Advice", "Open the selected finding (a)", "advice"),
-    ("Box report", "What this box can train (b)", "report"),
-    ("Start workload", "The embedded PyTorch DDP/AMP job (w)", "start_workload"),
-    ("Stop workload", "Its whole process group (x)", "stop_workload"),
-    ("Record", "Every tick to hwtop-HOST-TIME.jsonl.gz; again to stop (R)", "record"),
-    ("Help", "Every key (?)", "help"),
-)
+PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from tui/keys.py
 
 
 class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run() raises a crash, terminal restored
     CSS_PATH = "hwtop.tcss"
     AUTO_FOCUS = "ProcessTable"  # the advice pane takes focus only when asked (a, tab, a click)
     TITLE = "hwtop"
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("p", "toggle_pause", "Pause"),
-        Binding("s", "cycle_sort", "Sort"),
-        Binding("r", "reverse_sort", "Reverse", show=False),
-        Binding("t", "topology", "Topology"),
-        Binding("a", "advice", "Advice"),
-        Binding("b", "report", "Report", show=False),
-        Binding("j", "job", "Job", show=False),
-        Binding("f", "focus_process", "Focus", show=False),
-        Binding("k", "signal_process", "Signal", show=False),
-        Binding("slash", "filter", "Filter", show=False, key_display="/"),
-        Binding("T", "tree", "Tree", show=False),
-        Binding("w", "start_workload", "Workload"),
-        Binding("x", "stop_workload", "Stop job", show=False),
-        Binding("R", "record", "Record", show=False),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        # replay only (check_action hides them otherwise)
-        Binding("full_stop", "replay_step(1)", "Step", key_display="."),
-        Binding("comma", "replay_step(-1)", "Back", key_display=","),
-        Binding("right_square_bracket", "replay_seek(10)", "+10s", key_display="]"),
-        Binding("left_square_bracket", "replay_seek(-10)", "-10s", key_display="["),
-        Binding("plus,equals_sign", "replay_speed(2)", "Faster", key_display="+"),
-        Binding("minus", "replay_speed(0.5)", "Slower", key_display="-"),
-    ]
+    BINDINGS = keys.bindings(keys.MAIN)
     REPLAY_ACTIONS = {"replay_step", "replay_seek", "replay_speed"}
 
     def __init__(self, source: SnapshotSource, interval: float = 1.0, workload_args: list[str] | None = None,

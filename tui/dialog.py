@@ -8,17 +8,16 @@ from typing import TypeVar
 
 from textual import events, on
 from textual.actions import SkipAction
-from textual.binding import Binding
 from textual.screen import ModalScreen
 from textual.widgets import Button, Select
+
+from hwtop.tui import keys
 
 ResultType = TypeVar("ResultType")
 
 
 class Dialog(ModalScreen[ResultType]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel"),
-                # priority: an Input's own enter (submit) or a Select's (open) would otherwise take it first
-                Binding("enter", "confirm", "OK", priority=True)]
+    BINDINGS = keys.bindings(keys.DIALOG)
 
     @on(events.Mount)
     def _focus_first_on_mount(self) -> None:  # a handler of its own: a subclass's on_mount does not replace it

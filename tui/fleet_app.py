@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from hwtop.fleet.model import HostView, totals, worst_first
 from hwtop.fleet.sources import FleetSource
+from hwtop.tui import keys
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.widgets import palette
 from hwtop.widgets.format import sparkline
@@ -66,7 +66,7 @@ def _status(view: HostView) -> Text:
 class HostScreen(Screen[None]):
     """One host's GPUs and findings, live while it is open."""
 
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    BINDINGS = keys.bindings(keys.FLEET_HOST)
 
     def __init__(self, key: str) -> None:
         super().__init__()
@@ -128,7 +128,7 @@ class FleetApp(GuardedApp[None]):
     #fleet-warnings { height: auto; max-height: 3; color: $warning; }
     DataTable { height: 1fr; }
     """
-    BINDINGS = [Binding("q", "quit", "Quit"), Binding("enter", "open_host", "GPUs of the host")]
+    BINDINGS = keys.bindings(keys.FLEET)
 
     def __init__(self, source: FleetSource, refresh_s: float = 0.25) -> None:
         super().__init__()

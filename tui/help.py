@@ -7,39 +7,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from hwtop.tui import keys
 from hwtop.tui.dialog import Dialog
 
-KEYS = (
-    ("q", "quit (the terminal is restored, no child process is left)"),
-    ("p", "pause / resume sampling"),
-    ("s", "sort the processes by the next column: CPU, memory, GPU memory, PID (or click a column header; "
-          "▼ biggest first, ▲ smallest first)"),
-    ("r", "reverse the process order (as does a second click on the sorted column's header)"),
-    ("/", "filter the processes by name, user or pid (enter keeps it, escape clears)"),
-    ("T", "tree view of the processes: children under their parents"),
-    ("t", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads it, t/escape back)"),
-    ("a", "advice: focus the pane and expand the selected finding (up/down select, enter or click toggles)"),
-    ("b", "box report: what this box can train and what limits it (hwtop report for measurements)"),
-    ("j", "the focused job's view: process tree, roles, affinity, where threads ran, NUMA memory (--pid/--job)"),
-    ("f", "focus the highlighted process and its descendants as the job; in the job view d reads a stack"),
-    ("k", "signal the highlighted process: shows its user and command, y SIGTERM, K SIGKILL, n cancels"),
-    ("w", "start the embedded PyTorch DDP/AMP job: pick a scenario and options"),
-    ("x", "stop the job (its whole process group: SIGTERM, then SIGKILL)"),
-    ("R", "record every tick to hwtop-HOST-TIME.jsonl.gz here; R again stops (hwtop replay FILE)"),
-    (".", "replay: step one tick forward (pauses)"),
-    (",", "replay: step one tick back"),
-    ("]", "replay: seek 10 s forward"),
-    ("[", "replay: seek 10 s back"),
-    ("+", "replay: twice as fast"),
-    ("-", "replay: half as fast"),
-    ("?", "this help"),
-    ("escape", "close a dialog"),
-    ("ctrl+p", "command palette: every action by name"),
-)
+KEYS = keys.help_lines()  # built from the bindings themselves: tui/keys.py
 
 
 class HelpScreen(Dialog[None]):
@@ -48,7 +22,7 @@ class HelpScreen(Dialog[None]):
     HelpScreen > VerticalScroll { width: 76; max-width: 100%; height: auto; max-height: 100%;
                                   border: thick $accent; background: $surface; padding: 0 1; }
     """
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "close")]
+    BINDINGS = keys.bindings(keys.HELP_SCREEN)
 
     def compose(self) -> ComposeResult:
         # Scrolls (up/down, page keys, the wheel) when the terminal is shorter than the list: at 80x24 it is.

@@ -8,10 +8,10 @@ import asyncio
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from hwtop.tui import keys
 from hwtop.tui.dialog import Dialog
 from hwtop.widgets.safe_text import data
 
@@ -32,7 +32,7 @@ class ReportScreen(Dialog[None]):
     ReportScreen > VerticalScroll { width: 100%; height: 100%; border: round $accent; background: $surface;
                                     padding: 0 1; }
     """
-    BINDINGS = [Binding("escape,b,q", "dismiss", "close")]
+    BINDINGS = keys.bindings(keys.REPORT_SCREEN)
 
     def __init__(self, demo: str | None) -> None:
         super().__init__()

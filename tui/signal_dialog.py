@@ -7,11 +7,11 @@ import signal
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label
 
 from hwtop.probes.signals import Target
+from hwtop.tui import keys
 from hwtop.tui.dialog import Dialog
 from hwtop.widgets.safe_text import data
 
@@ -25,8 +25,7 @@ class SignalDialog(Dialog[int | None]):
                               background: $surface; padding: 1 2; }
     SignalDialog Horizontal { height: auto; }
     """
-    BINDINGS = [Binding("escape,n", "cancel", "Cancel"), Binding("y", "send(15)", "SIGTERM"),
-                Binding("K", "send(9)", "SIGKILL")]
+    BINDINGS = keys.bindings(keys.SIGNAL_DIALOG)
 
     def __init__(self, target: Target) -> None:
         super().__init__()

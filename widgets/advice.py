@@ -7,10 +7,10 @@ import textwrap
 
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.message import Message
 
 from hwtop.model.finding import Finding
+from hwtop.tui import keys
 from hwtop.widgets import palette
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
@@ -30,8 +30,7 @@ def _age(seconds: float) -> str:
 
 class AdvicePanel(TextPanel):
     can_focus = True
-    BINDINGS = [Binding("up", "move(-1)", "previous", show=False), Binding("down", "move(1)", "next", show=False),
-                Binding("enter,space", "toggle_finding", "expand", show=False)]
+    BINDINGS = keys.bindings(keys.ADVICE_PANEL)
 
     class DetailsWanted(Message):
         """Posted instead of opening a finding in place when the pane is told there is no room (`inline`)."""

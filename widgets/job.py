@@ -5,11 +5,11 @@ where each rank's time goes; sparklines; and a stack when asked. Ended workers l
 from __future__ import annotations
 
 from rich.text import Text
-from textual.binding import Binding
 
 from hwtop.advice.thresholds import TABLE
 from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
+from hwtop.tui import keys
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
 from hwtop.widgets.panel import TextPanel
@@ -56,7 +56,7 @@ def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
 
 class JobPanel(TextPanel):
     can_focus = True
-    BINDINGS = [Binding("up", "move(-1)", "previous", show=False), Binding("down", "move(1)", "next", show=False)]
+    BINDINGS = keys.bindings(keys.JOB_PANEL)
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]

@@ -12,13 +12,13 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from hwtop.tui import keys
 from hwtop.widgets import palette
 from hwtop.widgets.plain_table import cell
 
@@ -62,14 +62,7 @@ class LineTable(ScrollView, can_focus=True):
         }
     }
     """
-    BINDINGS = [
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "scroll_home", "Top", show=False),
-        Binding("end", "scroll_end", "Bottom", show=False),
-    ]
+    BINDINGS = keys.bindings(keys.LINE_TABLE)
 
     class HeaderClicked(Message):
         """A click on a column's label."""
