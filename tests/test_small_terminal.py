@@ -118,3 +118,21 @@ def test_small_terminal_screenshots_show_help_job_and_a_one_line_newline_command
     assert "hwtop keys" in texts[0] and "escape closes" in texts[0]
     assert "COMMAND" in texts[1] and texts[1].count("python3 -c #␊impor") == 3  # the parent and both children
     assert texts[2].count("python3 -c #␊import") == 3 and "second" not in texts[2]
+
+
+async def test_a_job_taller_than_the_terminal_scrolls_to_the_selected_row() -> None:
+    snapshot = job_snapshot(workers=30)
+    app = HwtopApp(ScriptedSource([snapshot]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        last = snapshot.job.processes[-1]  # type: ignore[union-attr]
+        assert not any(f" {last.pid} " in line for line in screen_lines(app))  # below the fold
+        await pilot.press("up")  # from the first row round to the last child
+        await pilot.pause()
+        assert app.screen.panel.selected == last  # type: ignore[attr-defined]
+        assert any(f" {last.pid} " in line for line in screen_lines(app)), "\n".join(screen_lines(app))
+        await pilot.press("down")  # and back round to the top
+        await pilot.pause()
+        assert any("PID ROLE" in line for line in screen_lines(app))

@@ -5,6 +5,8 @@ where each rank's time goes; sparklines; and a stack when asked. Ended workers l
 from __future__ import annotations
 
 from rich.text import Text
+from textual.geometry import Region
+from textual.widget import Widget
 
 from hwtop.advice.thresholds import TABLE
 from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
@@ -86,6 +88,25 @@ class JobPanel(TextPanel):
         if self.job and self.job.processes:
             self.cursor = (self.cursor + step) % len(self.job.processes)
             self.changed()
+            self.call_after_refresh(self._show_cursor)
+
+    def _show_cursor(self) -> None:
+        """Scroll the screen to the selected row: a tree taller than the terminal keeps its last child reachable."""
+        width = self.content_size.width
+        if width <= 0 or self.job is None:
+            return
+        rows_before = 0
+        for line in self.cached_lines(width):  # the rows above the selected one, wrapped lines counted
+            if line.plain.lstrip().startswith(f"{self.job.processes[self.cursor].pid} "):
+                break
+            rows_before += max(1, -(-line.cell_len // width))
+        container = self.parent
+        if isinstance(container, Widget):  # the screen's VerticalScroll
+            top = self.virtual_region.y + self.styles.gutter.top + rows_before
+            if self.cursor == 0:  # the first row: the job's summary and the table's header with it
+                container.scroll_to(y=0, animate=False, immediate=True)
+            else:
+                container.scroll_to_region(Region(0, top, width, 1), animate=False, immediate=True)
 
     def set_stack(self, title: str, text: str | None, message: str | None) -> None:
         self.stack = [data(title, "bold")]
