@@ -31,6 +31,7 @@ class Host(App[None]):
         self.result: object = NOTHING
 
     def on_mount(self) -> None:
+        self.animation_level = "none"
         self.push_screen(self.dialog, self._done)
 
     def _done(self, result: object) -> None:
