@@ -102,7 +102,7 @@ async def test_cpu_bars_split_user_system_and_iowait_with_a_legend() -> None:
         assert bar_text.split("   1 ")[0].rstrip().endswith(" 30%")  # the number is busy time only
         drawn = {line.plain[span.start:span.end][0]: str(span.style) for span in line.spans if span.end > span.start}
         assert drawn["▒"] == palette.IOWAIT
-        assert any("▒" in row and "iowait (not in %)" in row for row in screen_lines(app))  # on the screen
+        assert any("▒" in row and "iowait (not in %)" in row for row in screen_lines(app)), screen_lines(app)[:6]
 
 
 @pytest.mark.slow  # the real app three times, a process tree started here
@@ -137,3 +137,14 @@ async def test_a_job_taller_than_the_terminal_scrolls_to_the_selected_row() -> N
         await pilot.press("down")  # and back round to the top
         await pilot.pause()
         assert any("PID ROLE" in line for line in screen_lines(app))
+
+
+def test_the_cpu_legend_shortens_to_fit_and_keeps_every_part() -> None:
+    base = host_snapshot().cpu
+    assert base is not None
+    cores = tuple(dataclasses.replace(core, irq=2.0, steal=1.0) for core in base.cores)
+    cpu = dataclasses.replace(base, cores=cores)
+    full = cpu_legend(cpu).plain
+    assert full == "█user █system █irq █steal ▒iowait (not in %)"
+    short = cpu_legend(cpu, width=38).plain
+    assert short == "█usr █sys █irq █stl ▒io≠%" and len(short) <= 38

@@ -14,8 +14,12 @@ CELL_MIN = 16  # "127 ██████ 100%" plus a gap
 BUSY, WAITING = "█", "▒"  # iowait is time a core sat idle waiting on storage: drawn apart, left out of the %
 
 
-def cpu_legend(cpu: CpuSnapshot | None) -> Text:
-    """Which colour is which in the core bars, as btop/htop show it; irq and steal only where a core has them."""
+SHORT_NAMES = {"user": "usr", "system": "sys", "irq": "irq", "steal": "stl", "iowait (not in %)": "io≠%"}
+
+
+def cpu_legend(cpu: CpuSnapshot | None, width: int = 1000) -> Text:
+    """Which colour is which in the core bars, as btop/htop show it; irq and steal only where a core has them.
+    Within `width` cells: the names in full, then htop's short ones."""
     parts = [(BUSY, "user", palette.USER), (BUSY, "system", palette.SYSTEM)]
     cores = cpu.cores if cpu is not None else ()
     if any((c.irq or 0.0) >= 0.5 for c in cores):
@@ -24,9 +28,13 @@ def cpu_legend(cpu: CpuSnapshot | None) -> Text:
         parts.append((BUSY, "steal", palette.STEAL))
     parts.append((WAITING, "iowait (not in %)", palette.IOWAIT))
     legend = Text()
-    for index, (glyph, name, style) in enumerate(parts):
-        legend.append(("" if index == 0 else " ") + glyph, style=style)
-        legend.append(name)
+    for short in (False, True):
+        legend = Text()
+        for index, (glyph, name, style) in enumerate(parts):
+            legend.append(("" if index == 0 else " ") + glyph, style=style)
+            legend.append(SHORT_NAMES[name] if short else name)
+        if legend.cell_len <= width:
+            break
     return legend
 
 
@@ -47,10 +55,16 @@ class CpuPanel(TextPanel):
         self.marked = marked or set()
         self.max_lines = max_lines
         self.border_title = "CPU" if cpu is None or cpu.model is None else data(f"CPU · {cpu.model}")
-        legend = cpu_legend(cpu)
+        self._show_legend()
+        self.changed()
+
+    def _show_legend(self) -> None:
+        legend = cpu_legend(self.cpu, self.size.width - 2 if self.size.width else 1000)  # 2: the title's gaps
         if legend.plain != self._legend:  # setting it repaints the panel, even to the same text
             self._legend, self.border_subtitle = legend.plain, legend
-        self.changed()
+
+    def on_resize(self) -> None:
+        self._show_legend()  # the first tick comes before the layout: the width it saw was not the panel's
 
     def lines(self, width: int) -> list[Text]:
         cpu = self.cpu
