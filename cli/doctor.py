@@ -1,10 +1,12 @@
 """`hwtop doctor`: sample this box (optionally while an embedded scenario runs, or watching a running job named
 by --pid/--job), run the advice rules, print the findings. Exit 0 when nothing at warning or above was seen, 1
-when something was, 2 for bad usage (a pid that does not exist, is not Python, or may not be inspected)."""
+when something was, 2 for bad usage (a pid that does not exist, is not Python, or may not be inspected), 3 when
+the embedded workload crashed (the failed rank's exit code and its last stderr lines go to stderr)."""
 
 from __future__ import annotations
 
 import json
+import re
 import signal
 import sys
 import time
@@ -18,6 +20,9 @@ from hwtop.model.snapshot import JobSnapshot
 from hwtop.session.session import Session
 
 STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start
+EXIT_CRASHED = 3
+STDERR_LINES = 8  # of a crashed workload's stderr, shown
+_RANK_EXIT = re.compile(r"rank (\d+) \(pid (\d+)\) terminated with exit code (-?\d+)")
 
 
 @dataclass(slots=True)
@@ -92,8 +97,22 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
     finally:
         if sampler.workload is not None:
             sampler.workload.stop()
+            _full_stderr(sampler.workload, facts.get("workload"))
         facts.pop("job_since", None)
     return seen, facts
+
+
+def _full_stderr(monitor: Any, workload: dict[str, Any] | None, wait_s: float = 2.0) -> None:
+    """A crashed workload's last stderr lines, read once its output has been drained: the live state keeps three,
+    and the launcher's own "rank N ... terminated with exit code X" comes last, after the rank's traceback."""
+    if not workload or workload.get("status") != "crashed":
+        return
+    reader = getattr(monitor, "_reader", None)
+    if reader is not None:
+        reader.join(wait_s)  # it reads stderr once stdout has closed
+    tail = list(getattr(monitor.job, "stderr_tail", ()))
+    if tail:
+        workload["stderr_tail"] = tail[-STDERR_LINES:]
 
 
 def job_facts(job: JobSnapshot, watched_s: float) -> dict[str, Any]:
@@ -162,6 +181,23 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
     return printable_lines(out)
 
 
+def crash_lines(workload: dict[str, Any]) -> list[str]:
+    """What a crashed workload left to say: which rank failed with which exit code, then its last stderr lines.
+    Empty when it did not crash."""
+    if workload.get("status") != "crashed":
+        return []
+    tail = [line for line in workload.get("stderr_tail") or [] if line.strip()]
+    failed = next((m for m in map(_RANK_EXIT.search, reversed(tail)) if m), None)
+    if failed is not None:
+        rank, pid, code = failed.groups()
+        head = f"hwtop doctor: the workload crashed: rank {rank} (pid {pid}) exited with code {code}"
+    else:
+        head = f"hwtop doctor: the workload crashed: exit code {workload.get('exit_code')}"
+    if not tail:
+        return [head, "  (it wrote nothing to stderr)"]
+    return [head, "  its last stderr lines:", *(f"    {line}" for line in tail)]
+
+
 def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interval: float,
                    job_args: list[str] | None, as_json: bool) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
@@ -177,6 +213,7 @@ def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interva
         tail = workload["stderr_tail"][-1] if workload["stderr_tail"] else "bad workload options"
         print(printable(f"hwtop: error: workload: {tail}"), file=sys.stderr)
         return 2
+    crash = crash_lines(workload) if workload else []
     if as_json:
         print(json.dumps({"seconds": seconds, **facts, "findings": [
             {**e.finding.to_dict(), "active": e.active, "first_seen": e.first, "last_seen": e.last}
@@ -184,4 +221,7 @@ def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interva
             indent=2))
     else:
         print(render(seen, facts, seconds))
+    if crash:
+        print(printable_lines(crash), file=sys.stderr)
+        return EXIT_CRASHED
     return 1 if any(e.finding.severity in ("warning", "critical") for e in seen.values()) else 0

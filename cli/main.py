@@ -76,6 +76,36 @@ def offset_seconds(text: str) -> float:
     return value
 
 
+# Options that contradict each other, with why: either one alone is fine, both is a mistake to say in one line.
+EXCLUSIVE = (
+    ("--demo", "--replay", "a recording brings its own machine"),
+    ("--demo", "replay FILE", "a recording brings its own machine"),
+    ("--demo", "--no-gpu", "a demo machine is its fake GPUs"),
+    ("--pid", "--job", "each names the job to watch: give one of them"),
+    ("--workload", "--pid", "watch the embedded job or a running one, not both"),
+    ("--workload", "--job", "watch the embedded job or a running one, not both"),
+    ("--workload", "replay FILE", "a replay only plays what was recorded"),
+    ("--pid", "replay FILE", "a replay only plays what was recorded"),
+    ("--job", "replay FILE", "a replay only plays what was recorded"),
+)
+
+
+def given_options(args: argparse.Namespace) -> set[str]:
+    """The options of EXCLUSIVE that this command line gave (by value: an abbreviation or `--x=v` counts)."""
+    values = {"--demo": getattr(args, "demo", None) is not None, "--no-gpu": bool(getattr(args, "no_gpu", False)),
+              "--pid": bool(getattr(args, "pid", None)), "--job": getattr(args, "job", None) is not None,
+              "--workload": getattr(args, "workload", None) is not None,
+              "--replay": getattr(args, "replay", None) is not None, "replay FILE": args.command == "replay"}
+    return {name for name, given in values.items() if given}
+
+
+def check_exclusive(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    given = given_options(args)
+    for first, second, why in EXCLUSIVE:
+        if first in given and second in given:
+            parser.error(f"{first} and {second} cannot be used together: {why}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="hwtop",
@@ -114,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Sample this box for --seconds (optionally while an embedded scenario runs, or watching a "
                     "running job: --pid PID, --job NAME_OR_PID), apply the advice rules and print each finding "
                     "with its evidence and fix. Exit 0: nothing at warning or above; 1: something was found; 2: "
-                    "bad usage (a pid that does not exist, is not Python, or may not be inspected). Options after "
+                    "bad usage (a pid that does not exist, is not Python, or may not be inspected); 3: the "
+                    "--workload crashed (its failed rank's exit code and last stderr lines on stderr). Options after "
                     "--workload SCENARIO that doctor does not know go to the job (python -m workload.job --help).")
     doctor.add_argument("--seconds", type=interval_seconds, default=None,
                         help="how long to sample (default 10; 20 with --pid/--job, as stack samples take time)")
@@ -255,6 +286,7 @@ def run_command(argv: list[str]) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra and not (args.command == "doctor" and args.workload):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    check_exclusive(parser, args)
     _check_demo(parser, args.demo)
     from hwtop.session.config import load as load_file_config
 
@@ -367,10 +399,7 @@ def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # no
 
     job_args = None
     job_probe = None
-    if args.pid or args.job:
-        if args.workload is not None:
-            print("hwtop: error: doctor takes --workload or --pid/--job, not both", file=sys.stderr)
-            return 2
+    if args.pid or args.job:  # --workload with either was refused by check_exclusive
         from hwtop.probes.job import JobError, JobProbe
 
         try:

@@ -34,7 +34,7 @@ def sleeper():
     (("--job", "no-such-job-anywhere-[0-9]{40}"), "hwtop: error: no process matches --job"),
     (("--pid", "0"), "hwtop: error: argument --pid: a pid is a positive number, got '0'"),
     (("--pid", str(os.getpid())), f"hwtop: error: pid {os.getpid()} is hwtop itself or one of its parents"),
-    (("--pid", "1", "--workload", "balanced"), "hwtop: error: doctor takes --workload or --pid/--job, not both"),
+    (("--pid", "1", "--workload", "balanced"), "hwtop: error: --workload and --pid cannot be used together"),
 ], ids=["no-such-pid", "no-such-job", "pid-0", "own-pid", "pid-and-workload"])  # ids stable from run to run
 def test_bad_targets_exit_2_with_one_line(args, message):
     result = doctor(*args)

@@ -286,7 +286,7 @@ async def test_help_shows_every_key_and_no_stray_tag():
         screen, segments = rendered(app)
         assert "[/b]" not in screen and "[b]" not in screen
         for key, what in KEYS:
-            assert f"  {key:<8} {what}"[:60] in screen, key
+            assert f"{key:<8} {what}"[:60] in screen, key
         assert_clean(segments)
 
 

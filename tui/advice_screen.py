@@ -5,22 +5,22 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from hwtop.model.finding import Finding
+from hwtop.tui import keys
+from hwtop.tui.dialog import Dialog
 from hwtop.widgets.advice import AdvicePanel
 
 
-class AdviceScreen(ModalScreen[None]):
+class AdviceScreen(Dialog[None]):
     DEFAULT_CSS = """
     AdviceScreen { align: center middle; }
     AdviceScreen > VerticalScroll { width: 100%; height: 100%; border: round $accent; background: $surface;
                                     padding: 0 1; }
     """
-    BINDINGS = [Binding("escape,a,q", "dismiss", "close")]
+    BINDINGS = keys.bindings(keys.ADVICE_SCREEN)
 
     def __init__(self) -> None:
         super().__init__()

@@ -8,14 +8,14 @@ import threading
 import time
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Footer, Input
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
-from hwtop.model.snapshot import Snapshot
+from hwtop.model.snapshot import JobSnapshot, Snapshot
 from hwtop.session.session import Session, SnapshotSource
+from hwtop.tui import keys
 from hwtop.tui.advice_screen import AdviceScreen
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.tui.help import HelpScreen
@@ -32,52 +32,14 @@ from hwtop.widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
-PALETTE = (  # title, help, action: what ctrl+p lists
-    ("Pause / resume", "Stop or restart sampling (p)", "toggle_pause"),
-    ("Sort processes", "Cycle the sort column: CPU, RSS, GPU memory, PID (s)", "cycle_sort"),
-    ("Filter processes", "By name, user or pid (/)", "filter"),
-    ("Process tree", "Children under their parents (T)", "tree"),
-    ("Signal process", "SIGTERM/SIGKILL the highlighted process, after a confirmation (k)", "signal_process"),
-    ("Focus process as job", "The highlighted process and its descendants (f)", "focus_process"),
-    ("Job view", "The focused job's tree, placement and stack (j)", "job"),
-    ("Topology", "GPU/NIC matrix, NUMA nodes, live links (t)", "topology"),
-    ("Advice", "Open the selected finding (a)", "advice"),
-    ("Box report", "What this box can train (b)", "report"),
-    ("Start workload", "The embedded PyTorch DDP/AMP job (w)", "start_workload"),
-    ("Stop workload", "Its whole process group (x)", "stop_workload"),
-    ("Record", "Every tick to hwtop-HOST-TIME.jsonl.gz; again to stop (R)", "record"),
-    ("Help", "Every key (?)", "help"),
-)
+PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from tui/keys.py
 
 
 class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run() raises a crash, terminal restored
     CSS_PATH = "hwtop.tcss"
     AUTO_FOCUS = "ProcessTable"  # the advice pane takes focus only when asked (a, tab, a click)
     TITLE = "hwtop"
-    BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("p", "toggle_pause", "Pause"),
-        Binding("s", "cycle_sort", "Sort"),
-        Binding("t", "topology", "Topology"),
-        Binding("a", "advice", "Advice"),
-        Binding("b", "report", "Report", show=False),
-        Binding("j", "job", "Job", show=False),
-        Binding("f", "focus_process", "Focus", show=False),
-        Binding("k", "signal_process", "Signal", show=False),
-        Binding("slash", "filter", "Filter", show=False, key_display="/"),
-        Binding("T", "tree", "Tree", show=False),
-        Binding("w", "start_workload", "Workload"),
-        Binding("x", "stop_workload", "Stop job", show=False),
-        Binding("R", "record", "Record", show=False),
-        Binding("question_mark", "help", "Help", key_display="?"),
-        # replay only (check_action hides them otherwise)
-        Binding("full_stop", "replay_step(1)", "Step", key_display="."),
-        Binding("comma", "replay_step(-1)", "Back", key_display=","),
-        Binding("right_square_bracket", "replay_seek(10)", "+10s", key_display="]"),
-        Binding("left_square_bracket", "replay_seek(-10)", "-10s", key_display="["),
-        Binding("plus,equals_sign", "replay_speed(2)", "Faster", key_display="+"),
-        Binding("minus", "replay_speed(0.5)", "Slower", key_display="-"),
-    ]
+    BINDINGS = keys.bindings(keys.MAIN)
     REPLAY_ACTIONS = {"replay_step", "replay_seek", "replay_speed"}
 
     def __init__(self, source: SnapshotSource, interval: float = 1.0, workload_args: list[str] | None = None,
@@ -137,6 +99,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         yield Footer()
 
     def on_mount(self) -> None:
+        # Installed: kept when popped, so t or j opens them again (a popped screen that is not installed is
+        # removed, and pushing it once more showed nothing: j after leaving the job view looked frozen).
+        self.install_screen(self.topology_screen, name="topology")
         panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
                   "gpu": self.gpu_panel, "advice": self.advice_panel, "processes": self.process_table}
         for name in self.hidden_panels:
@@ -305,10 +270,12 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                              self.recorder.path if self.recorder is not None else None)
 
     def action_cycle_sort(self) -> None:
-        table = self.process_table
-        table.cycle_sort()
-        if self.snapshot is not None:
-            table.show(self.snapshot.processes, self.snapshot.gpus)
+        self.process_table.cycle_sort()
+        self.process_table.redraw()  # the last data, the job's marks kept
+
+    def action_reverse_sort(self) -> None:
+        self.process_table.reverse_sort()
+        self.process_table.redraw()
 
     def action_topology(self) -> None:
         self.push_screen(self.topology_screen)
@@ -387,10 +354,15 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             return
         if self.job_screen is None:
             self.job_screen = JobScreen()
+            self.install_screen(self.job_screen, name="job")
         if self.screen is not self.job_screen:
             self.push_screen(self.job_screen)
         if self.snapshot is not None:
             self.job_screen.show(self.snapshot, self.source.history, self.interval, self.paused)
+            job = self.snapshot.job
+            if job is not None and job.status == "ended":
+                self.notify(f"{ended_summary(job)}: its last view; escape, then f on a process picks another job",
+                            timeout=8)
 
     def action_focus_process(self) -> None:
         """f: the highlighted process and its descendants become the focused job."""
@@ -498,6 +470,13 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                 self.recorder.close(quiet=True)  # the file ends on a whole line
                 self.recorder = None
         self.session.close()
+
+
+def ended_summary(job: JobSnapshot) -> str:
+    """"job ended (exit codes pid 41: 0, pid 42: 1)": the codes of the processes the job probe kept."""
+    codes = [f"pid {p.pid}: {p.exit_code}" for p in job.processes if p.exit_code is not None]
+    return f"job ended (exit codes {', '.join(codes)})" if codes else \
+        "job ended (exit codes unknown: known only for processes hwtop started or saw as zombies)"
 
 
 def _clock(seconds: float) -> str:

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from hwtop.fleet.model import HostView, totals, worst_first
 from hwtop.fleet.sources import FleetSource
+from hwtop.tui import keys
 from hwtop.tui.guarded_app import GuardedApp
+from hwtop.widgets import palette
 from hwtop.widgets.format import sparkline
 from hwtop.widgets.plain_table import PlainTable
 from hwtop.widgets.safe_text import data
 
-SEVERITY_STYLE = {"critical": "bold white on red", "warning": "bold black on yellow", "info": "cyan"}
+SEVERITY_STYLE = {"critical": palette.BADGE_CRIT, "warning": palette.BADGE_WARN, "info": palette.INFO}
 STATUS_WIDTH = 36  # of the status cell: the host screen shows all of it
 LABEL_WIDTH = 40  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
 
@@ -33,7 +34,7 @@ def plain(value: object, style: str = "", width: int | None = None) -> Text:
 
 
 def _num(value: float | None, fmt: str = "{:.0f}") -> Text:
-    return Text("N/A", style="dim") if value is None else Text(fmt.format(value))
+    return Text("N/A", style=palette.DIM) if value is None else Text(fmt.format(value))
 
 
 def _gib(used: float, total: float) -> Text:
@@ -44,10 +45,10 @@ def _finding(view: HostView) -> Text:
     if not view.up:
         return Text("")
     if not view.hwtop:
-        return Text("N/A (dcgm-exporter)", style="dim")
+        return Text("N/A (dcgm-exporter)", style=palette.DIM)
     top = view.top_finding
     if top is None:
-        return Text("no problems seen", style="green")
+        return Text("no problems seen", style=palette.OK)
     more = f" (+{len(view.findings) - 1})" if len(view.findings) > 1 else ""
     return plain(f"{top.severity.upper()} {top.rule}" + (f" · {top.scope}" if top.scope else "") + more,
                  SEVERITY_STYLE.get(top.severity, ""), 2 * LABEL_WIDTH)
@@ -56,16 +57,16 @@ def _finding(view: HostView) -> Text:
 def _status(view: HostView) -> Text:
     """Short, so the columns after it stay on screen; the host screen shows all of it."""
     if view.error:
-        return plain(view.error, "bold red", STATUS_WIDTH)
+        return plain(view.error, palette.CRIT_STRONG, STATUS_WIDTH)
     if view.notes:
-        return plain("up · " + "; ".join(view.notes), "yellow", STATUS_WIDTH)
-    return Text("up", style="green")
+        return plain("up · " + "; ".join(view.notes), palette.WARN, STATUS_WIDTH)
+    return Text("up", style=palette.OK)
 
 
 class HostScreen(Screen[None]):
     """One host's GPUs and findings, live while it is open."""
 
-    BINDINGS = [Binding("escape,q", "app.pop_screen", "Back")]
+    BINDINGS = keys.bindings(keys.FLEET_HOST)
 
     def __init__(self, key: str) -> None:
         super().__init__()
@@ -92,12 +93,12 @@ class HostScreen(Screen[None]):
             return  # on_mount shows it
         self.title_bar.update(Text.assemble(plain(f" {view.name} ", "bold reverse", LABEL_WIDTH),
                                             plain(f"  {view.address}", "", 2 * LABEL_WIDTH),
-                                            plain(f"  {view.error}" if view.error else "", "bold red"),
-                                            plain("".join(f"  · {note}" for note in view.notes), "yellow")))
+                                            plain(f"  {view.error}" if view.error else "", palette.CRIT_STRONG),
+                                            plain("".join(f"  · {note}" for note in view.notes), palette.WARN)))
         self.table.clear()
         for row in view.gpus.values():
             total = row.memory_total_mib
-            memory = Text("N/A", style="dim") if row.fb_used_mib is None or total is None else \
+            memory = Text("N/A", style=palette.DIM) if row.fb_used_mib is None or total is None else \
                 Text(f"{row.fb_used_mib / 1024:.1f}/{total / 1024:.0f} GiB")
             tensor = None if row.tensor_active is None else row.tensor_active * 100
             self.table.add_row(plain(row.index, "", 8), plain(row.model, "", LABEL_WIDTH), _num(row.util, "{:.0f}%"),
@@ -127,7 +128,7 @@ class FleetApp(GuardedApp[None]):
     #fleet-warnings { height: auto; max-height: 3; color: $warning; }
     DataTable { height: 1fr; }
     """
-    BINDINGS = [Binding("q", "quit", "Quit"), Binding("enter", "open_host", "GPUs of the host")]
+    BINDINGS = keys.bindings(keys.FLEET)
 
     def __init__(self, source: FleetSource, refresh_s: float = 0.25) -> None:
         super().__init__()
@@ -170,7 +171,7 @@ class FleetApp(GuardedApp[None]):
         title.append(f" · every {self.source.interval:g}s")
         problem = self.source.problem()
         if problem:
-            title.append_text(plain(f"  ⚠ {problem}", "bold red"))
+            title.append_text(plain(f"  ⚠ {problem}", palette.CRIT_STRONG))
         self.title_bar.update(title)
         warnings = self.source.warnings
         for warning in warnings[self._warned:]:
@@ -189,7 +190,7 @@ class FleetApp(GuardedApp[None]):
         self.table.clear()
         for view in self.views:
             name, status = plain(view.name, "bold", LABEL_WIDTH), _status(view)
-            address = plain(short_address(view.address), "dim", LABEL_WIDTH)
+            address = plain(short_address(view.address), palette.DIM, LABEL_WIDTH)
             if not view.up:  # nothing measured now: blank, not N/A
                 self.table.add_row(name, status, *(Text("") for _ in range(6)), address, key=row_key(view))
                 continue
@@ -197,7 +198,7 @@ class FleetApp(GuardedApp[None]):
             self.table.add_row(
                 name, status, Text(str(len(view.gpus))), _num(view.util_mean, "{:.0f}%"),
                 sparkline(view.trend, 12) if view.trend else Text(""),
-                Text("N/A", style="dim") if memory is None else _gib(*memory),
+                Text("N/A", style=palette.DIM) if memory is None else _gib(*memory),
                 _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, key=row_key(view))
         keys = [row_key(v) for v in self.views]
         if selected in keys:

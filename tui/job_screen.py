@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
+from hwtop.tui import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.job import JobPanel
 
@@ -22,8 +22,7 @@ class JobScreen(Screen[None]):
     JobScreen HeaderBar { height: 1; background: $panel; }
     JobScreen JobPanel { border: round $primary-darken-1; border-title-color: $accent; padding: 0 1; }
     """
-    BINDINGS = [Binding("escape,j", "app.pop_screen", "Back"), Binding("d", "dump_stack", "Stack"),
-                Binding("q", "app.quit", "Quit")]
+    BINDINGS = keys.bindings(keys.JOB_SCREEN)
 
     def __init__(self) -> None:
         super().__init__()

@@ -8,11 +8,11 @@ import asyncio
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from hwtop.tui import keys
+from hwtop.tui.dialog import Dialog
 from hwtop.widgets.safe_text import data
 
 
@@ -26,13 +26,13 @@ def build_report(demo: str | None) -> str:
         "\n\nMeasurements and a model's memory fit: hwtop report --storage PATH --pcie --compute --params N"
 
 
-class ReportScreen(ModalScreen[None]):
+class ReportScreen(Dialog[None]):
     DEFAULT_CSS = """
     ReportScreen { align: center middle; }
     ReportScreen > VerticalScroll { width: 100%; height: 100%; border: round $accent; background: $surface;
                                     padding: 0 1; }
     """
-    BINDINGS = [Binding("escape,b,q", "dismiss", "close")]
+    BINDINGS = keys.bindings(keys.REPORT_SCREEN)
 
     def __init__(self, demo: str | None) -> None:
         super().__init__()

@@ -7,24 +7,25 @@ import signal
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
 from hwtop.probes.signals import Target
+from hwtop.tui import keys
+from hwtop.tui.dialog import Dialog
 from hwtop.widgets.safe_text import data
 
 
-class SignalDialog(ModalScreen[int | None]):
+class SignalDialog(Dialog[int | None]):
+    """SIGTERM has the focus: enter sends it; K sends SIGKILL; escape or n cancels."""
+
     DEFAULT_CSS = """
     SignalDialog { align: center middle; }
     SignalDialog > Vertical { width: 80; max-width: 100%; height: auto; border: thick $error;
                               background: $surface; padding: 1 2; }
     SignalDialog Horizontal { height: auto; }
     """
-    BINDINGS = [Binding("escape,n", "cancel", "Cancel"), Binding("y", "send(15)", "SIGTERM"),
-                Binding("K", "send(9)", "SIGKILL")]
+    BINDINGS = keys.bindings(keys.SIGNAL_DIALOG)
 
     def __init__(self, target: Target) -> None:
         super().__init__()
@@ -36,7 +37,7 @@ class SignalDialog(ModalScreen[int | None]):
             yield Label(Text(f"Signal pid {t.pid}?", style="bold"))
             yield Label(data(f"user: {t.user}"))  # the user and command are the target's, not ours
             yield Label(data(f"command: {t.command[:200]}"))
-            yield Label("y: SIGTERM (ask it to stop) · K: SIGKILL · n / escape: cancel")
+            yield Label("enter or y: SIGTERM (ask it to stop) · K: SIGKILL · n / escape: cancel")
             with Horizontal():
                 yield Button("SIGTERM", variant="warning", id="term")
                 yield Button("SIGKILL", variant="error", id="kill")
@@ -48,5 +49,5 @@ class SignalDialog(ModalScreen[int | None]):
     def action_send(self, sig: int) -> None:
         self.dismiss(sig)
 
-    def action_cancel(self) -> None:
-        self.dismiss(None)
+    def confirm(self) -> None:
+        self.dismiss(int(signal.SIGTERM))

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from hwtop.model.snapshot import Snapshot
+from hwtop.tui import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.topology import TopologyPanel
 
 
 class TopologyScreen(Screen[None]):
-    BINDINGS = [
-        Binding("escape,t", "app.pop_screen", "Back"),
-        Binding("r", "app.refresh_topology", "Refresh"),
-        Binding("q", "app.quit", "Quit"),
-    ]
+    BINDINGS = keys.bindings(keys.TOPOLOGY_SCREEN)
 
     def __init__(self) -> None:
         super().__init__()

@@ -6,23 +6,23 @@ import shlex
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select
+
+from hwtop.tui.dialog import Dialog
 
 SCENARIOS = ("balanced", "dataloader-bound", "amp-compare", "oom-ramp")
 
 
-class WorkloadDialog(ModalScreen[list[str] | None]):
+class WorkloadDialog(Dialog[list[str] | None]):
+    """The scenario list has the focus; enter starts, escape cancels."""
+
     DEFAULT_CSS = """
     WorkloadDialog { align: center middle; }
     WorkloadDialog > Vertical { width: 70; max-width: 100%; height: auto; border: thick $accent;
                                 background: $surface; padding: 1 2; }
     WorkloadDialog Horizontal { height: auto; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
-
     def __init__(self, device: str = "cpu") -> None:
         super().__init__()
         self.device = device
@@ -39,14 +39,11 @@ class WorkloadDialog(ModalScreen[list[str] | None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":
-            self.action_start()
+            self.confirm()
         else:
             self.dismiss(None)
 
-    def on_input_submitted(self) -> None:
-        self.action_start()
-
-    def action_start(self) -> None:
+    def confirm(self) -> None:
         try:
             options = shlex.split(self.query_one("#options", Input).value)  # split like a shell, run without one
         except ValueError as error:
@@ -54,6 +51,3 @@ class WorkloadDialog(ModalScreen[list[str] | None]):
             return
         scenario = str(self.query_one("#scenario", Select).value)
         self.dismiss(["--scenario", scenario, *options])
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)

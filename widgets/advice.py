@@ -7,15 +7,16 @@ import textwrap
 
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.message import Message
 
 from hwtop.model.finding import Finding
+from hwtop.tui import keys
+from hwtop.widgets import palette
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
-BADGE = {"critical": ("✖ CRIT", "bold white on red"), "warning": ("▲ WARN", "bold black on yellow"),
-         "info": ("● INFO", "bold black on cyan")}
+BADGE = {"critical": ("✖ CRIT", palette.BADGE_CRIT), "warning": ("▲ WARN", palette.BADGE_WARN),
+         "info": ("● INFO", palette.BADGE_INFO)}
 UNKNOWN_BADGE = ("? ----", "bold reverse")  # a severity hwtop does not know, read from someone's recording
 
 
@@ -29,8 +30,7 @@ def _age(seconds: float) -> str:
 
 class AdvicePanel(TextPanel):
     can_focus = True
-    BINDINGS = [Binding("up", "move(-1)", "previous", show=False), Binding("down", "move(1)", "next", show=False),
-                Binding("enter,space", "toggle_finding", "expand", show=False)]
+    BINDINGS = keys.bindings(keys.ADVICE_PANEL)
 
     class DetailsWanted(Message):
         """Posted instead of opening a finding in place when the pane is told there is no room (`inline`)."""
@@ -100,8 +100,8 @@ class AdvicePanel(TextPanel):
         if not self.findings:
             watched = ", ".join(self.watching)
             line = Text("Advice ", style="bold")
-            line.append("✓ no problems seen", style="bold green")
-            line.append(f" · watching {watched}", style="dim")
+            line.append("✓ no problems seen", style=palette.OK_STRONG)
+            line.append(f" · watching {watched}", style=palette.DIM)
             line.truncate(max(1, width), overflow="ellipsis")
             rows.append((None, line))
         elif not self.inline:
@@ -111,7 +111,7 @@ class AdvicePanel(TextPanel):
             line.append(badge, style=style)
             line.append_text(data(f" {first.title}" + (f" · {first.scope}" if first.scope else ""), "bold"))
             more = len(self.findings) - 1
-            line.append((f" +{more} more" if more else "") + " · a opens", style="dim")
+            line.append((f" +{more} more" if more else "") + " · a opens", style=palette.DIM)
             if first.evidence:
                 line.append_text(data(f"  {first.evidence[0]}", "italic"))
             line.truncate(max(1, width), overflow="ellipsis")
@@ -119,7 +119,7 @@ class AdvicePanel(TextPanel):
         for index, finding in enumerate(self.findings if self.inline else ()):
             rows += self._finding_rows(finding, width, selected=self.has_focus and index == self.cursor)
         for rule, message in sorted(self.rule_errors.items()):
-            rows.append((None, data(f"rule {rule} failed: {message}"[:width], "yellow")))
+            rows.append((None, data(f"rule {rule} failed: {message}"[:width], palette.WARN)))
         self._rows = rows
         return [line for _, line in rows]
 
@@ -132,14 +132,15 @@ class AdvicePanel(TextPanel):
         if finding.scope:
             head.append_text(data(f" · {finding.scope}"))
         if finding.since is not None and self.now is not None:
-            head.append(f" · {_age(self.now - finding.since)}", style="dim")
-        head.append_text(data(f" [{finding.id}]", "dim"))  # a recording's finding names its own id
+            head.append(f" · {_age(self.now - finding.since)}", style=palette.DIM)
+        head.append_text(data(f" [{finding.id}]", palette.DIM))  # a recording's finding names its own id
         if not open_ and finding.evidence:
             head.append_text(data(f"  {finding.evidence[0]}", "italic"))
         head.truncate(max(1, width), overflow="ellipsis")
         rows = [(finding.key, head)]
         if open_:
-            for label, style, lines in (("seen", "bold cyan", finding.evidence), ("fix", "bold green", finding.fix)):
+            for label, style, lines in (("seen", palette.INFO_STRONG, finding.evidence),
+                                        ("fix", palette.OK_STRONG, finding.fix)):
                 for line in lines:
                     rows += [(finding.key, row) for row in _hanging(label, style, line, width)]
         return rows

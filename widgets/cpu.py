@@ -5,11 +5,37 @@ from __future__ import annotations
 from rich.text import Text
 
 from hwtop.model.snapshot import CpuSnapshot, NumaSnapshot
+from hwtop.widgets import palette
 from hwtop.widgets.format import SPARK, bar, level_style, pct, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
 CELL_MIN = 16  # "127 ██████ 100%" plus a gap
+BUSY, WAITING = "█", "▒"  # iowait is time a core sat idle waiting on storage: drawn apart, left out of the %
+
+
+SHORT_NAMES = {"user": "usr", "system": "sys", "irq": "irq", "steal": "stl", "iowait (not in %)": "io≠%"}
+
+
+def cpu_legend(cpu: CpuSnapshot | None, width: int = 1000) -> Text:
+    """Which colour is which in the core bars, as btop/htop show it; irq and steal only where a core has them.
+    Within `width` cells: the names in full, then htop's short ones."""
+    parts = [(BUSY, "user", palette.USER), (BUSY, "system", palette.SYSTEM)]
+    cores = cpu.cores if cpu is not None else ()
+    if any((c.irq or 0.0) >= 0.5 for c in cores):
+        parts.append((BUSY, "irq", palette.IRQ))
+    if any((c.steal or 0.0) >= 0.5 for c in cores):
+        parts.append((BUSY, "steal", palette.STEAL))
+    parts.append((WAITING, "iowait (not in %)", palette.IOWAIT))
+    legend = Text()
+    for short in (False, True):
+        legend = Text()
+        for index, (glyph, name, style) in enumerate(parts):
+            legend.append(("" if index == 0 else " ") + glyph, style=style)
+            legend.append(SHORT_NAMES[name] if short else name)
+        if legend.cell_len <= width:
+            break
+    return legend
 
 
 class CpuPanel(TextPanel):
@@ -20,6 +46,7 @@ class CpuPanel(TextPanel):
         self.history: tuple[float, ...] = ()
         self.marked: set[int] = set()
         self.max_lines = 1000
+        self._legend = ""
 
     def show(self, cpu: CpuSnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
              marked: set[int] | None = None, max_lines: int = 1000) -> None:
@@ -28,19 +55,34 @@ class CpuPanel(TextPanel):
         self.marked = marked or set()
         self.max_lines = max_lines
         self.border_title = "CPU" if cpu is None or cpu.model is None else data(f"CPU · {cpu.model}")
+        self._show_legend()
         self.changed()
+
+    def _show_legend(self) -> None:
+        legend = cpu_legend(self.cpu, self.size.width - 2 if self.size.width else 1000)  # 2: the title's gaps
+        if legend.plain != self._legend:  # setting it repaints the panel, even to the same text
+            self._legend, self.border_subtitle = legend.plain, legend
+
+    def on_resize(self) -> None:
+        self._show_legend()  # the first tick comes before the layout: the width it saw was not the panel's
 
     def lines(self, width: int) -> list[Text]:
         cpu = self.cpu
         if cpu is None:
-            return [Text("CPU: N/A (probe failed)", style="dim")]
+            return [Text("CPU: N/A (probe failed)", style=palette.DIM)]
         width = max(width, CELL_MIN)
         summary = Text()
         summary.append(f"all {pct(cpu.percent)} ", style="bold")
-        if cpu.load_average:
-            summary.append("load " + " ".join(f"{v:.2f}" for v in cpu.load_average) + " ")
+        waits = [c.iowait for c in cpu.cores if c.iowait is not None]
+        if waits and sum(waits) / len(waits) >= 1.0:  # busy % leaves it out: say how much waiting there was
+            summary.append(f"iowait {sum(waits) / len(waits):.0f}% ", style=palette.IOWAIT)
         phys = f"{cpu.physical_cores}c/" if cpu.physical_cores else ""
-        summary.append(f"{phys}{cpu.logical_cores}t ", style="dim")
+        extras = [Text(f"{phys}{cpu.logical_cores}t ", style=palette.DIM)]
+        if cpu.load_average:
+            extras.insert(0, Text("load " + " ".join(f"{v:.2f}" for v in cpu.load_average) + " "))
+        for extra in extras:  # on one line: what does not fit is left out, last first
+            if summary.cell_len + extra.cell_len <= width:
+                summary.append_text(extra)
         summary.append_text(sparkline(self.history, max(0, width - summary.cell_len)))
         out = [summary]
         nodes = self.numa.nodes if self.numa and len(self.numa.nodes) > 1 else ()
@@ -59,7 +101,7 @@ class CpuPanel(TextPanel):
             return (out + self._strips(groups, width))[: max(1, self.max_lines)]
         for label, members in groups:
             if label is not None:
-                out.append(Text(f"─ {label} ({len(members)} cpus) ", style="bold magenta"))
+                out.append(Text(f"─ {label} ({len(members)} cpus) ", style=palette.GROUP))
             for start in range(0, len(members), columns):
                 line = Text()
                 for index in members[start:start + columns]:
@@ -74,7 +116,7 @@ class CpuPanel(TextPanel):
             tag = f"n{label[5:]} " if label else "cpu "
             per_row = max(1, width - len(tag))
             for start in range(0, len(members), per_row):
-                line = Text(tag if start == 0 else " " * len(tag), style="bold magenta")
+                line = Text(tag if start == 0 else " " * len(tag), style=palette.GROUP)
                 for index in members[start:start + per_row]:
                     percent = self.cpu.cores[index].percent  # type: ignore[union-attr]
                     char = "?" if percent is None else SPARK[min(len(SPARK) - 1, int(percent / 100 * len(SPARK)))]
@@ -85,10 +127,11 @@ class CpuPanel(TextPanel):
 
     def _cell(self, index: int, width: int) -> Text:
         core = self.cpu.cores[index]  # type: ignore[union-attr]
-        label = Text(f"{index:>3} ", style="bold red" if index in self.marked else "bold")
+        label = Text(f"{index:>3} ", style=palette.CRIT_STRONG if index in self.marked else "bold")
         bar_width = max(3, width - 4 - 5 - 1)
-        segments = [(core.user, "green"), (core.system, "red"), (core.iowait, "blue"), (core.irq, "magenta"),
-                    (core.steal, "yellow")]
-        line = label + bar(core.percent, bar_width, segments) + Text(pct(core.percent, 5))
+        segments = [(core.user, palette.USER), (core.system, palette.SYSTEM), (core.irq, palette.IRQ),
+                    (core.steal, palette.STEAL)]
+        line = label + bar(core.percent, bar_width, segments, waiting=(core.iowait, palette.IOWAIT)) + \
+            Text(pct(core.percent, 5))
         line.append(" " * max(0, width - line.cell_len))
         return line

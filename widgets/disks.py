@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from hwtop.model.snapshot import DiskSnapshot
+from hwtop.widgets import palette
 from hwtop.widgets.format import human_rate, level_style, pct
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
@@ -22,11 +23,11 @@ class DisksPanel(TextPanel):
 
     def lines(self, width: int) -> list[Text]:
         if not self.disks:
-            return [Text("no block devices", style="dim")]
+            return [Text("no block devices", style=palette.DIM)]
         out = []
         for disk in self.disks:
             line = data(f"{disk.name:<8}", "bold")  # a recording's or a udev rule's name
-            line.append_text(data(f"{disk.kind:<8}", "dim"))
+            line.append_text(data(f"{disk.kind:<8}", palette.DIM))
             line.append(f"r {human_rate(disk.read_bytes_per_s):>9} w {human_rate(disk.write_bytes_per_s):>9}")
             if width >= 48:
                 iops = "N/A" if disk.read_iops is None else f"{(disk.read_iops or 0) + (disk.write_iops or 0):.0f}"

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
+from hwtop.widgets import palette
+
 SPARK = "▁▂▃▄▅▆▇█"
 NA = "N/A"
 
@@ -45,21 +47,23 @@ def pct(value: float | None, width: int = 4) -> str:
 
 def level_style(percent: float | None) -> str:
     if percent is None:
-        return "dim"
+        return palette.DIM
     if percent >= 90:
-        return "red"
+        return palette.CRIT
     if percent >= 60:
-        return "yellow"
-    return "green"
+        return palette.WARN
+    return palette.OK
 
 
-def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None, str]] | None = None) -> Text:
-    """A bar `width` cells wide; `segments` (percent, style) split it, e.g. user/system/iowait."""
+def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None, str]] | None = None,
+        waiting: tuple[float | None, str] | None = None) -> Text:
+    """A bar `width` cells wide; `segments` (percent, style) split it, e.g. user/system; `waiting` (percent,
+    style), e.g. iowait, follows them drawn ▒: time that is not busy, shown apart from what is."""
     text = Text()
     if width <= 0:
         return text
     if percent is None:
-        return Text("·" * width, style="dim")
+        return Text("·" * width, style=palette.DIM)
     parts = list(segments) if segments else [(percent, level_style(percent))]
     used = 0
     for value, style in parts:
@@ -69,8 +73,13 @@ def bar(percent: float | None, width: int, segments: Sequence[tuple[float | None
         if cells > 0:
             text.append("█" * cells, style=style)
             used += cells
+    if waiting is not None and waiting[0]:
+        cells = min(width - used, round(width * max(0.0, waiting[0]) / 100.0))
+        if cells > 0:
+            text.append("▒" * cells, style=waiting[1])
+            used += cells
     if used < width:
-        text.append("░" * (width - used), style="grey30")
+        text.append("░" * (width - used), style=palette.EMPTY)
     return text
 
 
@@ -82,7 +91,7 @@ def sparkline(values: Sequence[float], width: int, high: float = 100.0) -> Text:
         high = 1.0
     top = len(SPARK) - 1
     cells = "".join(SPARK[int(min(1.0, max(0.0, v / high)) * top + 0.5)] for v in recent)
-    return Text(cells.rjust(width), style="cyan")
+    return Text(cells.rjust(width), style=palette.TREND)
 
 
 def duration(seconds: float | None) -> str:

@@ -12,6 +12,7 @@ from textual.message import Message
 from hwtop.model.history import History
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
 from hwtop.probes.topology import link_degraded
+from hwtop.widgets import palette
 from hwtop.widgets.format import NA, bar, human_bytes, human_rate, level_style, pct, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
@@ -67,7 +68,7 @@ class GpuPanel(TextPanel):
         if not self.gpus:
             message = self.system.message if self.system and self.system.message else "no GPU"
             wrapped = textwrap.wrap(f"No GPU shown: {message}", max(20, width)) or [""]
-            return [data(line, "yellow") for line in wrapped]
+            return [data(line, palette.WARN) for line in wrapped]
         columns = max(1, width // WIDE_BLOCK) if self.mode == "wide" else 1
         if len(self.gpus) == 1:
             columns = 1
@@ -111,10 +112,11 @@ class GpuPanel(TextPanel):
         return self.history.series(key) if self.history else ()
 
     def _block(self, gpu: GpuSnapshot, width: int) -> list[Text]:
-        head = Text(f"GPU{gpu.index} ", style="bold red" if gpu.index in self.marked else "bold")
-        head.append_text(data(short_name(gpu.name)[: 14 if self.mode == "dense" else 24], "bold cyan"))
+        head = Text(f"GPU{gpu.index} ", style=palette.CRIT_STRONG if gpu.index in self.marked else "bold")
+        head.append_text(data(short_name(gpu.name)[: 14 if self.mode == "dense" else 24], palette.INFO_STRONG))
         if gpu.lost:
-            return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)", style="bold red")]
+            return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)",
+                                style=palette.CRIT_STRONG)]
         mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
                    if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
         temp = _num(gpu.temperature_c, unit="°C")
@@ -127,7 +129,7 @@ class GpuPanel(TextPanel):
             line += Text(" ") + bar(mem_pct, bar_width) + Text(mem_text)
             reasons = [r for r in gpu.throttle_reasons if r != "idle"]
             if reasons:
-                line.append(" ⚠", style="bold yellow")
+                line.append(" ⚠", style=palette.WARN_STRONG)
             return [line]
         if self.mode == "compact" or width < WIDE_BLOCK - 10:
             bar_width = max(4, (width - 32) // 2)
@@ -135,17 +137,17 @@ class GpuPanel(TextPanel):
             line += Text(" mem ") + bar(mem_pct, bar_width) + Text(mem_text)
             head.append(f" SM {_num(gpu.sm_clock_mhz)}MHz")
             if gpu.index in self.numa_of:
-                head.append(f" node {self.numa_of[gpu.index]}", style="magenta")
+                head.append(f" node {self.numa_of[gpu.index]}", style=palette.TAG)
             if self.mode == "wide":  # room for a third line, not for the wide layout
                 return [head, line, self._details(gpu, width)]
             if gpu.throttle_reasons and gpu.throttle_reasons != ("idle",):
-                head.append(" ⚠ " + ",".join(r for r in gpu.throttle_reasons if r != "idle"), style="bold yellow")
+                head.append(" ⚠ " + ",".join(r for r in gpu.throttle_reasons if r != "idle"), style=palette.WARN_STRONG)
             return [head, line]
         head.append(f"  SM {_num(gpu.sm_clock_mhz)}/{_num(gpu.sm_clock_max_mhz)} MHz")
         head.append(f"  mem {_num(gpu.mem_clock_mhz)} MHz")
         head.append(f"  P{gpu.pstate}" if gpu.pstate is not None else "  P?")
         if gpu.index in self.numa_of:
-            head.append(f"  node {self.numa_of[gpu.index]}", style="magenta")
+            head.append(f"  node {self.numa_of[gpu.index]}", style=palette.TAG)
         if gpu.fan_percent is not None:
             head.append(f"  fan {gpu.fan_percent:.0f}%")
         spark = max(6, min(16, (width - 70) // 2))
@@ -158,7 +160,7 @@ class GpuPanel(TextPanel):
         for instance in gpu.mig:
             lines.append(data(f"   └ MIG{instance.index} {instance.name or ''} "
                               f"{human_bytes(instance.memory_used_bytes)}/{human_bytes(instance.memory_total_bytes)}",
-                              "magenta"))
+                              palette.TAG))
         return lines
 
     def _details(self, gpu: GpuSnapshot, width: int) -> Text:
@@ -172,20 +174,21 @@ class GpuPanel(TextPanel):
             if degraded:
                 link += f" (max {pcie.max_gen}x{pcie.max_width})"
             busy_and_slow = link_degraded(pcie.gen, pcie.width, pcie.max_gen, pcie.max_width, gpu.util_percent)
-            line3.append(link, style="yellow" if busy_and_slow else "")
+            line3.append(link, style=palette.WARN if busy_and_slow else "")
             line3.append(f" ↑{human_rate(pcie.tx_bytes_per_s)} ↓{human_rate(pcie.rx_bytes_per_s)}")
         reasons = [r for r in gpu.throttle_reasons if r != "idle"]
         if reasons:
-            line3.append("  throttle: " + ", ".join(reasons), style="bold yellow on grey15")
+            line3.append("  throttle: " + ", ".join(reasons), style=palette.WARN_ON_PANEL)
         if gpu.gpm is not None:
             g = gpu.gpm
             line3.append(f"  SM act {pct(g.sm_activity_percent, 0)} occ {pct(g.sm_occupancy_percent, 0)}"
                          f" tensor {pct(g.tensor_activity_percent, 0)} DRAM {pct(g.dram_bw_util_percent, 0)}",
-                         style="green")
+                         style=palette.OK)
         elif gpu.gpm_status and width >= 120:
-            line3.append_text(data(f"  GPM: {gpu.gpm_status}", "dim"))
+            line3.append_text(data(f"  GPM: {gpu.gpm_status}", palette.DIM))
         if gpu.ecc is not None and (gpu.ecc.volatile_uncorrected or gpu.ecc.volatile_corrected):
-            line3.append(f"  ECC {gpu.ecc.volatile_corrected}/{gpu.ecc.volatile_uncorrected}", style="bold red")
+            line3.append(f"  ECC {gpu.ecc.volatile_corrected}/{gpu.ecc.volatile_uncorrected}",
+                         style=palette.CRIT_STRONG)
         if gpu.mig_enabled:
-            line3.append(f"  MIG {len(gpu.mig)} slices", style="magenta")
+            line3.append(f"  MIG {len(gpu.mig)} slices", style=palette.TAG)
         return line3

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from hwtop.model.snapshot import Snapshot
+from hwtop.widgets import palette
 from hwtop.widgets.format import duration
 from hwtop.widgets.safe_text import data
 
@@ -27,11 +28,11 @@ class HeaderBar(Static):
             text.append(f"│ {time.strftime('%H:%M:%S', time.localtime(snapshot.time))} ")
         else:
             text.append(f"│ {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snapshot.time))} ")
-            text.append(f" {replay} ", style="bold black on cyan")
+            text.append(f" {replay} ", style=palette.BADGE_INFO)
         if snapshot.errors:
-            text.append(f"│ {len(snapshot.errors)} probe error(s) ", style="bold red")
+            text.append(f"│ {len(snapshot.errors)} probe error(s) ", style=palette.CRIT_STRONG)
         if recording is not None:
-            text.append_text(data(f" ● REC {recording} ", style="bold white on red"))
+            text.append_text(data(f" ● REC {recording} ", style=palette.BADGE_CRIT))
         if paused:
-            text.append(" PAUSED ", style="bold black on yellow")
+            text.append(" PAUSED ", style=palette.BADGE_WARN)
         self.update(text)

@@ -5,16 +5,46 @@ where each rank's time goes; sparklines; and a stack when asked. Ended workers l
 from __future__ import annotations
 
 from rich.text import Text
-from textual.binding import Binding
+from textual.geometry import Region
+from textual.widget import Widget
 
 from hwtop.advice.thresholds import TABLE
 from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
+from hwtop.tui import keys
+from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
-ROLE_STYLE = {"launcher": "bold magenta", "DataLoader worker": "cyan", "helper": "dim", "worker of a rank": "cyan"}
+ROLE_STYLE = {"launcher": palette.GROUP, "DataLoader worker": palette.WORKER, "helper": palette.DIM,
+              "worker of a rank": palette.WORKER}
+
+
+Column = tuple[str, int, bool]  # header, width, right-aligned
+# In the order shown; the first five always, the rest while the command keeps COMMAND_MIN cells (the placement
+# lines under the table repeat what a narrow terminal leaves out: affinity, where threads ran, NUMA memory).
+COLUMNS: tuple[Column, ...] = (("PID", 7, True), ("ROLE", 24, False), ("S", 4, False), ("CPU%", 5, True),
+                               ("PSS", 7, True), ("THR", 4, True), ("GPU", 12, False), ("ALLOWED", 12, False),
+                               ("RAN ON", 10, False), ("MEMORY", 14, False), ("IO r/w", 17, False))
+ALWAYS = 5
+COMMAND_MIN = 16
+NARROW_ROLE = 18  # ROLE's width when the terminal is too narrow for 24
+
+
+def fitting_columns(width: int) -> tuple[Column, ...]:
+    """The columns that fit `width` with COMMAND_MIN cells left for the command line."""
+    def used(columns: tuple[Column, ...]) -> int:
+        return sum(w + 1 for _, w, _ in columns)
+
+    columns = COLUMNS[:ALWAYS]
+    if used(columns) + COMMAND_MIN > width:
+        columns = tuple((name, NARROW_ROLE if name == "ROLE" else w, right) for name, w, right in columns)
+    for column in COLUMNS[ALWAYS:]:
+        if used((*columns, column)) + COMMAND_MIN > width:
+            break
+        columns = (*columns, column)
+    return columns
 
 
 def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
@@ -28,7 +58,7 @@ def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
 
 class JobPanel(TextPanel):
     can_focus = True
-    BINDINGS = [Binding("up", "move(-1)", "previous", show=False), Binding("down", "move(1)", "next", show=False)]
+    BINDINGS = keys.bindings(keys.JOB_PANEL)
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -58,13 +88,32 @@ class JobPanel(TextPanel):
         if self.job and self.job.processes:
             self.cursor = (self.cursor + step) % len(self.job.processes)
             self.changed()
+            self.call_after_refresh(self._show_cursor)
+
+    def _show_cursor(self) -> None:
+        """Scroll the screen to the selected row: a tree taller than the terminal keeps its last child reachable."""
+        width = self.content_size.width
+        if width <= 0 or self.job is None:
+            return
+        rows_before = 0
+        for line in self.cached_lines(width):  # the rows above the selected one, wrapped lines counted
+            if line.plain.lstrip().startswith(f"{self.job.processes[self.cursor].pid} "):
+                break
+            rows_before += max(1, -(-line.cell_len // width))
+        container = self.parent
+        if isinstance(container, Widget):  # the screen's VerticalScroll
+            top = self.virtual_region.y + self.styles.gutter.top + rows_before
+            if self.cursor == 0:  # the first row: the job's summary and the table's header with it
+                container.scroll_to(y=0, animate=False, immediate=True)
+            else:
+                container.scroll_to_region(Region(0, top, width, 1), animate=False, immediate=True)
 
     def set_stack(self, title: str, text: str | None, message: str | None) -> None:
         self.stack = [data(title, "bold")]
         if text:  # py-spy's output: function names and paths the process chose
             self.stack += [data(line) for line in text.split("\n")]
         if message:
-            self.stack.append(data(message, "yellow"))
+            self.stack.append(data(message, palette.WARN))
         self.changed()
 
     def _node_label(self, cpus: tuple[int, ...] | None) -> str:
@@ -76,8 +125,9 @@ class JobPanel(TextPanel):
     def lines(self, width: int) -> list[Text]:
         job = self.job
         if job is None:
-            return [Text("no job focused: hwtop --pid PID, --job PATTERN, or f on a process", style="dim")]
-        head = Text(f"{job.status.upper()} ", style="bold green" if job.status == "running" else "bold yellow")
+            return [Text("no job focused: hwtop --pid PID, --job PATTERN, or f on a process", style=palette.DIM)]
+        head = Text(f"{job.status.upper()} ",
+                    style=palette.OK_STRONG if job.status == "running" else palette.WARN_STRONG)
         alive = sum(1 for p in job.processes if p.alive)
         cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
         memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else \
@@ -99,11 +149,16 @@ class JobPanel(TextPanel):
             marks.append("  ")
         out.append(marks)
         if job.message:
-            out.append(data(job.message, "yellow"))
-        out.append(Text(f"{'PID':>7} {'ROLE':<24} {'S':<4} {'CPU%':>6} {'PSS':>7} {'THR':>4} {'GPU':<12} "
-                        f"{'ALLOWED':<12} {'RAN ON':<10} {'MEMORY':<14} {'IO r/w':<17} COMMAND", style="bold reverse"))
+            out.append(data(job.message, palette.WARN))
+        if job.status == "ended":
+            out.append(Text("escape, then f on a process, picks another job", style=palette.WARN))
+        columns = fitting_columns(width)
+        header = Text(" ".join(f"{name:>{w}}" if right else f"{name:<{w}}" for name, w, right in columns),
+                      style="bold reverse")
+        header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
+        out.append(header)
         for index, process in enumerate(job.processes):
-            out.append(self._row(process, width, selected=index == self.cursor and self.has_focus))
+            out.append(self._row(process, width, columns, selected=index == self.cursor and self.has_focus))
         placement = [self._placement(p) for p in job.processes
                      if p.alive and (p.role.startswith("rank") or p.gpus)]
         if placement:
@@ -122,7 +177,7 @@ class JobPanel(TextPanel):
         if job.workers_started_last_minute or job.workers_exited_last_minute:
             out.append(Text(f"DataLoader workers: {job.workers_started_last_minute} started, "
                             f"{job.workers_exited_last_minute} exited in the last minute",
-                            style="yellow" if job.workers_exited_last_minute else ""))
+                            style=palette.WARN if job.workers_exited_last_minute else ""))
         pressure = job.pressure
         if pressure is not None:
             line = Text(f"pressure ({pressure.source}): ", style="bold")
@@ -136,7 +191,7 @@ class JobPanel(TextPanel):
         if job.stacks or job.stack_message:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:
-            out.append(data(f"  {job.stack_message}", "yellow"))
+            out.append(data(f"  {job.stack_message}", palette.WARN))
         for stacks in job.stacks:
             out.append(self._stacks_line(stacks))
         return out
@@ -147,36 +202,49 @@ class JobPanel(TextPanel):
         who = f"rank {stacks.rank}" if stacks.rank is not None else "main"
         line = Text(f"  {who} (pid {stacks.pid}): ", style="bold")
         if not stacks.samples:
-            line.append_text(data(stacks.message or "no samples yet", "dim"))
+            line.append_text(data(stacks.message or "no samples yet", palette.DIM))
             return line
         parts = sorted(stacks.fractions, key=lambda kv: -kv[1])
         for index, (name, value) in enumerate(parts):
             line.append(("" if index == 0 else " · ") + f"{LABELS.get(name, name)} {100 * value:.0f}%",
-                        style="bold yellow" if name == "data" and value >= 0.3 else "")
-        line.append(f"  ({stacks.samples} samples, {stacks.window_s:.0f} s)", style="dim")
+                        style=palette.WARN_STRONG if name == "data" and value >= 0.3 else "")
+        line.append(f"  ({stacks.samples} samples, {stacks.window_s:.0f} s)", style=palette.DIM)
         site = stacks.site(parts[0][0]) if parts else None
         if site:
-            line.append_text(data(f" at {site}", "dim"))
+            line.append_text(data(f" at {site}", palette.DIM))
         return line
 
-    def _row(self, p: JobProcess, width: int, selected: bool) -> Text:
-        tree = "  " * min(p.depth, 6) + ("└ " if p.depth else "")
-        role = (tree + p.role)[:24]
-        gpus = ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus)[:12] or "-"
-        allowed = format_cpulist(p.cpu_affinity)[:12] if p.cpu_affinity else NA
-        ran = format_cpulist(p.thread_cpus)[:10] if p.thread_cpus else "-"
-        io = "N/A" if p.read_bytes_per_s is None else \
-            f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}"
+    def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool) -> Text:
         state = p.state or "?"
         if not p.alive:
             state = "gone" if p.exit_code is None else f"x{p.exit_code}"
-        line = Text(f"{p.pid:>7} ", style="reverse" if selected else "")
-        line.append(f"{role:<24} ", style=ROLE_STYLE.get(p.role, "bold" if p.rank is not None else ""))
-        line.append(f"{state:<4} {NA if p.cpu_percent is None else f'{p.cpu_percent:.0f}':>6} "
-                    f"{human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes):>7} "
-                    f"{p.threads or 0:>4} {gpus:<12} {allowed:<12} {ran:<10} "
-                    f"{numa_share(p.numa_pages)[:14]:<14} {io[:17]:<17} ")
-        line.append_text(data(p.cmdline or p.name, "dim" if not p.alive else ""))
+        role_width = next(w for name, w, _ in columns if name == "ROLE")
+        values = {
+            "PID": str(p.pid),
+            "ROLE": ("  " * min(p.depth, 6) + ("└ " if p.depth else "") + p.role)[:role_width],
+            "S": state,
+            "CPU%": NA if p.cpu_percent is None else f"{p.cpu_percent:.0f}",
+            "PSS": human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes),
+            "THR": str(p.threads or 0),
+            "GPU": ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus) or "-",
+            "ALLOWED": format_cpulist(p.cpu_affinity) if p.cpu_affinity else NA,
+            "RAN ON": format_cpulist(p.thread_cpus) if p.thread_cpus else "-",
+            "MEMORY": numa_share(p.numa_pages),
+            "IO r/w": "N/A" if p.read_bytes_per_s is None else
+            f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
+        }
+        line = Text()
+        for name, w, right in columns:
+            value = values[name][:w]
+            cell = f"{value:>{w}} " if right else f"{value:<{w}} "
+            if name == "PID":
+                line.append(cell, style="reverse" if selected else "")
+            elif name == "ROLE":
+                line.append(cell, style=ROLE_STYLE.get(p.role, "bold" if p.rank is not None else ""))
+            else:
+                line.append(cell)
+        # One row whatever the command line holds: a newline or a tab in it shows as a symbol, never breaks it.
+        line.append_text(data(p.cmdline or p.name, palette.DIM if not p.alive else ""))
         line.truncate(max(1, width), overflow="ellipsis")
         return line
 
@@ -200,7 +268,7 @@ class JobPanel(TextPanel):
         line.append(f" · memory {numa_share(p.numa_pages)}")
         far = self._far_memory(p)
         if far:
-            line.append(f"  {far}", style="bold red")
+            line.append(f"  {far}", style=palette.CRIT_STRONG)
         if p.dataset_devices:
             line.append_text(data(" · open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices)))
         return line

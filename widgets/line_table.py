@@ -12,13 +12,14 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from hwtop.tui import keys
+from hwtop.widgets import palette
 from hwtop.widgets.plain_table import cell
 
 Cells = tuple[Text, ...]
@@ -52,7 +53,8 @@ class LineTable(ScrollView, can_focus=True):
             & > .linetable--header { background-tint: $foreground 5%; }
         }
         & > .linetable--header { text-style: bold; background: $panel; color: $foreground; }
-        &:ansi > .linetable--header { background: ansi_bright_blue; color: ansi_default; }
+        &:ansi > .linetable--header { background: """ + palette.ANSI_HEADER_BACKGROUND + "; color: " + \
+        palette.ANSI_DEFAULT + """; }
         & > .linetable--cursor {
             background: $block-cursor-blurred-background;
             color: $block-cursor-blurred-foreground;
@@ -60,14 +62,7 @@ class LineTable(ScrollView, can_focus=True):
         }
     }
     """
-    BINDINGS = [
-        Binding("up", "cursor_up", "Up", show=False),
-        Binding("down", "cursor_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
-        Binding("pagedown", "page_down", "Page down", show=False),
-        Binding("home", "scroll_home", "Top", show=False),
-        Binding("end", "scroll_end", "Bottom", show=False),
-    ]
+    BINDINGS = keys.bindings(keys.LINE_TABLE)
 
     class HeaderClicked(Message):
         """A click on a column's label."""
@@ -88,6 +83,16 @@ class LineTable(ScrollView, can_focus=True):
         self._strips: LRUCache[tuple[Hashable, ...], Strip] = LRUCache(4096)
 
     # ----- data -----
+
+    def set_labels(self, labels: Sequence[str]) -> None:
+        """New column labels (a sort arrow moved): the header line is drawn again, and the widths if they grow."""
+        texts = tuple(Text(label) for label in labels)
+        if [t.plain for t in texts] == [t.plain for t in self._labels]:
+            return
+        self._labels = texts
+        self._widths = tuple(max(width, label.cell_len) for width, label in zip(self._widths, texts, strict=True))
+        self.virtual_size = Size(self._total_width(), len(self._rows) + 1)
+        self.refresh()
 
     @property
     def row_count(self) -> int:
@@ -201,7 +206,7 @@ class LineTable(ScrollView, can_focus=True):
         base = self.rich_style
         if y == 0:
             over: Style | None = self.get_component_rich_style("linetable--header")
-            strip = self._strip(("header",), self._labels, base, over)
+            strip = self._strip(("header", *(label.plain for label in self._labels)), self._labels, base, over)
         else:
             index = scroll_y + y - 1
             if not 0 <= index < len(self._rows):

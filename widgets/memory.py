@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from hwtop.model.snapshot import MemorySnapshot, NumaSnapshot
+from hwtop.widgets import palette
 from hwtop.widgets.format import bar, human_bytes, sparkline
 from hwtop.widgets.panel import TextPanel
 
@@ -24,7 +25,7 @@ class MemoryPanel(TextPanel):
     def lines(self, width: int) -> list[Text]:
         memory = self.memory
         if memory is None:
-            return [Text("memory: N/A (probe failed)", style="dim")]
+            return [Text("memory: N/A (probe failed)", style=palette.DIM)]
         used = memory.total_bytes - memory.available_bytes
         out = [self._row("RAM", used, memory.total_bytes, width)]
         out.append(self._row("swap", memory.swap_used_bytes, memory.swap_total_bytes, width))
@@ -34,7 +35,7 @@ class MemoryPanel(TextPanel):
                     node_used = node.memory_total_bytes - (node.memory_free_bytes or 0)
                     out.append(self._row(f"node{node.index}", node_used, node.memory_total_bytes, width))
         if len(out) < 4 and width > 10:
-            out.append(Text("RAM ", style="dim") + sparkline(self.history, width - 4))
+            out.append(Text("RAM ", style=palette.DIM) + sparkline(self.history, width - 4))
         return out
 
     @staticmethod

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 
 from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
+from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, level_style
 from hwtop.widgets.line_table import LineTable
 from hwtop.widgets.safe_text import data
@@ -69,6 +70,9 @@ SORT_KEYS = ("cpu", "rss", "gpu_memory", "pid")
 COLUMNS = (("PID", "pid"), ("USER", "user"), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", "threads"), ("GPU", "gpus"),
            ("GPU MEM", "gpu_memory"), ("SM%", "sm"), ("COMMAND", "command"))
 CLICK_KEYS = tuple(key for _, key in COLUMNS)
+SORT_NAMES = {"pid": "PID", "user": "user", "cpu": "CPU", "rss": "memory (RSS)", "threads": "threads",
+              "gpus": "GPU", "gpu_memory": "GPU memory", "sm": "GPU SM", "command": "command"}  # as a user says it
+UP, DOWN = "▲", "▼"
 
 
 def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> list[Row]:
@@ -100,17 +104,23 @@ def _row(pid: int, user: str, cpu: float | None, rss: int | None, threads: int |
 
 
 TEXT_KEYS = ("user", "gpus", "command")
+ASCENDING_KEYS = ("pid", *TEXT_KEYS)  # read top down from the smallest; the rest from the biggest
 
 
-def sort_rows(rows: list[Row], key: str, reverse: bool = True) -> list[Row]:
-    """By any column: numbers descending (unknown last), text ascending."""
+def descending_by_default(key: str) -> bool:
+    return key not in ASCENDING_KEYS
+
+
+def sort_rows(rows: list[Row], key: str, descending: bool | None = None) -> list[Row]:
+    """By any column, in either direction (the column's own by default: numbers descending, pid and text
+    ascending); a value a process does not have (None) is last either way."""
+    if descending is None:
+        descending = descending_by_default(key)
+    known = [row for row in rows if getattr(row, key) is not None]
+    unknown = [row for row in rows if getattr(row, key) is None]
     if key in TEXT_KEYS:
-        return sorted(rows, key=lambda row: str(getattr(row, key)).lower())
-
-    def value(row: Row) -> float:
-        v = getattr(row, key)
-        return -1.0 if v is None else float(v)
-    return sorted(rows, key=value, reverse=reverse)
+        return sorted(known, key=lambda row: str(getattr(row, key)).lower(), reverse=descending) + unknown
+    return sorted(known, key=lambda row: float(getattr(row, key)), reverse=descending) + unknown
 
 
 class ProcessTable(LineTable):
@@ -120,6 +130,7 @@ class ProcessTable(LineTable):
     def __init__(self, **kwargs: object) -> None:
         super().__init__([label for label, _ in COLUMNS], **kwargs)
         self.sort_key = "cpu"
+        self.sort_reversed = False  # against the column's own direction (r, or the same column again)
         self.rows_shown: list[Row] = []
         self.filter_text = ""
         self.tree_view = False
@@ -128,14 +139,28 @@ class ProcessTable(LineTable):
         self._made: dict[tuple[object, ...], tuple[object, ...]] = {}
         self.border_title = "Processes"
 
+    @property
+    def sort_descending(self) -> bool:
+        return descending_by_default(self.sort_key) != self.sort_reversed
+
     def cycle_sort(self) -> str:
         current = SORT_KEYS.index(self.sort_key) if self.sort_key in SORT_KEYS else -1
-        self.sort_key = SORT_KEYS[(current + 1) % len(SORT_KEYS)]
+        self.sort_key, self.sort_reversed = SORT_KEYS[(current + 1) % len(SORT_KEYS)], False
         return self.sort_key
+
+    def sort_by(self, key: str) -> None:
+        """Sort by `key`; the column already sorted by turns round instead."""
+        if key == self.sort_key:
+            self.sort_reversed = not self.sort_reversed
+        else:
+            self.sort_key, self.sort_reversed = key, False
+
+    def reverse_sort(self) -> None:
+        self.sort_reversed = not self.sort_reversed
 
     def on_line_table_header_clicked(self, event: LineTable.HeaderClicked) -> None:
         event.stop()
-        self.sort_key = CLICK_KEYS[event.column]
+        self.sort_by(CLICK_KEYS[event.column])
         self.redraw()
 
     def redraw(self) -> None:
@@ -159,12 +184,15 @@ class ProcessTable(LineTable):
         self.marked = marked
         cursor = self.cursor_row
         selected = self.rows_shown[cursor].pid if 0 <= cursor < len(self.rows_shown) else None
-        rows = sort_rows(merge_rows(processes, gpus), self.sort_key, reverse=self.sort_key not in ("pid", *TEXT_KEYS))
+        arrow = DOWN if self.sort_descending else UP
+        self.set_labels([f"{label} {arrow}" if key == self.sort_key else label for label, key in COLUMNS])
+        rows = sort_rows(merge_rows(processes, gpus), self.sort_key, self.sort_descending)
         rows = filter_rows(rows, self.filter_text)
         if self.tree_view:
             rows = tree_rows(rows)
         self.rows_shown = rows
-        subtitle = data(f"sorted by {self.sort_key} (s)" + (" · tree (T)" if self.tree_view else "") +
+        name = SORT_NAMES.get(self.sort_key, self.sort_key)
+        subtitle = data(f"sorted by {name} {arrow} (s: next, r: reverse)" + (" · tree (T)" if self.tree_view else "") +
                         (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
         if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
             self.border_subtitle = subtitle
@@ -179,7 +207,7 @@ class ProcessTable(LineTable):
     @staticmethod
     def _cells(row: Row, marked: set[int]) -> tuple[object, ...]:
         return (
-            Text(str(row.pid), style="bold magenta" if row.pid in marked else ""), row.user[:10],
+            Text(str(row.pid), style=palette.GROUP if row.pid in marked else ""), row.user[:10],
             Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
             Text(human_bytes(row.rss), justify="right"),
             Text(NA if row.threads is None else str(row.threads), justify="right"),

@@ -8,15 +8,17 @@ from rich.text import Text
 from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Topology
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.probes.topology import link_degraded
+from hwtop.widgets import palette
 from hwtop.widgets.format import human_bytes, human_rate, pct
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
-STYLE = {"X": "dim", "PIX": "cyan", "PXB": "cyan", "PHB": "yellow", "NODE": "dark_orange", "SYS": "bold red"}
+STYLE = {"X": palette.DIM, "PIX": palette.LINK_SWITCH, "PXB": palette.LINK_SWITCH, "PHB": palette.LINK_HOST,
+         "NODE": palette.LINK_NODE, "SYS": palette.LINK_FAR}
 
 
 def link_style(kind: str) -> str:
-    return "bold green" if kind.startswith("NV") else STYLE.get(kind, "")
+    return palette.LINK_NVLINK if kind.startswith("NV") else STYLE.get(kind, "")
 
 
 class TopologyPanel(TextPanel):
@@ -38,11 +40,11 @@ class TopologyPanel(TextPanel):
         topology = self.topology
         if topology is None or not topology.devices:
             out.append(Text("No GPU or NIC to place: NVML absent and no NIC with a PCI device. NUMA layout below.",
-                            style="yellow"))
+                            style=palette.WARN))
         else:
             out += self._matrix(topology, width)
             out.append(Text("NV# NVLink  PIX/PXB PCIe switch  PHB host bridge  NODE across host bridges  "
-                            "SYS across NUMA nodes", style="dim"))
+                            "SYS across NUMA nodes", style=palette.DIM))
         out.append(Text())
         out += self._numa_lines(width)
         if self.gpus:
@@ -67,7 +69,7 @@ class TopologyPanel(TextPanel):
                      for d in topology.devices]
             cell = 5
             if nics:
-                legend = Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)), style="dim")
+                legend = Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)), style=palette.DIM)
         affinity = width >= cell * (len(names) + 1) + 24
         header = Text(" " * cell + "".join(f"{n:>{cell}}" for n in names), style="bold")
         if affinity:
@@ -87,24 +89,24 @@ class TopologyPanel(TextPanel):
 
     def _numa_lines(self, width: int) -> list[Text]:
         if self.numa is None:
-            return [Text("NUMA: N/A", style="dim")]
+            return [Text("NUMA: N/A", style=palette.DIM)]
         devices = self.topology.devices if self.topology else ()
         out = []
         for node in self.numa.nodes:
-            line = Text(f"node {node.index}", style="bold magenta")
+            line = Text(f"node {node.index}", style=palette.GROUP)
             line.append(f"  cpus {format_cpulist(node.cpus) or 'none'}")
             if node.memory_total_bytes:
                 free, total = human_bytes(node.memory_free_bytes), human_bytes(node.memory_total_bytes)
                 line.append(f"  mem {free} free of {total}")
             members = [d.name for d in devices if d.numa_node == node.index]
             if members:
-                line.append("  ·  " + " ".join(members), style="cyan")
+                line.append("  ·  " + " ".join(members), style=palette.INFO)
             if node.distances:
-                line.append(f"  distances {' '.join(map(str, node.distances))}", style="dim")
+                line.append(f"  distances {' '.join(map(str, node.distances))}", style=palette.DIM)
             out.append(line)
         unplaced = [d.name for d in devices if d.numa_node is None]
         if unplaced:
-            out.append(Text("no NUMA node known: " + " ".join(unplaced), style="dim"))
+            out.append(Text("no NUMA node known: " + " ".join(unplaced), style=palette.DIM))
         return out
 
     def _throughput(self) -> list[Text]:
@@ -117,10 +119,10 @@ class TopologyPanel(TextPanel):
                             f"{pcie.max_width or '?'}) ↑{human_rate(pcie.tx_bytes_per_s):>10} "
                             f"↓{human_rate(pcie.rx_bytes_per_s):>10}")
                 if link_degraded(pcie.gen, pcie.width, pcie.max_gen, pcie.max_width, gpu.util_percent):
-                    line.append("  ⚠ degraded while busy", style="bold red")
+                    line.append("  ⚠ degraded while busy", style=palette.CRIT_STRONG)
             if gpu.nvlink_tx_bytes_per_s is not None or gpu.nvlink_rx_bytes_per_s is not None:
                 line.append(f"  NVLink ↑{human_rate(gpu.nvlink_tx_bytes_per_s):>10} "
-                            f"↓{human_rate(gpu.nvlink_rx_bytes_per_s):>10}", style="green")
+                            f"↓{human_rate(gpu.nvlink_rx_bytes_per_s):>10}", style=palette.OK)
             line.append(f"  util {pct(gpu.util_percent)}")
             out.append(line)
         return out

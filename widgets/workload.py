@@ -6,12 +6,13 @@ from __future__ import annotations
 from rich.text import Text
 
 from hwtop.model.snapshot import WorkloadState
+from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
-STATUS_STYLE = {"running": "bold green", "starting": "yellow", "stalled": "bold yellow", "finished": "cyan",
-                "crashed": "bold red", "stopped": "dim"}
+STATUS_STYLE = {"running": palette.OK_STRONG, "starting": palette.WARN, "stalled": palette.WARN_STRONG,
+                "finished": palette.INFO, "crashed": palette.CRIT_STRONG, "stopped": palette.DIM}
 
 
 class WorkloadPanel(TextPanel):
@@ -30,18 +31,18 @@ class WorkloadPanel(TextPanel):
     def lines(self, width: int) -> list[Text]:
         state = self.state
         if state is None:
-            return [Text("no workload (w starts one)", style="dim")]
+            return [Text("no workload (w starts one)", style=palette.DIM)]
         head = Text(state.status.upper(), style=STATUS_STYLE.get(state.status, ""))
         if state.exit_code is not None:
             head.append(f" exit {state.exit_code}")
         if state.last_event:
-            head.append_text(data(f"  last: {state.last_event}"[: max(0, width - head.cell_len)], "dim"))
+            head.append_text(data(f"  last: {state.last_event}"[: max(0, width - head.cell_len)], palette.DIM))
         out = [head]
         if state.summary and state.summary.get("speedup") is not None:
             saving = state.summary.get("memory_saving_fraction")
             out.append(Text(f"AMP: {state.summary['speedup']:.2f}x throughput, "
                             f"{'N/A' if saving is None else f'{100 * saving:.1f}%'} less "
-                            f"{state.summary.get('memory_metric')}", style="green"))
+                            f"{state.summary.get('memory_metric')}", style=palette.OK))
         spark = max(0, min(20, (width - 86) // 2))
         for rank in state.ranks:
             wait = rank.data_wait_fraction
@@ -55,13 +56,13 @@ class WorkloadPanel(TextPanel):
             if spark:
                 line.append_text(sparkline(rank.throughput, spark, high=max(rank.throughput or (1.0,))))
             line.append(f" wait {NA if wait is None else f'{100 * wait:3.0f}%'}",
-                        style="bold red" if wait is not None and wait > 0.5 else "")
+                        style=palette.CRIT_STRONG if wait is not None and wait > 0.5 else "")
             line.append(f" loss {NA if rank.loss is None else f'{rank.loss:.3f}'} {rank.amp or ''}")
             line.append(f" mem {human_bytes(memory)}")
             line.truncate(max(1, width), overflow="ellipsis")  # one row per rank, never wrapped
             out.append(line)
         for tail in state.stderr_tail:
-            out.append(data(tail[:width], "red"))  # the job's own stderr
+            out.append(data(tail[:width], palette.CRIT))  # the job's own stderr
         if state.garbage_lines:
-            out.append(Text(f"{state.garbage_lines} unreadable telemetry line(s) skipped", style="yellow"))
+            out.append(Text(f"{state.garbage_lines} unreadable telemetry line(s) skipped", style=palette.WARN))
         return out
