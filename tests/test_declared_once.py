@@ -1,4 +1,4 @@
-"""Keys and colours are declared once (issue 18): every key binding in tui/keys.py, every colour in
+"""Keys and colours are declared once (issue 18): every key binding in widgets/keys.py, every colour in
 widgets/palette.py. The other modules of tui/ and widgets/ only name them."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def test_no_binding_outside_the_keys_module() -> None:
     found = [f"{path.relative_to(ROOT)}:{number}" for path in SOURCES if path.name != "keys.py"
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"\bBinding\(", line)]
-    assert not found, "key bindings belong in tui/keys.py:\n" + "\n".join(found)
+    assert not found, "key bindings belong in widgets/keys.py:\n" + "\n".join(found)
 
 
 def test_the_check_catches_what_it_looks_for() -> None:

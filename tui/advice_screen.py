@@ -9,8 +9,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from hwtop.model.finding import Finding
-from hwtop.tui import keys
 from hwtop.tui.dialog import Dialog
+from hwtop.widgets import keys
 from hwtop.widgets.advice import AdvicePanel
 
 

@@ -15,12 +15,12 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
 from hwtop.model.snapshot import JobSnapshot, Snapshot
 from hwtop.session.session import Session, SnapshotSource
-from hwtop.tui import keys
 from hwtop.tui.advice_screen import AdviceScreen
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.tui.help import HelpScreen
 from hwtop.tui.topology_screen import TopologyScreen
 from hwtop.tui.workload_dialog import WorkloadDialog
+from hwtop.widgets import keys
 from hwtop.widgets.advice import AdvicePanel
 from hwtop.widgets.cpu import CpuPanel
 from hwtop.widgets.disks import DisksPanel
@@ -32,7 +32,7 @@ from hwtop.widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
-PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from tui/keys.py
+PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from widgets/keys.py
 
 
 class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run() raises a crash, terminal restored

@@ -11,7 +11,7 @@ from textual.actions import SkipAction
 from textual.screen import ModalScreen
 from textual.widgets import Button, Select
 
-from hwtop.tui import keys
+from hwtop.widgets import keys
 
 ResultType = TypeVar("ResultType")
 

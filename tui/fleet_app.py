@@ -13,9 +13,8 @@ from textual.widgets import DataTable, Footer, Static
 
 from hwtop.fleet.model import HostView, totals, worst_first
 from hwtop.fleet.sources import FleetSource
-from hwtop.tui import keys
 from hwtop.tui.guarded_app import GuardedApp
-from hwtop.widgets import palette
+from hwtop.widgets import keys, palette
 from hwtop.widgets.format import sparkline
 from hwtop.widgets.plain_table import PlainTable
 from hwtop.widgets.safe_text import data

@@ -10,10 +10,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from hwtop.tui import keys
 from hwtop.tui.dialog import Dialog
+from hwtop.widgets import keys
 
-KEYS = keys.help_lines()  # built from the bindings themselves: tui/keys.py
+KEYS = keys.help_lines()  # built from the bindings themselves: widgets/keys.py
 
 
 class HelpScreen(Dialog[None]):

@@ -12,7 +12,7 @@ from textual.widgets import Footer
 
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
-from hwtop.tui import keys
+from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.job import JobPanel
 

@@ -11,8 +11,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from hwtop.tui import keys
 from hwtop.tui.dialog import Dialog
+from hwtop.widgets import keys
 from hwtop.widgets.safe_text import data
 
 

@@ -11,8 +11,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label
 
 from hwtop.probes.signals import Target
-from hwtop.tui import keys
 from hwtop.tui.dialog import Dialog
+from hwtop.widgets import keys
 from hwtop.widgets.safe_text import data
 
 

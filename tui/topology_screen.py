@@ -8,7 +8,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from hwtop.model.snapshot import Snapshot
-from hwtop.tui import keys
+from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.topology import TopologyPanel
 

@@ -10,8 +10,7 @@ from textual import events
 from textual.message import Message
 
 from hwtop.model.finding import Finding
-from hwtop.tui import keys
-from hwtop.widgets import palette
+from hwtop.widgets import keys, palette
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 

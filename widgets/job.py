@@ -11,8 +11,7 @@ from textual.widget import Widget
 from hwtop.advice.thresholds import TABLE
 from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
-from hwtop.tui import keys
-from hwtop.widgets import palette
+from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data

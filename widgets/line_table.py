@@ -18,8 +18,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from hwtop.tui import keys
-from hwtop.widgets import palette
+from hwtop.widgets import keys, palette
 from hwtop.widgets.plain_table import cell
 
 Cells = tuple[Text, ...]
