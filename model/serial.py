@@ -88,3 +88,21 @@ def decode_dataclass(cls: type, value: Any) -> Any:
 
 def snapshot_from_dict(data: dict[str, Any]) -> model.Snapshot:
     return decode_dataclass(model.Snapshot, data)
+
+
+D = typing.TypeVar("D")
+
+
+def lenient_dataclass(cls: type[D], record: dict[str, Any]) -> D:
+    """`cls` from a record another program wrote (the job's telemetry): each field whose value has the declared
+    type is taken, anything else (missing, wrong type, NaN where a count belongs) keeps the field's default, so a
+    job of another version degrades to N/A instead of a wrong figure or an exception."""
+    hints = _hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in record:
+            try:
+                kwargs[f.name] = decode(hints[f.name], record[f.name])
+            except (ValueError, TypeError):
+                continue
+    return cls(**kwargs)

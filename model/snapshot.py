@@ -273,6 +273,58 @@ class RankState:
 
 
 @dataclass(frozen=True, slots=True)
+class JobConfig:
+    """Rank 0's `started` record: how the embedded job trains. Every field is optional: a job of another version
+    (or a recording made by one) may lack any of them."""
+
+    scenario: str | None = None
+    world_size: int | None = None
+    device: str | None = None  # cpu | cuda
+    backend: str | None = None  # gloo | nccl
+    model: str | None = None  # mlp | convnet
+    amp: str | None = None  # off | fp16 | bf16
+    batch_size: int | None = None
+    num_workers: int | None = None
+    pin_memory: bool | None = None
+    transform_cost_ms: float | None = None
+    cudnn_benchmark: bool | None = None
+    grad_accum: int | None = None
+    on_nonfinite: str | None = None  # skip | stop
+    lr: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AmpSummary:
+    """The amp-compare scenario's result: the AMP-savings demo's figures."""
+
+    speedup: float | None = None  # mixed-precision samples/s over fp32's
+    memory_saving_fraction: float | None = None  # None where no per-phase peak exists (CPU)
+    memory_metric: str | None = None  # the figure the saving compares, or why there is none
+
+
+@dataclass(frozen=True, slots=True)
+class OomEvent:
+    """The latest CUDA out-of-memory a rank reported."""
+
+    rank: int | None = None
+    batch_size: int | None = None
+    largest_fit: int | None = None  # the largest batch that fitted (oom-ramp)
+    message: str | None = None
+    time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NonfiniteEvent:
+    """The latest step whose loss or gradients were NaN/inf."""
+
+    rank: int | None = None
+    step: int | None = None
+    time: float | None = None
+    skipped: bool = False  # the optimizer step was skipped, as GradScaler skips one
+    stopped: bool = False  # the run stopped there (--on-nonfinite stop)
+
+
+@dataclass(frozen=True, slots=True)
 class WorkloadState:
     """The embedded job as the monitor sees it: starting | running | stalled | finished | crashed | stopped."""
 
@@ -284,12 +336,12 @@ class WorkloadState:
     stderr_tail: tuple[str, ...] = ()
     pids: tuple[int, ...] = ()
     garbage_lines: int = 0
-    summary: dict[str, Any] | None = None
-    config: dict[str, Any] | None = None  # rank 0's `started` record: device, model, amp, num_workers, ...
+    summary: AmpSummary | None = None
+    config: JobConfig | None = None
     oom_count: int = 0
-    last_oom: dict[str, Any] | None = None  # rank, batch_size, largest_fit, message of the latest OOM
+    last_oom: OomEvent | None = None
     nonfinite_steps: int = 0  # steps whose loss or gradients were NaN/inf (skipped, or the run stopped)
-    last_nonfinite: dict[str, Any] | None = None  # rank, step, time, skipped, stopped of the latest
+    last_nonfinite: NonfiniteEvent | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ from hwtop.model.snapshot import (
     CoreLoad,
     GpuProcess,
     GpuSnapshot,
+    JobConfig,
+    OomEvent,
     ProcessInfo,
     RankState,
     Snapshot,
@@ -74,12 +76,12 @@ def rank(index: int, *, wait: float | None = 0.1, amp: str = "off", step: int = 
 
 
 def workload(*ranks: RankState, status: str = "running", pids: Iterable[int] | None = None,
-             oom: dict[str, Any] | None = None, **config: Any) -> WorkloadState:
+             oom: OomEvent | None = None, **config: Any) -> WorkloadState:
     settings = {"device": "cpu", "model": "convnet", "amp": "off", "num_workers": 0, "pin_memory": False,
                 "cudnn_benchmark": False, "world_size": len(ranks), "transform_cost_ms": 8.0}
     settings.update(config)
     return WorkloadState("test", status, None, ranks, None, pids=tuple(pids or (r.pid for r in ranks)),
-                         config=settings, oom_count=1 if oom else 0, last_oom=oom)
+                         config=JobConfig(**settings), oom_count=1 if oom else 0, last_oom=oom)
 
 
 def gpu_process(pid: int, memory: int = 10 * GIB) -> GpuProcess:

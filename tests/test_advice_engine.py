@@ -8,6 +8,7 @@ from hwtop.advice.engine import MAX_SNAPSHOTS, AdviceEngine
 from hwtop.advice.rules import RULE_IDS, RULES, Rule
 from hwtop.advice.thresholds import TABLE, Thresholds
 from hwtop.model.finding import Finding
+from hwtop.model.snapshot import OomEvent
 from hwtop.session.config import load
 from tests.advice_timeline import Timeline, ids, rank, run, workload
 
@@ -48,7 +49,7 @@ def test_since_is_when_the_condition_started():
 
 def test_findings_sorted_by_severity():
     t = Timeline()
-    job = workload(rank(0, wait=0.8), oom={"rank": 0, "batch_size": 8, "time": t.time + 1})
+    job = workload(rank(0, wait=0.8), oom=OomEvent(rank=0, batch_size=8, time=t.time + 1))
     found = run([t.tick(workload=job) for _ in range(7)])[-1]
     assert [f.severity for f in found] == ["critical", "warning"]
 
@@ -83,7 +84,7 @@ def test_a_broken_rule_is_named_and_the_others_still_run():
     rules = (Rule("broken", broken, 0.0, 0.0, "nothing"),) + RULES
     engine = AdviceEngine(rules=rules)
     t = Timeline()
-    job = workload(rank(0), oom={"rank": 0, "batch_size": 8, "time": t.time + 1})
+    job = workload(rank(0), oom=OomEvent(rank=0, batch_size=8, time=t.time + 1))
     assert "cuda-oom" in ids(engine.update(t.tick(workload=job)))
     assert engine.rule_errors == {"broken": "KeyError: 'boom'"}
 

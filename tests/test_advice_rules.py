@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from hwtop.demo.profiles import GIB, MIB
-from hwtop.model.snapshot import DiskSnapshot, GpmMetrics, MemorySnapshot, Topology
+from hwtop.model.snapshot import DiskSnapshot, GpmMetrics, MemorySnapshot, NonfiniteEvent, OomEvent, Topology
 from tests.advice_timeline import Timeline, find, ids, plain_gpu, process, rank, run, workload
 
 
@@ -19,8 +19,8 @@ def ticks(timeline: Timeline, count: int, **kwargs):
 
 def test_oom_event_is_critical_at_once_and_names_the_batch():
     t = Timeline()
-    job = workload(rank(0), oom={"rank": 0, "batch_size": 64, "largest_fit": 32, "message": "CUDA out of memory",
-                                 "time": t.time + 1})
+    job = workload(rank(0), oom=OomEvent(rank=0, batch_size=64, largest_fit=32, message="CUDA out of memory",
+                                 time=t.time + 1))
     found = run([t.tick(workload=job)])[-1]
     finding = find(found, "cuda-oom")
     assert finding.severity == "critical"
@@ -30,7 +30,7 @@ def test_oom_event_is_critical_at_once_and_names_the_batch():
 
 def test_oom_event_clears_once_old():
     t = Timeline()
-    job = workload(rank(0), oom={"rank": 0, "batch_size": 64, "largest_fit": None, "time": t.time + 1})
+    job = workload(rank(0), oom=OomEvent(rank=0, batch_size=64, largest_fit=None, time=t.time + 1))
     frames = [t.tick(workload=job)] + [t.tick(seconds=10, workload=job) for _ in range(14)]
     history = run(frames)
     assert "cuda-oom" in ids(history[0])
@@ -53,7 +53,7 @@ def test_device_memory_near_full(used_gib, fires):
 def test_fragmentation_adds_expandable_segments(reserved_gib, fragmented):
     t = Timeline()
     job = workload(rank(0, allocated=2 * GIB, reserved=int(reserved_gib * GIB)),
-                   oom={"rank": 0, "batch_size": 64, "time": t.time + 1})
+                   oom=OomEvent(rank=0, batch_size=64, time=t.time + 1))
     finding = find(run([t.tick(workload=job)])[-1], "cuda-oom")
     assert any("expandable_segments:True" in fix for fix in finding.fix) is fragmented
     assert any("reserved 6.0 GiB is 3.0x" in e for e in finding.evidence) is fragmented
@@ -379,12 +379,12 @@ def test_training_diverged_names_the_step_and_is_critical_once_the_run_stopped()
     import dataclasses
 
     skipped = dataclasses.replace(workload(rank(0), lr=1e30), nonfinite_steps=3,
-                                  last_nonfinite={"rank": 0, "step": 7, "time": 1.0, "skipped": True, "stopped": False})
+                                  last_nonfinite=NonfiniteEvent(rank=0, step=7, time=1.0, skipped=True))
     t = Timeline()
     found = find(run([t.tick(workload=skipped) for _ in range(3)])[-1], "training-diverged")
     assert found.severity == "warning" and "latest at step 7 on rank 0" in found.evidence[0]
     assert "1e+30" in found.fix[0] and found.scope == "rank 0"
-    stopped = dataclasses.replace(skipped, last_nonfinite={**skipped.last_nonfinite, "stopped": True})
+    stopped = dataclasses.replace(skipped, last_nonfinite=dataclasses.replace(skipped.last_nonfinite, stopped=True))
     assert find(run([t.tick(workload=stopped)])[-1], "training-diverged").severity == "critical"
     healthy = Timeline()
     assert "training-diverged" not in ids(run([healthy.tick(workload=workload(rank(0))) for _ in range(3)])[-1])

@@ -211,8 +211,9 @@ def test_oom_of_the_real_job_reaches_the_cuda_oom_rule(faulty_job: None) -> None
         sampler.workload._reader.join(10)
         snapshot = sampler.sample()
         state = snapshot.workload
-        assert state.oom_count == 1 and state.last_oom["batch_size"] == 64 and state.last_oom["time"]
-        assert state.config["model"] == "mlp" and state.config["num_workers"] == 0
+        assert state.oom_count == 1 and state.last_oom is not None
+        assert state.last_oom.batch_size == 64 and state.last_oom.time
+        assert state.config is not None and state.config.model == "mlp" and state.config.num_workers == 0
         oom = [f for f in AdviceEngine().update(snapshot) if f.id == "cuda-oom"]
         assert oom and oom[0].severity == "critical"
         assert "at batch 64; batch 32 was the largest that fit" in oom[0].evidence[0]

@@ -38,11 +38,12 @@ class WorkloadPanel(TextPanel):
         if state.last_event:
             head.append_text(data(f"  last: {state.last_event}"[: max(0, width - head.cell_len)], palette.DIM))
         out = [head]
-        if state.summary and state.summary.get("speedup") is not None:
-            saving = state.summary.get("memory_saving_fraction")
-            out.append(Text(f"AMP: {state.summary['speedup']:.2f}x throughput, "
+        summary = state.summary
+        if summary is not None and summary.speedup is not None:
+            saving = summary.memory_saving_fraction
+            out.append(data(f"AMP: {summary.speedup:.2f}x throughput, "
                             f"{'N/A' if saving is None else f'{100 * saving:.1f}%'} less "
-                            f"{state.summary.get('memory_metric')}", style=palette.OK))
+                            f"{summary.memory_metric or 'memory'}", palette.OK))
         spark = max(0, min(20, (width - 86) // 2))
         for rank in state.ranks:
             wait = rank.data_wait_fraction

@@ -3,12 +3,14 @@ that the sampler copies into each snapshot (no torch here)."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import deque
 from typing import Any
 
-from hwtop.model.snapshot import RankState, WorkloadState
+from hwtop.model.serial import lenient_dataclass
+from hwtop.model.snapshot import AmpSummary, JobConfig, NonfiniteEvent, OomEvent, RankState, WorkloadState
 from hwtop.workload.launcher import WorkloadProcess
 
 STALL_S = 15.0  # no telemetry for this long while running: shown as stalled
@@ -24,12 +26,12 @@ class WorkloadMonitor:
         self._rings: dict[tuple[int, str], deque[float]] = {}
         self._last_event: str | None = None
         self._last_record_at = time.monotonic()
-        self._summary: dict[str, Any] | None = None
-        self._config: dict[str, Any] | None = None
+        self._summary: AmpSummary | None = None
+        self._config: JobConfig | None = None
         self._oom_count = 0
-        self._last_oom: dict[str, Any] | None = None
+        self._last_oom: OomEvent | None = None
         self._nonfinite_steps = 0
-        self._last_nonfinite: dict[str, Any] | None = None
+        self._last_nonfinite: NonfiniteEvent | None = None
         self._pids: set[int] = set()
         self._stopped = False
         self.job = WorkloadProcess(job_args, env=env)
@@ -52,32 +54,31 @@ class WorkloadMonitor:
         if event == "started":
             state.update(pid=record.get("pid"))
             if rank == 0 or self._config is None:
-                self._config = {k: v for k, v in record.items() if k not in ("event", "rank", "pid", "time")}
+                self._config = lenient_dataclass(JobConfig, record)
             if isinstance(record.get("pid"), int):
                 self._pids.add(record["pid"])
         elif event == "step":
             state.update(record)
             if record.get("step_skipped") or record.get("loss_finite") is False:
                 self._nonfinite_steps += 1
-                self._last_nonfinite = {"rank": rank, "step": record.get("step"), "time": record.get("time"),
-                                        "skipped": bool(record.get("step_skipped")), "stopped": False}
+                self._last_nonfinite = dataclasses.replace(lenient_dataclass(NonfiniteEvent, record),
+                                                           skipped=record.get("step_skipped") is True)
             for key in ("step_time_s", "samples_per_s", "scale"):
                 value = record.get(key)
                 if isinstance(value, int | float):
                     ring = self._rings.setdefault((rank, key), deque(maxlen=RING))
                     ring.append(float(value))
         if event == "diverged":
-            self._last_nonfinite = {"rank": rank, "step": record.get("step"), "time": record.get("time"),
-                                    "skipped": False, "stopped": True}
+            self._last_nonfinite = dataclasses.replace(lenient_dataclass(NonfiniteEvent, record), stopped=True)
         if event != "step":
             detail = ", ".join(f"{key.replace('_', ' ')} {record[key]}" for key in
                                ("batch_size", "largest_fit", "steps", "message") if record.get(key) is not None)
             self._last_event = f"rank {rank} {event}" + (f": {detail}" if detail else "")
         if event == "summary":
-            self._summary = record
+            self._summary = lenient_dataclass(AmpSummary, record)
         if event == "oom":
             self._oom_count += 1
-            self._last_oom = {k: record.get(k) for k in ("rank", "batch_size", "largest_fit", "message", "time")}
+            self._last_oom = lenient_dataclass(OomEvent, record)
 
     def state(self) -> WorkloadState:
         with self._lock:
@@ -107,12 +108,8 @@ class WorkloadMonitor:
             return WorkloadState(
                 scenario=self.scenario, status=status, exit_code=code, ranks=ranks, last_event=self._last_event,
                 stderr_tail=tail, pids=tuple(sorted(self._pids)), garbage_lines=self.job.garbage_lines,
-                summary=None if self._summary is None else {
-                    k: self._summary.get(k) for k in ("memory_saving_fraction", "speedup", "memory_metric")},
-                config=None if self._config is None else dict(self._config), oom_count=self._oom_count,
-                last_oom=None if self._last_oom is None else dict(self._last_oom),
-                nonfinite_steps=self._nonfinite_steps,
-                last_nonfinite=None if self._last_nonfinite is None else dict(self._last_nonfinite),
+                summary=self._summary, config=self._config, oom_count=self._oom_count, last_oom=self._last_oom,
+                nonfinite_steps=self._nonfinite_steps, last_nonfinite=self._last_nonfinite,
             )
 
     def stop(self) -> None:

@@ -49,13 +49,14 @@ def cuda_oom(window: Window, t: Thresholds) -> Iterator[Finding]:
     fragmentation = _fragmentation(window, t)
     workload = latest.workload
     oom = workload.last_oom if workload else None
-    if workload and oom and latest.time - float(oom.get("time") or latest.time) <= OOM_SHOWN_S:
-        batch, largest = oom.get("batch_size"), oom.get("largest_fit")
-        evidence = [f"rank {oom.get('rank')} ran out of device memory at batch {batch}"
+    if workload and oom and latest.time - (oom.time if oom.time is not None else latest.time) <= OOM_SHOWN_S:
+        batch, largest = oom.batch_size, oom.largest_fit
+        evidence = [f"rank {oom.rank if oom.rank is not None else '?'} ran out of device memory at batch "
+                    f"{batch if batch is not None else '?'}"
                     + (f"; batch {largest} was the largest that fit" if largest else ""),
                     f"{workload.oom_count} OOM event(s) in this job"]
-        if oom.get("message"):
-            evidence.append(str(oom["message"])[:160])
+        if oom.message:
+            evidence.append(oom.message[:160])
         yield Finding("cuda-oom", "critical", "CUDA out of memory", tuple(evidence + fragmentation),
                       _oom_fixes(largest or batch, bool(fragmentation)), scope="job", pids=workload.pids)
     for gpu in latest.gpus:

@@ -9,7 +9,7 @@ from hwtop.advice.text import command, percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, children, compute_pids, gpus_in_use, mean, workload_running
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import GpuSnapshot, Snapshot
+from hwtop.model.snapshot import GpuSnapshot, JobConfig, Snapshot
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
 WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much
@@ -62,7 +62,7 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         mean_wait = sum(waits.values()) / len(waits)
         if mean_wait < t["data_wait_fraction"]:
             return
-        config = workload.config or {}
+        config = workload.config or JobConfig()
         job_gpus = [g for g in latest.gpus if set(compute_pids(g)) & set(workload.pids)]
         utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
         if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
@@ -71,12 +71,12 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence = [f"the training step waits for its next batch {100 * mean_wait:.0f}% of the time ({per_rank}; "
                     f"limit {100 * t['data_wait_fraction']:.0f}%)"]
         evidence += [f"GPU{i} util {percent(u)} over the last {SPAN_S:.0f} s" for i, u in utils.items()]
-        workers = config.get("num_workers")
+        workers = config.num_workers
         if workers is not None:
-            evidence.append(f"DataLoader num_workers={workers}, pin_memory={config.get('pin_memory')}, "
-                            f"{config.get('transform_cost_ms')} ms CPU per sample")
-        fixes = list(_worker_fix(latest, workers, int(config.get("world_size") or len(waits) or 1), None))
-        if config.get("device") == "cuda" and not config.get("pin_memory"):
+            evidence.append(f"DataLoader num_workers={workers}, pin_memory={config.pin_memory}, "
+                            f"{config.transform_cost_ms} ms CPU per sample")
+        fixes = list(_worker_fix(latest, workers, config.world_size or len(waits) or 1, None))
+        if config.device == "cuda" and not config.pin_memory:
             fixes.append("pin_memory=True, and .to(device, non_blocking=True), so copies overlap compute.")
         if workers == 0:
             fixes.append("persistent_workers=True once num_workers > 0, so workers survive across epochs.")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean, workload_running
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import GpuSnapshot, Snapshot
+from hwtop.model.snapshot import GpuSnapshot, JobConfig, Snapshot
 from hwtop.probes.gpu_caps import capabilities
 
 
@@ -32,8 +32,8 @@ def _job_gpus(snapshot: Snapshot) -> list[GpuSnapshot]:
 def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     workload = latest.workload
-    config = (workload.config or {}) if workload else {}
-    if workload_running(latest) and workload and config.get("device") == "cuda" and workload.ranks and \
+    config = (workload.config if workload else None) or JobConfig()
+    if workload_running(latest) and workload and config.device == "cuda" and workload.ranks and \
             all(r.amp == "off" for r in workload.ranks):
         for gpu in _job_gpus(latest):
             capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
@@ -65,9 +65,9 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
 def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     workload = latest.workload
-    config = (workload.config or {}) if workload else {}
-    if not workload_running(latest) or config.get("device") != "cuda" or config.get("model") != "convnet" or \
-            config.get("cudnn_benchmark"):
+    config = (workload.config if workload else None) or JobConfig()
+    if not workload_running(latest) or config.device != "cuda" or config.model != "convnet" or \
+            config.cudnn_benchmark:
         return
     yield Finding(
         "cudnn-benchmark", "info", "cuDNN autotuning is off for a fixed-shape conv net",
@@ -104,19 +104,20 @@ def training_diverged(window: Window, t: Thresholds) -> Iterator[Finding]:
     last = workload.last_nonfinite if workload else None
     if workload is None or last is None or not workload.nonfinite_steps:
         return
-    config = workload.config or {}
-    stopped = bool(last.get("stopped"))
-    evidence = [f"{workload.nonfinite_steps} step(s) with a NaN/inf loss or gradient; the latest at step "
-                f"{last.get('step')} on rank {last.get('rank')}",
+    config = workload.config or JobConfig()
+    stopped = last.stopped
+    step, rank = ("?" if value is None else value for value in (last.step, last.rank))
+    evidence = [f"{workload.nonfinite_steps} step(s) with a NaN/inf loss or gradient; the latest at step {step} "
+                f"on rank {rank}",
                 "the run stopped there (--on-nonfinite stop)" if stopped else
                 "each such step was skipped (no optimizer update), as AMP's GradScaler skips one"]
-    if config.get("amp") == "fp16":
+    if config.amp == "fp16":
         evidence.append("fp16 autocast: values beyond ±65504 overflow to inf")
     yield Finding(
         "training-diverged", "critical" if stopped else "warning", "Training produced NaN/inf values",
         tuple(evidence),
-        (f"Lower the learning rate (now {config.get('lr', '?')}) or add warm-up; clip gradients with "
-         "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).",
+        (f"Lower the learning rate (now {config.lr if config.lr is not None else '?'}) or add warm-up; clip "
+         "gradients with torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).",
          "Under fp16 use bf16 where the GPU has it (its range is fp32's), or keep GradScaler on.",
          "torch.autograd.set_detect_anomaly(True) for one run names the operation that made the first NaN."),
-        scope=f"rank {last.get('rank')}")
+        scope=f"rank {rank}")
