@@ -14,7 +14,7 @@ import os
 import platform
 import time
 
-from benchmarks.terminal_runs import measure, peers, ratio
+from benchmarks.terminal_runs import HWTOP, measure, peers, ratio
 
 
 def main() -> None:
@@ -25,7 +25,7 @@ def main() -> None:
     hwtop = tools["hwtop"][0]
     runs = [(name, argv, env) for name, (argv, env) in tools.items()]
     runs += [("hwtop --demo dgx-a100", [*hwtop, "--demo", "dgx-a100"], {}),
-             ("hwtop --interval 0.2", [hwtop[0], "--interval", "0.2"], {}),
+             ("hwtop --interval 0.2", [*HWTOP, "--interval", "0.2"], {}),
              ("hwtop --workload balanced", [*hwtop, "--workload", "balanced"], {})]
     results = [measure(name, argv, env, seconds) for name, argv, env in runs]
     by_name = {r.name: r for r in results}

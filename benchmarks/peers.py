@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from benchmarks.startup import BARE_APP, first_frame, hwtop_ready
-from benchmarks.terminal_runs import Measurement, measure, peers
+from benchmarks.terminal_runs import HWTOP, Measurement, measure, peers
 
 PEERS = ("btop", "htop", "glances")
 
@@ -40,12 +40,11 @@ def terminal_figures(seconds: float, runs: int) -> dict[str, tuple[float, float,
 
 
 def first_frames(runs: int) -> tuple[float, float]:
-    hwtop = shutil.which("hwtop") or sys.executable
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
         handle.write(BARE_APP)
     try:
         bare = [first_frame([sys.executable, handle.name], lambda pane: "BARE-READY" in pane) for _ in range(runs)]
-        ours = [first_frame([hwtop], hwtop_ready) for _ in range(runs)]
+        ours = [first_frame(HWTOP, hwtop_ready) for _ in range(runs)]
     finally:
         os.unlink(handle.name)
     return _median(ours), _median(bare)

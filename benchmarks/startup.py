@@ -21,6 +21,8 @@ import tempfile
 import time
 import uuid
 
+from benchmarks.terminal_runs import HWTOP
+
 BARE_APP = """
 from textual.app import App
 from textual.widgets import Static
@@ -61,16 +63,15 @@ def main() -> None:
     runs = parser.parse_args().runs
     if shutil.which("tmux") is None:
         sys.exit("tmux is needed")
-    hwtop = shutil.which("hwtop") or sys.executable
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
         handle.write(BARE_APP)
     bare = [first_frame([sys.executable, handle.name], lambda p: "BARE-READY" in p) for _ in range(runs)]
-    ours = [first_frame([hwtop], hwtop_ready) for _ in range(runs)]
+    ours = [first_frame(HWTOP, hwtop_ready) for _ in range(runs)]
     os.unlink(handle.name)
     snaps = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run([hwtop, "snapshot", "--json"], capture_output=True, check=True)
+        subprocess.run([*HWTOP, "snapshot", "--json"], capture_output=True, check=True)
         snaps.append(time.perf_counter() - start)
     b, o, s = statistics.median(bare), statistics.median(ours), statistics.median(snaps)
     print(f"# hwtop startup — {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs, median of {runs} runs")

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# this checkout's hwtop, not whichever one is installed (an editable install may point at another checkout)
+HWTOP = ["env", f"PYTHONPATH={ROOT}", sys.executable, "-m", "hwtop"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,6 @@ def _peak_rss_mib(pid: int) -> float:
 
 def peers(refresh: float = 1.0) -> dict[str, tuple[list[str], dict[str, str]]]:
     """The monitors to compare, each at the same refresh, as installed here (name → argv, extra env)."""
-    hwtop = shutil.which("hwtop") or sys.executable
     found: dict[str, tuple[list[str], dict[str, str]]] = {}
     if shutil.which("btop"):
         config = tempfile.mkdtemp(prefix="bench-btop-")
@@ -58,7 +59,7 @@ def peers(refresh: float = 1.0) -> dict[str, tuple[list[str], dict[str, str]]]:
         found["glances"] = (["glances", "-t", f"{refresh:g}", "--disable-webui"], {})
     if shutil.which("top"):
         found["top"] = (["top", "-d", f"{refresh:g}"], {})
-    found["hwtop"] = ([hwtop, "--interval", f"{refresh:g}"], {})
+    found["hwtop"] = ([*HWTOP, "--interval", f"{refresh:g}"], {})
     return found
 
 

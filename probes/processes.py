@@ -1,13 +1,16 @@
 """The process table, read straight from /proc.
 
 psutil's generic path costs 7-9 ms for ~70 processes (several files and objects per process); a training
-node has thousands. So every tick reads one file per process (`/proc/PID/stat`: state, ppid, CPU times,
-threads, RSS) and only the rows that make the table (the top N by CPU) pay for their command line, user
-and affinity. A process that vanishes or is forbidden mid-read is skipped or shown with what was readable.
+node has thousands. So a tick reads at most one file per process (`/proc/PID/stat`: state, ppid, CPU times,
+threads, RSS), a process whose CPU ticks stood still only one tick in COLD_EVERY (a woken sleeper shows its CPU
+at its next turn, measured over the whole gap), and only the rows that make the table (the top N by CPU) pay
+for their command line, user and affinity. A process that vanishes or is forbidden mid-read is skipped or
+shown with what was readable.
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 import pwd
 import time
@@ -106,8 +109,26 @@ class _Details:
     affinity: tuple[int, ...] | None
 
 
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    """A process's last stat read: what its next CPU % is measured against, and what a skipped read reuses."""
+    start_ticks: int
+    ticks: int
+    rss_pages: int
+    data: bytes
+    read_at: float
+    still: int  # reads in a row whose CPU ticks did not move
+    kernel: bool
+
+
+STILL_READS = 2  # a process whose CPU ticks stood still this many reads in a row is cold...
+COLD_EVERY = 4  # ...and its stat is read one read in COLD_EVERY (staggered by pid); rows on screen every read
+
+
 class ProcessProbe:
-    """Keeps each process's previous CPU ticks (keyed by pid and start time, so a reused pid starts fresh)."""
+    """Keeps each process's previous stat (keyed by pid, checked against its start time, so a reused pid starts
+    fresh). Most of a big box's processes sleep: one whose CPU ticks stood still is read one tick in COLD_EVERY,
+    which is what keeps a 5,000-process tick cheap; a row that makes the table is always read fresh."""
 
     def __init__(self, root: str = "/", limit: int = 60, clock: Callable[[], float] = time.monotonic,
                  kernel_threads: bool = False) -> None:
@@ -115,8 +136,8 @@ class ProcessProbe:
         self.kernel_threads = kernel_threads
         self.limit = limit
         self._clock = clock
-        self._previous: dict[tuple[int, int], int] = {}
-        self._previous_time: float | None = None
+        self._seen: dict[int, _Seen] = {}
+        self._reads = 0
         # user, command line and affinity rarely change: read per process (pid + start time), again on a rename
         self._details: dict[tuple[int, int], _Details] = {}
 
@@ -124,50 +145,75 @@ class ProcessProbe:
         return [int(n) for n in os.listdir(self.proc) if n.isdigit()]
 
     def read(self) -> tuple[ProcessInfo, ...]:
-        """One pass over /proc: each process's stat is read once and only its CPU ticks, start time and RSS are
-        decoded; the full parse, the user, the command line and the affinity are paid for the top N alone."""
+        """One pass over /proc: each process's stat is read at most once (a cold one only on its turn) and only
+        its CPU ticks, start time and RSS are decoded; the full parse, the user, the command line and the
+        affinity are paid for the top N alone."""
         now = self._clock()
-        elapsed = None if self._previous_time is None else now - self._previous_time
-        self._previous_time = now
-        previous, current = self._previous, {}
-        rows: list[tuple[float, int, bytes]] = []
+        turn = self._reads
+        self._reads += 1
+        seen, current = self._seen, {}
+        rows: list[tuple[float, int, int]] = []
         proc, hide_kernel = self.proc, not self.kernel_threads
         for name in os.listdir(proc):
             if not name.isdigit():
                 continue
-            try:
-                fd = os.open(f"{proc}/{name}/stat", os.O_RDONLY)
-                try:
-                    data = os.read(fd, 4096)  # a stat line is well under 1 KiB
-                finally:
-                    os.close(fd)
-                rest = data[data.rindex(b")") + 2:].split()
-                if hide_kernel and int(rest[6]) & PF_KTHREAD:
-                    continue  # kernel threads: no memory, no command line, hidden as htop hides them
-                key = (int(name), int(rest[19]))
-                ticks = int(rest[11]) + int(rest[12])
-                rss_pages = int(rest[21])
-            except (OSError, ValueError, IndexError):
+            pid = int(name)
+            known = seen.get(pid)
+            if known is not None and (known.kernel or known.still >= STILL_READS) and (pid + turn) % COLD_EVERY:
+                current[pid] = known  # cold (or a hidden kernel thread): not its turn, it stood still
+                if not known.kernel:
+                    rows.append((0.0, known.rss_pages, pid))
+                continue
+            entry = self._measure(pid, known, now, hide_kernel)
+            if entry is None:
                 continue  # vanished, forbidden or garbled: not a row this tick
-            current[key] = ticks
-            before = previous.get(key)
-            if elapsed and elapsed > 0 and before is not None and ticks >= before:
-                percent = 100.0 * (ticks - before) / CLOCK_TICKS / elapsed
-            else:
-                percent = -1.0  # unknown this tick; sorts after every measured process
-            rows.append((percent, rss_pages, data))
-        self._previous = current
-        for key in [k for k in self._details if k not in current]:
+            current[pid] = entry[0]
+            if not entry[0].kernel:
+                rows.append((entry[1], entry[0].rss_pages, pid))
+        self._seen = current
+        for key in [k for k in self._details if (s := current.get(k[0])) is None or s.start_ticks != k[1]]:
             del self._details[key]
-        rows.sort(key=lambda r: (r[0], r[1]), reverse=True)
         out = []
-        for percent, _, data in rows[: self.limit]:
+        for percent, _, pid in heapq.nlargest(self.limit, rows):  # by CPU %, then RSS
+            entry = current[pid]
+            if entry.read_at != now:  # a cold row on screen: read it fresh
+                fresh = self._measure(pid, entry, now, hide_kernel)
+                if fresh is None:
+                    continue
+                entry, percent = fresh
+                current[pid] = entry
             try:
-                stat = parse_stat(data.decode("utf-8", "replace"))
+                stat = parse_stat(entry.data.decode("utf-8", "replace"))
             except (ValueError, IndexError):
                 continue
             out.append(self._row(percent, stat, now))
         return tuple(out)
+
+    def _measure(self, pid: int, known: _Seen | None, now: float, hide_kernel: bool) -> tuple[_Seen, float] | None:
+        """Read one stat and decode the few fields every process pays for; the CPU % since its last read
+        (-1 when unknown: new, reused pid, no time passed)."""
+        try:
+            fd = os.open(f"{self.proc}/{pid}/stat", os.O_RDONLY)
+            try:
+                data = os.read(fd, 4096)  # a stat line is well under 1 KiB
+            finally:
+                os.close(fd)
+            rest = data[data.rindex(b")") + 2:].split(None, 22)
+            start = int(rest[19])
+            if hide_kernel and int(rest[6]) & PF_KTHREAD:
+                # kernel threads: no memory, no command line, hidden as htop hides them
+                return _Seen(start, 0, 0, b"", now, 0, True), -1.0
+            ticks = int(rest[11]) + int(rest[12])
+            rss_pages = int(rest[21])
+        except (OSError, ValueError, IndexError):
+            return None
+        percent, still = -1.0, 0
+        if known is not None and known.start_ticks == start and not known.kernel and ticks >= known.ticks:
+            if ticks == known.ticks:
+                still = known.still + 1
+            if now > known.read_at:
+                percent = 100.0 * (ticks - known.ticks) / CLOCK_TICKS / (now - known.read_at)
+        return _Seen(start, ticks, rss_pages, data, now, still, False), percent
 
     def _row(self, percent: float, stat: StatFields, now: float) -> ProcessInfo:
         key = (stat.pid, stat.start_ticks)

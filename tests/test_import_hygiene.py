@@ -19,8 +19,31 @@ def test_probes_import_no_ui_and_no_torch() -> None:
     assert imported_after(code) == ""
 
 
-def test_monitor_never_imports_torch() -> None:
-    assert "torch" not in imported_after("import hwtop.tui.app, hwtop.cli.main, hwtop.workload.launcher")
+ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hwtop.report")
+
+
+def test_monitor_start_path_loads_what_it_draws_only() -> None:
+    """The monitor's start (argument parsing, config, the app, a demo sampler's first tick) never loads what
+    only other commands use: torch, prometheus_client, hypothesis, the exporter, the box report."""
+    code = (
+        "from hwtop.cli.main import build_parser, make_sampler\n"
+        "build_parser().parse_known_args(['--demo', 'rtx3090'])\n"
+        "from hwtop.session.config import load\n"
+        "import hwtop.tui.app, hwtop.workload.launcher\n"
+        "make_sampler('rtx3090', False).sample()\n"
+        f"print(','.join(sorted(m for m in sys.modules if m.startswith({ON_USE_ONLY!r}))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == ""
+
+
+def test_the_start_path_guard_sees_a_forbidden_import() -> None:
+    """The check above is not blind: a module it forbids is seen once imported."""
+    code = f"import hwtop.report\nprint(','.join(m for m in sys.modules if m.startswith({ON_USE_ONLY!r})))\n"
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert "hwtop.report" in out.split(",")
 
 
 def test_advice_and_report_are_headless() -> None:

@@ -81,7 +81,7 @@ def test_reused_pid_starts_fresh(tmp_path: Path) -> None:
 def test_live_proc_lists_this_process() -> None:
     rows = ProcessProbe(limit=10_000).read()
     me = next(p for p in rows if p.pid == os.getpid())
-    assert me.user is not None and me.rss_bytes and me.threads >= 1
+    assert me.user is not None and me.rss_bytes and (me.threads or 0) >= 1
     assert me.cpu_affinity == tuple(sorted(os.sched_getaffinity(0)))
 
 
@@ -122,3 +122,76 @@ def test_an_unchanged_name_is_read_again_only_on_the_slow_cadence(tmp_path: Path
     assert probe.read()[0].cmdline == "python train.py --rank 301"  # cached: the name did not change
     now[0] += DETAILS_REFRESH_S
     assert probe.read()[0].cmdline == "python other.py"
+
+
+def _counting_opens(monkeypatch, probe_root: Path) -> list[str]:
+    """Every stat path the probe opens under probe_root, in order."""
+    import hwtop.probes.processes as module
+
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path, flags, *args):
+        if str(path).startswith(str(probe_root)) and str(path).endswith("/stat"):
+            opened.append(str(path))
+        return real_open(path, flags, *args)
+    monkeypatch.setattr(module.os, "open", spy)
+    return opened
+
+
+def test_a_still_process_is_read_one_tick_in_cold_every_and_its_cpu_spans_the_gap(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    from hwtop.probes.processes import COLD_EVERY, STILL_READS
+
+    now = [0.0]
+    _proc_tree(tmp_path, {400: stat_line(400, "busy", utime=0, rss_pages=10),
+                          401: stat_line(401, "sleeper", utime=50, rss_pages=1)})
+    probe = ProcessProbe(str(tmp_path), limit=1, clock=lambda: now[0])  # only the busy one is on screen
+    busy = 0
+    for _ in range(STILL_READS + 1):  # the sleeper's ticks stand still: it turns cold
+        busy += CLOCK_TICKS
+        write(tmp_path, "proc/400/stat", stat_line(400, "busy", utime=busy, rss_pages=10))
+        now[0] += 1
+        assert probe.read()[0].pid == 400
+    opened = _counting_opens(monkeypatch, tmp_path)
+    for _ in range(COLD_EVERY):
+        busy += CLOCK_TICKS
+        write(tmp_path, "proc/400/stat", stat_line(400, "busy", utime=busy, rss_pages=10))
+        now[0] += 1
+        rows = probe.read()
+        assert [(p.pid, p.cpu_percent) for p in rows] == [(400, 100.0)]
+    assert sum(path.endswith("/400/stat") for path in opened) == COLD_EVERY  # the moving one: every read
+    assert sum(path.endswith("/401/stat") for path in opened) == 1  # the still one: once in COLD_EVERY
+    write(tmp_path, "proc/401/stat", stat_line(401, "sleeper", utime=50 + 2 * CLOCK_TICKS, rss_pages=1))
+    probe.limit = 2  # now on screen: read fresh, its CPU measured since its own last read
+    now[0] += 1
+    sleeper = next(p for p in probe.read() if p.pid == 401)
+    assert sleeper.cpu_percent is not None and 0 < sleeper.cpu_percent <= 200.0
+    assert (200.0 / sleeper.cpu_percent).is_integer()  # 2 s of CPU over the whole seconds since its last read
+
+
+def test_a_cold_process_on_screen_is_read_fresh_every_tick(tmp_path: Path) -> None:
+    now = [0.0]
+    _proc_tree(tmp_path, {500: stat_line(500, "sleeper", utime=7, rss_pages=3)})
+    probe = ProcessProbe(str(tmp_path), clock=lambda: now[0])
+    for _ in range(4):
+        now[0] += 1
+        probe.read()
+    write(tmp_path, "proc/500/stat", stat_line(500, "sleeper", utime=7 + CLOCK_TICKS, rss_pages=30))
+    now[0] += 1
+    row = probe.read()[0]
+    assert row.cpu_percent == 100.0 and row.rss_bytes == 30 * PAGE_SIZE
+
+
+def test_a_cold_process_that_exits_leaves_at_once(tmp_path: Path) -> None:
+    import shutil
+
+    now = [0.0]
+    _proc_tree(tmp_path, {600: stat_line(600, "a"), 601: stat_line(601, "b")})
+    probe = ProcessProbe(str(tmp_path), clock=lambda: now[0])
+    for _ in range(4):
+        now[0] += 1
+        probe.read()
+    shutil.rmtree(tmp_path / "proc/601")
+    now[0] += 1
+    assert [p.pid for p in probe.read()] == [600]

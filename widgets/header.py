@@ -14,6 +14,13 @@ from hwtop.widgets.safe_text import data
 
 
 class HeaderBar(Static):
+    """One line, height 1 in every stylesheet that places it: a new text repaints it without a layout pass, and a
+    text that reads the same as the one on screen (a tick within the same second) repaints nothing."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._shown: Text | None = None
+
     def show(self, snapshot: Snapshot, interval: float, paused: bool, replay: str | None = None,
              recording: str | None = None) -> None:
         """`replay`: the playback state when a recording drives the app; `recording`: the file being written."""
@@ -35,4 +42,8 @@ class HeaderBar(Static):
             text.append_text(data(f" ● REC {recording} ", style=palette.BADGE_CRIT))
         if paused:
             text.append(" PAUSED ", style=palette.BADGE_WARN)
-        self.update(text)
+        shown = self._shown
+        if shown is not None and shown.plain == text.plain and shown.spans == text.spans:
+            return
+        self.update(text, layout=shown is None or shown.cell_len != text.cell_len)  # same width: no layout pass
+        self._shown = text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.widget import Widget
 
 from hwtop.widgets.safe_text import visible
@@ -40,11 +40,13 @@ class TextPanel(Widget):
         """New data: repaint only if a line on screen reads differently. Values are formatted before they are
         compared, so a number that moved below the precision shown (12.31 % to 12.34 %) costs no repaint and
         sends no bytes to the terminal."""
+        dirty: list[int] | None = None
         if self._cache is not None:
             (width, _, _), shown = self._cache
             lines = [visible(line) for line in self.lines(width)]
             if _same(lines, shown):
                 return
+            dirty = _changed_rows(lines, shown, width)
             self._generation += 1
             self._cache = ((width, self._generation, self.has_focus), lines)
         else:
@@ -53,7 +55,13 @@ class TextPanel(Widget):
             self.refresh(layout=True)
             return
         width, rows = self._height
-        self.refresh(layout=self._row_count(width) != rows)
+        if self._row_count(width) != rows:
+            self.refresh(layout=True)
+        elif dirty:
+            # only the rows that read differently are drawn again and sent to the terminal
+            self.refresh(*(Region(0, row, width, 1) for row in dirty))
+        else:
+            self.refresh()
 
     def watch_has_focus(self, focused: bool) -> None:
         """A selection is drawn only while focused. Watched, not on_focus: Textual calls a subclass's on_focus
@@ -69,6 +77,14 @@ class TextPanel(Widget):
         rows = self._row_count(width)
         self._height = (max(1, width), rows)
         return rows
+
+
+def _changed_rows(new: list[Text], old: list[Text], width: int) -> list[int] | None:
+    """The rows whose line changed, when every line before and after takes exactly one row (then line i is row
+    i); None when the lines differ in number or one wraps, and the whole panel is drawn again."""
+    if len(new) != len(old) or any(line.cell_len > width for line in (*new, *old)):
+        return None
+    return [row for row, (a, b) in enumerate(zip(new, old, strict=True)) if not _same([a], [b])]
 
 
 def _same(new: list[Text], old: list[Text]) -> bool:
