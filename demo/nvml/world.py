@@ -112,6 +112,7 @@ class Card:
     ancestors: dict[int, int] = field(default_factory=dict)
     field_lag_s: float = 0.0  # how old the driver's cached field values are when read
     sample_quirks: set[str] = field(default_factory=set)  # per-process utilization quirks (library.py)
+    temperature_offset: float = 0.0  # degrees above what its load alone gives (a story's failing airflow)
     counters: dict[str, Counter] = field(default_factory=dict)
 
 
@@ -223,7 +224,7 @@ class World:
             used=used,
             reserved=model.reserved_bytes,
             total=model.memory_bytes,
-            temperature=round(31 + 45 * load + card.index % 3),
+            temperature=round(31 + 45 * load + card.index % 3 + card.temperature_offset),
             power_mw=round(power * 1000),
             power_limit_mw=round(model.power_limit_w * 1000),
             sm_clock=sm_clock,
