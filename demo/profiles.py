@@ -152,7 +152,7 @@ HOSTS = {
     # md RAID 0) (DGX A100 user guide); NUMA as demo/topology.py lays the GPUs out (one node per socket).
     "dgx-a100": DemoHost("AMD EPYC 7742 64-Core Processor", 128, 256, 512 * _MIB_L3, 2048 * GIB, 0,
                          tuple((f"nvme{i}n1", "nvme") for i in range(10)) + (("md0", "nvme"), ("md1", "nvme"),
-                                                                               ("nfs-datasets", "network")),
+                                                                               ("nfs0", "network")),
                          sockets=2, numa_nodes=2, nics=_DGX_NICS, hostname="dgx-a100-demo"),
     "h100-pcie": DemoHost("Intel(R) Xeon(R) Platinum 8480+", 112, 224, 210 * _MIB_L3, 1024 * GIB, 0,
                           (("nvme0n1", "nvme"), ("nvme1n1", "nvme")), sockets=2, numa_nodes=2, nics=_ETH_10G,
