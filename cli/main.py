@@ -195,6 +195,11 @@ def _check_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
     if demo == "list":
         print("\n".join(listing()))
         sys.exit(0)
+    real = [flag for flag, value in (("--pid", getattr(args, "pid", None)), ("--job", getattr(args, "job", None)),
+                                     ("--workload", getattr(args, "workload", None))) if value]
+    if real:
+        parser.error(f"{', '.join(real)} watch this machine's processes; a --demo machine has its own job "
+                     "(--scenario plays a story on it)")
     try:
         split(demo)  # PROFILE or PROFILE:SCENARIO
         spec, story = split_story(demo, scenario)

@@ -133,7 +133,7 @@ class SimulatedHost:
 
     def memory(self) -> MemorySnapshot:
         t, job = self._now()
-        used = 14 * GIB + sum(p.rss_bytes or 0 for p in self._all_processes(t, job))
+        used = min(14 * GIB, self.spec.ram_bytes // 8) + sum(p.rss_bytes or 0 for p in self._all_processes(t, job))
         used = min(used, self.spec.ram_bytes - GIB)
         return MemorySnapshot(self.spec.ram_bytes, self.spec.ram_bytes - used, used, self.spec.swap_bytes, 0)
 
@@ -235,6 +235,9 @@ class SimulatedHost:
         ranks = self._ranks()
         script = (f"train.py --arch resnet50 --data /raid/imagenet --batch-size {job.batch_size} "
                   f"--workers {job.num_workers}" + ("" if job.amp == "off" else f" --amp {job.amp}"))
+        # a rank holds its model, pinned buffers and the dataset index; its workers a share of that, copy-on-write
+        rank_rss = min(14 * GIB, self.spec.ram_bytes // (4 * max(1, len(ranks))))
+        worker_rss = min(2 * GIB, self.spec.ram_bytes // (8 * max(1, len(ranks)) * max(1, job.num_workers)))
         if self._job_running(job) and ranks:
             out.append(ProcessInfo(LAUNCHER_PID, 40950, JOB_USER, "torchrun",
                                    f"/usr/bin/python3 /usr/local/bin/torchrun --standalone --nproc_per_node="
@@ -249,13 +252,13 @@ class SimulatedHost:
                 out.append(ProcessInfo(pid, LAUNCHER_PID, JOB_USER, "python",
                                        f"/usr/bin/python3 -u {script} --local_rank={rank}", state,
                                        round(job.rank_cpu_percent * rng.uniform(0.95, 1.0), 1),
-                                       14 * GIB + rank * 37 * MIB, 86, affinity))
+                                       rank_rss + rank * 37 * MIB, 86, affinity))
                 for worker in range(job.num_workers):
                     out.append(ProcessInfo(WORKER_PID + 64 * rank + worker, pid, JOB_USER, "pt_data_worker",
                                            f"/usr/bin/python3 -u {script} --local_rank={rank}",
                                            "R" if job.worker_cpu_percent > 50 else "S",
                                            round(job.worker_cpu_percent * rng.uniform(0.93, 1.0), 1),
-                                           2 * GIB + worker * 11 * MIB, 3, affinity))
+                                           worker_rss + worker * 11 * MIB, 3, affinity))
         for index in range(self.extra_processes):
             name = _FILLER_NAMES[index % len(_FILLER_NAMES)]
             out.append(ProcessInfo(FILLER_PID + index, 40950, JOB_USER, name, f"{name} /srv/jobs/task-{index:05d}",
