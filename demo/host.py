@@ -19,6 +19,7 @@ from hwtop.model.snapshot import (
     DiskSnapshot,
     HostInfo,
     MemorySnapshot,
+    NicSnapshot,
     NumaNode,
     NumaSnapshot,
     ProcessInfo,
@@ -200,6 +201,23 @@ class SimulatedHost:
             busy = min(100.0, 100.0 * read / 3.0e9) if kind != "network" else None
             out.append(DiskSnapshot(name, kind, round(read, 1), round(write, 1), round(iops_read, 1),
                                     round(write / 16384, 1), None if busy is None else round(busy, 1)))
+        return tuple(out)
+
+    def nics(self) -> tuple[NicSnapshot, ...]:
+        """A single-node job (torchrun --standalone) all-reduces over NVLink: the InfiniBand fabric stays near
+        idle; the storage Ethernet port carries what the job reads from the network share."""
+        t, job = self._now()
+        rng = self._rng("nic", int(t))
+        training = self._job_running(job) and job.stuck_rank is None
+        out = []
+        for nic in self.spec.nics:
+            if nic.infiniband:
+                rate = rng.uniform(0.0, 4e3)  # subnet management and the odd health check
+                out.append(NicSnapshot(nic.name, "infiniband", float(nic.speed_gbps), round(rate, 1), round(rate, 1)))
+            else:
+                rx = rng.uniform(2e3, 60e3) + (2e6 if training else 0.0)
+                out.append(NicSnapshot(nic.name, "ethernet", float(nic.speed_gbps), round(rx, 1),
+                                       round(rx * 0.3, 1)))
         return tuple(out)
 
     def processes(self) -> tuple[ProcessInfo, ...]:

@@ -19,6 +19,7 @@ from hwtop.model.snapshot import (
     GpuSystem,
     HostInfo,
     MemorySnapshot,
+    NicSnapshot,
     NumaSnapshot,
     ProbeError,
     ProcessInfo,
@@ -57,6 +58,8 @@ class HostReader(Protocol):
 
     def processes(self) -> tuple[ProcessInfo, ...]: ...
 
+    def nics(self) -> tuple[NicSnapshot, ...]: ...
+
 
 class RealHost:
     """This machine, read by the probes."""
@@ -85,6 +88,9 @@ class RealHost:
 
     def processes(self) -> tuple[ProcessInfo, ...]:
         return self.process_probe.read()
+
+    def nics(self) -> tuple[NicSnapshot, ...]:
+        return ()  # no NIC probe yet: the topology screen names this machine's NICs and their speeds
 
 
 PROCESS_TIER_S = 1.9  # a 1 s refresh reads processes every other tick; anything slower, every tick
@@ -145,6 +151,7 @@ class Sampler:
         numa = guarded("numa", lambda: reader.numa(memory.total_bytes if memory else None), None)
         cpu = guarded("cpu", lambda: reader.cpu(node_of_cpu(numa)), None)
         disks = guarded("disks", reader.disks, ())
+        nics = guarded("nics", reader.nics, ())
         # The process list is the costliest probe and changes slowest: re-read at most every PROCESS_TIER_S
         # (the first two ticks always, so CPU % exists at once).
         if self._process_reads < 2 or self._processes_at is None or now - self._processes_at >= PROCESS_TIER_S:
@@ -167,7 +174,7 @@ class Sampler:
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
             processes=processes, gpus=gpus, gpu_system=gpu_system, topology=self.topology, workload=workload,
-            errors=tuple(errors), job=job,
+            errors=tuple(errors), job=job, nics=nics,
         )
         self.history.push(snapshot)
         return snapshot

@@ -63,6 +63,13 @@ def test_the_dataset_raid_reads_while_the_job_trains() -> None:
     assert disks["nfs0"].kind == "network"
 
 
+def test_dgx_a100_has_eight_hdr_infiniband_ports_and_two_100g_ethernet() -> None:
+    nics = host().nics()
+    assert [(n.kind, n.speed_gbps) for n in nics] == [("infiniband", 200.0)] * 8 + [("ethernet", 100.0)] * 2
+    assert [n.name for n in nics[:2]] == ["mlx5_0", "mlx5_1"]
+    assert host("gtx1660s").nics()[0].kind == "ethernet"
+
+
 def test_same_seed_and_time_same_host_and_time_moves_it() -> None:
     assert host().cpu({}) == host().cpu({}) and host().processes() == host().processes()
     assert host(t=5.0).cpu({}) != host(t=6.0).cpu({})
