@@ -110,6 +110,7 @@ class SimulatedHost:
         self.nodes = node_cpus(self.spec)
         self._node_of = {cpu: n for n, cpus in enumerate(self.nodes) for cpu in cpus}
         self._table: tuple[float, list[ProcessInfo]] | None = None
+        self._fillers = [self._filler(index) for index in range(extra_processes)]  # idle: the same every tick
 
     # ----- helpers -----
 
@@ -232,6 +233,13 @@ class SimulatedHost:
 
     # ----- the process table -----
 
+    def _filler(self, index: int) -> ProcessInfo:
+        """One of `extra_processes` mostly idle user processes (a shared login node, a scale benchmark)."""
+        name = _FILLER_NAMES[index % len(_FILLER_NAMES)]
+        return ProcessInfo(FILLER_PID + index, 40950, JOB_USER, name, f"{name} /srv/jobs/task-{index:05d}", "S",
+                           round(self._rng("filler", index).uniform(0.0, 0.6), 1), (4 + index % 90) * MIB,
+                           1 + index % 4, None)
+
     def _daemons(self) -> tuple[_Daemon, ...]:
         extra = _DATA_CENTRE if self.profile.gpu.ecc else _DESKTOP
         return tuple(sorted(_SYSTEM + extra, key=lambda d: d.pid))
@@ -277,9 +285,5 @@ class SimulatedHost:
                                            "R" if job.worker_cpu_percent > 50 else "S",
                                            round(job.worker_cpu_percent * rng.uniform(0.93, 1.0), 1),
                                            worker_rss + worker * 11 * MIB, 3, affinity))
-        for index in range(self.extra_processes):
-            name = _FILLER_NAMES[index % len(_FILLER_NAMES)]
-            out.append(ProcessInfo(FILLER_PID + index, 40950, JOB_USER, name, f"{name} /srv/jobs/task-{index:05d}",
-                                   "S", round(self._rng("filler", index).uniform(0.0, 0.6), 1), (4 + index % 90) * MIB,
-                                   1 + index % 4, None))
+        out += self._fillers
         return out
