@@ -27,6 +27,14 @@ def split_story(spec: str, scenario: str | None = None) -> tuple[str, str | None
     return spec, scenario
 
 
+def hostname_of(spec: str) -> str:
+    """The demo machine's hostname (for a recording's header: never this machine's)."""
+    from hwtop.demo.host import host_of
+    from hwtop.demo.scenarios import profile_of
+
+    return host_of(profile_of(spec)).hostname
+
+
 def demo_sampler(spec: str, scenario: str | None = None, seed: int = 0,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
                  process_limit: int = 60, extra_processes: int = 0) -> Sampler:

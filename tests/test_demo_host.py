@@ -158,3 +158,19 @@ def test_the_demo_monitor_pane_shows_no_real_process() -> None:
         canary.wait()
     assert "A100" in screen and "41000" in screen, screen
     assert name not in screen and "hwtop-canary" not in screen and f" {canary.pid} " not in screen
+
+
+@pytest.mark.slow
+def test_a_demo_recording_names_the_demo_machine_not_this_one(tmp_path: Path) -> None:
+    canary, name = _canary()
+    path = tmp_path / "demo.jsonl"
+    try:
+        subprocess.run([sys.executable, "-m", "hwtop", "--demo", "dgx-a100", "--scenario", "oom", "record", str(path),
+                        "--seconds", "1.2", "--interval", "0.5"], cwd=WORKTREE, capture_output=True, timeout=120,
+                       check=True)
+    finally:
+        canary.kill()
+        canary.wait()
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["host"] == "dgx-a100-demo" and len(lines) >= 3
+    assert name not in path.read_text() and f'"hostname": "{os.uname().nodename}"' not in path.read_text()
