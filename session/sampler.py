@@ -124,6 +124,11 @@ class Sampler:
         self._lock = threading.Lock()  # ticks never overlap, even if two callers race
 
     @property
+    def simulated(self) -> bool:
+        """A demo machine: its pids are not this machine's, so nothing may signal or focus them."""
+        return not isinstance(self.host, RealHost)
+
+    @property
     def cpu(self) -> CpuProbe | None:
         """The real CPU probe (its one-off static read), None on a simulated host."""
         return self.host.cpu_probe if isinstance(self.host, RealHost) else None

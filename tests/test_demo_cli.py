@@ -40,7 +40,7 @@ def test_the_demo_sampler_reads_a_simulated_host_even_without_gpus() -> None:
     sampler = make_sampler("gtx1660s:starved", no_gpu=True)
     try:
         assert isinstance(sampler.host, SimulatedHost) and sampler.host.story.name == "starved"
-        assert isinstance(sampler.workload, DemoJob) and sampler.gpu is None
+        assert isinstance(sampler.workload, DemoJob) and sampler.gpu is None and sampler.simulated
         snapshot = sampler.sample()
         assert snapshot.host is not None and snapshot.host.hostname == "desktop-1660s"
         assert snapshot.cpu is not None and snapshot.cpu.logical_cores == 12
