@@ -91,9 +91,12 @@ def _nccl_hang(t: float) -> JobState:
 
 
 def _nccl_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
-    # NCCL kernels spin while they wait: utilization pinned just under 100 %, flat, no step rhythm
+    # NCCL kernels spin while they wait: utilization pinned at 100 %, flat, no step rhythm, yet the SMs only poll
+    # a flag, so power falls to little above idle
+    spin_w = profile.gpu.idle_power_w + 0.15 * (profile.gpu.power_limit_w - profile.gpu.idle_power_w)
     for index in profile.busy_gpus:
-        library.at(NCCL_HANG_S, lambda lib, i=index: lib.set_load(i, 0.995))
+        library.at(NCCL_HANG_S, lambda lib, i=index: lib.set_load(i, 1.0))
+        library.at(NCCL_HANG_S, lambda lib, i=index: lib.set_spin_power(i, spin_w))
 
 
 # ----- oom: one rank's memory climbs until it dies -----
