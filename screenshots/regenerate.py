@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Any
 
 from hwtop.cli.main import make_sampler
 from hwtop.tui.app import HwtopApp
@@ -182,16 +183,17 @@ async def capture_job(name: str, size: tuple[int, int]) -> str:
                             "--num-workers", "1", "--seconds", "120"], stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
-        steps = 0
+        steps, out = 0, job.stdout
+        assert out is not None  # stdout=PIPE
         while steps < 4:
-            steps += '"event": "step"' in job.stdout.readline()
+            steps += '"event": "step"' in out.readline()
         sampler = Sampler()
         sampler.job = JobProbe(roots=(job.pid,))
         app = HwtopApp(sampler, interval=0.5, open_job=True)
         async with app.run_test(size=size) as pilot:
             while app.ticks < 8:
                 await pilot.pause(0.2)
-            panel = app.screen.panel
+            panel: Any = getattr(app.screen, "panel")  # the job screen's panel  # noqa: B009
             rank = next(i for i, p in enumerate(panel.job.processes) if p.role == "rank 0")
             panel.cursor = rank
             await pilot.press("d")
