@@ -43,6 +43,9 @@ def _add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub
     parser.add_argument("--demo", metavar="PROFILE", default=default(None),
                         help="run on a built-in machine (a faithful fake NVML) instead of this one; "
                              "'--demo list' names them")
+    parser.add_argument("--scenario", metavar="NAME", default=default(None),
+                        help="with --demo: play a scripted story on the demo machine (starved, nccl-hang, oom, amp, "
+                             "thermal); same as --demo PROFILE:NAME")
     parser.add_argument("--no-gpu", action="store_true", default=default(False), help="do not probe GPUs at all")
 
 
@@ -80,7 +83,6 @@ def offset_seconds(text: str) -> float:
 EXCLUSIVE = (
     ("--demo", "--replay", "a recording brings its own machine"),
     ("--demo", "replay FILE", "a recording brings its own machine"),
-    ("--demo", "--no-gpu", "a demo machine is its fake GPUs"),
     ("--pid", "--job", "each names the job to watch: give one of them"),
     ("--workload", "--pid", "watch the embedded job or a running one, not both"),
     ("--workload", "--job", "watch the embedded job or a running one, not both"),
@@ -197,30 +199,46 @@ def build_parser() -> argparse.ArgumentParser:
 def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
     from hwtop.probes.gpu import NvmlProbe
     from hwtop.session.sampler import Sampler
+    if demo is not None:  # a whole simulated machine: nothing of this host is read
+        from hwtop.demo.machine import demo_sampler
+
+        sampler = demo_sampler(demo)
+        if no_gpu:
+            sampler.gpu = None
+        return sampler
     if no_gpu:
         return Sampler(gpu=None)
-    if demo is not None:
-        from hwtop.demo.nvml import demo_library
-        from hwtop.demo.topology import read_demo_topology
-
-        probe = NvmlProbe(demo_library(demo).pynvml, source=f"demo:{demo}")
-        return Sampler(gpu=probe, topology_reader=lambda: read_demo_topology(demo, probe)[0])
     probe = NvmlProbe()
     return Sampler(gpu=probe, topology_reader=probe.machine_topology)
 
 
-def _check_demo(parser: argparse.ArgumentParser, demo: str | None) -> None:
+def _check_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Validates --demo (and folds --scenario into it: `--demo P --scenario S` is `--demo P:S`)."""
+    demo, scenario = getattr(args, "demo", None), getattr(args, "scenario", None)
     if demo is None:
+        if scenario is not None:
+            parser.error("--scenario needs --demo PROFILE")
         return
+    from hwtop.demo.machine import split_story
     from hwtop.demo.scenarios import listing, split
 
     if demo == "list":
         print("\n".join(listing()))
         sys.exit(0)
+    real = [flag for flag, value in (("--pid", getattr(args, "pid", None)), ("--job", getattr(args, "job", None)),
+                                     ("--workload", getattr(args, "workload", None))) if value]
+    if real:
+        parser.error(f"{', '.join(real)} watch this machine's processes; a --demo machine has its own job "
+                     "(--scenario plays a story on it)")
     try:
         split(demo)  # PROFILE or PROFILE:SCENARIO
+        spec, story = split_story(demo, scenario)
     except KeyError as error:
         parser.error(str(error.args[0]))
+    if story is not None:
+        if ":" in spec:
+            parser.error("--scenario plays on a plain profile, not on a driver scenario such as " + spec)
+        args.demo = f"{spec}:{story}"
 
 
 def workload_command(argv: list[str]) -> int:
@@ -287,7 +305,7 @@ def run_command(argv: list[str]) -> int:
     if extra and not (args.command == "doctor" and args.workload):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     check_exclusive(parser, args)
-    _check_demo(parser, args.demo)
+    _check_demo(parser, args)
     from hwtop.session.config import load as load_file_config
 
     try:

@@ -24,7 +24,12 @@ def record_command(args: argparse.Namespace, make_sampler, thresholds: Threshold
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop)
     try:
-        recorder = Recorder(args.file, args.interval)
+        host = None
+        if args.demo is not None:  # the header names the demo machine, not this one
+            from hwtop.demo.machine import hostname_of
+
+            host = hostname_of(args.demo)
+        recorder = Recorder(args.file, args.interval, host=host)
     except RecordingError as error:
         print(f"hwtop: error: {error}", file=sys.stderr)
         return 2

@@ -51,8 +51,18 @@ class DemoProcess:
 
 
 @dataclass(frozen=True, slots=True)
+class DemoNic:
+    """A network port of a demo machine: `infiniband` for HCAs (mlx5_N), else an Ethernet port."""
+
+    name: str
+    speed_gbps: int
+    infiniband: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class DemoHost:
-    """The rest of a demo machine, for `hwtop report --demo` (the live monitor shows this machine's CPU)."""
+    """The rest of a demo machine: what `hwtop report --demo` prints and what demo/host.py simulates, so that a
+    demo shows no figure of the machine it runs on."""
 
     cpu_model: str
     physical_cores: int
@@ -60,7 +70,11 @@ class DemoHost:
     l3_cache_bytes: int
     ram_bytes: int
     swap_bytes: int
-    disks: tuple[tuple[str, str], ...]  # (name, kind)
+    disks: tuple[tuple[str, str], ...]  # (name, kind: nvme | ssd | hdd | network)
+    sockets: int = 1
+    numa_nodes: int = 1
+    nics: tuple[DemoNic, ...] = ()
+    hostname: str = "demo"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,23 +130,37 @@ _DGX_BUS = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "0000000
 
 
 _MIB_L3 = 1024 * 1024
+_ETH_1G = (DemoNic("enp5s0", 1),)
+_ETH_10G = (DemoNic("enp65s0f0", 10),)
+# DGX A100: eight ConnectX-6 HDR InfiniBand ports for the compute fabric (mlx5_0..7, 200 Gb/s) and two 100 GbE
+# storage/management ports (DGX A100 user guide, network ports).
+_DGX_NICS = tuple(DemoNic(f"mlx5_{i}", 200, infiniband=True) for i in range(8)) + (
+    DemoNic("enp225s0f0", 100), DemoNic("enp225s0f1", 100))
 HOSTS = {
     "gtx1660s": DemoHost("AMD Ryzen 5 3600 6-Core Processor", 6, 12, 32 * _MIB_L3, 16 * GIB, 2 * GIB,
-                         (("sda", "ssd"), ("sdb", "hdd"))),
+                         (("sda", "ssd"),), nics=_ETH_1G, hostname="desktop-1660s"),
     "rtx3050": DemoHost("12th Gen Intel(R) Core(TM) i5-12400", 6, 12, 18 * _MIB_L3, 16 * GIB, 2 * GIB,
-                        (("nvme0n1", "nvme"),)),
+                        (("nvme0n1", "nvme"),), nics=_ETH_1G, hostname="desktop-3050"),
     "rtx3090": DemoHost("AMD Ryzen 9 5900X 12-Core Processor", 12, 24, 64 * _MIB_L3, 64 * GIB, 8 * GIB,
-                        (("nvme0n1", "nvme"), ("sda", "hdd"))),
+                        (("nvme0n1", "nvme"), ("sda", "hdd")), nics=_ETH_1G, hostname="desktop-3090"),
     "ws-2x3090": DemoHost("Intel(R) Xeon(R) Gold 6248R CPU @ 3.00GHz", 48, 96, 71 * _MIB_L3, 384 * GIB, 0,
-                          (("nvme0n1", "nvme"), ("nvme1n1", "nvme"))),
+                          (("nvme0n1", "nvme"), ("nvme1n1", "nvme")), sockets=2, numa_nodes=2, nics=_ETH_10G,
+                          hostname="ws-2x3090"),
     "a4000": DemoHost("Intel(R) Xeon(R) W-2245 CPU @ 3.90GHz", 8, 16, 16 * _MIB_L3, 64 * GIB, 8 * GIB,
-                      (("nvme0n1", "nvme"),)),
-    "dgx-a100": DemoHost("AMD EPYC 7742 64-Core Processor", 128, 256, 512 * _MIB_L3, 1024 * GIB, 0,
-                         tuple((f"nvme{i}n1", "nvme") for i in range(10))),
+                      (("nvme0n1", "nvme"),), nics=_ETH_10G, hostname="ws-a4000"),
+    # DGX A100 (640 GB): 2 x EPYC 7742, 2 TB RAM, 2 x 1.92 TB NVMe (OS, md RAID 1) and 8 x 3.84 TB NVMe (data,
+    # md RAID 0) (DGX A100 user guide): md devices are "ssd" to the disk probe (rotational 0); NUMA as
+    # demo/topology.py lays the GPUs out (one node per socket).
+    "dgx-a100": DemoHost("AMD EPYC 7742 64-Core Processor", 128, 256, 512 * _MIB_L3, 2048 * GIB, 0,
+                         tuple((f"nvme{i}n1", "nvme") for i in range(10)) + (("md0", "ssd"), ("md1", "ssd"),
+                                                                               ("nfs0", "network")),
+                         sockets=2, numa_nodes=2, nics=_DGX_NICS, hostname="dgx-a100-demo"),
     "h100-pcie": DemoHost("Intel(R) Xeon(R) Platinum 8480+", 112, 224, 210 * _MIB_L3, 1024 * GIB, 0,
-                          (("nvme0n1", "nvme"), ("nvme1n1", "nvme"))),
+                          (("nvme0n1", "nvme"), ("nvme1n1", "nvme")), sockets=2, numa_nodes=2, nics=_ETH_10G,
+                          hostname="h100-pcie-demo"),
     "h200": DemoHost("Intel(R) Xeon(R) Platinum 8480C", 112, 224, 210 * _MIB_L3, 2048 * GIB, 0,
-                     tuple((f"nvme{i}n1", "nvme") for i in range(8))),
+                     tuple((f"nvme{i}n1", "nvme") for i in range(8)), sockets=2, numa_nodes=2,
+                     nics=tuple(DemoNic(f"mlx5_{i}", 400, infiniband=True) for i in range(8)), hostname="h200-demo"),
 }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hwtop.demo.profiles import PROFILES, DemoProfile, get_profile
+from hwtop.demo.story import STORIES
 
 if TYPE_CHECKING:
     from hwtop.demo.nvml.library import FakeNvmlLibrary
@@ -63,14 +64,15 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 def split(spec: str) -> tuple[DemoProfile, Scenario | None]:
-    """`profile` or `profile:scenario`, resolved; KeyError naming the valid choices otherwise."""
+    """`profile` or `profile:scenario`, resolved; KeyError naming the valid choices otherwise. A story of
+    demo/story.py (`dgx-a100:starved`) is the whole machine's business (demo/machine.py): here, the plain profile."""
     name, _, scenario_name = spec.partition(":")
     profile = get_profile(name)
-    if not scenario_name:
+    if not scenario_name or scenario_name in STORIES:
         return profile, None
     scenario = SCENARIOS.get(scenario_name)
     if scenario is None:
-        raise KeyError(f"unknown demo scenario {scenario_name!r}; valid: {', '.join(SCENARIOS)}")
+        raise KeyError(f"unknown demo scenario {scenario_name!r}; valid: {', '.join([*SCENARIOS, *STORIES])}")
     if scenario.driver_version is not None:
         profile = dataclasses.replace(profile, driver_version=scenario.driver_version,
                                       cuda_driver_version=scenario.cuda_driver_version or profile.cuda_driver_version)
@@ -99,4 +101,7 @@ def listing() -> list[str]:
     lines.append("")
     lines.append("scenarios (PROFILE:SCENARIO, e.g. dgx-a100:r470):")
     lines += [f"  {name:<12} {scenario.description}" for name, scenario in SCENARIOS.items()]
+    lines.append("")
+    lines.append("stories (--scenario NAME or PROFILE:NAME): a few minutes of a training job, the advice reacting")
+    lines += [f"  {name:<12} {story.description}" for name, story in STORIES.items()]
     return lines

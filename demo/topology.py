@@ -89,30 +89,60 @@ def dgx_a100() -> tuple[list[Endpoint], list[tuple[str, list[int]]]]:
     return endpoints, nodes
 
 
-def single_socket(gpu_count: int, gen: int, width: int) -> tuple[list[Endpoint], list[tuple[str, list[int]]]]:
-    """A workstation: each GPU on its own root port of one host bridge, one NUMA node."""
-    endpoints = [Endpoint(f"0000:{0x17 + i * 0x10:02x}:00.0", ("pci0000:00", f"0000:00:{1 + i:02x}.0"), 0, "0-15",
-                          gen=gen, width=width, max_gen=gen, max_width=width, name=f"GPU{i}")
+def single_socket(gpu_count: int, gen: int, width: int, nodes: list[tuple[str, list[int]]] | None = None,
+                  ) -> tuple[list[Endpoint], list[tuple[str, list[int]]]]:
+    """A workstation: each GPU on its own root port of one host bridge, on NUMA node 0 (of `nodes`)."""
+    nodes = nodes or [("0-15", [10])]
+    endpoints = [Endpoint(f"0000:{0x17 + i * 0x10:02x}:00.0", ("pci0000:00", f"0000:00:{1 + i:02x}.0"), 0,
+                          nodes[0][0], gen=gen, width=width, max_gen=gen, max_width=width, name=f"GPU{i}")
                  for i in range(gpu_count)]
-    return endpoints, [("0-15", [10])]
+    return endpoints, nodes
+
+
+def cpulist(cpus: tuple[int, ...]) -> str:
+    """(0, 1, 2, 5) -> "0-2,5", as sysfs writes a CPU list."""
+    ranges: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def host_nodes(profile_name: str) -> list[tuple[str, list[int]]] | None:
+    """The NUMA nodes of a profile's simulated host (demo/host.py), so the topology and the CPU panel agree."""
+    from hwtop.demo.host import node_cpus
+    from hwtop.demo.profiles import HOSTS
+
+    host = HOSTS.get(profile_name)
+    if host is None:
+        return None
+    nodes = node_cpus(host)
+    remote = 32 if "AMD" in host.cpu_model else 21
+    return [(cpulist(cpus), [10 if m == n else remote for m in range(len(nodes))]) for n, cpus in enumerate(nodes)]
 
 
 def layout_for(profile_name: str, gpu_count: int, gen: int, width: int) -> tuple[list[Endpoint],
                                                                                   list[tuple[str, list[int]]]]:
     if profile_name == "dgx-a100":
         return dgx_a100()
+    nodes = host_nodes(profile_name)
     if profile_name == "ws-2x3090":
-        return dual_socket_workstation(gen, width)
-    return single_socket(gpu_count, gen, width)
+        return dual_socket_workstation(gen, width, nodes)
+    return single_socket(gpu_count, gen, width, nodes)
 
 
-def dual_socket_workstation(gen: int, width: int) -> tuple[list[Endpoint], list[tuple[str, list[int]]]]:
+def dual_socket_workstation(gen: int, width: int, nodes: list[tuple[str, list[int]]] | None = None,
+                            ) -> tuple[list[Endpoint], list[tuple[str, list[int]]]]:
     """One GPU per socket, each on a root port of its socket's host bridge."""
-    endpoints = [Endpoint("0000:17:00.0", ("pci0000:00", "0000:00:01.0"), 0, "0-15,32-47", gen=gen, width=width,
+    if nodes is None or len(nodes) < 2:
+        nodes = [("0-15,32-47", [10, 21]), ("16-31,48-63", [21, 10])]
+    endpoints = [Endpoint("0000:17:00.0", ("pci0000:00", "0000:00:01.0"), 0, nodes[0][0], gen=gen, width=width,
                           max_gen=gen, max_width=width, name="GPU0"),
-                 Endpoint("0000:b3:00.0", ("pci0000:80", "0000:80:01.0"), 1, "16-31,48-63", gen=gen, width=width,
+                 Endpoint("0000:b3:00.0", ("pci0000:80", "0000:80:01.0"), 1, nodes[1][0], gen=gen, width=width,
                           max_gen=gen, max_width=width, name="GPU1")]
-    return endpoints, [("0-15,32-47", [10, 21]), ("16-31,48-63", [21, 10])]
+    return endpoints, nodes
 
 
 def read_demo_topology(profile_name: str, probe: Any) -> tuple[Topology, NumaSnapshot]:

@@ -89,6 +89,17 @@ class DiskSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class NicSnapshot:
+    """A network port: its link speed and traffic over the last interval."""
+
+    name: str
+    kind: str  # infiniband | ethernet
+    speed_gbps: float | None
+    rx_bytes_per_s: float | None
+    tx_bytes_per_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class ProcessInfo:
     pid: int
     ppid: int | None
@@ -484,6 +495,7 @@ class Snapshot:
     workload: WorkloadState | None = None
     errors: tuple[ProbeError, ...] = ()
     job: JobSnapshot | None = None
+    nics: tuple[NicSnapshot, ...] = ()  # network ports, where a reader provides them (the demo host does)
     schema: str = field(default=SCHEMA)
 
     def to_dict(self) -> dict[str, Any]:

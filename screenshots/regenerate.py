@@ -1,6 +1,8 @@
-"""Regenerate the screenshots: the real app, on this machine and on demo profiles, as SVG (Textual) and PNG.
+"""Regenerate the screenshots: the real app on demo machines only (a whole simulated host: no pid, user, command
+line or disk of the machine that takes them), as SVG (Textual) and PNG.
 
     python -m screenshots.regenerate          # needs the test extra (cairosvg) for the PNGs
+    python -m screenshots.regenerate --real   # also the shots of the embedded job on this machine (needs torch)
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Any
 
 from hwtop.cli.main import make_sampler
 from hwtop.tui.app import HwtopApp
@@ -15,8 +18,8 @@ from hwtop.tui.app import HwtopApp
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 SHOTS = [
-    ("main-80x24", None, (80, 24)),
-    ("main-200x60", None, (200, 60)),
+    ("main-80x24", "gtx1660s", (80, 24)),
+    ("main-200x60", "gtx1660s", (200, 60)),
     ("dgx-a100-200x60", "dgx-a100", (200, 60)),
     ("dgx-a100-80x24", "dgx-a100", (80, 24)),
     ("gtx1660s-80x24", "gtx1660s", (80, 24)),
@@ -24,8 +27,22 @@ SHOTS = [
     ("topology-dgx-a100-200x60", "dgx-a100", (200, 60), "t"),
     ("topology-dgx-a100-80x24", "dgx-a100", (80, 24), "t"),
     ("topology-ws-2x3090-120x40", "ws-2x3090", (120, 40), "t"),
-    ("topology-main-80x24", None, (80, 24), "t"),
+    ("topology-main-80x24", "gtx1660s", (80, 24), "t"),
 ]
+NO_GPU = {"main-80x24", "main-200x60", "topology-main-80x24"}  # the "no GPU" shots: a desktop with GPUs off
+# One shot per story (demo/story.py), at the scenario second where its finding shows, the advice pane open.
+STORY_SHOTS = [
+    ("story-starved-160x45", "starved", 45.0),
+    ("story-nccl-hang-160x45", "nccl-hang", 50.0),
+    ("story-oom-160x45", "oom", 58.0),
+    ("story-amp-160x45", "amp", 45.0),
+    ("story-thermal-160x45", "thermal", 65.0),
+    # the README's data-loading shots, now from the demo's starved story
+    ("workload-dataloader-bound-160x45", "starved", 40.0),
+    ("advice-dataloader-bound-160x45", "starved", 45.0),
+    ("advice-dataloader-bound-80x24", "starved", 45.0),
+]
+STORY_SPEED = 10.0  # scenario seconds per wall second: a story's minute in six seconds
 # The embedded job, dataloader-bound on this machine's CPU (needs torch).
 DATALOADER_BOUND = ["--scenario", "dataloader-bound", "--device", "cpu", "--world-size", "2", "--seconds", "120"]
 WORKLOAD_SHOTS = [
@@ -58,7 +75,7 @@ async def capture_workload(name: str, size: tuple[int, int], job: list[str], ope
 
 
 async def capture(name: str, demo: str | None, size: tuple[int, int], keys: str = "", ticks: int = 6) -> str:
-    app = HwtopApp(make_sampler(demo, no_gpu=False), interval=0.5)
+    app = HwtopApp(make_sampler(demo, no_gpu=name in NO_GPU), interval=0.5)
     async with app.run_test(size=size) as pilot:
         while app.ticks < ticks:  # live values and some sparkline history
             await pilot.pause(0.2)
@@ -69,6 +86,29 @@ async def capture(name: str, demo: str | None, size: tuple[int, int], keys: str 
                 await pilot.pause(0.2)
         path = app.save_screenshot(filename=f"{name}.svg", path=HERE)
     return path
+
+
+async def capture_story(name: str, story: str, at_s: float, size: tuple[int, int] = (160, 45)) -> str:
+    """The dgx-a100 demo playing `story` at STORY_SPEED, captured at scenario second `at_s`; the advice pane
+    opened on its first finding (a) for the story and advice shots."""
+    import time
+
+    from hwtop.demo.machine import demo_sampler
+
+    start = time.monotonic()
+
+    def clock() -> float:
+        return STORY_SPEED * (time.monotonic() - start)
+
+    sampler = demo_sampler("dgx-a100", story, clock=clock, wall=lambda: 1_800_000_000.0 + clock())
+    app = HwtopApp(sampler, interval=0.5)
+    async with app.run_test(size=size) as pilot:
+        while clock() < at_s:
+            await pilot.pause(0.1)
+        if not name.startswith("workload"):
+            await pilot.press("a")
+            await pilot.pause(0.6)
+        return app.save_screenshot(filename=f"{name}.svg", path=HERE)
 
 
 async def capture_replay(name: str, size: tuple[int, int]) -> str:
@@ -143,16 +183,17 @@ async def capture_job(name: str, size: tuple[int, int]) -> str:
                             "--num-workers", "1", "--seconds", "120"], stdout=subprocess.PIPE,
                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
-        steps = 0
+        steps, out = 0, job.stdout
+        assert out is not None  # stdout=PIPE
         while steps < 4:
-            steps += '"event": "step"' in job.stdout.readline()
+            steps += '"event": "step"' in out.readline()
         sampler = Sampler()
         sampler.job = JobProbe(roots=(job.pid,))
         app = HwtopApp(sampler, interval=0.5, open_job=True)
         async with app.run_test(size=size) as pilot:
             while app.ticks < 8:
                 await pilot.pause(0.2)
-            panel = app.screen.panel
+            panel: Any = getattr(app.screen, "panel")  # the job screen's panel  # noqa: B009
             rank = next(i for i, p in enumerate(panel.job.processes) if p.role == "rank 0")
             panel.cursor = rank
             await pilot.press("d")
@@ -168,29 +209,18 @@ async def capture_job(name: str, size: tuple[int, int]) -> str:
 
 
 async def capture_polish() -> list[str]:
-    """The finish: tree view with a filter, the signal dialog, the light and the no-colour themes."""
-    import subprocess
-
+    """The finish: tree view with a filter, the light and the no-colour themes. (No signal dialog: `k` would
+    describe a real process of this machine by the demo's pid, so a demo has none to show.)"""
     paths = []
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
-    try:
-        app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.5)
-        async with app.run_test(size=(140, 40)) as pilot:
-            while app.ticks < 4:
-                await pilot.pause(0.2)
-            await pilot.press("T", "slash", *"python", "enter")
-            await pilot.pause(0.6)
-            paths.append(app.save_screenshot(filename="processes-tree-filter-140x40.svg", path=HERE))
-            await pilot.press("slash", *"time.sleep", "enter")
-            await pilot.pause(0.6)
-            app.process_table.move_cursor(row=0)
-            await pilot.press("k")
-            await pilot.pause(0.4)
-            paths.append(app.save_screenshot(filename="signal-dialog-140x40.svg", path=HERE))
-            await pilot.press("n")
-    finally:
-        sleeper.kill()
-        sleeper.wait()
+    sampler = make_sampler("dgx-a100", no_gpu=False)
+    sampler.workload = None  # the table, not the job's pane, at 140x40
+    app = HwtopApp(sampler, interval=0.5, hide=("disks",))
+    async with app.run_test(size=(140, 40)) as pilot:
+        while app.ticks < 4:
+            await pilot.pause(0.2)
+        await pilot.press("T", "slash", *"python", "enter")
+        await pilot.pause(0.6)
+        paths.append(app.save_screenshot(filename="processes-tree-filter-140x40.svg", path=HERE))
     for theme in ("light", "mono"):
         app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.5, theme=theme)
         async with app.run_test(size=(120, 40)) as pilot:
@@ -215,13 +245,20 @@ def to_png(svg: str) -> str | None:
     return png
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    real = "--real" in (sys.argv[1:] if argv is None else argv)
     for name, demo, size, *keys in SHOTS:
         svg = asyncio.run(capture(name, demo, size, "".join(keys)))
+        print(svg, to_png(svg) or "")
+    for name, story, at_s in STORY_SHOTS:
+        size = (80, 24) if name.endswith("80x24") else (160, 45)
+        svg = asyncio.run(capture_story(name, story, at_s, size))
         print(svg, to_png(svg) or "")
     for svg in (asyncio.run(capture_replay("replay-dgx-a100-160x45", (160, 45))),
                 asyncio.run(capture_fleet("fleet-120x24", (120, 24))), *asyncio.run(capture_polish())):
         print(svg, to_png(svg) or "")
+    if not real:
+        return
     try:
         import importlib.util
 
@@ -229,6 +266,7 @@ def main() -> None:
     except ValueError:
         has_torch = False
     for name, size, job, open_advice in WORKLOAD_SHOTS if has_torch else []:
+        name = name.replace("-dataloader-bound", "-dataloader-bound-real")  # the demo's shots keep the plain names
         svg = asyncio.run(capture_workload(name, size, job, open_advice))
         print(svg, to_png(svg) or "")
     if has_torch:

@@ -12,7 +12,20 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from hwtop.model.history import History
-from hwtop.model.snapshot import GpuSnapshot, GpuSystem, ProbeError, ProcessInfo, Snapshot, Topology
+from hwtop.model.snapshot import (
+    CpuSnapshot,
+    DiskSnapshot,
+    GpuSnapshot,
+    GpuSystem,
+    HostInfo,
+    MemorySnapshot,
+    NicSnapshot,
+    NumaSnapshot,
+    ProbeError,
+    ProcessInfo,
+    Snapshot,
+    Topology,
+)
 from hwtop.probes.cpu import CpuProbe
 from hwtop.probes.disks import DiskProbe
 from hwtop.probes.host import read_host
@@ -29,6 +42,57 @@ class GpuProbeLike(Protocol):
     def close(self) -> None: ...
 
 
+class HostReader(Protocol):
+    """Where the host side of a snapshot comes from: this machine (RealHost) or a simulated one (demo/host.py),
+    so that a demo sampler reads nothing of the real host."""
+
+    def host(self) -> HostInfo: ...
+
+    def memory(self) -> MemorySnapshot: ...
+
+    def numa(self, memory_total: int | None) -> NumaSnapshot: ...
+
+    def cpu(self, node_of_cpu: dict[int, int]) -> CpuSnapshot: ...
+
+    def disks(self) -> tuple[DiskSnapshot, ...]: ...
+
+    def processes(self) -> tuple[ProcessInfo, ...]: ...
+
+    def nics(self) -> tuple[NicSnapshot, ...]: ...
+
+
+class RealHost:
+    """This machine, read by the probes."""
+
+    def __init__(self, root: str = "/", process_limit: int = 60) -> None:
+        self.root = root
+        self.numa_probe = NumaProbe(root)
+        self.cpu_probe = CpuProbe()
+        self.disk_probe = DiskProbe(root)
+        self.process_probe = ProcessProbe(root, limit=process_limit)
+
+    def host(self) -> HostInfo:
+        return read_host(self.root)
+
+    def memory(self) -> MemorySnapshot:
+        return read_memory()
+
+    def numa(self, memory_total: int | None) -> NumaSnapshot:
+        return self.numa_probe.read(memory_total)
+
+    def cpu(self, node_of_cpu: dict[int, int]) -> CpuSnapshot:
+        return self.cpu_probe.read(node_of_cpu)
+
+    def disks(self) -> tuple[DiskSnapshot, ...]:
+        return self.disk_probe.read()
+
+    def processes(self) -> tuple[ProcessInfo, ...]:
+        return self.process_probe.read()
+
+    def nics(self) -> tuple[NicSnapshot, ...]:
+        return ()  # no NIC probe yet: the topology screen names this machine's NICs and their speeds
+
+
 PROCESS_TIER_S = 1.9  # a 1 s refresh reads processes every other tick; anything slower, every tick
 
 
@@ -41,12 +105,10 @@ class Sampler:
         history_length: int = 120,
         clock: Callable[[], float] = time.time,
         topology_reader: Callable[[], Topology] | None = None,
+        host: HostReader | None = None,
     ) -> None:
         self.root = root
-        self.numa = NumaProbe(root)
-        self.cpu = CpuProbe()
-        self.disks = DiskProbe(root)
-        self.processes = ProcessProbe(root, limit=process_limit)
+        self.host: HostReader = host if host is not None else RealHost(root, process_limit)
         self.gpu = gpu
         self.history = History(history_length)
         self._clock = clock
@@ -60,6 +122,16 @@ class Sampler:
         self._processes_at: float | None = None
         self._process_reads = 0
         self._lock = threading.Lock()  # ticks never overlap, even if two callers race
+
+    @property
+    def simulated(self) -> bool:
+        """A demo machine: its pids are not this machine's, so nothing may signal or focus them."""
+        return not isinstance(self.host, RealHost)
+
+    @property
+    def cpu(self) -> CpuProbe | None:
+        """The real CPU probe (its one-off static read), None on a simulated host."""
+        return self.host.cpu_probe if isinstance(self.host, RealHost) else None
 
     def sample(self) -> Snapshot:
         with self._lock:
@@ -78,15 +150,17 @@ class Sampler:
         now = self._clock()
         interval = None if self._last_time is None else now - self._last_time
         self._last_time = now
-        host = guarded("host", lambda: read_host(self.root), None)
-        memory = guarded("memory", read_memory, None)
-        numa = guarded("numa", lambda: self.numa.read(memory.total_bytes if memory else None), None)
-        cpu = guarded("cpu", lambda: self.cpu.read(node_of_cpu(numa)), None)
-        disks = guarded("disks", self.disks.read, ())
+        reader = self.host
+        host = guarded("host", reader.host, None)
+        memory = guarded("memory", reader.memory, None)
+        numa = guarded("numa", lambda: reader.numa(memory.total_bytes if memory else None), None)
+        cpu = guarded("cpu", lambda: reader.cpu(node_of_cpu(numa)), None)
+        disks = guarded("disks", reader.disks, ())
+        nics = guarded("nics", reader.nics, ())
         # The process list is the costliest probe and changes slowest: re-read at most every PROCESS_TIER_S
         # (the first two ticks always, so CPU % exists at once).
         if self._process_reads < 2 or self._processes_at is None or now - self._processes_at >= PROCESS_TIER_S:
-            self._last_processes = guarded("processes", self.processes.read, ())
+            self._last_processes = guarded("processes", reader.processes, ())
             self._processes_at, self._process_reads = now, self._process_reads + 1
         processes = self._last_processes
         if self.gpu is None:
@@ -105,7 +179,7 @@ class Sampler:
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
             processes=processes, gpus=gpus, gpu_system=gpu_system, topology=self.topology, workload=workload,
-            errors=tuple(errors), job=job,
+            errors=tuple(errors), job=job, nics=nics,
         )
         self.history.push(snapshot)
         return snapshot

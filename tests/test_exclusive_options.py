@@ -13,14 +13,13 @@ from hwtop.cli.main import EXCLUSIVE, run_command
     (["snapshot", "--json", "--demo", "rtx3090", "--replay", "rec.jsonl"], "--demo", "--replay"),
     (["--demo", "rtx3090", "replay", "rec.jsonl"], "--demo", "replay FILE"),
     (["replay", "rec.jsonl", "--demo", "rtx3090"], "--demo", "replay FILE"),
-    (["--demo", "rtx3090", "--no-gpu"], "--demo", "--no-gpu"),
     (["--pid", "1", "--job", "train"], "--pid", "--job"),
     (["doctor", "--pid", "1", "--job", "train"], "--pid", "--job"),
     (["--workload", "balanced", "--pid", "1"], "--workload", "--pid"),
     (["doctor", "--workload", "balanced", "--job", "train"], "--workload", "--job"),
     (["--workload", "balanced", "replay", "rec.jsonl"], "--workload", "replay FILE"),
     (["--pid", "1", "replay", "rec.jsonl"], "--pid", "replay FILE"),
-    (["--dem=rtx3090", "--no-g"], "--demo", "--no-gpu"),  # argparse's abbreviations count too
+    (["snapshot", "--json", "--dem=rtx3090", "--repl", "rec.jsonl"], "--demo", "--replay"),  # abbreviations count
 ])
 def test_contradicting_options_exit_2_with_one_line_naming_both(capsys, argv, first, second) -> None:
     with pytest.raises(SystemExit) as stop:

@@ -12,7 +12,7 @@ def test_failing_probe_lands_in_errors_and_the_rest_arrives() -> None:
     def broken() -> None:
         raise OSError("disk stats unreadable")
 
-    sampler.disks.read = broken  # type: ignore[method-assign]
+    sampler.host.disks = broken  # type: ignore[method-assign]
     snapshot = sampler.sample()
     assert [e.probe for e in snapshot.errors] == ["disks"]
     assert "disk stats unreadable" in snapshot.errors[0].message

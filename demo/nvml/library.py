@@ -310,6 +310,13 @@ class FakeNvmlLibrary:
     def force_reasons(self, index: int, *names: str) -> None:
         self.world.cards[index].forced_reasons = sum(EVENT[n] for n in names)
 
+    def set_temperature_offset(self, index: int, degrees: float) -> None:
+        self.world.cards[index].temperature_offset = degrees
+
+    def set_spin_power(self, index: int, watts: float | None) -> None:
+        """Busy at `watts`: utilization stays high while the SMs only poll (None: power follows the load)."""
+        self.world.cards[index].spin_power_w = watts
+
     def set_pcie_link(self, index: int, gen: int | None, width: int | None) -> None:
         card = self.world.cards[index]
         card.pcie_gen_override, card.pcie_width_override = gen, width

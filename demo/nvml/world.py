@@ -112,6 +112,8 @@ class Card:
     ancestors: dict[int, int] = field(default_factory=dict)
     field_lag_s: float = 0.0  # how old the driver's cached field values are when read
     sample_quirks: set[str] = field(default_factory=set)  # per-process utilization quirks (library.py)
+    temperature_offset: float = 0.0  # degrees above what its load alone gives (a story's failing airflow)
+    spin_power_w: float | None = None  # busy but idle inside: kernels spinning on a flag (a hung collective)
     counters: dict[str, Counter] = field(default_factory=dict)
 
 
@@ -202,6 +204,8 @@ class World:
         power = model.idle_power_w + (model.power_limit_w - model.idle_power_w) * load * 0.93
         power += rng.uniform(-2, 2) if load else 0
         power = max(model.idle_power_w * 0.8, min(model.power_limit_w, power))
+        if card.spin_power_w is not None and load:
+            power = card.spin_power_w + rng.uniform(-1, 1)
         reasons = card.forced_reasons
         if load == 0:
             reasons |= EVENT["idle"]
@@ -223,7 +227,8 @@ class World:
             used=used,
             reserved=model.reserved_bytes,
             total=model.memory_bytes,
-            temperature=round(31 + 45 * load + card.index % 3),
+            temperature=round(31 + 45 * (load if card.spin_power_w is None else 0.3) + card.index % 3
+                              + card.temperature_offset),
             power_mw=round(power * 1000),
             power_limit_mw=round(model.power_limit_w * 1000),
             sm_clock=sm_clock,

@@ -1,0 +1,289 @@
+"""The host side of a demo machine: its CPUs, memory, NUMA nodes, disks and processes, simulated from a profile
+and a story, so that `--demo` shows nothing of the machine hwtop runs on (no real pid, user, command line, disk).
+
+Every figure is a function of the profile, the seed and the scenario time `elapsed()` (whole seconds pick the
+jitter), never of wall time: two hosts with the same seed and clock give the same snapshots.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hwtop.demo.profiles import DemoHost, DemoProfile
+from hwtop.demo.story import LAUNCHER_PID, RANK_PID, JobState, Story
+from hwtop.model.snapshot import (
+    CoreLoad,
+    CpuSnapshot,
+    DiskSnapshot,
+    HostInfo,
+    MemorySnapshot,
+    NicSnapshot,
+    NumaNode,
+    NumaSnapshot,
+    ProcessInfo,
+)
+
+GIB = 1024**3
+MIB = 1024**2
+WORKER_PID = 42000  # rank r's DataLoader worker w is pid 42000 + 64 r + w
+FILLER_PID = 60000
+JOB_USER = "trainer"
+SAMPLE_BYTES = 112 * 1024  # one training sample read from the dataset (a JPEG of ImageNet, about)
+
+_FALLBACK_HOST = DemoHost("Demo CPU", 8, 16, 16 * MIB, 64 * GIB, 8 * GIB, (("nvme0n1", "nvme"),))
+
+
+@dataclass(frozen=True, slots=True)
+class _Daemon:
+    pid: int
+    name: str
+    user: str
+    cmdline: str
+    cpu: float
+    rss: int
+    threads: int
+
+
+_SYSTEM = (
+    _Daemon(1, "systemd", "root", "/sbin/init", 0.1, 13 * MIB, 1),
+    _Daemon(512, "systemd-journal", "root", "/lib/systemd/systemd-journald", 0.2, 90 * MIB, 1),
+    _Daemon(540, "systemd-udevd", "root", "/lib/systemd/systemd-udevd", 0.0, 8 * MIB, 1),
+    _Daemon(1288, "sshd", "root", "sshd: /usr/sbin/sshd -D [listener] 0 of 10-100 startups", 0.0, 9 * MIB, 1),
+    _Daemon(1301, "cron", "root", "/usr/sbin/cron -f -P", 0.0, 3 * MIB, 1),
+    _Daemon(1402, "nvidia-persiste", "nvidia-persistenced", "/usr/bin/nvidia-persistenced --user "
+            "nvidia-persistenced", 0.0, 2 * MIB, 1),
+    _Daemon(1490, "containerd", "root", "/usr/bin/containerd", 0.3, 52 * MIB, 18),
+    _Daemon(1510, "dockerd", "root", "/usr/bin/dockerd -H fd:// --containerd=/run/containerd/containerd.sock",
+            0.2, 96 * MIB, 24),
+    _Daemon(1601, "node_exporter", "prometheus", "/usr/bin/node_exporter --collector.systemd", 0.4, 24 * MIB, 8),
+    _Daemon(40950, "bash", JOB_USER, "-bash", 0.0, 5 * MIB, 1),
+)
+_DATA_CENTRE = (
+    _Daemon(1433, "nv-fabricmanage", "root", "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/"
+            "fabricmanager.cfg", 0.1, 30 * MIB, 6),
+    _Daemon(1460, "nv-hostengine", "root", "/usr/bin/nv-hostengine -n --service-account nvidia-dcgm", 0.6,
+            60 * MIB, 12),
+)
+_DESKTOP = (
+    _Daemon(3120, "Xorg", "root", "/usr/lib/xorg/Xorg vt2 -displayfd 3 -auth /run/user/1000/gdm/Xauthority",
+            1.2, 110 * MIB, 4),
+    _Daemon(3300, "gnome-shell", JOB_USER, "/usr/bin/gnome-shell", 2.5, 420 * MIB, 22),
+)
+_FILLER_NAMES = ("python3", "bash", "sleep", "tail", "rsync", "tmux: server", "jupyter-lab", "code-server")
+
+
+def host_of(profile: DemoProfile) -> DemoHost:
+    return profile.host or _FALLBACK_HOST
+
+
+def node_cpus(host: DemoHost) -> tuple[tuple[int, ...], ...]:
+    """Each NUMA node's logical CPUs, as Linux numbers them: the physical cores first, node by node, then their
+    SMT siblings in the same order (node 0 of a 2 x 64-core EPYC is 0-63 and 128-191)."""
+    nodes, physical = max(1, host.numa_nodes), host.physical_cores
+    smt = max(1, host.logical_cores // max(1, physical))
+    per_node = physical // nodes
+    return tuple(
+        tuple(sibling * physical + core for sibling in range(smt) for core in range(n * per_node, (n + 1) * per_node))
+        for n in range(nodes))
+
+
+def gpu_node(profile: DemoProfile, gpu: int) -> int:
+    """The NUMA node a GPU hangs off: GPUs spread over the nodes in bus order (as demo/topology.py lays them)."""
+    nodes = max(1, host_of(profile).numa_nodes)
+    return min(nodes - 1, gpu * nodes // max(1, profile.gpu_count))
+
+
+class SimulatedHost:
+    """Reads a demo machine's host side (the Sampler's HostReader): see the module docstring."""
+
+    def __init__(self, profile: DemoProfile, story: Story, elapsed: Callable[[], float], seed: int = 0,
+                 process_limit: int = 60, extra_processes: int = 0) -> None:
+        self.profile = profile
+        self.spec = host_of(profile)
+        self.story = story
+        self.elapsed = elapsed
+        self.seed = seed
+        self.process_limit = process_limit
+        self.extra_processes = extra_processes
+        self.nodes = node_cpus(self.spec)
+        self._node_of = {cpu: n for n, cpus in enumerate(self.nodes) for cpu in cpus}
+        self._table: tuple[float, list[ProcessInfo]] | None = None
+        self._fillers = [self._filler(index) for index in range(extra_processes)]  # idle: the same every tick
+
+    # ----- helpers -----
+
+    def _now(self) -> tuple[float, JobState]:
+        t = max(0.0, self.elapsed())
+        return t, self.story.at(t)
+
+    def _rng(self, *key: object) -> random.Random:
+        return random.Random(":".join(map(str, (self.seed, *key))))
+
+    def _job_running(self, job: JobState) -> bool:
+        return job.status != "crashed"
+
+    def _ranks(self) -> tuple[int, ...]:
+        return tuple(self.profile.busy_gpus)
+
+    # ----- the HostReader protocol -----
+
+    def host(self) -> HostInfo:
+        kernel = "5.15.0-1042-nvidia" if self.profile.gpu.ecc else "6.8.0-45-generic"
+        return HostInfo(self.spec.hostname, kernel, 864_000.0 + self.elapsed())
+
+    def memory(self) -> MemorySnapshot:
+        t, job = self._now()
+        used = min(14 * GIB, self.spec.ram_bytes // 8) + sum(p.rss_bytes or 0 for p in self._all_processes(t, job))
+        used = min(used, self.spec.ram_bytes - GIB)
+        return MemorySnapshot(self.spec.ram_bytes, self.spec.ram_bytes - used, used, self.spec.swap_bytes, 0)
+
+    def numa(self, memory_total: int | None = None) -> NumaSnapshot:  # noqa: ARG002 - the profile says
+        count = len(self.nodes)
+        remote = 32 if "AMD" in self.spec.cpu_model else 21
+        share = self.spec.ram_bytes // count
+        memory = self.memory()
+        free_share = memory.available_bytes // count
+        nodes = tuple(NumaNode(n, cpus, share, free_share, tuple(10 if m == n else remote for m in range(count)))
+                      for n, cpus in enumerate(self.nodes))
+        return NumaSnapshot(nodes, f"demo:{self.profile.name}")
+
+    def cpu(self, node_of_cpu: dict[int, int] | None = None) -> CpuSnapshot:  # noqa: ARG002 - own nodes
+        t, job = self._now()
+        second = int(t)
+        logical = self.spec.logical_cores
+        load = [0.0] * logical
+        rng = self._rng("cpu", second)
+        for core in range(logical):
+            load[core] = rng.uniform(0.2, 2.5)
+        # each busy process on a core of its NUMA node: rank r and its workers on node(gpu r)
+        if self._job_running(job):
+            placed = [0] * len(self.nodes)
+            for rank in self._ranks():
+                node = gpu_node(self.profile, rank)
+                cpus = self.nodes[node]
+                for cpu_share in (job.rank_cpu_percent,) + (job.worker_cpu_percent,) * job.num_workers:
+                    core = cpus[placed[node] % len(cpus)]
+                    placed[node] += 1
+                    load[core] = min(100.0, load[core] + cpu_share * rng.uniform(0.96, 1.0))
+        cores = tuple(
+            CoreLoad(i, self._node_of.get(i, 0), round(p, 1), user=round(p * 0.86, 1), system=round(p * 0.12, 1),
+                     iowait=round(p * 0.02, 1), irq=0.0, steal=0.0, mhz=2250.0 if p < 50 else 3350.0)
+            for i, p in enumerate(load))
+        total = sum(load) / max(1, logical)
+        running = sum(load) / 100.0
+        averages = (round(running, 2), round(running * 0.97, 2), round(running * 0.9, 2))
+        l2 = 512 * 1024 * self.spec.physical_cores
+        return CpuSnapshot(cores, round(total, 1), averages, logical, self.spec.physical_cores, self.spec.cpu_model,
+                           l2, self.spec.l3_cache_bytes)
+
+    def disks(self) -> tuple[DiskSnapshot, ...]:
+        t, job = self._now()
+        rng = self._rng("disk", int(t))
+        running = self._job_running(job) and job.stuck_rank is None
+        samples_per_s = (job.batch_size / job.step_time_s * len(self._ranks())) if running else 0.0
+        dataset_rate = samples_per_s * SAMPLE_BYTES * 0.35  # most of the dataset comes from the page cache
+        names = [name for name, _ in self.spec.disks]
+        data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data RAID's members
+        out = []
+        for name, kind in self.spec.disks:
+            if name == "md1" or (name in data and "md1" not in names):
+                read = dataset_rate * (1.0 if name == "md1" or len(data) == 1 else 1.0 / len(data))
+            elif name in data:
+                read = dataset_rate / len(data)
+            elif kind == "network":
+                read = dataset_rate * 0.05
+            else:
+                read = rng.uniform(0, 40e3)
+            write = rng.uniform(20e3, 400e3) if name in (names[0], "md0") else rng.uniform(0, 8e3)
+            read *= rng.uniform(0.9, 1.1)
+            iops_read = read / (128 * 1024) if read else 0.0
+            busy = min(100.0, 100.0 * read / 3.0e9) if kind != "network" else None
+            out.append(DiskSnapshot(name, kind, round(read, 1), round(write, 1), round(iops_read, 1),
+                                    round(write / 16384, 1), None if busy is None else round(busy, 1)))
+        return tuple(out)
+
+    def nics(self) -> tuple[NicSnapshot, ...]:
+        """A single-node job (torchrun --standalone) all-reduces over NVLink: the InfiniBand fabric stays near
+        idle; the storage Ethernet port carries what the job reads from the network share."""
+        t, job = self._now()
+        rng = self._rng("nic", int(t))
+        training = self._job_running(job) and job.stuck_rank is None
+        out = []
+        for nic in self.spec.nics:
+            if nic.infiniband:
+                rate = rng.uniform(0.0, 4e3)  # subnet management and the odd health check
+                out.append(NicSnapshot(nic.name, "infiniband", float(nic.speed_gbps), round(rate, 1), round(rate, 1)))
+            else:
+                rx = rng.uniform(2e3, 60e3) + (2e6 if training else 0.0)
+                out.append(NicSnapshot(nic.name, "ethernet", float(nic.speed_gbps), round(rx, 1),
+                                       round(rx * 0.3, 1)))
+        return tuple(out)
+
+    def processes(self) -> tuple[ProcessInfo, ...]:
+        """The busiest `process_limit` processes (as the real probe returns them), and every rank the GPUs list."""
+        t, job = self._now()
+        everything = self._all_processes(t, job)
+        ordered = sorted(everything, key=lambda p: (p.cpu_percent or 0.0, p.rss_bytes or 0), reverse=True)
+        top = ordered[: self.process_limit]
+        shown = {p.pid for p in top}
+        top += [p for p in everything if RANK_PID <= p.pid < RANK_PID + 64 and p.pid not in shown]
+        return tuple(top)
+
+    # ----- the process table -----
+
+    def _filler(self, index: int) -> ProcessInfo:
+        """One of `extra_processes` mostly idle user processes (a shared login node, a scale benchmark)."""
+        name = _FILLER_NAMES[index % len(_FILLER_NAMES)]
+        return ProcessInfo(FILLER_PID + index, 40950, JOB_USER, name, f"{name} /srv/jobs/task-{index:05d}", "S",
+                           round(self._rng("filler", index).uniform(0.0, 0.6), 1), (4 + index % 90) * MIB,
+                           1 + index % 4, None)
+
+    def _daemons(self) -> tuple[_Daemon, ...]:
+        extra = _DATA_CENTRE if self.profile.gpu.ecc else _DESKTOP
+        return tuple(sorted(_SYSTEM + extra, key=lambda d: d.pid))
+
+    def _all_processes(self, t: float, job: JobState) -> list[ProcessInfo]:
+        """Every process at t (the same list for every reader of one tick)."""
+        if self._table is not None and self._table[0] == t:
+            return self._table[1]
+        table = self._build_processes(t, job)
+        self._table = (t, table)
+        return table
+
+    def _build_processes(self, t: float, job: JobState) -> list[ProcessInfo]:
+        second = int(t)
+        rng = self._rng("proc", second)
+        out = [ProcessInfo(d.pid, 0 if d.pid == 1 else 1, d.user, d.name, d.cmdline, "S",
+                           round(d.cpu * rng.uniform(0.5, 1.5), 1), d.rss, d.threads, None)
+               for d in self._daemons()]
+        ranks = self._ranks()
+        script = (f"train.py --arch resnet50 --data /raid/imagenet --batch-size {job.batch_size} "
+                  f"--workers {job.num_workers}" + ("" if job.amp == "off" else f" --amp {job.amp}"))
+        # a rank holds its model, pinned buffers and the dataset index; its workers a share of that, copy-on-write
+        rank_rss = min(14 * GIB, self.spec.ram_bytes // (4 * max(1, len(ranks))))
+        worker_rss = min(2 * GIB, self.spec.ram_bytes // (8 * max(1, len(ranks)) * max(1, job.num_workers)))
+        if self._job_running(job) and ranks:
+            out.append(ProcessInfo(LAUNCHER_PID, 40950, JOB_USER, "torchrun",
+                                   f"/usr/bin/python3 /usr/local/bin/torchrun --standalone --nproc_per_node="
+                                   f"{len(ranks)} {script}", "S", round(rng.uniform(0.1, 0.4), 1), 410 * MIB, 6,
+                                   None))
+            for rank in ranks:
+                pid = RANK_PID + rank
+                if rank in job.dead_ranks:
+                    continue
+                affinity = self.nodes[gpu_node(self.profile, rank)]
+                state = "S" if job.status == "stalled" and rank != job.stuck_rank else "R"
+                out.append(ProcessInfo(pid, LAUNCHER_PID, JOB_USER, "python",
+                                       f"/usr/bin/python3 -u {script} --local_rank={rank}", state,
+                                       round(job.rank_cpu_percent * rng.uniform(0.95, 1.0), 1),
+                                       rank_rss + rank * 37 * MIB, 86, affinity))
+                for worker in range(job.num_workers):
+                    out.append(ProcessInfo(WORKER_PID + 64 * rank + worker, pid, JOB_USER, "pt_data_worker",
+                                           f"/usr/bin/python3 -u {script} --local_rank={rank}",
+                                           "R" if job.worker_cpu_percent > 50 else "S",
+                                           round(job.worker_cpu_percent * rng.uniform(0.93, 1.0), 1),
+                                           worker_rss + worker * 11 * MIB, 3, affinity))
+        out += self._fillers
+        return out

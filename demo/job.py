@@ -1,0 +1,78 @@
+"""The demo machine's training job as the monitor's workload pane sees it: a WorkloadState per tick, from the
+story's JobState, so the job-level advice (gpu-starved, amp-available, cuda-oom) reacts to the story as it would
+to the embedded job's own telemetry."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from hwtop.demo.story import RANK_PID, JobState, Story
+from hwtop.model.snapshot import JobConfig, OomEvent, RankState, WorkloadState
+
+RING = 30  # points kept for the rank sparklines
+
+
+class DemoJob:
+    """Stands where `Sampler.workload` holds a WorkloadMonitor: `state()` once per tick, `stop()` at the end.
+    Steps are integrated from the story's step time over the scenario clock; `wall()` is the Sampler's clock,
+    which stamps events (an OOM) in the snapshots' time."""
+
+    def __init__(self, story: Story, ranks: tuple[int, ...], elapsed: Callable[[], float],
+                 wall: Callable[[], float]) -> None:
+        self.story = story
+        self.ranks = ranks
+        self.elapsed = elapsed
+        self.wall = wall
+        self._t = 0.0
+        self._steps = [0.0] * len(ranks)
+        self._times: list[float] = []
+
+    def _advance(self, t: float) -> JobState:
+        job = self.story.at(t)
+        while self._t < t:  # whole seconds at a time, so a fast-played story counts the same steps
+            step_end = min(t, math.floor(self._t) + 1.0)
+            state = self.story.at(self._t)
+            for i, rank in enumerate(self.ranks):
+                if state.status == "running" and rank != state.stuck_rank and rank not in state.dead_ranks:
+                    self._steps[i] += (step_end - self._t) / state.step_time_s
+                # stalled: every rank waits on the stuck one in the collective, so no step completes
+            self._t = step_end
+        return job
+
+    def state(self) -> WorkloadState:
+        t = max(0.0, self.elapsed())
+        job = self._advance(t)
+        self._times = (self._times + [job.step_time_s])[-RING:]
+        world = len(self.ranks)
+        ranks = tuple(self._rank(i, rank, job) for i, rank in enumerate(self.ranks) if rank not in job.dead_ranks
+                      and job.status != "crashed")
+        config = JobConfig(device="cuda", backend="nccl", model="resnet50", amp=job.amp, num_workers=job.num_workers,
+                           pin_memory=True, world_size=world, batch_size=job.batch_size, transform_cost_ms=9.0)
+        last_oom = None
+        if job.oom_at is not None and job.dead_ranks:
+            last_oom = OomEvent(rank=job.dead_ranks[0], batch_size=job.batch_size, largest_fit=job.batch_size // 2,
+                                message=f"CUDA out of memory. Tried to allocate 2.00 GiB (GPU {job.dead_ranks[0]}; "
+                                        "79.15 GiB total capacity)", time=self.wall() - (t - job.oom_at))
+        pids = () if job.status == "crashed" else tuple(RANK_PID + r for r in self.ranks if r not in job.dead_ranks)
+        return WorkloadState(
+            scenario=self.story.name, status=job.status, exit_code=1 if job.status == "crashed" else None,
+            ranks=ranks, last_event=job.phase, pids=pids, config=config,
+            oom_count=1 if last_oom else 0, last_oom=last_oom)
+
+    def _rank(self, i: int, rank: int, job: JobState) -> RankState:
+        step = int(self._steps[i])
+        stalled = job.status == "stalled"
+        step_time = None if stalled else job.step_time_s
+        return RankState(
+            rank=rank, pid=RANK_PID + rank, step=step, step_time_s=step_time,
+            samples_per_s=None if step_time is None else round(job.batch_size / step_time, 1),
+            data_wait_fraction=job.data_wait, loss=round(6.9 * math.exp(-step / 4000.0) + 0.9, 4),
+            amp=job.amp, scale=65536.0 if job.amp == "fp16" else None, batch_size=job.batch_size,
+            rss_bytes=14 * 1024**3, cuda_allocated_bytes=int(job.gpu_memory_bytes * 0.82),
+            cuda_reserved_bytes=job.gpu_memory_bytes, cuda_peak_bytes=job.gpu_memory_bytes,
+            step_times=tuple(self._times),
+            throughput=tuple(round(job.batch_size / s, 1) for s in self._times))
+
+    def stop(self) -> None:
+        """Nothing runs: the job is a story."""

@@ -1,0 +1,64 @@
+"""A whole demo machine: the fake NVML library, the simulated host and the scripted job on one scenario clock,
+composed into a Sampler that reads nothing of the real host (`hwtop --demo PROFILE [--scenario STORY]`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from hwtop.demo.host import SimulatedHost
+from hwtop.demo.job import DemoJob
+from hwtop.demo.story import STORIES, get_story
+from hwtop.session.sampler import Sampler
+
+NO_PROC = "/nonexistent/hwtop-demo-proc"  # the GPU probe's /proc: a demo GPU pid must never meet a real process
+
+
+def split_story(spec: str, scenario: str | None = None) -> tuple[str, str | None]:
+    """`dgx-a100:starved` (or `dgx-a100` with scenario `starved`) -> ("dgx-a100", "starved"); a driver scenario
+    of demo/scenarios.py (`dgx-a100:r470`) stays in the spec. KeyError for an unknown scenario."""
+    name, _, tail = spec.partition(":")
+    if tail in STORIES:
+        if scenario is not None and scenario != tail:
+            raise KeyError(f"two demo scenarios: {tail!r} and {scenario!r}")
+        return name, tail
+    if scenario is not None:
+        get_story(scenario)  # raises with the valid names
+    return spec, scenario
+
+
+def hostname_of(spec: str) -> str:
+    """The demo machine's hostname (for a recording's header: never this machine's)."""
+    from hwtop.demo.host import host_of
+    from hwtop.demo.scenarios import profile_of
+
+    return host_of(profile_of(spec)).hostname
+
+
+def demo_sampler(spec: str, scenario: str | None = None, seed: int = 0,
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 process_limit: int = 60, extra_processes: int = 0) -> Sampler:
+    """`clock` drives the scenario (seconds from now on), `wall` stamps the snapshots; tests pass one fake clock
+    for both to play a story at any speed."""
+    from hwtop.demo.nvml import demo_library
+    from hwtop.demo.topology import read_demo_topology
+    from hwtop.probes.gpu import NvmlProbe
+
+    gpu_spec, story_name = split_story(spec, scenario)
+    story = get_story(story_name)
+    library = demo_library(gpu_spec, seed=seed, clock=clock)
+    if story.setup is not None:
+        story.setup(library, library.profile)
+    start = clock()
+
+    def elapsed() -> float:
+        return clock() - start
+
+    source = f"demo:{gpu_spec}" + (f"+{story.name}" if story_name else "")
+    probe = NvmlProbe(library.pynvml, proc_root=NO_PROC, source=source, clock=clock)
+    host = SimulatedHost(library.profile, story, elapsed, seed=seed, process_limit=process_limit,
+                         extra_processes=extra_processes)
+    sampler = Sampler(gpu=probe, clock=wall, host=host, process_limit=process_limit,
+                      topology_reader=lambda: read_demo_topology(gpu_spec, probe)[0])
+    sampler.workload = DemoJob(story, tuple(library.profile.busy_gpus), elapsed, wall)
+    return sampler

@@ -1,0 +1,214 @@
+"""Scripted stories a whole demo machine plays over a few minutes (`--demo dgx-a100 --scenario starved`): the
+job's telemetry, its processes and its GPUs change together, as they would on real hardware, so the advice pane
+raises a finding and (where the story fixes the cause) clears it.
+
+A story is a pure function of the scenario clock (seconds since the demo started): `Story.at(t)` gives what the
+job looks like then, and `Story.setup(library)` schedules the GPU side on the fake NVML library's timeline. Nothing
+here reads wall time, so tests play a story at any speed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hwtop.demo.profiles import DemoProcess, DemoProfile
+
+if TYPE_CHECKING:
+    from hwtop.demo.nvml.library import FakeNvmlLibrary
+
+GIB = 1024**3
+RANK_PID = 41000  # rank r is pid 41000 + r, as the fake NVML library lists it
+LAUNCHER_PID = 40990
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """The training job at one instant of a story."""
+
+    phase: str  # a few words for the pane: "loader-bound", "num_workers raised", ...
+    status: str = "running"  # running | stalled | crashed
+    num_workers: int = 8  # DataLoader workers per rank
+    worker_cpu_percent: float = 35.0  # each worker's CPU
+    rank_cpu_percent: float = 100.0
+    data_wait: float = 0.08  # fraction of each step spent waiting for the next batch
+    step_time_s: float = 0.31
+    amp: str = "bf16"  # off | bf16 | fp16
+    batch_size: int = 256
+    gpu_memory_bytes: int = 61 * GIB  # each rank's device memory
+    stuck_rank: int | None = None  # a rank blocked in a collective (its step no longer advances)
+    dead_ranks: tuple[int, ...] = ()
+    oom_at: float | None = None  # scenario time of the OOM that killed the first dead rank
+
+
+@dataclass(frozen=True, slots=True)
+class Story:
+    name: str
+    description: str
+    duration_s: float
+    at: Callable[[float], JobState]
+    setup: Callable[[FakeNvmlLibrary, DemoProfile], None] | None = None
+    # The finding this story raises, and whether the story fixes its cause so that it clears.
+    finding: str | None = None
+    clears: bool = False
+
+
+def _steady(_t: float) -> JobState:
+    return JobState("training")
+
+
+# ----- starved: a loader-bound GPU, then num_workers raised -----
+
+STARVED_FIX_S = 60.0
+
+
+def _starved(t: float) -> JobState:
+    if t < STARVED_FIX_S:
+        return JobState("loader-bound: num_workers=1", num_workers=1, worker_cpu_percent=99.0, rank_cpu_percent=38.0,
+                        data_wait=0.74, step_time_s=1.12, amp="bf16")
+    return JobState("num_workers raised to 12", num_workers=12, worker_cpu_percent=61.0, data_wait=0.06,
+                    step_time_s=0.29)
+
+
+def _starved_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
+    for index in profile.busy_gpus:
+        library.set_load(index, 0.27)
+        library.at(STARVED_FIX_S, lambda lib, i=index: lib.set_load(i, None))
+
+
+# ----- nccl-hang: one rank stuck in a collective, the others waiting on it -----
+
+NCCL_HANG_S = 30.0
+NCCL_STUCK_RANK = 5
+
+
+def _nccl_hang(t: float) -> JobState:
+    if t < NCCL_HANG_S:
+        return JobState("training")
+    return JobState(f"rank {NCCL_STUCK_RANK} stuck in all_reduce; the others wait in NCCL", status="stalled",
+                    stuck_rank=NCCL_STUCK_RANK, rank_cpu_percent=100.0, worker_cpu_percent=0.0, data_wait=0.0)
+
+
+def _nccl_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
+    # NCCL kernels spin while they wait: utilization pinned at 100 %, flat, no step rhythm, yet the SMs only poll
+    # a flag, so power falls to little above idle
+    spin_w = profile.gpu.idle_power_w + 0.15 * (profile.gpu.power_limit_w - profile.gpu.idle_power_w)
+    for index in profile.busy_gpus:
+        library.at(NCCL_HANG_S, lambda lib, i=index: lib.set_load(i, 1.0))
+        library.at(NCCL_HANG_S, lambda lib, i=index: lib.set_spin_power(i, spin_w))
+
+
+# ----- oom: one rank's memory climbs until it dies -----
+
+OOM_RANK = 3
+OOM_CLIMB_S = (10.0, 50.0)  # the leak grows over this span
+OOM_AT_S = 52.0
+
+
+def _oom_memory(t: float) -> int:
+    start, end = OOM_CLIMB_S
+    share = min(1.0, max(0.0, (t - start) / (end - start)))
+    return int(61 * GIB + share * 19.5 * GIB)
+
+
+def _oom(t: float) -> JobState:
+    if t < OOM_AT_S:
+        return JobState("memory of rank 3 climbing" if t >= OOM_CLIMB_S[0] else "training")
+    return JobState(f"rank {OOM_RANK} died: CUDA out of memory", status="crashed", dead_ranks=(OOM_RANK,),
+                    oom_at=OOM_AT_S, rank_cpu_percent=0.0, worker_cpu_percent=0.0)
+
+
+def _oom_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
+    if OOM_RANK >= profile.gpu_count:
+        return
+    pid = RANK_PID + OOM_RANK
+
+    def grow(lib: FakeNvmlLibrary, t: float) -> None:
+        lib.remove_process(pid)
+        lib.add_process(DemoProcess(OOM_RANK, pid, "compute", _oom_memory(t), "python train.py"))
+
+    for second in range(int(OOM_CLIMB_S[0]), int(OOM_CLIMB_S[1]) + 1, 2):
+        library.at(float(second), lambda lib, s=second: grow(lib, float(s)))
+
+    def die(lib: FakeNvmlLibrary) -> None:
+        for index in profile.busy_gpus:  # torchrun tears the whole job down once one rank fails
+            lib.remove_process(RANK_PID + index)
+            lib.set_load(index, 0.0)
+
+    library.at(OOM_AT_S, die)
+
+
+# ----- amp: fp32, then AMP (bf16): memory and step time drop -----
+
+AMP_SWITCH_S = 60.0
+
+
+def _amp(t: float) -> JobState:
+    if t < AMP_SWITCH_S:
+        return JobState("fp32 (amp off)", amp="off", step_time_s=0.52, gpu_memory_bytes=61 * GIB)
+    return JobState("restarted with AMP (bf16)", amp="bf16", step_time_s=0.27, gpu_memory_bytes=38 * GIB)
+
+
+def _amp_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
+    def switch(lib: FakeNvmlLibrary) -> None:
+        for index in profile.busy_gpus:
+            lib.remove_process(RANK_PID + index)
+            lib.add_process(DemoProcess(index, RANK_PID + index, "compute", 38 * GIB, "python train.py"))
+
+    library.at(AMP_SWITCH_S, switch)
+
+
+# ----- thermal: temperature climbs, clocks fall; airflow restored -----
+
+THERMAL_RISE_S = (10.0, 50.0)
+THERMAL_SLOW_S = 40.0  # SW thermal slowdown from here
+THERMAL_FIXED_S = 90.0  # cooling restored
+
+
+def _thermal(t: float) -> JobState:
+    if THERMAL_SLOW_S <= t < THERMAL_FIXED_S:
+        return JobState("GPU 2 too hot: clocks held back", step_time_s=0.41)
+    return JobState("cooling restored" if t >= THERMAL_FIXED_S else "training")
+
+
+THERMAL_GPU = 2
+
+
+def _thermal_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
+    gpu = min(THERMAL_GPU, profile.gpu_count - 1)
+    start, end = THERMAL_RISE_S
+    for second in range(int(start), int(end) + 1, 2):
+        library.at(float(second), lambda lib, s=second: lib.set_temperature_offset(
+            gpu, 22.0 * (s - start) / (end - start)))
+    library.at(THERMAL_SLOW_S, lambda lib: lib.force_reasons(gpu, "sw_thermal"))
+    library.at(THERMAL_FIXED_S, lambda lib: lib.force_reasons(gpu))
+    library.at(THERMAL_FIXED_S, lambda lib: lib.set_temperature_offset(gpu, 0.0))
+
+
+STORIES: dict[str, Story] = {
+    s.name: s
+    for s in (
+        Story("starved", f"DataLoader-bound GPUs (num_workers=1) until {STARVED_FIX_S:g} s, then num_workers=12",
+              120.0, _starved, _starved_gpus, finding="gpu-starved", clears=True),
+        Story("nccl-hang", f"rank {NCCL_STUCK_RANK} stuck in a collective from {NCCL_HANG_S:g} s; the others wait, "
+              "GPU utilization flat", 120.0, _nccl_hang, _nccl_gpus),
+        Story("oom", f"rank {OOM_RANK}'s device memory climbs until it dies of CUDA OOM at {OOM_AT_S:g} s", 90.0,
+              _oom, _oom_gpus, finding="cuda-oom"),
+        Story("amp", f"fp32 until {AMP_SWITCH_S:g} s, then AMP (bf16): memory and step time drop", 120.0, _amp,
+              _amp_gpus, finding="amp-available", clears=True),
+        Story("thermal", f"GPU {THERMAL_GPU} heats up; clocks fall from {THERMAL_SLOW_S:g} s until cooling returns "
+              f"at {THERMAL_FIXED_S:g} s", 120.0, _thermal, _thermal_gpus, finding="gpu-throttled", clears=True),
+    )
+}
+
+STEADY = Story("steady", "a healthy job", float("inf"), _steady)
+
+
+def get_story(name: str | None) -> Story:
+    if name is None:
+        return STEADY
+    try:
+        return STORIES[name]
+    except KeyError:
+        raise KeyError(f"unknown demo scenario {name!r}; valid: {', '.join(STORIES)}") from None
