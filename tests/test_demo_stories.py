@@ -54,7 +54,7 @@ def test_starved_raises_gpu_starved_then_clears_once_workers_are_raised() -> Non
     assert any("num_workers=1" in line for line in finding.evidence)
     latest = frames[-1].snapshot
     assert latest.workload is not None and latest.workload.config is not None
-    assert latest.workload.config["num_workers"] == 12
+    assert latest.workload.config is not None and latest.workload.config.num_workers == 12
     workers = [p for p in latest.processes if p.name == "pt_data_worker"]
     assert len(workers) >= 40  # 8 ranks x 12 workers, the busiest listed
 
