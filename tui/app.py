@@ -32,6 +32,8 @@ from hwtop.widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
+DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
+DEMO_JOB = "a demo machine runs its story's job, not a real one: --scenario picks the story"
 PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from widgets/keys.py
 
 
@@ -290,6 +292,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.notify("topology will be re-read at the next tick")
 
     def action_start_workload(self) -> None:
+        if self._simulated:
+            self.notify(DEMO_JOB, severity="warning")
+            return
         if not hasattr(self.source, "workload"):
             self.notify("this source cannot run a workload (replay or test source)", severity="warning")
             return
@@ -316,6 +321,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.notify(f"workload started: {' '.join(args)}")
 
     def action_stop_workload(self) -> None:
+        if self._simulated:
+            self.notify(DEMO_JOB, severity="warning")
+            return
         monitor = getattr(self.source, "workload", None)
         if monitor is None:
             self.notify("no workload running")
@@ -369,6 +377,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         from hwtop.probes.job import JobError, JobProbe
 
         table = self.process_table
+        if self._simulated:
+            self.notify(DEMO_PIDS, severity="warning")
+            return
         if not hasattr(self.source, "job") or self.replaying:
             self.notify("this source cannot focus a job (replay or test source)", severity="warning")
             return
@@ -386,12 +397,22 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.notify(f"focused on pid {pid} and its descendants: j shows the job")
         self.action_job()
 
+    @property
+    def _simulated(self) -> bool:
+        """A demo machine: its pids are not this machine's, so no key may signal or focus one."""
+        from hwtop.session.sampler import Sampler
+
+        return isinstance(self.source, Sampler) and self.source.simulated
+
     def action_signal_process(self) -> None:
         """k: signal the highlighted process, after a confirmation that shows its user and command."""
         from hwtop.probes.signals import describe, may_signal, send
         from hwtop.tui.signal_dialog import SignalDialog
 
         if self.replaying:
+            return
+        if self._simulated:
+            self.notify(DEMO_PIDS, severity="warning")
             return
         rows, table = self.process_table.rows_shown, self.process_table
         if not rows or not 0 <= table.cursor_row < len(rows):
