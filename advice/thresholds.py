@@ -64,6 +64,14 @@ TABLE: dict[str, Threshold] = {
                                                 "gradients: drops in the first steps are expected"),
     "ecc_corrected_growth": Threshold(100, "errors", "hwtop's choice: 100 more corrected errors within two "
                                                      "minutes is a burst; NVML here gives totals, not addresses"),
+    "spin_util_percent": Threshold(
+        95.0, "%", "hwtop's choice: NCCL's kernels poll a flag while they wait for a peer, so NVML reports the GPU "
+        "busy the whole time"),
+    "spin_power_share": Threshold(
+        0.35, "fraction", "hwtop's choice: ...yet polling draws little power; a GPU that computes at 95% utilisation "
+        "draws well over a third of its power limit"),
+    "spin_seconds": Threshold(20.0, "s", "hwtop's choice: a collective takes milliseconds; 20 s of flat spinning "
+                                         "is a rank that never arrived, not a slow step"),
     # ----- a focused job, with or without a GPU (issue 20) -----
     "stack_min_samples": Threshold(
         20, "samples", "hwtop's choice: with 20 samples a 30% share has a standard error of ~10 points; fewer "

@@ -93,7 +93,7 @@ def test_every_rule_id_of_the_issue_exists():
     assert set(RULE_IDS) == {"cuda-oom", "gpu-starved", "cpu-single-core", "numa-misplaced", "pcie-degraded",
                              "topology-slow-p2p", "io-bound", "host-memory-pressure", "gpu-throttled",
                              "amp-available", "cudnn-benchmark", "amp-overflow", "gpu-errors",
-                             "training-diverged",
+                             "training-diverged", "collective-hang",  # issue 22: the nccl-hang story
                              # issue 20: a focused job, with or without a GPU
                              "data-starved", "worker-churn", "single-core-loading", "cpu-oversubscribed",
                              "loader-io-bound", "job-memory-pressure"}

@@ -388,3 +388,34 @@ def test_training_diverged_names_the_step_and_is_critical_once_the_run_stopped()
     assert find(run([t.tick(workload=stopped)])[-1], "training-diverged").severity == "critical"
     healthy = Timeline()
     assert "training-diverged" not in ids(run([healthy.tick(workload=workload(rank(0))) for _ in range(3)])[-1])
+
+
+def _spinning_job(t: Timeline, util: float, power_w: float, status: str = "running"):
+    """Two ranks on GPUs 0 and 1 (400 W limit), each GPU at `util` drawing `power_w`."""
+    gpus = tuple(plain_gpu(i, util, pids=(50000 + i,), power_w=power_w, power_limit_w=400.0) for i in (0, 1))
+    return t.tick(2.0, gpus=gpus, workload=workload(rank(0), rank(1), status=status))
+
+
+def test_gpus_busy_at_idle_power_are_ranks_waiting_in_a_collective():
+    t = Timeline()
+    found = run([_spinning_job(t, 100.0, 88.0) for _ in range(14)])
+    assert "collective-hang" not in ids(found[8])  # 16 s of spinning: not yet
+    finding = find(found[-1], "collective-hang")  # 26 s
+    assert finding.title == "Ranks wait in a collective" and finding.gpus == (0, 1)
+    assert "GPU0 100% busy for 20 s yet drawing 22% of its power limit" in finding.evidence[0]
+
+
+@pytest.mark.parametrize(("util", "power_w"), [(100.0, 300.0), (80.0, 90.0)])
+def test_a_gpu_that_computes_or_idles_is_no_hang(util, power_w):
+    t = Timeline()
+    assert all("collective-hang" not in ids(f) for f in run([_spinning_job(t, util, power_w) for _ in range(20)]))
+
+
+def test_a_stalled_job_without_gpus_is_named_and_clears_when_steps_return():
+    t = Timeline()
+    stalled = [t.tick(2.0, workload=workload(rank(0), rank(1), status="stalled")) for _ in range(3)]
+    running = [t.tick(2.0, workload=workload(rank(0), rank(1))) for _ in range(8)]
+    found = run(stalled + running)
+    finding = find(found[0], "collective-hang")
+    assert finding.title == "The job stopped making steps" and finding.gpus == ()
+    assert "collective-hang" not in ids(found[-1])

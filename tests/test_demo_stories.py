@@ -111,6 +111,12 @@ def test_nccl_hang_freezes_steps_and_flattens_gpu_utilization() -> None:
     stuck = [p for p in hung[-1].processes if p.pid == 41000 + NCCL_STUCK_RANK]
     assert stuck and stuck[0].state == "R"
     assert any(p.state == "S" for p in hung[-1].processes if 41000 <= p.pid < 41008)
+    raised = first_with(frames, "collective-hang")
+    assert raised is not None and NCCL_HANG_S <= raised <= NCCL_HANG_S + 25  # within the spin window
+    finding = next(f for f in frames[-1].findings if f.id == "collective-hang")
+    assert finding.title == "Ranks wait in a collective" and finding.severity == "critical"
+    assert any(f"rank {NCCL_STUCK_RANK} (pid {41000 + NCCL_STUCK_RANK})" in line for line in finding.evidence)
+    assert "collective-hang" not in ids(frames[(int(NCCL_HANG_S) - 4) // 2])  # not before the hang
 
 
 @pytest.mark.parametrize("name", sorted(STORIES))

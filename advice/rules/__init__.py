@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from hwtop.advice.rules.collective import collective_hang
 from hwtop.advice.rules.contention import cpu_oversubscribed, job_memory_pressure
 from hwtop.advice.rules.health import gpu_errors, gpu_throttled
 from hwtop.advice.rules.loader import data_starved, loader_io_bound, single_core_loading, worker_churn
@@ -42,6 +43,8 @@ RULES: tuple[Rule, ...] = (
     Rule("cudnn-benchmark", cudnn_benchmark, 5.0, 5.0, "cuDNN autotuning of conv jobs"),
     Rule("amp-overflow", amp_overflow, 0.0, 30.0, "GradScaler scale drops"),
     Rule("gpu-errors", gpu_errors, 0.0, 60.0, "ECC errors and lost GPUs"),
+    # The rule itself waits spin_seconds of flat spinning (or the job's 15 s without a step): no extra hold.
+    Rule("collective-hang", collective_hang, 0.0, 10.0, "GPUs busy at idle power, and steps that stop"),
     Rule("training-diverged", training_diverged, 0.0, 60.0, "NaN/inf losses and gradients of the job"),
     # A focused job (--pid/--job), GPU or not: its stacks, its process tree, its share of the box.
     Rule("data-starved", data_starved, 5.0, 10.0, "where the job's ranks spend their time (py-spy samples)"),
