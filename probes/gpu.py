@@ -2,8 +2,8 @@
 same bindings on a fake of that library: demo/nvml).
 
 Calls are tiered. Static facts once (and again after a reset); MIG mode every tick (what utilization means
-depends on it); power limit, ECC, MIG slices and NVLink link states every SLOW_TIER_S; live values every tick,
-with every NVLink link's byte counter (and, from R555, the PCIe byte counters) in one
+depends on it); power limit, ECC, energy, PCIe replays, MIG slices and NVLink link states every SLOW_TIER_S;
+live values every tick, with every NVLink link's byte counter (and, from R555, the PCIe byte counters) in one
 `nvmlDeviceGetFieldValues` call, read as counters. nvmlDeviceGetPcieThroughput, which blocks for 20 ms, only
 runs on a background thread (probes/nvml_slow.py). What each error means is probes/nvml_calls.py's: NOT_SUPPORTED
 is asked again later or on a state change, a GPU is lost only when a fresh handle lookup agrees, and a failed
@@ -102,6 +102,8 @@ class SlowFacts:
     ecc: EccCounts | None = None
     ecc_enabled: bool | None = None
     mig: tuple[MigInstance, ...] = ()
+    energy_mj: int | None = None  # since the driver loaded (Volta and newer)
+    pcie_replays: int | None = None  # since the driver loaded
 
 
 @dataclass(slots=True)
@@ -474,7 +476,12 @@ class NvmlProbe:
                 if handle is not None:
                     instances.append(self._mig_instance(device, slot, handle))
         device.nvlinks = self._active_links(device)
-        device.slow = SlowFacts(limit, ecc, ecc_enabled, tuple(instances))
+        # dcgm-exporter's DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION and _PCIE_REPLAY_COUNTER, read as NVML gives them
+        energy = self._call(device, "energy", "nvmlDeviceGetTotalEnergyConsumption")
+        replays = self._call(device, "pcie_replays", "nvmlDeviceGetPcieReplayCounter")
+        device.slow = SlowFacts(limit, ecc, ecc_enabled, tuple(instances),
+                                energy_mj=None if energy is None else int(energy),
+                                pcie_replays=None if replays is None else int(replays))
         device.slow_at = now
 
     def _mig_instance(self, device: _Device, slot: int, handle: Any) -> MigInstance:
@@ -552,6 +559,8 @@ class NvmlProbe:
             nvlink_rx_bytes_per_s=nvlink_rx,
             ecc=slow.ecc,
             ecc_enabled=slow.ecc_enabled,
+            energy_mj=slow.energy_mj,
+            pcie_replays=slow.pcie_replays,
             compute_capability=static.compute_capability,
             mig_enabled=device.mig,
             mig=slow.mig if device.mig else (),

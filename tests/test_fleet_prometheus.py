@@ -257,10 +257,10 @@ def test_every_panel_of_nvidias_dcgm_dashboard_gets_a_series_from_hwtop_on_a_gpm
         assert metric and any(name == metric.group(1) for name, _ in samples)
 
 
-# Panels of our dashboard that stay empty on the demo: job telemetry needs hwtop's embedded job running; energy
-# and XID need the GPU probe to read them (model fields energy_mj, xid_last; see docs in deploy/README.md).
+# Panels of our dashboard that stay empty on the demo: job telemetry needs hwtop's embedded job running; XID needs
+# the GPU probe to read NVML's events (model field xid_last; see deploy/README.md).
 EMPTY_ON_THE_DEMO = {"Job: training steps per second", "Job: share of each step waiting for data",
-                     "GPU power from the energy counter", "Last XID error", "What limits the job",
+                     "Last XID error", "What limits the job",
                      "Active findings by severity"}
 
 

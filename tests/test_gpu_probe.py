@@ -315,3 +315,17 @@ def test_card_without_nvlink_has_none_and_asks_no_nvlink_fields() -> None:
     assert gpu.nvlink_tx_bytes_per_s is None and gpu.pcie.rx_bytes_per_s is not None
     assert not [key for key in fake.field_requests if key[1] in (138, 139)]
     assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0
+
+
+def test_energy_and_pcie_replays_are_read_as_nvml_counts_them() -> None:
+    """dcgm-exporter's TOTAL_ENERGY_CONSUMPTION and PCIE_REPLAY_COUNTER: the energy grows by the power drawn
+    (mJ = mW x s) between two slow-tier reads; replays are the driver's count."""
+    fake, probe, clock = make("h200")
+    first = probe.read()[1][0]
+    power_mw = fake.truth(0).power_mw
+    fake.set_pcie_replays(0, 7)
+    clock.now += 10.0  # past the slow tier
+    second = probe.read()[1][0]
+    assert first.energy_mj is not None and second.energy_mj is not None
+    assert second.energy_mj - first.energy_mj == pytest.approx(10.0 * power_mw, rel=0.05)
+    assert (first.pcie_replays, second.pcie_replays) == (0, 7)

@@ -194,6 +194,8 @@ SIGNATURES: dict[str, tuple[type, ...]] = {
     "nvmlDeviceGetFieldValues": (P, c_int, P),
     "nvmlDeviceGetEccMode": (P, P, P),
     "nvmlDeviceGetTotalEccErrors": (P, U, U, P),
+    "nvmlDeviceGetTotalEnergyConsumption": (P, P),
+    "nvmlDeviceGetPcieReplayCounter": (P, P),
     "nvmlDeviceGetMigMode": (P, P, P),
     "nvmlDeviceGetMaxMigDeviceCount": (P, P),
     "nvmlDeviceGetMigDeviceHandleByIndex": (P, U, P),

@@ -321,6 +321,9 @@ class FakeNvmlLibrary:
         card = self.world.cards[index]
         card.pcie_gen_override, card.pcie_width_override = gen, width
 
+    def set_pcie_replays(self, index: int, count: int) -> None:
+        self.world.cards[index].pcie_replays = count
+
     def set_ecc(self, index: int, corrected: int, uncorrected: int) -> None:
         card = self.world.cards[index]
         card.ecc_corrected, card.ecc_uncorrected = corrected, uncorrected

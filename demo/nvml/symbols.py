@@ -296,6 +296,17 @@ class Symbols:
         write(pending, ctypes.c_uint, int(card.ecc_enabled))
         return abi.SUCCESS
 
+    def nvmlDeviceGetTotalEnergyConsumption(self, target: Target, energy: int) -> int:
+        card = self._card(target)
+        if card.model.compute_capability < (7, 0):
+            return abi.NOT_SUPPORTED  # NVML: Volta or newer
+        write(energy, ctypes.c_ulonglong, self.lib.world.counter(card, "energy", self.lib.now()))
+        return abi.SUCCESS
+
+    def nvmlDeviceGetPcieReplayCounter(self, target: Target, value: int) -> int:
+        write(value, ctypes.c_uint, self._card(target).pcie_replays)
+        return abi.SUCCESS
+
     def nvmlDeviceGetTotalEccErrors(self, target: Target, error_type: int, counter_type: int, count: int) -> int:
         card = self._card(target)
         if not card.model.ecc or not card.ecc_enabled:

@@ -112,6 +112,7 @@ class Card:
     ancestors: dict[int, int] = field(default_factory=dict)
     field_lag_s: float = 0.0  # how old the driver's cached field values are when read
     sample_quirks: set[str] = field(default_factory=set)  # per-process utilization quirks (library.py)
+    pcie_replays: int = 0  # PCIe replays since the driver loaded (a marginal riser or slot retries packets)
     temperature_offset: float = 0.0  # degrees above what its load alone gives (a story's failing airflow)
     spin_power_w: float | None = None  # busy but idle inside: kernels spinning on a flag (a hung collective)
     counters: dict[str, Counter] = field(default_factory=dict)
@@ -170,7 +171,10 @@ class World:
         return 1.0 / len(active)
 
     def rate(self, card: Card, name: str, t: float) -> float:
-        """Counter `name`'s rate at time t: pcie_tx/pcie_rx in bytes/s, nvl_txN/nvl_rxN in KiB/s (link N)."""
+        """Counter `name`'s rate at time t: pcie_tx/pcie_rx in bytes/s, nvl_txN/nvl_rxN in KiB/s (link N),
+        energy in mJ/s (the power in mW: the energy counter is its integral)."""
+        if name == "energy":
+            return float(self.truth(card, t, counters=False).power_mw)
         load = self.load(card, t)
         if name == "pcie_rx":
             return PCIE_RX_PER_LOAD * load
