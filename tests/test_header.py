@@ -3,30 +3,43 @@ from __future__ import annotations
 import dataclasses
 
 from rich.text import Text
+from textual.geometry import Region
 
 from hwtop.widgets.header import HeaderBar
 from tests.factories import host_snapshot
 
 
-def _counted(header: HeaderBar) -> list[tuple[str, bool]]:
-    """Each update the bar asks for: its text and whether it asked for a layout pass."""
-    calls: list[tuple[str, bool]] = []
+def _counted(header: HeaderBar) -> list[tuple[str, object]]:
+    """Each repaint the bar asks for: ("update", its text, whether laid out) or ("refresh", the regions)."""
+    calls: list[tuple[str, object]] = []
 
     def update(content: Text, *, layout: bool = True) -> None:
-        calls.append((content.plain, layout))
+        calls.append(("update", (content.plain, layout)))
+
+    def refresh(*regions: Region, **_: object) -> HeaderBar:
+        calls.append(("refresh", regions))
+        return header
     header.update = update  # type: ignore[method-assign]
+    header.refresh = refresh  # type: ignore[method-assign]
     return calls
 
 
-def test_the_header_repaints_only_when_what_it_shows_changes() -> None:
+def test_the_header_repaints_only_what_changed() -> None:
     header = HeaderBar()
     calls = _counted(header)
     snapshot = host_snapshot()
-    header.show(snapshot, 1.0, paused=False)
-    header.show(dataclasses.replace(snapshot, time=int(snapshot.time) + 0.4), 1.0, paused=False)  # same second
-    header.show(dataclasses.replace(snapshot, time=int(snapshot.time) + 0.7), 1.0, paused=False)
-    assert len(calls) == 1 and calls[0][1] is True  # the first text: a layout pass; the same second: nothing
-    header.show(dataclasses.replace(snapshot, time=int(snapshot.time) + 1.2), 1.0, paused=False)
-    assert len(calls) == 2 and calls[1][1] is False and calls[1][0] != calls[0][0]  # a new second, same width
-    header.show(dataclasses.replace(snapshot, time=int(snapshot.time) + 1.2), 1.0, paused=True)
-    assert len(calls) == 3 and "PAUSED" in calls[2][0] and calls[2][1] is True  # wider: laid out again
+    start = int(snapshot.time)
+    header.show(dataclasses.replace(snapshot, time=start + 0.1), 1.0, paused=False)
+    first = str(header.render())
+    header.show(dataclasses.replace(snapshot, time=start + 0.4), 1.0, paused=False)  # the same second
+    header.show(dataclasses.replace(snapshot, time=start + 0.7), 1.0, paused=False)
+    assert calls == [("update", (first, True))]  # the first text, laid out; then nothing
+    header.show(dataclasses.replace(snapshot, time=start + 1.2), 1.0, paused=False)
+    second = str(header.render())
+    assert second != first and len(calls) == 2
+    kind, regions = calls[1]
+    changed = [i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
+    assert kind == "refresh" and regions == (Region(changed[0], 0, changed[-1] + 1 - changed[0], 1),)  # the clock
+    header.show(dataclasses.replace(snapshot, time=start + 1.2), 1.0, paused=True)
+    assert calls[2][0] == "update" and "PAUSED" in str(header.render())  # wider: the whole line, laid out
+    assert calls[2][1] == (str(header.render()), True)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import time
 
+from rich.cells import cell_len
 from rich.text import Text
+from textual.app import RenderResult
+from textual.geometry import Region
 from textual.widgets import Static
 
 from hwtop.model.snapshot import Snapshot
@@ -14,8 +17,9 @@ from hwtop.widgets.safe_text import data
 
 
 class HeaderBar(Static):
-    """One line, height 1 in every stylesheet that places it: a new text repaints it without a layout pass, and a
-    text that reads the same as the one on screen (a tick within the same second) repaints nothing."""
+    """One line, height 1 in every stylesheet that places it. A text that reads as the one on screen (a tick within
+    the same second) repaints nothing; one that differs in a few characters only (the clock) repaints those cells;
+    any other change of the same width repaints the line without a layout pass."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -45,5 +49,23 @@ class HeaderBar(Static):
         shown = self._shown
         if shown is not None and shown.plain == text.plain and shown.spans == text.spans:
             return
-        self.update(text, layout=shown is None or shown.cell_len != text.cell_len)  # same width: no layout pass
         self._shown = text
+        cells = _changed_cells(shown, text)
+        if cells is None:
+            self.update(text, layout=shown is None or shown.cell_len != text.cell_len)  # same width: no layout
+        else:  # the same line but a few characters (the clock's seconds): only those cells are sent again
+            self.refresh(Region(cells[0], 0, cells[1] - cells[0], 1))
+
+    def render(self) -> RenderResult:
+        return self._shown if self._shown is not None else super().render()
+
+
+def _changed_cells(old: Text | None, new: Text) -> tuple[int, int] | None:
+    """The cells [start, end) where two lines of the same length and styles differ; None when they differ in
+    length or styles (the whole line is drawn again)."""
+    if old is None or old.spans != new.spans or len(old.plain) != len(new.plain) or old.cell_len != new.cell_len:
+        return None
+    a, b = old.plain, new.plain
+    first = next(i for i in range(len(a)) if a[i] != b[i])
+    last = next(i for i in range(len(a) - 1, -1, -1) if a[i] != b[i])
+    return cell_len(a[:first]), cell_len(b[:last + 1])
