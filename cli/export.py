@@ -8,8 +8,10 @@ import ipaddress
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-from hwtop.advice.thresholds import Thresholds
+if TYPE_CHECKING:  # the parser is built at every start: the advice tables load only when export runs
+    from hwtop.advice.thresholds import Thresholds
 
 DEFAULT_LISTEN = "127.0.0.1:9400"
 
