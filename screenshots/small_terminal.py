@@ -1,6 +1,7 @@
 """Screenshots at 80x24, the terminal a new user has (issue 24): the `?` help, the job view, and the process table
-with a command line that is long and holds a newline. The real app on the rtx3090 demo, watching a small process
-tree started here (a parent and two children, each child's command line with a newline in it).
+with a command line that is long and holds a newline. The help is the real app on the rtx3090 demo; the job view
+and the process table are this machine (GPUs off), watching a small process tree started here (a parent and two
+children, each child's command line with a newline in it), since a demo machine lists only its own processes.
 
     python -m screenshots.small_terminal      # SVGs (and PNGs where cairosvg is installed) under screenshots/
 """
@@ -65,7 +66,7 @@ async def capture_help(name: str = "help-80x24") -> str:
 async def capture_job(root: int, name: str = "job-80x24") -> str:
     from hwtop.probes.job import JobProbe
 
-    sampler = make_sampler(DEMO, no_gpu=False)
+    sampler = make_sampler(None, no_gpu=True)  # the tree is this machine's: a demo host would not list it
     sampler.job = JobProbe(roots=(root,))
     app = HwtopApp(sampler, interval=0.5, open_job=True)
     async with app.run_test(size=SIZE) as pilot:
@@ -74,7 +75,7 @@ async def capture_job(root: int, name: str = "job-80x24") -> str:
 
 
 async def capture_processes(name: str = "processes-newline-80x24") -> str:
-    app = HwtopApp(make_sampler(DEMO, no_gpu=False), interval=0.5)
+    app = HwtopApp(make_sampler(None, no_gpu=True), interval=0.5)  # this machine's processes, filtered to the tree
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot, 4)
         await pilot.press("slash", *MARKER, "enter")  # the tree's rows only: the rest of this box is not the point
