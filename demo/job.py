@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from hwtop.demo.nvml.world import memory_ramp
 from hwtop.demo.story import RANK_PID, JobState, Story
 from hwtop.model.snapshot import JobConfig, OomEvent, RankState, WorkloadState
 
@@ -62,6 +63,7 @@ class DemoJob:
 
     def _rank(self, i: int, rank: int, job: JobState) -> RankState:
         step = int(self._steps[i])
+        held = int(job.gpu_memory_bytes * memory_ramp(self._t))
         stalled = job.status == "stalled"
         step_time = None if stalled else job.step_time_s
         return RankState(
@@ -69,8 +71,8 @@ class DemoJob:
             samples_per_s=None if step_time is None else round(job.batch_size / step_time, 1),
             data_wait_fraction=job.data_wait, loss=round(6.9 * math.exp(-step / 4000.0) + 0.9, 4),
             amp=job.amp, scale=65536.0 if job.amp == "fp16" else None, batch_size=job.batch_size,
-            rss_bytes=14 * 1024**3, cuda_allocated_bytes=int(job.gpu_memory_bytes * 0.82),
-            cuda_reserved_bytes=job.gpu_memory_bytes, cuda_peak_bytes=job.gpu_memory_bytes,
+            rss_bytes=14 * 1024**3, cuda_allocated_bytes=int(held * 0.82),
+            cuda_reserved_bytes=held, cuda_peak_bytes=held,
             step_times=tuple(self._times),
             throughput=tuple(round(job.batch_size / s, 1) for s in self._times))
 

@@ -90,6 +90,15 @@ class Counter:
         return self.value
 
 
+MEMORY_RAMP_S = 20.0
+
+
+def memory_ramp(t: float) -> float:
+    """The share of its memory a job has allocated t seconds in: it grows over its first batches. The demo job's
+    own figures (demo/job.py) follow the same ramp, so a rank never reports more than its GPU holds."""
+    return max(0.0, min(1.0, t / MEMORY_RAMP_S))
+
+
 @dataclass(slots=True)
 class Card:
     """One simulated GPU and everything tests and scenarios can change about it."""
@@ -201,7 +210,7 @@ class World:
         load = self.load(card, t)
         rng = random.Random(f"{self.seed}:{card.index}:{math.floor(t)}")
         util = round(100 * load)
-        ramp = min(1.0, t / 20.0)  # memory grows as the job allocates its first batches
+        ramp = memory_ramp(t)
         working = card.busy or bool(self.forced_load(card, t))
         used = int(min(model.memory_bytes - model.reserved_bytes,
                        (self.job_memory(card) * ramp if working else 0) + 4 * MIB + (card.index * 3 % 7) * MIB))
