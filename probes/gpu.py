@@ -44,6 +44,7 @@ from hwtop.probes.nvml_calls import (
     verdict,
 )
 from hwtop.probes.nvml_counters import CounterRates, field_number
+from hwtop.probes.nvml_events import XidWatcher
 from hwtop.probes.nvml_processes import VERSIONS, Listed, call_version, merge, pick_samples, symbol
 from hwtop.probes.nvml_slow import BackgroundCalls
 
@@ -167,6 +168,7 @@ class NvmlProbe:
         self._holders: dict[int, tuple[int, ...]] = {}  # /dev/nvidiaN minor -> local pids holding it
         self._holders_at = -1e9
         self._minors_cache: dict[int, tuple[float, set[int] | None]] = {}
+        self._xids: XidWatcher | None = None
 
     @property
     def nvml(self) -> types.ModuleType:
@@ -215,6 +217,8 @@ class NvmlProbe:
             return GpuSystem(False, f"NVIDIA driver loaded but no GPU visible{retry}", driver, cuda_text,
                              self.source)
         self._devices = [self._first_handle(index, now) for index in range(count)]
+        self._xids = XidWatcher(nvml, self.calls)
+        self._xids.start([(d.index, d.handle) for d in self._devices if d.handle is not None])
         self._retry_at = None
         return GpuSystem(True, None, driver, cuda_text, self.source)
 
@@ -236,6 +240,9 @@ class NvmlProbe:
     def _shutdown(self) -> None:
         for device in self._devices:
             self._free_gpm(device)
+        if self._xids is not None:
+            self._xids.close()
+            self._xids = None
         if self._nvml is not None:
             self._try(self._nvml.nvmlShutdown)
         self._devices = []
@@ -363,6 +370,8 @@ class NvmlProbe:
         if not system.available:
             return system, ()
         by_pid = {p.pid: p for p in processes}
+        if self._xids is not None:
+            self._xids.drain()
         gpus = []
         try:
             for device in self._devices:
@@ -395,6 +404,8 @@ class NvmlProbe:
             return False
         self._free_gpm(device)
         self._rates.forget(device.index)
+        if self._xids is not None:
+            self._xids.register(device.index, handle)
         fresh = _Device(device.index, handle, checked_tick=self._tick)
         for name in _Device.__slots__:  # type: ignore[attr-defined]
             setattr(device, name, getattr(fresh, name))
@@ -560,6 +571,7 @@ class NvmlProbe:
             ecc=slow.ecc,
             ecc_enabled=slow.ecc_enabled,
             energy_mj=slow.energy_mj,
+            xid_last=None if self._xids is None else self._xids.last_xid(device.index),
             pcie_replays=slow.pcie_replays,
             compute_capability=static.compute_capability,
             mig_enabled=device.mig,

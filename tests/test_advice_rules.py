@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 
+from hwtop.advice.engine import AdviceEngine
 from hwtop.demo.profiles import GIB, MIB
 from hwtop.model.snapshot import DiskSnapshot, GpmMetrics, MemorySnapshot, NonfiniteEvent, OomEvent, Topology
 from tests.advice_timeline import Timeline, find, ids, plain_gpu, process, rank, run, workload
@@ -300,6 +301,22 @@ def test_corrected_ecc_growth(growth, fires):
     assert ("gpu-errors" in ids(found)) is fires
     if fires:
         assert f"0 → {growth}" in find(found, "gpu-errors").evidence[0]
+
+
+@pytest.mark.parametrize(("xid", "severity", "words"), [(79, "critical", "fallen off the bus"),
+                                                       (31, "warning", "page fault"), (1234, "critical", "Xid table")])
+def test_an_xid_event_is_named_then_clears_once_it_is_older_than_the_window(xid, severity, words):
+    t = Timeline("dgx-a100")
+    frames = ticks(t, 2)
+    t.fake.report_xid(2, xid)
+    frames += ticks(t, 2)
+    engine = AdviceEngine()
+    found = run(frames, engine)[-1]
+    finding = find(found, "gpu-errors")
+    assert finding.title == f"GPU2 reported Xid {xid}" and finding.severity == severity
+    assert words in finding.evidence[0] and finding.gpus == (2,)
+    later = run([t.tick(10.0) for _ in range(20)], engine)  # 200 s on: the report left the 120 s window
+    assert "gpu-errors" not in ids(later[-1])
 
 
 # ----- amp-available, cudnn-benchmark, amp-overflow -----

@@ -257,9 +257,9 @@ def test_every_panel_of_nvidias_dcgm_dashboard_gets_a_series_from_hwtop_on_a_gpm
         assert metric and any(name == metric.group(1) for name, _ in samples)
 
 
-# Panels of our dashboard that stay empty on the demo: its steady job raises no finding; XID needs the GPU probe
-# to read NVML's events (model field xid_last; see deploy/README.md). The demo's job fills the job panels.
-EMPTY_ON_THE_DEMO = {"Last XID error", "What limits the job",
+# Panels of our dashboard that stay empty on the demo: its steady job raises no finding. The demo's job fills the
+# job panels, and its GPUs report XID 0 (none since hwtop started watching).
+EMPTY_ON_THE_DEMO = {"What limits the job",
                      "Active findings by severity"}
 # ...and the job panels on snapshots of the GPUs alone (tests/factories.py's, which have no job)
 JOB_PANELS = {"Job: training steps per second", "Job: share of each step waiting for data"}

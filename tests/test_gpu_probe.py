@@ -329,3 +329,26 @@ def test_energy_and_pcie_replays_are_read_as_nvml_counts_them() -> None:
     assert first.energy_mj is not None and second.energy_mj is not None
     assert second.energy_mj - first.energy_mj == pytest.approx(10.0 * power_mw, rel=0.05)
     assert (first.pcie_replays, second.pcie_replays) == (0, 7)
+
+
+def test_a_critical_xid_is_read_from_nvml_events_and_kept_as_the_last_one() -> None:
+    """nvmlEventSetWait_v2 with no wait, once a tick: the XID of the GPU that reported it, 0 on the others."""
+    fake, probe, clock = make("dgx-a100")
+    assert [g.xid_last for g in probe.read()[1]] == [0] * 8
+    fake.report_xid(3, 48)
+    fake.report_xid(3, 79)  # two in one tick: the last one stands
+    fake.report_xid(5, 94)
+    clock.now += 1.0
+    assert [g.xid_last for g in probe.read()[1]] == [0, 0, 0, 79, 0, 94, 0, 0]
+    clock.now += 1.0
+    assert probe.read()[1][3].xid_last == 79  # kept until another comes
+    assert fake.calls["nvmlEventSetCreate"] == 1 and fake.calls["nvmlDeviceRegisterEvents"] == 8
+    probe.close()
+    assert fake.calls["nvmlEventSetFree"] == 1
+
+
+def test_a_driver_without_events_leaves_xid_unknown() -> None:
+    fake, probe, _ = make("h200")
+    fake.fail("nvmlEventSetCreate", 3)  # NOT_SUPPORTED
+    gpu = probe.read()[1][0]
+    assert gpu.xid_last is None and gpu.util_percent is not None  # the rest of the GPU is read as ever

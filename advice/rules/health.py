@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hwtop.advice.thresholds import Thresholds
-from hwtop.advice.window import Window
+from hwtop.advice.window import Window, compute_pids
 from hwtop.model.finding import Finding
+from hwtop.model.snapshot import GpuSnapshot
 
 THERMAL = {"SW thermal", "HW thermal"}
 POWER = {"power cap"}
@@ -49,9 +50,46 @@ ECC_FIXES = ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER shows the counts
              "card if uncorrectable errors return.")
 
 
+# What the common XIDs mean (NVIDIA's "Xid Errors" table): the driver's report, and whether the card or the
+# program is at fault.
+XID_MEANING: dict[int, tuple[str, bool]] = {  # xid -> (meaning, hardware)
+    13: ("graphics engine exception: often a program's out-of-range access", False),
+    31: ("GPU memory page fault: often a program's illegal address", False),
+    43: ("GPU stopped processing: a program's fault or a hang", False),
+    45: ("preemptive cleanup: a process on the GPU was killed", False),
+    48: ("double-bit ECC error", True),
+    63: ("ECC page retirement or row remap recorded", True),
+    64: ("ECC page retirement or row remap failed", True),
+    74: ("NVLink error", True),
+    79: ("GPU has fallen off the bus", True),
+    92: ("high single-bit ECC error rate", True),
+    94: ("contained ECC error: the affected program was stopped", True),
+    95: ("uncontained ECC error: every program on the GPU is affected", True),
+    119: ("GSP RPC timeout", True),
+    120: ("GSP error", True),
+}
+PROGRAM_XID_FIXES = ("The program's own error: its stderr names the kernel; CUDA_LAUNCH_BLOCKING=1 makes the "
+                     "failing call raise where it is made, and compute-sanitizer finds the bad access.",
+                     "dmesg | grep -i xid shows the report with the process it hit.")
+
+
+def _xid_finding(gpu: GpuSnapshot) -> Finding:
+    xid = gpu.xid_last or 0
+    meaning, hardware = XID_MEANING.get(xid, ("see NVIDIA's Xid table for this code", True))
+    return Finding("gpu-errors", "critical" if hardware else "warning", f"GPU{gpu.index} reported Xid {xid}",
+                   (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}): Xid {xid}, {meaning} (NVML event, "
+                    "within the last two minutes)",),
+                   ECC_FIXES if hardware else PROGRAM_XID_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,),
+                   pids=compute_pids(gpu))
+
+
 def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:
     first = {g.index: g for g in window.snapshots[0].gpus}
     for gpu in window.latest.gpus:
+        before = first.get(gpu.index)
+        if gpu.xid_last and (before is None or before.xid_last != gpu.xid_last):  # reported within the window
+            yield _xid_finding(gpu)
+            continue
         if gpu.lost:
             yield Finding("gpu-errors", "critical", f"GPU{gpu.index} lost",
                           (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}) stopped answering NVML "
@@ -68,7 +106,6 @@ def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:
                           (f"GPU{gpu.index} {ecc.volatile_uncorrected} uncorrectable ECC error(s) since the last "
                            "driver load",), ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
             continue
-        before = first.get(gpu.index)
         start = before.ecc.volatile_corrected if before is not None and before.ecc is not None else None
         if start is not None and ecc.volatile_corrected is not None and \
                 ecc.volatile_corrected - start >= t["ecc_corrected_growth"]:

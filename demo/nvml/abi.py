@@ -115,6 +115,15 @@ class ProcessUtilizationSample(Structure):
                 ("encUtil", c_uint), ("decUtil", c_uint)]
 
 
+class EventData(Structure):  # nvmlEventData_t
+    _fields_ = [("device", c_void_p), ("eventType", c_ulonglong), ("eventData", c_ulonglong),
+                ("gpuInstanceId", c_uint), ("computeInstanceId", c_uint)]
+
+
+EVENT_XID_CRITICAL = 8  # nvmlEventTypeXidCriticalError
+NO_INSTANCE = 0xFFFFFFFF  # an event of the whole GPU, not of one MIG instance
+
+
 class GpmSupport(Structure):
     _fields_ = [("version", c_uint), ("isSupportedDevice", c_uint)]
 
@@ -196,6 +205,10 @@ SIGNATURES: dict[str, tuple[type, ...]] = {
     "nvmlDeviceGetTotalEccErrors": (P, U, U, P),
     "nvmlDeviceGetTotalEnergyConsumption": (P, P),
     "nvmlDeviceGetPcieReplayCounter": (P, P),
+    "nvmlEventSetCreate": (P,),
+    "nvmlDeviceRegisterEvents": (P, c_ulonglong, P),
+    "nvmlEventSetWait_v2": (P, P, U),
+    "nvmlEventSetFree": (P,),
     "nvmlDeviceGetMigMode": (P, P, P),
     "nvmlDeviceGetMaxMigDeviceCount": (P, P),
     "nvmlDeviceGetMigDeviceHandleByIndex": (P, U, P),

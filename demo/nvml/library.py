@@ -27,7 +27,7 @@ from hwtop.demo.nvml import abi
 from hwtop.demo.nvml.branches import DriverBranch, branch_of
 from hwtop.demo.nvml.latency import cost_s
 from hwtop.demo.nvml.symbols import Symbols
-from hwtop.demo.nvml.world import EPOCH_S, EVENT, Card, GpuTruth, Target, World
+from hwtop.demo.nvml.world import EPOCH_S, EVENT, Card, EventQueue, GpuTruth, Target, World
 from hwtop.demo.profiles import DemoProcess, DemoProfile, get_profile
 
 # pynvml-level names a test may use for faults, and the C symbols behind them.
@@ -104,6 +104,7 @@ class FakeNvmlLibrary:
         self._keep: list[Any] = []  # buffers whose addresses were handed out
         self._handles: dict[int, Target] = {}
         self._handle_of: dict[Target, int] = {}
+        self.event_sets: dict[int, EventQueue] = {}  # live event set address -> the GPUs it watches, its events
         self.gpm_samples: dict[int, tuple[int, float] | None] = {}  # live sample address -> (gpu, time) of last get
         self._lock = threading.RLock()
         self._symbols = Symbols(self)
@@ -320,6 +321,12 @@ class FakeNvmlLibrary:
     def set_pcie_link(self, index: int, gen: int | None, width: int | None) -> None:
         card = self.world.cards[index]
         card.pcie_gen_override, card.pcie_width_override = gen, width
+
+    def report_xid(self, index: int, xid: int) -> None:
+        """The driver reports Xid `xid` on GPU `index`: every event set watching it gets the event."""
+        for queue in self.event_sets.values():
+            if index in queue.gpus:
+                queue.events.append((index, xid))
 
     def set_pcie_replays(self, index: int, count: int) -> None:
         self.world.cards[index].pcie_replays = count

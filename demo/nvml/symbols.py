@@ -16,7 +16,7 @@ from typing import Any, Protocol, cast
 from hwtop.demo.nvml import abi
 from hwtop.demo.nvml.abi import write, write_string
 from hwtop.demo.nvml.branches import DriverBranch
-from hwtop.demo.nvml.world import Card, GpuTruth, Target, World
+from hwtop.demo.nvml.world import Card, EventQueue, GpuTruth, Target, World
 from hwtop.demo.profiles import DemoProfile
 
 
@@ -34,6 +34,7 @@ class LibraryState(Protocol):
     value_types: dict[int, int]
     counter_origin: int
     gpm_samples: dict[int, tuple[int, float] | None]
+    event_sets: dict[int, EventQueue]
 
     def handle(self, target: Target) -> int: ...
     def target_of(self, address: int) -> Target | None: ...
@@ -305,6 +306,43 @@ class Symbols:
 
     def nvmlDeviceGetPcieReplayCounter(self, target: Target, value: int) -> int:
         write(value, ctypes.c_uint, self._card(target).pcie_replays)
+        return abi.SUCCESS
+
+    # ----- events (only critical XIDs) -----
+
+    def nvmlEventSetCreate(self, event_set: int) -> int:
+        buffer = ctypes.create_string_buffer(16)  # an opaque struct the caller never reads
+        self.lib.keep(buffer)
+        address = ctypes.addressof(buffer)
+        self.lib.event_sets[address] = EventQueue()
+        write(event_set, ctypes.c_void_p, address)
+        return abi.SUCCESS
+
+    def nvmlDeviceRegisterEvents(self, target: Target, event_types: int, event_set: int) -> int:
+        queue = self.lib.event_sets.get(event_set)
+        if queue is None:
+            return abi.INVALID_ARGUMENT
+        if event_types & ~abi.EVENT_XID_CRITICAL or target.mig_slot is not None:
+            return abi.NOT_SUPPORTED  # the fake's driver reports XIDs only, of whole GPUs
+        queue.gpus.add(target.gpu)
+        return abi.SUCCESS
+
+    def nvmlEventSetWait_v2(self, event_set: int, data: int, timeout_ms: int) -> int:
+        queue = self.lib.event_sets.get(event_set)
+        if queue is None:
+            return abi.INVALID_ARGUMENT
+        if not queue.events:
+            return abi.TIMEOUT  # the fake never blocks: nothing pending is a timeout, whatever the wait asked
+        gpu, xid = queue.events.popleft()
+        event = abi.struct_at(data, abi.EventData)
+        event.device = self.lib.handle(Target(gpu))  # type: ignore[attr-defined]
+        event.eventType, event.eventData = abi.EVENT_XID_CRITICAL, xid  # type: ignore[attr-defined]
+        event.gpuInstanceId = event.computeInstanceId = abi.NO_INSTANCE  # type: ignore[attr-defined]
+        return abi.SUCCESS
+
+    def nvmlEventSetFree(self, event_set: int) -> int:
+        if self.lib.event_sets.pop(event_set, None) is None:
+            return abi.INVALID_ARGUMENT
         return abi.SUCCESS
 
     def nvmlDeviceGetTotalEccErrors(self, target: Target, error_type: int, counter_type: int, count: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -88,6 +89,14 @@ class Counter:
             self.value -= rate_at(start) * (self.at - start)
             self.at = start
         return self.value
+
+
+@dataclass(slots=True)
+class EventQueue:
+    """One NVML event set: the GPUs registered on it and the events not yet waited for."""
+
+    gpus: set[int] = field(default_factory=set)
+    events: deque[tuple[int, int]] = field(default_factory=deque)  # (GPU index, XID)
 
 
 MEMORY_RAMP_S = 20.0
