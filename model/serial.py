@@ -4,6 +4,7 @@ a recording replays into exactly the objects the live monitor made. Wrong shapes
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from functools import cache
@@ -102,7 +103,10 @@ def lenient_dataclass(cls: type[D], record: dict[str, Any]) -> D:
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name in record:
             try:
-                kwargs[f.name] = decode(hints[f.name], record[f.name])
+                value = decode(hints[f.name], record[f.name])
             except (ValueError, TypeError):
                 continue
+            if isinstance(value, float) and not math.isfinite(value):
+                continue  # a NaN speedup or an infinite time is no figure: N/A
+            kwargs[f.name] = value
     return cls(**kwargs)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from hwtop.cli.main import make_sampler
-from hwtop.tui.app import DEMO_JOB, DEMO_PIDS, HwtopApp
+from hwtop.tui.app import DEMO_JOB, DEMO_JOB_VIEW, DEMO_PIDS, HwtopApp
 
 
-@pytest.mark.parametrize(("key", "message"), [("k", DEMO_PIDS), ("f", DEMO_PIDS), ("w", DEMO_JOB), ("x", DEMO_JOB)])
+@pytest.mark.parametrize(("key", "message"), [("k", DEMO_PIDS), ("f", DEMO_PIDS), ("w", DEMO_JOB), ("x", DEMO_JOB),
+                                              ("j", DEMO_JOB_VIEW)])
 async def test_keys_that_touch_real_processes_refuse_on_a_demo(key, message) -> None:
     app = HwtopApp(make_sampler("dgx-a100:starved", no_gpu=False), interval=0.2)
     async with app.run_test(size=(160, 50)) as pilot:

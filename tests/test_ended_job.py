@@ -45,3 +45,16 @@ async def test_topology_opens_again_after_it_was_closed() -> None:
             assert any(line.strip() for line in screen_lines(app)[1:-1])
             await pilot.press("escape")
             await pilot.pause()
+
+
+async def test_j_and_t_in_turn_go_back_to_the_open_screen_instead_of_stacking_it_again() -> None:
+    app = HwtopApp(ScriptedSource([job_snapshot()]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        for key in "jtjtj":
+            await pilot.press(key)
+            await pilot.pause()
+        assert [type(s).__name__ for s in app.screen_stack[1:]] == ["JobScreen"]  # not J, T, J, T, J
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(app.screen_stack) == 1  # one escape back to the monitor

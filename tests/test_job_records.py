@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hwtop.model.serial import lenient_dataclass, snapshot_from_dict
-from hwtop.model.snapshot import JobConfig, NonfiniteEvent, OomEvent
+from hwtop.model.snapshot import AmpSummary, JobConfig, NonfiniteEvent, OomEvent
 from tests.factories import host_snapshot
 
 
@@ -56,3 +56,9 @@ def test_a_recording_made_with_untyped_job_records_replays_into_the_typed_ones()
     assert workload.summary is not None and workload.summary.speedup == 1.4
     assert workload.last_oom == OomEvent(rank=0, batch_size=64, largest_fit=32, time=3.0)
     assert workload.last_nonfinite == NonfiniteEvent(rank=1, step=7, time=2.0, skipped=True)
+
+
+def test_a_nan_or_infinite_figure_is_left_out():
+    summary = lenient_dataclass(AmpSummary, {"speedup": math.nan, "memory_saving_fraction": math.inf,
+                                             "memory_metric": "cuda_peak_bytes"})
+    assert summary == AmpSummary(memory_metric="cuda_peak_bytes")

@@ -9,6 +9,7 @@ import time
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from hwtop.advice.thresholds import Thresholds
@@ -33,6 +34,7 @@ from hwtop.widgets.workload import WorkloadPanel
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
 DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
+DEMO_JOB_VIEW = "a demo machine has no job to focus: its story's job is in the workload pane"
 DEMO_JOB = "a demo machine runs its story's job, not a real one: --scenario picks the story"
 PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from widgets/keys.py
 
@@ -279,8 +281,19 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.process_table.reverse_sort()
         self.process_table.redraw()
 
+    def _bring_up(self, screen: Screen[None]) -> None:
+        """Show an installed screen: back down to it when it is already open under another (j, t, j, t… would
+        otherwise stack it again and again, one escape each), else push it."""
+        if self.screen is screen:
+            return
+        if screen in self.screen_stack:
+            while self.screen is not screen:
+                self.pop_screen()
+        else:
+            self.push_screen(screen)
+
     def action_topology(self) -> None:
-        self.push_screen(self.topology_screen)
+        self._bring_up(self.topology_screen)
         if self.snapshot is not None:
             self.topology_screen.show(self.snapshot, self.interval, self.paused)
 
@@ -358,13 +371,13 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         from hwtop.tui.job_screen import JobScreen
 
         if self.snapshot is not None and self.snapshot.job is None and getattr(self.source, "job", None) is None:
-            self.notify("no job focused: select a process and press f, or start hwtop --pid PID / --job PATTERN")
+            self.notify(DEMO_JOB_VIEW if self._simulated else
+                        "no job focused: select a process and press f, or start hwtop --pid PID / --job PATTERN")
             return
         if self.job_screen is None:
             self.job_screen = JobScreen()
             self.install_screen(self.job_screen, name="job")
-        if self.screen is not self.job_screen:
-            self.push_screen(self.job_screen)
+        self._bring_up(self.job_screen)
         if self.snapshot is not None:
             self.job_screen.show(self.snapshot, self.source.history, self.interval, self.paused)
             job = self.snapshot.job

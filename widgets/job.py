@@ -92,8 +92,8 @@ class JobPanel(TextPanel):
     def _show_cursor(self) -> None:
         """Scroll the screen to the selected row: a tree taller than the terminal keeps its last child reachable."""
         width = self.content_size.width
-        if width <= 0 or self.job is None:
-            return
+        if width <= 0 or self.job is None or not 0 <= self.cursor < len(self.job.processes):
+            return  # a new snapshot with fewer processes came between the key and this callback
         rows_before = 0
         for line in self.cached_lines(width):  # the rows above the selected one, wrapped lines counted
             if line.plain.lstrip().startswith(f"{self.job.processes[self.cursor].pid} "):

@@ -41,8 +41,10 @@ class TextPanel(Widget):
         compared, so a number that moved below the precision shown (12.31 % to 12.34 %) costs no repaint and
         sends no bytes to the terminal."""
         dirty: list[int] | None = None
+        dirty_width: int | None = None
         if self._cache is not None:
             (width, _, _), shown = self._cache
+            dirty_width = width
             lines = [visible(line) for line in self.lines(width)]
             if _same(lines, shown):
                 return
@@ -57,8 +59,9 @@ class TextPanel(Widget):
         width, rows = self._height
         if self._row_count(width) != rows:
             self.refresh(layout=True)
-        elif dirty:
-            # only the rows that read differently are drawn again and sent to the terminal
+        elif dirty and dirty_width == width:
+            # only the rows that read differently are drawn again and sent to the terminal (rows compared at the
+            # width the panel is laid out at: during a resize the two may differ, and then all of it is drawn)
             self.refresh(*(Region(0, row, width, 1) for row in dirty))
         else:
             self.refresh()
