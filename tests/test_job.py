@@ -20,18 +20,22 @@ TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
 
 PINNED_JOB = textwrap.dedent("""
     import multiprocessing as mp, os, sys, time
-    def worker():
+    def worker(placed):
         with open("/proc/self/comm", "w") as handle:
             handle.write("pt_data_worker")   # what torch's DataLoader workers call themselves
         os.sched_setaffinity(0, {1})
+        placed.wait()
         end = time.time() + 60
         while time.time() < end:
             pass
     if __name__ == "__main__":
         os.sched_setaffinity(0, {0})
-        workers = [mp.get_context("fork").Process(target=worker) for _ in range(2)]
+        fork = mp.get_context("fork")
+        placed = fork.Barrier(3)  # "ready" only once both workers are named and pinned (a loaded box is slow)
+        workers = [fork.Process(target=worker, args=(placed,)) for _ in range(2)]
         for w in workers:
             w.start()
+        placed.wait()
         print("ready", flush=True)
         time.sleep(60)
 """)
