@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.job_screen import JobScreen
 from hwtop.tui.topology_screen import TopologyScreen
@@ -15,6 +17,7 @@ async def started(app: HwtopApp, pilot) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow  # a long Pilot session (several screens, live ticks): the slow step runs it
 async def test_j_after_the_job_ended_opens_its_view_again_and_says_how_it_ended() -> None:
     app = HwtopApp(ScriptedSource([job_snapshot(ended=True)]))
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
@@ -47,6 +50,7 @@ async def test_topology_opens_again_after_it_was_closed() -> None:
             await pilot.pause()
 
 
+@pytest.mark.slow  # a long Pilot session (several screens, live ticks): the slow step runs it
 async def test_j_and_t_in_turn_go_back_to_the_open_screen_instead_of_stacking_it_again() -> None:
     app = HwtopApp(ScriptedSource([job_snapshot()]))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hwtop.widgets.format import SPARK, human_bytes, human_rate, sparkline
@@ -37,6 +37,7 @@ def test_memory_is_binary_with_the_letter_alone(value, shown):
 
 
 @given(st.floats(min_value=0, max_value=1e18, allow_nan=False))
+@settings(max_examples=50)
 def test_a_rate_never_shows_four_integer_digits(value):
     number = human_rate(value).removesuffix("B/s").rstrip("kMGT")
     assert float(number) < 1000 or human_rate(value).endswith("TB/s")

@@ -220,6 +220,7 @@ def test_check_refuses_nothing_to_focus():
         JobProbe(roots=(99999999,)).check()
 
 
+@pytest.mark.slow  # a long Pilot session (several screens, live ticks): the slow step runs it
 async def test_job_screen_live_with_stack_on_a_key():
     from hwtop.session.sampler import Sampler
     from hwtop.tui.app import HwtopApp

@@ -277,6 +277,7 @@ def starved_recording(tmp_path):
     return load(str(path)), frames
 
 
+@pytest.mark.slow  # a long Pilot session (several screens, live ticks): the slow step runs it
 async def test_replay_controls_and_advice_as_it_plays(tmp_path):
     from hwtop.tui.app import HwtopApp
 

@@ -153,6 +153,7 @@ def test_a_confirmed_signal_reaches_the_same_process_only():
             child.kill()
 
 
+@pytest.mark.slow  # a long Pilot session (several screens, live ticks): the slow step runs it
 async def test_k_asks_first_and_shows_user_and_command():
     from hwtop.model.snapshot import ProcessInfo
     from hwtop.tui.app import HwtopApp

@@ -25,6 +25,7 @@ async def started(app: HwtopApp, pilot) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow  # a long Pilot session (several screens, live ticks): the slow step runs it
 async def test_help_at_80x24_scrolls_to_its_last_key() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from hwtop.model.snapshot import ProbeError
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.help import HelpScreen
@@ -151,6 +153,7 @@ async def test_tiny_terminal_keeps_running() -> None:
         assert app.is_running and app.ticks >= 1
 
 
+@pytest.mark.slow  # a long Pilot session (several screens, live ticks): the slow step runs it
 async def test_topology_screen_shows_matrix_nodes_and_live_links() -> None:
     from hwtop.tui.topology_screen import TopologyScreen
     from tests.factories import with_demo_topology
