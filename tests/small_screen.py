@@ -32,3 +32,11 @@ def job_snapshot(workers: int = 3, ended: bool = False) -> Snapshot:
                       None if ended else 159.0, 9 << 30, ((0, 8 << 30),), pids_seen=2 + workers,
                       message="job ended; exit codes pid 50000: 0, pid 50001: 1" if ended else None)
     return dataclasses.replace(host_snapshot(), job=job)
+
+
+async def started(app, pilot) -> None:  # noqa: ANN001 - an HwtopApp and textual's Pilot
+    """The first frame drawn, with animations off: a scroll lands at once (what is checked is where, not how
+    smoothly)."""
+    app.animation_level = "none"
+    await app.first_frame.wait()
+    await pilot.pause()

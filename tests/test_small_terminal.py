@@ -16,13 +16,7 @@ from hwtop.tui.job_screen import JobScreen
 from hwtop.widgets import palette
 from hwtop.widgets.cpu import cpu_legend
 from tests.factories import ScriptedSource, host_snapshot
-from tests.small_screen import NEWLINE_COMMAND, job_snapshot, screen_lines
-
-
-async def started(app: HwtopApp, pilot) -> None:
-    app.animation_level = "none"  # a scroll lands at once: what is checked is where, not how smoothly
-    await app.first_frame.wait()
-    await pilot.pause()
+from tests.small_screen import NEWLINE_COMMAND, job_snapshot, screen_lines, started
 
 
 @pytest.mark.slow  # a long Pilot session (several screens, live ticks): the slow step runs it
