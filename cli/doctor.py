@@ -10,7 +10,7 @@ import re
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hwtop.advice.thresholds import Thresholds
@@ -91,6 +91,10 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
         facts["rule_errors"] = dict(frame.rule_errors)
         if snapshot.job is not None:
             shown = last_running or snapshot.job  # an ended job's last live view, with how it ended
+            if snapshot.job.status == "running":
+                final = sampler.job.finish_stacks() if sampler.job is not None else None
+                if final is not None:
+                    shown = replace(shown, stacks=final)
             facts["job"] = {**job_facts(shown, snapshot.time - (facts.get("job_since") or snapshot.time)),
                             "status": snapshot.job.status, "message": snapshot.job.message,
                             "exit_codes": job_facts(snapshot.job, 0.0)["exit_codes"]}

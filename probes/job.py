@@ -58,6 +58,8 @@ class StackSource(Protocol):
 
     def results(self) -> tuple[tuple[RankStacks, ...], str | None]: ...
 
+    def finish(self) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -408,6 +410,14 @@ class JobProbe:
             cgroup_memory=memory_of(self._cgroups, self.root) if self._cgroups is not None else None,
             stacks=stacks, stack_message=stack_message,
             dataset_devices=self._dataset_devices(mono), swap_in_pages_per_s=self._swap_in(mono))
+
+    def finish_stacks(self) -> tuple[RankStacks, ...] | None:
+        """Where each rank's time went, with the samples of the chunks still running; sampling ends. For a report
+        made at the end of a watch (doctor), which would otherwise miss up to a chunk's worth of samples."""
+        if self.stacks is None:
+            return None
+        self.stacks.finish()
+        return self.stacks.results()[0]
 
     def close(self) -> None:
         if self.stacks is not None:

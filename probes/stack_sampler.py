@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -71,6 +72,7 @@ class StackSampler:
         self._running: dict[int, _Running] = {}
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._keep_partial = False  # set by finish(): the running chunks are interrupted and read, not killed
         self._directory: str | None = None
         self._turn = 0
 
@@ -121,6 +123,16 @@ class StackSampler:
             note = f"sampling {MAX_TARGETS} of {sampled} ranks at a time, in turn"
         return tuple(out), note
 
+    def finish(self, timeout: float = 5.0) -> None:
+        """Stops sampling but keeps what the running chunks have sampled so far (py-spy writes its samples when
+        interrupted): a report made at the end of a short watch covers the whole watch, not only the chunks that
+        happened to end inside it. `results()` stays readable; `close()` still releases the rest."""
+        self._keep_partial = True
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=timeout + GRACE_S)
+
     def close(self) -> None:
         self._stop.set()
         thread = self._thread
@@ -146,6 +158,8 @@ class StackSampler:
                 self._start_due(now, wanted)
                 self._stop.wait(POLL_S)
         finally:
+            if self._keep_partial:
+                self._interrupt_all()
             self._kill_all()
             if self._directory is not None:
                 shutil.rmtree(self._directory, ignore_errors=True)
@@ -224,6 +238,34 @@ class StackSampler:
                     target.refused_at = end
                 elif message is not None and "is gone" in message:
                     del self._targets[pid]
+
+    def _interrupt_all(self, timeout: float = 5.0) -> None:
+        """SIGINT to each running py-spy (it then writes what it has sampled), and the chunks read. A child that
+        writes nothing in time (interrupted before it attached) is left to `_kill_all`, without a message."""
+        for running in self._running.values():
+            if running.process.poll() is None:
+                running.process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        for running in self._running.values():
+            try:
+                running.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        now = self.clock()
+        for pid, running in list(self._running.items()):
+            if running.process.poll() is None:
+                continue
+            text = None
+            try:
+                with open(running.path, encoding="utf-8", errors="replace") as handle:
+                    text = handle.read()
+            except OSError:
+                pass
+            if text is None:
+                del self._running[pid]
+                _release(running)
+            else:
+                self._finish(pid, running, text, None, now)
 
     def _kill_all(self) -> None:
         for pid, running in list(self._running.items()):

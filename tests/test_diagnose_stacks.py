@@ -129,6 +129,28 @@ def test_the_sampler_runs_py_spy_in_chunks_and_sums_the_window(tmp_path):
     assert not Path(directory).exists()  # and the private directory with the last one
 
 
+def test_finish_keeps_what_the_running_chunk_sampled(tmp_path):
+    """A short watch (doctor) ends inside a 10 s chunk: its samples so far count, as py-spy writes them on SIGINT."""
+    raw = tmp_path / "raw.txt"
+    raw.write_text(RAW.replace("4242", str(os.getpid())))
+    started = tmp_path / "started"
+    tool = fake_py_spy(tmp_path, f'while [ "$1" != "--output" ]; do shift; done\nout="$2"\n'
+                                 f'trap \'cp {raw} "$out"; exit 0\' INT\ntouch {started}\nsleep 30 &\nwait $!\n')
+    sampler = StackSampler(py_spy=tool, first_chunk_s=30.0, chunk_s=30.0)
+    try:
+        sampler.want({os.getpid(): 0})
+        deadline = time.monotonic() + 10.0
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert sampler.results()[0][0].samples == 0
+        sampler.finish()
+        stacks = sampler.results()[0][0]
+        assert stacks.samples == 100 and stacks.message is None and stacks.fraction("data") == pytest.approx(0.4)
+        assert not sampler._running  # noqa: SLF001
+    finally:
+        sampler.close()
+
+
 def test_ptrace_refused_says_what_to_run_and_missing_py_spy_says_how_to_install(tmp_path, monkeypatch):
     tool = fake_py_spy(tmp_path, "echo 'Error: Failed to attach' >&2\necho 'Permission denied (os error 13)' >&2\n"
                                  "exit 1\n")
