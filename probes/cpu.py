@@ -11,6 +11,7 @@ from typing import Any
 import psutil
 
 from hwtop.model.snapshot import CoreLoad, CpuSnapshot
+from hwtop.probes.cpu_facts import cache_totals, cpu_model
 from hwtop.probes.rates import counter_delta
 
 # Field names as psutil (and /proc/stat) give them; guest and guest_nice are already inside user and nice.
@@ -47,32 +48,42 @@ def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tu
 
 
 class CpuStaticInfo:
-    """py-cpuinfo takes about a second (it may run cpuid in a subprocess): read it once, off the first frame."""
+    """The CPU's model and cache sizes: read once, off the first frame. The kernel's own files first
+    (probes/cpu_facts.py, a millisecond); py-cpuinfo only for what they do not state, as it costs ~1.3 s of CPU."""
 
-    def __init__(self, start: bool = True, delay_s: float = 2.0) -> None:
+    def __init__(self, start: bool = True, delay_s: float = 2.0, root: str = "/") -> None:
         self.model: str | None = None
         self.l2_cache_bytes: int | None = None
         self.l3_cache_bytes: int | None = None
         self.physical_cores: int | None = psutil.cpu_count(logical=False)
+        self.root = root
         self.ready = threading.Event()
         if start:
-            # Delayed so its subprocess does not compete with the first frames on a small box.
+            # Delayed so that even the fallback's subprocess does not compete with the first frames.
             timer = threading.Timer(delay_s, self.load)
             timer.name, timer.daemon = "hwtop-cpuinfo", True
             timer.start()
 
     def load(self) -> None:
         try:
+            caches = cache_totals(self.root)
+            self.model = cpu_model(self.root)
+            self.l2_cache_bytes, self.l3_cache_bytes = caches.get(2), caches.get(3)
+            if self.model is None or self.l2_cache_bytes is None or self.l3_cache_bytes is None:
+                self._load_from_py_cpuinfo()
+        finally:
+            self.ready.set()
+
+    def _load_from_py_cpuinfo(self) -> None:
+        try:
             import cpuinfo  # lazy: slow to import and to run
 
             info = cpuinfo.get_cpu_info()
-            self.model = info.get("brand_raw") or None
-            self.l2_cache_bytes = _cache_bytes(info.get("l2_cache_size"))
-            self.l3_cache_bytes = _cache_bytes(info.get("l3_cache_size"))
         except Exception:  # noqa: BLE001 - the facts stay None; the monitor does not depend on them
-            pass
-        finally:
-            self.ready.set()
+            return
+        self.model = self.model or info.get("brand_raw") or None
+        self.l2_cache_bytes = self.l2_cache_bytes or _cache_bytes(info.get("l2_cache_size"))
+        self.l3_cache_bytes = self.l3_cache_bytes or _cache_bytes(info.get("l3_cache_size"))
 
 
 def _cache_bytes(value: Any) -> int | None:

@@ -84,7 +84,7 @@ def gather(demo: str | None = None) -> BoxFacts:
     finally:
         probe.close()
     static = CpuStaticInfo(start=False)
-    static.load()  # the report waits for py-cpuinfo; the monitor reads it in the background
+    static.load()  # the report waits for these facts; the monitor reads them in the background
     memory, swap = psutil.virtual_memory(), psutil.swap_memory()
     return BoxFacts("this machine", _gpu_facts(gpus, topology), system.message, static.model,
                     static.physical_cores, os.cpu_count(), static.l3_cache_bytes, memory.total, swap.total,

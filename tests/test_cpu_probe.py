@@ -92,3 +92,69 @@ def _spin(cpu: int, seconds: float) -> None:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         pass
+
+
+# ----- the CPU's static facts: the kernel's files first, py-cpuinfo only for what they lack -----
+
+def cache_tree(root, sockets: int = 2, cores: int = 4) -> None:
+    """`sockets` x `cores` cores with two SMT threads each, as sysfs lays them out: L1d/L1i/L2 shared by the two
+    threads of a core, one L3 per socket (its size written in M, as some kernels do)."""
+    from tests.sysfs_trees import write
+
+    threads = sockets * cores * 2
+    for cpu in range(threads):
+        core = cpu % (sockets * cores)
+        socket = core // cores
+        siblings = f"{core},{core + sockets * cores}"
+        l3 = f"{socket * cores}-{socket * cores + cores - 1},{sockets * cores + socket * cores}-" \
+             f"{sockets * cores + socket * cores + cores - 1}"
+        for index, (level, kind, size, shared) in enumerate([
+                (1, "Data", "48K", siblings), (1, "Instruction", "32K", siblings), (2, "Unified", "2048K", siblings),
+                (3, "Unified", "32M", l3)]):
+            base = f"sys/devices/system/cpu/cpu{cpu}/cache/index{index}"
+            for name, value in (("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+                write(root, f"{base}/{name}", f"{value}\n")
+    write(root, "proc/cpuinfo", "".join(f"processor\t: {cpu}\nvendor_id\t: GenuineIntel\nmodel name\t: "
+                                        "Intel(R) Xeon(R) Platinum 8480+\n\n" for cpu in range(threads)))
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("32K\n", 32 << 10), ("1024K", 1 << 20), ("2M", 2 << 20), ("1G", 1 << 30), ("512", 512), ("0K", None),
+    ("", None), ("12 KB", None), ("-1K", None), ("K", None)])
+def test_a_cache_size_as_sysfs_writes_it(text, expected) -> None:
+    from hwtop.probes.cpu_facts import parse_cache_size
+
+    assert parse_cache_size(text) == expected
+
+
+def test_static_facts_come_from_the_kernel_without_running_py_cpuinfo(tmp_path, monkeypatch) -> None:
+    import cpuinfo
+
+    def refuse() -> dict[str, object]:
+        raise AssertionError("py-cpuinfo ran although the kernel stated every fact")
+
+    monkeypatch.setattr(cpuinfo, "get_cpu_info", refuse)
+    cache_tree(tmp_path)
+    static = CpuStaticInfo(start=False, root=str(tmp_path))
+    static.load()
+    assert static.model == "Intel(R) Xeon(R) Platinum 8480+"
+    assert static.l2_cache_bytes == 8 * (2048 << 10)  # one per core, not per thread
+    assert static.l3_cache_bytes == 2 * (32 << 20)  # one per socket
+    assert static.ready.is_set()
+
+
+def test_what_the_kernel_does_not_state_is_asked_of_py_cpuinfo(tmp_path, monkeypatch) -> None:
+    import cpuinfo
+
+    from tests.sysfs_trees import write
+
+    monkeypatch.setattr(cpuinfo, "get_cpu_info", lambda: {"brand_raw": "Neoverse-V2", "l2_cache_size": 1 << 20,
+                                                          "l3_cache_size": 114 << 20})
+    write(tmp_path, "proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 2000.00\nCPU implementer\t: 0x41\n")
+    static = CpuStaticInfo(start=False, root=str(tmp_path))
+    static.load()
+    assert (static.model, static.l2_cache_bytes, static.l3_cache_bytes) == ("Neoverse-V2", 1 << 20, 114 << 20)
+    monkeypatch.setattr(cpuinfo, "get_cpu_info", lambda: 1 / 0)
+    broken = CpuStaticInfo(start=False, root=str(tmp_path))
+    broken.load()
+    assert (broken.model, broken.l3_cache_bytes) == (None, None) and broken.ready.is_set()
