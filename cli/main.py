@@ -343,8 +343,6 @@ def run_command(argv: list[str]) -> int:
         from hwtop.cli.topo import topo_command
 
         return topo_command(args.demo, args.json)
-    from hwtop.tui.app import HwtopApp
-
     job_probe = None
     if args.pid or args.job:
         from hwtop.probes.job import JobError, JobProbe
@@ -354,6 +352,7 @@ def run_command(argv: list[str]) -> int:
             job_probe.check()
         except JobError as error:
             parser.error(str(error))
+    from hwtop.tui.app import HwtopApp  # after the checks: a bad --pid or --job is refused at once
     sampler = make_sampler(args.demo, args.no_gpu)
     sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
     try:

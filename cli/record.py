@@ -72,10 +72,10 @@ def load_or_exit(path: str):  # -> Recording
 
 
 def replay_command(args: argparse.Namespace) -> int:
+    recording = load_or_exit(args.file)  # before Textual is imported: a bad file is refused at once
     from hwtop.recording.replay import ReplaySource
     from hwtop.tui.app import HwtopApp
 
-    recording = load_or_exit(args.file)
     interval = args.interval if args.interval_given else (recording.header.get("interval_s") or 1.0)
     source = ReplaySource(recording, interval_s=interval, speed=args.speed)
     try:
