@@ -54,8 +54,8 @@ class AdvicePanel(TextPanel):
         self.expanded &= keys  # a cleared finding forgets it was open
         self.cursor = min(self.cursor, max(0, len(findings) - 1))
         worst = findings[0].severity if findings else None
-        self.border_title = "Advice" if not findings else \
-            f"Advice · {len(findings)} finding{'s' if len(findings) != 1 else ''} · enter/click expands"
+        self.set_title("Advice" if not findings else
+                       f"Advice · {len(findings)} finding{'s' if len(findings) != 1 else ''} · enter/click expands")
         self.set_class(worst == "critical", "critical")
         # One borderless line when there is nothing to show, or no room (a short terminal): panels keep their rows.
         self.set_class(not findings or not self.inline, "empty")

@@ -54,7 +54,7 @@ class CpuPanel(TextPanel):
         self.cpu, self.numa, self.history = cpu, numa, history
         self.marked = marked or set()
         self.max_lines = max_lines
-        self.border_title = "CPU" if cpu is None or cpu.model is None else data(f"CPU · {cpu.model}")
+        self.set_title("CPU" if cpu is None or cpu.model is None else data(f"CPU · {cpu.model}"))
         self._show_legend()
         self.changed()
 

@@ -61,7 +61,7 @@ class GpuPanel(TextPanel):
             title = f"GPU · driver {system.driver_version or NA} · CUDA {system.cuda_driver_version or NA}"
             if system.source.startswith("demo"):
                 title += f" · {system.source}"
-        self.border_title = data(title)  # the driver and source strings are NVML's or a recording's
+        self.set_title(data(title))  # the driver and source strings are NVML's or a recording's
         self.changed()
 
     def lines(self, width: int) -> list[Text]:

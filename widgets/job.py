@@ -74,7 +74,7 @@ class JobPanel(TextPanel):
         self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
-            self.border_title = data(f"Job · {job.label} · d: Python stack of the selected process · escape: back")
+            self.set_title(data(f"Job · {job.label} · d: Python stack of the selected process · escape: back"))
         self.changed()
 
     @property

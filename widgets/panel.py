@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.geometry import Region, Size
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from hwtop.widgets.safe_text import visible
@@ -22,9 +24,18 @@ class TextPanel(Widget):
         self._generation = 0
         self._cache: tuple[tuple[int, int, bool], list[Text]] | None = None
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
+        self._title_shown: str | None = None
 
     def lines(self, width: int) -> list[Text]:
         raise NotImplementedError
+
+    def set_title(self, title: str | Text) -> None:
+        """The border title, set only when it reads differently: Textual repaints the whole panel (every row,
+        border included) whenever it is set, even to the same text, and panels set theirs each tick."""
+        shown = title.markup if isinstance(title, Text) else title
+        if shown != self._title_shown:
+            self._title_shown = shown
+            self.border_title = title
 
     def cached_lines(self, width: int) -> list[Text]:
         key = (width, self._generation, self.has_focus)  # has_focus turns true after on_focus has run
@@ -40,6 +51,10 @@ class TextPanel(Widget):
         """New data: repaint only if a line on screen reads differently. Values are formatted before they are
         compared, so a number that moved below the precision shown (12.31 % to 12.34 %) costs no repaint and
         sends no bytes to the terminal."""
+        if not self.display:  # hidden (no workload, or hidden by the config): nothing to draw, and a layout pass
+            self._generation += 1  # asked for here would reflow the whole screen every tick for nothing;
+            self._cache = None  # showing it again lays it out anew
+            return
         dirty: list[int] | None = None
         dirty_width: int | None = None
         if self._cache is not None:
@@ -74,6 +89,21 @@ class TextPanel(Widget):
 
     def render(self) -> Text:
         return Text("\n").join(self.cached_lines(self.content_size.width or self.size.width))
+
+    def render_line(self, y: int) -> Strip:
+        """Line by line when every line fits its row: Textual then draws again only the rows `changed` marked
+        (its styles cache keeps the others), where its own path would render the whole panel for any one row.
+        A line that wraps, or a text selection (which spans lines), takes Textual's whole-text path."""
+        lines = self.cached_lines(self.content_size.width or self.size.width)
+        width = self.size.width
+        if self.text_selection is not None or any(line.cell_len > width for line in lines):
+            return super().render_line(y)
+        style = self.visual_style
+        if y >= len(lines):
+            return Strip.blank(width, style.rich_style)
+        line = Text()
+        line.append_text(lines[y])  # its base style as a span, as in the joined text of `render`
+        return Visual.to_strips(self, visualize(self, line), width, 1, style)[0].apply_offsets(0, y)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows the text takes at this width, counting lines that wrap."""

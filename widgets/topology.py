@@ -32,7 +32,7 @@ class TopologyPanel(TextPanel):
     def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...]) -> None:
         self.topology, self.numa, self.gpus = topology, numa, gpus
         if topology is not None:
-            self.border_title = data(f"Topology · {topology.source} · r refresh")
+            self.set_title(data(f"Topology · {topology.source} · r refresh"))
         self.changed()
 
     def lines(self, width: int) -> list[Text]:

@@ -25,7 +25,7 @@ class WorkloadPanel(TextPanel):
         self.state = state
         self.display = state is not None
         if state is not None:
-            self.border_title = data(f"Workload · {state.scenario} · x stop")
+            self.set_title(data(f"Workload · {state.scenario} · x stop"))
         self.changed()
 
     def lines(self, width: int) -> list[Text]:
