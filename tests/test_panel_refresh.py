@@ -49,3 +49,49 @@ def test_a_wrapping_line_or_a_new_row_repaints_the_whole_panel() -> None:
     panel.text = ["a", "c" * 10]  # still one row each, but the old and new lines are compared by row
     panel.changed()
     assert calls[-1] == ((Region(0, 1, 10, 1),), False)
+
+
+def test_a_title_set_again_to_the_same_text_repaints_nothing() -> None:
+    """Textual repaints the whole panel, border included, whenever border_title is set: panels set theirs each
+    tick, so only a title that reads differently may reach it."""
+    panel = Lines(["a"])
+    calls = _laid_out(panel, 10)
+    panel.set_title("Advice")
+    panel.set_title("Advice")
+    panel.set_title(Text("Advice"))
+    assert calls == [((), False)] and panel.border_title == "Advice"
+    panel.set_title(Text("Advice · 1 finding", style="bold"))
+    assert len(calls) == 2 and "Advice · 1 finding" in str(panel.border_title)
+
+
+def test_a_hidden_panel_asks_for_no_layout() -> None:
+    panel = Lines(["no workload"])
+    panel.display = False
+    calls = _laid_out(panel, 20)
+    panel.text = ["RUNNING"]
+    panel.changed()
+    assert calls == []
+    assert [line.plain for line in panel.cached_lines(20)] == ["RUNNING"]  # what it shows once displayed again
+
+
+async def test_line_by_line_drawing_matches_textual_drawing_the_whole_text() -> None:
+    """Every row of every panel, drawn by the panel's render_line, is segment for segment what Textual's own
+    whole-text path draws (styles, the line's base style, click offsets), on a screen with GPUs and findings."""
+    from textual.widget import Widget
+
+    from tests.test_advice_ui import troubled_frames, warmed_app
+
+    app = warmed_app(troubled_frames())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        rows = 0
+        for panel in app.screen.query(TextPanel):
+            if not panel.display:
+                continue
+            for y in range(panel.size.height):
+                ours = list(TextPanel.render_line(panel, y))
+                panel._dirty_regions.add(panel.size.region)  # noqa: SLF001 - Textual's path renders afresh
+                assert ours == list(Widget.render_line(panel, y)), (type(panel).__name__, y)
+                rows += 1
+        assert rows >= 12
