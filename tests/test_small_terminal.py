@@ -14,7 +14,7 @@ from hwtop.tui.app import HwtopApp
 from hwtop.tui.help import KEYS, HelpScreen
 from hwtop.tui.job_screen import JobScreen
 from hwtop.widgets import palette
-from hwtop.widgets.cpu import cpu_legend
+from hwtop.widgets.cpu import CpuPanel, cpu_legend
 from tests.factories import ScriptedSource, host_snapshot
 from tests.small_screen import NEWLINE_COMMAND, job_snapshot, screen_lines, started
 
@@ -143,3 +143,18 @@ def test_the_cpu_legend_shortens_to_fit_and_keeps_every_part() -> None:
     assert full == "█user █system █irq █steal ▒iowait (not in %)"
     short = cpu_legend(cpu, width=38).plain
     assert short == "█usr █sys █irq █stl ▒io≠%" and len(short) <= 38
+
+
+def test_steal_once_seen_stays_in_the_legend() -> None:
+    """A VM's steal flickers about 0.5 %: a legend that followed it would redraw the whole CPU panel every other
+    tick. Once a part was shown, it stays."""
+    base = host_snapshot().cpu
+    assert base is not None
+    stolen = dataclasses.replace(base, cores=tuple(dataclasses.replace(c, steal=0.7) for c in base.cores))
+    quiet = dataclasses.replace(base, cores=tuple(dataclasses.replace(c, steal=0.2, irq=0.0) for c in base.cores))
+    assert "steal" not in cpu_legend(quiet).plain
+    assert "steal" in cpu_legend(quiet, seen={"steal"}).plain and "irq" not in cpu_legend(quiet, seen={"steal"}).plain
+    panel = CpuPanel()
+    panel.show(stolen, None, ())
+    panel.show(quiet, None, ())
+    assert "steal" in str(panel.border_subtitle)

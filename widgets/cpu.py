@@ -17,14 +17,26 @@ BUSY, WAITING = "█", "▒"  # iowait is time a core sat idle waiting on storag
 SHORT_NAMES = {"user": "usr", "system": "sys", "irq": "irq", "steal": "stl", "iowait (not in %)": "io≠%"}
 
 
-def cpu_legend(cpu: CpuSnapshot | None, width: int = 1000) -> Text:
-    """Which colour is which in the core bars, as btop/htop show it; irq and steal only where a core has them.
-    Within `width` cells: the names in full, then htop's short ones."""
-    parts = [(BUSY, "user", palette.USER), (BUSY, "system", palette.SYSTEM)]
+def occasional_parts(cpu: CpuSnapshot | None) -> set[str]:
+    """The parts of the core bars that only some machines show: irq and steal, where a core has them now."""
     cores = cpu.cores if cpu is not None else ()
+    found = set()
     if any((c.irq or 0.0) >= 0.5 for c in cores):
-        parts.append((BUSY, "irq", palette.IRQ))
+        found.add("irq")
     if any((c.steal or 0.0) >= 0.5 for c in cores):
+        found.add("steal")
+    return found
+
+
+def cpu_legend(cpu: CpuSnapshot | None, width: int = 1000, seen: frozenset[str] | set[str] = frozenset()) -> Text:
+    """Which colour is which in the core bars, as btop/htop show it; irq and steal only where a core has them
+    (now, or in `seen`: once shown, a part stays, or a VM's steal flickering about 0.5 % would redraw the panel
+    every other tick). Within `width` cells: the names in full, then htop's short ones."""
+    parts = [(BUSY, "user", palette.USER), (BUSY, "system", palette.SYSTEM)]
+    occasional = occasional_parts(cpu) | set(seen)
+    if "irq" in occasional:
+        parts.append((BUSY, "irq", palette.IRQ))
+    if "steal" in occasional:
         parts.append((BUSY, "steal", palette.STEAL))
     parts.append((WAITING, "iowait (not in %)", palette.IOWAIT))
     legend = Text()
@@ -47,6 +59,7 @@ class CpuPanel(TextPanel):
         self.marked: set[int] = set()
         self.max_lines = 1000
         self._legend = ""
+        self._legend_seen: set[str] = set()
 
     def show(self, cpu: CpuSnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
              marked: set[int] | None = None, max_lines: int = 1000) -> None:
@@ -59,7 +72,9 @@ class CpuPanel(TextPanel):
         self.changed()
 
     def _show_legend(self) -> None:
-        legend = cpu_legend(self.cpu, self.size.width - 2 if self.size.width else 1000)  # 2: the title's gaps
+        self._legend_seen |= occasional_parts(self.cpu)
+        legend = cpu_legend(self.cpu, self.size.width - 2 if self.size.width else 1000,  # 2: the title's gaps
+                            self._legend_seen)
         if legend.plain != self._legend:  # setting it repaints the panel, even to the same text
             self._legend, self.border_subtitle = legend.plain, legend
 
