@@ -97,7 +97,7 @@ class AdvicePanel(TextPanel):
     def lines(self, width: int) -> list[Text]:
         rows: list[tuple[tuple[str, str] | None, Text]] = []
         if not self.findings:
-            watched = ", ".join(self.watching)
+            watched = ", ".join(self.watching)[:max(1, width)]  # cut before Text: truncating ~600 cells each tick
             line = Text("Advice ", style="bold")
             line.append("✓ no problems seen", style=palette.OK_STRONG)
             line.append(f" · watching {watched}", style=palette.DIM)
