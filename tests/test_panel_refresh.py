@@ -93,6 +93,7 @@ async def test_line_by_line_drawing_matches_textual_drawing_the_whole_text() -> 
     whole-text path draws (styles, the line's base style, click offsets), on a screen with GPUs and findings."""
     from textual.widget import Widget
 
+    from hwtop.widgets.header import HeaderBar
     from tests.test_advice_ui import troubled_frames, warmed_app
 
     app = warmed_app(troubled_frames())
@@ -109,3 +110,7 @@ async def test_line_by_line_drawing_matches_textual_drawing_the_whole_text() -> 
                 assert ours == cells(Widget.render_line(panel, y)), (type(panel).__name__, y)
                 rows += 1
         assert rows >= 12
+        header = app.query_one(HeaderBar)
+        ours = cells(HeaderBar.render_line(header, 0))
+        header._dirty_regions.add(header.size.region)  # noqa: SLF001
+        assert ours == cells(Widget.render_line(header, 0)) and len(ours) > 40

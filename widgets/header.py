@@ -8,12 +8,14 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.app import RenderResult
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widgets import Static
 
 from hwtop.model.snapshot import Snapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import duration
 from hwtop.widgets.safe_text import data
+from hwtop.widgets.strips import drawable, line_strip
 
 
 class HeaderBar(Static):
@@ -58,6 +60,14 @@ class HeaderBar(Static):
 
     def render(self) -> RenderResult:
         return self._shown if self._shown is not None else super().render()
+
+    def render_line(self, y: int) -> Strip:
+        """The line drawn straight from its Rich Text (widgets/strips.py) each second, not through Textual's
+        Content path; Textual's own when it would not fit or a selection is being made."""
+        shown = self._shown
+        if shown is None or y != 0 or self.text_selection is not None or not drawable(shown, self.size.width):
+            return super().render_line(y)
+        return line_strip(self, shown, 0)
 
 
 def _changed_cells(old: Text | None, new: Text) -> tuple[int, int] | None:

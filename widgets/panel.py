@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from rich.segment import Segment
-from rich.style import Style as RichStyle
 from rich.text import Text
-from textual.cache import LRUCache
 from textual.geometry import Region, Size
 from textual.strip import Strip
-from textual.style import Style as VisualStyle
 from textual.widget import Widget
 
 from hwtop.widgets.safe_text import visible
-
-_STYLES: LRUCache[tuple[VisualStyle, RichStyle | None], RichStyle] = LRUCache(1024)
+from hwtop.widgets.strips import drawable, line_strip
 
 
 class TextPanel(Widget):
@@ -101,28 +96,11 @@ class TextPanel(Widget):
         A line that wraps or holds a tab, or a text selection (which spans lines), takes Textual's whole-text path."""
         lines = self.cached_lines(self.content_size.width or self.size.width)
         width = self.size.width
-        if self.text_selection is not None or any(line.cell_len > width or "\t" in line.plain for line in lines):
+        if self.text_selection is not None or not all(drawable(line, width) for line in lines):
             return super().render_line(y)
-        visual_style = self.visual_style
-        base = visual_style.rich_style
         if y >= len(lines):
-            return Strip.blank(width, base)
-        line = Text()
-        line.append_text(lines[y])  # its base style as a span (Text.render leaves a base style out), as in `render`
-        segments = [Segment(text, self._textual_style(visual_style, style)) for text, style, _ in
-                    line.render(self.app.console, end="")]
-        return Strip(segments).apply_offsets(0, y)
-
-    def _textual_style(self, base: VisualStyle, style: RichStyle | None) -> RichStyle:
-        """A span's Rich style as Textual's own path draws it (its colours through Textual's, on the widget's
-        style), cached: a panel uses a handful of styles, and converting them is most of the cost of a line."""
-        key = (base, style)
-        found = _STYLES.get(key)
-        if found is None:
-            theme = self.app.ansi_theme
-            found = base.rich_style if style is None else (base + VisualStyle.from_rich_style(style, theme)).rich_style
-            _STYLES[key] = found
-        return found
+            return Strip.blank(width, self.visual_style.rich_style)
+        return line_strip(self, lines[y], y)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows the text takes at this width, counting lines that wrap."""
