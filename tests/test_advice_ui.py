@@ -3,6 +3,7 @@ empty state, and a finding clearing while the app runs."""
 
 from __future__ import annotations
 
+import pytest
 from textual.geometry import Offset
 
 from hwtop.model.history import History
@@ -130,3 +131,14 @@ async def test_short_terminal_opens_findings_on_their_own_screen() -> None:
         await pilot.click(AdvicePanel, offset=Offset(10, 0))  # a click on its one line asks for the same screen
         await pilot.pause()
         assert isinstance(app.screen, AdviceScreen)
+
+
+@pytest.mark.parametrize(("text", "cells", "shown"), [
+    ("abc", 5, "abc"), ("abcdef", 4, "abc…"), ("abc", 0, ""), ("abc", 1, "…"), ("日本語テキスト", 5, "日本…"),
+    (" · watching " + "y" * 600, 20, " · watching yyyyyyy…")])
+def test_the_watching_line_is_clipped_to_its_cells(text: str, cells: int, shown: str) -> None:
+    from rich.cells import cell_len
+
+    from hwtop.widgets.advice import _clip
+
+    assert _clip(text, cells) == shown and cell_len(shown) <= max(0, cells)

@@ -97,11 +97,9 @@ class AdvicePanel(TextPanel):
     def lines(self, width: int) -> list[Text]:
         rows: list[tuple[tuple[str, str] | None, Text]] = []
         if not self.findings:
-            watched = ", ".join(self.watching)[:max(1, width)]  # cut before Text: truncating ~600 cells each tick
             line = Text("Advice ", style="bold")
             line.append("✓ no problems seen", style=palette.OK_STRONG)
-            line.append(f" · watching {watched}", style=palette.DIM)
-            line.truncate(max(1, width), overflow="ellipsis")
+            line.append(_clip(f" · watching {', '.join(self.watching)}", width - line.cell_len), style=palette.DIM)
             rows.append((None, line))
         elif not self.inline:
             first = self.findings[0]
@@ -152,3 +150,14 @@ def _hanging(label: str, style: str, text: str, width: int) -> list[Text]:
     out = [Text.assemble((f"   {label:<6}", style), data(parts[0]))]
     out += [Text(" " * indent).append_text(data(part)) for part in parts[1:]]
     return out
+
+
+def _clip(text: str, cells: int) -> str:
+    """`text` within `cells`, an ellipsis where it was cut. Sliced to cells + 1 characters first (a character takes
+    at least one cell, bar zero-width marks the rules' names do not have): Text.truncate then measures a few dozen
+    cells, not the ~600 of every rule's name, each tick."""
+    if cells <= 0:
+        return ""
+    clipped = Text(text[:cells + 1])
+    clipped.truncate(cells, overflow="ellipsis")
+    return clipped.plain
