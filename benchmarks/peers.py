@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from benchmarks.startup import BARE_APP, first_frame, hwtop_ready
-from benchmarks.terminal_runs import HWTOP, Measurement, measure, peers
+from benchmarks.terminal_runs import HWTOP, Measurement, compile_checkout, measure, peers
 
 PEERS = ("btop", "htop", "glances")
 
@@ -78,6 +78,7 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         sys.exit("tmux is needed")
+    compile_checkout()
     figures = terminal_figures(args.seconds, args.runs)
     ours_frame, bare_frame = first_frames(args.runs)
     tick, busy_tick = process_tick_ms(5000, args.runs)

@@ -21,7 +21,7 @@ import tempfile
 import time
 import uuid
 
-from benchmarks.terminal_runs import HWTOP
+from benchmarks.terminal_runs import HWTOP, compile_checkout
 
 BARE_APP = """
 from textual.app import App
@@ -63,6 +63,7 @@ def main() -> None:
     runs = parser.parse_args().runs
     if shutil.which("tmux") is None:
         sys.exit("tmux is needed")
+    compile_checkout()
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
         handle.write(BARE_APP)
     bare = [first_frame([sys.executable, handle.name], lambda p: "BARE-READY" in p) for _ in range(runs)]
