@@ -109,9 +109,10 @@ class _Details:
     affinity: tuple[int, ...] | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Seen:
-    """A process's last stat read: what its next CPU % is measured against, and what a skipped read reuses."""
+    """A process's last stat read: what its next CPU % is measured against, and what a skipped read reuses.
+    Updated in place when a read finds it unchanged (most of a big box's processes, each read)."""
     start_ticks: int
     ticks: int
     rss_pages: int
@@ -209,10 +210,11 @@ class ProcessProbe:
             return None
         percent, still = -1.0, 0
         if known is not None and known.start_ticks == start and not known.kernel and ticks >= known.ticks:
-            if ticks == known.ticks:
-                still = known.still + 1
             if now > known.read_at:
                 percent = 100.0 * (ticks - known.ticks) / CLOCK_TICKS / (now - known.read_at)
+            if ticks == known.ticks:  # stood still: the same record, one more still read
+                known.still, known.read_at, known.rss_pages, known.data = known.still + 1, now, rss_pages, data
+                return known, percent
         return _Seen(start, ticks, rss_pages, data, now, still, False), percent
 
     def _row(self, percent: float, stat: StatFields, now: float) -> ProcessInfo:
