@@ -81,9 +81,17 @@ def measure(name: str, argv: list[str], env: dict[str, str], seconds: float, war
     capture.close()
     environment = " ".join(f"{k}={v}" for k, v in env.items())
     command = (f"env {environment} " if environment else "") + " ".join(argv)
-    tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
+    pane = ""
+    for _ in range(5):  # a tmux server that was just killed refuses a new session for a moment
+        tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), command)
+        pane = tmux("display", "-p", "-t", session, "#{pane_pid}").strip()
+        if pane:
+            break
+        time.sleep(1.0)
+    if not pane:
+        raise RuntimeError(f"tmux did not start {name}")
     try:
-        pid = int(tmux("display", "-p", "-t", session, "#{pane_pid}").strip())
+        pid = int(pane)
         if environment:  # `env` execs the monitor: same pid, once it has
             time.sleep(0.2)
         time.sleep(warmup)
