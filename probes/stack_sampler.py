@@ -208,12 +208,7 @@ class StackSampler:
                                                      f"within {GRACE_S:g} s more")
                 continue
             stderr = running.process.stderr.read().decode("utf-8", "replace") if running.process.stderr else ""
-            text = None
-            try:
-                with open(running.path, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read()
-            except OSError:
-                pass
+            text = _samples(running)
             message = None if text is not None else explain(pid, code, stderr)
             self._finish(pid, running, text, message, now)
 
@@ -255,12 +250,7 @@ class StackSampler:
         for pid, running in list(self._running.items()):
             if running.process.poll() is None:
                 continue
-            text = None
-            try:
-                with open(running.path, encoding="utf-8", errors="replace") as handle:
-                    text = handle.read()
-            except OSError:
-                pass
+            text = _samples(running)
             if text is None:
                 del self._running[pid]
                 _release(running)
@@ -277,6 +267,15 @@ class StackSampler:
                 pass
             self._running.pop(pid, None)
             _release(running)
+
+
+def _samples(running: _Running) -> str | None:
+    """What a finished py-spy wrote (raw stacks), or None when it wrote nothing."""
+    try:
+        with open(running.path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def _release(running: _Running) -> None:
