@@ -58,7 +58,6 @@ class CpuPanel(TextPanel):
         self.history: tuple[float, ...] = ()
         self.marked: set[int] = set()
         self.max_lines = 1000
-        self._legend = ""
         self._legend_seen: set[str] = set()
 
     def show(self, cpu: CpuSnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
@@ -73,10 +72,8 @@ class CpuPanel(TextPanel):
 
     def _show_legend(self) -> None:
         self._legend_seen |= occasional_parts(self.cpu)
-        legend = cpu_legend(self.cpu, self.size.width - 2 if self.size.width else 1000,  # 2: the title's gaps
-                            self._legend_seen)
-        if legend.plain != self._legend:  # setting it repaints the panel, even to the same text
-            self._legend, self.border_subtitle = legend.plain, legend
+        self.set_subtitle(cpu_legend(self.cpu, self.size.width - 2 if self.size.width else 1000,  # 2: title gaps
+                                     self._legend_seen))
 
     def on_resize(self) -> None:
         self._show_legend()  # the first tick comes before the layout: the width it saw was not the panel's

@@ -25,6 +25,7 @@ class TextPanel(Widget):
         self._cache: tuple[tuple[int, int, bool], list[Text]] | None = None
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
         self._title_shown: str | None = None
+        self._subtitle_shown: str | None = None
 
     def lines(self, width: int) -> list[Text]:
         raise NotImplementedError
@@ -36,6 +37,13 @@ class TextPanel(Widget):
         if shown != self._title_shown:
             self._title_shown = shown
             self.border_title = title
+
+    def set_subtitle(self, subtitle: str | Text) -> None:
+        """The border subtitle, likewise set only when it reads differently."""
+        shown = subtitle.markup if isinstance(subtitle, Text) else subtitle
+        if shown != self._subtitle_shown:
+            self._subtitle_shown = shown
+            self.border_subtitle = subtitle
 
     def cached_lines(self, width: int) -> list[Text]:
         key = (width, self._generation, self.has_focus)  # has_focus turns true after on_focus has run
