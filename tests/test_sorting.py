@@ -63,3 +63,21 @@ def test_unknown_values_stay_last_in_both_directions() -> None:
     assert [r.pid for r in sort_rows(rows, "cpu", descending=False)] == [2, 3, 1]
     assert [r.pid for r in sort_rows(rows, "user")] == [1, 2, 3]
     assert [r.pid for r in sort_rows(rows, "user", descending=True)] == [3, 2, 1]
+
+
+async def test_the_same_processes_in_the_same_view_are_not_sorted_again() -> None:
+    """The process list is re-read every other tick at a 1 s refresh: a tick that brings the same list (here every
+    tick: the scripted source repeats its snapshot) leaves the table alone; a new sort rebuilds it at once."""
+    app = HwtopApp(ScriptedSource([host_snapshot()]), interval=0.05)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        table = app.process_table
+        built: list[int] = []
+        set_rows = table.set_rows
+        table.set_rows = lambda keys, rows, cursor=None: (built.append(len(keys)), set_rows(keys, rows, cursor))
+        ticks = app.ticks
+        await pilot.pause(0.3)
+        assert app.ticks > ticks and built == []
+        await pilot.press("r")
+        await pilot.pause()
+        assert built == [3] and pids(app) == [812, 41010, 41000]

@@ -136,6 +136,7 @@ class ProcessTable(LineTable):
         self.tree_view = False
         self.marked: set[int] = set()
         self._last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
+        self._view: tuple[object, ...] | None = None  # sort, filter, tree and marks the last rows were made for
         self._made: dict[tuple[object, ...], tuple[object, ...]] = {}
         self.border_title = "Processes"
 
@@ -169,8 +170,12 @@ class ProcessTable(LineTable):
 
     def show(self, processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...],
              marked: set[int] | None = None) -> None:
-        """`marked`: pids of the embedded job; their descendants (DataLoader workers) are marked too."""
-        self._last = (processes, gpus)
+        """`marked`: pids of the embedded job; their descendants (DataLoader workers) are marked too. The same
+        data in the same view is not sorted again: the process list is re-read every other tick at a 1 s refresh."""
+        view = (self.sort_key, self.sort_descending, self.filter_text, self.tree_view, frozenset(marked or ()))
+        if processes is self._last[0] and gpus is self._last[1] and view == self._view:
+            return
+        self._last, self._view = (processes, gpus), view
         marked = set(marked or ())
         if marked:
             parents = {p.pid: p.ppid for p in processes}
