@@ -25,6 +25,7 @@ class TextPanel(Widget):
         self._cache: tuple[tuple[int, int, bool], list[Text]] | None = None
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
         self._title_shown: str | None = None
+        self._one_row_each: tuple[object, int, bool] | None = None  # (lines, width, each fits one row)
         self._subtitle_shown: str | None = None
 
     def lines(self, width: int) -> list[Text]:
@@ -104,11 +105,18 @@ class TextPanel(Widget):
         A line that wraps or holds a tab, or a text selection (which spans lines), takes Textual's whole-text path."""
         lines = self.cached_lines(self.content_size.width or self.size.width)
         width = self.size.width
-        if self.text_selection is not None or not all(drawable(line, width) for line in lines):
+        if self.text_selection is not None or not self._each_fits(lines, width):
             return super().render_line(y)
         if y >= len(lines):
             return Strip.blank(width, self.visual_style.rich_style)
         return line_strip(self, lines[y], y)
+
+    def _each_fits(self, lines: list[Text], width: int) -> bool:
+        """Whether every line is one row at `width`, decided once per set of lines (not once per row drawn)."""
+        known = self._one_row_each
+        if known is None or known[0] is not lines or known[1] != width:
+            known = self._one_row_each = (lines, width, all(drawable(line, width) for line in lines))
+        return known[2]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows the text takes at this width, counting lines that wrap."""
