@@ -4,10 +4,13 @@ cancels, enter confirms."""
 from __future__ import annotations
 
 import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from textual.app import App
 from textual.containers import VerticalScroll
+from textual.pilot import Pilot
 from textual.screen import ModalScreen
 from textual.widgets import Button, Select
 
@@ -38,6 +41,15 @@ class Host(App[None]):
         self.result = result
 
 
+@asynccontextmanager
+async def opened(dialog: ModalScreen) -> AsyncIterator[tuple[Host, Pilot[None]]]:
+    """An 80x24 app with `dialog` pushed and drawn."""
+    app = Host(dialog)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        yield app, pilot
+
+
 def target() -> Target:
     return Target(4242, 1, "alice", 1000, "python train.py")
 
@@ -55,9 +67,7 @@ DIALOGS = {
 @pytest.mark.parametrize("name", sorted(DIALOGS))
 async def test_focus_first_field_escape_cancels(name: str) -> None:
     make, first, _ = DIALOGS[name]
-    app = Host(make())
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+    async with opened(make()) as (app, pilot):
         assert isinstance(app.screen, Dialog)
         assert isinstance(app.screen.focused, first), app.screen.focused
         await pilot.press("escape")
@@ -68,18 +78,14 @@ async def test_focus_first_field_escape_cancels(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(DIALOGS))
 async def test_enter_confirms(name: str) -> None:
     make, _, confirmed = DIALOGS[name]
-    app = Host(make())
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+    async with opened(make()) as (app, pilot):
         await pilot.press("enter")
         await pilot.pause()
         assert app.result == confirmed and not isinstance(app.screen, Dialog)
 
 
 async def test_workload_enter_in_the_options_field_starts_with_them() -> None:
-    app = Host(WorkloadDialog("cpu"))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+    async with opened(WorkloadDialog("cpu")) as (app, pilot):
         await pilot.press("tab")
         options = app.screen.query_one("#options")
         assert options.has_focus
@@ -90,9 +96,7 @@ async def test_workload_enter_in_the_options_field_starts_with_them() -> None:
 
 
 async def test_workload_enter_on_an_open_scenario_list_picks_it_and_does_not_start() -> None:
-    app = Host(WorkloadDialog("cpu"))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+    async with opened(WorkloadDialog("cpu")) as (app, pilot):
         await pilot.press("space")  # opens the list
         await pilot.pause()
         select = app.screen.query_one(Select)
@@ -106,9 +110,7 @@ async def test_workload_enter_on_an_open_scenario_list_picks_it_and_does_not_sta
 
 
 async def test_signal_dialog_cancel_button_with_enter_cancels() -> None:
-    app = Host(SignalDialog(target()))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+    async with opened(SignalDialog(target())) as (app, pilot):
         await pilot.press("tab", "tab")
         assert isinstance(app.screen.focused, Button) and app.screen.focused.id == "cancel"
         await pilot.press("enter")

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from textual.containers import VerticalScroll
+from textual.pilot import Pilot
 
-from hwtop.model.snapshot import ProcessInfo
+from hwtop.model.snapshot import ProcessInfo, Snapshot
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.help import KEYS, HelpScreen
 from hwtop.tui.job_screen import JobScreen
@@ -42,13 +45,20 @@ async def test_help_at_80x24_scrolls_to_its_last_key() -> None:
         assert not isinstance(app.screen, HelpScreen)
 
 
-async def test_job_view_at_80x24_fits_the_width_and_keeps_the_last_child_on_view() -> None:
-    snapshot = job_snapshot(workers=3)
+@asynccontextmanager
+async def job_view(snapshot: Snapshot) -> AsyncIterator[tuple[HwtopApp, Pilot[None]]]:
+    """An 80x24 app on `snapshot`, its job view opened with `j`."""
     app = HwtopApp(ScriptedSource([snapshot]))
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
         await pilot.press("j")
         await pilot.pause()
+        yield app, pilot
+
+
+async def test_job_view_at_80x24_fits_the_width_and_keeps_the_last_child_on_view() -> None:
+    snapshot = job_snapshot(workers=3)
+    async with job_view(snapshot) as (app, _pilot):
         assert isinstance(app.screen, JobScreen)
         panel = app.screen.panel
         width = panel.content_size.width
@@ -118,11 +128,7 @@ def test_small_terminal_screenshots_show_help_job_and_a_one_line_newline_command
 
 async def test_a_job_taller_than_the_terminal_scrolls_to_the_selected_row() -> None:
     snapshot = job_snapshot(workers=30)
-    app = HwtopApp(ScriptedSource([snapshot]))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await started(app, pilot)
-        await pilot.press("j")
-        await pilot.pause()
+    async with job_view(snapshot) as (app, pilot):
         last = snapshot.job.processes[-1]  # type: ignore[union-attr]
         assert not any(f" {last.pid} " in line for line in screen_lines(app))  # below the fold
         await pilot.press("up")  # from the first row round to the last child
