@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 FRAMES = 16  # files per sample
 FRAME_BYTES = 8192
 FEATURES = 1024
+HIDDEN = 4096
 
 
 def prepare(root: str, samples: int) -> None:
@@ -81,8 +82,8 @@ def main() -> None:
 
     loader = DataLoader(Frames(args.data, args.packed, args.cold_cache), batch_size=16, shuffle=True,
                         num_workers=args.num_workers, persistent_workers=args.num_workers > 0)
-    model = nn.Sequential(nn.Linear(FEATURES, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(),
-                          nn.Linear(2048, 10))
+    model = nn.Sequential(nn.Linear(FEATURES, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, HIDDEN), nn.ReLU(),
+                          nn.Linear(HIDDEN, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
