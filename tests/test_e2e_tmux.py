@@ -51,6 +51,33 @@ def test_hwtop_draws_quits_and_restores_terminal(size: tuple[int, int], tmp_path
         tmux("kill-session", "-t", session)
 
 
+def test_keys_reach_hwtop_and_a_lone_escape_closes_help(tmp_path: Path) -> None:
+    """Through the real terminal driver (tui.quiet_driver, whose input thread sleeps while nothing is typed): a
+    key opens help, a lone Escape (which might start a sequence, so it arrives after the parser's wait) closes
+    it, and q still quits at once."""
+    session = f"hwtop-e2e-{uuid.uuid4().hex[:8]}"
+    marker = tmp_path / "exit"
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m hwtop"
+    command = f"{hwtop}; echo $? > {marker}; echo HWTOP-EXITED; sleep 30"
+    tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "40", command)
+    try:
+        pane = lambda: tmux("capture-pane", "-p", "-t", session)  # noqa: E731
+        assert wait_for(lambda: "Processes" in pane() and "%" in pane()), pane()
+        time.sleep(1.5)  # idle: the input thread is asleep, not polling
+        tmux("send-keys", "-t", session, "?")
+        assert wait_for(lambda: "hwtop keys" in pane(), timeout=5), pane()
+        tmux("send-keys", "-t", session, "Escape")
+        assert wait_for(lambda: "hwtop keys" not in pane(), timeout=5), pane()
+        time.sleep(1.5)
+        started = time.monotonic()
+        tmux("send-keys", "-t", session, "q")
+        assert wait_for(lambda: marker.exists() and "HWTOP-EXITED" in pane(), timeout=10), pane()
+        assert time.monotonic() - started < 3.0  # the input thread is woken to exit, not waited for
+        assert marker.read_text().strip() == "0"
+    finally:
+        tmux("kill-session", "-t", session)
+
+
 @pytest.mark.parametrize("sig", ["TERM", "HUP", "INT"])
 def test_signal_to_hwtop_with_a_workload_restores_and_leaves_no_child(sig: str, tmp_path: Path) -> None:
     pytest.importorskip("torch", reason="the workload needs torch")

@@ -4,15 +4,19 @@
   path, a command), so it is never parsed as markup and its control characters are shown;
 - a crash ends the app, the terminal is restored, and `run()` raises the exception for the command line to
   report (one line, a saved traceback, exit status 1: cli.crash). Textual alone would print a long traceback
-  with local variables and leave the exit status to the caller (hwtop returned 0)."""
+  with local variables and leave the exit status to the caller (hwtop returned 0);
+- an input thread that sleeps while there is no input (tui.quiet_driver): an idle monitor must cost nothing."""
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
 from textual.app import App, ReturnType
+from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.worker import WorkerFailed
 
@@ -31,6 +35,15 @@ class GuardedApp(App[ReturnType]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.crash: BaseException | None = None  # the first unhandled exception; run() raises it
+
+    def get_driver_class(self) -> type[Driver]:
+        """On Linux and macOS, Textual's driver with a quiet input thread; a driver named in TEXTUAL_DRIVER, and
+        Windows, as Textual chooses."""
+        if sys.platform == "win32" or os.environ.get("TEXTUAL_DRIVER"):
+            return super().get_driver_class()
+        from hwtop.tui.quiet_driver import QuietLinuxDriver
+
+        return QuietLinuxDriver
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:

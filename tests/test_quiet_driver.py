@@ -1,0 +1,106 @@
+"""The input thread of hwtop's terminal driver (tui.quiet_driver), on a real pty: it sleeps while there is no
+input (Textual's own wakes ten times a second), still delivers keys and a lone Escape, and ends at once when
+the app exits. The whole app with it, under tmux: tests/test_e2e_tmux.py."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import selectors
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+from textual import events
+
+from hwtop.tui import quiet_driver
+from hwtop.tui.quiet_driver import POLL_S, QuietLinuxDriver, wait_s
+
+
+class CountingSelector(selectors.SelectSelector):
+    calls = 0
+
+    def select(self, timeout: float | None = None):  # type: ignore[override]
+        CountingSelector.calls += 1
+        return super().select(timeout)
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[QuietLinuxDriver, int, list[events.Event]]]:
+    """A driver whose input is a pty (the test writes to its other side), its input thread running, and the
+    events it dispatched."""
+    monkeypatch.setattr(quiet_driver.selectors, "SelectSelector", CountingSelector)
+    CountingSelector.calls = 0
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTSTP, signal.SIGCONT)}
+    driver_side, test_side = pty.openpty()
+    seen: list[events.Event] = []
+
+    async def make() -> QuietLinuxDriver:
+        return QuietLinuxDriver(SimpleNamespace())  # type: ignore[arg-type]  # the input thread never uses the app
+
+    driver = asyncio.run(make())
+    driver.fileno = driver_side
+    monkeypatch.setattr(driver, "process_message", seen.append)
+    thread = threading.Thread(target=driver.run_input_thread, daemon=True)
+    thread.start()
+    try:
+        yield driver, test_side, seen
+    finally:
+        driver.exit_event.set()
+        thread.join(2)
+        driver.close()
+        os.close(driver_side)
+        os.close(test_side)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+
+
+def keys(seen: list[events.Event]) -> list[str]:
+    return [e.key for e in seen if isinstance(e, events.Key)]
+
+
+def wait_for(predicate, timeout: float = 2.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_with_no_input_the_thread_sleeps(terminal) -> None:
+    time.sleep(0.8)
+    assert CountingSelector.calls == 1  # one wait, still blocked (Textual's thread: 8 by now)
+
+
+def test_keys_and_a_lone_escape_arrive(terminal) -> None:
+    _, test_side, seen = terminal
+    os.write(test_side, b"q")
+    assert wait_for(lambda: keys(seen) == ["q"]), keys(seen)
+    os.write(test_side, b"\x1b")  # may begin a sequence: the parser waits a moment, then it is the Escape key
+    assert wait_for(lambda: keys(seen) == ["q", "escape"]), keys(seen)
+    before = CountingSelector.calls
+    time.sleep(0.5)
+    assert CountingSelector.calls == before  # asleep again once the parser holds nothing
+
+
+def test_exit_ends_the_thread_at_once(terminal) -> None:
+    driver, _, _ = terminal
+    thread = next(t for t in threading.enumerate() if t.name != "MainThread" and t.is_alive()
+                  and getattr(t, "_target", None) == driver.run_input_thread)
+    started = time.monotonic()
+    driver.exit_event.set()
+    thread.join(2)
+    assert not thread.is_alive() and time.monotonic() - started < 0.5
+
+
+def test_the_wait_follows_the_parsers_deadline() -> None:
+    assert wait_s(SimpleNamespace(_timeout_time=None)) is None
+    later = quiet_driver.get_time() + 0.05
+    assert 0.0 < (wait_s(SimpleNamespace(_timeout_time=later)) or 0.0) <= 0.05
+    assert wait_s(SimpleNamespace(_timeout_time=quiet_driver.get_time() - 1.0)) == 0.0  # overdue: tick now
+    assert wait_s(SimpleNamespace()) == POLL_S  # a parser that keeps its deadline elsewhere: poll as Textual does
