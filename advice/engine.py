@@ -83,3 +83,17 @@ class AdviceEngine:
             (dataclasses.replace(t.finding, since=t.first_true) for t in self._tracks.values() if t.shown),
             key=lambda f: (f.rank, f.id, f.scope)))
         return self.findings
+
+    def holding(self, snapshot: Snapshot) -> tuple[Finding, ...]:
+        """What the rules find with `snapshot` in place of the latest, without hold or clear times and without
+        changing what is tracked: for a report that asks once more at its end (doctor, with the stack samples
+        that only came in when sampling stopped)."""
+        past = tuple(s for s in self._snapshots if s.time < snapshot.time)
+        window = Window((*past, snapshot))
+        found: list[Finding] = []
+        for rule in self.rules:
+            try:
+                found += rule.check(window, self.thresholds)
+            except Exception:  # noqa: BLE001 - a broken rule is already named by update()
+                continue
+        return tuple(found)

@@ -16,7 +16,7 @@ from typing import Any
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.finding import Finding
 from hwtop.model.safe_text import printable, printable_lines
-from hwtop.model.snapshot import JobSnapshot
+from hwtop.model.snapshot import JobSnapshot, Snapshot
 from hwtop.session.session import Session
 
 STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start
@@ -95,6 +95,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
                 final = sampler.job.finish_stacks() if sampler.job is not None else None
                 if final is not None:
                     shown = replace(shown, stacks=final)
+                    settle(seen, session, snapshot, replace(snapshot, job=replace(snapshot.job, stacks=final)))
             facts["job"] = {**job_facts(shown, snapshot.time - (facts.get("job_since") or snapshot.time)),
                             "status": snapshot.job.status, "message": snapshot.job.message,
                             "exit_codes": job_facts(snapshot.job, 0.0)["exit_codes"]}
@@ -104,6 +105,23 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             _full_stderr(sampler.workload, facts.get("workload"))
         facts.pop("job_since", None)
     return seen, facts
+
+
+def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, whole: Snapshot) -> None:
+    """The report ends on what the whole watch's stack samples say. While doctor watches, the rules read the
+    chunks of samples that have ended: in a 15 s watch, often only the first 3 s after attaching (a job's warm-up
+    among them). With the chunks still running read at the end (`whole`), the rules are asked once more: a finding
+    the extra samples contradict is cleared, one they support carries their figures. Findings whose answer the
+    samples do not change keep what the watch showed."""
+    before = {f.key for f in session.engine.holding(last)}
+    after = {f.key: f for f in session.engine.holding(whole)}
+    for key, entry in seen.items():
+        if not entry.active:
+            continue  # cleared while watched: that stands
+        if key in after:
+            entry.finding = replace(after[key], since=entry.finding.since)
+        elif key in before:
+            entry.active = False
 
 
 def _full_stderr(monitor: Any, workload: dict[str, Any] | None, wait_s: float = 2.0) -> None:
