@@ -12,6 +12,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import pytest
@@ -29,34 +30,43 @@ class CountingSelector(selectors.SelectSelector):
         return super().select(timeout)
 
 
-@pytest.fixture
-def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[QuietLinuxDriver, int, list[events.Event]]]:
-    """A driver whose input is a pty (the test writes to its other side), its input thread running, and the
-    events it dispatched."""
+@contextmanager
+def input_thread(monkeypatch: pytest.MonkeyPatch,
+                 input_fd: int) -> Iterator[tuple[QuietLinuxDriver, list[events.Event]]]:
+    """A driver reading `input_fd`, its input thread running, and the events it dispatched."""
     monkeypatch.setattr(quiet_driver.selectors, "SelectSelector", CountingSelector)
     CountingSelector.calls = 0
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTSTP, signal.SIGCONT)}
-    driver_side, test_side = pty.openpty()
     seen: list[events.Event] = []
 
     async def make() -> QuietLinuxDriver:
         return QuietLinuxDriver(SimpleNamespace())  # type: ignore[arg-type]  # the input thread never uses the app
 
     driver = asyncio.run(make())
-    driver.fileno = driver_side
+    driver.fileno = input_fd
     monkeypatch.setattr(driver, "process_message", seen.append)
     thread = threading.Thread(target=driver.run_input_thread, daemon=True)
     thread.start()
     try:
-        yield driver, test_side, seen
+        yield driver, seen
     finally:
         driver.exit_event.set()
         thread.join(2)
         driver.close()
-        os.close(driver_side)
-        os.close(test_side)
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[QuietLinuxDriver, int, list[events.Event]]]:
+    """The driver's input is a pty; the test writes to its other side."""
+    driver_side, test_side = pty.openpty()
+    try:
+        with input_thread(monkeypatch, driver_side) as (driver, seen):
+            yield driver, test_side, seen
+    finally:
+        os.close(driver_side)
+        os.close(test_side)
 
 
 def keys(seen: list[events.Event]) -> list[str]:
@@ -104,3 +114,22 @@ def test_the_wait_follows_the_parsers_deadline() -> None:
     assert 0.0 < (wait_s(SimpleNamespace(_timeout_time=later)) or 0.0) <= 0.05
     assert wait_s(SimpleNamespace(_timeout_time=quiet_driver.get_time() - 1.0)) == 0.0  # overdue: tick now
     assert wait_s(SimpleNamespace()) == POLL_S  # a parser that keeps its deadline elsewhere: poll as Textual does
+
+
+def test_at_the_end_of_input_the_thread_sleeps_instead_of_spinning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdin from /dev/null or a file: readable forever, every read empty. Textual's own thread spins at 100% of a
+    core on it."""
+    read_end, write_end = os.pipe()
+    os.close(write_end)  # input that has ended
+    try:
+        with input_thread(monkeypatch, read_end) as (driver, _):
+            time.sleep(0.3)
+            calls = CountingSelector.calls
+            time.sleep(0.5)
+            assert CountingSelector.calls == calls <= 3, CountingSelector.calls
+            thread = next(t for t in threading.enumerate() if getattr(t, "_target", None) == driver.run_input_thread)
+            driver.exit_event.set()
+            thread.join(2)
+            assert not thread.is_alive()  # and it still ends on exit
+    finally:
+        os.close(read_end)

@@ -4,7 +4,9 @@ Textual's own input thread wakes ten times a second, input or not, to time out a
 monitor that is its largest single cost: 0.17% of a core in a bare Textual app, a fifth of what btop costs in
 all (`benchmarks/peers.py`). Here the thread waits for the terminal, or for the exit flag through a pipe, with
 no timeout at all, and only while the key parser holds part of a sequence (an Escape that may start one) as
-long as the parser asks. Everything else (terminal modes, the writer thread, resize, suspend) is Textual's."""
+long as the parser asks; and at the end of input (stdin from /dev/null), it stops reading rather than spin on
+a descriptor that stays readable. Everything else (terminal modes, the writer thread, resize, suspend) is
+Textual's."""
 
 from __future__ import annotations
 
@@ -64,12 +66,17 @@ class QuietLinuxDriver(LinuxDriver):
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
 
+        reading = True
+
         def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
+            nonlocal reading
             for key, _mask in events:
                 if key.fd != self.fileno:
                     continue
                 data = decode(os.read(self.fileno, 1024 * 4), final=final)
-                if not data:  # stdin closed or piped
+                if not data:  # end of input (stdin from /dev/null or a file): it stays readable, so stop asking
+                    selector.unregister(self.fileno)  # Textual's thread spins at 100% of a core here
+                    reading = False
                     break
                 for event in parser.feed(data):
                     self.process_message(event)
@@ -79,7 +86,8 @@ class QuietLinuxDriver(LinuxDriver):
         try:
             while not self.exit_event.is_set():
                 process(selector.select(wait_s(parser)))
-            selector.unregister(self.fileno)
+            if reading:
+                selector.unregister(self.fileno)
             process(selector.select(POLL_S), final=True)
         finally:
             selector.close()
