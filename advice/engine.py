@@ -84,16 +84,17 @@ class AdviceEngine:
             key=lambda f: (f.rank, f.id, f.scope)))
         return self.findings
 
-    def holding(self, snapshot: Snapshot) -> tuple[Finding, ...]:
+    def holding(self, snapshot: Snapshot) -> tuple[tuple[Finding, ...], frozenset[str]]:
         """What the rules find with `snapshot` in place of the latest, without hold or clear times and without
-        changing what is tracked: for a report that asks once more at its end (doctor, with the stack samples
-        that only came in when sampling stopped)."""
+        changing what is tracked; and the rules that raised, which found nothing either way. For a report that
+        asks once more at its end (doctor, with the stack samples that only came in when sampling stopped)."""
         past = tuple(s for s in self._snapshots if s.time < snapshot.time)
         window = Window((*past, snapshot))
         found: list[Finding] = []
+        failed: set[str] = set()
         for rule in self.rules:
             try:
                 found += rule.check(window, self.thresholds)
-            except Exception:  # noqa: BLE001 - a broken rule is already named by update()
-                continue
-        return tuple(found)
+            except Exception:  # noqa: BLE001 - one broken rule must not stop the others
+                failed.add(rule.id)
+        return tuple(found), frozenset(failed)

@@ -113,14 +113,15 @@ def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, 
     among them). With the chunks still running read at the end (`whole`), the rules are asked once more: a finding
     the extra samples contradict is cleared, one they support carries their figures. Findings whose answer the
     samples do not change keep what the watch showed."""
-    before = {f.key for f in session.engine.holding(last)}
-    after = {f.key: f for f in session.engine.holding(whole)}
+    found_before, _ = session.engine.holding(last)
+    found_after, failed = session.engine.holding(whole)
+    before, after = {f.key for f in found_before}, {f.key: f for f in found_after}
     for key, entry in seen.items():
         if not entry.active:
             continue  # cleared while watched: that stands
         if key in after:
             entry.finding = replace(after[key], since=entry.finding.since)
-        elif key in before:
+        elif key in before and key[0] not in failed:  # a rule that raised contradicts nothing
             entry.active = False
 
 

@@ -74,6 +74,23 @@ def test_holding_asks_the_rules_without_touching_what_is_tracked() -> None:
         shown = engine.update(timeline.tick(job=starved))
     assert [f.id for f in shown] == ["data-starved"]
     latest = timeline.tick(seconds=0.0, job=BALANCED)  # the same moment, other stacks
-    assert engine.holding(latest) == ()
+    assert engine.holding(latest) == ((), frozenset())
     assert [f.id for f in engine.findings] == ["data-starved"]  # hysteresis untouched
-    assert [f.id for f in engine.holding(timeline.tick(seconds=0.0, job=starved))] == ["data-starved"]
+    found, failed = engine.holding(timeline.tick(seconds=0.0, job=starved))
+    assert [f.id for f in found] == ["data-starved"] and not failed
+
+
+def test_a_rule_that_raises_on_the_last_samples_clears_nothing(monkeypatch) -> None:
+    import hwtop.advice.engine as engine_module
+
+    real = engine_module.AdviceEngine.holding
+
+    def breaking(self, snapshot):
+        found, failed = real(self, snapshot)
+        if snapshot.job is not None and snapshot.job.stacks[0].samples == 150:  # the whole watch's samples
+            return tuple(f for f in found if f.id != "data-starved"), failed | {"data-starved"}
+        return found, failed
+
+    monkeypatch.setattr(engine_module.AdviceEngine, "holding", breaking)
+    entry, _ = watch(whole_watch=0.05)
+    assert entry.active and "72% of 29 stack samples" in entry.finding.evidence[0]

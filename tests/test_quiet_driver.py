@@ -133,3 +133,43 @@ def test_at_the_end_of_input_the_thread_sleeps_instead_of_spinning(monkeypatch: 
             assert not thread.is_alive()  # and it still ends on exit
     finally:
         os.close(read_end)
+
+
+def test_a_character_split_across_reads_is_not_the_end_of_input(terminal) -> None:
+    """Over a slow link the bytes of one UTF-8 character can arrive apart; the first part decodes to nothing."""
+    _, test_side, seen = terminal
+    os.write(test_side, b"\xe2")
+    time.sleep(0.2)
+    os.write(test_side, b"\x82\xac")
+    time.sleep(0.1)
+    os.write(test_side, b"q")
+    assert wait_for(lambda: keys(seen) == ["euro_sign", "q"]), keys(seen)  # Textual names the key "€" so
+
+
+def test_after_a_suspend_the_new_input_thread_reads_and_ends_as_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Textual's suspend: stop input (set, join, clear), close the driver; on resume, a new input thread."""
+    driver_side, test_side = pty.openpty()
+    try:
+        with input_thread(monkeypatch, driver_side) as (driver, seen):
+            os.write(test_side, b"a")
+            assert wait_for(lambda: keys(seen) == ["a"])
+            first = next(t for t in threading.enumerate() if getattr(t, "_target", None) == driver.run_input_thread)
+            driver.exit_event.set()
+            first.join(2)
+            driver.exit_event.clear()
+            driver.close()
+            resumed = threading.Thread(target=driver.run_input_thread, daemon=True)
+            resumed.start()
+            os.write(test_side, b"b")
+            assert wait_for(lambda: keys(seen) == ["a", "b"]), keys(seen)
+            time.sleep(0.3)
+            calls = CountingSelector.calls
+            time.sleep(0.5)
+            assert CountingSelector.calls == calls  # asleep, not spinning on a stale descriptor
+            started = time.monotonic()
+            driver.exit_event.set()
+            resumed.join(2)
+            assert not first.is_alive() and not resumed.is_alive() and time.monotonic() - started < 0.5
+    finally:
+        os.close(driver_side)
+        os.close(test_side)

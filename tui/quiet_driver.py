@@ -14,7 +14,6 @@ import os
 import selectors
 import threading
 from codecs import getincrementaldecoder
-from typing import Any
 
 from textual._parser import ParseError
 from textual._time import get_time
@@ -26,18 +25,37 @@ _UNKNOWN = object()
 
 
 class _WakingEvent(threading.Event):
-    """The input thread's exit flag: setting it also writes to a pipe the thread waits on, so it ends at once."""
+    """The input thread's exit flag: setting it also writes to the pipe the running thread waits on, so it ends
+    at once. Each run of the thread (Textual starts a new one after a suspend) opens its own pipe and closes it
+    when it ends: under the lock, so a byte is never written to a closed descriptor's reused number."""
 
-    def __init__(self, wake_fd: int) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self._wake_fd = wake_fd
+        self._lock = threading.Lock()
+        self._pipe: tuple[int, int] | None = None
+
+    def open_pipe(self) -> int:
+        """A new pipe for a new run of the thread; its read end."""
+        read_end, write_end = os.pipe()  # not inherited by children (PEP 446)
+        os.set_blocking(write_end, False)  # a full pipe already holds a wake
+        with self._lock:
+            self._pipe = (read_end, write_end)
+        return read_end
+
+    def close_pipe(self) -> None:
+        with self._lock:
+            pipe, self._pipe = self._pipe, None
+        for fd in pipe or ():
+            os.close(fd)
 
     def set(self) -> None:
         super().set()
-        try:
-            os.write(self._wake_fd, b"x")
-        except OSError:  # full (a wake is already pending) or closed (the driver is gone): nothing to wake
-            pass
+        with self._lock:
+            if self._pipe is not None:
+                try:
+                    os.write(self._pipe[1], b"x")
+                except BlockingIOError:  # full: a wake is already pending
+                    pass
 
 
 def wait_s(parser: object) -> float | None:
@@ -52,20 +70,20 @@ def wait_s(parser: object) -> float | None:
 
 
 class QuietLinuxDriver(LinuxDriver):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.exit_event = _WakingEvent(self._wake_write)
+    exit_event: _WakingEvent
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.exit_event = _WakingEvent()
 
     def run_input_thread(self) -> None:
         """Textual's loop (read, parse, dispatch; a final read at exit) with the wait above."""
+        wake = self.exit_event.open_pipe()
         selector = selectors.SelectSelector()  # as Textual's: select() also takes a stdin that is a file
         selector.register(self.fileno, selectors.EVENT_READ)
-        selector.register(self._wake_read, selectors.EVENT_READ)
-        self._drain_wakes()  # a wake left from an earlier run of this thread (suspend and resume)
+        selector.register(wake, selectors.EVENT_READ)
         parser = XTermParser(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
-
         reading = True
 
         def process(events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> None:
@@ -73,12 +91,15 @@ class QuietLinuxDriver(LinuxDriver):
             for key, _mask in events:
                 if key.fd != self.fileno:
                     continue
-                data = decode(os.read(self.fileno, 1024 * 4), final=final)
-                if not data:  # end of input (stdin from /dev/null or a file): it stays readable, so stop asking
+                raw = os.read(self.fileno, 1024 * 4)
+                if not raw:  # end of input (stdin from /dev/null or a file): it stays readable, so stop asking
                     selector.unregister(self.fileno)  # Textual's thread spins at 100% of a core here
                     reading = False
                     break
-                for event in parser.feed(data):
+                text = decode(raw, final=final)
+                if not text:  # only part of a character so far (feeding "" would tell the parser input ended)
+                    continue
+                for event in parser.feed(text):
                     self.process_message(event)
             for event in parser.tick():
                 self.process_message(event)
@@ -88,26 +109,12 @@ class QuietLinuxDriver(LinuxDriver):
                 process(selector.select(wait_s(parser)))
             if reading:
                 selector.unregister(self.fileno)
-            process(selector.select(POLL_S), final=True)
+            process(selector.select(0), final=True)
         finally:
             selector.close()
+            self.exit_event.close_pipe()
             try:
                 for _event in parser.feed(""):
                     pass
             except (EOFError, ParseError):
-                pass
-
-    def _drain_wakes(self) -> None:
-        try:
-            while os.read(self._wake_read, 64):
-                pass
-        except OSError:  # empty
-            pass
-
-    def close(self) -> None:
-        super().close()
-        for fd in (self._wake_read, self._wake_write):
-            try:
-                os.close(fd)
-            except OSError:
                 pass
