@@ -95,7 +95,11 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
                 final = sampler.job.finish_stacks() if sampler.job is not None else None
                 if final is not None:
                     shown = replace(shown, stacks=final)
-                    settle(seen, session, snapshot, replace(snapshot, job=replace(snapshot.job, stacks=final)))
+                    from hwtop.probes.stack_sampler import WINDOW_S as STACK_WINDOW_S
+
+                    watched_s = snapshot.time - (facts.get("job_since") or snapshot.time)
+                    settle(seen, session, snapshot, replace(snapshot, job=replace(snapshot.job, stacks=final)),
+                           covers_the_watch=watched_s <= STACK_WINDOW_S)
             facts["job"] = {**job_facts(shown, snapshot.time - (facts.get("job_since") or snapshot.time)),
                             "status": snapshot.job.status, "message": snapshot.job.message,
                             "exit_codes": job_facts(snapshot.job, 0.0)["exit_codes"]}
@@ -107,22 +111,27 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
     return seen, facts
 
 
-def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, whole: Snapshot) -> None:
-    """The report ends on what the whole watch's stack samples say. While doctor watches, the rules read the
+def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, whole: Snapshot,
+           covers_the_watch: bool) -> None:
+    """The report ends on what the stack samples of the watch say. While doctor watches, the rules read the
     chunks of samples that have ended: in a 15 s watch, often only the first 3 s after attaching (a job's warm-up
-    among them). With the chunks still running read at the end (`whole`), the rules are asked once more: a finding
-    the extra samples contradict is cleared, one they support carries their figures. Findings whose answer the
-    samples do not change keep what the watch showed."""
+    among them). With the chunks still running read at the end (`whole`), the rules are asked once more. A finding
+    they support carries their figures. One they contradict is dropped when they cover the whole watch (the
+    samples it was shown from are among them: it never held over the watch) and cleared otherwise (a long watch:
+    it held earlier). Findings whose answer the samples do not change keep what the watch showed."""
     found_before, _ = session.engine.holding(last)
     found_after, failed = session.engine.holding(whole)
     before, after = {f.key for f in found_before}, {f.key: f for f in found_after}
-    for key, entry in seen.items():
+    for key, entry in list(seen.items()):
         if not entry.active:
             continue  # cleared while watched: that stands
         if key in after:
             entry.finding = replace(after[key], since=entry.finding.since)
         elif key in before and key[0] not in failed:  # a rule that raised contradicts nothing
-            entry.active = False
+            if covers_the_watch:
+                del seen[key]
+            else:
+                entry.active = False
 
 
 def _full_stderr(monitor: Any, workload: dict[str, Any] | None, wait_s: float = 2.0) -> None:
