@@ -91,16 +91,16 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
         facts["rule_errors"] = dict(frame.rule_errors)
         if snapshot.job is not None:
             shown = last_running or snapshot.job  # an ended job's last live view, with how it ended
+            watched_s = snapshot.time - (facts.get("job_since") or snapshot.time)
             if snapshot.job.status == "running":
                 final = sampler.job.finish_stacks() if sampler.job is not None else None
                 if final is not None:
                     shown = replace(shown, stacks=final)
                     from hwtop.probes.stack_sampler import WINDOW_S as STACK_WINDOW_S
 
-                    watched_s = snapshot.time - (facts.get("job_since") or snapshot.time)
                     settle(seen, session, snapshot, replace(snapshot, job=replace(snapshot.job, stacks=final)),
                            covers_the_watch=watched_s <= STACK_WINDOW_S)
-            facts["job"] = {**job_facts(shown, snapshot.time - (facts.get("job_since") or snapshot.time)),
+            facts["job"] = {**job_facts(shown, watched_s),
                             "status": snapshot.job.status, "message": snapshot.job.message,
                             "exit_codes": job_facts(snapshot.job, 0.0)["exit_codes"]}
     finally:
