@@ -24,9 +24,8 @@ class TextPanel(Widget):
         self._generation = 0
         self._cache: tuple[tuple[int, int, bool], list[Text]] | None = None
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
-        self._title_shown: str | None = None
+        self._border_shown: dict[str, str] = {}  # "title"/"subtitle" → the text last set
         self._one_row_each: tuple[object, int, bool] | None = None  # (lines, width, each fits one row)
-        self._subtitle_shown: str | None = None
 
     def lines(self, width: int) -> list[Text]:
         raise NotImplementedError
@@ -34,17 +33,17 @@ class TextPanel(Widget):
     def set_title(self, title: str | Text) -> None:
         """The border title, set only when it reads differently: Textual repaints the whole panel (every row,
         border included) whenever it is set, even to the same text, and panels set theirs each tick."""
-        shown = title.markup if isinstance(title, Text) else title
-        if shown != self._title_shown:
-            self._title_shown = shown
-            self.border_title = title
+        self._set_border("title", title)
 
     def set_subtitle(self, subtitle: str | Text) -> None:
         """The border subtitle, likewise set only when it reads differently."""
-        shown = subtitle.markup if isinstance(subtitle, Text) else subtitle
-        if shown != self._subtitle_shown:
-            self._subtitle_shown = shown
-            self.border_subtitle = subtitle
+        self._set_border("subtitle", subtitle)
+
+    def _set_border(self, which: str, text: str | Text) -> None:
+        shown = text.markup if isinstance(text, Text) else text
+        if shown != self._border_shown.get(which):
+            self._border_shown[which] = shown
+            setattr(self, f"border_{which}", text)
 
     def cached_lines(self, width: int) -> list[Text]:
         key = (width, self._generation, self.has_focus)  # has_focus turns true after on_focus has run
