@@ -355,8 +355,9 @@ def run_command(argv: list[str]) -> int:
     sampler = make_sampler(args.demo, args.no_gpu)
     sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
     try:
-        # The first sample is taken while Textual is still to be imported (~0.3 s): the first frame then has two
-        # samples behind it, and shows CPU %, disk and process rates at once instead of a tick later.
+        # The first sample is taken while Textual is still to be imported (0.1-0.3 s); the first tick, after it,
+        # before the app runs. The first frame then shows CPU %, disk and process rates, drawn at once rather
+        # than after a frame of empty panels and a tick on the worker thread.
         sampler.sample()
         from hwtop.tui.app import HwtopApp  # after the checks: a bad --pid or --job is refused at once
         workload_args = None
@@ -364,6 +365,7 @@ def run_command(argv: list[str]) -> int:
             workload_args = ["--scenario", args.workload, "--device", args.workload_device, "--seconds", "600"]
         app = HwtopApp(sampler, interval=args.interval, workload_args=workload_args, exit_on_signals=True,
                        thresholds=thresholds, open_job=job_probe is not None, theme=theme, hide=config.hide)
+        app.tick_before_run()
         app.run()
     except KeyboardInterrupt:
         pass

@@ -26,6 +26,25 @@ async def started(app: HwtopApp, pilot) -> None:
     await pilot.pause()
 
 
+async def test_a_tick_taken_before_run_is_drawn_at_mount_and_the_next_waits_an_interval() -> None:
+    """What the command line does: sample, import, tick, run. The first frame draws that tick (no frame of empty
+    panels, no sample at mount); without it, the app samples at mount as before."""
+    source = ScriptedSource([host_snapshot()])
+    app = HwtopApp(source, interval=30.0)
+    app.tick_before_run()
+    assert source.samples == 1
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.first_frame.wait()
+        assert app.ticks == 1 and "97%" in text_of(app.query_one(CpuPanel))
+        await pilot.pause(0.3)
+        assert source.samples == 1 and app.ticks == 1
+    unticked = ScriptedSource([host_snapshot()])
+    app = HwtopApp(unticked, interval=30.0)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        assert unticked.samples == 1 and app.ticks == 1
+
+
 async def test_cpu_host_values_and_no_gpu_message() -> None:
     source = ScriptedSource([host_snapshot()])
     app = HwtopApp(source)

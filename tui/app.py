@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -16,11 +17,7 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
 from hwtop.model.snapshot import JobSnapshot, Snapshot
 from hwtop.session.session import Session, SnapshotSource
-from hwtop.tui.advice_screen import AdviceScreen
 from hwtop.tui.guarded_app import GuardedApp
-from hwtop.tui.help import HelpScreen
-from hwtop.tui.topology_screen import TopologyScreen
-from hwtop.tui.workload_dialog import WorkloadDialog
 from hwtop.widgets import keys
 from hwtop.widgets.advice import AdvicePanel
 from hwtop.widgets.cpu import CpuPanel
@@ -30,6 +27,10 @@ from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.memory import MemoryPanel
 from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
+
+if TYPE_CHECKING:
+    from hwtop.tui.advice_screen import AdviceScreen
+    from hwtop.tui.topology_screen import TopologyScreen
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
@@ -67,7 +68,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.snapshot: Snapshot | None = None
         self.ticks = 0
         self.first_frame = asyncio.Event()
-        self.topology_screen = TopologyScreen()
+        self.ticked_before_run: Frame | None = None  # see tick_before_run
+        self.topology_screen: TopologyScreen | None = None  # made on first use (t): not on the first frame's path
+        self.advice_screen: AdviceScreen | None = None  # the last one opened; shown to while it is on top
         self.workload_args = workload_args
         self.exit_on_signals = exit_on_signals
         self.replaying = hasattr(source, "seek")
@@ -105,7 +108,6 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def on_mount(self) -> None:
         # Installed: kept when popped, so t or j opens them again (a popped screen that is not installed is
         # removed, and pushing it once more showed nothing: j after leaving the job view looked frozen).
-        self.install_screen(self.topology_screen, name="topology")
         panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
                   "gpu": self.gpu_panel, "advice": self.advice_panel, "processes": self.process_table}
         for name in self.hidden_panels:
@@ -120,9 +122,19 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                 loop.add_signal_handler(sig, self._signalled)
         if self.workload_args is not None:
             self.start_workload(self.workload_args)
+        ticked = self.ticked_before_run
+        if ticked is not None:
+            self.show(ticked)  # drawn in the first frame, which is then never a frame of empty panels
         if self.open_job:
             self.action_job()
-        self.run_worker(self._poll(), name="sampler", exclusive=True)
+        self.run_worker(self._poll(first_wait=self.interval if ticked is not None else 0.0), name="sampler",
+                        exclusive=True)
+
+    def tick_before_run(self) -> None:
+        """The first tick, taken before run() (the command line's first sample was taken before Textual was
+        imported): the first frame draws it at once, with rates, instead of a frame of empty panels followed by a
+        tick on the worker thread that contends with that frame's rendering."""
+        self.ticked_before_run = self.session.tick()
 
     def _signalled(self) -> None:
         """Exit as q does; and should the shutdown itself hang (once seen after a pty vanished under a tmux
@@ -143,9 +155,10 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                 pass
         os._exit(129)
 
-    async def _poll(self) -> None:
+    async def _poll(self, first_wait: float = 0.0) -> None:
         """Ticks never overlap: the next sample starts only after the last one was shown.
         The second tick comes early, since rates (CPU %, throughput) need two samples to exist."""
+        await asyncio.sleep(first_wait)
         while True:
             started = time.monotonic()
             if not self.paused:
@@ -221,16 +234,16 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         snapshot = frame.snapshot
         watching, rule_errors = self.session.watching, dict(frame.rule_errors)
         self.ticks += 1
-        if self.screen is self.topology_screen:  # no work for hidden screens: only the visible one renders
-            self.topology_screen.show(snapshot, self.interval, self.paused)
+        if self.topology_screen is not None and self.screen is self.topology_screen:
+            self.topology_screen.show(snapshot, self.interval, self.paused)  # hidden screens get no work
             self.first_frame.set()
             return
         if self.job_screen is not None and self.screen is self.job_screen:
             self.job_screen.show(snapshot, self.source.history, self.interval, self.paused)
             self.first_frame.set()
             return
-        if isinstance(self.screen, AdviceScreen):
-            self.screen.show(frame.findings, snapshot.time, watching, rule_errors)
+        if self.advice_screen is not None and self.screen is self.advice_screen:
+            self.advice_screen.show(frame.findings, snapshot.time, watching, rule_errors)
         history = self.source.history
         height = self.size.height
         gpus = snapshot.gpus
@@ -293,6 +306,11 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.push_screen(screen)
 
     def action_topology(self) -> None:
+        if self.topology_screen is None:
+            from hwtop.tui.topology_screen import TopologyScreen
+
+            self.topology_screen = TopologyScreen()
+            self.install_screen(self.topology_screen, name="topology")
         self._bring_up(self.topology_screen)
         if self.snapshot is not None:
             self.topology_screen.show(self.snapshot, self.interval, self.paused)
@@ -316,6 +334,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.notify("a workload is running: x stops it first", severity="warning")
             return
         device = "cuda" if self.snapshot is not None and self.snapshot.gpus else "cpu"
+        from hwtop.tui.workload_dialog import WorkloadDialog
+
         self.push_screen(WorkloadDialog(device), self._workload_chosen)
 
     def _workload_chosen(self, args: list[str] | None) -> None:
@@ -360,7 +380,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.open_advice_screen()
 
     def open_advice_screen(self) -> None:
-        screen = AdviceScreen()
+        from hwtop.tui.advice_screen import AdviceScreen
+
+        screen = self.advice_screen = AdviceScreen()
         self.push_screen(screen)
         frame = self.frame
         screen.show(frame.findings if frame else (), frame.time if frame else None, self.session.watching,
@@ -496,6 +518,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.push_screen(ReportScreen(demo))
 
     def action_help(self) -> None:
+        from hwtop.tui.help import HelpScreen
+
         self.push_screen(HelpScreen())
 
     def on_unmount(self) -> None:
