@@ -13,6 +13,7 @@ nvmlInit is retried. Nothing here raises out of `read`.
 from __future__ import annotations
 
 import os
+import sys
 import time
 import types
 from collections import Counter
@@ -142,6 +143,24 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
+NVML_LIBRARY = "libnvidia-ml.so.1"  # what nvidia-ml-py's loader opens on Linux
+NO_LIBRARY = f"no NVIDIA driver / NVML not found ({NVML_LIBRARY}): running CPU-only"
+
+
+def nvml_library_loads() -> bool:
+    """Whether the library nvidia-ml-py would load can be loaded: asked before the bindings are imported, so a
+    CPU-only box never imports them. Elsewhere than Linux the bindings' own loader is left to decide."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL(NVML_LIBRARY)
+    except OSError:
+        return False
+    return True
+
+
 class NvmlProbe:
     def __init__(
         self,
@@ -179,23 +198,25 @@ class NvmlProbe:
     # ----- lifecycle -----
 
     def _open(self, now: float) -> GpuSystem:
+        self._retry_at = now + INIT_RETRY_S
+        retry = f"; retrying every {INIT_RETRY_S:g} s"
         if self._nvml is None:
+            if not nvml_library_loads():
+                return GpuSystem(False, NO_LIBRARY + retry, source="none")
             try:
-                import pynvml  # lazy: the first frame does not wait for it on a CPU-only box
+                import pynvml  # lazy, and only where the library loads: ~10 ms of a CPU-only box's first frame
             except ImportError:
                 self._retry_at = None
                 return GpuSystem(False, "nvidia-ml-py is not installed: no GPU monitoring", source="none")
             self._nvml = pynvml
         nvml = self._nvml
-        self._retry_at = now + INIT_RETRY_S
-        retry = f"; retrying every {INIT_RETRY_S:g} s"
         self.calls["nvmlInit"] += 1
         try:
             nvml.nvmlInit()
         except Exception as error:  # noqa: BLE001 - NVMLError, or anything the loader raises
             code = error_code(error)
             if code == LIBRARY_NOT_FOUND:
-                message = "no NVIDIA driver / NVML not found (libnvidia-ml.so.1): running CPU-only"
+                message = NO_LIBRARY
             elif code == DRIVER_NOT_LOADED:
                 message = "NVIDIA driver not loaded (is the kernel module in?): running CPU-only"
             else:

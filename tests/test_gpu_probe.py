@@ -3,8 +3,13 @@ what the fake cards hold, and every error path."""
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import inspect
 import os
+import re
+import subprocess
+import sys
 
 import pynvml
 import pytest
@@ -12,7 +17,8 @@ import pytest
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import PROFILES, DemoProcess, get_profile
 from hwtop.model.snapshot import ProcessInfo
-from hwtop.probes.gpu import NvmlProbe, decode_throttle_reasons
+from hwtop.probes import gpu as gpu_probe
+from hwtop.probes.gpu import NvmlProbe, decode_throttle_reasons, nvml_library_loads
 from hwtop.probes.nvml_slow import BackgroundCalls
 
 
@@ -117,6 +123,38 @@ def test_library_missing_runs_cpu_only() -> None:
     _, probe, _ = make("h200", library_missing=True)
     system, gpus = probe.read()
     assert not system.available and gpus == () and "NVML not found" in system.message
+
+
+@pytest.mark.skipif(nvml_library_loads(), reason="this machine has an NVIDIA library")
+def test_a_box_without_the_library_never_imports_the_bindings() -> None:
+    """The real probe, as the monitor makes it, on this CPU-only box: the message, a retry, and no nvidia-ml-py
+    import (a 5,000-line module the first frame would wait for)."""
+    code = ("import sys; from hwtop.probes.gpu import NvmlProbe; p = NvmlProbe(); s, g = p.read(); "
+            "print(s.available, g, 'pynvml' in sys.modules); print(s.message)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["False () False", "no NVIDIA driver / NVML not found (libnvidia-ml.so.1): running "
+                                "CPU-only; retrying every 10 s"]
+
+
+def test_the_library_check_asks_the_loader_for_what_the_bindings_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+
+    def cdll(name: str) -> object:
+        opened.append(name)
+        if name != pynvml_library():
+            raise OSError(name)
+        return object()
+
+    monkeypatch.setattr(ctypes, "CDLL", cdll)
+    assert nvml_library_loads() and opened == ["libnvidia-ml.so.1"]
+    monkeypatch.setattr(gpu_probe, "NVML_LIBRARY", "libnvidia-ml.so.0")
+    assert not nvml_library_loads()
+
+
+def pynvml_library() -> str:
+    """The name nvidia-ml-py's own loader passes to CDLL on Linux, read from its source."""
+    source = inspect.getsource(pynvml._LoadNvmlLibrary)
+    return re.search(r'CDLL\("(libnvidia-ml[^"]*)"\)', source).group(1)  # type: ignore[union-attr]
 
 
 def test_driver_not_loaded_says_so() -> None:
