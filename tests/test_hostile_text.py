@@ -40,9 +40,8 @@ from hwtop.model.snapshot import (
     Topology,
 )
 from hwtop.tui.app import HwtopApp
-from hwtop.widgets.plain_table import cell
 from hwtop.widgets.processes import ProcessTable, Row
-from hwtop.widgets.safe_text import data, visible
+from hwtop.widgets.safe_text import cell, data, visible
 from tests.factories import T0, ScriptedSource, host_snapshot
 
 ROOT = Path(__file__).resolve().parents[1]

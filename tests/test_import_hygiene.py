@@ -19,12 +19,16 @@ def test_probes_import_no_ui_and_no_torch() -> None:
     assert imported_after(code) == ""
 
 
-ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hwtop.report")
+ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hwtop.report",
+               # a key opens these, or the fleet view's tables use it: not on the first frame's path
+               "hwtop.tui.help", "hwtop.tui.topology_screen", "hwtop.tui.advice_screen", "hwtop.tui.workload_dialog",
+               "textual.widgets._data_table")
 
 
 def test_monitor_start_path_loads_what_it_draws_only() -> None:
     """The monitor's start (argument parsing, config, the app, a demo sampler's first tick) never loads what
-    only other commands use: torch, prometheus_client, hypothesis, the exporter, the box report."""
+    only other commands or keys use: torch, prometheus_client, hypothesis, the exporter, the box report, the
+    screens a key opens, DataTable."""
     code = (
         "from hwtop.cli.main import build_parser, make_sampler\n"
         "build_parser().parse_known_args(['--demo', 'rtx3090'])\n"

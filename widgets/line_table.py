@@ -2,7 +2,7 @@
 widths, so a tick that changes ten rows of five thousand renders ten strips and repaints ten lines. DataTable
 re-rendered every cell of the table on each `clear()`/`add_row` (43 % of hwtop's CPU in a profile, issue 21).
 Rows arrive already sorted and filtered; the widget only draws them, keeps a row cursor and reports header clicks.
-Every cell passes `plain_table.cell`: outside text is literal and its control characters are shown."""
+Every cell passes `safe_text.cell`: outside text is literal and its control characters are shown."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from hwtop.widgets import keys, palette
-from hwtop.widgets.plain_table import cell
+from hwtop.widgets.safe_text import cell
 
 Cells = tuple[Text, ...]
 PAD = 1  # cells of space either side of a column, as DataTable's cell_padding

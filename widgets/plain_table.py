@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.text import Text, TextType
+from rich.text import TextType
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
-from hwtop.widgets.safe_text import data, visible
-
-
-def cell(value: object) -> Text:
-    return visible(value) if isinstance(value, Text) else data(value)
+from hwtop.widgets.safe_text import cell
 
 
 class PlainTable(DataTable[Any]):

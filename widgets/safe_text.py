@@ -25,3 +25,8 @@ def visible(text: Text) -> Text:
     text = text.copy()
     text.plain = cleaned
     return text
+
+
+def cell(value: object) -> Text:
+    """A table cell: our own `Text` kept with its styles (made visible), anything else as data."""
+    return visible(value) if isinstance(value, Text) else data(value)
