@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hwtop.model.snapshot import GpuSnapshot, ProcessInfo, Snapshot
+
+if TYPE_CHECKING:
+    from hwtop.model.workload import JobConfig
 
 
 def mean(values: Iterable[float | None]) -> float | None:
@@ -31,6 +35,14 @@ class Window:
 
     def rank_mean(self, rank: int, read: Callable[..., float | None], seconds: float = 5.0) -> float | None:
         return mean(read(r) for s in self.recent(seconds) if s.workload for r in s.workload.ranks if r.rank == rank)
+
+
+def empty_job_config() -> JobConfig:
+    """The configuration of a job that sent none: every field unknown. Imported on use, by rules that run only
+    when a workload exists (its model is loaded by then): a monitor without one never creates these classes."""
+    from hwtop.model.workload import JobConfig
+
+    return JobConfig()
 
 
 def workload_running(snapshot: Snapshot) -> bool:

@@ -15,8 +15,9 @@ from typing import Any
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.finding import Finding
+from hwtop.model.job import JobSnapshot
 from hwtop.model.safe_text import printable, printable_lines
-from hwtop.model.snapshot import JobSnapshot, Snapshot
+from hwtop.model.snapshot import Snapshot
 from hwtop.session.session import Session
 
 STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from hwtop.demo.nvml.world import memory_ramp
 from hwtop.demo.story import RANK_PID, JobState, Story
-from hwtop.model.snapshot import JobConfig, OomEvent, RankState, WorkloadState
+from hwtop.model.workload import JobConfig, OomEvent, RankState, WorkloadState
 
 RING = 30  # points kept for the rank sparklines
 

@@ -10,12 +10,13 @@ import typing
 from functools import cache
 from typing import Any, Union
 
+from hwtop.model import job, workload
 from hwtop.model import snapshot as model
 
 
 @cache
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, dict(vars(model)))
+    return typing.get_type_hints(cls, {**vars(model), **vars(job), **vars(workload)})  # Snapshot names all three
 
 
 def decode(kind: Any, value: Any) -> Any:

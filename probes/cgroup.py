@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from hwtop.model.snapshot import CgroupMemory
+from hwtop.model.job import CgroupMemory
 
 NO_LIMIT = 1 << 60  # cgroup v1 writes "no limit" as a page-rounded 2^63 - 1
 

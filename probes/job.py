@@ -18,15 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hwtop.model.snapshot import (
-    GpuSnapshot,
-    JobProcess,
-    JobSnapshot,
-    Pressure,
-    RankStacks,
-    WorkerBirths,
-    WorkloadState,
-)
+from hwtop.model.job import JobProcess, JobSnapshot, Pressure, RankStacks, WorkerBirths
+from hwtop.model.snapshot import GpuSnapshot
+from hwtop.model.workload import WorkloadState
 from hwtop.probes import proctree
 from hwtop.probes.cgroup import Cgroups, cgroups_of, cpu_quota_cores, memory_of
 from hwtop.probes.processes import CLOCK_TICKS, PAGE_SIZE

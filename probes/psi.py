@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hwtop.model.snapshot import Pressure
+from hwtop.model.job import Pressure
 
 RESOURCES = ("cpu", "io", "memory")
 

@@ -17,7 +17,7 @@ from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hwtop.model.snapshot import RankStacks
+from hwtop.model.job import RankStacks
 from hwtop.probes.stack import MISSING, explain, find_py_spy
 from hwtop.probes.stack_classify import CATEGORIES, Tally, parse_raw
 

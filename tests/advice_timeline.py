@@ -12,17 +12,8 @@ from hwtop.advice.engine import AdviceEngine
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import GIB
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import (
-    CoreLoad,
-    GpuProcess,
-    GpuSnapshot,
-    JobConfig,
-    OomEvent,
-    ProcessInfo,
-    RankState,
-    Snapshot,
-    WorkloadState,
-)
+from hwtop.model.snapshot import CoreLoad, GpuProcess, GpuSnapshot, ProcessInfo, Snapshot
+from hwtop.model.workload import JobConfig, OomEvent, RankState, WorkloadState
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.probes.nvml_slow import BackgroundCalls
 from tests.factories import T0, host_snapshot

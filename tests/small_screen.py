@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from hwtop.model.snapshot import JobProcess, JobSnapshot, Snapshot
+from hwtop.model.job import JobProcess, JobSnapshot
+from hwtop.model.snapshot import Snapshot
 from tests.factories import host_snapshot
 
 NEWLINE_COMMAND = "python train.py --note 'first line\nsecond line' --epochs 90"

@@ -8,7 +8,7 @@ from hwtop.advice.engine import MAX_SNAPSHOTS, AdviceEngine
 from hwtop.advice.rules import RULE_IDS, RULES, Rule
 from hwtop.advice.thresholds import TABLE, Thresholds
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import OomEvent
+from hwtop.model.workload import OomEvent
 from hwtop.session.config import load
 from tests.advice_timeline import Timeline, ids, rank, run, workload
 

@@ -8,7 +8,8 @@ import pytest
 
 from hwtop.advice.engine import AdviceEngine
 from hwtop.demo.profiles import GIB, MIB
-from hwtop.model.snapshot import DiskSnapshot, GpmMetrics, MemorySnapshot, NonfiniteEvent, OomEvent, Topology
+from hwtop.model.snapshot import DiskSnapshot, GpmMetrics, MemorySnapshot, Topology
+from hwtop.model.workload import NonfiniteEvent, OomEvent
 from tests.advice_timeline import Timeline, find, ids, plain_gpu, process, rank, run, workload
 
 
@@ -379,7 +380,7 @@ def test_turing_rtx_gets_fp16_with_a_scaler_not_bf16():
 
 @pytest.mark.parametrize(("pages", "fires"), [(((0, 100), (1, 900)), True), (((0, 900), (1, 100)), False)])
 def test_focused_rank_with_its_memory_on_the_far_node(pages, fires):
-    from hwtop.model.snapshot import JobProcess, JobSnapshot
+    from hwtop.model.job import JobProcess, JobSnapshot
 
     t = Timeline("dgx-a100", topology=True)
     rank0 = JobProcess(52000, 51999, "python", "python train.py", "rank 0", 0, 1, "R", 99.0, 8 * GIB, 30,

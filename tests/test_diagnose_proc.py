@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hwtop.model.snapshot import JobSnapshot
+from hwtop.model.job import JobSnapshot
 from hwtop.probes.cgroup import cgroups_of, cpu_quota_cores, memory_of, parse_cgroup_file
 from hwtop.probes.job import JobError, JobProbe
 from hwtop.probes.psi import PressureProbe, parse_pressure

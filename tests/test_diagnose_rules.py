@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from hwtop.demo.profiles import GIB, MIB
-from hwtop.model.snapshot import CgroupMemory, JobProcess, JobSnapshot, Pressure, RankStacks, WorkerBirths
+from hwtop.model.job import CgroupMemory, JobProcess, JobSnapshot, Pressure, RankStacks, WorkerBirths
 from tests.advice_timeline import Timeline, find, ids, plain_gpu, process, run
 
 RANK = 4100

@@ -9,7 +9,8 @@ import dataclasses
 from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
 from hwtop.cli.doctor import run_doctor
-from hwtop.model.snapshot import RankStacks, Snapshot
+from hwtop.model.job import RankStacks
+from hwtop.model.snapshot import Snapshot
 from tests.advice_timeline import Timeline
 from tests.test_diagnose_rules import BALANCED, stacks
 

@@ -25,7 +25,8 @@ from hwtop.exporter.server import make_exporter, metrics_app
 from hwtop.exporter.text import Family, render
 from hwtop.model.finding import Finding
 from hwtop.model.frame import Frame
-from hwtop.model.snapshot import GpmMetrics, RankState, WorkloadState
+from hwtop.model.snapshot import GpmMetrics
+from hwtop.model.workload import RankState, WorkloadState
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.session.sampler import Sampler
 from hwtop.session.session import Session

@@ -25,14 +25,13 @@ from textual.app import App
 
 from hwtop.model.finding import Finding
 from hwtop.model.frame import Frame
+from hwtop.model.job import JobProcess, JobSnapshot
 from hwtop.model.safe_text import printable
 from hwtop.model.snapshot import (
     GpuProcess,
     GpuSnapshot,
     GpuSystem,
     HostInfo,
-    JobProcess,
-    JobSnapshot,
     MemorySnapshot,
     ProcessInfo,
     Snapshot,

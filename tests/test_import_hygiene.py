@@ -42,6 +42,22 @@ def test_monitor_start_path_loads_what_it_draws_only() -> None:
     assert out == ""
 
 
+def test_a_live_monitor_without_a_job_or_workload_loads_neither_model() -> None:
+    """This machine's sampler, two ticks of advice and the app: a focused job's model and the embedded workload's
+    (a dozen dataclasses, each ~1 ms to create) load only with a job or a workload."""
+    code = (
+        "import hwtop.tui.app\n"
+        "from hwtop.session.sampler import Sampler\n"
+        "from hwtop.session.session import Session\n"
+        "session = Session(Sampler()); session.tick(); session.tick()\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(('hwtop.model', 'hwtop.probes.job')))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out.split(",") == ["hwtop.model", "hwtop.model.finding", "hwtop.model.frame", "hwtop.model.history",
+                              "hwtop.model.safe_text", "hwtop.model.snapshot"]
+
+
 def test_the_start_path_guard_sees_a_forbidden_import() -> None:
     """The check above is not blind: a module it forbids is seen once imported."""
     code = f"import hwtop.report\nprint(','.join(m for m in sys.modules if m.startswith({ON_USE_ONLY!r})))\n"

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hwtop.model.serial import lenient_dataclass, snapshot_from_dict
-from hwtop.model.snapshot import AmpSummary, JobConfig, NonfiniteEvent, OomEvent
+from hwtop.model.workload import AmpSummary, JobConfig, NonfiniteEvent, OomEvent
 from tests.factories import host_snapshot
 
 

@@ -15,7 +15,7 @@ from textual.widgets import Footer, Input
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
-from hwtop.model.snapshot import JobSnapshot, Snapshot
+from hwtop.model.snapshot import Snapshot
 from hwtop.session.session import Session, SnapshotSource
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.widgets import keys
@@ -29,6 +29,7 @@ from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
 
 if TYPE_CHECKING:
+    from hwtop.model.job import JobSnapshot
     from hwtop.tui.advice_screen import AdviceScreen
     from hwtop.tui.topology_screen import TopologyScreen
 

@@ -9,7 +9,7 @@ from textual.geometry import Region
 from textual.widget import Widget
 
 from hwtop.advice.thresholds import TABLE
-from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks
+from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline

@@ -3,13 +3,17 @@ fraction, memory, and the last event (or why it crashed)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 
-from hwtop.model.snapshot import WorkloadState
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, sparkline
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
+
+if TYPE_CHECKING:
+    from hwtop.model.workload import WorkloadState
 
 STATUS_STYLE = {"running": palette.OK_STRONG, "starting": palette.WARN, "stalled": palette.WARN_STRONG,
                 "finished": palette.INFO, "crashed": palette.CRIT_STRONG, "stopped": palette.DIM}

@@ -10,7 +10,7 @@ from collections import deque
 from typing import Any
 
 from hwtop.model.serial import lenient_dataclass
-from hwtop.model.snapshot import AmpSummary, JobConfig, NonfiniteEvent, OomEvent, RankState, WorkloadState
+from hwtop.model.workload import AmpSummary, JobConfig, NonfiniteEvent, OomEvent, RankState, WorkloadState
 from hwtop.workload.launcher import WorkloadProcess
 
 STALL_S = 15.0  # no telemetry for this long while running: shown as stalled

@@ -4,10 +4,13 @@ samples, each rank's DataLoader workers, its CPU demand, pressure and memory. He
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, mean
-from hwtop.model.snapshot import JobProcess, JobSnapshot, RankStacks, WorkerBirths
+
+if TYPE_CHECKING:
+    from hwtop.model.job import JobProcess, JobSnapshot, RankStacks, WorkerBirths
 
 SPAN_S = 10.0  # job figures are averaged over this much of the recent past
 WORKER = "DataLoader worker"

@@ -5,6 +5,7 @@ so they work on any PyTorch job, with or without a GPU."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hwtop.advice.rules.job_facts import (
     WORKER,
@@ -25,7 +26,9 @@ from hwtop.advice.text import percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import JobSnapshot, RankStacks
+
+if TYPE_CHECKING:
+    from hwtop.model.job import JobSnapshot, RankStacks
 
 SPAN_S = 10.0
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hwtop.advice.rules.loader import churn_cause
 from hwtop.advice.text import command, percent, rate
 from hwtop.advice.thresholds import Thresholds
-from hwtop.advice.window import Window, children, compute_pids, gpus_in_use, mean, workload_running
+from hwtop.advice.window import Window, children, compute_pids, empty_job_config, gpus_in_use, mean, workload_running
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import GpuSnapshot, JobConfig, Snapshot
+from hwtop.model.snapshot import GpuSnapshot, Snapshot
+
+if TYPE_CHECKING:
+    pass
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
 WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much
@@ -62,7 +66,7 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         mean_wait = sum(waits.values()) / len(waits)
         if mean_wait < t["data_wait_fraction"]:
             return
-        config = workload.config or JobConfig()
+        config = workload.config or empty_job_config()
         job_gpus = [g for g in latest.gpus if set(compute_pids(g)) & set(workload.pids)]
         utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
         if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):

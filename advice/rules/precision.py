@@ -4,12 +4,16 @@ Only facts hwtop can see: the embedded job's own configuration, or Hopper's GPM 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hwtop.advice.thresholds import Thresholds
-from hwtop.advice.window import Window, compute_pids, mean, workload_running
+from hwtop.advice.window import Window, compute_pids, empty_job_config, mean, workload_running
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import GpuSnapshot, JobConfig, Snapshot
+from hwtop.model.snapshot import GpuSnapshot, Snapshot
 from hwtop.probes.gpu_caps import capabilities
+
+if TYPE_CHECKING:
+    pass
 
 
 def _precision_fixes(capability: tuple[int, int]) -> tuple[str, ...]:
@@ -32,8 +36,8 @@ def _job_gpus(snapshot: Snapshot) -> list[GpuSnapshot]:
 def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     workload = latest.workload
-    config = (workload.config if workload else None) or JobConfig()
-    if workload_running(latest) and workload and config.device == "cuda" and workload.ranks and \
+    config = workload.config if workload else None
+    if workload_running(latest) and workload and config and config.device == "cuda" and workload.ranks and \
             all(r.amp == "off" for r in workload.ranks):
         for gpu in _job_gpus(latest):
             capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
@@ -65,8 +69,8 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
 def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     workload = latest.workload
-    config = (workload.config if workload else None) or JobConfig()
-    if not workload_running(latest) or config.device != "cuda" or config.model != "convnet" or \
+    config = workload.config if workload else None
+    if not workload_running(latest) or not config or config.device != "cuda" or config.model != "convnet" or \
             config.cudnn_benchmark:
         return
     yield Finding(
@@ -104,7 +108,7 @@ def training_diverged(window: Window, t: Thresholds) -> Iterator[Finding]:
     last = workload.last_nonfinite if workload else None
     if workload is None or last is None or not workload.nonfinite_steps:
         return
-    config = workload.config or JobConfig()
+    config = workload.config or empty_job_config()
     stopped = last.stopped
     step, rank = ("?" if value is None else value for value in (last.step, last.rank))
     evidence = [f"{workload.nonfinite_steps} step(s) with a NaN/inf loss or gradient; the latest at step {step} "

@@ -1,0 +1,125 @@
+"""The model of a focused job (`--pid`, `--job`, f on a process): its processes, their stacks, the pressure and
+memory limits of its cgroup. Kept apart from model/snapshot.py, so a monitor with no focused job never creates
+these classes (a frozen, slotted dataclass costs ~1 ms to create; these are on the first frame's path otherwise)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerBirths:
+    """DataLoader workers one parent started within the last minute, against the most it ran at once."""
+
+    parent: int
+    born: int
+    span_s: float  # how much of the minute hwtop has watched this parent
+    peak_alive: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pressure:
+    """Pressure stall information over the last tick, in % of wall time: `some` = at least one task stalled on
+    the resource. `source` is "cgroup <path>" when the job's own cgroup reports it, else "system"."""
+
+    source: str
+    cpu_some: float | None
+    io_some: float | None
+    io_full: float | None
+    memory_some: float | None
+    memory_full: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupMemory:
+    """The memory cgroup the job's root runs in, where it has a limit."""
+
+    path: str
+    used_bytes: int
+    limit_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RankStacks:
+    """Samples of one rank's main thread over the last `window_s`, sorted into categories. `fractions` and
+    `sites` are (category, value) pairs; a site is the innermost frame of the job's own code in that category."""
+
+    pid: int
+    rank: int | None
+    samples: int
+    window_s: float
+    fractions: tuple[tuple[str, float], ...] = ()
+    sites: tuple[tuple[str, str], ...] = ()
+    data_loader: str | None = None  # "single-process" (num_workers=0) or "multi-process", as the stack shows
+    message: str | None = None
+
+    def fraction(self, category: str) -> float:
+        return next((value for name, value in self.fractions if name == category), 0.0)
+
+    def site(self, category: str) -> str | None:
+        return next((value for name, value in self.sites if name == category), None)
+
+
+@dataclass(frozen=True, slots=True)
+class JobProcess:
+    """One process of a focused job, with what /proc says of where it runs and what it touches."""
+
+    pid: int
+    ppid: int | None
+    name: str
+    cmdline: str | None
+    role: str  # launcher | rank N | DataLoader worker | helper | process
+    rank: int | None
+    depth: int  # 0 for a root of the job, 1 for its children, ...
+    state: str | None
+    cpu_percent: float | None
+    rss_bytes: int | None
+    threads: int | None
+    cpu_affinity: tuple[int, ...] | None
+    thread_cpus: tuple[int, ...] = ()  # the CPUs its threads last ran on
+    numa_pages: tuple[tuple[int, int], ...] | None = None  # (node, pages) from numa_maps; None: unreadable
+    read_bytes_per_s: float | None = None
+    write_bytes_per_s: float | None = None
+    gpus: tuple[tuple[int, int | None], ...] = ()  # (GPU index, its memory there) from NVML
+    cuda_visible_devices: str | None = None
+    local_rank: int | None = None
+    dataset_devices: tuple[tuple[str, int], ...] = ()  # (disk, open files on it)
+    alive: bool = True
+    exit_code: int | None = None  # known for a zombie, or for the embedded job
+    pss_bytes: int | None = None  # proportional set size (smaps_rollup): shared pages divided among sharers
+    major_faults_per_s: float | None = None  # pages read back from disk or swap on access
+    runnable_threads: int | None = None  # threads in state R at this tick
+    blocked_threads: int | None = None  # threads in state D (uninterruptible: waiting on storage, mostly)
+    cpu_demand: float | None = None  # (time on a CPU + time waiting for one) per second, summed over threads
+    run_wait_share: float | None = None  # of that demand, the share spent waiting in the run queue
+    switches_per_s: float | None = None  # times its threads were put on a CPU, per second (schedstat)
+    hot_thread_percent: float | None = None  # its busiest thread, running or queued, in % of one core
+    hot_thread_name: str | None = None
+    omp_num_threads: str | None = None  # OMP_NUM_THREADS from its environment, where readable
+
+
+@dataclass(frozen=True, slots=True)
+class JobSnapshot:
+    """The focused job: its roots and every descendant, live; after it ends, the last view and how it ended."""
+
+    label: str
+    roots: tuple[int, ...]
+    status: str  # running | ended
+    processes: tuple[JobProcess, ...]
+    cpu_percent: float | None
+    rss_bytes: int
+    gpu_memory: tuple[tuple[int, int], ...] = ()  # (GPU index, bytes the job holds there)
+    ended_at: float | None = None
+    message: str | None = None  # what could not be read (permissions), or how it ended
+    pids_seen: int = 0
+    pss_bytes: int | None = None  # summed PSS of the live processes (RSS for any not yet read)
+    workers_started_last_minute: int = 0
+    workers_exited_last_minute: int = 0
+    worker_births: tuple[WorkerBirths, ...] = ()  # per parent: DataLoader workers born in the last minute
+    usable_cores: int | None = None  # CPUs the job may run on: its affinity, capped by its cgroup's CPU quota
+    pressure: Pressure | None = None
+    cgroup_memory: CgroupMemory | None = None
+    stacks: tuple[RankStacks, ...] = ()  # where each rank's main thread spends its time, from py-spy samples
+    stack_message: str | None = None  # why stacks are missing or partial (py-spy absent, ptrace refused)
+    dataset_devices: tuple[tuple[str, int], ...] = ()  # (disk, files seen open on it by any process of the job)
+    swap_in_pages_per_s: float | None = None  # the box's pages read back from swap (/proc/vmstat pswpin)

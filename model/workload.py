@@ -1,0 +1,102 @@
+"""The model of the embedded workload (`--workload`, w): its ranks' telemetry, its configuration and its events.
+Kept apart from model/snapshot.py, so a monitor with no workload never creates these classes (a frozen, slotted
+dataclass costs ~1 ms to create; these are on the first frame's path otherwise)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RankState:
+    """The last telemetry of one rank of the embedded workload, with short rings for its sparklines."""
+
+    rank: int
+    pid: int | None
+    step: int | None
+    step_time_s: float | None
+    samples_per_s: float | None
+    data_wait_fraction: float | None
+    loss: float | None
+    amp: str | None
+    scale: float | None
+    batch_size: int | None
+    rss_bytes: int | None
+    cuda_allocated_bytes: int | None = None
+    cuda_reserved_bytes: int | None = None
+    cuda_peak_bytes: int | None = None
+    step_times: tuple[float, ...] = ()
+    throughput: tuple[float, ...] = ()
+    scales: tuple[float, ...] = ()  # GradScaler scale per step (fp16): repeated drops mean inf/NaN gradients
+
+
+@dataclass(frozen=True, slots=True)
+class JobConfig:
+    """Rank 0's `started` record: how the embedded job trains. Every field is optional: a job of another version
+    (or a recording made by one) may lack any of them."""
+
+    scenario: str | None = None
+    world_size: int | None = None
+    device: str | None = None  # cpu | cuda
+    backend: str | None = None  # gloo | nccl
+    model: str | None = None  # mlp | convnet
+    amp: str | None = None  # off | fp16 | bf16
+    batch_size: int | None = None
+    num_workers: int | None = None
+    pin_memory: bool | None = None
+    transform_cost_ms: float | None = None
+    cudnn_benchmark: bool | None = None
+    grad_accum: int | None = None
+    on_nonfinite: str | None = None  # skip | stop
+    lr: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AmpSummary:
+    """The amp-compare scenario's result: the AMP-savings demo's figures."""
+
+    speedup: float | None = None  # mixed-precision samples/s over fp32's
+    memory_saving_fraction: float | None = None  # None where no per-phase peak exists (CPU)
+    memory_metric: str | None = None  # the figure the saving compares, or why there is none
+
+
+@dataclass(frozen=True, slots=True)
+class OomEvent:
+    """The latest CUDA out-of-memory a rank reported."""
+
+    rank: int | None = None
+    batch_size: int | None = None
+    largest_fit: int | None = None  # the largest batch that fitted (oom-ramp)
+    message: str | None = None
+    time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NonfiniteEvent:
+    """The latest step whose loss or gradients were NaN/inf."""
+
+    rank: int | None = None
+    step: int | None = None
+    time: float | None = None
+    skipped: bool = False  # the optimizer step was skipped, as GradScaler skips one
+    stopped: bool = False  # the run stopped there (--on-nonfinite stop)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadState:
+    """The embedded job as the monitor sees it: starting | running | stalled | finished | crashed | stopped."""
+
+    scenario: str
+    status: str
+    exit_code: int | None
+    ranks: tuple[RankState, ...]
+    last_event: str | None
+    stderr_tail: tuple[str, ...] = ()
+    pids: tuple[int, ...] = ()
+    garbage_lines: int = 0
+    summary: AmpSummary | None = None
+    config: JobConfig | None = None
+    oom_count: int = 0
+    last_oom: OomEvent | None = None
+    nonfinite_steps: int = 0  # steps whose loss or gradients were NaN/inf (skipped, or the run stopped)
+    last_nonfinite: NonfiniteEvent | None = None
