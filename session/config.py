@@ -11,8 +11,9 @@ hide, and the advice thresholds. The command line wins over the file.
     [advice.hold_s]            # per rule id, seconds from 0 to 3600
     gpu-starved = 10
 
-Its schema is the dataclasses below (read by session.schema): a wrong type, a value out of range, an unknown key,
-threshold or rule is refused with one line naming the key and what it allows. Like ssh with its config, a file
+Its schema is the dataclasses of session/config_file.py, read by session.schema and imported only when a file
+exists: a wrong type, a value out of range, an unknown key, threshold or rule is refused with one line naming the
+key and what it allows. Like ssh with its config, a file
 someone else could have written is refused too: it must be owned by the user running hwtop (or root) and not be
 writable by group or others, since it steers what hwtop runs and shows, often as root."""
 
@@ -21,48 +22,17 @@ from __future__ import annotations
 import os
 import pwd
 import stat
-import tomllib
 from dataclasses import dataclass, field
-from typing import Annotated, Literal, get_args
 
-from hwtop.advice.rules import RULES
-from hwtop.advice.thresholds import TABLE, Thresholds, bounds
+from hwtop.advice.thresholds import Thresholds
 from hwtop.model.safe_text import printable
-from hwtop.session.schema import ConfigError, Names, Range, parse
 
-Theme = Literal["dark", "light", "mono"]
-Panel = Literal["cpu", "memory", "disks", "gpu", "advice", "processes"]
 THEMES: dict[str, str] = {"dark": "textual-dark", "light": "textual-light", "mono": "textual-dark"}
-PANELS: tuple[str, ...] = get_args(Panel)
 MAX_BYTES = 1 << 20  # a config file larger than this is not one
-MAX_INTERVAL_S = 3600.0  # as the command line's --interval
-MAX_HOLD_S = 3600.0
-UNIT_WORDS = {"%": "a percentage", "fraction": "a fraction", "x": "a ratio", "B": "a number of bytes",
-              "B/s": "a number of bytes per second"}
-
-THRESHOLD_NAMES = Names("advice threshold", {
-    name: Range(*bounds(name), what=UNIT_WORDS.get(entry.unit, f"a number of {entry.unit}"))
-    for name, entry in TABLE.items()})
-RULE_NAMES = Names("rule", {rule.id: Range(0.0, MAX_HOLD_S, what="a number of seconds") for rule in RULES})
 
 
-@dataclass(frozen=True, slots=True)
-class UiTable:
-    interval: Annotated[float, Range(0.0, MAX_INTERVAL_S, low_open=True, what="a number of seconds")] | None = None
-    theme: Theme | None = None
-    hide: tuple[Panel, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class AdviceTable:
-    thresholds: Annotated[dict[str, float], THRESHOLD_NAMES] = field(default_factory=dict)
-    hold_s: Annotated[dict[str, float], RULE_NAMES] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ConfigFile:
-    ui: UiTable = field(default_factory=UiTable)
-    advice: AdviceTable = field(default_factory=AdviceTable)
+class ConfigError(ValueError):
+    """One line: the key, the value found, what is allowed."""
 
 
 @dataclass(slots=True)
@@ -87,14 +57,9 @@ def load(path: str | None) -> Config:
     text = read_trusted(path, must_exist=given)
     if text is None:
         return Config()
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{printable(path)}: {error}") from None
-    try:
-        config = parse(ConfigFile, document)
-    except ConfigError as error:
-        raise ConfigError(f"{printable(path)}: {error}") from None
+    from hwtop.session.config_file import read  # the schema, TOML and the rules' names: only for a file
+
+    config = read(text, path)
     ui, advice = config.ui, config.advice
     return Config(Thresholds(advice.thresholds, advice.hold_s), ui.interval, ui.theme, ui.hide, path)
 

@@ -16,13 +16,10 @@ from functools import cache
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from hwtop.model.safe_text import printable
+from hwtop.session.config import ConfigError
 
 T = TypeVar("T")
 SHOWN_CHARS = 40  # of a wrong value, in the message
-
-
-class ConfigError(ValueError):
-    """One line: the key, the value found, what is allowed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The config file: a typed schema (session.schema over session.config's dataclasses) refuses a wrong type, a value
+"""The config file: a typed schema (session.schema over session.config_file's dataclasses) refuses a wrong type, a value
 out of range, an unknown key, threshold or rule with one line naming the key and what it allows (exit 2); a file
 someone else owns or could write, a FIFO, a directory, a huge or non-UTF-8 file is refused like ssh refuses one."""
 
@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from hwtop.advice.rules import RULE_IDS
 from hwtop.advice.thresholds import TABLE
 from hwtop.cli.main import main
-from hwtop.session.config import PANELS, THEMES, ConfigFile, Theme, load
-from hwtop.session.schema import ConfigError, parse
+from hwtop.session.config import THEMES, ConfigError, load
+from hwtop.session.config_file import PANELS, ConfigFile, Theme
+from hwtop.session.schema import parse
 
 
 def config_file(tmp_path: Path, text: str, mode: int = 0o600) -> Path:

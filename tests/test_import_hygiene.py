@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -22,23 +23,26 @@ def test_probes_import_no_ui_and_no_torch() -> None:
 ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hwtop.report",
                # a key opens these, or the fleet view's tables use it: not on the first frame's path
                "hwtop.tui.help", "hwtop.tui.topology_screen", "hwtop.tui.advice_screen", "hwtop.tui.workload_dialog",
-               "textual.widgets._data_table")
+               "textual.widgets._data_table",
+               # the config file's schema and TOML: only when a config file exists
+               "hwtop.session.config_file", "tomllib")
 
 
-def test_monitor_start_path_loads_what_it_draws_only() -> None:
+def test_monitor_start_path_loads_what_it_draws_only(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
     """The monitor's start (argument parsing, config, the app, a demo sampler's first tick) never loads what
     only other commands or keys use: torch, prometheus_client, hypothesis, the exporter, the box report, the
-    screens a key opens, DataTable."""
+    screens a key opens, DataTable, and (no config file) the file's schema."""
     code = (
         "from hwtop.cli.main import build_parser, make_sampler\n"
         "build_parser().parse_known_args(['--demo', 'rtx3090'])\n"
         "from hwtop.session.config import load\n"
+        "assert load(None).path is None\n"
         "import hwtop.tui.app, hwtop.workload.launcher\n"
         "make_sampler('rtx3090', False).sample()\n"
         f"print(','.join(sorted(m for m in sys.modules if m.startswith({ON_USE_ONLY!r}))))\n"
     )
-    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+    out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}).stdout.strip()
     assert out == ""
 
 

@@ -1,0 +1,58 @@
+"""The config file's schema: the dataclasses whose annotations session.schema reads, and `read`, which parses a
+file's TOML text into them. Imported only when a config file exists (see session/config.py)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from typing import Annotated, Literal, get_args
+
+from hwtop.advice.rules import RULES
+from hwtop.advice.thresholds import TABLE, bounds
+from hwtop.model.safe_text import printable
+from hwtop.session.config import ConfigError
+from hwtop.session.schema import Names, Range, parse
+
+Theme = Literal["dark", "light", "mono"]
+Panel = Literal["cpu", "memory", "disks", "gpu", "advice", "processes"]
+PANELS: tuple[str, ...] = get_args(Panel)
+MAX_INTERVAL_S = 3600.0  # as the command line's --interval
+MAX_HOLD_S = 3600.0
+UNIT_WORDS = {"%": "a percentage", "fraction": "a fraction", "x": "a ratio", "B": "a number of bytes",
+              "B/s": "a number of bytes per second"}
+
+THRESHOLD_NAMES = Names("advice threshold", {
+    name: Range(*bounds(name), what=UNIT_WORDS.get(entry.unit, f"a number of {entry.unit}"))
+    for name, entry in TABLE.items()})
+RULE_NAMES = Names("rule", {rule.id: Range(0.0, MAX_HOLD_S, what="a number of seconds") for rule in RULES})
+
+
+@dataclass(frozen=True, slots=True)
+class UiTable:
+    interval: Annotated[float, Range(0.0, MAX_INTERVAL_S, low_open=True, what="a number of seconds")] | None = None
+    theme: Theme | None = None
+    hide: tuple[Panel, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceTable:
+    thresholds: Annotated[dict[str, float], THRESHOLD_NAMES] = field(default_factory=dict)
+    hold_s: Annotated[dict[str, float], RULE_NAMES] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigFile:
+    ui: UiTable = field(default_factory=UiTable)
+    advice: AdviceTable = field(default_factory=AdviceTable)
+
+
+def read(text: str, path: str) -> ConfigFile:
+    """The file's TOML text, checked against the schema. ConfigError names the file and what is wrong."""
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{printable(path)}: {error}") from None
+    try:
+        return parse(ConfigFile, document)
+    except ConfigError as error:
+        raise ConfigError(f"{printable(path)}: {error}") from None
