@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any
@@ -60,7 +61,12 @@ class GuardedApp(App[ReturnType]):
         # a later error (while the crashed app shuts down) adds nothing: the first one is the cause
 
     def run(self, *args: Any, **kwargs: Any) -> ReturnType | None:
-        """Textual's run; after a crash, the crash itself, raised once the terminal is restored."""
+        """Textual's run; after a crash, the crash itself, raised once the terminal is restored.
+
+        Everything alive now (modules, classes, Textual's and our own: ~42,000 tracked objects) lives as long as
+        the app: frozen out of the garbage collector, a full collection no longer walks it. Unfrozen, the first
+        full collection (25-35 ms here) fell in the middle of the first frame, and another came within a minute."""
+        gc.freeze()
         result = super().run(*args, **kwargs)
         if self.crash is not None:
             raise self.crash
