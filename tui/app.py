@@ -107,8 +107,6 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         yield Footer()
 
     def on_mount(self) -> None:
-        # Installed: kept when popped, so t or j opens them again (a popped screen that is not installed is
-        # removed, and pushing it once more showed nothing: j after leaving the job view looked frozen).
         panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
                   "gpu": self.gpu_panel, "advice": self.advice_panel, "processes": self.process_table}
         for name in self.hidden_panels:
@@ -158,7 +156,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
 
     async def _poll(self, first_wait: float = 0.0) -> None:
         """Ticks never overlap: the next sample starts only after the last one was shown.
-        The second tick comes early, since rates (CPU %, throughput) need two samples to exist."""
+        The second tick comes early, since rates (CPU %, throughput) need two samples to exist; after a tick
+        taken before run (with rates already), the first waits `first_wait`."""
         await asyncio.sleep(first_wait)
         while True:
             started = time.monotonic()
@@ -311,6 +310,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             from hwtop.tui.topology_screen import TopologyScreen
 
             self.topology_screen = TopologyScreen()
+            # Installed: kept when popped, so t or j opens them again (a popped screen that is not installed is
+            # removed, and pushing it once more showed nothing: j after leaving the job view looked frozen).
             self.install_screen(self.topology_screen, name="topology")
         self._bring_up(self.topology_screen)
         if self.snapshot is not None:

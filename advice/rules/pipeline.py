@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from hwtop.advice.rules.loader import churn_cause
 from hwtop.advice.text import command, percent, rate
@@ -11,9 +10,6 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, children, compute_pids, empty_job_config, gpus_in_use, mean, workload_running
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
-
-if TYPE_CHECKING:
-    pass
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
 WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much

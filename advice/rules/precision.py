@@ -4,16 +4,12 @@ Only facts hwtop can see: the embedded job's own configuration, or Hopper's GPM 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, empty_job_config, mean, workload_running
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
 from hwtop.probes.gpu_caps import capabilities
-
-if TYPE_CHECKING:
-    pass
 
 
 def _precision_fixes(capability: tuple[int, int]) -> tuple[str, ...]:
@@ -37,7 +33,7 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     workload = latest.workload
     config = workload.config if workload else None
-    if workload_running(latest) and workload and config and config.device == "cuda" and workload.ranks and \
+    if workload_running(latest) and workload and config is not None and config.device == "cuda" and workload.ranks and \
             all(r.amp == "off" for r in workload.ranks):
         for gpu in _job_gpus(latest):
             capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
@@ -70,7 +66,7 @@ def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     workload = latest.workload
     config = workload.config if workload else None
-    if not workload_running(latest) or not config or config.device != "cuda" or config.model != "convnet" or \
+    if not workload_running(latest) or config is None or config.device != "cuda" or config.model != "convnet" or \
             config.cudnn_benchmark:
         return
     yield Finding(
