@@ -38,17 +38,22 @@ def tmux(*args: str) -> str:
 
 
 def first_frame(command: list[str], ready, size=(200, 50), timeout=30.0) -> float:
-    session = f"bench-{uuid.uuid4().hex[:8]}"
+    """Each start gets a tmux server of its own (its own socket): with a shared one, a start could reach the server
+    that the last kill-session was shutting down, and never appear (seen as a 30 s timeout)."""
+    socket = f"bench-{uuid.uuid4().hex[:8]}"
     start = time.perf_counter()
-    tmux("new-session", "-d", "-s", session, "-x", str(size[0]), "-y", str(size[1]), *command)
+    started = subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-x", str(size[0]), "-y", str(size[1]),
+                              *command], capture_output=True, text=True)
+    if started.returncode != 0:
+        raise RuntimeError(f"tmux could not start {command}: {started.stderr.strip()}")
     try:
         while time.perf_counter() - start < timeout:
-            if ready(tmux("capture-pane", "-p", "-t", session)):
+            if ready(tmux("-L", socket, "capture-pane", "-p")):
                 return time.perf_counter() - start
             time.sleep(0.01)
         raise TimeoutError(command)
     finally:
-        tmux("kill-session", "-t", session)
+        tmux("-L", socket, "kill-server")
 
 
 def hwtop_ready(pane: str) -> bool:
