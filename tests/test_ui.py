@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import threading
 
 import pytest
 
-from hwtop.model.snapshot import ProbeError
+from hwtop.model.snapshot import ProbeError, Snapshot
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.help import HelpScreen
 from hwtop.widgets.cpu import CpuPanel
@@ -40,9 +42,37 @@ async def test_a_tick_taken_before_run_is_drawn_at_mount_and_the_next_waits_an_i
         assert source.samples == 1 and app.ticks == 1
     unticked = ScriptedSource([host_snapshot()])
     app = HwtopApp(unticked, interval=30.0)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await started(app, pilot)
-        assert unticked.samples == 1 and app.ticks == 1
+    async with app.run_test(size=(80, 24)):
+        await app.first_frame.wait()
+        assert unticked.samples == 1 and app.ticks == 1  # sampled at mount (the second tick comes 0.25 s later)
+
+
+async def test_a_tick_that_returns_while_the_app_shuts_down_is_not_shown() -> None:
+    """A sample still in flight when the app shuts down (a Pilot test's end; seen once as 'No screens on stack')
+    comes back to an app whose screens are gone: it is dropped, and the app ends without a crash."""
+    release, sampling = threading.Event(), threading.Event()
+
+    class SlowSource(ScriptedSource):
+        def sample(self) -> Snapshot:
+            if self.samples >= 1:  # the first sample draws the first frame; the second waits
+                sampling.set()
+                release.wait(5)
+            return super().sample()
+
+    source = SlowSource([host_snapshot()])
+    app = HwtopApp(source, interval=0.05)
+    close_all = app._close_all
+
+    async def screens_gone_then_the_tick_returns() -> None:
+        await close_all()
+        release.set()
+        await asyncio.sleep(0.3)  # the worker resumes with its frame now
+
+    app._close_all = screens_gone_then_the_tick_returns  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)):
+        await app.first_frame.wait()
+        assert await asyncio.to_thread(sampling.wait, 5)
+    assert app.crash is None and source.samples == 2 and app.ticks == 1
 
 
 async def test_cpu_host_values_and_no_gpu_message() -> None:

@@ -163,6 +163,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             started = time.monotonic()
             if not self.paused:
                 frame = await asyncio.to_thread(self._tick)
+                if not self.is_running:  # the app began shutting down during the tick: its screens may be gone
+                    return
                 self.show(frame)
             wait = min(self.interval, 0.25) if self.ticks == 1 else self.interval
             await asyncio.sleep(max(0.02, wait - (time.monotonic() - started)))
