@@ -5,16 +5,11 @@ from __future__ import annotations
 import os
 
 from hwtop.model.snapshot import HostInfo
-from hwtop.probes.sysfs import read_text
+from hwtop.probes.sysfs import parse_uptime, read_text
 
 
 def read_host(root: str = "/") -> HostInfo:
     uname = os.uname()
-    uptime: float | None = None
     text = read_text(root, "proc/uptime")
-    if text:
-        try:
-            uptime = float(text.split()[0])
-        except (ValueError, IndexError):
-            uptime = None
+    uptime = parse_uptime(text) if text else None
     return HostInfo(hostname=uname.nodename, kernel=uname.release, uptime_s=uptime)

@@ -26,6 +26,7 @@ from hwtop.probes.cgroup import Cgroups, cgroups_of, cpu_quota_cores, memory_of
 from hwtop.probes.processes import CLOCK_TICKS, PAGE_SIZE
 from hwtop.probes.procfiles import open_file_devices, parse_numa_maps, parse_pss, read_bytes
 from hwtop.probes.psi import PressureProbe
+from hwtop.probes.sysfs import parse_uptime
 from hwtop.probes.threads import ThreadProbe
 
 MAX_PROCESSES = 256
@@ -430,8 +431,8 @@ class JobProbe:
 
     def _uptime(self) -> float | None:
         try:
-            return float(read_bytes(f"{self.proc}/uptime").split()[0])
-        except (OSError, ValueError, IndexError):
+            return parse_uptime(read_bytes(f"{self.proc}/uptime"))
+        except OSError:
             return None
 
     def _walk(self) -> tuple[dict[int, _Stat], list[tuple[int, int]]]:

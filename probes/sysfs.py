@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
@@ -15,6 +16,16 @@ def read_text(root: str, path: str) -> str | None:
             return handle.read()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def parse_uptime(text: str | bytes) -> float | None:
+    """Seconds since boot from /proc/uptime's first field; None unless it is a finite number of seconds (Python's
+    float() also reads "inf" and "nan", which no snapshot can carry into JSON)."""
+    try:
+        seconds = float(text.split()[0])
+    except (ValueError, IndexError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def parse_cpulist(text: str) -> tuple[int, ...]:

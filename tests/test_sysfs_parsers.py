@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwtop.probes.sysfs import format_cpulist, parse_cpulist, parse_int_row, parse_meminfo_kb
+from hwtop.probes.sysfs import format_cpulist, parse_cpulist, parse_int_row, parse_meminfo_kb, parse_uptime
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -62,3 +62,13 @@ def test_distance_row() -> None:
     assert parse_int_row("10 21\n") == (10, 21)
     with pytest.raises(ValueError):
         parse_int_row("10 x")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("93784.50 180000.00\n", 93784.5), (b"5 1", 5.0), ("INFINITY 1", None), ("nan", None), ("inf", None),
+    ("-1 0", None), ("", None), ("up", None),
+])
+def test_uptime_is_a_finite_number_of_seconds_or_none(text: str | bytes, seconds: float | None) -> None:
+    """Python reads 'inf' and 'nan' as floats; a snapshot holding one could not be written as JSON (hypothesis
+    found a /proc/uptime of 'INFINITY' in tests/test_faults.py)."""
+    assert parse_uptime(text) == seconds
