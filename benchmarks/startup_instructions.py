@@ -4,9 +4,11 @@
     python -m benchmarks.startup_instructions [--runs 3]
 
 Why beside startup.py's wall time: on this 2-core VM the wall time of a start moves by ±15 % from one minute to the
-next (page cache, neighbours), more than most single changes save. A count of instructions moves by ~3 % (threads
-interleave differently), so a change of a few milliseconds shows. It is not time: I/O and cache misses are not in
-it, so the wall-time ratio stays the figure users feel.
+next (page cache, neighbours). Within one sitting a count of instructions moves by ~1-7 %, enough to compare two
+trees measured back to back. Between sittings hwtop's count can sit on two levels about 15 % apart for the same
+code (1,442-1,551 M and 1,741-1,761 M seen on one evening; the cause is not found): compare trees in the same sitting,
+never against an old figure. It is not time either (I/O and cache misses are not in it): the wall-time ratio stays
+the figure users feel.
 
 Each program runs until its first full frame is written to the terminal and then exits at once: the bare app's
 first write of a frame; hwtop's first write of a frame after the app first showed a snapshot. Needs valgrind and
@@ -26,6 +28,7 @@ import tempfile
 import time
 import uuid
 
+from benchmarks.startup import BARE_APP
 from benchmarks.terminal_runs import ROOT, compile_checkout
 
 FRAME_BYTES = 5000  # a write this large is a frame (a 200x50 frame is ~11-15 KB; set-up sequences are tiny)
@@ -44,12 +47,7 @@ class Terminal:
     def __getattr__(self, name): return getattr(self._stream, name)
 sys.__stderr__ = Terminal(sys.__stderr__)  # where Textual writes the screen
 if {bare}:
-    from textual.app import App
-    from textual.widgets import Static
-    class Bare(App):
-        def compose(self):
-            yield Static("BARE-READY")
-    Bare().run()
+    exec({bare_app!r})  # startup.py's bare app, the one its wall-time figure uses
 else:
     import hwtop.tui.app as app_module
     show = app_module.HwtopApp.show
@@ -66,7 +64,7 @@ def instructions(bare: bool, timeout: float = 180.0) -> int:
     with tempfile.TemporaryDirectory() as work:
         script, log = os.path.join(work, "start.py"), os.path.join(work, "valgrind.log")
         with open(script, "w") as handle:
-            handle.write(RUN_UNTIL_FIRST_FRAME.format(bare=bare, frame_bytes=FRAME_BYTES))
+            handle.write(RUN_UNTIL_FIRST_FRAME.format(bare=bare, bare_app=BARE_APP, frame_bytes=FRAME_BYTES))
         session = f"bench-{uuid.uuid4().hex[:8]}"
         command = ["env", f"PYTHONPATH={ROOT}", "valgrind", "--tool=cachegrind", "--cache-sim=no",
                    "--cachegrind-out-file=/dev/null", f"--log-file={log}", os.path.realpath(sys.executable), script]
