@@ -59,6 +59,7 @@ class CpuPanel(TextPanel):
         self.marked: set[int] = set()
         self.max_lines = 1000
         self._legend_seen: set[str] = set()
+        self._legend_shown = False
 
     def show(self, cpu: CpuSnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
              marked: set[int] | None = None, max_lines: int = 1000) -> None:
@@ -67,11 +68,14 @@ class CpuPanel(TextPanel):
         self.marked = marked or set()
         self.max_lines = max_lines
         self.set_title("CPU" if cpu is None or cpu.model is None else data(f"CPU · {cpu.model}"))
-        self._show_legend()
+        parts = occasional_parts(cpu)
+        if not self._legend_shown or not parts <= self._legend_seen:  # the legend changes only with a new part
+            self._legend_seen |= parts
+            self._show_legend()
         self.changed()
 
     def _show_legend(self) -> None:
-        self._legend_seen |= occasional_parts(self.cpu)
+        self._legend_shown = True
         self.set_subtitle(cpu_legend(self.cpu, self.size.width - 2 if self.size.width else 1000,  # 2: title gaps
                                      self._legend_seen))
 

@@ -13,7 +13,7 @@ from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
@@ -132,10 +132,13 @@ class LineTable(ScrollView, can_focus=True):
             self.refresh()
             return
         top = int(self.scroll_offset.y)
-        for index in range(top, min(len(self._keys), top + self.size.height)):
-            moved = index in (old_cursor, self._cursor) and old_cursor != self._cursor
-            if moved or old_keys[index] != self._keys[index]:
-                self.refresh_line(index + 1)
+        width = max(self.virtual_size.width, self.size.width)
+        moved = (old_cursor, self._cursor) if old_cursor != self._cursor else ()
+        changed = [Region(0, index + 1 - top, width, 1)  # + 1: the header row; one refresh for them all
+                   for index in range(top, min(len(self._keys), top + self.size.height))
+                   if index in moved or old_keys[index] != self._keys[index]]
+        if changed:
+            self.refresh(*changed)
 
     def move_cursor(self, *, row: int, animate: bool = False) -> None:
         if not self._rows:

@@ -24,7 +24,7 @@ class TextPanel(Widget):
         self._generation = 0
         self._cache: tuple[tuple[int, int, bool], list[Text]] | None = None
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
-        self._border_shown: dict[str, str] = {}  # "title"/"subtitle" → the text last set
+        self._border_shown: dict[str, _Drawn] = {}  # "title"/"subtitle" → how the text last set draws
         self._one_row_each: tuple[object, int, bool] | None = None  # (lines, width, each fits one row)
 
     def lines(self, width: int) -> list[Text]:
@@ -40,7 +40,7 @@ class TextPanel(Widget):
         self._set_border("subtitle", subtitle)
 
     def _set_border(self, which: str, text: str | Text) -> None:
-        shown = text.markup if isinstance(text, Text) else text
+        shown = _drawn(text)
         if shown != self._border_shown.get(which):
             self._border_shown[which] = shown
             setattr(self, f"border_{which}", text)
@@ -122,6 +122,17 @@ class TextPanel(Widget):
         rows = self._row_count(width)
         self._height = (max(1, width), rows)
         return rows
+
+
+_Drawn = tuple[str, object, tuple[object, ...]]
+
+
+def _drawn(text: str | Text) -> _Drawn:
+    """What a border title draws: its characters, base style and spans (cheaper to build than Text.markup, which
+    panels would otherwise render each tick to compare)."""
+    if isinstance(text, str):
+        return text, "", ()  # as Text(text) would draw it
+    return text.plain, text.style, tuple(text.spans)
 
 
 def _changed_rows(new: list[Text], old: list[Text], width: int) -> list[int] | None:
