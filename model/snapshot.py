@@ -38,7 +38,7 @@ class CoreLoad:
     iowait: float | None = None
     irq: float | None = None
     steal: float | None = None
-    mhz: float | None = None
+    mhz: float | None = None  # read at most every 5 s (probes/cpu.py FREQ_EVERY_S)
 
 
 @dataclass(frozen=True, slots=True)

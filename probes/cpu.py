@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -25,17 +25,18 @@ def _times_tuple(sample: Any) -> tuple[float, ...]:
     return tuple(float(getattr(sample, name, 0.0) or 0.0) for name in _FIELDS)
 
 
-def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...]) -> CoreLoad:
+def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...],
+              mhz: float | None = None) -> CoreLoad:
     """Percentages of one core between two samples; None before there are two (or after a reset)."""
     if before is None:
-        return CoreLoad(index, node, None)
+        return CoreLoad(index, node, None, mhz=mhz)
     deltas = [counter_delta(b, a) for b, a in zip(before, after, strict=True)]
     if any(d is None for d in deltas):
-        return CoreLoad(index, node, None)
+        return CoreLoad(index, node, None, mhz=mhz)
     user, nice, system, idle, iowait, irq, softirq, steal = (float(d) for d in deltas)  # type: ignore[arg-type]
     total = user + nice + system + idle + iowait + irq + softirq + steal
     if total <= 0:
-        return CoreLoad(index, node, None)
+        return CoreLoad(index, node, None, mhz=mhz)
 
     def pct(value: float) -> float:
         return round(100.0 * value / total, 2)
@@ -43,7 +44,7 @@ def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tu
     busy = total - idle - iowait
     return CoreLoad(
         index, node, pct(busy), user=pct(user + nice), system=pct(system), iowait=pct(iowait),
-        irq=pct(irq + softirq), steal=pct(steal),
+        irq=pct(irq + softirq), steal=pct(steal), mhz=mhz,
     )
 
 
@@ -92,8 +93,14 @@ def _cache_bytes(value: Any) -> int | None:
     return None
 
 
+FREQ_EVERY_S = 5.0
+
+
 class CpuProbe:
-    """Owns the previous per-core times, so each `read` returns load over the interval since the last."""
+    """Owns the previous per-core times, so each `read` returns load over the interval since the last.
+
+    Core frequencies are read at most every `FREQ_EVERY_S` and carried between reads: psutil reads three sysfs
+    files per core for them (384 a tick on a 128-core box) or parses /proc/cpuinfo, and no view draws them yet."""
 
     def __init__(
         self,
@@ -101,12 +108,26 @@ class CpuProbe:
         freq_source: FreqSource | None = None,
         static: CpuStaticInfo | None = None,
         loadavg: Callable[[], tuple[float, float, float]] | None = os.getloadavg,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._times_source = times_source or (lambda: psutil.cpu_times(percpu=True))
         self._freq_source = freq_source or (lambda: psutil.cpu_freq(percpu=True) or [])
         self.static = static if static is not None else CpuStaticInfo()
         self._loadavg = loadavg
+        self._clock = clock
         self._previous: list[tuple[float, ...]] | None = None
+        self._mhz: list[float | None] = []
+        self._mhz_at: float | None = None
+
+    def _frequencies(self) -> list[float | None]:
+        now = self._clock()
+        if self._mhz_at is None or now - self._mhz_at >= FREQ_EVERY_S or now < self._mhz_at:
+            self._mhz_at = now
+            try:
+                self._mhz = [float(f.current) if f.current else None for f in self._freq_source()]
+            except Exception:  # noqa: BLE001 - frequency is optional everywhere
+                self._mhz = []
+        return self._mhz
 
     def read(self, node_of_cpu: dict[int, int]) -> CpuSnapshot:
         samples = [_times_tuple(s) for s in self._times_source()]
@@ -114,15 +135,10 @@ class CpuProbe:
         if previous is not None and len(previous) != len(samples):
             previous = None  # CPUs went on- or offline: start over rather than pair the wrong cores
         self._previous = samples
-        try:
-            freqs = list(self._freq_source())
-        except Exception:  # noqa: BLE001 - frequency is optional everywhere
-            freqs = []
-        cores = []
-        for index, after in enumerate(samples):
-            load = core_load(index, node_of_cpu.get(index, 0), previous[index] if previous else None, after)
-            mhz = float(freqs[index].current) if index < len(freqs) and freqs[index].current else None
-            cores.append(load if mhz is None else dataclasses.replace(load, mhz=mhz))
+        mhz = self._frequencies()
+        cores = [core_load(index, node_of_cpu.get(index, 0), previous[index] if previous else None, after,
+                           mhz[index] if index < len(mhz) else None)
+                 for index, after in enumerate(samples)]
         measured = [c.percent for c in cores if c.percent is not None]
         total = round(sum(measured) / len(measured), 2) if measured and len(measured) == len(cores) else None
         try:

@@ -75,7 +75,7 @@ class RealHost:
         return read_host(self.root)
 
     def memory(self) -> MemorySnapshot:
-        return read_memory()
+        return read_memory(self.root)
 
     def numa(self, memory_total: int | None) -> NumaSnapshot:
         return self.numa_probe.read(memory_total)

@@ -53,6 +53,33 @@ def test_probe_uses_previous_sample_and_node_map() -> None:
     assert all(c.mhz is None for c in second.cores)  # no frequency source: None, never 0
 
 
+def test_core_frequencies_are_read_every_five_seconds_and_carried_between() -> None:
+    """psutil reads three sysfs files a core for them: a 1 s tick reads them on the first tick, then every 5 s."""
+    reads, now = [], [100.0]
+
+    def freqs():
+        reads.append(now[0])
+        return [SimpleNamespace(current=2000.0 + len(reads)), SimpleNamespace(current=0.0)]  # 0: not known
+
+    source = Script([[times(idle=i), times(idle=i)] for i in range(1, 9)])
+    probe = CpuProbe(times_source=source, freq_source=freqs, static=CpuStaticInfo(start=False),
+                     clock=lambda: now[0])
+    shown = []
+    for _ in range(8):
+        shown.append([c.mhz for c in probe.read({}).cores])
+        now[0] += 1.0
+    assert reads == [100.0, 105.0]
+    assert shown[0] == shown[4] == [2001.0, None] and shown[5] == shown[7] == [2002.0, None]
+
+
+def test_a_failing_frequency_source_leaves_mhz_unknown() -> None:
+    def broken():
+        raise OSError("no cpufreq")
+
+    probe = CpuProbe(times_source=Script([[times(idle=1)]]), freq_source=broken, static=CpuStaticInfo(start=False))
+    assert [c.mhz for c in probe.read({}).cores] == [None]
+
+
 def test_cpu_hotplug_restarts_rates() -> None:
     source = Script([[times(idle=1)], [times(user=5, idle=2), times(idle=3)]])
     probe = CpuProbe(times_source=source, freq_source=lambda: [], static=CpuStaticInfo(start=False))
