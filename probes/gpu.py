@@ -188,6 +188,7 @@ class NvmlProbe:
         self._holders_at = -1e9
         self._minors_cache: dict[int, tuple[float, set[int] | None]] = {}
         self._xids: XidWatcher | None = None
+        self._closed = False  # close() is final: a tick after it must not open NVML again
 
     @property
     def nvml(self) -> types.ModuleType:
@@ -278,6 +279,7 @@ class NvmlProbe:
                                  old.driver_version, old.cuda_driver_version, self.source)
 
     def close(self) -> None:
+        self._closed = True
         self._background.close()
         if self._nvml is not None and self._system is not None and self._system.available:
             self._shutdown()
@@ -285,6 +287,8 @@ class NvmlProbe:
         self._system = None
 
     def _ensure_open(self, now: float) -> GpuSystem:
+        if self._closed:
+            return GpuSystem(False, "NVML closed: hwtop is shutting down", source=self.source)
         if self._system is None or (not self._system.available and self._retry_at is not None
                                     and now >= self._retry_at):
             self._system = self._open(now)

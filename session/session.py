@@ -4,7 +4,8 @@ exporter, `doctor`, `record` and `snapshot` all take Frames from it, so each ask
 and gets the same answer.
 
 A Session is driven from one thread at a time: the lock makes a second caller wait rather than interleave
-(the app's worker and a replay step, say)."""
+(the app's worker and a replay step, say), and makes close() wait for a tick in flight, so that NVML is never
+shut down under a running call (the app quits while its worker thread is inside a tick)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ from hwtop.model.finding import Finding
 from hwtop.model.frame import Frame
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
+
+CLOSE_WAIT_S = 5.0  # how long close() waits for a tick in flight; past it (a hung driver call) it closes anyway
+
+
+class SessionClosed(RuntimeError):
+    """A tick asked of a closed session: its source has let go of NVML, the job and the workload."""
 
 
 class SnapshotSource(Protocol):
@@ -43,6 +50,7 @@ class Session:
         self.engine = AdviceEngine(thresholds)
         self.latest: Frame | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     @property
     def history(self) -> History:
@@ -60,6 +68,8 @@ class Session:
     def advance(self, move: Callable[[], Snapshot]) -> Frame:
         """A tick whose snapshot comes from `move` (a replay's step or seek) rather than `sample`."""
         with self._lock:
+            if self._closed:
+                raise SessionClosed("the session is closed")
             snapshot = move()
             recorded = self.source.recorded_findings() if isinstance(self.source, RecordedAdvice) else None
             if recorded is not None:
@@ -71,4 +81,13 @@ class Session:
             return frame
 
     def close(self) -> None:
-        self.source.close()
+        """Close the source once, after the tick in flight (if any) has finished."""
+        acquired = self._lock.acquire(timeout=CLOSE_WAIT_S)
+        try:
+            if self._closed:
+                return
+            self._closed = True
+            self.source.close()
+        finally:
+            if acquired:
+                self._lock.release()
