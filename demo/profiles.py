@@ -67,7 +67,7 @@ class DemoHost:
     cpu_model: str
     physical_cores: int
     logical_cores: int
-    l3_cache_bytes: int
+    l3_cache_bytes: int | None  # None: not known (a capture that did not record it)
     ram_bytes: int
     swap_bytes: int
     disks: tuple[tuple[str, str], ...]  # (name, kind: nvme | ssd | hdd | network)
@@ -122,8 +122,10 @@ H100_PCIE = GpuModel("NVIDIA H100 PCIe", 81559 * MIB, 350, 48, 1755, 1593, 5, 16
                      ecc=True, mig_capable=True, gpm=True, idle_pstate=0, reserved_bytes=600 * MIB)
 # H200 (SXM): 141 GB HBM3e, up to 700 W, 18 NVLink 4 links, max SM 1980 MHz (NVIDIA H200 datasheet);
 # nvidia-smi -q: 143771 MiB total, P0 when idle.
-H200 = GpuModel("NVIDIA H200", 143771 * MIB, 700, 75, 1980, 3201, 5, 16, (9, 0), nvlinks=18, has_fan=False,
-                ecc=True, mig_capable=True, gpm=True, idle_pstate=0, reserved_bytes=620 * MIB)
+# A real H200 on driver 580.159.04 (tests/fixtures/gpu-capture/h200-r580): idle at 82 W in P0, fan NOT_SUPPORTED,
+# MIG mode readable (capable), GPM supported, ECC on, 644939776 bytes reserved (nvidia-smi: 616 MiB).
+H200 = GpuModel("NVIDIA H200", 143771 * MIB, 700, 82, 1980, 3201, 5, 16, (9, 0), nvlinks=18, has_fan=False,
+                ecc=True, mig_capable=True, gpm=True, idle_pstate=0, reserved_bytes=644939776)
 
 _DGX_BUS = ("00000000:07:00.0", "00000000:0F:00.0", "00000000:47:00.0", "00000000:4E:00.0",
             "00000000:87:00.0", "00000000:90:00.0", "00000000:B7:00.0", "00000000:BD:00.0")
@@ -158,6 +160,10 @@ HOSTS = {
     "h100-pcie": DemoHost("Intel(R) Xeon(R) Platinum 8480+", 112, 224, 210 * _MIB_L3, 1024 * GIB, 0,
                           (("nvme0n1", "nvme"), ("nvme1n1", "nvme")), sockets=2, numa_nodes=2, nics=_ETH_10G,
                           hostname="h100-pcie-demo"),
+    # The VM of that capture: 16 vCPUs "Intel(R) Xeon(R) Processor", one NUMA node, 135129063424 bytes of RAM, no
+    # swap, virtio disks vda and vdb; its L3 size was not recorded.
+    "h200-vm": DemoHost("Intel(R) Xeon(R) Processor", 16, 16, None, 135129063424, 0,
+                        (("vda", "virtual"), ("vdb", "virtual")), hostname="h200-vm-demo"),
     "h200": DemoHost("Intel(R) Xeon(R) Platinum 8480C", 112, 224, 210 * _MIB_L3, 2048 * GIB, 0,
                      tuple((f"nvme{i}n1", "nvme") for i in range(8)), sockets=2, numa_nodes=2,
                      nics=tuple(DemoNic(f"mlx5_{i}", 400, infiniband=True) for i in range(8)), hostname="h200-demo"),
@@ -191,6 +197,11 @@ PROFILES: dict[str, DemoProfile] = {
                     "560.35.03", 12060, (0,), _ranks(1, 52 * GIB)),
         DemoProfile("h200", "H200 141 GB (SXM): GPM activity metrics", H200, 1, "570.86.15", 12080, (0,),
                     _ranks(1, 98 * GIB)),
+        # One H200 passed through to a cloud VM, as captured (tests/fixtures/gpu-capture/h200-r580): driver
+        # 580.159.04, CUDA 13.0, PCIe 5 x16 at 00:06.0 and no NVLink (`nvidia-smi nvlink -s` empty).
+        DemoProfile("h200-vm", "H200 in a cloud VM, PCIe 5 x16, no NVLink: modelled on a real capture",
+                    dataclasses.replace(H200, nvlinks=0), 1, "580.159.04", 13000, (0,), _ranks(1, 98 * GIB),
+                    bus_ids=("00000000:00:06.0",)),
     )
 }
 

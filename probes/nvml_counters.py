@@ -5,6 +5,10 @@ width at which the counter wraps) and when the driver sampled it (`timestamp`, Â
 readings is the wrapped difference over the difference of those timestamps, not of the host's clock: the
 driver's cached value can be older than the moment it was read. For a 64-bit counter, a difference of more
 than half its range cannot be traffic: it is a reset (driver reload, GPU reset) and gives no rate.
+A 32-bit counter (R580 answers the PCIe byte fields so: tests/fixtures/gpu-capture/h200-r580) wraps every 4 GiB,
+so its rate is right only while less than 4 GiB pass between two readings: 4.29 GB/s at a 1 s interval. More
+aliases to a smaller figure that no pair of readings can tell apart; reading the fields more often would cost
+a driver call each time, and is not done (an open limit, not a solved one).
 """
 
 from __future__ import annotations

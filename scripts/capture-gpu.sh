@@ -67,11 +67,12 @@ if [ -z "$load_cmd" ] && "$python" -c "import torch, sys; sys.exit(0 if torch.cu
     load_cmd="$python -m hwtop.workload.job --device cuda --seconds $((seconds + 30))"
 fi
 if [ -n "$load_cmd" ]; then
-    sh -c "$load_cmd" > "$out/load.log" 2>&1 &
+    # its own process group, so that the job and every process it starts end with the phase
+    setsid sh -c "$load_cmd" > "$out/load.log" 2>&1 &
     load_pid=$!
     sleep 5  # let the job reach its steady state
     record load
-    kill "$load_pid" 2> /dev/null
+    kill -TERM -- "-$load_pid" 2> /dev/null
     wait "$load_pid" 2> /dev/null
 else
     note "load phase: no CAPTURE_LOAD_CMD and no CUDA device for the embedded workload: skipped"

@@ -20,7 +20,8 @@ from hwtop.report.storage import measure
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 
 EXPECTED_TIERS = {"gtx1660s": "entry", "rtx3050": "entry", "rtx3090": "professional", "ws-2x3090": "professional",
-                  "a4000": "professional", "dgx-a100": "enterprise", "h100-pcie": "enterprise", "h200": "enterprise"}
+                  "a4000": "professional", "dgx-a100": "enterprise", "h100-pcie": "enterprise", "h200": "enterprise",
+                  "h200-vm": "enterprise"}
 
 
 def test_every_demo_profile_is_classified():

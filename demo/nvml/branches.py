@@ -8,9 +8,10 @@ What this model holds, from nvml.h's history as monitors meet it (nvitop and oth
   newer than R470 too;
 - `nvmlDeviceGetCurrentClocksEventReasons` is the R535 name of `...ThrottleReasons` (which stays exported);
 - the PCIe byte-counter fields `NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES` (197/198) answer from R555 on.
-Not measured here (no GPU machine was at hand): that R470 lacks the NVLink throughput fields (138/139), and
-which branch first exported each symbol exactly. A capture from a real driver (scripts/capture-gpu.sh) is what
-should settle them.
+A real R580 (580.159.04 on an H200, tests/fixtures/gpu-capture/h200-r580) answered every call hwtop makes: the
+`_v3` process lists, the v2 memory info, GPM, `...ClocksEventReasons`, and fields 197/198 as 32-bit counters.
+Not measured here (no older driver was at hand): that R470 lacks the NVLink throughput fields (138/139), and
+which branch first exported each symbol exactly; a capture on such a driver (scripts/capture-gpu.sh) would.
 """
 
 from __future__ import annotations

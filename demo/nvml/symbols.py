@@ -47,6 +47,9 @@ CLOCK_GRAPHICS, CLOCK_SM, CLOCK_MEM = 0, 1, 2
 MIG_SLICES = (("1g.10gb", 10), ("3g.40gb", 40))  # two GPU instances in the demo, GiB each
 SAMPLE_BUFFER_S = 20  # per-process utilization samples the driver keeps, one per second
 ULL_MASK = (1 << 64) - 1
+# A real R580 driver answers the PCIe byte counters as 32-bit (valueType 1: unsigned int), which wrap every 4 GiB
+# (tests/fixtures/gpu-capture/h200-r580); the NVLink byte counters, not captured yet, stay 64-bit.
+_DEFAULT_VALUE_TYPE = {abi.FI_PCIE_COUNT_TX_BYTES: abi.VALUE_UINT, abi.FI_PCIE_COUNT_RX_BYTES: abi.VALUE_UINT}
 _WIDTH = {abi.VALUE_UINT: 32, abi.VALUE_ULONG: 64, abi.VALUE_ULONGLONG: 64, abi.VALUE_USHORT: 16,
           abi.VALUE_SINT: 32, abi.VALUE_SLONGLONG: 64}
 _MEMBER = {abi.VALUE_DOUBLE: "dVal", abi.VALUE_UINT: "uiVal", abi.VALUE_ULONG: "ulVal",
@@ -278,7 +281,7 @@ class Symbols:
             code = abi.NOT_SUPPORTED
         value.nvmlReturn = code  # type: ignore[attr-defined]
         if code == abi.SUCCESS and counter_name is not None:
-            kind = self.lib.value_types.get(field_id, abi.VALUE_ULONGLONG)
+            kind = self.lib.value_types.get(field_id, _DEFAULT_VALUE_TYPE.get(field_id, abi.VALUE_ULONGLONG))
             raw = world.counter(card, counter_name, sampled_at) + self.lib.counter_origin
             self._put(value, kind, raw & ((1 << _WIDTH.get(kind, 64)) - 1))  # counters wrap at their width
 
