@@ -5,7 +5,8 @@ Calls are tiered. Static facts once (and again after a reset); MIG mode every ti
 depends on it); power limit, ECC, energy, PCIe replays, MIG slices and NVLink link states every SLOW_TIER_S;
 live values every tick, with every NVLink link's byte counter (and, from R555, the PCIe byte counters) in one
 `nvmlDeviceGetFieldValues` call, read as counters. nvmlDeviceGetPcieThroughput, which blocks for 20 ms, only
-runs on a background thread (probes/nvml_slow.py). What each error means is probes/nvml_calls.py's: NOT_SUPPORTED
+runs on a background thread (probes/nvml_slow.py): for drivers before R555, and to tell the wraps of 32-bit PCIe
+counters apart (R580 answers them so). What each error means is probes/nvml_calls.py's: NOT_SUPPORTED
 is asked again later or on a state change, a GPU is lost only when a fresh handle lookup agrees, and a failed
 nvmlInit is retried. Nothing here raises out of `read`.
 """
@@ -55,6 +56,7 @@ INIT_RETRY_S = 10.0
 PCIE_FIELDS_FROM_DRIVER = 555  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES answer from this branch on
 NVLINK_TX, NVLINK_RX = 138, 139  # NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX: KiB, per link (scopeId = link)
 PCIE_TX, PCIE_RX = 197, 198  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES: bytes
+PCIE_BUSY_BYTES_PER_S = 2**30  # a quarter of a 32-bit counter's wrap per second: its estimate is refreshed each tick
 MAX_NVLINKS = 18
 GPM_METRICS = (2, 3, 5, 10)  # SM util, SM occupancy, any tensor util, DRAM bandwidth util (nvmlGpmMetricId_t)
 PSTATE_UNKNOWN = 32
@@ -633,6 +635,7 @@ class NvmlProbe:
             request += [(PCIE_TX, 0), (PCIE_RX, 0)]
         rates: dict[int, list[float | None]] = {NVLINK_TX: [], NVLINK_RX: [], PCIE_TX: [], PCIE_RX: []}
         unsupported: set[int] = set()
+        estimate: tuple[float | None, float | None] | None = None  # PCIe (TX, RX) from the 20-ms sampler
         values = self._call(device, "fields", "nvmlDeviceGetFieldValues", request) if request else None
         for value in values or ():
             field_id = int(value.fieldId)
@@ -644,8 +647,13 @@ class NvmlProbe:
             if number is None or bits is None:
                 continue
             stamp = int(value.timestamp) or int(now * 1e6)
+            hint = None
+            if field_id in (PCIE_TX, PCIE_RX) and bits < 64:
+                if estimate is None:
+                    estimate = self._pcie_estimate(device, now)
+                hint = estimate[0] if field_id == PCIE_TX else estimate[1]
             rates[field_id].append(self._rates.rate((device.index, field_id, int(value.scopeId)), int(number),
-                                                    stamp, bits))
+                                                    stamp, bits, hint))
         if unsupported & {NVLINK_TX, NVLINK_RX} and not rates[NVLINK_TX] and not rates[NVLINK_RX]:
             caps.unsupported("nvlink_fields", now)
         if unsupported & {PCIE_TX, PCIE_RX}:
@@ -658,9 +666,18 @@ class NvmlProbe:
         pcie_tx, pcie_rx = self._pcie_throughput(device, now)
         return pcie_tx, pcie_rx, nvlink_tx, nvlink_rx
 
-    def _pcie_throughput(self, device: _Device, now: float) -> tuple[float | None, float | None]:
-        """nvmlDeviceGetPcieThroughput (KB/s over 20 ms, blocking) on the background thread, every SLOW_TIER_S;
-        the tick reports the latest result."""
+    def _pcie_estimate(self, device: _Device, now: float) -> tuple[float | None, float | None]:
+        """How many times a 32-bit PCIe byte counter wrapped between two ticks is not in the counter: the latest
+        nvmlDeviceGetPcieThroughput sample says which rate it was near. Sampled every SLOW_TIER_S, and every
+        tick while the traffic is a sizeable part of a wrap."""
+        last = self._background.result(f"pcie_tp:{device.index}")
+        busy = last is not None and last.value is not None and max(last.value) >= PCIE_BUSY_BYTES_PER_S
+        return self._pcie_throughput(device, now, every=0.0 if busy else SLOW_TIER_S)
+
+    def _pcie_throughput(self, device: _Device, now: float,
+                         every: float = SLOW_TIER_S) -> tuple[float | None, float | None]:
+        """nvmlDeviceGetPcieThroughput (KB/s over 20 ms, blocking) on the background thread, every `every`
+        seconds; the tick reports the latest result."""
         if device.caps.skip("pcie_tp", now):
             return None, None
         key = f"pcie_tp:{device.index}"
@@ -671,7 +688,7 @@ class NvmlProbe:
                 device.caps.absent.add("pcie_tp")
             elif kind is Verdict.UNSUPPORTED:
                 device.caps.unsupported("pcie_tp", now)
-        if result is None or now - result.at >= SLOW_TIER_S:
+        if result is None or now - result.at >= every:
             self._background.request(key, now, self._pcie_sampler(device.handle))
             result = self._background.result(key)  # inline runs have it already
         if result is None or result.value is None or now - result.at > 2 * SLOW_TIER_S:

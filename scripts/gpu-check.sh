@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One prepared run on a lent GPU machine (the `device` tool), so its short lease is spent on one call:
 #   1. scripts/capture-gpu.sh: nvidia-smi's views and a raw recording of hwtop's NVML calls, idle and under
-#      the embedded job on CUDA (committed under tests/fixtures/gpu-capture/, replayed by the tests);
+#      load: the embedded job on CUDA beside host-to-device copies (scripts/h2d_load.py, tens of GB/s over
+#      PCIe) (committed under tests/fixtures/gpu-capture/, checked by the tests);
 #   2. hwtop's own answers on that machine: `snapshot --json`, `topo`, `doctor` over the embedded job on CUDA;
 #   3. the monitor itself, headless, with the embedded job on CUDA, saved as an SVG screenshot.
 # It only reads the cards: no setting is changed. Each step has its own timeout; a failing step is logged and
@@ -31,7 +32,7 @@ step() {  # step NAME SECONDS CMD...: run CMD with a timeout, say how it ended
 }
 
 if wanted capture; then
-step capture 120 env CAPTURE_SECONDS=10 CAPTURE_LOAD_CMD="python3 -m hwtop.workload.job --device $device --amp bf16 --seconds 45" \
+step capture 120 env CAPTURE_SECONDS=10 CAPTURE_LOAD_CMD="python3 $here/scripts/h2d_load.py 45 & python3 -m hwtop.workload.job --device $device --amp bf16 --seconds 45; wait" \
     "$here/scripts/capture-gpu.sh" "$out/gpu-capture"
 tar -czf "$out/gpu-capture.tar.gz" -C "$out" gpu-capture && rm -rf "$out/gpu-capture"
 fi

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import statistics
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
@@ -62,7 +63,7 @@ def test_what_hwtop_read_on_the_h200_is_what_nvidia_smi_printed(smi: ET.Element)
     assert (link["gen"], link["width"], link["max_gen"], link["max_width"]) == (5, 16, 5, 16)
     assert smi.findtext("pci/pci_gpu_link_info/pcie_gen/current_link_gen") == "5"
     assert smi.findtext("pci/pci_gpu_link_info/link_widths/current_link_width") == "16x"
-    assert gpu["pcie_replays"] == int(smi.findtext("pci/replay_counter") or -1) == 2
+    assert gpu["pcie_replays"] == int(smi.findtext("pci/replay_counter") or -1)
     assert gpu["ecc_enabled"] and smi.findtext("ecc_mode/current_ecc") == "Enabled"
     assert not gpu["mig_enabled"] and smi.findtext("mig_mode/current_mig") == "Disabled"
     assert gpu["fan_percent"] is None and smi.findtext("fan_speed") == "N/A"
@@ -71,15 +72,21 @@ def test_what_hwtop_read_on_the_h200_is_what_nvidia_smi_printed(smi: ET.Element)
     assert abs(gpu["temperature_c"] - int((smi.findtext("temperature/gpu_temp") or "").removesuffix(" C"))) <= 3
 
 
-def test_the_real_driver_counts_pcie_bytes_in_32_bits() -> None:
-    """R580 answers NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES as unsigned int: they wrap every 4 GiB, and hwtop read
-    them as counters (the rate between two readings, not 0 or a jump at the wrap)."""
+def test_the_real_driver_counts_pcie_bytes_in_32_bits_and_hwtop_unwraps_them() -> None:
+    """R580 answers fields 197/198 as unsigned int, wrapping every 4 GiB. Under host-to-device copies at about
+    55 GB/s (scripts/h2d_load.py; its own figures are in load.head.log) the counter wraps a dozen times between
+    two reads, and hwtop, unwrapping with the 20-ms throughput sample, reports the copies' rate: 7-10 % above
+    the payload, which is what the link carries besides (packet headers, the job's own traffic)."""
     fields = [c for c in jsonl(CAPTURE / "nvml-calls-load.jsonl")[1:] if c["call"] == "nvmlDeviceGetFieldValues"]
     assert fields and all(c["args"][1] == [[abi.FI_PCIE_COUNT_TX_BYTES, 0], [abi.FI_PCIE_COUNT_RX_BYTES, 0]]
                           for c in fields)
     assert {r["valueType"] for c in fields for r in c["result"]} == {abi.VALUE_UINT}
-    rates = [g["gpus"][0]["pcie"]["rx_bytes_per_s"] for g in jsonl(CAPTURE / "gpus-load.jsonl")[1:]]
-    assert rates and all(0 < rate < 2**32 for rate in rates)
+    copies = [float(line.split()[2]) * 1e9 for line in (CAPTURE / "load.head.log").read_text().splitlines()
+              if line.startswith("h2d:")]
+    reported = [g["gpus"][0]["pcie"]["rx_bytes_per_s"] for g in jsonl(CAPTURE / "gpus-load.jsonl")[1:]]
+    assert len(copies) >= 5 and len(reported) >= 5
+    assert min(reported) > 10 * 2**32  # more than ten wraps a second, none lost
+    assert all(1.0 < rate / statistics.median(copies) < 1.15 for rate in reported)
 
 
 def test_the_library_fake_answers_hwtops_calls_as_the_real_driver_did(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from hwtop.demo.nvml import FakeNvmlLibrary, abi, demo_library
+from hwtop.demo.nvml import FakeNvmlLibrary, abi, demo_library, world
 from hwtop.demo.profiles import GIB, DemoProcess, get_profile
 from hwtop.probes.gpu import INIT_RETRY_S, LOST_RETRY_S, SLOW_TIER_S, NvmlProbe
 from hwtop.probes.nvml_calls import REPROBE_S
@@ -222,6 +222,37 @@ def test_counters_wrap_at_the_width_of_their_value_type(value_type: int, origin:
     assert gpu.nvlink_tx_bytes_per_s == pytest.approx(45e6 * 1024, rel=1e-6)
 
 
+def test_a_32_bit_pcie_counter_wrapping_between_ticks_is_unwrapped_by_the_sampled_rate(monkeypatch) -> None:
+    """As measured on the real H200 (R580, 32-bit fields 197/198): host-to-device copies at 52 GB/s wrap the RX
+    counter twelve times a second; the 20-ms throughput sample says how many wraps the readings hide."""
+    monkeypatch.setattr(world, "PCIE_RX_PER_LOAD", 52e9)
+    fake, probe, clock = rig("h200-vm")
+    fake.set_load(0, 1.0)
+    gpu = ticks(probe, clock, 3)[1][0]
+    assert gpu.pcie.rx_bytes_per_s == pytest.approx(52e9, rel=1e-6)
+    assert gpu.pcie.tx_bytes_per_s == pytest.approx(0.3 * 52e9, rel=1e-6)
+    assert probe.calls["nvmlDeviceGetPcieThroughput"] == 2 * 3  # busy: sampled every tick
+
+
+def test_without_the_sampled_rate_a_wrapped_32_bit_counter_shows_its_alias(monkeypatch) -> None:
+    """The limit that remains where nvmlDeviceGetPcieThroughput is not supported: the figure is the traffic
+    modulo 4 GiB per interval."""
+    monkeypatch.setattr(world, "PCIE_RX_PER_LOAD", 52e9)
+    fake, probe, clock = rig("h200-vm")
+    fake.fail("nvmlDeviceGetPcieThroughput", pynvml.NVML_ERROR_NOT_SUPPORTED)
+    fake.set_load(0, 1.0)
+    gpu = ticks(probe, clock, 2)[1][0]
+    assert gpu.pcie.rx_bytes_per_s == pytest.approx(52e9 % 2**32, rel=1e-6)
+
+
+def test_light_pcie_traffic_samples_the_throughput_only_on_the_slow_tier() -> None:
+    fake, probe, clock = rig("h200-vm")
+    fake.set_load(0, 1.0)  # 0.6 GB/s: under a quarter of a wrap per second
+    gpu = ticks(probe, clock, 11)[1][0]
+    assert gpu.pcie.rx_bytes_per_s == pytest.approx(0.6e9, rel=1e-6)
+    assert probe.calls["nvmlDeviceGetPcieThroughput"] == 2 * 3  # at 0, 5 and 10 s
+
+
 def test_rates_use_the_field_values_own_timestamps() -> None:
     fake, probe, clock = rig("h200")
     fake.set_load(0, 1.0)
@@ -276,10 +307,16 @@ def test_driver_550_never_asks_for_pcie_byte_fields() -> None:
     assert all(g.pcie.rx_bytes_per_s is not None for g in gpus)  # from nvmlDeviceGetPcieThroughput
 
 
-def test_r555_reads_pcie_counters_and_never_the_20ms_call() -> None:
+@pytest.mark.parametrize(("value_type", "sampled"), [(abi.VALUE_ULONGLONG, 0), (abi.VALUE_UINT, 8 * 2 * 2)])
+def test_r555_reads_pcie_counters_and_the_20ms_call_only_to_unwrap_32_bit_ones(value_type: int,
+                                                                               sampled: int) -> None:
+    """64-bit counters need nothing else; 32-bit ones (as R580 answers) are unwrapped with the 20-ms sample,
+    taken on the slow tier while the traffic is light (here at 0 and 5 s, on each of 8 GPUs, TX and RX)."""
     fake, probe, clock = rig("dgx-a100:r555")
+    for field in (abi.FI_PCIE_COUNT_TX_BYTES, abi.FI_PCIE_COUNT_RX_BYTES):
+        fake.value_types[field] = value_type
     gpus = ticks(probe, clock, 7)[1]
-    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 0
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == sampled
     assert {key[2] for key in fake.field_requests if key[1] == abi.FI_PCIE_COUNT_RX_BYTES} == {0}
     assert all(g.pcie.rx_bytes_per_s is not None for g in gpus)
 
