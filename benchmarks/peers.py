@@ -18,7 +18,7 @@ import tempfile
 import time
 
 from benchmarks.startup import BARE_APP, first_frame, hwtop_ready
-from benchmarks.terminal_runs import HWTOP, Measurement, compile_checkout, measure, peers
+from benchmarks.terminal_runs import HWTOP, Measurement, compile_checkout, cpu_method, measure, peers
 
 PEERS = ("btop", "htop", "glances")
 
@@ -84,7 +84,8 @@ def main() -> None:
     tick, busy_tick = process_tick_ms(5000, args.runs)
     print(f"# hwtop against its peers — {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()}, {os.cpu_count()} "
           f"CPUs; medians of {args.runs} runs of {args.seconds:g} s, 1 s refresh, 200x50 tmux pane, idle box")
-    print(f"# rerun: python -m benchmarks.peers --seconds {args.seconds:g} --runs {args.runs}\n")
+    print(f"# rerun: python -m benchmarks.peers --seconds {args.seconds:g} --runs {args.runs}")
+    print(f"# CPU: {cpu_method()}\n")
     print("| monitor | CPU % of one core | bytes/s to the terminal | peak RSS MiB |")
     print("|---|---|---|---|")
     for name, (cpu, rate, rss) in figures.items():
