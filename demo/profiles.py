@@ -70,7 +70,7 @@ class DemoHost:
     l3_cache_bytes: int | None  # None: not known (a capture that did not record it)
     ram_bytes: int
     swap_bytes: int
-    disks: tuple[tuple[str, str], ...]  # (name, kind: nvme | ssd | hdd | network)
+    disks: tuple[tuple[str, str], ...]  # (name, kind: nvme | ssd | hdd | network | virtual)
     sockets: int = 1
     numa_nodes: int = 1
     nics: tuple[DemoNic, ...] = ()
@@ -122,7 +122,7 @@ H100_PCIE = GpuModel("NVIDIA H100 PCIe", 81559 * MIB, 350, 48, 1755, 1593, 5, 16
                      ecc=True, mig_capable=True, gpm=True, idle_pstate=0, reserved_bytes=600 * MIB)
 # H200 (SXM): 141 GB HBM3e, up to 700 W, 18 NVLink 4 links, max SM 1980 MHz (NVIDIA H200 datasheet);
 # nvidia-smi -q: 143771 MiB total, P0 when idle.
-# Real H200s on driver 580.159.04 (tests/fixtures/gpu-capture/h200-r580): two cards idled at 76 and 82 W in P0;
+# Real H200s on driver 580.159.04 (tests/fixtures/gpu-capture/h200-r580): three cards idled at 76-82 W in P0;
 # fan NOT_SUPPORTED, MIG mode readable (capable), GPM supported, ECC on, 644939776 bytes reserved (nvidia-smi:
 # 616 MiB).
 H200 = GpuModel("NVIDIA H200", 143771 * MIB, 700, 79, 1980, 3201, 5, 16, (9, 0), nvlinks=18, has_fan=False,

@@ -5,11 +5,8 @@ width at which the counter wraps) and when the driver sampled it (`timestamp`, Â
 readings is the wrapped difference over the difference of those timestamps, not of the host's clock: the
 driver's cached value can be older than the moment it was read. For a 64-bit counter, a difference of more
 than half its range cannot be traffic: it is a reset (driver reload, GPU reset) and gives no rate.
-A 32-bit counter (R580 answers the PCIe byte fields so: tests/fixtures/gpu-capture/h200-r580) wraps every 4 GiB:
-on the real H200, host-to-device copies at 52 GB/s read as 0.10 GB/s from two readings 10 s apart. No pair of
-readings can tell how many times it wrapped, so the caller passes an independent estimate of the rate (`hint`:
-nvmlDeviceGetPcieThroughput's 20-ms sample) and the rate is the one, among those the readings allow (the
-wrapped difference plus whole wraps), nearest to it.
+A 32-bit counter (R580's PCIe byte fields) can wrap more than once between two readings: probes/nvml_pcie.py
+widens those before they come here.
 """
 
 from __future__ import annotations
@@ -49,10 +46,8 @@ class CounterRates:
     def __init__(self) -> None:
         self._last: dict[tuple[object, ...], _Reading] = {}
 
-    def rate(self, key: tuple[object, ...], value: int, at_us: int, bits: int,
-             hint: float | None = None) -> float | None:
-        """Units per second since the previous reading of `key` (None on the first, or after a reset); for a
-        counter under 64 bits, with `hint` (an estimate of the rate), the whole wraps that bring it nearest."""
+    def rate(self, key: tuple[object, ...], value: int, at_us: int, bits: int) -> float | None:
+        """Units per second since the previous reading of `key` (None on the first, or after a reset)."""
         previous = self._last.get(key)
         self._last[key] = _Reading(value, at_us)
         if previous is None or at_us <= previous.at_us:
@@ -61,12 +56,7 @@ class CounterRates:
         delta = (value - previous.value) % span
         if bits >= 64 and delta >= span // 2:
             return None
-        seconds = (at_us - previous.at_us) / 1e6
-        rate = delta / seconds
-        if hint is not None and bits < 64:
-            wrap_rate = span / seconds  # one whole wrap between the two readings, as a rate
-            rate += max(0, round((hint - rate) / wrap_rate)) * wrap_rate
-        return rate
+        return delta / ((at_us - previous.at_us) / 1e6)
 
     def forget(self, prefix: object) -> None:
         """Drop every counter of one GPU (its first element), after a reset."""

@@ -1,9 +1,10 @@
 """NVML calls too slow for a tick, run on one background thread.
 
-nvmlDeviceGetPcieThroughput samples a counter for 20 ms inside the driver: two of them on each of 8 GPUs is
-320 ms, most of a 1 s tick. Where the PCIe byte counters are not field values (drivers before R555), those
-calls run here instead, one request per key at a time; the tick takes whatever result is latest and never
-waits. `inline=True` runs each request at once on the caller's thread (for tests that want no thread).
+nvmlDeviceGetPcieThroughput samples a counter for 20 ms inside the driver: two of them on each of 8 GPUs is 320 ms,
+most of a 1 s tick. Where the PCIe byte counters are not field values (drivers before R555), or are 32-bit ones
+whose bursts they reveal (R580), those calls run here instead, one request per key at a time; the tick takes
+whatever result is latest and never waits. `inline=True` runs each request at once on the caller's thread (for
+tests that want no thread).
 """
 
 from __future__ import annotations

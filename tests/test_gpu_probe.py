@@ -109,7 +109,7 @@ def test_drivers_without_byte_fields_sample_pcie_throughput_off_the_tick() -> No
     fake, probe, clock = make("gtx1660s")  # R535
     gpu = probe.read()[1][0]
     assert fake.calls["nvmlDeviceGetPcieThroughput"] == 2
-    assert gpu.pcie.rx_bytes_per_s == int(fake.truth(0).pcie_rx_rate / 1024) * 1024
+    assert gpu.pcie.rx_bytes_per_s == int(fake.truth(0).pcie_rx_rate / 1000) * 1000
     for _ in range(4):  # the 20 ms call is repeated on the slow tier only
         clock.now += 1.0
         probe.read()
@@ -352,6 +352,7 @@ def test_card_without_nvlink_has_none_and_asks_no_nvlink_fields() -> None:
     gpu = probe.read()[1][0]
     assert gpu.nvlink_tx_bytes_per_s is None and gpu.pcie.rx_bytes_per_s is not None
     assert not [key for key in fake.field_requests if key[1] in (138, 139)]
+    assert fake.calls["nvmlDeviceGetPcieThroughput"] == 2  # one 20-ms sample (slow tier), watching for bursts
 
 
 def test_energy_and_pcie_replays_are_read_as_nvml_counts_them() -> None:

@@ -13,7 +13,7 @@ from hwtop.recording.store import load
 
 FULL_NVLINK = 45e6 * 1024  # the fake's NVLink bytes/s per GPU at full load, over all its links (12 here)
 # (rel 1e-4: counters are whole KiB and timestamps whole µs, over 0.1 s ticks)
-PCIE_RX_KB = int(0.6e9 / 1024)  # nvmlDeviceGetPcieThroughput at full load: KB/s
+PCIE_RX_KB = int(0.6e9 / 1000)  # nvmlDeviceGetPcieThroughput at full load: KB/s (of 1000 bytes)
 
 
 def snapshot(capsys, spec: str) -> dict:
@@ -50,7 +50,7 @@ def test_snapshot_of_nvlink_traffic_on_every_link_and_pcie_off_the_tick(capsys) 
     for gpu in gpus:
         assert gpu["nvlink_tx_bytes_per_s"] == pytest.approx(FULL_NVLINK, rel=1e-4)
         assert gpu["nvlink_rx_bytes_per_s"] == pytest.approx(FULL_NVLINK, rel=1e-4)
-        assert gpu["pcie"]["rx_bytes_per_s"] == PCIE_RX_KB * 1024  # R550: the 20 ms call, on its own thread
+        assert gpu["pcie"]["rx_bytes_per_s"] == PCIE_RX_KB * 1000  # R550: the 20 ms call, on its own thread
         assert gpu["util_percent"] == 100.0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.metadata
 import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -198,7 +199,7 @@ def test_pcie_throughput_and_gpm_survive_one_transient_error() -> None:
     fake.fail("nvmlDeviceGetPcieThroughput", pynvml.NVML_ERROR_TIMEOUT, times=1)
     assert probe.read()[1][0].pcie.rx_bytes_per_s is None
     clock.now += SLOW_TIER_S
-    assert probe.read()[1][0].pcie.rx_bytes_per_s == int(fake.truth(0).pcie_rx_rate / 1024) * 1024
+    assert probe.read()[1][0].pcie.rx_bytes_per_s == int(fake.truth(0).pcie_rx_rate / 1000) * 1000
     fake, probe, clock = rig("h200")
     probe.read()
     fake.fail("nvmlGpmSampleGet", pynvml.NVML_ERROR_UNKNOWN, times=1)
@@ -222,35 +223,77 @@ def test_counters_wrap_at_the_width_of_their_value_type(value_type: int, origin:
     assert gpu.nvlink_tx_bytes_per_s == pytest.approx(45e6 * 1024, rel=1e-6)
 
 
-def test_a_32_bit_pcie_counter_wrapping_between_ticks_is_unwrapped_by_the_sampled_rate(monkeypatch) -> None:
-    """As measured on the real H200 (R580, 32-bit fields 197/198): host-to-device copies at 52 GB/s wrap the RX
-    counter twelve times a second; the 20-ms throughput sample says how many wraps the readings hide."""
+def poll(probe: NvmlProbe, clock: Clock, seconds: float, step: float = 0.05) -> None:
+    """What the PCIe poller's thread does, by hand: a reading of GPU 0's 32-bit counters every `step`."""
+    poller = probe._devices[0].pcie_poller
+    assert poller is not None and poller.active
+    for _ in range(round(seconds / step)):
+        clock.now += step
+        assert poller.poll_once()
+
+
+def test_heavy_traffic_on_32_bit_pcie_counters_is_polled_and_exact(monkeypatch) -> None:
+    """As measured on the real H200 (R580, 32-bit fields 197/198): copies at 52 GB/s wrap the RX counter twelve
+    times a second. The slow tier's 20-ms sample says the traffic is heavy; readings 50 ms apart keep every wrap."""
     monkeypatch.setattr(world, "PCIE_RX_PER_LOAD", 52e9)
     fake, probe, clock = rig("h200-vm")
     fake.set_load(0, 1.0)
-    gpu = ticks(probe, clock, 3)[1][0]
-    assert gpu.pcie.rx_bytes_per_s == pytest.approx(52e9, rel=1e-6)
-    assert gpu.pcie.tx_bytes_per_s == pytest.approx(0.3 * 52e9, rel=1e-6)
-    assert probe.calls["nvmlDeviceGetPcieThroughput"] == 2 * 3  # busy: sampled every tick
+    probe.read()
+    for _ in range(3):
+        poll(probe, clock, 1.0)
+        gpu = probe.read()[1][0]
+        assert gpu.pcie.rx_bytes_per_s == pytest.approx(52e9, rel=1e-6)
+        assert gpu.pcie.tx_bytes_per_s == pytest.approx(0.3 * 52e9, rel=1e-6)
 
 
-def test_without_the_sampled_rate_a_wrapped_32_bit_counter_shows_its_alias(monkeypatch) -> None:
-    """The limit that remains where nvmlDeviceGetPcieThroughput is not supported: the figure is the traffic
-    modulo 4 GiB per interval."""
+def test_a_burst_after_idle_is_polled_once_the_tick_or_the_sample_sees_it(monkeypatch) -> None:
+    """From idle to 52 GB/s: the first tick's readings are a second apart, so what it shows is the traffic modulo
+    4 GiB (the limit that remains); the poller starts on that tick or at the next 20-ms sample (slow tier)."""
     monkeypatch.setattr(world, "PCIE_RX_PER_LOAD", 52e9)
     fake, probe, clock = rig("h200-vm")
-    fake.fail("nvmlDeviceGetPcieThroughput", pynvml.NVML_ERROR_NOT_SUPPORTED)
+    fake.set_load(0, 0.0)
+    ticks(probe, clock, 2)
+    assert probe._devices[0].pcie_poller is not None and not probe._devices[0].pcie_poller.active
     fake.set_load(0, 1.0)
-    gpu = ticks(probe, clock, 2)[1][0]
-    assert gpu.pcie.rx_bytes_per_s == pytest.approx(52e9 % 2**32, rel=1e-6)
+    seen = []
+    for _ in range(int(SLOW_TIER_S) + 1):
+        poller = probe._devices[0].pcie_poller
+        if poller is not None and poller.active:
+            poll(probe, clock, 1.0)
+        else:
+            clock.now += 1.0
+        seen.append(probe.read()[1][0].pcie.rx_bytes_per_s)
+    assert seen[0] == pytest.approx(52e9 % 2**32, rel=1e-6)  # the alias, before anything says "heavy"
+    assert seen[-1] == pytest.approx(52e9, rel=1e-6)
 
 
-def test_light_pcie_traffic_samples_the_throughput_only_on_the_slow_tier() -> None:
+def test_light_pcie_traffic_is_neither_polled_nor_sampled_each_tick() -> None:
     fake, probe, clock = rig("h200-vm")
     fake.set_load(0, 1.0)  # 0.6 GB/s: under a quarter of a wrap per second
     gpu = ticks(probe, clock, 11)[1][0]
     assert gpu.pcie.rx_bytes_per_s == pytest.approx(0.6e9, rel=1e-6)
     assert probe.calls["nvmlDeviceGetPcieThroughput"] == 2 * 3  # at 0, 5 and 10 s
+    assert probe.calls["nvmlDeviceGetFieldValues"] == 11 and not probe._devices[0].pcie_poller.active
+
+
+def test_the_poller_thread_reads_while_heavy_and_stops_with_the_probe(monkeypatch) -> None:
+    monkeypatch.setattr(world, "PCIE_RX_PER_LOAD", 52e9)
+    clock = Clock()
+    fake, probe, _ = rig("h200-vm", clock=clock, inline=False)
+    fake.set_load(0, 1.0)
+    probe.read()
+    probe._background.drain()  # the 20-ms sample: heavy
+    clock.now += 1.0
+    probe.read()
+    poller = probe._devices[0].pcie_poller
+    assert poller is not None and poller.active
+    before = probe.calls["nvmlDeviceGetFieldValues"]
+    deadline = time.monotonic() + 5
+    while probe.calls["nvmlDeviceGetFieldValues"] < before + 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert probe.calls["nvmlDeviceGetFieldValues"] >= before + 3  # its own readings, every 50 ms
+    probe.close()
+    assert not [t for t in threading.enumerate() if t.name == "hwtop-pcie-poller"]
 
 
 def test_rates_use_the_field_values_own_timestamps() -> None:
@@ -308,10 +351,10 @@ def test_driver_550_never_asks_for_pcie_byte_fields() -> None:
 
 
 @pytest.mark.parametrize(("value_type", "sampled"), [(abi.VALUE_ULONGLONG, 0), (abi.VALUE_UINT, 8 * 2 * 2)])
-def test_r555_reads_pcie_counters_and_the_20ms_call_only_to_unwrap_32_bit_ones(value_type: int,
-                                                                               sampled: int) -> None:
-    """64-bit counters need nothing else; 32-bit ones (as R580 answers) are unwrapped with the 20-ms sample,
-    taken on the slow tier while the traffic is light (here at 0 and 5 s, on each of 8 GPUs, TX and RX)."""
+def test_r555_reads_pcie_counters_and_the_20ms_call_only_to_watch_32_bit_ones(value_type: int,
+                                                                              sampled: int) -> None:
+    """64-bit counters need nothing else; for 32-bit ones (as R580 answers) the 20-ms sample watches for a burst
+    that needs the poller, on the slow tier (here at 0 and 5 s, on each of 8 GPUs, TX and RX)."""
     fake, probe, clock = rig("dgx-a100:r555")
     for field in (abi.FI_PCIE_COUNT_TX_BYTES, abi.FI_PCIE_COUNT_RX_BYTES):
         fake.value_types[field] = value_type

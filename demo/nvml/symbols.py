@@ -48,7 +48,8 @@ MIG_SLICES = (("1g.10gb", 10), ("3g.40gb", 40))  # two GPU instances in the demo
 SAMPLE_BUFFER_S = 20  # per-process utilization samples the driver keeps, one per second
 ULL_MASK = (1 << 64) - 1
 # A real R580 driver answers the PCIe byte counters as 32-bit (valueType 1: unsigned int), which wrap every 4 GiB
-# (tests/fixtures/gpu-capture/h200-r580); the NVLink byte counters, not captured yet, stay 64-bit.
+# (tests/fixtures/gpu-capture/h200-r580); every branch that has them is assumed to (R555/R570 were not captured).
+# The NVLink byte counters, not captured yet, stay 64-bit.
 _DEFAULT_VALUE_TYPE = {abi.FI_PCIE_COUNT_TX_BYTES: abi.VALUE_UINT, abi.FI_PCIE_COUNT_RX_BYTES: abi.VALUE_UINT}
 _WIDTH = {abi.VALUE_UINT: 32, abi.VALUE_ULONG: 64, abi.VALUE_ULONGLONG: 64, abi.VALUE_USHORT: 16,
           abi.VALUE_SINT: 32, abi.VALUE_SLONGLONG: 64}
@@ -244,7 +245,7 @@ class Symbols:
         if counter not in (0, 1):
             return abi.INVALID_ARGUMENT
         rate = truth.pcie_tx_rate if counter == 0 else truth.pcie_rx_rate
-        write(value, ctypes.c_uint, int(rate / 1024))
+        write(value, ctypes.c_uint, int(rate / 1000))  # "KB" of 1000 bytes, as a real R580 counts them
         return abi.SUCCESS
 
     # ----- field values -----
