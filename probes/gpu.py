@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import types
 from collections import Counter
@@ -52,6 +53,7 @@ from hwtop.probes.nvml_processes import VERSIONS, Listed, call_version, merge, p
 from hwtop.probes.nvml_slow import BackgroundCalls
 
 SLOW_TIER_S = 5.0
+CLOSE_WAIT_S = 5.0  # how long close waits for a read in flight before it leaves NVML to the process's exit
 LOST_RETRY_S = 5.0
 INIT_RETRY_S = 10.0
 PCIE_FIELDS_FROM_DRIVER = 555  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES answer from this branch on
@@ -193,6 +195,7 @@ class NvmlProbe:
         self._minors_cache: dict[int, tuple[float, set[int] | None]] = {}
         self._xids: XidWatcher | None = None
         self._closed = False  # close() is final: a tick after it must not open NVML again
+        self._reading = threading.Lock()  # held by a read, so that close waits for it
 
     @property
     def nvml(self) -> types.ModuleType:
@@ -284,12 +287,21 @@ class NvmlProbe:
                                  old.driver_version, old.cuda_driver_version, self.source)
 
     def close(self) -> None:
+        """After the read in flight, if any: NVML is not shut down under a running call. A read hung in the driver
+        for CLOSE_WAIT_S is left to the process's exit, which frees NVML anyway, rather than hang the exit too."""
         self._closed = True
         self._background.close()
-        if self._nvml is not None and self._system is not None and self._system.available:
-            self._shutdown()
-        self._devices = []
-        self._system = None
+        for device in self._devices:
+            self._stop_pcie(device)
+        if not self._reading.acquire(timeout=CLOSE_WAIT_S):
+            return
+        try:
+            if self._nvml is not None and self._system is not None and self._system.available:
+                self._shutdown()
+            self._devices = []
+            self._system = None
+        finally:
+            self._reading.release()
 
     def _ensure_open(self, now: float) -> GpuSystem:
         if self._closed:
@@ -394,6 +406,10 @@ class NvmlProbe:
     # ----- reading -----
 
     def read(self, processes: tuple[ProcessInfo, ...] = ()) -> tuple[GpuSystem, tuple[GpuSnapshot, ...]]:
+        with self._reading:
+            return self._read(processes)
+
+    def _read(self, processes: tuple[ProcessInfo, ...]) -> tuple[GpuSystem, tuple[GpuSnapshot, ...]]:
         now = self._now = self._clock()
         self._tick += 1
         system = self._ensure_open(now)

@@ -67,3 +67,32 @@ def test_a_closed_gpu_probe_does_not_open_nvml_again() -> None:
     inits = {symbol: count for symbol, count in fake.calls.items() if symbol.startswith("nvmlInit")}
     shutdowns = fake.calls["nvmlShutdown"]
     assert sum(inits.values()) == 1 and shutdowns == 1
+
+
+def test_a_read_hung_in_the_driver_does_not_hang_the_close(monkeypatch) -> None:
+    """NVML is not shut down under a call: close waits CLOSE_WAIT_S for the read, then leaves NVML to the
+    process's exit instead of waiting for ever."""
+    import hwtop.probes.gpu as gpu_module
+
+    monkeypatch.setattr(gpu_module, "CLOSE_WAIT_S", 0.2)
+    fake = demo_library("h200-vm")
+    probe = NvmlProbe(fake.pynvml, source="demo:h200-vm", background=BackgroundCalls(inline=True))
+    probe.read()
+    inside, release = threading.Event(), threading.Event()
+    real = fake.pynvml.nvmlDeviceGetPowerUsage
+
+    def hung(handle):
+        inside.set()
+        assert release.wait(5)
+        return real(handle)
+
+    monkeypatch.setattr(fake.pynvml, "nvmlDeviceGetPowerUsage", hung)
+    reading = threading.Thread(target=probe.read)
+    reading.start()
+    assert inside.wait(5)
+    closing = threading.Thread(target=probe.close)
+    closing.start()
+    closing.join(2)
+    assert not closing.is_alive() and fake.calls["nvmlShutdown"] == 0
+    release.set()
+    reading.join(5)
