@@ -1,20 +1,19 @@
 """Soak: hwtop at a 0.1 s refresh for 10 minutes (by default with --demo dgx-a100 and the embedded workload),
 in a real terminal; RSS, live threads and open file descriptors of hwtop's process sampled every 30 s — they
-must stay flat, not grow.
+must stay flat, not grow. `--demo none` watches this machine instead (issue 21's setup: an idle box, 1 s).
 
-    python -m benchmarks.soak [--minutes 10] [--interval 0.1] [--no-workload]
+    python -m benchmarks.soak [--minutes 10] [--interval 0.1] [--no-workload] [--demo PROFILE|none]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import sys
+import shlex
 import time
 import uuid
 
-from benchmarks.terminal_runs import tmux
+from benchmarks.terminal_runs import HWTOP, tmux
 
 
 def status(pid: int) -> tuple[float, int, int]:
@@ -33,9 +32,11 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--interval", type=float, default=0.1)
     parser.add_argument("--no-workload", action="store_true")
+    parser.add_argument("--demo", default="dgx-a100", help="a demo profile, or 'none' for this machine")
     args = parser.parse_args()
-    hwtop = shutil.which("hwtop") or f"{sys.executable} -m tui.cli"
-    command = f"{hwtop} --demo dgx-a100 --interval {args.interval:g}"
+    command = "exec " + shlex.join([*HWTOP, "--interval", f"{args.interval:g}"])  # exec: the pane's pid is hwtop
+    if args.demo != "none":
+        command += f" --demo {shlex.quote(args.demo)}"
     if not args.no_workload:
         command += " --workload balanced"  # the TUI's job runs 600 s; it is restarted if it ends first
     session = f"soak-{uuid.uuid4().hex[:8]}"
@@ -57,7 +58,7 @@ def main() -> None:
     print(f"# hwtop soak — {time.strftime('%Y-%m-%d %H:%M')} — {os.cpu_count()} CPUs; {command}; "
           f"{args.minutes:g} min")
     print(f"# rerun: python -m benchmarks.soak --minutes {args.minutes:g} --interval {args.interval:g}"
-          + (" --no-workload" if args.no_workload else ""))
+          + (" --no-workload" if args.no_workload else "") + f" --demo {args.demo}")
     print("| t (s) | RSS MiB | threads | open fds |")
     print("|---|---|---|---|")
     for t, rss, threads, fds in rows:
