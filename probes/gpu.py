@@ -21,7 +21,7 @@ import types
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwtop.model.snapshot import (
     EccCounts,
@@ -48,9 +48,11 @@ from hwtop.probes.nvml_calls import (
 )
 from hwtop.probes.nvml_counters import CounterRates, field_number
 from hwtop.probes.nvml_events import XidWatcher
-from hwtop.probes.nvml_pcie import HEAVY_BYTES_PER_S, CounterPoller, WideCounters
 from hwtop.probes.nvml_processes import VERSIONS, Listed, call_version, merge, pick_samples, symbol
 from hwtop.probes.nvml_slow import BackgroundCalls
+
+if TYPE_CHECKING:  # imported on the first 32-bit PCIe reading: a CPU-only box's start never needs them
+    from hwtop.probes.nvml_pcie import CounterPoller, WideCounters
 
 SLOW_TIER_S = 5.0
 CLOSE_WAIT_S = 5.0  # how long close waits for a read in flight before it leaves NVML to the process's exit
@@ -691,6 +693,8 @@ class NvmlProbe:
     def _pcie_counters(self, device: _Device) -> WideCounters:
         """The first 32-bit PCIe reading of a GPU sets up its widened counters and their poller."""
         if device.pcie_wide is None:
+            from hwtop.probes.nvml_pcie import CounterPoller, WideCounters
+
             device.pcie_wide = WideCounters()
             device.pcie_poller = CounterPoller(self._pcie_reader(device, device.pcie_wide), clock=self._clock,
                                                threaded=not self._background.inline)
@@ -717,6 +721,8 @@ class NvmlProbe:
     def _watch_pcie(self, device: _Device, now: float, tx: float | None, rx: float | None) -> None:
         """Poll a 32-bit PCIe counter while its traffic is heavy: by the tick's own rate, or by the slow tier's
         20-ms throughput sample (a burst that the tick's readings alone could take for an alias)."""
+        from hwtop.probes.nvml_pcie import HEAVY_BYTES_PER_S
+
         sampled = self._pcie_throughput(device, now)
         heavy = max((r for r in (tx, rx, *sampled) if r is not None), default=0.0) >= HEAVY_BYTES_PER_S
         if heavy and device.pcie_poller is not None:
