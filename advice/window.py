@@ -49,6 +49,13 @@ def workload_running(snapshot: Snapshot) -> bool:
     return snapshot.workload is not None and snapshot.workload.status in ("running", "stalled")
 
 
+def workload_starting(snapshot: Snapshot) -> bool:
+    """The embedded job runs but no rank has finished a step yet: CUDA's context, the model and the first batch
+    are built on one core while the GPU waits, by design (6 s on a real H200), not a bottleneck to fix."""
+    return workload_running(snapshot) and snapshot.workload is not None and \
+        not any((r.step or 0) > 0 for r in snapshot.workload.ranks)
+
+
 def compute_pids(gpu: GpuSnapshot) -> tuple[int, ...]:
     return tuple(p.pid for p in gpu.processes if p.kind == "compute" and p.visible)
 

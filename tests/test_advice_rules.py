@@ -121,6 +121,17 @@ def test_single_core_near_misses(load, cores):
     assert "cpu-single-core" not in ids(run(ticks(t, 8, cores=cores))[-1])
 
 
+@pytest.mark.parametrize(("step", "fires"), [(None, False), (0, False), (1, True)])
+def test_single_core_waits_for_the_embedded_jobs_first_step(step, fires):
+    """Seen on a real H200: the job's CUDA start-up pegs one core for ~6 s while the GPU waits; that is not the
+    loading bottleneck this rule names. From the first step on, the same picture is."""
+    t = Timeline("rtx3090")
+    t.fake.set_load(0, 0.23)
+    job = workload(dataclasses.replace(rank(0, pid=41000), step=step), device="cuda")
+    found = ids(run(ticks(t, 8, cores={3: 100.0}, workload=job))[-1])
+    assert ("cpu-single-core" in found) == fires
+
+
 def test_single_core_needs_a_gpu_to_wait():
     assert "cpu-single-core" not in ids(run(ticks(Timeline(), 8, cores={3: 100.0}))[-1])
 

@@ -7,7 +7,16 @@ from collections.abc import Iterator
 from hwtop.advice.rules.loader import churn_cause
 from hwtop.advice.text import command, percent, rate
 from hwtop.advice.thresholds import Thresholds
-from hwtop.advice.window import Window, children, compute_pids, empty_job_config, gpus_in_use, mean, workload_running
+from hwtop.advice.window import (
+    Window,
+    children,
+    compute_pids,
+    empty_job_config,
+    gpus_in_use,
+    mean,
+    workload_running,
+    workload_starting,
+)
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
 
@@ -117,7 +126,7 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
 def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     waiting = waiting_gpus(window, t)
-    if latest.cpu is None or not waiting:
+    if latest.cpu is None or not waiting or workload_starting(latest):
         return
     recent = window.recent(5.0)
     loads: dict[int, float] = {}
