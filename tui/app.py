@@ -173,6 +173,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         """On the worker thread: the session's tick (probes → snapshot → advice), then the recording, if one is
         being written."""
         frame = self.session.tick()
+        failed: str | None = None
         with self._record_lock:
             recorder = self.recorder
             if recorder is not None:
@@ -182,7 +183,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                     recorder.write(frame)
                 except RecordingError as error:
                     self.recorder = None
-                    self.call_from_thread(self.notify, str(error), severity="error", timeout=10)
+                    failed = str(error)
+        if failed is not None:  # outside the lock: the main thread may be waiting for it (on_unmount)
+            self.call_from_thread(self.notify, failed, severity="error", timeout=10)
         return frame
 
     def _replay_state(self) -> str | None:
