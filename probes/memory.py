@@ -23,7 +23,7 @@ def parse_meminfo(data: bytes) -> dict[bytes, int] | None:
         name, sep, rest = line.partition(b":")
         if sep and name in _WANTED:
             fields = rest.split()
-            if not fields or not fields[0].isdigit() or len(fields) > 2 or fields[1:] not in ([], [b"kB"]):
+            if not fields or not fields[0].isdigit() or fields[1:] not in ([], [b"kB"]):
                 return None
             found[name] = int(fields[0]) * (1024 if fields[1:] else 1)
     return found if len(found) == len(_WANTED) else None
