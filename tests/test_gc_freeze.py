@@ -1,30 +1,49 @@
-"""GuardedApp.run takes what is alive when the app starts out of the garbage collector's walks: unfrozen, the first
-full collection (~42,000 objects, 25-35 ms on the CI box) fell in the middle of the monitor's first frame."""
+"""The garbage collector around the monitor's start: off from the command line's imports to the first frame (its
+passes over the ~70,000 objects of start-up cost ~25 ms of that frame), then one collection, and what is alive is
+frozen out of later walks (unfrozen, a full collection walked ~42,000 objects, 25-35 ms on the CI box)."""
 
 from __future__ import annotations
 
 import gc
 
+import pytest
+
+from hwtop.cli.main import main
 from hwtop.tui.guarded_app import GuardedApp
 
 
-class StillWalked(GuardedApp[bool]):
-    """Exits with whether the collector still walks `alive_at_start` (frozen objects are not among its objects)."""
+class Observed(GuardedApp[tuple[bool, bool, bool]]):
+    """Exits with (collector on while mounting, collector on after the first frame, `alive_at_start` still
+    walked by the collector after it)."""
 
     def __init__(self, alive_at_start: list[object]) -> None:
         super().__init__()
         self.alive_at_start = alive_at_start
+        self.on_while_mounting = True
 
     def on_mount(self) -> None:
-        self.exit(any(tracked is self.alive_at_start for tracked in gc.get_objects()))
+        self.on_while_mounting = gc.isenabled()
+        self.set_timer(0.3, self.report)
+
+    def report(self) -> None:
+        walked = any(tracked is self.alive_at_start for tracked in gc.get_objects())
+        self.exit((self.on_while_mounting, gc.isenabled(), walked))
 
 
-def test_what_exists_at_run_is_frozen_before_the_first_frame() -> None:
+def test_the_collector_is_off_until_the_first_frame_then_what_lives_is_frozen() -> None:
     alive_at_start: list[object] = [object()]  # a list: tracked by the collector
     gc.unfreeze()
-    assert any(tracked is alive_at_start for tracked in gc.get_objects())
+    assert gc.isenabled() and any(tracked is alive_at_start for tracked in gc.get_objects())
     try:
-        walked = StillWalked(alive_at_start).run(headless=True, size=(40, 10))
+        observed = Observed(alive_at_start).run(headless=True, size=(40, 10))
     finally:
         gc.unfreeze()
-    assert walked is False
+        gc.enable()
+    assert observed == (False, True, False)
+
+
+def test_a_monitor_start_refused_leaves_the_collector_on(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as refused:
+        main(["--job", "no process has this (?!x)x name"])
+    assert refused.value.code == 2 and "hwtop: error:" in capsys.readouterr().err
+    assert gc.isenabled()
