@@ -4,9 +4,10 @@ Time is the snapshots' own, so a replay advises exactly as the live run did."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections import deque
 from dataclasses import dataclass
+
+import msgspec.structs
 
 from hwtop.advice.rules import RULES, Rule
 from hwtop.advice.thresholds import Thresholds
@@ -80,7 +81,7 @@ class AdviceEngine:
             if key not in seen and (not track.shown or now - track.last_true >= clear_of.get(key[0], 0.0)):
                 del self._tracks[key]
         self.findings = tuple(sorted(
-            (dataclasses.replace(t.finding, since=t.first_true) for t in self._tracks.values() if t.shown),
+            (msgspec.structs.replace(t.finding, since=t.first_true) for t in self._tracks.values() if t.shown),
             key=lambda f: (f.rank, f.id, f.scope)))
         return self.findings
 

@@ -11,13 +11,14 @@ the header says so. `--demo SPEC` records against the fake library instead (for 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import platform
 import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
+
+import msgspec
 
 from hwtop import __version__
 
@@ -82,8 +83,8 @@ def capture(out: Path, phase: str, seconds: float, interval: float, demo: str | 
                 summary["reads"] += 1
                 summary["gpus"] = len(snapshots)
                 summary["message"] = system.message
-                _json_line(gpus, {"t": time.time(), "system": dataclasses.asdict(system),
-                                  "gpus": [dataclasses.asdict(g) for g in snapshots]})
+                _json_line(gpus, {"t": time.time(), "system": msgspec.to_builtins(system),
+                                  "gpus": [msgspec.to_builtins(g) for g in snapshots]})
                 if time.monotonic() >= end or (reads is not None and summary["reads"] >= reads):
                     break
                 time.sleep(max(0.0, interval - (time.monotonic() - started)))

@@ -10,8 +10,10 @@ import re
 import signal
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec.structs
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.finding import Finding
@@ -96,11 +98,11 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             if snapshot.job.status == "running":
                 final = sampler.job.finish_stacks() if sampler.job is not None else None
                 if final is not None:
-                    shown = replace(shown, stacks=final)
+                    shown = msgspec.structs.replace(shown, stacks=final)
                     from hwtop.probes.stack_sampler import WINDOW_S as STACK_WINDOW_S
 
-                    settle(seen, session, snapshot, replace(snapshot, job=replace(snapshot.job, stacks=final)),
-                           covers_the_watch=watched_s <= STACK_WINDOW_S)
+                    whole = msgspec.structs.replace(snapshot, job=msgspec.structs.replace(snapshot.job, stacks=final))
+                    settle(seen, session, snapshot, whole, covers_the_watch=watched_s <= STACK_WINDOW_S)
             facts["job"] = {**job_facts(shown, watched_s),
                             "status": snapshot.job.status, "message": snapshot.job.message,
                             "exit_codes": job_facts(snapshot.job, 0.0)["exit_codes"]}
@@ -127,7 +129,7 @@ def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, 
         if not entry.active:
             continue  # cleared while watched: that stands
         if key in after:
-            entry.finding = replace(after[key], since=entry.finding.since)
+            entry.finding = msgspec.structs.replace(after[key], since=entry.finding.since)
         elif key in before and key[0] not in failed:  # a rule that raised contradicts nothing
             if covers_the_watch:
                 del seen[key]

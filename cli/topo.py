@@ -107,11 +107,11 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
 
 
 def topo_command(demo: str | None, as_json: bool) -> int:
-    import dataclasses
+    import msgspec
 
     topology, numa, gpus = gather(demo)
     if as_json:
-        print(json.dumps({"topology": dataclasses.asdict(topology), "numa": dataclasses.asdict(numa),
+        print(json.dumps({"topology": msgspec.to_builtins(topology), "numa": msgspec.to_builtins(numa),
                           "link_health": [line.strip() for line in link_health(topology, gpus)]}, indent=2))
     else:
         print(render(topology, numa, gpus))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hwtop.model.record import Record
 
 SEVERITIES = ("critical", "warning", "info")  # most severe first
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(Record, frozen=True):
     """`scope` names where it applies ("GPU0", "rank 1", "" for the box); the engine keys hysteresis on
     (id, scope). `since` is when its condition started holding, filled in by the engine."""
 

@@ -3,14 +3,12 @@ that made it and the UI, exporter or recorder that read it never share anything 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from hwtop.model.finding import Finding
+from hwtop.model.record import Record
 from hwtop.model.snapshot import Snapshot
 
 
-@dataclass(frozen=True, slots=True)
-class Frame:
+class Frame(Record, frozen=True):
     snapshot: Snapshot
     findings: tuple[Finding, ...] = ()
     rule_errors: tuple[tuple[str, str], ...] = ()  # (rule id, what it raised): named in the pane, never a crash

@@ -1,14 +1,13 @@
 """The model of a focused job (`--pid`, `--job`, f on a process): its processes, their stacks, the pressure and
-memory limits of its cgroup. Kept apart from model/snapshot.py, so a monitor with no focused job never creates
-these classes (a frozen, slotted dataclass costs ~1 ms to create; these are on the first frame's path otherwise)."""
+memory limits of its cgroup. Kept apart from model/snapshot.py, so a monitor with no focused job never
+imports this module."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hwtop.model.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerBirths:
+class WorkerBirths(Record, frozen=True):
     """DataLoader workers one parent started within the last minute, against the most it ran at once."""
 
     parent: int
@@ -17,8 +16,7 @@ class WorkerBirths:
     peak_alive: int
 
 
-@dataclass(frozen=True, slots=True)
-class Pressure:
+class Pressure(Record, frozen=True):
     """Pressure stall information over the last tick, in % of wall time: `some` = at least one task stalled on
     the resource. `source` is "cgroup <path>" when the job's own cgroup reports it, else "system"."""
 
@@ -30,8 +28,7 @@ class Pressure:
     memory_full: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class CgroupMemory:
+class CgroupMemory(Record, frozen=True):
     """The memory cgroup the job's root runs in, where it has a limit."""
 
     path: str
@@ -39,8 +36,7 @@ class CgroupMemory:
     limit_bytes: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class RankStacks:
+class RankStacks(Record, frozen=True):
     """Samples of one rank's main thread over the last `window_s`, sorted into categories. `fractions` and
     `sites` are (category, value) pairs; a site is the innermost frame of the job's own code in that category."""
 
@@ -60,8 +56,7 @@ class RankStacks:
         return next((value for name, value in self.sites if name == category), None)
 
 
-@dataclass(frozen=True, slots=True)
-class JobProcess:
+class JobProcess(Record, frozen=True):
     """One process of a focused job, with what /proc says of where it runs and what it touches."""
 
     pid: int
@@ -98,8 +93,7 @@ class JobProcess:
     omp_num_threads: str | None = None  # OMP_NUM_THREADS from its environment, where readable
 
 
-@dataclass(frozen=True, slots=True)
-class JobSnapshot:
+class JobSnapshot(Record, frozen=True):
     """The focused job: its roots and every descendant, live; after it ends, the last view and how it ended."""
 
     label: str

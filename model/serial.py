@@ -1,4 +1,4 @@
-"""Snapshots back from JSON: the inverse of `Snapshot.to_dict`, driven by the dataclasses' own type hints, so
+"""Snapshots back from JSON: the inverse of `Snapshot.to_dict`, driven by the records' own type hints, so
 a recording replays into exactly the objects the live monitor made. Wrong shapes raise ValueError."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ import types
 import typing
 from functools import cache
 from typing import Any, Union
+
+import msgspec
 
 from hwtop.model import job, workload
 from hwtop.model import snapshot as model
@@ -51,8 +53,8 @@ def decode(kind: Any, value: Any) -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"expected an object, got {type(value).__name__}")
         return dict(value)
-    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-        return decode_dataclass(kind, value)
+    if isinstance(kind, type) and (dataclasses.is_dataclass(kind) or issubclass(kind, msgspec.Struct)):
+        return decode_record(kind, value)
     if kind is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ValueError(f"expected a number, got {value!r}")
@@ -72,42 +74,52 @@ def decode(kind: Any, value: Any) -> Any:
     raise TypeError(f"cannot decode {kind!r}")
 
 
-def decode_dataclass(cls: type, value: Any) -> Any:
+def decode_record(cls: type, value: Any) -> Any:
     if not isinstance(value, dict):
         raise ValueError(f"{cls.__name__}: expected an object, got {type(value).__name__}")
     hints = _hints(cls)
     kwargs = {}
-    for f in dataclasses.fields(cls):
-        if f.name in value:
+    for name, required in _fields(cls):
+        if name in value:
             try:
-                kwargs[f.name] = decode(hints[f.name], value[f.name])
+                kwargs[name] = decode(hints[name], value[name])
             except ValueError as error:
-                raise ValueError(f"{cls.__name__}.{f.name}: {error}") from None
-        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ValueError(f"{cls.__name__}: missing {f.name!r}")
+                raise ValueError(f"{cls.__name__}.{name}: {error}") from None
+        elif required:
+            raise ValueError(f"{cls.__name__}: missing {name!r}")
     return cls(**kwargs)
 
 
+@cache
+def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(name, required) of each field of a snapshot record (a msgspec Struct) or a dataclass (a job's records)."""
+    if issubclass(cls, msgspec.Struct):  # from its own attributes: structs.fields() would evaluate the annotations
+        names, defaults = cls.__struct_fields__, cls.__struct_defaults__  # defaults: those of the last fields
+        return tuple((name, index < len(names) - len(defaults)) for index, name in enumerate(names))
+    return tuple((f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                 for f in dataclasses.fields(cls))
+
+
 def snapshot_from_dict(data: dict[str, Any]) -> model.Snapshot:
-    return decode_dataclass(model.Snapshot, data)
+    return decode_record(model.Snapshot, data)
 
 
 D = typing.TypeVar("D")
 
 
-def lenient_dataclass(cls: type[D], record: dict[str, Any]) -> D:
+def lenient_record(cls: type[D], record: dict[str, Any]) -> D:
     """`cls` from a record another program wrote (the job's telemetry): each field whose value has the declared
     type is taken, anything else (missing, wrong type, NaN where a count belongs) keeps the field's default, so a
     job of another version degrades to N/A instead of a wrong figure or an exception."""
     hints = _hints(cls)
     kwargs = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if f.name in record:
+    for name, _required in _fields(cls):
+        if name in record:
             try:
-                value = decode(hints[f.name], record[f.name])
+                value = decode(hints[name], record[name])
             except (ValueError, TypeError):
                 continue
             if isinstance(value, float) and not math.isfinite(value):
                 continue  # a NaN speedup or an infinite time is no figure: N/A
-            kwargs[f.name] = value
+            kwargs[name] = value
     return cls(**kwargs)

@@ -3,14 +3,18 @@
 Units are bytes, bytes/s, percent (0-100), watts, degrees Celsius and MHz. `None` always means
 "not available on this machine (or not yet: a rate needs two samples)", never zero.
 Sequences are tuples so that a snapshot can be shared between threads without copying.
+
+Records are msgspec Structs (model/record.py).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from hwtop.model.record import Record
 
 if TYPE_CHECKING:  # a focused job's and the embedded workload's models load with them, not with every tick
     from hwtop.model.job import JobSnapshot
@@ -19,15 +23,13 @@ if TYPE_CHECKING:  # a focused job's and the embedded workload's models load wit
 SCHEMA = "hwtop.snapshot/1"
 
 
-@dataclass(frozen=True, slots=True)
-class HostInfo:
+class HostInfo(Record, frozen=True):
     hostname: str
     kernel: str
     uptime_s: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class CoreLoad:
+class CoreLoad(Record, frozen=True):
     """One logical core over the last interval; the split adds up to `percent` (plus nice in user)."""
 
     index: int
@@ -41,8 +43,7 @@ class CoreLoad:
     mhz: float | None = None  # read at most every 5 s (probes/cpu.py FREQ_EVERY_S)
 
 
-@dataclass(frozen=True, slots=True)
-class CpuSnapshot:
+class CpuSnapshot(Record, frozen=True):
     cores: tuple[CoreLoad, ...]
     percent: float | None
     load_average: tuple[float, float, float] | None
@@ -53,8 +54,7 @@ class CpuSnapshot:
     l3_cache_bytes: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MemorySnapshot:
+class MemorySnapshot(Record, frozen=True):
     total_bytes: int
     available_bytes: int
     used_bytes: int
@@ -66,8 +66,7 @@ class MemorySnapshot:
         return 100.0 * (self.total_bytes - self.available_bytes) / self.total_bytes if self.total_bytes else 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class NumaNode:
+class NumaNode(Record, frozen=True):
     index: int
     cpus: tuple[int, ...]
     memory_total_bytes: int | None
@@ -75,14 +74,12 @@ class NumaNode:
     distances: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class NumaSnapshot:
+class NumaSnapshot(Record, frozen=True):
     nodes: tuple[NumaNode, ...]
     source: str  # "sysfs", or "fallback" where the kernel exposes no NUMA sysfs (one node)
 
 
-@dataclass(frozen=True, slots=True)
-class DiskSnapshot:
+class DiskSnapshot(Record, frozen=True):
     name: str
     kind: str  # nvme | ssd | hdd | virtual | unknown
     read_bytes_per_s: float | None
@@ -92,8 +89,7 @@ class DiskSnapshot:
     busy_percent: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class NicSnapshot:
+class NicSnapshot(Record, frozen=True):
     """A network port: its link speed and traffic over the last interval."""
 
     name: str
@@ -103,8 +99,7 @@ class NicSnapshot:
     tx_bytes_per_s: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class ProcessInfo:
+class ProcessInfo(Record, frozen=True):
     pid: int
     ppid: int | None
     user: str | None
@@ -117,8 +112,7 @@ class ProcessInfo:
     cpu_affinity: tuple[int, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PcieLink:
+class PcieLink(Record, frozen=True):
     gen: int | None
     width: int | None
     max_gen: int | None
@@ -127,16 +121,14 @@ class PcieLink:
     rx_bytes_per_s: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class EccCounts:
+class EccCounts(Record, frozen=True):
     volatile_corrected: int | None
     volatile_uncorrected: int | None
     aggregate_corrected: int | None
     aggregate_uncorrected: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class GpmMetrics:
+class GpmMetrics(Record, frozen=True):
     """Hopper-class activity from GPM: how busy the chip really is, beyond "a kernel was running"."""
 
     sm_activity_percent: float | None
@@ -151,8 +143,7 @@ class GpmMetrics:
     fp16_activity_percent: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MigInstance:
+class MigInstance(Record, frozen=True):
     index: int
     uuid: str | None
     name: str | None
@@ -160,8 +151,7 @@ class MigInstance:
     memory_used_bytes: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class GpuProcess:
+class GpuProcess(Record, frozen=True):
     pid: int
     kind: str  # compute | graphics (compute when it is both: see kinds)
     used_memory_bytes: int | None
@@ -176,8 +166,7 @@ class GpuProcess:
     kinds: tuple[str, ...] = ()  # the NVML lists it is in: ("compute", "graphics") for a C+G process, once
 
 
-@dataclass(frozen=True, slots=True)
-class GpuSnapshot:
+class GpuSnapshot(Record, frozen=True):
     index: int
     name: str | None
     uuid: str | None
@@ -218,8 +207,7 @@ class GpuSnapshot:
     pcie_replays: int | None = None  # PCIe replays since the driver loaded
 
 
-@dataclass(frozen=True, slots=True)
-class GpuSystem:
+class GpuSystem(Record, frozen=True):
     """Facts about the NVIDIA stack as a whole, and why no GPU is shown when none is."""
 
     available: bool
@@ -229,8 +217,7 @@ class GpuSystem:
     source: str = "nvml"  # nvml | demo:<profile> | none
 
 
-@dataclass(frozen=True, slots=True)
-class TopoDevice:
+class TopoDevice(Record, frozen=True):
     """A GPU or NIC placed in the machine: its PCI address, NUMA node, local CPUs and PCIe link from sysfs."""
 
     name: str
@@ -246,8 +233,7 @@ class TopoDevice:
     network_speed: str | None = None  # NICs: "200 Gb/sec (4X HDR)", "25 Gb/s"
 
 
-@dataclass(frozen=True, slots=True)
-class Topology:
+class Topology(Record, frozen=True):
     """`gpu_links[i][j]` is the `nvidia-smi topo -m` connection type between GPU i and GPU j; `links` covers
     every device in `devices` order (GPUs first, then NICs)."""
 
@@ -264,14 +250,12 @@ class Topology:
                 if d.kind == "gpu" and d.numa_node is not None and d.name[3:].isdigit()}
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeError:
+class ProbeError(Record, frozen=True):
     probe: str
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class Snapshot:
+class Snapshot(Record, frozen=True):
     time: float
     interval_s: float | None
     host: HostInfo | None
@@ -287,10 +271,10 @@ class Snapshot:
     errors: tuple[ProbeError, ...] = ()
     job: JobSnapshot | None = None
     nics: tuple[NicSnapshot, ...] = ()  # network ports, where a reader provides them (the demo host does)
-    schema: str = field(default=SCHEMA)
+    schema: str = SCHEMA
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return msgspec.to_builtins(self)
 
     def to_json(self, indent: int | None = None) -> str:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)

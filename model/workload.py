@@ -1,14 +1,12 @@
 """The model of the embedded workload (`--workload`, w): its ranks' telemetry, its configuration and its events.
-Kept apart from model/snapshot.py, so a monitor with no workload never creates these classes (a frozen, slotted
-dataclass costs ~1 ms to create; these are on the first frame's path otherwise)."""
+Kept apart from model/snapshot.py, so a monitor with no workload never imports this module."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from hwtop.model.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class RankState:
+class RankState(Record, frozen=True):
     """The last telemetry of one rank of the embedded workload, with short rings for its sparklines."""
 
     rank: int
@@ -30,8 +28,7 @@ class RankState:
     scales: tuple[float, ...] = ()  # GradScaler scale per step (fp16): repeated drops mean inf/NaN gradients
 
 
-@dataclass(frozen=True, slots=True)
-class JobConfig:
+class JobConfig(Record, frozen=True):
     """Rank 0's `started` record: how the embedded job trains. Every field is optional: a job of another version
     (or a recording made by one) may lack any of them."""
 
@@ -51,8 +48,7 @@ class JobConfig:
     lr: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AmpSummary:
+class AmpSummary(Record, frozen=True):
     """The amp-compare scenario's result: the AMP-savings demo's figures."""
 
     speedup: float | None = None  # mixed-precision samples/s over fp32's
@@ -60,8 +56,7 @@ class AmpSummary:
     memory_metric: str | None = None  # the figure the saving compares, or why there is none
 
 
-@dataclass(frozen=True, slots=True)
-class OomEvent:
+class OomEvent(Record, frozen=True):
     """The latest CUDA out-of-memory a rank reported."""
 
     rank: int | None = None
@@ -71,8 +66,7 @@ class OomEvent:
     time: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NonfiniteEvent:
+class NonfiniteEvent(Record, frozen=True):
     """The latest step whose loss or gradients were NaN/inf."""
 
     rank: int | None = None
@@ -82,8 +76,7 @@ class NonfiniteEvent:
     stopped: bool = False  # the run stopped there (--on-nonfinite stop)
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadState:
+class WorkloadState(Record, frozen=True):
     """The embedded job as the monitor sees it: starting | running | stalled | finished | crashed | stopped."""
 
     scenario: str

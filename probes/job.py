@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec.structs
+
 from hwtop.model.job import JobProcess, JobSnapshot, Pressure, RankStacks, WorkerBirths
 from hwtop.model.snapshot import GpuSnapshot
 from hwtop.model.workload import WorkloadState
@@ -366,13 +368,12 @@ class JobProbe:
                 self._exits.append(mono)
             if not (last.role.startswith("rank") or last.role in KEPT_WHEN_GONE or last.depth == 0):
                 continue  # a worker or helper that ended: counted, not kept
-            current[pid] = last if not last.alive else JobProcess(**{
-                **_fields(last), "alive": False, "state": "gone", "cpu_percent": None,
-                "exit_code": self._exit_codes.get(pid, last.exit_code)})
+            current[pid] = last if not last.alive else msgspec.structs.replace(
+                last, alive=False, state="gone", cpu_percent=None, exit_code=self._exit_codes.get(pid, last.exit_code))
         if workload is not None and workload.exit_code is not None:
             for pid in workload.pids:
                 if pid in current and not current[pid].alive and current[pid].exit_code is None:
-                    current[pid] = JobProcess(**{**_fields(current[pid]), "exit_code": workload.exit_code})
+                    current[pid] = msgspec.structs.replace(current[pid], exit_code=workload.exit_code)
         live_pids = {p.pid for p in processes}
         gone = [p for pid, p in current.items() if pid not in live_pids][-MAX_GONE_ROWS:]
         ordered = [current[p.pid] for p in processes] + gone
@@ -727,8 +728,3 @@ def _int(text: str | None) -> int | None:
     except ValueError:
         return None
 
-
-def _fields(process: JobProcess) -> dict[str, object]:
-    import dataclasses
-
-    return {f.name: getattr(process, f.name) for f in dataclasses.fields(process)}

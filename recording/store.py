@@ -21,10 +21,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+import msgspec.structs
+
 from hwtop import __version__
 from hwtop.model.finding import Finding
 from hwtop.model.frame import Frame
-from hwtop.model.serial import decode_dataclass, snapshot_from_dict
+from hwtop.model.serial import decode_record, snapshot_from_dict
 from hwtop.model.snapshot import SCHEMA, Snapshot, Topology
 
 FORMAT = "hwtop.recording/1"
@@ -152,7 +154,7 @@ class Recording:
             if carrier is not None:
                 if carrier not in self._topologies:
                     raw = parse_line(self.lines[carrier]).get("topology")
-                    self._topologies[carrier] = None if raw is None else decode_dataclass(Topology, raw)
+                    self._topologies[carrier] = None if raw is None else decode_record(Topology, raw)
                 topology = self._topologies[carrier]
             data.pop("topology", None)
             raw_findings = data.pop("findings", None)
@@ -168,13 +170,11 @@ class Recording:
 def _findings(raw: Any) -> tuple[Finding, ...]:
     if not isinstance(raw, list):
         raise ValueError("findings: expected a list")
-    return tuple(decode_dataclass(Finding, item) for item in raw)
+    return tuple(decode_record(Finding, item) for item in raw)
 
 
 def _with_topology(snapshot: Snapshot, topology: Topology) -> Snapshot:
-    import dataclasses
-
-    return dataclasses.replace(snapshot, topology=topology)
+    return msgspec.structs.replace(snapshot, topology=topology)
 
 
 def _open(path: str) -> BinaryIO:

@@ -4,9 +4,10 @@ each test describes it."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from msgspec.structs import replace
 
 from hwtop.advice.engine import AdviceEngine
 from hwtop.demo.nvml import FakeNvmlLibrary
@@ -49,15 +50,15 @@ class Timeline:
                 load = cores if isinstance(cores, int | float) else (cores or {}).get(c.index, 5.0)
                 loads.append(CoreLoad(c.index, c.numa_node, load, user=load, system=0.0, iowait=iowait or 0.0,
                                       irq=0.0, steal=0.0, mhz=c.mhz))
-            cpu = dataclasses.replace(base.cpu, cores=tuple(loads))
+            cpu = replace(base.cpu, cores=tuple(loads))
         procs = base.processes if processes is None else processes
         system, probed = (base.gpu_system, ()) if self.probe is None else self.probe.read(procs)
         if gpu is not None:
             probed = tuple(gpu(g) for g in probed)
-        snapshot = dataclasses.replace(
+        snapshot = replace(
             base, time=self.time, cpu=cpu, processes=procs, gpus=probed if gpus is None else gpus,
             gpu_system=system, workload=workload, topology=self.topology, numa=self.numa or base.numa)
-        return dataclasses.replace(snapshot, **fields) if fields else snapshot
+        return replace(snapshot, **fields) if fields else snapshot
 
 
 def rank(index: int, *, wait: float | None = 0.1, amp: str = "off", step: int = 100, pid: int | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import GIB
 from hwtop.model.history import History
@@ -89,11 +91,10 @@ def demo_snapshots(profile: str, count: int = 12, cores: int = 2, nodes: int = 1
 
 def with_demo_topology(snapshots: list[Snapshot], profile: str) -> list[Snapshot]:
     """The same snapshots carrying the demo profile's topology, read by the real code from its sysfs tree."""
-    import dataclasses
 
     from hwtop.demo.topology import read_demo_topology
 
     probe = NvmlProbe(FakeNvmlLibrary(profile).pynvml)
     topology, numa = read_demo_topology(profile, probe)
     probe.close()
-    return [dataclasses.replace(s, topology=topology, numa=numa) for s in snapshots]
+    return [replace(s, topology=topology, numa=numa) for s in snapshots]

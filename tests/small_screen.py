@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+from msgspec.structs import replace
 
 from hwtop.model.job import JobProcess, JobSnapshot
 from hwtop.model.snapshot import Snapshot
@@ -32,7 +32,7 @@ def job_snapshot(workers: int = 3, ended: bool = False) -> Snapshot:
     job = JobSnapshot("torchrun train.py", (50000,), "ended" if ended else "running", (launcher, rank, *children),
                       None if ended else 159.0, 9 << 30, ((0, 8 << 30),), pids_seen=2 + workers,
                       message="job ended; exit codes pid 50000: 0, pid 50001: 1" if ended else None)
-    return dataclasses.replace(host_snapshot(), job=job)
+    return replace(host_snapshot(), job=job)
 
 
 async def started(app, pilot) -> None:  # noqa: ANN001 - an HwtopApp and textual's Pilot

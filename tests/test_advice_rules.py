@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
+from msgspec.structs import replace
 
 from hwtop.advice.engine import AdviceEngine
 from hwtop.demo.profiles import GIB, MIB
@@ -43,7 +42,7 @@ def test_oom_event_clears_once_old():
 @pytest.mark.parametrize(("used_gib", "fires"), [(77.0, True), (75.0, False)])
 def test_device_memory_near_full(used_gib, fires):
     t = Timeline("dgx-a100")
-    full = lambda g: dataclasses.replace(g, memory_used_bytes=int(used_gib * GIB)) if g.index == 2 else g  # noqa: E731
+    full = lambda g: replace(g, memory_used_bytes=int(used_gib * GIB)) if g.index == 2 else g  # noqa: E731
     found = run(ticks(t, 3, gpu=full))[-1]
     assert ("cuda-oom" in ids(found)) is fires
     if fires:
@@ -94,7 +93,7 @@ def test_starved_gpu_without_telemetry_from_pegged_workers():
     finding = find(run(ticks(t, 8, processes=procs))[-1], "gpu-starved")
     assert finding.gpus == (0,) and "GPU0 util 20%" in finding.evidence[0]
     assert "41010 99%" in finding.evidence[1]
-    relaxed = procs[:2] + (dataclasses.replace(procs[2], cpu_percent=40.0),)
+    relaxed = procs[:2] + (replace(procs[2], cpu_percent=40.0),)
     assert "gpu-starved" not in ids(run(ticks(Timeline("rtx3090"), 8, processes=relaxed))[-1])
 
 
@@ -127,7 +126,7 @@ def test_single_core_waits_for_the_embedded_jobs_first_step(step, fires):
     loading bottleneck this rule names. From the first step on, the same picture is."""
     t = Timeline("rtx3090")
     t.fake.set_load(0, 0.23)
-    job = workload(dataclasses.replace(rank(0, pid=41000), step=step), device="cuda")
+    job = workload(replace(rank(0, pid=41000), step=step), device="cuda")
     found = ids(run(ticks(t, 8, cores={3: 100.0}, workload=job))[-1])
     assert ("cpu-single-core" in found) == fires
 
@@ -354,7 +353,7 @@ def test_no_amp_advice_for_a_cpu_job():
 @pytest.mark.parametrize(("tensor", "fires"), [(0.0, True), (35.0, False)])
 def test_gpm_says_tensor_cores_idle(tensor, fires):
     t = Timeline("h200")
-    gpm = lambda g: dataclasses.replace(g, gpm=GpmMetrics(80.0, 40.0, tensor, 50.0))  # noqa: E731
+    gpm = lambda g: replace(g, gpm=GpmMetrics(80.0, 40.0, tensor, 50.0))  # noqa: E731
     found = run(ticks(t, 12, gpu=gpm))[-1]
     assert ("amp-available" in ids(found)) is fires
 
@@ -382,7 +381,7 @@ def test_scale_calibration_at_the_start_is_normal():
 
 def test_turing_rtx_gets_fp16_with_a_scaler_not_bf16():
     t = Timeline("rtx3090")
-    turing = lambda g: dataclasses.replace(g, name="NVIDIA GeForce RTX 2080 Ti", compute_capability=(7, 5))  # noqa: E731
+    turing = lambda g: replace(g, name="NVIDIA GeForce RTX 2080 Ti", compute_capability=(7, 5))  # noqa: E731
     job = workload(rank(0, pid=41000), device="cuda")
     finding = find(run(ticks(t, 12, workload=job, gpu=turing))[-1], "amp-available")
     assert "compute capability 7.5" in finding.evidence[0]
@@ -405,15 +404,14 @@ def test_focused_rank_with_its_memory_on_the_far_node(pages, fires):
 
 
 def test_training_diverged_names_the_step_and_is_critical_once_the_run_stopped():
-    import dataclasses
 
-    skipped = dataclasses.replace(workload(rank(0), lr=1e30), nonfinite_steps=3,
+    skipped = replace(workload(rank(0), lr=1e30), nonfinite_steps=3,
                                   last_nonfinite=NonfiniteEvent(rank=0, step=7, time=1.0, skipped=True))
     t = Timeline()
     found = find(run([t.tick(workload=skipped) for _ in range(3)])[-1], "training-diverged")
     assert found.severity == "warning" and "latest at step 7 on rank 0" in found.evidence[0]
     assert "1e+30" in found.fix[0] and found.scope == "rank 0"
-    stopped = dataclasses.replace(skipped, last_nonfinite=dataclasses.replace(skipped.last_nonfinite, stopped=True))
+    stopped = replace(skipped, last_nonfinite=replace(skipped.last_nonfinite, stopped=True))
     assert find(run([t.tick(workload=stopped)])[-1], "training-diverged").severity == "critical"
     healthy = Timeline()
     assert "training-diverged" not in ids(run([healthy.tick(workload=workload(rank(0))) for _ in range(3)])[-1])

@@ -4,9 +4,8 @@ names a churning loader as its cause."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
+from msgspec.structs import replace
 
 from hwtop.demo.profiles import GIB, MIB
 from hwtop.model.job import CgroupMemory, JobProcess, JobSnapshot, Pressure, RankStacks, WorkerBirths
@@ -22,7 +21,7 @@ def proc(pid: int = RANK, role: str = "process", ppid: int = 1, cpu: float | Non
 
 
 def worker(pid: int, parent: int = RANK, cpu: float = 30.0, **fields) -> JobProcess:
-    return dataclasses.replace(proc(pid, "DataLoader worker", parent, cpu, **fields), name="pt_data_worker")
+    return replace(proc(pid, "DataLoader worker", parent, cpu, **fields), name="pt_data_worker")
 
 
 def stacks(pid: int = RANK, data: float = 0.1, samples: int = 200, loader: str | None = "multi-process",
@@ -61,7 +60,7 @@ def test_a_balanced_job_raises_nothing():
 
 def test_data_starved_fires_after_its_hold_with_the_fraction_and_site():
     t = Timeline(cores=2)
-    starved = dataclasses.replace(BALANCED, stacks=(stacks(data=0.72),))
+    starved = replace(BALANCED, stacks=(stacks(data=0.72),))
     history = run(ticks(t, 8, starved))
     assert "data-starved" not in ids(history[4])
     finding = find(history[6], "data-starved")
@@ -73,13 +72,13 @@ def test_data_starved_fires_after_its_hold_with_the_fraction_and_site():
 @pytest.mark.parametrize(("data", "samples"), [(0.25, 200), (0.9, 10)])
 def test_data_starved_needs_the_fraction_and_enough_samples(data, samples):
     t = Timeline(cores=2)
-    near = dataclasses.replace(BALANCED, stacks=(stacks(data=data, samples=samples),))
+    near = replace(BALANCED, stacks=(stacks(data=data, samples=samples),))
     assert "data-starved" not in ids(run(ticks(t, 10, near))[-1])
 
 
 def test_data_starved_clears_after_its_clear_time():
     t = Timeline(cores=2)
-    frames = ticks(t, 8, dataclasses.replace(BALANCED, stacks=(stacks(data=0.8),))) + ticks(t, 12, BALANCED)
+    frames = ticks(t, 8, replace(BALANCED, stacks=(stacks(data=0.8),))) + ticks(t, 12, BALANCED)
     shown = ["data-starved" in ids(f) for f in run(frames)]
     assert shown[7] and shown[16] and not shown[18]  # false from tick 8, clear 10 s
 
@@ -87,7 +86,7 @@ def test_data_starved_clears_after_its_clear_time():
 def test_a_starved_gpu_says_its_loader_re_creates_workers():
     """With a GPU: the GPU waits, the rank waits for data, the loader re-forks its workers every epoch."""
     t = Timeline(cores=2)
-    churning = dataclasses.replace(BALANCED, stacks=(stacks(data=0.6, workers=0.2),),
+    churning = replace(BALANCED, stacks=(stacks(data=0.6, workers=0.2),),
                                    worker_births=(WorkerBirths(RANK, 30, 40.0, 2),), workers_exited_last_minute=28)
     gpu = (plain_gpu(0, 12.0, pids=(RANK,)),)
     finding = find(run(ticks(t, 8, churning, gpus=gpu))[-1], "data-starved")
@@ -100,7 +99,7 @@ def test_a_starved_gpu_says_its_loader_re_creates_workers():
 
 def test_gpu_starved_without_telemetry_names_the_churn_and_its_fix():
     t = Timeline(cores=2)
-    churning = dataclasses.replace(BALANCED, worker_births=(WorkerBirths(RANK, 30, 40.0, 2),))
+    churning = replace(BALANCED, worker_births=(WorkerBirths(RANK, 30, 40.0, 2),))
     gpu = (plain_gpu(0, 12.0, pids=(RANK,)),)
     processes = (process(RANK, cpu=40.0),)
     finding = find(run(ticks(t, 8, churning, gpus=gpu, processes=processes))[-1], "gpu-starved")
@@ -112,7 +111,7 @@ def test_gpu_starved_without_telemetry_names_the_churn_and_its_fix():
 
 def test_worker_churn_fires_on_repeated_generations_and_clears_slowly():
     t = Timeline(cores=2)
-    churning = dataclasses.replace(BALANCED, worker_births=(WorkerBirths(RANK, 24, 30.0, 2),),
+    churning = replace(BALANCED, worker_births=(WorkerBirths(RANK, 24, 30.0, 2),),
                                    workers_exited_last_minute=22, stacks=(stacks(workers=0.12, data=0.2),))
     history = run(ticks(t, 8, churning) + ticks(t, 35, BALANCED))
     finding = find(history[7], "worker-churn")
@@ -127,7 +126,7 @@ def test_worker_churn_fires_on_repeated_generations_and_clears_slowly():
                                     WorkerBirths(RANK, 4, 10.0, 4)])  # one set of four, started once
 def test_a_loader_started_once_is_not_churn(births):
     t = Timeline(cores=2)
-    assert "worker-churn" not in ids(run(ticks(t, 10, dataclasses.replace(BALANCED, worker_births=(births,))))[-1])
+    assert "worker-churn" not in ids(run(ticks(t, 10, replace(BALANCED, worker_births=(births,))))[-1])
 
 
 # ----- single-core-loading -----
@@ -154,7 +153,7 @@ def test_one_core_loading_with_num_workers_0_names_the_workers_to_start():
 ])
 def test_single_core_near_misses(change):
     t = Timeline(cores=4)
-    assert "single-core-loading" not in ids(run(ticks(t, 8, dataclasses.replace(SINGLE, **change)))[-1])
+    assert "single-core-loading" not in ids(run(ticks(t, 8, replace(SINGLE, **change)))[-1])
 
 
 # ----- cpu-oversubscribed -----
@@ -256,6 +255,6 @@ def test_a_job_with_its_stacks_and_pressure_survives_a_recording():
 
     from hwtop.model.serial import snapshot_from_dict
 
-    snapshot = Timeline(cores=2).tick(job=dataclasses.replace(
+    snapshot = Timeline(cores=2).tick(job=replace(
         BALANCED, cgroup_memory=CgroupMemory("/job", 5 * GIB, None), worker_births=(WorkerBirths(RANK, 6, 30.0, 2),)))
     assert snapshot_from_dict(json.loads(snapshot.to_json())) == snapshot

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from msgspec.structs import replace
+
 from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
 from hwtop.cli.doctor import run_doctor
@@ -23,7 +25,7 @@ class FirstChunkStarved:
 
     def __init__(self, whole_watch: float | None, step_s: float) -> None:
         self.timeline, self.step_s = Timeline(cores=2), step_s
-        self.first_chunk = dataclasses.replace(BALANCED, stacks=(stacks(data=0.72, samples=29),))
+        self.first_chunk = replace(BALANCED, stacks=(stacks(data=0.72, samples=29),))
         final = () if whole_watch is None else (stacks(data=whole_watch, samples=150),)
         self.job = _Job(final)
 
@@ -79,7 +81,7 @@ def test_without_more_samples_the_watch_stands() -> None:
 
 def test_holding_asks_the_rules_without_touching_what_is_tracked() -> None:
     engine, timeline = AdviceEngine(), Timeline(cores=2)
-    starved = dataclasses.replace(BALANCED, stacks=(stacks(data=0.72),))
+    starved = replace(BALANCED, stacks=(stacks(data=0.72),))
     for _ in range(8):
         shown = engine.update(timeline.tick(job=starved))
     assert [f.id for f in shown] == ["data-starved"]

@@ -4,7 +4,6 @@ beyond loopback; per-connection read timeouts, 2,000 idle connections on a const
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import re
 import socket
@@ -17,6 +16,7 @@ import urllib.request
 from contextlib import redirect_stderr
 
 import pytest
+from msgspec.structs import replace
 from prometheus_client.parser import text_string_to_metric_families
 
 from hwtop.demo.nvml import FakeNvmlLibrary
@@ -168,10 +168,10 @@ def test_a_gpm_card_exports_dcgm_parity_fields_with_dcgm_units_and_types(h200):
 def test_fields_the_probe_may_add_are_exported_with_dcgm_semantics():
     """Energy (a counter, mJ), the last XID (a gauge) and the graphics-engine ratio, from a snapshot that has
     them; a GPU lacking a field has no sample (as with dcgm-exporter), never a 0."""
-    gpu = dataclasses.replace(demo_snapshots("h200", count=2)[-1].gpus[0], energy_mj=123_456_789, xid_last=79,
+    gpu = replace(demo_snapshots("h200", count=2)[-1].gpus[0], energy_mj=123_456_789, xid_last=79,
                               pcie_replays=3, gpm=GpmMetrics(50.0, 25.0, 31.5, 40.0, graphics_activity_percent=88.0))
-    other = dataclasses.replace(gpu, index=1, uuid="GPU-other", energy_mj=None, gpm=None)
-    snapshot = dataclasses.replace(host_snapshot(), gpus=(gpu, other))
+    other = replace(gpu, index=1, uuid="GPU-other", energy_mj=None, gpm=None)
+    snapshot = replace(host_snapshot(), gpus=(gpu, other))
     text = render(families(snapshot, (), "t")).decode()
     assert re.search(r'^DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION\{gpu="0",.*\} 123456789$', text, re.M)
     assert "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter" in text
@@ -185,11 +185,11 @@ def test_fields_the_probe_may_add_are_exported_with_dcgm_semantics():
 
 def test_findings_step_rate_and_data_wait_are_hwtop_series():
     finding = Finding("gpu-throttled", "warning", "GPU3 is throttled", (), (), scope="GPU3")
-    again = dataclasses.replace(finding, title="the same finding, listed twice")
+    again = replace(finding, title="the same finding, listed twice")
     other = Finding("dataloader-bound", "critical", "waiting for data", (), (), scope="job")
     rank = RankState(0, 41000, 10, 0.25, 512.0, 0.4, 1.0, "bf16", None, 128, None)
     workload = WorkloadState("dataloader-bound", "running", None, (rank,), None)
-    snapshot = dataclasses.replace(host_snapshot(), workload=workload)
+    snapshot = replace(host_snapshot(), workload=workload)
     parsed = {f.name: f for f in text_string_to_metric_families(
         render(families(snapshot, (finding, again, other), "t")).decode())}
     found = {(s.labels["rule"], s.labels["severity"], s.labels["scope"], s.labels["Hostname"]): s.value
@@ -201,7 +201,7 @@ def test_findings_step_rate_and_data_wait_are_hwtop_series():
 
 
 def test_hostile_label_values_cannot_forge_series():
-    snapshot = dataclasses.replace(host_snapshot(), host=dataclasses.replace(
+    snapshot = replace(host_snapshot(), host=replace(
         host_snapshot().host, hostname='evil"} 1\nDCGM_FI_DEV_GPU_UTIL{gpu="9"} 100 \\'))
     text = render(families(snapshot, (), "t")).decode()
     parsed = {f.name: f for f in text_string_to_metric_families(text)}

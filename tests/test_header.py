@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-import dataclasses
-
+from msgspec.structs import replace
 from rich.text import Text
 from textual.geometry import Region
 
@@ -29,17 +28,17 @@ def test_the_header_repaints_only_what_changed() -> None:
     calls = _counted(header)
     snapshot = host_snapshot()
     start = int(snapshot.time)
-    header.show(dataclasses.replace(snapshot, time=start + 0.1), 1.0, paused=False)
+    header.show(replace(snapshot, time=start + 0.1), 1.0, paused=False)
     first = str(header.render())
-    header.show(dataclasses.replace(snapshot, time=start + 0.4), 1.0, paused=False)  # the same second
-    header.show(dataclasses.replace(snapshot, time=start + 0.7), 1.0, paused=False)
+    header.show(replace(snapshot, time=start + 0.4), 1.0, paused=False)  # the same second
+    header.show(replace(snapshot, time=start + 0.7), 1.0, paused=False)
     assert calls == [("update", (first, True))]  # the first text, laid out; then nothing
-    header.show(dataclasses.replace(snapshot, time=start + 1.2), 1.0, paused=False)
+    header.show(replace(snapshot, time=start + 1.2), 1.0, paused=False)
     second = str(header.render())
     assert second != first and len(calls) == 2
     kind, regions = calls[1]
     changed = [i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b]
     assert kind == "refresh" and regions == (Region(changed[0], 0, changed[-1] + 1 - changed[0], 1),)  # the clock
-    header.show(dataclasses.replace(snapshot, time=start + 1.2), 1.0, paused=True)
+    header.show(replace(snapshot, time=start + 1.2), 1.0, paused=True)
     assert calls[2][0] == "update" and "PAUSED" in str(header.render())  # wider: the whole line, laid out
     assert calls[2][1] == (str(header.render()), True)

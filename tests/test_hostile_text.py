@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 from rich.console import Console
 from rich.segment import Segment
 from rich.text import Text
@@ -98,7 +99,7 @@ def hostile_processes(pid: int = 50000) -> tuple[ProcessInfo, ...]:
 
 
 def hostile_snapshot(**changes: object) -> Snapshot:
-    return dataclasses.replace(host_snapshot(), processes=hostile_processes(), **changes)  # type: ignore[arg-type]
+    return replace(host_snapshot(), processes=hostile_processes(), **changes)  # type: ignore[arg-type]
 
 
 # ----- the rule and the helper -----
@@ -150,7 +151,7 @@ async def test_gpu_process_list_and_gpu_names_are_text():
                       processes=tuple(GpuProcess(70000 + i, "compute", 1 << 28, command=text)
                                       for i, text in enumerate(HOSTILE)))
     system = GpuSystem(True, None, "[@click=app.quit]550", "12.4", source="nvml")
-    app = HwtopApp(ScriptedSource([dataclasses.replace(host_snapshot(), gpus=(gpu,), gpu_system=system)]))
+    app = HwtopApp(ScriptedSource([replace(host_snapshot(), gpus=(gpu,), gpu_system=system)]))
     async with app.run_test(size=(250, 70)) as pilot:
         await first_frame(app, pilot)
         app.process_table.filter_text = "gpu:0"
@@ -174,7 +175,7 @@ def hostile_job() -> JobSnapshot:
 
 
 async def test_job_view_shows_hostile_command_lines_as_text():
-    app = HwtopApp(ScriptedSource([dataclasses.replace(host_snapshot(), job=hostile_job())]))
+    app = HwtopApp(ScriptedSource([replace(host_snapshot(), job=hostile_job())]))
     async with app.run_test(size=(250, 80)) as pilot:
         await first_frame(app, pilot)
         await pilot.press("j")
@@ -196,8 +197,8 @@ async def test_job_view_shows_hostile_command_lines_as_text():
 def pressed_frames(count: int = 8) -> list[Snapshot]:
     """Host memory below 10% available for `count` seconds: the finding quotes the biggest processes."""
     memory = MemorySnapshot(256 << 30, 8 << 30, 248 << 30, 8 << 30, 1 << 30)
-    processes = tuple(dataclasses.replace(p, rss_bytes=(100 - i) << 30) for i, p in enumerate(hostile_processes()))
-    return [dataclasses.replace(host_snapshot(time=T0 + i), memory=memory, processes=processes) for i in range(count)]
+    processes = tuple(replace(p, rss_bytes=(100 - i) << 30) for i, p in enumerate(hostile_processes()))
+    return [replace(host_snapshot(time=T0 + i), memory=memory, processes=processes) for i in range(count)]
 
 
 @pytest.mark.parametrize("size", [(200, 60), (120, 24)])

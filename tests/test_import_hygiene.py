@@ -50,7 +50,7 @@ def test_monitor_start_path_loads_what_it_draws_only(tmp_path) -> None:  # noqa:
 
 def test_a_live_monitor_without_a_job_or_workload_loads_neither_model() -> None:
     """This machine's sampler, two ticks of advice and the app: a focused job's model and the embedded workload's
-    (a dozen dataclasses, each ~1 ms to create) load only with a job or a workload."""
+    (a dozen records and their modules) load only with a job or a workload."""
     code = (
         "import hwtop.tui.app\n"
         "from hwtop.session.sampler import Sampler\n"
@@ -61,7 +61,7 @@ def test_a_live_monitor_without_a_job_or_workload_loads_neither_model() -> None:
     out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out.split(",") == ["hwtop.model", "hwtop.model.finding", "hwtop.model.frame", "hwtop.model.history",
-                              "hwtop.model.safe_text", "hwtop.model.snapshot"]
+                              "hwtop.model.record", "hwtop.model.safe_text", "hwtop.model.snapshot"]
 
 
 def test_the_start_path_guard_sees_a_forbidden_import() -> None:

@@ -9,7 +9,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwtop.model.serial import lenient_dataclass, snapshot_from_dict
+from hwtop.model.serial import lenient_record, snapshot_from_dict
 from hwtop.model.workload import AmpSummary, JobConfig, NonfiniteEvent, OomEvent
 from tests.factories import host_snapshot
 
@@ -17,12 +17,12 @@ from tests.factories import host_snapshot
 def test_a_started_record_keeps_the_fields_of_the_declared_type_only():
     record = {"event": "started", "rank": 0, "pid": 4242, "device": "cuda", "batch_size": "64", "num_workers": 4,
               "pin_memory": 1, "lr": 0.001, "transform_cost_ms": 8, "grad_accum": True, "from_the_future": [1]}
-    config = lenient_dataclass(JobConfig, record)
+    config = lenient_record(JobConfig, record)
     assert config == JobConfig(device="cuda", num_workers=4, lr=0.001, transform_cost_ms=8.0)
 
 
 def test_an_oom_record_with_a_nan_batch_is_read_without_it():
-    oom = lenient_dataclass(OomEvent, {"rank": 1, "batch_size": math.nan, "largest_fit": 32, "message": "CUDA out of "
+    oom = lenient_record(OomEvent, {"rank": 1, "batch_size": math.nan, "largest_fit": 32, "message": "CUDA out of "
                                        "memory", "time": 12.5})
     assert oom == OomEvent(rank=1, batch_size=None, largest_fit=32, message="CUDA out of memory", time=12.5)
 
@@ -33,7 +33,7 @@ json_values = (st.none() | st.booleans() | st.integers() | st.floats() | st.text
 
 @given(st.dictionaries(st.sampled_from(["rank", "step", "time", "skipped", "stopped", "other"]), json_values))
 def test_any_record_gives_a_typed_event(record):
-    event = lenient_dataclass(NonfiniteEvent, record)
+    event = lenient_record(NonfiniteEvent, record)
     assert event.rank is None or type(event.rank) is int
     assert event.time is None or isinstance(event.time, float)
     assert type(event.skipped) is bool and type(event.stopped) is bool
@@ -58,6 +58,6 @@ def test_a_recording_made_with_untyped_job_records_replays_into_the_typed_ones()
 
 
 def test_a_nan_or_infinite_figure_is_left_out():
-    summary = lenient_dataclass(AmpSummary, {"speedup": math.nan, "memory_saving_fraction": math.inf,
+    summary = lenient_record(AmpSummary, {"speedup": math.nan, "memory_saving_fraction": math.inf,
                                              "memory_metric": "cuda_peak_bytes"})
     assert summary == AmpSummary(memory_metric="cuda_peak_bytes")

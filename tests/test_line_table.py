@@ -3,8 +3,7 @@ keeps its keys and mouse behaviour, and a panel whose lines read the same is not
 
 from __future__ import annotations
 
-import dataclasses
-
+from msgspec.structs import replace
 from textual.geometry import Region
 
 from hwtop.tui.app import HwtopApp
@@ -37,11 +36,11 @@ async def test_a_tick_repaints_only_the_rows_whose_text_changed(monkeypatch) -> 
         await started(app, pilot)
         table = app.process_table
         calls = spy_refresh(monkeypatch, table)
-        below_precision = tuple(dataclasses.replace(p, cpu_percent=p.cpu_percent + 0.01) if p.pid == 812 else p
+        below_precision = tuple(replace(p, cpu_percent=p.cpu_percent + 0.01) if p.pid == 812 else p
                                 for p in base.processes)
         table.show(below_precision, base.gpus)
         assert calls == []  # 0.3 % and 0.31 % both read "0.3": nothing to repaint
-        visible_change = tuple(dataclasses.replace(p, threads=7) if p.pid == 812 else p for p in base.processes)
+        visible_change = tuple(replace(p, threads=7) if p.pid == 812 else p for p in base.processes)
         table.show(visible_change, base.gpus)
         assert len(calls) == 1 and len(calls[0]) == 1 and calls[0][0].height == 1  # one line: sshd's row
 
@@ -68,7 +67,7 @@ async def test_the_selection_follows_its_pid_when_the_order_changes() -> None:
         table = app.process_table
         table.move_cursor(row=2)
         assert table.rows_shown[2].pid == 812
-        busy = tuple(dataclasses.replace(p, cpu_percent=100.0) if p.pid == 812 else p for p in base.processes)
+        busy = tuple(replace(p, cpu_percent=100.0) if p.pid == 812 else p for p in base.processes)
         table.show(busy, base.gpus)
         assert table.rows_shown[0].pid == 812 and table.cursor_row == 0
 
@@ -94,6 +93,6 @@ async def test_a_panel_whose_lines_read_the_same_is_not_repainted(monkeypatch) -
         panel.show(panel.memory, panel.numa, panel.history)
         assert calls == []
         assert panel.memory is not None
-        grown = dataclasses.replace(panel.memory, available_bytes=panel.memory.available_bytes // 2)
+        grown = replace(panel.memory, available_bytes=panel.memory.available_bytes // 2)
         panel.show(grown, panel.numa, panel.history)
         assert len(calls) == 1

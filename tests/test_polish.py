@@ -3,12 +3,12 @@ themes and NO_COLOR, the config file, a terminal shrunk to 20x6 and back, and he
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from hwtop.tui.app import PALETTE, HwtopApp
 from hwtop.widgets.processes import Row, filter_rows, tree_rows
@@ -41,7 +41,7 @@ async def test_filter_by_name_and_escape_clears() -> None:
 async def test_tree_view_puts_children_under_parents() -> None:
     base = host_snapshot()
     processes = tuple(reversed(base.processes))  # the child first: the tree must still order it after its parent
-    app = HwtopApp(ScriptedSource([dataclasses.replace(base, processes=processes)]))
+    app = HwtopApp(ScriptedSource([replace(base, processes=processes)]))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
         await pilot.press("T")

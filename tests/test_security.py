@@ -15,6 +15,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 ROOT = Path(__file__).resolve().parents[1]
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
@@ -165,9 +166,8 @@ async def test_k_asks_first_and_shows_user_and_command():
         time.sleep(0.3)
         base = host_snapshot()
         row = ProcessInfo(child.pid, os.getpid(), "root", "python", "python -c sleep", "S", 99.9, 1 << 20, 1)
-        import dataclasses
 
-        app = HwtopApp(ScriptedSource([dataclasses.replace(base, processes=(row,) + base.processes)]))
+        app = HwtopApp(ScriptedSource([replace(base, processes=(row,) + base.processes)]))
         async with app.run_test(size=(140, 40)) as pilot:
             await app.first_frame.wait()
             await pilot.pause()

@@ -3,12 +3,12 @@ line with a newline stays on one row."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
+from msgspec.structs import replace
 from textual.containers import VerticalScroll
 from textual.pilot import Pilot
 
@@ -77,7 +77,7 @@ async def test_job_view_at_80x24_fits_the_width_and_keeps_the_last_child_on_view
 async def test_a_command_line_with_a_newline_keeps_its_process_row_on_one_line() -> None:
     base = host_snapshot()
     odd = ProcessInfo(41020, 41000, "alice", "python", NEWLINE_COMMAND, "S", 50.0, 1 << 30, 2, None)
-    app = HwtopApp(ScriptedSource([dataclasses.replace(base, processes=(*base.processes, odd))]))
+    app = HwtopApp(ScriptedSource([replace(base, processes=(*base.processes, odd))]))
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
         lines = screen_lines(app)
@@ -89,8 +89,8 @@ async def test_cpu_bars_split_user_system_and_iowait_with_a_legend() -> None:
     base = host_snapshot()
     cpu = base.cpu
     assert cpu is not None
-    waiting = dataclasses.replace(cpu.cores[0], percent=30.0, user=20.0, system=10.0, iowait=40.0)
-    snapshot = dataclasses.replace(base, cpu=dataclasses.replace(cpu, cores=(waiting, *cpu.cores[1:])))
+    waiting = replace(cpu.cores[0], percent=30.0, user=20.0, system=10.0, iowait=40.0)
+    snapshot = replace(base, cpu=replace(cpu, cores=(waiting, *cpu.cores[1:])))
     app = HwtopApp(ScriptedSource([snapshot]))
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
@@ -143,8 +143,8 @@ async def test_a_job_taller_than_the_terminal_scrolls_to_the_selected_row() -> N
 def test_the_cpu_legend_shortens_to_fit_and_keeps_every_part() -> None:
     base = host_snapshot().cpu
     assert base is not None
-    cores = tuple(dataclasses.replace(core, irq=2.0, steal=1.0) for core in base.cores)
-    cpu = dataclasses.replace(base, cores=cores)
+    cores = tuple(replace(core, irq=2.0, steal=1.0) for core in base.cores)
+    cpu = replace(base, cores=cores)
     full = cpu_legend(cpu).plain
     assert full == "█user █system █irq █steal ▒iowait (not in %)"
     short = cpu_legend(cpu, width=38).plain
@@ -156,8 +156,8 @@ def test_steal_once_seen_stays_in_the_legend() -> None:
     tick. Once a part was shown, it stays."""
     base = host_snapshot().cpu
     assert base is not None
-    stolen = dataclasses.replace(base, cores=tuple(dataclasses.replace(c, steal=0.7) for c in base.cores))
-    quiet = dataclasses.replace(base, cores=tuple(dataclasses.replace(c, steal=0.2, irq=0.0) for c in base.cores))
+    stolen = replace(base, cores=tuple(replace(c, steal=0.7) for c in base.cores))
+    quiet = replace(base, cores=tuple(replace(c, steal=0.2, irq=0.0) for c in base.cores))
     assert "steal" not in cpu_legend(quiet).plain
     assert "steal" in cpu_legend(quiet, seen={"steal"}).plain and "irq" not in cpu_legend(quiet, seen={"steal"}).plain
     panel = CpuPanel()

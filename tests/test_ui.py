@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 
 import pytest
+from msgspec.structs import replace
 
 from hwtop.model.snapshot import ProbeError, Snapshot
 from hwtop.tui.app import HwtopApp
@@ -142,7 +142,7 @@ async def test_help_screen_lists_keys() -> None:
 
 
 async def test_probe_errors_are_counted_in_the_header() -> None:
-    snapshot = dataclasses.replace(host_snapshot(), errors=(ProbeError("disks", "OSError: gone"),))
+    snapshot = replace(host_snapshot(), errors=(ProbeError("disks", "OSError: gone"),))
     app = HwtopApp(ScriptedSource([snapshot]))
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
@@ -186,8 +186,8 @@ async def test_h200_shows_gpm_activity() -> None:
 async def test_lost_gpu_is_shown_as_lost() -> None:
     snaps = demo_snapshots("dgx-a100", count=2)
     gpus = list(snaps[-1].gpus)
-    gpus[2] = dataclasses.replace(gpus[2], lost=True)
-    app = HwtopApp(ScriptedSource([dataclasses.replace(snaps[-1], gpus=tuple(gpus))]))
+    gpus[2] = replace(gpus[2], lost=True)
+    app = HwtopApp(ScriptedSource([replace(snaps[-1], gpus=tuple(gpus))]))
     async with app.run_test(size=(200, 60)) as pilot:
         await started(app, pilot)
         assert "GPU2 A100-SXM4-80GB  LOST" in text_of(app.query_one(GpuPanel))

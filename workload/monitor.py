@@ -3,13 +3,14 @@ that the sampler copies into each snapshot (no torch here)."""
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 import time
 from collections import deque
 from typing import Any
 
-from hwtop.model.serial import lenient_dataclass
+import msgspec.structs
+
+from hwtop.model.serial import lenient_record
 from hwtop.model.workload import AmpSummary, JobConfig, NonfiniteEvent, OomEvent, RankState, WorkloadState
 from hwtop.workload.launcher import WorkloadProcess
 
@@ -54,31 +55,31 @@ class WorkloadMonitor:
         if event == "started":
             state.update(pid=record.get("pid"))
             if rank == 0 or self._config is None:
-                self._config = lenient_dataclass(JobConfig, record)
+                self._config = lenient_record(JobConfig, record)
             if isinstance(record.get("pid"), int):
                 self._pids.add(record["pid"])
         elif event == "step":
             state.update(record)
             if record.get("step_skipped") or record.get("loss_finite") is False:
                 self._nonfinite_steps += 1
-                self._last_nonfinite = dataclasses.replace(lenient_dataclass(NonfiniteEvent, record),
-                                                           skipped=record.get("step_skipped") is True)
+                self._last_nonfinite = msgspec.structs.replace(lenient_record(NonfiniteEvent, record),
+                                                               skipped=record.get("step_skipped") is True)
             for key in ("step_time_s", "samples_per_s", "scale"):
                 value = record.get(key)
                 if isinstance(value, int | float):
                     ring = self._rings.setdefault((rank, key), deque(maxlen=RING))
                     ring.append(float(value))
         if event == "diverged":
-            self._last_nonfinite = dataclasses.replace(lenient_dataclass(NonfiniteEvent, record), stopped=True)
+            self._last_nonfinite = msgspec.structs.replace(lenient_record(NonfiniteEvent, record), stopped=True)
         if event != "step":
             detail = ", ".join(f"{key.replace('_', ' ')} {record[key]}" for key in
                                ("batch_size", "largest_fit", "steps", "message") if record.get(key) is not None)
             self._last_event = f"rank {rank} {event}" + (f": {detail}" if detail else "")
         if event == "summary":
-            self._summary = lenient_dataclass(AmpSummary, record)
+            self._summary = lenient_record(AmpSummary, record)
         if event == "oom":
             self._oom_count += 1
-            self._last_oom = lenient_dataclass(OomEvent, record)
+            self._last_oom = lenient_record(OomEvent, record)
 
     def state(self) -> WorkloadState:
         with self._lock:
