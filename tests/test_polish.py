@@ -28,7 +28,9 @@ async def test_filter_by_name_and_escape_clears() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
+        assert app.filter_input is None  # made on first use: not on the first frame's path
         await pilot.press("slash")
+        assert app.filter_input is not None and app.filter_input.display and app.filter_input.has_focus
         await pilot.press(*"sshd")
         await pilot.pause()
         assert pids(app) == [812]
