@@ -5,8 +5,8 @@ Time is the snapshots' own, so a replay advises exactly as the live run did."""
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 
+import msgspec
 import msgspec.structs
 
 from hwtop.advice.rules import RULES, Rule
@@ -20,8 +20,7 @@ SPACING_S = 0.5  # at a faster refresh, the window keeps one snapshot per half s
 MAX_SNAPSHOTS = int(WINDOW_S / SPACING_S) + 2  # bounds memory whatever the refresh
 
 
-@dataclass(slots=True)
-class _Track:
+class _Track(msgspec.Struct):
     first_true: float
     last_true: float
     finding: Finding

@@ -5,13 +5,13 @@ values outside their unit's bounds are refused, not ignored."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+import msgspec
 
 from hwtop.probes.topology import GPU_BUSY_UTIL_PERCENT
 
 
-@dataclass(frozen=True, slots=True)
-class Threshold:
+class Threshold(msgspec.Struct, frozen=True):
     value: float
     unit: str
     why: str

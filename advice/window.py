@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from hwtop.model.snapshot import GpuSnapshot, ProcessInfo, Snapshot
 
@@ -17,8 +18,7 @@ def mean(values: Iterable[float | None]) -> float | None:
     return sum(known) / len(known) if known else None
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
+class Window(msgspec.Struct, frozen=True):
     snapshots: tuple[Snapshot, ...]
 
     @property

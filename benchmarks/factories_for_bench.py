@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import msgspec.structs
 
 from tests.factories import demo_snapshots, host_snapshot
 
@@ -26,7 +26,7 @@ def render_costs(timed, ticks: int) -> list[tuple[str, float]]:
     for count in (8, 16):
         gpus = snaps[-1].gpus
         if count == 16:
-            gpus = gpus + tuple(dataclasses.replace(g, index=g.index + 8) for g in gpus)
+            gpus = gpus + tuple(msgspec.structs.replace(g, index=g.index + 8) for g in gpus)
         panel = GpuPanel()
         panel.gpus, panel.history = gpus, history
         out.append((f"GPU panel, {count} GPUs, 200 cols", timed(lambda p=panel: p.lines(196), ticks)))

@@ -14,6 +14,8 @@ import tempfile
 import time
 from types import SimpleNamespace
 
+import msgspec.structs
+
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import get_profile
 from hwtop.probes.cpu import CpuProbe, CpuStaticInfo
@@ -134,12 +136,12 @@ def main() -> None:
 
         ranks = tuple(ProcessInfo(41000 + i, 40999, "bench", "python", "python train.py", "R", 99.0, 1 << 30, 8,
                                   tuple(range(cores))) for i in range(8))
-        base = dataclasses.replace(base, processes=base.processes + ranks)  # the GPU jobs are visible: rules run
+        base = msgspec.structs.replace(base, processes=base.processes + ranks)  # the GPU jobs are visible: rules run
         frames = []
         for tick_no in range(121 + ticks + 1):  # times only go forward: a replayed time would reset the engine
             clock[0] += 1.0
             system, gpus = probe.read(base.processes)
-            frames.append(dataclasses.replace(base, time=base.time + tick_no, cpu=cpu_probe.read({}), gpus=gpus,
+            frames.append(msgspec.structs.replace(base, time=base.time + tick_no, cpu=cpu_probe.read({}), gpus=gpus,
                                               gpu_system=system, topology=topology, numa=numa))
         engine = AdviceEngine()
         for frame in frames[:120]:

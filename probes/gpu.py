@@ -20,8 +20,9 @@ import time
 import types
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from hwtop.model.snapshot import (
     EccCounts,
@@ -89,8 +90,7 @@ def driver_major(version: str | None) -> int | None:
         return None
 
 
-@dataclass(slots=True)
-class StaticFacts:
+class StaticFacts(msgspec.Struct):
     name: str | None = None
     uuid: str | None = None
     pci_bus_id: str | None = None
@@ -104,8 +104,7 @@ class StaticFacts:
     gpm_status: str | None = None
 
 
-@dataclass(slots=True)
-class SlowFacts:
+class SlowFacts(msgspec.Struct):
     power_limit_mw: int | None = None
     ecc: EccCounts | None = None
     ecc_enabled: bool | None = None
@@ -114,29 +113,27 @@ class SlowFacts:
     pcie_replays: int | None = None  # since the driver loaded
 
 
-@dataclass(slots=True)
-class GpmState:
-    samples: list[Any] = field(default_factory=list)  # two nvmlGpmSample_t buffers while allocated
+class GpmState(msgspec.Struct):
+    samples: list[Any] = msgspec.field(default_factory=list)  # two nvmlGpmSample_t buffers while allocated
     primed: bool = False  # samples[0] holds a reading to diff against
     retry_at: float = float("-inf")
     status: str | None = None
 
 
-@dataclass(slots=True)
-class _Device:
+class _Device(msgspec.Struct):
     index: int
     handle: Any
-    caps: Capabilities = field(default_factory=Capabilities)
+    caps: Capabilities = msgspec.field(default_factory=Capabilities)
     lost: bool = False
     lost_since: float = 0.0
     static: StaticFacts | None = None
-    slow: SlowFacts = field(default_factory=SlowFacts)
+    slow: SlowFacts = msgspec.field(default_factory=SlowFacts)
     slow_at: float = float("-inf")
     state_changed: bool = False  # a query that used to work stopped: read the slow tier now
     mig: bool | None = None
     ecc_mode: bool | None = None
     nvlinks: tuple[int, ...] = ()  # active link indexes
-    gpm: GpmState = field(default_factory=GpmState)
+    gpm: GpmState = msgspec.field(default_factory=GpmState)
     last_sample_us: int = 0
     checked_tick: int = -1  # the tick a handle lookup last said this GPU is on the bus
     pcie_wide: WideCounters | None = None  # 32-bit PCIe byte counters, widened (probes/nvml_pcie.py)

@@ -4,11 +4,10 @@ compute capability 7.5 like the RTX 20 series, but no Tensor Cores."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(frozen=True, slots=True)
-class GpuCaps:
+class GpuCaps(msgspec.Struct, frozen=True):
     tensor_cores: bool
     tf32: bool  # Ampere (8.0) and newer
     bf16: bool  # Ampere (8.0) and newer

@@ -9,10 +9,11 @@ UNKNOWN, NO_PERMISSION...), which costs this one value this one tick and nothing
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 
 # nvmlReturn_t codes, fixed by the NVML ABI (this module need not import pynvml to know them).
+import msgspec
+
 UNINITIALIZED = 1
 NOT_SUPPORTED = 3
 NO_PERMISSION = 4
@@ -63,13 +64,12 @@ def verdict(code: int | None) -> Verdict:
     return Verdict.TRANSIENT
 
 
-@dataclass(slots=True)
-class Capabilities:
+class Capabilities(msgspec.Struct):
     """Per GPU: which queries to skip, and since when. Keys name a query (`util`, `fan`, `pcie_fields`...)."""
 
-    absent: set[str] = field(default_factory=set)
-    retry_at: dict[str, float] = field(default_factory=dict)
-    answered: set[str] = field(default_factory=set)
+    absent: set[str] = msgspec.field(default_factory=set)
+    retry_at: dict[str, float] = msgspec.field(default_factory=dict)
+    answered: set[str] = msgspec.field(default_factory=set)
 
     def skip(self, key: str, now: float) -> bool:
         return key in self.absent or self.retry_at.get(key, float("-inf")) > now

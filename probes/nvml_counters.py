@@ -11,8 +11,9 @@ widens those before they come here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 # nvmlValueType_t -> (union member, bits); None: not an integer counter
 VALUE_TYPES: dict[int, tuple[str, int | None]] = {
@@ -26,6 +27,7 @@ VALUE_TYPES: dict[int, tuple[str, int | None]] = {
 }
 
 
+
 def field_number(value: Any) -> tuple[float | int | None, int | None]:
     """(the number a c_nvmlFieldValue_t holds, read by its valueType; the counter's width in bits)."""
     member, bits = VALUE_TYPES.get(int(value.valueType), (None, None))
@@ -34,8 +36,7 @@ def field_number(value: Any) -> tuple[float | int | None, int | None]:
     return getattr(value.value, member), bits
 
 
-@dataclass(slots=True)
-class _Reading:
+class _Reading(msgspec.Struct):
     value: int
     at_us: int
 

@@ -11,8 +11,9 @@ than asked for: keep only those newer than the last seen, newest per pid, and cl
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from hwtop.probes.nvml_calls import FUNCTION_NOT_FOUND, INSUFFICIENT_SIZE
 
@@ -21,8 +22,7 @@ VERSIONS = ("_v3", "_v2", "")
 FIRST_SAMPLES_WINDOW_US = 5_000_000  # on the first read, samples older than this before the newest are history
 
 
-@dataclass(frozen=True, slots=True)
-class Listed:
+class Listed(msgspec.Struct, frozen=True):
     pid: int
     used_memory_bytes: int | None
     kinds: tuple[str, ...]  # ("compute",), ("graphics",) or both

@@ -12,14 +12,15 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 Call = Callable[[], tuple[Any, int | None]]  # returns (value, the nvmlReturn_t it failed with or None)
 
 
-@dataclass(frozen=True, slots=True)
-class Result:
+
+class Result(msgspec.Struct, frozen=True):
     at: float  # the caller's clock when the request was made
     value: Any
     error: int | None

@@ -15,7 +15,8 @@ import os
 import pwd
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from hwtop.model.snapshot import ProcessInfo
 from hwtop.probes.sysfs import parse_cpulist
@@ -28,8 +29,7 @@ PF_KTHREAD = 0x00200000  # proc(5) flags: a kernel thread (pid 2 is not one insi
 DETAILS_REFRESH_S = 10.0  # a visible row's command line is read again this often (setproctitle, renamed workers)
 
 
-@dataclass(frozen=True, slots=True)
-class StatFields:
+class StatFields(msgspec.Struct, frozen=True):
     pid: int
     name: str
     state: str
@@ -100,8 +100,7 @@ def _affinity(status: str) -> tuple[int, ...] | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Details:
+class _Details(msgspec.Struct, frozen=True):
     comm: str  # the name they were read under: a new name means the command line changed too
     read_at: float
     user: str | None
@@ -109,8 +108,7 @@ class _Details:
     affinity: tuple[int, ...] | None
 
 
-@dataclass(slots=True)
-class _Seen:
+class _Seen(msgspec.Struct):
     """A process's last stat read: what its next CPU % is measured against, and what a skipped read reuses.
     Updated in place when a read finds it unchanged (most of a big box's processes, each read)."""
     start_ticks: int

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+
+import msgspec
 
 
 def counter_delta(previous: float | None, current: float, wrap_at: float | None = None) -> float | None:
@@ -22,12 +23,11 @@ def counter_delta(previous: float | None, current: float, wrap_at: float | None 
     return None
 
 
-@dataclass(slots=True)
-class RateMeter:
+class RateMeter(msgspec.Struct):
     """Per-key rates from monotonic counters: `rate(key, value, now)` gives units per second."""
 
     wrap_at: float | None = None
-    _last: dict[Hashable, tuple[float, float]] = field(default_factory=dict)
+    _last: dict[Hashable, tuple[float, float]] = msgspec.field(default_factory=dict)
 
     def rate(self, key: Hashable, value: float, now: float) -> float | None:
         previous = self._last.get(key)

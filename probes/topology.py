@@ -15,8 +15,9 @@ Read once at start and on demand: the layout does not change while the box runs.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from hwtop.model.snapshot import NumaSnapshot, TopoDevice, Topology
 from hwtop.probes.sysfs import parse_cpulist, read_text
@@ -29,8 +30,7 @@ NVML_LEVELS = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 QUALITY = {"X": 0, "NV": 1, "PIX": 2, "PXB": 3, "PHB": 4, "NODE": 5, "SYS": 6}
 
 
-@dataclass(frozen=True, slots=True)
-class PciEndpoint:
+class PciEndpoint(msgspec.Struct, frozen=True):
     """A GPU or NIC as sysfs places it."""
 
     name: str

@@ -4,8 +4,9 @@ line of its own; the TUI shows it as data, so its own `[SHORT]` and `[ok]` marks
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
+
+import msgspec
 
 from hwtop.model.safe_text import printable_lines
 from hwtop.report.checks import Check, Tier, pcie_theoretical_gbs
@@ -154,16 +155,16 @@ def _fit_lines(fit: FitEstimate) -> list[str]:
 def as_json(facts: BoxFacts, tier: Tier, checks: list[Check], fit: FitEstimate | None = None,
             storage: StorageResult | None = None, bench: dict[str, Any] | None = None,
             storage_error: str | None = None) -> dict[str, Any]:
-    result: dict[str, Any] = {"schema": SCHEMA, "facts": dataclasses.asdict(facts), "tier": dataclasses.asdict(tier),
-                              "checks": [dataclasses.asdict(c) for c in checks]}
+    result: dict[str, Any] = {"schema": SCHEMA, "facts": msgspec.to_builtins(facts), "tier": msgspec.to_builtins(tier),
+                              "checks": [msgspec.to_builtins(c) for c in checks]}
     if fit is not None:
         result["fit"] = {**{k: getattr(fit, k) for k in ("params", "optimizer", "amp", "batch", "activation_gb",
                                                           "gpu_count", "gpu_memory_bytes", "ram_bytes", "total_bytes",
                                                           "fits", "ram_need_bytes", "changes")},
                          "bytes_per_param": fit.bytes_per_param,
-                         "lines": [dataclasses.asdict(line) for line in fit.lines]}
+                         "lines": [msgspec.to_builtins(line) for line in fit.lines]}
     if storage is not None:
-        result["storage"] = {**dataclasses.asdict(storage), "bytes_per_s": storage.bytes_per_s}
+        result["storage"] = {**msgspec.to_builtins(storage), "bytes_per_s": storage.bytes_per_s}
     if storage_error:
         result["storage"] = {"error": storage_error}
     if bench is not None:

@@ -5,13 +5,12 @@ entries, so a key cannot be bound without being documented, or documented withou
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+import msgspec
 from textual.binding import Binding, BindingType
 
 
-@dataclass(frozen=True, slots=True)
-class Key:
+class Key(msgspec.Struct, frozen=True):
     keys: str  # Textual key names, comma-separated ("escape,q")
     action: str
     label: str  # the footer's word

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+import msgspec
 from rich.text import Text
 
 from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
@@ -13,8 +12,7 @@ from hwtop.widgets.line_table import LineTable
 from hwtop.widgets.safe_text import data
 
 
-@dataclass(frozen=True, slots=True)
-class Row:
+class Row(msgspec.Struct, frozen=True):
     pid: int
     user: str
     cpu: float | None
@@ -40,7 +38,6 @@ def filter_rows(rows: list[Row], text: str) -> list[Row]:
 
 def tree_rows(rows: list[Row]) -> list[Row]:
     """Parents before their children, children indented under them; siblings keep the sort order given."""
-    import dataclasses
 
     present = {r.pid for r in rows}
     children: dict[int | None, list[Row]] = {}
@@ -57,7 +54,7 @@ def tree_rows(rows: list[Row]) -> list[Row]:
             if row.pid in placed:
                 continue
             placed.add(row.pid)
-            out.append(dataclasses.replace(row, depth=depth))
+            out.append(msgspec.structs.replace(row, depth=depth))
             stack += [(child, depth + 1) for child in reversed(children.get(row.pid, []))]
 
     walk(children.get(None, []))

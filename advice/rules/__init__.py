@@ -4,7 +4,8 @@ sample does not raise it) and how long it must be false before it clears (so the
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from hwtop.advice.rules.collective import collective_hang
 from hwtop.advice.rules.contention import cpu_oversubscribed, job_memory_pressure
@@ -19,8 +20,7 @@ from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(msgspec.Struct, frozen=True):
     id: str
     check: Callable[[Window, Thresholds], Iterable[Finding]]
     hold_s: float

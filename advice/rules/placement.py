@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 from hwtop.advice.text import command, cpus
 from hwtop.advice.thresholds import Thresholds
@@ -17,8 +18,7 @@ from hwtop.probes.topology import link_degraded
 SPAN_S = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class _Placed:
+class _Placed(msgspec.Struct, frozen=True):
     pid: int
     label: str
     gpu: int
