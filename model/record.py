@@ -1,10 +1,14 @@
 """The base of every record in the model (snapshots, findings, frames, a job's and the workload's state).
 
 Records are msgspec Structs rather than dataclasses: a frozen slotted dataclass compiles six methods from source
-when its class is made (~0.7 ms a class here; the 22 on the monitor's start path cost ~15 ms of its first frame),
+when its class is made (~0.7 ms a class here; the 20 snapshot records alone cost ~15 ms of the first frame),
 while a Struct class is made in C. Instances are also quicker to build and compare. Being trees of immutable
 values that never form a cycle, they stay out of the garbage collector's walks (`gc=False`). Each subclass says
-`frozen=True` again: type checkers do not inherit it."""
+`frozen=True` again: type checkers do not inherit it.
+
+The same holds for the probes', the advice's and the widgets' own classes on the monitor's start path (plain
+`msgspec.Struct`s). Elsewhere (the demo machine, reports, the config file's schema, which session/schema reads as
+dataclasses) dataclasses stay: they are made only when used."""
 
 from __future__ import annotations
 
