@@ -311,7 +311,7 @@ def run_command(argv: list[str]) -> int:
     _check_demo(parser, args)
     if args.command is None:
         # The monitor: no garbage collection until its first frame is drawn (GuardedApp.run): its imports and
-        # first tick make ~70,000 objects and little garbage, and the collector's passes cost ~25 ms of that frame.
+        # first tick make ~70,000 objects and little garbage, and the collector's passes over them are wasted.
         gc.disable()
     from hwtop.session.config import load as load_file_config
 

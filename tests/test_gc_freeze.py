@@ -1,5 +1,5 @@
 """The garbage collector around the monitor's start: off from the command line's imports to the first frame (its
-passes over the ~70,000 objects of start-up cost ~25 ms of that frame), then one collection, and what is alive is
+passes over the ~70,000 objects of start-up are wasted work), then one collection, and what is alive is
 frozen out of later walks (unfrozen, a full collection walked ~42,000 objects, 25-35 ms on the CI box)."""
 
 from __future__ import annotations

@@ -65,8 +65,9 @@ class GuardedApp(App[ReturnType]):
 
         The garbage collector is off until the first frame is drawn (the monitor's command line turns it off
         earlier, before its imports): start-up makes ~70,000 objects and ~200 KB of garbage, and the collector's
-        passes over them cost ~25 ms of the first frame. Once the frame is out, one collection, then what is
-        alive (modules, classes, widgets) is frozen out of later walks: it lives as long as the app."""
+        passes over them cost 23 M of the 1,405 M instructions to the first frame (cachegrind, 1.6 %). Once the
+        frame is out, one collection, then what is alive (modules, classes, widgets) is frozen out of later walks:
+        it lives as long as the app."""
         gc.disable()
         try:
             result = super().run(*args, **kwargs)
