@@ -38,6 +38,9 @@ async def test_filter_by_name_and_escape_clears() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert pids(app) == [41000, 41010, 812] and not app.filter_input.display
+        await pilot.press("slash")  # the same line again, not a second one
+        await pilot.pause()
+        assert len(app.query("#filter")) == 1 and app.filter_input.display and app.filter_input.value == ""
 
 
 async def test_tree_view_puts_children_under_parents() -> None:
