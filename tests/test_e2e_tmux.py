@@ -158,3 +158,27 @@ def test_a_hangup_exit_that_hangs_is_ended_by_the_watchdog(monkeypatch) -> None:
     hwtop.source = Source()
     hwtop._force_exit()
     assert stopped == [True] and exited == [129]
+
+
+def test_a_terminal_that_hangs_up_ends_hwtop_at_once() -> None:
+    """tmux kill-server, as an SSH drop: the pane's process gets SIGHUP and, from the kernel, SIGCONT. hwtop ends
+    within seconds; before, a second input thread (started on that SIGCONT) kept it until the watchdog, ~12 s."""
+    socket = f"hwtop-hup-{uuid.uuid4().hex[:8]}"
+    hwtop = shutil.which("hwtop") or f"{sys.executable} -m hwtop"
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-x", "120", "-y", "40", f"exec {hwtop}"], check=True)
+    try:
+        pane = lambda: tmux("-L", socket, "capture-pane", "-p")  # noqa: E731
+        assert wait_for(lambda: "Processes" in pane()), pane()
+        pid = int(tmux("-L", socket, "list-panes", "-F", "#{pane_pid}").strip())
+    finally:
+        tmux("-L", socket, "kill-server")
+    started = time.monotonic()
+
+    def ended() -> bool:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # exited, not reaped
+        except FileNotFoundError:
+            return True
+
+    assert wait_for(ended, timeout=8), f"hwtop still running {time.monotonic() - started:.1f} s after the hangup"
+    assert time.monotonic() - started < 5

@@ -173,3 +173,21 @@ def test_after_a_suspend_the_new_input_thread_reads_and_ends_as_the_first(monkey
     finally:
         os.close(driver_side)
         os.close(test_side)
+
+
+@pytest.mark.parametrize("suspended", [False, True])
+def test_sigcont_resumes_only_after_a_suspend(monkeypatch: pytest.MonkeyPatch, suspended: bool) -> None:
+    """A hangup (SSH drop, tmux kill-server) comes with SIGCONT: resuming then started a second input thread
+    that kept the process alive after its terminal was gone. Only a SIGTSTP's suspend is resumed."""
+    driver_side, _test_side = pty.openpty()
+    try:
+        with input_thread(monkeypatch, driver_side) as (driver, _seen):
+            resumed: list[bool] = []
+            monkeypatch.setattr(driver, "resume_application_mode", lambda: resumed.append(True))
+            driver._auto_restart = True
+            driver._must_signal_resume = suspended  # what the SIGTSTP handler sets when it suspends
+            signal.getsignal(signal.SIGCONT)(signal.SIGCONT, None)  # the handler the driver installed
+            assert resumed == ([True] if suspended else [])
+    finally:
+        os.close(driver_side)
+        os.close(_test_side)

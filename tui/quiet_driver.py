@@ -76,6 +76,13 @@ class QuietLinuxDriver(LinuxDriver):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
         self.exit_event = _WakingEvent()
 
+    def _sigcont_application(self, *args: object) -> None:
+        """SIGCONT resumes only what a SIGTSTP (ctrl+z) suspended. The kernel also sends SIGCONT, with SIGHUP, when
+        the terminal hangs up (an SSH drop, tmux kill-server): Textual's handler then started a second input thread
+        that nothing stopped, and the process outlived its terminal until the exit watchdog, ~12 s."""
+        if self._must_signal_resume:  # set by the SIGTSTP handler when it suspended the application
+            super()._sigcont_application(*args)
+
     def run_input_thread(self) -> None:
         """Textual's loop (read, parse, dispatch; a final read at exit) with the wait above."""
         wake = self.exit_event.open_pipe()
