@@ -3,7 +3,6 @@ a recording replays into exactly the objects the live monitor made. Wrong shapes
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import types
 import typing
@@ -53,7 +52,7 @@ def decode(kind: Any, value: Any) -> Any:
         if not isinstance(value, dict):
             raise ValueError(f"expected an object, got {type(value).__name__}")
         return dict(value)
-    if isinstance(kind, type) and (dataclasses.is_dataclass(kind) or issubclass(kind, msgspec.Struct)):
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
         return decode_record(kind, value)
     if kind is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -74,7 +73,7 @@ def decode(kind: Any, value: Any) -> Any:
     raise TypeError(f"cannot decode {kind!r}")
 
 
-def decode_record(cls: type, value: Any) -> Any:
+def decode_record(cls: type[msgspec.Struct], value: Any) -> Any:
     if not isinstance(value, dict):
         raise ValueError(f"{cls.__name__}: expected an object, got {type(value).__name__}")
     hints = _hints(cls)
@@ -91,20 +90,18 @@ def decode_record(cls: type, value: Any) -> Any:
 
 
 @cache
-def _fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    """(name, required) of each field of a snapshot record (a msgspec Struct) or a dataclass (a job's records)."""
-    if issubclass(cls, msgspec.Struct):  # from its own attributes: structs.fields() would evaluate the annotations
-        names, defaults = cls.__struct_fields__, cls.__struct_defaults__  # defaults: those of the last fields
-        return tuple((name, index < len(names) - len(defaults)) for index, name in enumerate(names))
-    return tuple((f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-                 for f in dataclasses.fields(cls))
+def _fields(cls: type[msgspec.Struct]) -> tuple[tuple[str, bool], ...]:
+    """(name, required) of each field of a record, from the Struct's own attributes: msgspec.structs.fields()
+    would evaluate annotations that are imported only for type checking."""
+    names, defaults = cls.__struct_fields__, cls.__struct_defaults__  # defaults: those of the last fields
+    return tuple((name, index < len(names) - len(defaults)) for index, name in enumerate(names))
 
 
 def snapshot_from_dict(data: dict[str, Any]) -> model.Snapshot:
     return decode_record(model.Snapshot, data)
 
 
-D = typing.TypeVar("D")
+D = typing.TypeVar("D", bound=msgspec.Struct)
 
 
 def lenient_record(cls: type[D], record: dict[str, Any]) -> D:
