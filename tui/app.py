@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
@@ -24,6 +23,7 @@ from hwtop.widgets.cpu import CpuPanel
 from hwtop.widgets.disks import DisksPanel
 from hwtop.widgets.gpu import GpuPanel
 from hwtop.widgets.header import HeaderBar
+from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.memory import MemoryPanel
 from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
@@ -104,7 +104,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         yield self.workload_panel
         yield self.advice_panel
         yield self.process_table
-        self.footer = Footer()
+        self.footer = KeyBar()
         yield self.footer
 
     def on_mount(self) -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from hwtop.fleet.model import HostView, totals, worst_first
 from hwtop.fleet.sources import FleetSource
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import sparkline
+from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.plain_table import PlainTable
 from hwtop.widgets.safe_text import data
 
@@ -78,7 +79,7 @@ class HostScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield self.title_bar
         yield self.table
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.table.add_columns("GPU", "MODEL", "UTIL", "TENSOR", "MEMORY", "TEMP", "POWER")
@@ -144,7 +145,7 @@ class FleetApp(GuardedApp[None]):
         yield self.title_bar
         yield self.warning_bar
         yield self.table
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.table.add_columns("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING",

@@ -8,13 +8,13 @@ import asyncio
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.job import JobPanel
+from hwtop.widgets.key_bar import KeyBar
 
 
 class JobScreen(Screen[None]):
@@ -34,7 +34,7 @@ class JobScreen(Screen[None]):
         yield self.header
         with VerticalScroll():
             yield self.panel
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.panel.focus()

@@ -5,11 +5,11 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from hwtop.model.snapshot import Snapshot
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
+from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.topology import TopologyPanel
 
 
@@ -25,7 +25,7 @@ class TopologyScreen(Screen[None]):
         yield self.header
         with VerticalScroll():
             yield self.panel
-        yield Footer()
+        yield KeyBar()
 
     def show(self, snapshot: Snapshot, interval: float, paused: bool) -> None:
         self.header.show(snapshot, interval, paused)
