@@ -114,3 +114,44 @@ async def test_line_by_line_drawing_matches_textual_drawing_the_whole_text() -> 
         ours = cells(HeaderBar.render_line(header, 0))
         header._dirty_regions.add(header.size.region)  # noqa: SLF001
         assert ours == cells(Widget.render_line(header, 0)) and len(ours) > 40
+
+
+async def test_a_tick_that_brings_the_same_data_builds_no_lines(monkeypatch) -> None:
+    """Disks with no traffic, no finding, no GPU: most ticks of an idle box. Those panels build nothing; a panel
+    whose data did change builds its lines again, and a new disk reading is drawn."""
+    from msgspec.structs import replace
+
+    from hwtop.tui.app import HwtopApp
+    from hwtop.widgets.advice import AdvicePanel
+    from hwtop.widgets.disks import DisksPanel
+    from hwtop.widgets.gpu import GpuPanel
+    from hwtop.widgets.memory import MemoryPanel
+    from tests.factories import ScriptedSource, host_snapshot
+
+    built: dict[str, int] = {}
+    for panel in (AdvicePanel, DisksPanel, GpuPanel, MemoryPanel):
+        original = panel.lines
+
+        def counted(self, width: int, _original=original, _name=panel.__name__) -> list[Text]:
+            built[_name] = built.get(_name, 0) + 1
+            return _original(self, width)
+        monkeypatch.setattr(panel, "lines", counted)
+    first = host_snapshot()
+    app = HwtopApp(ScriptedSource([first]))
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        before = dict(built)
+        later = replace(first, time=first.time + 1)
+        app.show(app.session.advance(lambda: later))
+        await pilot.pause()
+        assert built["DisksPanel"] == before["DisksPanel"]
+        assert built["AdvicePanel"] == before["AdvicePanel"]
+        assert built["GpuPanel"] == before["GpuPanel"]
+        busy = replace(later, time=later.time + 1,
+                       disks=tuple(replace(d, read_bytes_per_s=123e6) for d in later.disks))
+        app.show(app.session.advance(lambda: busy))
+        await pilot.pause()
+        assert built["DisksPanel"] > before["DisksPanel"]
+        assert "123.0MB/s" in "\n".join(line.plain for line in app.disks_panel.cached_lines(
+            app.disks_panel.content_size.width))

@@ -59,7 +59,9 @@ class AdvicePanel(TextPanel):
         self.set_class(worst == "critical", "critical")
         # One borderless line when there is nothing to show, or no room (a short terminal): panels keep their rows.
         self.set_class(not findings or not self.inline, "empty")
-        self.changed()
+        # Ages (`· 12s`) move with `now` only while there are findings: an empty pane is the same line each tick.
+        if not self.same_as_shown((findings, now if findings else None, watching, self.rule_errors, self.inline)):
+            self.changed()
 
     def toggle(self, key: tuple[str, str]) -> None:
         if not self.inline:

@@ -32,17 +32,22 @@ class DisksPanel(TextPanel):
 
     def show(self, disks: tuple[DiskSnapshot, ...]) -> None:
         self.disks = disks
-        self.changed()
+        if not self.same_as_shown((disks, self._room())):
+            self.changed()
+
+    def _room(self) -> int | None:
+        """Disk lines the terminal's height allows; None outside an app (a test renders the lines alone)."""
+        try:
+            return max(2, self.app.size.height // ROWS_PER_DISK_LINE)
+        except Exception:  # noqa: BLE001 - no app
+            return None
 
     def lines(self, width: int) -> list[Text]:
         if not self.disks:
             return [Text("no block devices", style=palette.DIM)]
         out = []
-        try:
-            room = max(2, self.app.size.height // ROWS_PER_DISK_LINE)
-        except Exception:  # noqa: BLE001 - not running in an app (a test renders the lines alone): every disk
-            room = len(self.disks)
-        disks, left_out = shown_disks(self.disks, room)
+        room = self._room()
+        disks, left_out = shown_disks(self.disks, len(self.disks) if room is None else room)
         for disk in disks:
             line = data(f"{disk.name:<8}", "bold")  # a recording's or a udev rule's name
             line.append_text(data(f"{disk.kind:<8}", palette.DIM))

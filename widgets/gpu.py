@@ -62,6 +62,11 @@ class GpuPanel(TextPanel):
             if system.source.startswith("demo"):
                 title += f" · {system.source}"
         self.set_title(data(title))  # the driver and source strings are NVML's or a recording's
+        if not gpus:
+            if self.same_as_shown(system):  # no GPU: its line says why, and that rarely changes
+                return
+        else:
+            self.forget_shown()  # GPU lines draw the history, which is updated in place: never compared
         self.changed()
 
     def lines(self, width: int) -> list[Text]:

@@ -26,6 +26,7 @@ class TextPanel(Widget):
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
         self._border_shown: dict[str, _Drawn] = {}  # "title"/"subtitle" → how the text last set draws
         self._one_row_each: tuple[object, int, bool] | None = None  # (lines, width, each fits one row)
+        self._shown_inputs: object = _NOTHING_SHOWN
 
     def lines(self, width: int) -> list[Text]:
         raise NotImplementedError
@@ -54,6 +55,20 @@ class TextPanel(Widget):
     def _row_count(self, width: int) -> int:
         width = max(1, width)
         return max(1, sum(max(1, -(-line.cell_len // width)) for line in self.cached_lines(width)))
+
+    def same_as_shown(self, inputs: object) -> bool:
+        """Whether a tick's data for this panel equals what its lines were last built from; a subclass's `show`
+        then returns before building them again. `inputs` must compare by value (msgspec Structs, tuples of them,
+        numbers): on an idle box most ticks bring no disk traffic, no finding and no GPU, and those panels cost
+        nothing. A panel whose lines depend on something else as well (the terminal's height) puts it in."""
+        if self._cache is not None and self._shown_inputs == inputs:
+            return True
+        self._shown_inputs = inputs
+        return False
+
+    def forget_shown(self) -> None:
+        """The next `same_as_shown` answers no: for data that cannot be compared (updated in place)."""
+        self._shown_inputs = _NOTHING_SHOWN
 
     def changed(self) -> None:
         """New data: repaint only if a line on screen reads differently. Values are formatted before they are
@@ -124,6 +139,7 @@ class TextPanel(Widget):
         return rows
 
 
+_NOTHING_SHOWN = object()
 _Drawn = tuple[str, object, tuple[object, ...]]
 
 

@@ -30,7 +30,8 @@ class WorkloadPanel(TextPanel):
         self.display = state is not None
         if state is not None:
             self.set_title(data(f"Workload · {state.scenario} · x stop"))
-        self.changed()
+        if not self.same_as_shown(state):
+            self.changed()
 
     def lines(self, width: int) -> list[Text]:
         state = self.state
