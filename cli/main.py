@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 import time
@@ -266,7 +265,7 @@ def workload_command(argv: list[str]) -> int:
         signal.signal(sig, stop)
     try:
         for record in job.records():
-            print(json.dumps(record) if as_json else printable(describe(record)), flush=True)
+            print(_json(record) if as_json else printable(describe(record)), flush=True)
         code = job.wait()
     except KeyboardInterrupt:
         job.stop()
@@ -476,3 +475,9 @@ def snapshot_command(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _json(record: object) -> str:
+    import json  # not on the monitor's start path
+
+    return json.dumps(record)

@@ -9,7 +9,6 @@ Records are msgspec Structs (model/record.py).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -277,5 +276,7 @@ class Snapshot(Record, frozen=True):
         return msgspec.to_builtins(self)
 
     def to_json(self, indent: int | None = None) -> str:
+        import json  # `snapshot --json` alone needs it: not imported on the monitor's start path
+
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
