@@ -17,8 +17,8 @@ import sys
 import tempfile
 import time
 
-from benchmarks.startup import BARE_APP, first_frame, hwtop_ready
-from benchmarks.terminal_runs import HWTOP, Measurement, compile_checkout, cpu_method, measure, peers
+from benchmarks.startup import paired_first_frames
+from benchmarks.terminal_runs import Measurement, compile_checkout, cpu_method, measure, peers
 
 PEERS = ("btop", "htop", "glances")
 
@@ -40,13 +40,9 @@ def terminal_figures(seconds: float, runs: int) -> dict[str, tuple[float, float,
 
 
 def first_frames(runs: int) -> tuple[float, float]:
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
-        handle.write(BARE_APP)
-    try:
-        bare = [first_frame([sys.executable, handle.name], lambda pane: "BARE-READY" in pane) for _ in range(runs)]
-        ours = [first_frame(HWTOP, hwtop_ready) for _ in range(runs)]
-    finally:
-        os.unlink(handle.name)
+    """Medians of max(9, 3 x runs) starts of each, hwtop and the bare app taking turns (startup.py): three of
+    each gave a ratio that moved by ±0.1 between runs of this benchmark."""
+    ours, bare = paired_first_frames(max(9, 3 * runs))
     return _median(ours), _median(bare)
 
 
@@ -85,7 +81,8 @@ def main() -> None:
     print(f"# hwtop against its peers — {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()}, {os.cpu_count()} "
           f"CPUs; medians of {args.runs} runs of {args.seconds:g} s, 1 s refresh, 200x50 tmux pane, idle box")
     print(f"# rerun: python -m benchmarks.peers --seconds {args.seconds:g} --runs {args.runs}")
-    print(f"# CPU: {cpu_method()}\n")
+    print(f"# CPU: {cpu_method()}")
+    print(f"# first frame: medians of {max(9, 3 * args.runs)} starts each, hwtop and a bare Textual app taking turns\n")
     print("| monitor | CPU % of one core | bytes/s to the terminal | peak RSS MiB |")
     print("|---|---|---|---|")
     for name, (cpu, rate, rss) in figures.items():
