@@ -473,11 +473,11 @@ def snapshot_command(args: argparse.Namespace) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _json(record: object) -> str:
     import json  # not on the monitor's start path
 
     return json.dumps(record)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

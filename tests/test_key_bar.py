@@ -75,6 +75,25 @@ async def test_a_click_on_a_key_presses_it() -> None:
         assert type(app.screen).__name__ == "HelpScreen"
 
 
+async def test_a_focus_change_redraws_the_bar() -> None:
+    """The bar follows the screen's bindings through Textual's signal (a focus change, a check_action that
+    changed its mind): it asks to be drawn again when the signal comes."""
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _started(app, pilot)
+        bar = app.screen.query_one(KeyBar)
+        asked: list[object] = []
+        refresh = bar.refresh
+
+        def counted(*args, **kwargs):
+            asked.append(args)
+            return refresh(*args, **kwargs)
+        bar.refresh = counted  # type: ignore[method-assign]
+        app.advice_panel.focus()
+        await pilot.pause()
+        assert asked
+
+
 async def test_a_narrow_terminal_drops_whole_keys_and_keeps_the_palette() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(50, 24)) as pilot:
@@ -82,3 +101,12 @@ async def test_a_narrow_terminal_drops_whole_keys_and_keeps_the_palette() -> Non
         line = _line(app)
         assert len(line) == app.screen.query_one(KeyBar).size.width and line.endswith("▏^p palette ")
         assert line.startswith(" q Quit  p Pause  s Sort ") and "Topo" not in line  # no key cut in half
+
+
+async def test_a_bar_narrower_than_the_palette_key_shows_the_keys_that_fit() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(11, 8)) as pilot:
+        await _started(app, pilot)
+        bar = app.screen.query_one(KeyBar)
+        line = _line(app)
+        assert len(line) == bar.size.width and line.startswith(" q Quit ") and "palette" not in line

@@ -28,11 +28,13 @@ class DisksPanel(TextPanel):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.disks: tuple[DiskSnapshot, ...] = ()
+        self.room: int | None = None  # disk lines the terminal's height allowed at the last show
         self.border_title = "Disks"
 
     def show(self, disks: tuple[DiskSnapshot, ...]) -> None:
         self.disks = disks
-        if not self.same_as_shown((disks, self._room())):
+        self.room = self._room()  # what the lines are built for, kept with the data they are compared by
+        if not self.same_as_shown((disks, self.room)):
             self.changed()
 
     def _room(self) -> int | None:
@@ -46,7 +48,7 @@ class DisksPanel(TextPanel):
         if not self.disks:
             return [Text("no block devices", style=palette.DIM)]
         out = []
-        room = self._room()
+        room = self.room
         disks, left_out = shown_disks(self.disks, len(self.disks) if room is None else room)
         for disk in disks:
             line = data(f"{disk.name:<8}", "bold")  # a recording's or a udev rule's name

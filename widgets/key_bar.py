@@ -97,7 +97,9 @@ class KeyBar(Widget):
             right = [Segment(PALETTE_SEPARATOR, separator), *self._key(palette, key_style, label_style, hover, 0, 0)]
             right.append(Segment(" ", base))
         right_width = sum(cell_len(segment.text) for segment in right)
-        room = max(0, width - right_width)
+        if right_width > width:  # too narrow for the palette's key: the others take the row
+            right, right_width = [], 0
+        room = width - right_width
         left: list[Segment] = []
         spans: list[tuple[int, int, Shown]] = []
         x = 0
@@ -110,13 +112,10 @@ class KeyBar(Widget):
             spans.append((x, x + cells, item))
             x += cells
         left.append(Segment(" " * (room - x), base))
-        if palette is not None and right_width <= width:
-            start = room + 1  # after the separator
-            right_spans.append((start, width - 1, palette))
-        else:
-            right = []
+        if right and palette is not None:
+            right_spans.append((room + 1, width - 1, palette))  # after the separator, before the last blank
         self._spans = spans + right_spans
-        return Strip([*left, *right], width).crop(0, width)
+        return Strip([*left, *right]).adjust_cell_length(width, base)
 
     def _key(self, item: Shown, key_style: Style, label_style: Style, hover: Style, pad: int,
              gap: int) -> list[Segment]:
@@ -125,6 +124,8 @@ class KeyBar(Widget):
             key_style, label_style = key_style + hover, label_style + hover
         if not item.enabled:
             key_style, label_style = key_style + Style(dim=True), label_style + Style(dim=True)
+        if not item.label:  # a key without a word: the key alone, unpadded, as the Footer draws it
+            return [Segment(item.display, key_style)]
         padding = " " * pad
         label = f"{' ' if pad == 0 else ''}{item.label}{' ' * gap}" if item.label else ""
         return [Segment(f"{padding}{item.display}{padding}", key_style), Segment(label, label_style)]
