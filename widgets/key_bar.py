@@ -127,7 +127,7 @@ class KeyBar(Widget):
         if not item.label:  # a key without a word: the key alone, unpadded, as the Footer draws it
             return [Segment(item.display, key_style)]
         padding = " " * pad
-        label = f"{' ' if pad == 0 else ''}{item.label}{' ' * gap}" if item.label else ""
+        label = f"{' ' if pad == 0 else ''}{item.label}{' ' * gap}"
         return [Segment(f"{padding}{item.display}{padding}", key_style), Segment(label, label_style)]
 
     def key_at(self, x: int) -> Shown | None:
