@@ -92,7 +92,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.process_table = ProcessTable(id="processes")
         self.workload_panel = WorkloadPanel(id="workload")
         self.workload_panel.display = False
-        self.advice_panel = AdvicePanel(id="advice")
+        self.advice_panel = AdvicePanel(id="advice", classes="empty")  # as the first show finds it, mostly: no restyle
         yield self.header
         self.top = Horizontal(id="top")
         with self.top:
