@@ -48,9 +48,8 @@ class KeyBar(Widget):
     }
     """
 
-    def __init__(self, *, show_command_palette: bool = True, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.show_command_palette = show_command_palette
         self._spans: list[tuple[int, int, Shown]] = []  # (first cell, end cell, key) of each key drawn
         self._hover: str | None = None
 
@@ -65,7 +64,7 @@ class KeyBar(Widget):
             self.refresh()
 
     def keys(self) -> tuple[list[Shown], Shown | None]:
-        """The keys to show, in the order bound, and the command palette's (None when it is off)."""
+        """The keys to show, in the order bound, and the command palette's (None when the app has none)."""
         app = self.app
         shown: list[Shown] = []
         seen_actions: set[str] = set()
@@ -77,7 +76,7 @@ class KeyBar(Widget):
             elif binding.show and binding.action not in seen_actions:  # one entry per action, as the Footer
                 seen_actions.add(binding.action)
                 shown.append(item)
-        if not (self.show_command_palette and app.ENABLE_COMMAND_PALETTE):
+        if not app.ENABLE_COMMAND_PALETTE:
             palette = None
         return shown, palette
 
