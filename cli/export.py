@@ -8,6 +8,7 @@ import ipaddress
 import os
 import signal
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the parser is built at every start: the advice tables load only when export runs
@@ -51,12 +52,11 @@ def exposure_warning(host: str, port: int) -> str | None:
             "keep 127.0.0.1 or firewall the port to your Prometheus server")
 
 
-def add_parser(commands, add_source_options) -> None:  # noqa: ANN001
-    export = commands.add_parser(
-        "export", help="serve Prometheus metrics (dcgm-exporter names for GPUs) on 127.0.0.1:9400",
-        description="Serve GET /metrics: GPU series named as NVIDIA's dcgm-exporter names them (DCGM_FI_DEV_*, "
-                    "labels gpu, UUID, pci_bus_id, device, modelName, Hostname) and hwtop_* series for cores, NUMA "
-                    "memory, disks, the workload and the active advice findings. Scrapes read the latest snapshot.")
+def add_options(export: argparse.ArgumentParser, add_source_options: Callable[..., None]) -> None:
+    export.description = (
+        "Serve GET /metrics: GPU series named as NVIDIA's dcgm-exporter names them (DCGM_FI_DEV_*, labels gpu, UUID, "
+        "pci_bus_id, device, modelName, Hostname) and hwtop_* series for cores, NUMA memory, disks, the workload and "
+        "the active advice findings. Scrapes read the latest snapshot.")
     export.add_argument("--listen", type=listen_address, default=listen_address(DEFAULT_LISTEN),
                         metavar="HOST:PORT", help=f"address to bind (default {DEFAULT_LISTEN}; 0.0.0.0:PORT exposes "
                                                   "it to the network)")

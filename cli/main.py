@@ -8,6 +8,7 @@ import gc
 import os
 import sys
 import time
+from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from hwtop import __version__
@@ -108,7 +109,10 @@ def check_exclusive(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             parser.error(f"{first} and {second} cannot be used together: {why}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line when argv is None; else the subcommands that argv names get their options and the
+    others only their name and line of help (what `hwtop --help` and a mistyped command need): the monitor's start
+    names none and skips ~70 add_argument calls and two modules (about 4 ms of its first frame)."""
     parser = OneLineParser(
         prog="hwtop",
         description="hwtop: what limits the training job on this box. GPUs (NVML), per-core CPU by NUMA node, "
@@ -128,27 +132,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workload-device", choices=["cpu", "cuda"], default="cpu",
                         help="device of the --workload job (default cpu)")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
-    snap = commands.add_parser("snapshot", help="take two samples SECONDS apart and print one snapshot",
-                               description="Take two samples --interval seconds apart (rates need two) and print "
-                                           "one snapshot. Its schema: docs/snapshot-schema.md.")
+    for name, (summary, add_options) in COMMANDS.items():
+        command = commands.add_parser(name, help=summary, add_help=add_options is not None)
+        if add_options is not None and (argv is None or name in argv):
+            add_options(command)
+    return parser
+
+
+def _snapshot_options(snap: argparse.ArgumentParser) -> None:
+    snap.description = ("Take two samples --interval seconds apart (rates need two) and print one snapshot. Its "
+                        "schema: docs/snapshot-schema.md.")
     snap.add_argument("--json", action="store_true", required=True, help="print the snapshot as JSON")
     snap.add_argument("--replay", metavar="FILE", help="take it from a recording instead of this machine")
     snap.add_argument("--at", type=offset_seconds, metavar="T",
                       help="with --replay: seconds from the recording's start (or a Unix time); default 0")
     _add_source_options(snap, "seconds between the two samples (default 1)", sub=True)
-    topo = commands.add_parser("topo", help="GPU/NIC connection matrix, NUMA layout and link health",
-                               description="The GPU and NIC connection matrix with CPU and NUMA affinity (as "
-                                           "nvidia-smi topo -m), the NUMA table (as numactl --hardware), and "
-                                           "PCIe link health.")
+
+
+def _topo_options(topo: argparse.ArgumentParser) -> None:
+    topo.description = ("The GPU and NIC connection matrix with CPU and NUMA affinity (as nvidia-smi topo -m), the "
+                        "NUMA table (as numactl --hardware), and PCIe link health.")
     topo.add_argument("--json", action="store_true", help="print the same as JSON")
-    doctor = commands.add_parser(
-        "doctor", help="sample for a while, run the advice rules, print the findings (exit 1 if any warning)",
-        description="Sample this box for --seconds (optionally while an embedded scenario runs, or watching a "
-                    "running job: --pid PID, --job NAME_OR_PID), apply the advice rules and print each finding "
-                    "with its evidence and fix. Exit 0: nothing at warning or above; 1: something was found; 2: "
-                    "bad usage (a pid that does not exist, is not Python, or may not be inspected); 3: the "
-                    "--workload crashed (its failed rank's exit code and last stderr lines on stderr). Options after "
-                    "--workload SCENARIO that doctor does not know go to the job (python -m workload.job --help).")
+    _add_source_options(topo, "unused by topo", sub=True)
+
+
+def _doctor_options(doctor: argparse.ArgumentParser) -> None:
+    doctor.description = (
+        "Sample this box for --seconds (optionally while an embedded scenario runs, or watching a running job: "
+        "--pid PID, --job NAME_OR_PID), apply the advice rules and print each finding with its evidence and fix. "
+        "Exit 0: nothing at warning or above; 1: something was found; 2: bad usage (a pid that does not exist, is "
+        "not Python, or may not be inspected); 3: the --workload crashed (its failed rank's exit code and last "
+        "stderr lines on stderr). Options after --workload SCENARIO that doctor does not know go to the job "
+        "(python -m workload.job --help).")
     doctor.add_argument("--seconds", type=interval_seconds, default=None,
                         help="how long to sample (default 10; 20 with --pid/--job, as stack samples take time)")
     _add_job_options(doctor, sub=True)
@@ -156,30 +171,38 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
                         help="run the embedded job with this scenario meanwhile (needs torch)")
     _add_source_options(doctor, "seconds between samples (default 1)", sub=True)
-    record = commands.add_parser("record", help="write one snapshot per tick to FILE (JSON lines; gzip if .gz)",
-                                 description="Append one snapshot per --interval to FILE, after a header line, until "
-                                             "ctrl-c, SIGTERM or --seconds. Each line is flushed as it is written: a "
-                                             "killed recorder loses at most its last tick. hwtop replay FILE plays it.")
+
+
+def _record_options(record: argparse.ArgumentParser) -> None:
+    record.description = ("Append one snapshot per --interval to FILE, after a header line, until ctrl-c, SIGTERM "
+                          "or --seconds. Each line is flushed as it is written: a killed recorder loses at most its "
+                          "last tick. hwtop replay FILE plays it.")
     record.add_argument("file", metavar="FILE")
     record.add_argument("--seconds", type=interval_seconds, metavar="S", help="stop after S seconds")
     _add_source_options(record, "seconds between snapshots (default 1)", sub=True)
-    replay = commands.add_parser("replay", help="the monitor driven by a recording: pause, step, seek, speed",
-                                 description="The whole monitor, driven by FILE; the advice pane re-evaluates as it "
-                                             "plays. Keys: p pause, . , step, ] [ seek 10 s, + - speed.")
+
+
+def _replay_options(replay: argparse.ArgumentParser) -> None:
+    replay.description = ("The whole monitor, driven by FILE; the advice pane re-evaluates as it plays. Keys: p "
+                          "pause, . , step, ] [ seek 10 s, + - speed.")
     replay.add_argument("file", metavar="FILE")
     replay.add_argument("--speed", type=interval_seconds, default=1.0, metavar="X",
                         help="playback speed (default 1: real time)")
     _add_source_options(replay, "refresh interval of the playback (default: the recording's)", sub=True)
-    from hwtop.cli.export import add_parser as add_export_parser
-    from hwtop.cli.report import add_parser as add_report_parser
 
-    add_export_parser(commands, _add_source_options)
-    fleet = commands.add_parser(
-        "fleet", help="one row per host, worst first, from their exporters or from Prometheus",
-        description="Read the exporters at URL... (host:port or http://host:port/metrics; hwtop export or NVIDIA's "
-                    "dcgm-exporter), or a Prometheus server (--prometheus) that scrapes them (dcgm-exporter and "
-                    "node-exporter series work too), every --interval; one row per host, worst first; enter opens "
-                    "its GPUs. A host that does not answer within --timeout is shown as such and retried.")
+
+def _export_options(export: argparse.ArgumentParser) -> None:
+    from hwtop.cli.export import add_options
+
+    add_options(export, _add_source_options)
+
+
+def _fleet_options(fleet: argparse.ArgumentParser) -> None:
+    fleet.description = (
+        "Read the exporters at URL... (host:port or http://host:port/metrics; hwtop export or NVIDIA's "
+        "dcgm-exporter), or a Prometheus server (--prometheus) that scrapes them (dcgm-exporter and node-exporter "
+        "series work too), every --interval; one row per host, worst first; enter opens its GPUs. A host that does "
+        "not answer within --timeout is shown as such and retried.")
     fleet.add_argument("urls", nargs="*", metavar="URL")
     fleet.add_argument("--file", metavar="FILE", help="more URLs, one per line (# comments)")
     fleet.add_argument("--prometheus", metavar="URL", help="read the fleet from this Prometheus server's HTTP API")
@@ -189,11 +212,28 @@ def build_parser() -> argparse.ArgumentParser:
                        help="deadline of each request (default 3)")
     _add_source_options(fleet, "seconds between rounds (default 1)", sub=True)
 
-    add_report_parser(commands, _add_source_options)
-    commands.add_parser("workload", help="run the embedded PyTorch DDP/AMP job headless and print its telemetry "
-                                         "(needs torch; options: python -m workload.job --help)", add_help=False)
-    _add_source_options(topo, "unused by topo", sub=True)
-    return parser
+
+def _report_options(report: argparse.ArgumentParser) -> None:
+    from hwtop.cli.report import add_options
+
+    add_options(report, _add_source_options)
+
+
+# The subcommands as `hwtop --help` lists them: a line of help each, and what adds the rest of its parser (None:
+# `workload` hands its arguments to the job's own parser).
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None]] = {
+    "snapshot": ("take two samples SECONDS apart and print one snapshot", _snapshot_options),
+    "topo": ("GPU/NIC connection matrix, NUMA layout and link health", _topo_options),
+    "doctor": ("sample for a while, run the advice rules, print the findings (exit 1 if any warning)",
+               _doctor_options),
+    "record": ("write one snapshot per tick to FILE (JSON lines; gzip if .gz)", _record_options),
+    "replay": ("the monitor driven by a recording: pause, step, seek, speed", _replay_options),
+    "export": ("serve Prometheus metrics (dcgm-exporter names for GPUs) on 127.0.0.1:9400", _export_options),
+    "fleet": ("one row per host, worst first, from their exporters or from Prometheus", _fleet_options),
+    "report": ("grade this box for PyTorch training; what a given model needs (--params)", _report_options),
+    "workload": ("run the embedded PyTorch DDP/AMP job headless and print its telemetry (needs torch; options: "
+                 "python -m workload.job --help)", None),
+}
 
 
 def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
@@ -302,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_command(argv: list[str]) -> int:
     if argv[:1] == ["workload"]:
         return workload_command(argv[1:])
-    parser = build_parser()
+    parser = build_parser(argv)
     args, extra = parser.parse_known_args(argv)
     if extra and not (args.command == "doctor" and args.workload):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -4,8 +4,7 @@ fit estimate for a given model."""
 from __future__ import annotations
 
 import argparse
-import json
-from typing import Any
+from collections.abc import Callable
 
 
 def positive_number(text: str) -> float:
@@ -28,12 +27,11 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_parser(commands: Any, add_source_options: Any) -> None:
-    report = commands.add_parser(
-        "report", help="grade this box for PyTorch training; what a given model needs (--params)",
-        description="This box's GPUs, CPU, memory and storage against the hardware guide's tiers and rules of "
-                    "thumb, each check with the measured value beside the guide's figure. Measurements run only "
-                    "when asked. JSON schema: docs/snapshot-schema.md (hwtop.report/1).")
+def add_options(report: argparse.ArgumentParser, add_source_options: Callable[..., None]) -> None:
+    report.description = (
+        "This box's GPUs, CPU, memory and storage against the hardware guide's tiers and rules of thumb, each check "
+        "with the measured value beside the guide's figure. Measurements run only when asked. JSON schema: "
+        "docs/snapshot-schema.md (hwtop.report/1).")
     report.add_argument("--json", action="store_true", help="print the report as JSON")
     report.add_argument("--storage", metavar="PATH", help="measure sequential reads of the files under PATH "
                                                           "(page cache bypassed)")
@@ -83,6 +81,8 @@ def report_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                        gpu_count=len(facts.gpus) or 1, gpu_memory_bytes=memory, ram_bytes=facts.ram_bytes)
     grade, results = tier(facts), checks(facts)
     if args.json:
+        import json
+
         print(json.dumps(as_json(facts, grade, results, fit, storage, bench, storage_error), indent=2))
     else:
         print(text(facts, grade, results, fit, storage, bench, storage_error))

@@ -27,7 +27,9 @@ ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hw
                # the config file's schema and TOML: only when a config file exists
                "hwtop.session.config_file", "tomllib",
                # widened PCIe counters: on a GPU's first 32-bit PCIe reading (R555+; the rtx3090 demo is R550)
-               "hwtop.probes.nvml_pcie")
+               "hwtop.probes.nvml_pcie",
+               # the options of subcommands the command line does not name
+               "hwtop.cli.export", "hwtop.cli.report")
 
 
 def test_monitor_start_path_loads_what_it_draws_only(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
@@ -36,7 +38,7 @@ def test_monitor_start_path_loads_what_it_draws_only(tmp_path) -> None:  # noqa:
     screens a key opens, DataTable, and (no config file) the file's schema."""
     code = (
         "from hwtop.cli.main import build_parser, make_sampler\n"
-        "build_parser().parse_known_args(['--demo', 'rtx3090'])\n"
+        "build_parser(['--demo', 'rtx3090']).parse_known_args(['--demo', 'rtx3090'])\n"
         "from hwtop.session.config import load\n"
         "assert load(None).path is None\n"
         "import hwtop.tui.app, hwtop.workload.launcher\n"
