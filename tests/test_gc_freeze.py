@@ -1,37 +1,44 @@
 """The garbage collector around the monitor's start: off from the command line's imports to the first frame (its
 passes over the ~70,000 objects of start-up are wasted work), then one collection, and what is alive is
-frozen out of later walks (unfrozen, a full collection walked ~42,000 objects, 25-35 ms on the CI box)."""
+frozen out of later walks (unfrozen, a full collection walked ~42,000 objects, 25-35 ms on the CI box). And the
+interpreter's switch interval, short until the first frame is out (the output thread writes it at once), then
+Python's again."""
 
 from __future__ import annotations
 
 import gc
+import sys
 
 import pytest
 
 from hwtop.cli.main import main
-from hwtop.tui.guarded_app import GuardedApp
+from hwtop.tui.guarded_app import FIRST_FRAME_SWITCH_INTERVAL_S, GuardedApp
 
 
-class Observed(GuardedApp[tuple[bool, bool, bool]]):
+class Observed(GuardedApp[tuple[bool, bool, bool, float, float]]):
     """Exits with (collector on while mounting, collector on after the first frame, `alive_at_start` still
-    walked by the collector after it)."""
+    walked by the collector after it, the switch interval while mounting, and after the first frame)."""
 
     def __init__(self, alive_at_start: list[object]) -> None:
         super().__init__()
         self.alive_at_start = alive_at_start
         self.on_while_mounting = True
+        self.interval_while_mounting = 0.0
 
     def on_mount(self) -> None:
         self.on_while_mounting = gc.isenabled()
+        self.interval_while_mounting = sys.getswitchinterval()
         self.set_timer(0.3, self.report)
 
     def report(self) -> None:
         walked = any(tracked is self.alive_at_start for tracked in gc.get_objects())
-        self.exit((self.on_while_mounting, gc.isenabled(), walked))
+        self.exit((self.on_while_mounting, gc.isenabled(), walked, self.interval_while_mounting,
+                   sys.getswitchinterval()))
 
 
 def test_the_collector_is_off_until_the_first_frame_then_what_lives_is_frozen() -> None:
     alive_at_start: list[object] = [object()]  # a list: tracked by the collector
+    python_interval = sys.getswitchinterval()
     gc.unfreeze()
     assert gc.isenabled() and any(tracked is alive_at_start for tracked in gc.get_objects())
     try:
@@ -39,7 +46,8 @@ def test_the_collector_is_off_until_the_first_frame_then_what_lives_is_frozen() 
     finally:
         gc.unfreeze()
         gc.enable()
-    assert observed == (False, True, False)
+    assert observed == (False, True, False, pytest.approx(FIRST_FRAME_SWITCH_INTERVAL_S), python_interval)
+    assert sys.getswitchinterval() == python_interval
 
 
 def test_a_monitor_start_refused_leaves_the_collector_on(capsys: pytest.CaptureFixture[str]) -> None:

@@ -32,10 +32,17 @@ class Crashed(Exception):
         return Text(end="")
 
 
+# How long the thread that writes to the terminal may wait for the interpreter's lock while the first frame is
+# out: Python's default, 5 ms, is what the first frame waited, queued, while the main thread went on with Textual's
+# two start-up Resize events (a trace of the start: queued at 215.3 ms, written at 220.8).
+FIRST_FRAME_SWITCH_INTERVAL_S = 0.0005
+
+
 class GuardedApp(App[ReturnType]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.crash: BaseException | None = None  # the first unhandled exception; run() raises it
+        self._switch_interval: float | None = None  # Python's, while run() shortens it for the first frame
 
     def get_driver_class(self) -> type[Driver]:
         """On Linux and macOS, Textual's driver with a quiet input thread; a driver named in TEXTUAL_DRIVER, and
@@ -67,12 +74,18 @@ class GuardedApp(App[ReturnType]):
         earlier, before its imports): start-up makes ~70,000 objects and ~200 KB of garbage, and the collector's
         passes over them cost 23 M of the 1,405 M instructions to the first frame (cachegrind, 1.6 %). Once the
         frame is out, one collection, then what is alive (modules, classes, widgets) is frozen out of later walks:
-        it lives as long as the app."""
+        it lives as long as the app.
+
+        Until then too, a thread waiting for the interpreter's lock gets it within FIRST_FRAME_SWITCH_INTERVAL_S:
+        the output thread, holding the first frame."""
         gc.disable()
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(FIRST_FRAME_SWITCH_INTERVAL_S)
         try:
             result = super().run(*args, **kwargs)
         finally:
             gc.enable()
+            self._restore_switch_interval()
         if self.crash is not None:
             raise self.crash
         return result
@@ -80,7 +93,13 @@ class GuardedApp(App[ReturnType]):
     def on_mount(self) -> None:
         self.call_after_refresh(self._after_first_frame)
 
+    def _restore_switch_interval(self) -> None:
+        if self._switch_interval is not None:
+            sys.setswitchinterval(self._switch_interval)
+            self._switch_interval = None
+
     def _after_first_frame(self) -> None:
+        self._restore_switch_interval()
         if not gc.isenabled():  # run(), not a test's run_test: the collector was kept off for the first frame
             gc.collect()
             gc.freeze()
