@@ -56,6 +56,33 @@ class RankStacks(Record, frozen=True):
         return next((value for name, value in self.sites if name == category), None)
 
 
+class RankFigures(Record, frozen=True):
+    """One rank of a job, as every reader sees it: the job view, `doctor`, the rules, the exporter
+    (`hwtop_job_rank_seconds_total{job,rank,host,phase}`) and the fleet, which rebuilds these from Prometheus for
+    the ranks of every host. `phase_seconds` are cumulative seconds of the rank's main thread per phase since hwtop
+    began watching (counters: they only grow); `shares` are the fractions over the recent window (sum to ~1).
+    Phases are the stack categories of probes/stack_classify.py (`compute`, `collective`, `data`, ...)."""
+
+    rank: int
+    host: str  # untrusted text (a host label from a remote exporter): render through safe_text
+    pid: int | None = None
+    local_rank: int | None = None
+    gpu: int | None = None  # the GPU index the rank uses on its host, where known
+    phase_seconds: tuple[tuple[str, float], ...] = ()
+    shares: tuple[tuple[str, float], ...] = ()
+    steps: int | None = None  # optimizer steps where known (the embedded workload, the demo)
+    site: str | None = None  # its commonest own-code site outside waits: `file:line function`
+    samples: int = 0  # stack samples behind `shares`
+    seen_at: float | None = None  # when these figures were last updated (a rank that stops advancing: a hang)
+
+    def share(self, phase: str) -> float:
+        return next((value for name, value in self.shares if name == phase), 0.0)
+
+    @property
+    def collective_share(self) -> float:
+        return self.share("collective")
+
+
 class JobProcess(Record, frozen=True):
     """One process of a focused job, with what /proc says of where it runs and what it touches."""
 
@@ -117,3 +144,4 @@ class JobSnapshot(Record, frozen=True):
     stack_message: str | None = None  # why stacks are missing or partial (py-spy absent, ptrace refused)
     dataset_devices: tuple[tuple[str, int], ...] = ()  # (disk, files seen open on it by any process of the job)
     swap_in_pages_per_s: float | None = None  # the box's pages read back from swap (/proc/vmstat pswpin)
+    ranks: tuple[RankFigures, ...] = ()  # per-rank figures (rank order); ranks of other hosts come from the fleet

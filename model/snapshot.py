@@ -89,13 +89,28 @@ class DiskSnapshot(Record, frozen=True):
 
 
 class NicSnapshot(Record, frozen=True):
-    """A network port: its link speed and traffic over the last interval."""
+    """A network port: its link speed and traffic over the last interval, and where it sits.
 
-    name: str
-    kind: str  # infiniband | ethernet
+    One record per Ethernet interface (`/sys/class/net`) and per InfiniBand/RoCE port
+    (`/sys/class/infiniband/HCA/ports/N`). A rate is None on the first tick and across a gap (a counter that went
+    backwards, a vanished file); the totals are the counters as read, for exporters that publish counters."""
+
+    name: str  # the interface (eth0) or the HCA (mlx5_0); untrusted text: render through safe_text
+    kind: str  # infiniband | roce | ethernet | virtual | loopback
     speed_gbps: float | None
     rx_bytes_per_s: float | None
     tx_bytes_per_s: float | None
+    state: str | None = None  # up | down | ... (operstate, or the IB port's state without its number)
+    port: int | None = None  # the HCA port number (IB/RoCE); None for a netdev
+    netdev: str | None = None  # the Ethernet interface behind a RoCE/IPoIB port, or None
+    numa_node: int | None = None  # from the PCI device's numa_node; None where unknown (virtual, -1)
+    nearest_gpu: int | None = None  # the GPU index closest on the PCI tree (topology), None where unknown
+    rx_bytes_total: int | None = None  # the counter as read this tick (IB: port_rcv_data x 4)
+    tx_bytes_total: int | None = None
+
+    @property
+    def physical(self) -> bool:
+        return self.kind not in ("virtual", "loopback")
 
 
 class ProcessInfo(Record, frozen=True):
