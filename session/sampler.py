@@ -30,6 +30,7 @@ from hwtop.probes.cpu import CpuProbe
 from hwtop.probes.disks import DiskProbe
 from hwtop.probes.host import read_host
 from hwtop.probes.memory import read_memory
+from hwtop.probes.network import NetworkProbe, place_nics
 from hwtop.probes.numa import NumaProbe, node_of_cpu
 from hwtop.probes.processes import ProcessProbe
 
@@ -69,6 +70,7 @@ class RealHost:
         self.numa_probe = NumaProbe(root)
         self.cpu_probe = CpuProbe()
         self.disk_probe = DiskProbe(root)
+        self.network_probe = NetworkProbe(root)
         self.process_probe = ProcessProbe(root, limit=process_limit)
 
     def host(self) -> HostInfo:
@@ -90,7 +92,7 @@ class RealHost:
         return self.process_probe.read()
 
     def nics(self) -> tuple[NicSnapshot, ...]:
-        return ()  # no NIC probe yet: the topology screen names this machine's NICs and their speeds
+        return self.network_probe.read()
 
 
 PROCESS_TIER_S = 1.9  # a 1 s refresh reads processes every other tick; anything slower, every tick
@@ -175,6 +177,8 @@ class Sampler:
             if self.topology is None:
                 self._topology_reader = None  # failed once: say so once, do not retry every tick
         workload = guarded("workload", self.workload.state, None) if self.workload is not None else None
+        if nics and self.topology is not None:
+            nics = guarded("nics", lambda: place_nics(nics, self.topology), nics)
         job = guarded("job", lambda: self.job.read(gpus, workload, now), None) if self.job is not None else None
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
