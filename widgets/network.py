@@ -1,0 +1,154 @@
+"""One line per busy network port: kind, link rate, RX and TX as % of the line rate and in B/s, NUMA node and the
+nearest GPU; the quiet ports folded into one `+N quiet` line, as the disks panel folds its quiet disks."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from hwtop.model.snapshot import NicSnapshot
+from hwtop.widgets import palette
+from hwtop.widgets.format import human_rate, level_style, pct
+from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.safe_text import data
+
+# A port moving less than this either way is quiet: an idle fabric's management traffic (subnet manager, LLDP,
+# ARP) stays in the kB/s, a job's traffic is MB/s and more.
+QUIET_BYTES_PER_S = 1e6
+ROWS_PER_PORT_LINE = 12  # a port line per 12 rows of terminal: 2 at 24 rows, 5 at 60; GPUs and disks come first
+KIND_LABEL = {"infiniband": "IB", "roce": "RoCE", "ethernet": "Eth", "virtual": "virt", "loopback": "lo"}
+WIDE = 100  # from this width a line names the NUMA node and GPU in words and the port's interface
+
+
+def port_label(nic: NicSnapshot) -> str:
+    """mlx5_0 for an HCA's first port, mlx5_0/2 for another; an interface by its name."""
+    return nic.name if nic.port in (None, 1) else f"{nic.name}/{nic.port}"
+
+
+def kind_label(nic: NicSnapshot) -> str:
+    if nic.kind == "infiniband" and nic.port is None:
+        return "IPoIB"  # the IP interface of an IB port (ib0)
+    return KIND_LABEL.get(nic.kind, nic.kind[:5])
+
+
+def line_percent(rate: float | None, speed_gbps: float | None) -> float | None:
+    """A rate in bytes/s as a share of a link in Gb/s (both directions are full-duplex: each against the line)."""
+    if rate is None or not speed_gbps:
+        return None
+    return 100.0 * rate * 8 / (speed_gbps * 1e9)
+
+
+def fit_name(name: str, width: int) -> str:
+    """A name cut to `width` keeping its end, where ports of one card differ: enp225s0f1 → enp22…f1. A tab (which
+    printable keeps, and a recording may carry) would widen the cell: shown as ␉."""
+    name = name.replace("\t", "\N{SYMBOL FOR HORIZONTAL TABULATION}")
+    return name if len(name) <= width else name[: width - 3] + "…" + name[-2:]
+
+
+def link_text(speed_gbps: float | None) -> str:
+    return "N/A" if speed_gbps is None else f"{speed_gbps:g}Gb/s"
+
+
+def busy(nic: NicSnapshot) -> bool:
+    return max(nic.rx_bytes_per_s or 0.0, nic.tx_bytes_per_s or 0.0) >= QUIET_BYTES_PER_S
+
+
+def candidates(nics: tuple[NicSnapshot, ...]) -> tuple[NicSnapshot, ...]:
+    """The ports the panel is about: the physical ones; where there is none (a container's veth eth0), the virtual
+    ones; loopback never."""
+    physical = tuple(n for n in nics if n.physical)
+    return physical or tuple(n for n in nics if n.kind == "virtual")
+
+
+def shown_ports(nics: tuple[NicSnapshot, ...], room: int) -> tuple[tuple[NicSnapshot, ...], int]:
+    """The busy ports (at most `room` - 1 of them, the busiest, in their own order) and how many are folded."""
+    ports = candidates(nics)
+    busy_ports = [i for i, n in enumerate(ports) if busy(n)]
+    keep = max(1, room - 1) if len(busy_ports) >= room else len(busy_ports)
+    kept = sorted(busy_ports, key=lambda i: -max(ports[i].rx_bytes_per_s or 0.0, ports[i].tx_bytes_per_s or 0.0))
+    shown = tuple(ports[i] for i in sorted(kept[:keep]))
+    return shown, len(ports) - len(shown)
+
+
+def port_line(nic: NicSnapshot, width: int) -> Text:
+    name_width = 11 if width >= WIDE else 8
+    line = data(f"{fit_name(port_label(nic), name_width):<{name_width}} ", "bold")  # an interface name: untrusted
+    line.append(f"{kind_label(nic):<5}", style=palette.DIM)
+    line.append(f"{link_text(nic.speed_gbps):>9}")
+    for arrow, rate in (("rx", nic.rx_bytes_per_s), ("tx", nic.tx_bytes_per_s)):
+        share = line_percent(rate, nic.speed_gbps)
+        line.append(f" {arrow}")
+        line.append(pct(share, 5), style=level_style(share))
+        line.append(f" {human_rate(rate):>9}")
+    if nic.state not in (None, "up", "active", "unknown") and line.cell_len + 9 <= width:
+        line.append_text(data(f" {fit_name(nic.state, 8)}", palette.CRIT))  # down, init, polling…
+    place = []
+    if width >= WIDE:
+        place.append(f"node {nic.numa_node}" if nic.numa_node is not None else "node N/A")
+        place.append(f"near GPU{nic.nearest_gpu}" if nic.nearest_gpu is not None else "")
+        if nic.netdev:
+            place.append(f"({fit_name(nic.netdev, 16)})")
+    else:
+        place.append(f"N{nic.numa_node}" if nic.numa_node is not None else "")
+        place.append(f"G{nic.nearest_gpu}" if nic.nearest_gpu is not None else "")
+    tail = " " + " ".join(p for p in place if p)
+    if tail.strip() and line.cell_len + len(tail) <= width:
+        line.append_text(data(tail, palette.DIM))  # netdev is an interface name too
+    return line
+
+
+class NetworkPanel(TextPanel):
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.nics: tuple[NicSnapshot, ...] = ()
+        self.room: int | None = None
+        self.border_title = "Network"
+
+    def show(self, nics: tuple[NicSnapshot, ...], room: int | None = None) -> None:
+        """`room`: port lines the screen's row budget allows (None: the terminal's height decides)."""
+        self.nics = nics
+        self.room = room if room is not None else self._room()
+        if not self.same_as_shown((nics, self.room)):
+            self.changed()
+
+    def _room(self) -> int | None:
+        try:
+            return max(1, self.app.size.height // ROWS_PER_PORT_LINE)
+        except Exception:  # noqa: BLE001 - no app
+            return None
+
+    def rows(self, nics: tuple[NicSnapshot, ...], room: int) -> int:
+        """The panel's height, borders included, for these ports in `room` lines: what the row budget asks."""
+        shown, folded = shown_ports(nics, room)
+        return len(shown) + (1 if folded or not shown else 0) + 2
+
+    def lines(self, width: int) -> list[Text]:
+        ports = candidates(self.nics)
+        if not ports:
+            return [Text("no network ports", style=palette.DIM)]
+        room = len(ports) if self.room is None else self.room
+        shown, folded = shown_ports(self.nics, room)
+        out = [port_line(nic, width) for nic in shown]
+        if folded or not shown:
+            out.append(quiet_line(self.nics, shown, folded, width))
+        return out
+
+
+def quiet_line(nics: tuple[NicSnapshot, ...], shown: tuple[NicSnapshot, ...], folded: int, width: int) -> Text:
+    """`+N quiet` (every port quiet: `N ports quiet`), with the kinds folded and, where it fits, their names."""
+    ports = [n for n in candidates(nics) if n not in shown]
+    kinds: dict[str, int] = {}
+    for nic in ports:
+        kinds[kind_label(nic)] = kinds.get(kind_label(nic), 0) + 1
+    quieter = any(busy(n) for n in ports)  # busy ports the room could not hold are folded too
+    head = (f"+{folded} {'quieter' if quieter else 'quiet'}" if shown
+            else f"{folded} port{'s' if folded != 1 else ''} quiet")
+    line = Text(head, style=palette.DIM)
+    if kinds:
+        line.append(" (" + ", ".join(f"{count} {kind}" for kind, count in kinds.items()) + ")", style=palette.DIM)
+    down = sum(1 for n in ports if n.state in ("down", "lowerlayerdown"))
+    if down:
+        line.append(f" {down} down", style=palette.WARN)
+    names = " ".join(fit_name(port_label(n), 24) for n in ports)
+    if width >= WIDE and line.cell_len + len(names) + 2 <= width:
+        line.append_text(data(": " + names, palette.DIM))
+    return line
