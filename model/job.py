@@ -118,6 +118,9 @@ class JobProcess(Record, frozen=True):
     hot_thread_percent: float | None = None  # its busiest thread, running or queued, in % of one core
     hot_thread_name: str | None = None
     omp_num_threads: str | None = None  # OMP_NUM_THREADS from its environment, where readable
+    nccl_env: tuple[tuple[str, str], ...] = ()  # its NCCL_* environment variables (NCCL_IB_DISABLE, ...), sorted
+    world_size: int | None = None  # WORLD_SIZE and LOCAL_WORLD_SIZE (torchrun): ranks in all and on this host
+    local_world_size: int | None = None
 
 
 class JobSnapshot(Record, frozen=True):

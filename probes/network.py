@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Mapping
 
 import msgspec
 
-from hwtop.model.snapshot import NicSnapshot, Topology
+from hwtop.model.snapshot import NicSnapshot, TopoDevice, Topology
 from hwtop.probes.rates import RateMeter
 from hwtop.probes.sysfs import read_text
 from hwtop.probes.topology import QUALITY, normalize_bus_id
@@ -239,21 +239,23 @@ class NetworkProbe:
 
 
 def nearest_gpus(topology: Topology) -> dict[str, int]:
-    """NIC (PCI bus id and name) → the GPU index closest to it in the `nvidia-smi topo -m` matrix (PIX before PXB
-    before PHB before NODE before SYS; the lowest index among equals)."""
-    gpus = [i for i, d in enumerate(topology.devices) if d.kind == "gpu"]
-    out: dict[str, int] = {}
+    """NIC (PCI bus id and name) → the GPU closest to it in the `nvidia-smi topo -m` matrix (PIX before PXB before
+    PHB before NODE before SYS). NICs that share the same closest GPUs (two ports beside a pair of GPUs on one
+    switch) are paired with them in bus order, as NCCL pairs them, rather than all naming the first."""
+    gpus = [i for i, d in enumerate(topology.devices) if d.kind == "gpu" and d.name[3:].isdigit()]
+    groups: dict[tuple[int, ...], list[TopoDevice]] = {}
     for row, device in enumerate(topology.devices):
         if device.kind != "nic" or row >= len(topology.links) or not gpus:
             continue
         links = topology.links[row]
-        ranked = sorted((QUALITY.get(links[g].rstrip("0123456789"), 9), g) for g in gpus if g < len(links))
-        if not ranked:
-            continue
-        gpu_name = topology.devices[ranked[0][1]].name
-        if not gpu_name[3:].isdigit():
-            continue
-        out[device.bus_id] = out[device.name] = int(gpu_name[3:])
+        ranked = [(QUALITY.get(links[g].rstrip("0123456789"), 9), g) for g in gpus if g < len(links)]
+        if ranked:
+            best = min(q for q, _ in ranked)
+            groups.setdefault(tuple(g for q, g in ranked if q == best), []).append(device)
+    out: dict[str, int] = {}
+    for tied, nics in groups.items():
+        for k, device in enumerate(nics):
+            out[device.bus_id] = out[device.name] = int(topology.devices[tied[k % len(tied)]].name[3:])
     return out
 
 

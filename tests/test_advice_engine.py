@@ -96,7 +96,9 @@ def test_every_rule_id_of_the_issue_exists():
                              "training-diverged", "collective-hang",  # issue 22: the nccl-hang story
                              # issue 20: a focused job, with or without a GPU
                              "data-starved", "worker-churn", "single-core-loading", "cpu-oversubscribed",
-                             "loader-io-bound", "job-memory-pressure"}
+                             "loader-io-bound", "job-memory-pressure",
+                             # issue 35: the network
+                             "network-saturated", "nccl-wrong-transport", "nic-far-from-gpu", "data-from-network"}
 
 
 def test_every_threshold_says_where_it_comes_from():
