@@ -137,7 +137,7 @@ async def test_the_view_from_recorded_answers():
         assert [r[0] for r in rows] == ["127.0.0.1", "node-dgx", "node-h200"]
         assert rows[0][1] == "down: connection refused" and rows[1][2] == "8" and rows[2][2] == "1"
         assert rows[1][7] == "no problems seen" or rows[1][7].split()[0] in ("CRITICAL", "WARNING", "INFO")
-        assert re.fullmatch(r"127\.0\.0\.1:\d+", rows[1][8])  # the instance it was scraped from
+        assert re.fullmatch(r"127\.0\.0\.1:\d+", rows[1][9])  # the instance it was scraped from
         await pilot.press("q")
 
 
