@@ -1,15 +1,17 @@
 """The topology view: the connection matrix coloured by quality, the NUMA nodes with the CPUs, GPUs and NICs
-under each, and each GPU's live PCIe and NVLink throughput with a marker on a degraded link."""
+under each, each GPU's live PCIe and NVLink throughput with a marker on a degraded link, and each network port's
+live throughput beside them."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Topology
+from hwtop.model.snapshot import GpuSnapshot, NicSnapshot, NumaSnapshot, Topology
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.probes.topology import link_degraded
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_bytes, human_rate, pct
+from hwtop.widgets.network import port_line
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
@@ -27,10 +29,12 @@ class TopologyPanel(TextPanel):
         self.topology: Topology | None = None
         self.numa: NumaSnapshot | None = None
         self.gpus: tuple[GpuSnapshot, ...] = ()
+        self.nics: tuple[NicSnapshot, ...] = ()
         self.border_title = "Topology"
 
-    def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...]) -> None:
-        self.topology, self.numa, self.gpus = topology, numa, gpus
+    def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...],
+             nics: tuple[NicSnapshot, ...] = ()) -> None:
+        self.topology, self.numa, self.gpus, self.nics = topology, numa, gpus, nics
         if topology is not None:
             self.set_title(data(f"Topology · {topology.source} · r refresh"))
         self.changed()
@@ -47,9 +51,11 @@ class TopologyPanel(TextPanel):
                             "SYS across NUMA nodes", style=palette.DIM))
         out.append(Text())
         out += self._numa_lines(width)
-        if self.gpus:
+        ports = [n for n in self.nics if n.physical]
+        if self.gpus or ports:
             out.append(Text())
             out += self._throughput()
+            out += [port_line(nic, width) for nic in ports]  # the network beside PCIe and NVLink
         nics = [d for d in topology.devices if d.kind == "nic"] if topology else []
         if nics:
             out.append(Text())
