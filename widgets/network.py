@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from hwtop.advice.thresholds import TABLE
 from hwtop.model.snapshot import NicSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_rate, level_style, pct
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
-# A port moving less than this either way is quiet: an idle fabric's management traffic (subnet manager, LLDP,
-# ARP) stays in the kB/s, a job's traffic is MB/s and more.
-QUIET_BYTES_PER_S = 1e6
+# A port moving less than this either way is quiet (an idle fabric's own traffic stays in kB/s): the same figure
+# the network rules call idle, declared once in advice/thresholds.py.
+QUIET_BYTES_PER_S = TABLE["network_idle_bytes_per_s"].value
 ROWS_PER_PORT_LINE = 12  # a port line per 12 rows of terminal: 2 at 24 rows, 5 at 60; GPUs and disks come first
 KIND_LABEL = {"infiniband": "IB", "roce": "RoCE", "ethernet": "Eth", "virtual": "virt", "loopback": "lo"}
 WIDE = 100  # from this width a line names the NUMA node and GPU in words and the port's interface

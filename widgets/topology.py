@@ -68,30 +68,35 @@ class TopologyPanel(TextPanel):
     def _matrix(self, topology: Topology, width: int) -> list[Text]:
         names = [d.name for d in topology.devices]
         cell = max(5, *(len(n) + 1 for n in names))
-        legend = None
+        legend: list[Text] = []
         if cell * (len(names) + 1) > width:  # narrow terminal: short labels, explained below the matrix
             nics = [d.name for d in topology.devices if d.kind == "nic"]
             names = [d.name.replace("GPU", "G") if d.kind == "gpu" else f"N{nics.index(d.name)}"
                      for d in topology.devices]
             cell = 5
             if nics:
-                legend = Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)), style=palette.DIM)
-        affinity = width >= cell * (len(names) + 1) + 24
-        header = Text(" " * cell + "".join(f"{n:>{cell}}" for n in names), style="bold")
+                legend.append(Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)),
+                                   style=palette.DIM))
+        columns = len(names)
+        gpus = sum(1 for d in topology.devices if d.kind == "gpu")
+        if cell * (columns + 1) > width and gpus:  # still too wide (a DGX: 8 GPUs and 8 HCAs): each row against
+            columns = gpus  # the GPUs only; NIC against NIC is what `hwtop topo` prints in full
+            legend.append(Text(f"NIC columns left out at this width ({len(names) - gpus}): hwtop topo prints them",
+                               style=palette.DIM))
+        affinity = width >= cell * (columns + 1) + 24
+        header = Text(" " * cell + "".join(f"{n:>{cell}}" for n in names[:columns]), style="bold")
         if affinity:
             header.append("   CPU affinity     NUMA", style="bold")
         rows = [header]
         for label, device, links in zip(names, topology.devices, topology.links, strict=True):
             line = Text(f"{label:<{cell}}", style="bold")
-            for kind in links:
+            for kind in links[:columns]:
                 line.append(f"{kind:>{cell}}", style=link_style(kind))
             if affinity:
                 cpus = format_cpulist(device.local_cpus) if device.local_cpus else "N/A"
                 line.append(f"   {cpus:<16} {'N/A' if device.numa_node is None else device.numa_node}")
             rows.append(line)
-        if legend is not None:
-            rows.append(legend)
-        return rows
+        return rows + legend
 
     def _numa_lines(self, width: int) -> list[Text]:
         if self.numa is None:
