@@ -5,9 +5,9 @@ Calls are tiered. Static facts once (and again after a reset); MIG mode every ti
 depends on it); power limit, ECC, energy, PCIe replays, MIG slices and NVLink link states every SLOW_TIER_S;
 live values every tick, with every NVLink link's byte counter (and, from R555, the PCIe byte counters) in one
 `nvmlDeviceGetFieldValues` call, read as counters. nvmlDeviceGetPcieThroughput, which blocks for 20 ms, only
-runs on a background thread (probes/nvml_slow.py): for drivers before R555, and to see a burst of traffic on
-32-bit PCIe counters (R580 answers them so), which probes/nvml_pcie.py widens. What each error means is
-probes/nvml_calls.py's: NOT_SUPPORTED is asked again later or on a state change, a GPU is lost only when a fresh
+runs on a background thread (probes/nvml/slow.py): for drivers before R555, and to see a burst of traffic on
+32-bit PCIe counters (R580 answers them so), which probes/nvml/pcie_wide.py widens. What each error means is
+probes/nvml/calls.py's: NOT_SUPPORTED is asked again later or on a state change, a GPU is lost only when a fresh
 handle lookup agrees, and a failed nvmlInit is retried. Nothing here raises out of `read`.
 """
 
@@ -35,7 +35,7 @@ from hwtop.model.snapshot import (
     ProcessInfo,
     Topology,
 )
-from hwtop.probes.nvml_calls import (
+from hwtop.probes.nvml.calls import (
     DRIVER_NOT_LOADED,
     INSUFFICIENT_SIZE,
     LIBRARY_NOT_FOUND,
@@ -47,13 +47,13 @@ from hwtop.probes.nvml_calls import (
     error_code,
     verdict,
 )
-from hwtop.probes.nvml_counters import CounterRates, field_number
-from hwtop.probes.nvml_events import XidWatcher
-from hwtop.probes.nvml_processes import VERSIONS, Listed, call_version, merge, pick_samples, symbol
-from hwtop.probes.nvml_slow import BackgroundCalls
+from hwtop.probes.nvml.counters import CounterRates, field_number
+from hwtop.probes.nvml.events import XidWatcher
+from hwtop.probes.nvml.processes import VERSIONS, Listed, call_version, merge, pick_samples, symbol
+from hwtop.probes.nvml.slow import BackgroundCalls
 
 if TYPE_CHECKING:  # imported on the first 32-bit PCIe reading: a CPU-only box's start never needs them
-    from hwtop.probes.nvml_pcie import CounterPoller, WideCounters
+    from hwtop.probes.nvml.pcie_wide import CounterPoller, WideCounters
 
 SLOW_TIER_S = 5.0
 CLOSE_WAIT_S = 5.0  # how long close waits for a read in flight before it leaves NVML to the process's exit
@@ -136,7 +136,7 @@ class _Device(msgspec.Struct):
     gpm: GpmState = msgspec.field(default_factory=GpmState)
     last_sample_us: int = 0
     checked_tick: int = -1  # the tick a handle lookup last said this GPU is on the bus
-    pcie_wide: WideCounters | None = None  # 32-bit PCIe byte counters, widened (probes/nvml_pcie.py)
+    pcie_wide: WideCounters | None = None  # 32-bit PCIe byte counters, widened (probes/nvml/pcie_wide.py)
     pcie_poller: CounterPoller | None = None
 
 
@@ -360,7 +360,7 @@ class NvmlProbe:
     # ----- one guarded call -----
 
     def _call(self, device: _Device, key: str, function: str, *args: Any, handle: Any = None) -> Any:
-        """nvml.<function>(handle, *args), or None when it cannot answer now (see probes/nvml_calls.py).
+        """nvml.<function>(handle, *args), or None when it cannot answer now (see probes/nvml/calls.py).
         Raises GpuLost once a fresh handle lookup confirms the GPU is gone, SessionGone if NVML is."""
         if device.caps.skip(key, self._now):
             return None
@@ -690,7 +690,7 @@ class NvmlProbe:
     def _pcie_counters(self, device: _Device) -> WideCounters:
         """The first 32-bit PCIe reading of a GPU sets up its widened counters and their poller."""
         if device.pcie_wide is None:
-            from hwtop.probes.nvml_pcie import CounterPoller, WideCounters
+            from hwtop.probes.nvml.pcie_wide import CounterPoller, WideCounters
 
             device.pcie_wide = WideCounters()
             device.pcie_poller = CounterPoller(self._pcie_reader(device, device.pcie_wide), clock=self._clock,
@@ -718,7 +718,7 @@ class NvmlProbe:
     def _watch_pcie(self, device: _Device, now: float, tx: float | None, rx: float | None) -> None:
         """Poll a 32-bit PCIe counter while its traffic is heavy: by the tick's own rate, or by the slow tier's
         20-ms throughput sample (a burst that the tick's readings alone could take for an alias)."""
-        from hwtop.probes.nvml_pcie import HEAVY_BYTES_PER_S
+        from hwtop.probes.nvml.pcie_wide import HEAVY_BYTES_PER_S
 
         sampled = self._pcie_throughput(device, now)
         heavy = max((r for r in (tx, rx, *sampled) if r is not None), default=0.0) >= HEAVY_BYTES_PER_S
