@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hwtop.demo.story import NCCL_ETH_FIXED_S, NCCL_ETH_FROM_S, NCCL_ETH_PORT
-from tests.test_demo_stories import EPOCH, first_with, ids, play
+from tests.demo.test_story import EPOCH, first_with, ids, play
 
 NETWORK_RULES = {"network-saturated", "nccl-wrong-transport", "nic-far-from-gpu", "data-from-network"}
 
