@@ -310,7 +310,7 @@ class SimulatedHost:
                            round(d.cpu * rng.uniform(0.5, 1.5), 1), d.rss, d.threads, None)
                for d in self._daemons()]
         ranks = self._ranks()
-        script = (f"train.py --arch resnet50 --data /raid/imagenet --batch-size {job.batch_size} "
+        script = (f"train.py --arch {job.model} --data /raid/imagenet --batch-size {job.batch_size} "
                   f"--workers {job.num_workers}" + ("" if job.amp == "off" else f" --amp {job.amp}"))
         # a rank holds its model, pinned buffers and the dataset index; its workers a share of that, copy-on-write
         rank_rss = min(14 * GIB, self.spec.ram_bytes // (4 * max(1, len(ranks))))

@@ -15,9 +15,11 @@ from hwtop.widgets.safe_text import data
 # A port moving less than this either way is quiet (an idle fabric's own traffic stays in kB/s): the same figure
 # the network rules call idle, declared once in advice/thresholds.py.
 QUIET_BYTES_PER_S = TABLE["network_idle_bytes_per_s"].value
-ROWS_PER_PORT_LINE = 12  # a port line per 12 rows of terminal: 2 at 24 rows, 5 at 60; GPUs and disks come first
+ROWS_PER_PORT_LINE = 12  # a port line per 12 rows of terminal: 2 at 36 rows, 5 at 60; GPUs and disks come first
+ONE_LINE_BELOW = 32  # rows: on a shorter terminal the panel is one bare line, its busiest port and the rest folded
 KIND_LABEL = {"infiniband": "IB", "roce": "RoCE", "ethernet": "Eth", "virtual": "virt", "loopback": "lo"}
-WIDE = 100  # from this width a line names the NUMA node and GPU in words and the port's interface
+WIDE = 84  # from this width a line names the NUMA node and GPU in words and the port's interface
+COLUMN = 84  # a wide port line with its place, and a gap: two side by side from 2 x COLUMN (a 200-column terminal)
 
 
 def port_label(nic: NicSnapshot) -> str:
@@ -46,7 +48,12 @@ def fit_name(name: str, width: int) -> str:
 
 
 def link_text(speed_gbps: float | None) -> str:
-    return "N/A" if speed_gbps is None else f"{speed_gbps:g}Gb/s"
+    """200Gb/s, 2.5Gb/s, 100Mb/s: at most seven characters whatever a recording says."""
+    if speed_gbps is None:
+        return "N/A"
+    if speed_gbps < 1:
+        return f"{max(1.0, speed_gbps * 1000):.0f}Mb/s"
+    return f"{min(speed_gbps, 9999):.4g}Gb/s"
 
 
 def busy(nic: NicSnapshot) -> bool:
@@ -60,11 +67,13 @@ def candidates(nics: tuple[NicSnapshot, ...]) -> tuple[NicSnapshot, ...]:
     return physical or tuple(n for n in nics if n.kind == "virtual")
 
 
-def shown_ports(nics: tuple[NicSnapshot, ...], room: int) -> tuple[tuple[NicSnapshot, ...], int]:
-    """The busy ports (at most `room` - 1 of them, the busiest, in their own order) and how many are folded."""
+def shown_ports(nics: tuple[NicSnapshot, ...], room: int, per_line: int = 1) -> tuple[tuple[NicSnapshot, ...], int]:
+    """The busy ports that fit `room` lines of `per_line` ports, one line left for saying how many more there are
+    when they do not all fit (the busiest kept, in their own order), and how many are folded."""
     ports = candidates(nics)
     busy_ports = [i for i, n in enumerate(ports) if busy(n)]
-    keep = max(1, room - 1) if len(busy_ports) >= room else len(busy_ports)
+    cells = room * per_line
+    keep = max(1, (room - 1) * per_line) if len(busy_ports) >= cells else len(busy_ports)
     kept = sorted(busy_ports, key=lambda i: -max(ports[i].rx_bytes_per_s or 0.0, ports[i].tx_bytes_per_s or 0.0))
     shown = tuple(ports[i] for i in sorted(kept[:keep]))
     return shown, len(ports) - len(shown)
@@ -77,6 +86,7 @@ def port_line(nic: NicSnapshot, width: int) -> Text:
     line.append(f"{link_text(nic.speed_gbps):>9}")
     for arrow, rate in (("rx", nic.rx_bytes_per_s), ("tx", nic.tx_bytes_per_s)):
         share = line_percent(rate, nic.speed_gbps)
+        share = None if share is None else min(share, 999.0)  # a link that misreports its speed: no wide cell
         line.append(f" {arrow}")
         line.append(pct(share, 5), style=level_style(share))
         line.append(f" {human_rate(rate):>9}")
@@ -98,39 +108,59 @@ def port_line(nic: NicSnapshot, width: int) -> Text:
 
 
 class NetworkPanel(TextPanel):
+    """With a busy port, a bordered panel of port lines; with every port quiet, one bare line (class `quiet`, as
+    the advice pane's `empty`), so an idle network costs the screen one row."""
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.nics: tuple[NicSnapshot, ...] = ()
         self.room: int | None = None
+        self.quiet = True
         self.border_title = "Network"
 
     def show(self, nics: tuple[NicSnapshot, ...], room: int | None = None) -> None:
-        """`room`: port lines the screen's row budget allows (None: the terminal's height decides)."""
+        """`room`: port lines the screen's row budget allows, 0 for the one bare line (None: the terminal's height
+        decides)."""
         self.nics = nics
         self.room = room if room is not None else self._room()
+        quiet = self.room == 0 or not any(busy(n) for n in candidates(nics))
+        if quiet != self.quiet:
+            self.quiet = quiet
+            self.set_class(quiet, "quiet")
         if not self.same_as_shown((nics, self.room)):
             self.changed()
 
     def _room(self) -> int | None:
         try:
-            return max(1, self.app.size.height // ROWS_PER_PORT_LINE)
+            height = self.app.size.height
         except Exception:  # noqa: BLE001 - no app
             return None
-
-    def rows(self, nics: tuple[NicSnapshot, ...], room: int) -> int:
-        """The panel's height, borders included, for these ports in `room` lines: what the row budget asks."""
-        shown, folded = shown_ports(nics, room)
-        return len(shown) + (1 if folded or not shown else 0) + 2
+        return 0 if height < ONE_LINE_BELOW else max(1, height // ROWS_PER_PORT_LINE)
 
     def lines(self, width: int) -> list[Text]:
         ports = candidates(self.nics)
         if not ports:
-            return [Text("no network ports", style=palette.DIM)]
+            return [Text.assemble(("Network ", "bold"), ("no network ports", palette.DIM))]
         room = len(ports) if self.room is None else self.room
-        shown, folded = shown_ports(self.nics, room)
-        out = [port_line(nic, width) for nic in shown]
+        if room == 0:
+            return [one_line(self.nics, width)]
+        per_line = 2 if width >= 2 * COLUMN else 1
+        shown, folded = shown_ports(self.nics, room, per_line)
+        if per_line == 1:
+            out = [port_line(nic, width) for nic in shown]
+        else:
+            half = (width - 2) // 2
+            out = []
+            for i in range(0, len(shown), 2):
+                line = port_line(shown[i], half)
+                if i + 1 < len(shown):
+                    line.pad_right(half + 2 - line.cell_len)
+                    line.append_text(port_line(shown[i + 1], half))
+                out.append(line)
         if folded or not shown:
             out.append(quiet_line(self.nics, shown, folded, width))
+        if not shown:  # one bare line, no border: it names itself
+            out[0] = Text.assemble(("Network ", "bold"), out[0])
         return out
 
 
@@ -152,4 +182,24 @@ def quiet_line(nics: tuple[NicSnapshot, ...], shown: tuple[NicSnapshot, ...], fo
     names = " ".join(fit_name(port_label(n), 24) for n in ports)
     if width >= WIDE and line.cell_len + len(names) + 2 <= width:
         line.append_text(data(": " + names, palette.DIM))
+    return line
+
+
+def one_line(nics: tuple[NicSnapshot, ...], width: int) -> Text:
+    """The whole network in one line for a short terminal: its busiest port, if any is busy, and the rest folded
+    (`+N quiet (…)` where it fits, else `+N`)."""
+    shown, folded = shown_ports(nics, 1)
+    line = Text("Network ", style="bold")
+    if not shown:
+        return line.append_text(quiet_line(nics, (), folded, width - line.cell_len))
+    port = port_line(shown[0], width - line.cell_len)
+    rest = quiet_line(nics, shown, folded, 0) if folded else Text()
+    if rest.cell_len and line.cell_len + port.cell_len + 1 + rest.cell_len > width:
+        rest = Text(f"+{folded}", style=palette.DIM)
+        port = port_line(shown[0], width - line.cell_len - rest.cell_len - 1)
+    line.append_text(port)
+    if rest.cell_len:
+        line.append(" ")
+        line.append_text(rest)
+    line.truncate(width, overflow="ellipsis")  # one row it is: under 67 columns the TX figure gives way
     return line

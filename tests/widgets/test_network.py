@@ -42,10 +42,32 @@ def test_busy_ports_one_line_each_quiet_ones_folded() -> None:
 
 
 def test_wide_lines_name_the_node_the_gpu_and_the_folded_ports() -> None:
-    lines = panel_lines(DGX, 10, 196)
+    lines = panel_lines(DGX, 10, 120)
     assert lines[0].endswith("node 0 near GPU1")
     assert lines[-1] == ("+7 quiet (5 IB, 2 Eth) 1 down: mlx5_0 mlx5_3 mlx5_4 mlx5_6 mlx5_7 enp225s0f0 "
                          "enp225s0f1")
+
+
+def test_at_200_columns_two_ports_a_line() -> None:
+    eight = tuple(ib(i, 12e9, i // 4) for i in range(8)) + DGX[8:10]
+    lines = panel_lines(eight, 5, 196)
+    assert len(lines) == 5 and lines[-1].startswith("+2 quiet (2 Eth)")
+    assert [line.split()[0] for line in lines[:4]] == ["mlx5_0", "mlx5_2", "mlx5_4", "mlx5_6"]
+    assert all(line.count("near GPU") == 2 and len(line) <= 196 for line in lines[:4])
+    assert lines[3].endswith("node 1 near GPU7")
+    assert panel_lines(eight, 3, 196)[-1].startswith("+6 quieter")  # four shown, the rest said
+
+
+def test_a_short_terminal_gets_one_bare_line() -> None:
+    panel = NetworkPanel()
+    panel.show(DGX, 0)
+    (line,) = [line.plain for line in panel.lines(76)]
+    assert line == "Network mlx5_1   IB     200Gb/s rx  50%  12.5GB/s tx  45%  11.2GB/s N0 G1 +9"
+    assert panel.quiet  # no border: one row of the screen
+    panel.show(DGX, 0)
+    assert [line.plain for line in panel.lines(196)][0].endswith("+9 quieter (7 IB, 2 Eth) 1 down")
+    panel.show(tuple(ib(i, 10.0, 0) for i in range(2)), 0)
+    assert [line.plain for line in panel.lines(76)] == ["Network 2 ports quiet (2 IB)"]
 
 
 def test_a_short_room_keeps_the_busiest_in_their_order_and_says_so() -> None:
@@ -57,8 +79,8 @@ def test_a_short_room_keeps_the_busiest_in_their_order_and_says_so() -> None:
 
 def test_all_quiet_and_no_ports() -> None:
     quiet = tuple(ib(i, 10.0) for i in range(3))
-    assert panel_lines(quiet, 3, 76) == ["3 ports quiet (3 IB)"]
-    assert panel_lines((NicSnapshot("lo", "loopback", None, 1e9, 1e9),), 3, 76) == ["no network ports"]
+    assert panel_lines(quiet, 3, 76) == ["Network 3 ports quiet (3 IB)"]
+    assert panel_lines((NicSnapshot("lo", "loopback", None, 1e9, 1e9),), 3, 76) == ["Network no network ports"]
 
 
 def test_a_container_shows_its_veth_when_it_has_nothing_else() -> None:
@@ -68,7 +90,7 @@ def test_a_container_shows_its_veth_when_it_has_nothing_else() -> None:
 
 def test_a_roce_port_names_its_interface_and_a_down_port_says_so() -> None:
     roce = NicSnapshot("mlx5_2", "roce", 100.0, 5e9, 5e9, state="down", port=2, netdev="ens1f1", numa_node=1)
-    (line,) = panel_lines((roce,), 3, 150)
+    (line,) = panel_lines((roce,), 3, 120)
     assert line.startswith("mlx5_2/2    RoCE   100Gb/s rx  40%") and "down" in line and line.endswith("(ens1f1)")
 
 
@@ -87,13 +109,13 @@ nic_strategy = st.builds(
     nearest_gpu=st.none() | st.integers(0, 15))
 
 
-@given(st.lists(nic_strategy, max_size=12), st.integers(1, 8), st.integers(66, 220))
+@given(st.lists(nic_strategy, max_size=12), st.integers(0, 8), st.integers(66, 220))
 def test_any_ports_render_inside_the_width_as_inert_text(nics: list[NicSnapshot], room: int, width: int) -> None:
     panel = NetworkPanel()
     panel.show(tuple(nics), room)
     lines = panel.lines(width)
-    assert 1 <= len(lines) <= room + 1
-    for line in lines[:-1] if len(lines) > 1 else []:
+    assert 1 <= len(lines) <= max(1, room + 1)
+    for line in lines if room == 0 else lines[:-1]:  # the one bare line, and every port line, fit the width
         assert line.cell_len <= width, line.plain
     for line in lines:
         shown = visible(line).plain

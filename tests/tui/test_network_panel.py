@@ -1,0 +1,35 @@
+"""The network panel on the main screen: one bare row on a short terminal (80x24), the GPUs still drawn; at
+200x60 a bordered panel with two busy ports a line and the quiet ones folded; hidden with `hide = ["network"]`."""
+
+from __future__ import annotations
+
+from hwtop.cli.main import make_sampler
+from hwtop.tui.app import HwtopApp
+
+
+async def run(size: tuple[int, int], spec: str = "dgx-a100:nccl-ethernet", hide: tuple[str, ...] = ()):
+    app = HwtopApp(make_sampler(spec, no_gpu=False), interval=0.2, hide=hide)
+    async with app.run_test(size=size) as pilot:
+        while app.ticks < 3:
+            await pilot.pause(0.05)
+        await pilot.pause(0.1)
+        panel = app.main.network_panel
+        lines = [line.plain for line in panel.cached_lines(panel.content_size.width)]
+        return panel.outer_size.height, panel.display, lines, app.main.gpu_panel.outer_size.height
+
+
+async def test_at_80x24_one_row_names_the_busiest_port_and_the_gpus_stay() -> None:
+    height, _, lines, gpu_rows = await run((80, 24), "gtx1660s")
+    assert height == 1 and gpu_rows >= 3
+    assert lines[0].startswith("Network enp5s0   Eth      1Gb/s rx")
+
+
+async def test_at_200x60_busy_ports_two_a_line_the_quiet_folded() -> None:
+    height, _, lines, _ = await run((200, 60))
+    assert lines[:4] and all(line.count(" IB ") == 2 for line in lines[:4])
+    assert lines[-1].startswith("+2 quiet (2 Eth)") and height == len(lines) + 2
+
+
+async def test_hidden_by_the_config() -> None:
+    height, display, _, _ = await run((80, 24), "gtx1660s", hide=("network",))
+    assert not display and height == 0
