@@ -37,6 +37,7 @@ STORY_SHOTS = [
     ("story-oom-160x45", "oom", 58.0),
     ("story-amp-160x45", "amp", 45.0),
     ("story-thermal-160x45", "thermal", 65.0),
+    ("story-nccl-ethernet-160x45", "nccl-ethernet", 70.0),
     # the README's data-loading shots, now from the demo's starved story
     ("workload-dataloader-bound-160x45", "starved", 40.0),
     ("advice-dataloader-bound-160x45", "starved", 45.0),
