@@ -72,7 +72,7 @@ def job_network(window: Window, t: Thresholds) -> JobNetwork | None:
     latest = window.latest
     job = running_job(window)
     if job is not None:
-        return _focused(job, window, t)
+        return _focused(job, t)
     workload = latest.workload
     if workload is None or workload.status not in ("running", "stalled"):
         return None
@@ -88,32 +88,25 @@ def job_network(window: Window, t: Thresholds) -> JobNetwork | None:
         mean(waits))
 
 
-def _focused(job: JobSnapshot, window: Window, t: Thresholds) -> JobNetwork:
+def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:
     ranks = [p for p in job.processes if p.alive and p.rank is not None]
     env: dict[str, str] = {}
     for process in ranks or [p for p in job.processes if p.alive]:
         for key, value in process.nccl_env:
             env.setdefault(key, value)
-    spans: bool | None = None
-    hosts = {r.host for r in job.ranks}
-    if len(hosts) > 1:
-        spans = True
-    else:
-        sizes = [(p.world_size, p.local_world_size) for p in ranks if p.world_size and p.local_world_size]
-        if sizes:
-            spans = any(world > local for world, local in sizes)
-        elif len(hosts) == 1:
-            spans = False
+    # Ranks of several hosts (the fleet's), or torchrun's WORLD_SIZE above LOCAL_WORLD_SIZE; this host's ranks
+    # alone say nothing of the others: None, not False
+    spans: bool | None = True if len({r.host for r in job.ranks}) > 1 else None
+    sizes = [(p.world_size, p.local_world_size) for p in ranks if p.world_size and p.local_world_size]
+    if spans is None and sizes:
+        spans = any(world > local for world, local in sizes)
     share, source = None, ""
     figures = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
+    stacks = sampled(job, t)
     if figures:
         share, source = mean(r.collective_share for r in figures), f"{len(figures)} ranks' stack samples"
-    else:
-        stacks = sampled(job, t)
-        if stacks:
-            share = mean(s.fraction("collective") for s in stacks)
-            source = f"{len(stacks)} ranks' stack samples"
-    stacks = sampled(job, t)
+    elif stacks:
+        share, source = mean(s.fraction("collective") for s in stacks), f"{len(stacks)} ranks' stack samples"
     data_wait = mean(s.fraction("data") for s in stacks) if stacks else None
     gpus = tuple(sorted({g for p in job.processes if p.alive for g, _ in p.gpus}
                         | {r.gpu for r in job.ranks if r.gpu is not None}))

@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from hwtop.advice.rules.network import (
@@ -197,3 +199,9 @@ def test_silent_on_the_balanced_demo_and_on_this_machine_at_rest() -> None:
     here.read()
     mine = tuple(replace(base, time=base.time + i, nics=here.read()) for i in range(3))
     assert not [f for r in rules for f in r.check(Window(mine), T)]
+
+
+@given(st.text(max_size=40), st.lists(st.text(min_size=1, max_size=12), max_size=6, unique=True))
+def test_any_socket_ifname_selects_only_existing_interfaces(spec: str, names: list[str]) -> None:
+    chosen = socket_interfaces(spec, names)
+    assert chosen is None or (set(chosen) <= set(names) and len(chosen) == len(set(chosen)))
