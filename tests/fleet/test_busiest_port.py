@@ -26,3 +26,22 @@ def test_the_busiest_port_of_a_host() -> None:
     assert _port(view).plain == "mlx5_1/2 12.0GB/s 48%"  # the fleet table's NETWORK cell
     empty = parse("x", page(()))
     assert empty.busiest_port is None and _port(empty).plain == "N/A"
+
+
+def test_through_prometheus_each_host_names_its_busiest_port() -> None:
+    """The `ports` query answered by a real Prometheus 2.42 scraping two `hwtop export` demos (recorded)."""
+    import json
+    from pathlib import Path
+
+    from hwtop.fleet.prometheus import assemble, parse_answers
+
+    recording = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" /
+                            "hwtop-two-hosts.json").read_text())
+    bodies = {key: json.dumps(answer["body"]).encode() for key, answer in recording["answers"].items()}
+    answers, errors = parse_answers(bodies)
+    assert not errors
+    views = {v.name: v for v in assemble(answers, {})[0]}
+    dgx, h200 = views["node-dgx"].busiest_port, views["node-h200"].busiest_port
+    assert dgx is not None and dgx.label == "enp225s0f0" and dgx.kind == "ethernet"  # the dataset share's reads
+    assert dgx.busiest > 1e6 and dgx.line_ratio is not None and dgx.line_ratio < 0.01
+    assert h200 is not None and h200.kind == "infiniband" and len(views["node-h200"].ports) == 8
