@@ -25,6 +25,7 @@ IB_WORD_BYTES = 4  # port_rcv_data / port_xmit_data count 32-bit words
 IB_LEGACY_SATURATED = 2**32 - 1  # a 32-bit PortCounters field sticks here (it saturates, never wraps)
 ARPHRD_INFINIBAND = 32  # /sys/class/net/IF/type of an IPoIB interface
 ARPHRD_LOOPBACK = 772
+MAX_VIRTUAL = 32  # virtual interfaces kept in a snapshot, the busiest (every one is still read and rated)
 
 # interface name → (bytes received, bytes sent), as read this tick
 CountersSource = Callable[[], Mapping[str, tuple[int, int]]]
@@ -209,7 +210,7 @@ class NetworkProbe:
         if len(self._netdevs) > len(counters):  # interfaces come and go (containers' veths): stay bounded
             self._netdevs = {k: v for k, v in self._netdevs.items() if k in counters}
             self._links = {k: v for k, v in self._links.items() if k[1] is not None or k[0] in counters}
-        return tuple(out)
+        return keep_virtual(out)
 
     def _read_ib(self, ib: _IbPort, now: float, refresh: bool, seen: set[Hashable]) -> NicSnapshot:
         base = f"sys/class/infiniband/{ib.hca}/ports/{ib.port}"
@@ -236,6 +237,17 @@ class NetworkProbe:
             tx_bytes_per_s=rates[1], state=state, port=ib.port,
             netdev=printable_name(ib.netdev) if ib.netdev else None, numa_node=ib.numa_node,
             rx_bytes_total=totals[0], tx_bytes_total=totals[1], bus_id=ib.bus_id)
+
+
+def keep_virtual(nics: list[NicSnapshot], most: int = MAX_VIRTUAL) -> tuple[NicSnapshot, ...]:
+    """Every physical port and loopback; of the virtual interfaces (a Kubernetes node has hundreds of veths) the
+    `most` busiest, in their order, so a snapshot and a recording stay small."""
+    virtual = [i for i, n in enumerate(nics) if n.kind == "virtual"]
+    if len(virtual) <= most:
+        return tuple(nics)
+    busiest = set(sorted(virtual, key=lambda i: -((nics[i].rx_bytes_per_s or 0.0) + (nics[i].tx_bytes_per_s or 0.0)))
+                  [:most])
+    return tuple(n for i, n in enumerate(nics) if n.kind != "virtual" or i in busiest)
 
 
 def nearest_gpus(topology: Topology) -> dict[str, int]:

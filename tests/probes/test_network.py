@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hwtop.model.snapshot import NicSnapshot, Snapshot, TopoDevice, Topology
 from hwtop.probes.network import (
     IB_LEGACY_SATURATED,
+    MAX_VIRTUAL,
     STATE_EVERY_S,
     NetworkProbe,
     parse_ib_rate,
@@ -258,3 +259,16 @@ def test_any_name_bytes_become_encodable_text(raw: bytes) -> None:
     name = printable_name(raw.decode("utf-8", "surrogateescape"))
     name.encode("utf-8")  # no lone surrogates left
     assert parse_ib_state("4: ACTIVE") == "active"
+
+
+def test_hundreds_of_veths_keep_the_busiest_in_the_snapshot(tmp_path: Path) -> None:
+    _box(tmp_path)
+    counters = Counters({"lo": (0, 0), "eno1": (0, 0), **{f"veth{i:03d}": (0, 0) for i in range(300)}})
+    clock = Clock()
+    probe = NetworkProbe(str(tmp_path), counters=counters, clock=clock)
+    assert len(probe.read()) == 2 + MAX_VIRTUAL + 3  # lo, eno1, 32 veths, the three HCA ports
+    clock.now += 1
+    counters.values["veth299"] = (5_000_000, 0)
+    nics = probe.read()
+    assert "veth299" in [n.name for n in nics] and sum(n.kind == "virtual" for n in nics) == MAX_VIRTUAL
+    assert [n.name for n in nics][:2] == ["eno1", "lo"]
