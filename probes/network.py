@@ -207,9 +207,11 @@ class NetworkProbe:
         for ib in self._ib or ():
             out.append(self._read_ib(ib, now, refresh, seen))
         self._rates.forget_except(seen)
-        if len(self._netdevs) > len(counters):  # interfaces come and go (containers' veths): stay bounded
+        if len(self._netdevs) > len(counters) or len(self._links) > len(counters) + len(self._ib or ()):
+            # interfaces and HCAs come and go (containers' veths, a hot-unplugged card): stay bounded
+            ports = {(ib.hca, ib.port) for ib in self._ib or ()}
             self._netdevs = {k: v for k, v in self._netdevs.items() if k in counters}
-            self._links = {k: v for k, v in self._links.items() if k[1] is not None or k[0] in counters}
+            self._links = {k: v for k, v in self._links.items() if k in ports or (k[1] is None and k[0] in counters)}
         return keep_virtual(out)
 
     def _read_ib(self, ib: _IbPort, now: float, refresh: bool, seen: set[Hashable]) -> NicSnapshot:
