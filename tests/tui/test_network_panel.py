@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from hwtop.cli.main import make_sampler
 from hwtop.tui.app import HwtopApp
 
@@ -33,3 +35,15 @@ async def test_at_200x60_busy_ports_two_a_line_the_quiet_folded() -> None:
 async def test_hidden_by_the_config() -> None:
     height, display, _, _ = await run((80, 24), "gtx1660s", hide=("network",))
     assert not display and height == 0
+
+
+def test_the_row_budget_gives_the_network_its_rows_from_the_cpu_and_gpu_panels() -> None:
+    from hwtop.tui.layout import Shown, rows
+
+    base = Shown(width=200, height=60, advice_lines=1, disks=3, top_rows=9)
+    quiet = rows(msgspec.structs.replace(base, network_lines=1))
+    busy = rows(msgspec.structs.replace(base, network_lines=4, network_framed=True))
+    without = rows(base)
+    assert (without.network, quiet.network, busy.network) == (0, 1, 6)
+    assert quiet.gpu_lines == without.gpu_lines - 1 and busy.gpu_lines == without.gpu_lines - 6
+    assert busy.cpu_lines == without.cpu_lines - 6
