@@ -235,7 +235,9 @@ class SimulatedHost:
         training = self._job_running(job) and job.stuck_rank is None
         ranks = self._ranks()
         samples_per_s = (job.batch_size / job.step_time_s * len(ranks)) if training else 0.0
-        share_read = samples_per_s * SAMPLE_BYTES * 0.35 * 0.05  # the nfs0 disk's share of the dataset's reads
+        # the network share's part of the dataset's reads (the nfs0 disk of disks()), where the profile has one
+        shared = any(kind == "network" for _, kind in self.spec.disks)
+        share_read = samples_per_s * SAMPLE_BYTES * 0.35 * 0.05 if shared else 0.0
         # The all-reduce's bytes per rank and second: ring all-reduce sends 2(n-1)/n of the gradients each step,
         # over the step time; n = every rank of every node.
         world = max(1, len(ranks) * job.nodes)

@@ -21,9 +21,12 @@ async def run(size: tuple[int, int], spec: str = "dgx-a100:nccl-ethernet", hide:
 
 
 async def test_at_80x24_one_row_names_the_busiest_port_and_the_gpus_stay() -> None:
-    height, _, lines, gpu_rows = await run((80, 24), "gtx1660s")
+    height, _, lines, gpu_rows = await run((80, 24), "dgx-a100")
     assert height == 1 and gpu_rows >= 3
-    assert lines[0].startswith("Network enp5s0   Eth      1Gb/s rx")
+    assert len(lines) == 1 and lines[0].startswith("Network enp22…f0 Eth    100Gb/s rx   0%")  # the dataset share
+    assert lines[0].endswith(" N1 +9")
+    quiet = await run((80, 24), "gtx1660s")  # a desktop's port carries no dataset: one quiet line
+    assert quiet[0] == 1 and quiet[2] == ["Network 1 port quiet (1 Eth)"]
 
 
 async def test_at_200x60_busy_ports_two_a_line_the_quiet_folded() -> None:
