@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from hwtop.model.snapshot import GpuProcess, ProcessInfo
-from hwtop.probes.nvml.calls import FUNCTION_NOT_FOUND, INSUFFICIENT_SIZE, Verdict, error_code, verdict
+from hwtop.probes.nvml.calls import INSUFFICIENT_SIZE, Verdict, error_code, verdict
 from hwtop.probes.nvml.capabilities import Query
 from hwtop.probes.nvml.handle import DeviceHandle
 from hwtop.probes.nvml.holders import Holders, cmdline
@@ -74,10 +74,6 @@ def _call_v1(nvml: Any, handle: Any, name: str) -> list[tuple[int, int | None]]:
 
 def _memory(value: Any) -> int | None:
     return None if value is None or int(value) == NOT_AVAILABLE else int(value)
-
-
-def is_absent(code: int | None) -> bool:
-    return code == FUNCTION_NOT_FOUND
 
 
 def merge(compute: list[tuple[int, int | None]], graphics: list[tuple[int, int | None]]) -> list[Listed]:
