@@ -5,7 +5,9 @@ clusters): there its unversioned call raises NVMLLibraryMismatchError. So each l
 `_v2`, then the unversioned v1 symbol (whose struct has only pid and memory), and the first that exists is kept
 for the session. A process with both a compute and a graphics context (C+G) is in both lists: it is one
 process, counted once. Per-process utilization samples come back in no promised order and sometimes older
-than asked for: keep only those newer than the last seen, newest per pid, and clamp to 0-100.
+than asked for: keep only those newer than the last seen, newest per pid, and clamp to 0-100. A pid that is
+not a process here (in a container NVML names host pids) is shown as not visible, and the local processes that
+hold the GPU's device file (probes/nvml/holders.py) are listed beside it.
 """
 
 from __future__ import annotations
