@@ -27,7 +27,7 @@ ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hw
                # the config file's schema and TOML: only when a config file exists
                "hwtop.session.config_file", "tomllib",
                # widened PCIe counters: on a GPU's first 32-bit PCIe reading (R555+; the rtx3090 demo is R550)
-               "hwtop.probes.nvml_pcie",
+               "hwtop.probes.nvml.pcie_wide",
                # the options of subcommands the command line does not name
                "hwtop.cli.export", "hwtop.cli.report")
 

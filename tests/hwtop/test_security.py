@@ -171,7 +171,7 @@ async def test_k_asks_first_and_shows_user_and_command():
         async with app.run_test(size=(140, 40)) as pilot:
             await app.first_frame.wait()
             await pilot.pause()
-            app.process_table.move_cursor(row=0)
+            app.main.process_table.move_cursor(row=0)
             await pilot.press("k")
             await pilot.pause()
             assert isinstance(app.screen, SignalDialog)

@@ -19,7 +19,7 @@ from hwtop.demo.profiles import PROFILES, DemoProcess, get_profile
 from hwtop.model.snapshot import ProcessInfo
 from hwtop.probes import gpu as gpu_probe
 from hwtop.probes.gpu import NvmlProbe, decode_throttle_reasons, nvml_library_loads
-from hwtop.probes.nvml_slow import BackgroundCalls
+from hwtop.probes.nvml.slow import BackgroundCalls
 
 
 class Clock:

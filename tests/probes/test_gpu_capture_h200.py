@@ -16,8 +16,8 @@ import pytest
 
 from hwtop.cli.capture import capture
 from hwtop.demo.nvml import abi
-from hwtop.probes.nvml_counters import CounterRates
-from hwtop.probes.nvml_pcie import WideCounters
+from hwtop.probes.nvml.counters import CounterRates
+from hwtop.probes.nvml.pcie_wide import WideCounters
 
 CAPTURE = Path(__file__).parents[1] / "fixtures" / "gpu-capture" / "h200-r580"
 MIB = 1 << 20

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwtop.probes.nvml_counters import CounterRates
-from hwtop.probes.nvml_processes import merge, pick_samples
+from hwtop.probes.nvml.counters import CounterRates
+from hwtop.probes.nvml.processes import merge, pick_samples
 
 
 @settings(max_examples=40, deadline=None)

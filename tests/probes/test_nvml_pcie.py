@@ -1,4 +1,4 @@
-"""32-bit PCIe counters widened (probes/nvml_pcie.py): the total of the wrapped differences, readings from two
+"""32-bit PCIe counters widened (probes/nvml/pcie_wide.py): the total of the wrapped differences, readings from two
 threads in any order, and the poller's lifetime."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import threading
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwtop.probes.nvml_pcie import CounterPoller, WideCounters
+from hwtop.probes.nvml.pcie_wide import CounterPoller, WideCounters
 
 WRAP = 2**32
 

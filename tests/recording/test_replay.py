@@ -290,7 +290,7 @@ async def test_replay_controls_and_advice_as_it_plays(tmp_path):
             await pilot.pause(0.05)
             if source.index >= 12:
                 break
-        assert "REPLAY 20x" in str(app.header.render())
+        assert "REPLAY 20x" in str(app.main.header.render())
         assert any(f.id == "gpu-starved" for f in app.frame.findings)  # the rules ran over the replay
         await pilot.press("p")
         before = source.index
@@ -308,7 +308,7 @@ async def test_replay_controls_and_advice_as_it_plays(tmp_path):
         assert source.speed == 10.0
         await pilot.press("w")  # no workload from a recording
         await pilot.pause()
-        assert app.source.history is source.history
+        assert app.session.history is source.history
 
 
 async def test_r_records_from_the_tui(tmp_path, monkeypatch):
@@ -324,7 +324,7 @@ async def test_r_records_from_the_tui(tmp_path, monkeypatch):
         start = app.ticks
         while app.ticks < start + 5:
             await pilot.pause(0.05)
-        assert "● REC" in str(app.header.render())
+        assert "● REC" in str(app.main.header.render())
         await pilot.press("R")
         assert app.recorder is None
     files = list(tmp_path.glob("hwtop-trainbox-*.jsonl.gz"))

@@ -10,7 +10,7 @@ import pytest
 from hwtop.demo.nvml import demo_library
 from hwtop.model.snapshot import Snapshot
 from hwtop.probes.gpu import NvmlProbe
-from hwtop.probes.nvml_slow import BackgroundCalls
+from hwtop.probes.nvml.slow import BackgroundCalls
 from hwtop.session.session import Session, SessionClosed
 from tests.factories import ScriptedSource, host_snapshot
 

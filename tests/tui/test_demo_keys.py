@@ -13,9 +13,9 @@ REFUSALS = (("k", DEMO_PIDS), ("f", DEMO_PIDS), ("w", DEMO_JOB), ("x", DEMO_JOB)
 async def test_keys_that_touch_real_processes_refuse_on_a_demo() -> None:
     app = HwtopApp(make_sampler("gtx1660s:starved", no_gpu=False), interval=0.2)
     async with app.run_test(size=(160, 50)) as pilot:
-        while app.snapshot is None or not app.process_table.rows_shown:
+        while app.snapshot is None or not app.main.process_table.rows_shown:
             await pilot.pause(0.05)
-        app.process_table.focus()
+        app.main.process_table.focus()
         for key, message in REFUSALS:
             app.clear_notifications()
             await pilot.press(key)

@@ -21,6 +21,7 @@ from hwtop.tui.help import HelpScreen
 from hwtop.tui.report_screen import ReportScreen
 from hwtop.tui.signal_dialog import SignalDialog
 from hwtop.tui.workload_dialog import WorkloadDialog
+from tests.factories import StillContext
 
 NOTHING = object()
 
@@ -59,7 +60,7 @@ DIALOGS = {
                  ["--scenario", "balanced", "--device", "cpu", "--world-size", "2", "--seconds", "120"]),
     "signal": (lambda: SignalDialog(target()), Button, int(signal.SIGTERM)),
     "help": (HelpScreen, VerticalScroll, None),
-    "advice": (AdviceScreen, VerticalScroll, None),
+    "advice": (lambda: AdviceScreen(StillContext()), VerticalScroll, None),
     "report": (lambda: ReportScreen("rtx3090"), VerticalScroll, None),
 }
 

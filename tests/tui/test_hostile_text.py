@@ -135,7 +135,7 @@ async def test_process_table_shows_hostile_names_and_users_as_text():
         assert_shown(screen, HOSTILE)
         assert_shown(screen, [text[:10] for text in HOSTILE if "\t" not in text[:10]], chars=10)  # USER column
         assert_clean(segments)
-        assert app.process_table.row_count == len(HOSTILE)
+        assert app.main.process_table.row_count == len(HOSTILE)
         await pilot.press("T")  # tree view: the same rows, indented
         await pilot.pause()
         screen, segments = rendered(app)
@@ -154,11 +154,11 @@ async def test_gpu_process_list_and_gpu_names_are_text():
     app = HwtopApp(ScriptedSource([replace(host_snapshot(), gpus=(gpu,), gpu_system=system)]))
     async with app.run_test(size=(250, 70)) as pilot:
         await first_frame(app, pilot)
-        app.process_table.filter_text = "gpu:0"
-        app.process_table.redraw()
+        app.main.process_table.filter_text = "gpu:0"
+        app.main.process_table.redraw()
         await pilot.pause()
         screen, segments = rendered(app)
-        assert [r.pid for r in app.process_table.rows_shown] == sorted(70000 + i for i in range(len(HOSTILE)))
+        assert [r.pid for r in app.main.process_table.rows_shown] == sorted(70000 + i for i in range(len(HOSTILE)))
         assert_shown(screen, HOSTILE)
         assert "[b]␛]0;pwn␇ A100[/x]" in screen and "[@click=app.quit]550" in screen  # "NVIDIA " dropped
         assert_clean(segments)

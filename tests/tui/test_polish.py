@@ -21,7 +21,7 @@ async def started(app: HwtopApp, pilot) -> None:
 
 
 def pids(app: HwtopApp) -> list[int]:
-    return [row.pid for row in app.process_table.rows_shown]
+    return [row.pid for row in app.main.process_table.rows_shown]
 
 
 async def test_filter_by_name_and_escape_clears() -> None:
@@ -34,7 +34,7 @@ async def test_filter_by_name_and_escape_clears() -> None:
         await pilot.press(*"sshd")
         await pilot.pause()
         assert pids(app) == [812]
-        assert "filter 'sshd'" in str(app.process_table.border_subtitle)
+        assert "filter 'sshd'" in str(app.main.process_table.border_subtitle)
         await pilot.press("escape")
         await pilot.pause()
         assert pids(app) == [41000, 41010, 812] and not app.filter_input.display
@@ -51,11 +51,11 @@ async def test_tree_view_puts_children_under_parents() -> None:
         await started(app, pilot)
         await pilot.press("T")
         await pilot.pause()
-        rows = app.process_table.rows_shown
+        rows = app.main.process_table.rows_shown
         order = [r.pid for r in rows]
         assert order.index(41000) < order.index(41010)
         assert next(r for r in rows if r.pid == 41010).depth == 1
-        command = str(app.process_table.get_row_at(order.index(41010))[-1])
+        command = str(app.main.process_table.get_row_at(order.index(41010))[-1])
         assert command.startswith("  └ python train.py")
 
 
@@ -63,7 +63,7 @@ async def test_any_column_header_sorts() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(160, 40)) as pilot:
         await started(app, pilot)
-        table = app.process_table
+        table = app.main.process_table
         for key, expected in (("user", [41000, 41010, 812]), ("threads", [41000, 41010, 812]),
                               ("command", [41000, 41010, 812])):
             table.sort_key = key
@@ -111,7 +111,7 @@ async def test_a_terminal_shrunk_to_20x6_and_back_keeps_drawing() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]), interval=0.05)
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        before = (app.cpu_panel.size, app.gpu_panel.size, app.process_table.row_count)
+        before = (app.main.cpu_panel.size, app.main.gpu_panel.size, app.main.process_table.row_count)
         await pilot.resize_terminal(20, 6)
         ticks = app.ticks
         while app.ticks < ticks + 3:
@@ -122,7 +122,7 @@ async def test_a_terminal_shrunk_to_20x6_and_back_keeps_drawing() -> None:
             await pilot.pause(0.05)
         await pilot.pause(0.1)
         assert app.is_running
-        assert (app.cpu_panel.size, app.gpu_panel.size, app.process_table.row_count) == before
+        assert (app.main.cpu_panel.size, app.main.gpu_panel.size, app.main.process_table.row_count) == before
 
 
 def test_themes_and_no_color(monkeypatch) -> None:
@@ -141,7 +141,7 @@ async def test_hidden_panels_from_the_config() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]), hide=("disks", "memory"))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        assert not app.disks_panel.display and not app.memory_panel.display and app.cpu_panel.display
+        assert not app.main.disks_panel.display and not app.main.memory_panel.display and app.main.cpu_panel.display
 
 
 def test_config_file(tmp_path) -> None:
@@ -207,8 +207,8 @@ async def test_a_click_on_a_gpu_shows_its_processes() -> None:
         indices, width = layout[line]
         await pilot.click(GpuPanel, offset=(2 + indices.index(3) * width + 3, 1 + line))  # border + padding
         await pilot.pause()
-        assert app.process_table.filter_text == "gpu:3"
+        assert app.main.process_table.filter_text == "gpu:3"
         assert pids(app) == [41003]  # the rank on GPU 3
         await pilot.click(GpuPanel, offset=(2 + indices.index(3) * width + 3, 1 + line))
         await pilot.pause()
-        assert app.process_table.filter_text == "" and len(pids(app)) > 1
+        assert app.main.process_table.filter_text == "" and len(pids(app)) > 1

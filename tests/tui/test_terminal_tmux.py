@@ -148,14 +148,19 @@ def test_a_hangup_exit_that_hangs_is_ended_by_the_watchdog(monkeypatch) -> None:
 
     stopped, exited = [], []
 
-    class Source:
-        workload = type("Monitor", (), {"stop": lambda self: stopped.append(True)})()
+    class Workload:
+        def stop(self) -> bool:
+            stopped.append(True)
+            return True
+
+    class Session:
+        workload = Workload()
 
     import os
 
     monkeypatch.setattr(os, "_exit", lambda code: exited.append(code))
     hwtop = app_module.HwtopApp.__new__(app_module.HwtopApp)
-    hwtop.source = Source()
+    hwtop.session = Session()
     hwtop._force_exit()
     assert stopped == [True] and exited == [129]
 

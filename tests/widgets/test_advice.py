@@ -46,7 +46,7 @@ async def test_findings_listed_by_severity_with_their_evidence() -> None:
         assert "Training waits on data loading" in text and "GPU0 PCIe link below its maximum" in text
         assert "waits for its next batch 80% of the time" in text  # collapsed: the first evidence inline
         assert "fix" not in text
-        assert 0 in app.gpu_panel.marked
+        assert 0 in app.main.gpu_panel.marked
         assert "2 findings" in str(panel.border_title)
 
 

@@ -25,5 +25,5 @@ async def test_at_80x24_a_dgx_shows_its_gpus_and_says_how_many_disks_are_left_ou
     async with app.run_test(size=(80, 24)) as pilot:
         while app.ticks < 2:
             await pilot.pause(0.05)
-        lines = [line.plain for line in app.disks_panel.lines(60)]
+        lines = [line.plain for line in app.main.disks_panel.lines(60)]
         assert len(lines) == 4 and lines[-1] == "+10 quieter disk(s)"

@@ -65,11 +65,11 @@ async def test_a_click_on_a_key_presses_it() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(120, 30)) as pilot:
         await _started(app, pilot)
-        assert app.process_table.sort_key == "cpu"
+        assert app.main.process_table.sort_key == "cpu"
         x = MAIN_LINE.index(" s Sort")
         await pilot.click(KeyBar, offset=(x + 1, 0))
         await pilot.pause()
-        assert app.process_table.sort_key == "rss"
+        assert app.main.process_table.sort_key == "rss"
         await pilot.click(KeyBar, offset=(MAIN_LINE.index(" ? Help") + 3, 0))
         await pilot.pause()
         assert type(app.screen).__name__ == "HelpScreen"
@@ -89,7 +89,7 @@ async def test_a_focus_change_redraws_the_bar() -> None:
             asked.append(args)
             return refresh(*args, **kwargs)
         bar.refresh = counted  # type: ignore[method-assign]
-        app.advice_panel.focus()
+        app.main.advice_panel.focus()
         await pilot.pause()
         assert asked
 

@@ -34,7 +34,7 @@ async def test_a_tick_repaints_only_the_rows_whose_text_changed(monkeypatch) -> 
     app = HwtopApp(ScriptedSource([base]))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        table = app.process_table
+        table = app.main.process_table
         calls = spy_refresh(monkeypatch, table)
         below_precision = tuple(replace(p, cpu_percent=p.cpu_percent + 0.01) if p.pid == 812 else p
                                 for p in base.processes)
@@ -64,7 +64,7 @@ async def test_the_selection_follows_its_pid_when_the_order_changes() -> None:
     app = HwtopApp(ScriptedSource([base]))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        table = app.process_table
+        table = app.main.process_table
         table.move_cursor(row=2)
         assert table.rows_shown[2].pid == 812
         busy = tuple(replace(p, cpu_percent=100.0) if p.pid == 812 else p for p in base.processes)
@@ -76,7 +76,7 @@ async def test_a_click_on_a_column_label_sorts_by_it() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        table = app.process_table
+        table = app.main.process_table
         await pilot.click(ProcessTable, offset=(2, 1))  # inside the border: the header's first column, PID
         await pilot.pause()
         assert table.sort_key == "pid"
@@ -88,7 +88,7 @@ async def test_a_panel_whose_lines_read_the_same_is_not_repainted(monkeypatch) -
     app = HwtopApp(ScriptedSource([snapshot]))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        panel = app.memory_panel
+        panel = app.main.memory_panel
         calls = spy_refresh(monkeypatch, panel)
         panel.show(panel.memory, panel.numa, panel.history)
         assert calls == []

@@ -16,18 +16,18 @@ async def started(app: HwtopApp, pilot) -> None:
 
 
 def pids(app: HwtopApp) -> list[int]:
-    return [row.pid for row in app.process_table.rows_shown]
+    return [row.pid for row in app.main.process_table.rows_shown]
 
 
 def header(app: HwtopApp) -> str:
-    return " ".join(label.plain for label in app.process_table._labels)
+    return " ".join(label.plain for label in app.main.process_table._labels)
 
 
 async def test_r_reverses_and_the_header_shows_the_direction() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
-        table = app.process_table
+        table = app.main.process_table
         assert pids(app) == [41000, 41010, 812]
         assert "CPU% ▼" in header(app) and "sorted by CPU ▼" in str(table.border_subtitle)
         await pilot.press("r")
@@ -46,7 +46,7 @@ async def test_a_second_click_on_the_sorted_header_reverses() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(160, 40)) as pilot:
         await started(app, pilot)
-        table = app.process_table
+        table = app.main.process_table
         await pilot.click(table, offset=(3, 1))  # PID's header (inside the border)
         await pilot.pause()
         assert table.sort_key == "pid" and pids(app) == [812, 41000, 41010] and "PID ▲" in header(app)
@@ -71,7 +71,7 @@ async def test_the_same_processes_in_the_same_view_are_not_sorted_again() -> Non
     app = HwtopApp(ScriptedSource([host_snapshot()]), interval=0.05)
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
-        table = app.process_table
+        table = app.main.process_table
         built: list[int] = []
         set_rows = table.set_rows
         table.set_rows = lambda keys, rows, cursor=None: (built.append(len(keys)), set_rows(keys, rows, cursor))

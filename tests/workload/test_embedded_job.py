@@ -163,7 +163,7 @@ async def test_tui_starts_watches_and_stops_the_job_and_quit_leaves_nothing() ->
         panel = app.query_one(WorkloadPanel)
         text = "\n".join(line.plain for line in panel.lines(150))
         assert "RUNNING" in text and "rank 0 step" in text and "rank 1 step" in text and "samples/s" in text
-        marked = app.process_table.marked
+        marked = app.main.process_table.marked
         assert monitor.job.pgid in marked and all(r.pid in marked for r in state.ranks)
         pgid = monitor.job.pgid
         await pilot.press("x")

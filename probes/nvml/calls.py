@@ -1,4 +1,4 @@
-"""What an NVML error means for a monitor, and what it remembers about a GPU's answers.
+"""What an NVML error means for a monitor (a GPU remembers the answers in probes/nvml/capabilities.py).
 
 An error is one of: the driver lacks the function (remember until the library is opened again); the card says
 NOT_SUPPORTED (ask again on a slow schedule, or at once when the card's state changes: MIG, ECC, a reset);
@@ -12,8 +12,6 @@ from __future__ import annotations
 from enum import Enum
 
 # nvmlReturn_t codes, fixed by the NVML ABI (this module need not import pynvml to know them).
-import msgspec
-
 UNINITIALIZED = 1
 NOT_SUPPORTED = 3
 NO_PERMISSION = 4
@@ -26,8 +24,6 @@ GPU_IS_LOST = 15
 RESET_REQUIRED = 16
 LIB_RM_VERSION_MISMATCH = 18
 UNKNOWN = 999
-
-REPROBE_S = 60.0  # how long a NOT_SUPPORTED answer stands before the question is asked again
 
 
 class Verdict(Enum):
@@ -62,34 +58,6 @@ def verdict(code: int | None) -> Verdict:
     if code == NO_PERMISSION:
         return Verdict.DENIED
     return Verdict.TRANSIENT
-
-
-class Capabilities(msgspec.Struct):
-    """Per GPU: which queries to skip, and since when. Keys name a query (`util`, `fan`, `pcie_fields`...)."""
-
-    absent: set[str] = msgspec.field(default_factory=set)
-    retry_at: dict[str, float] = msgspec.field(default_factory=dict)
-    answered: set[str] = msgspec.field(default_factory=set)
-
-    def skip(self, key: str, now: float) -> bool:
-        return key in self.absent or self.retry_at.get(key, float("-inf")) > now
-
-    def succeeded(self, key: str) -> None:
-        self.answered.add(key)
-        self.retry_at.pop(key, None)
-
-    def unsupported(self, key: str, now: float) -> bool:
-        """Note NOT_SUPPORTED; True when the query used to work (the card's state changed under us)."""
-        changed = key in self.answered
-        self.answered.discard(key)
-        self.retry_at[key] = now + REPROBE_S
-        return changed
-
-    def forget(self) -> None:
-        """The card changed state (MIG or ECC mode, a reset): ask everything again. What the driver lacks
-        stays known until the library is opened again."""
-        self.retry_at.clear()
-        self.answered.clear()
 
 
 class GpuLost(Exception):

@@ -5,7 +5,7 @@ width at which the counter wraps) and when the driver sampled it (`timestamp`, Â
 readings is the wrapped difference over the difference of those timestamps, not of the host's clock: the
 driver's cached value can be older than the moment it was read. For a 64-bit counter, a difference of more
 than half its range cannot be traffic: it is a reset (driver reload, GPU reset) and gives no rate.
-A 32-bit counter (R580's PCIe byte fields) can wrap more than once between two readings: probes/nvml_pcie.py
+A 32-bit counter (R580's PCIe byte fields) can wrap more than once between two readings: probes/nvml/pcie_wide.py
 widens those before they come here.
 """
 

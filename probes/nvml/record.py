@@ -15,7 +15,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from hwtop.probes.nvml_calls import error_code
+from hwtop.probes.nvml.calls import error_code
 
 Sink = Callable[[dict[str, Any]], None]
 MAX_ITEMS = 64  # arrays longer than this (GPM's 477-slot metric table) are cut to what was filled

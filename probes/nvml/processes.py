@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from hwtop.probes.nvml_calls import FUNCTION_NOT_FOUND, INSUFFICIENT_SIZE
+from hwtop.probes.nvml.calls import FUNCTION_NOT_FOUND, INSUFFICIENT_SIZE
 
 NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE as unsigned long long (WDDM, some containers)
 VERSIONS = ("_v3", "_v2", "")
