@@ -241,7 +241,10 @@ def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
     from hwtop.session.sampler import Sampler
     if demo is not None:  # a whole simulated machine: nothing of this host is read
         from hwtop.demo.machine import demo_sampler
+        from hwtop.demo.nvml import coverage
 
+        if (outside := coverage.note(coverage.installed())) is not None:
+            print(f"hwtop: {outside}", file=sys.stderr)
         sampler = demo_sampler(demo)
         if no_gpu:
             sampler.gpu = None
