@@ -241,10 +241,7 @@ def make_sampler(demo: str | None, no_gpu: bool):  # -> Sampler
     from hwtop.session.sampler import Sampler
     if demo is not None:  # a whole simulated machine: nothing of this host is read
         from hwtop.demo.machine import demo_sampler
-        from hwtop.demo.nvml import coverage
 
-        if (outside := coverage.note(coverage.installed())) is not None:
-            print(f"hwtop: {outside}", file=sys.stderr)
         sampler = demo_sampler(demo)
         if no_gpu:
             sampler.gpu = None
@@ -282,6 +279,10 @@ def _check_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         if ":" in spec:
             parser.error("--scenario plays on a plain profile, not on a driver scenario such as " + spec)
         args.demo = f"{spec}:{story}"
+    from hwtop.demo.nvml import coverage
+
+    if (outside := coverage.note(coverage.installed())) is not None:  # every command a demo machine drives
+        print(f"hwtop: {outside}", file=sys.stderr)
 
 
 def workload_help() -> int:

@@ -38,10 +38,12 @@ def test_a_release_outside_the_covered_ones_is_named(version: str | None, says: 
 
 
 @pytest.mark.parametrize("version", ["13.700.1", "13.615.71"])
+@pytest.mark.parametrize("command", [["snapshot", "--json", "--interval", "0.1"], ["topo"]])
 def test_the_demo_says_so_in_one_line_when_another_release_is_installed(
-        version: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+        version: str, command: list[str], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(coverage, "installed", lambda: version)
-    assert main(["snapshot", "--json", "--demo", "rtx3090", "--interval", "0.1"]) == 0
+    assert main([*command, "--demo", "rtx3090"]) == 0
     said = capsys.readouterr().err.splitlines()
     if version == "13.615.71":
         assert said == []
