@@ -55,8 +55,10 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         if theme == "mono" and not self.no_color:  # as NO_COLOR does, without touching the environment
             from textual.filter import Monochrome, NoColor
 
+            from hwtop.tui import textual_compat
+
             self.no_color = True
-            self._filters.append(NoColor() if self.native_ansi_color else Monochrome())
+            textual_compat.add_line_filter(self, NoColor() if self.native_ansi_color else Monochrome())
         self.session = Session(source, thresholds)  # probes → snapshot → advice, one tick at a time
         self.main = MainScreen(self, hide)
         self.frame: Frame | None = None
