@@ -96,7 +96,8 @@ def test_every_rule_id_of_the_issue_exists():
                              "training-diverged", "collective-hang",  # issue 22: the nccl-hang story
                              # issue 20: a focused job, with or without a GPU
                              "data-starved", "worker-churn", "single-core-loading", "cpu-oversubscribed",
-                             "loader-io-bound", "job-memory-pressure"}
+                             "loader-io-bound", "job-memory-pressure",
+                             "rank-straggler"}  # issue 34: one rank holds the job back
 
 
 def test_every_threshold_says_where_it_comes_from():
