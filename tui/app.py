@@ -245,7 +245,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.first_frame.set()
             return
         if self.job_screen is not None and self.screen is self.job_screen:
-            self.job_screen.show(snapshot, self.source.history, self.interval, self.paused)
+            self.job_screen.show(snapshot, self.source.history, self.interval, self.paused, frame.findings)
             self.first_frame.set()
             return
         if self.advice_screen is not None and self.screen is self.advice_screen:
@@ -409,7 +409,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.install_screen(self.job_screen, name="job")
         self._bring_up(self.job_screen)
         if self.snapshot is not None:
-            self.job_screen.show(self.snapshot, self.source.history, self.interval, self.paused)
+            self.job_screen.show(self.snapshot, self.source.history, self.interval, self.paused,
+                                 self.frame.findings if self.frame is not None else ())
             job = self.snapshot.job
             if job is not None and job.status == "ended":
                 self.notify(f"{ended_summary(job)}: its last view; escape, then f on a process picks another job",

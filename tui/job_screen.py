@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
+from hwtop.model.finding import Finding
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
 from hwtop.widgets import keys
@@ -39,13 +40,15 @@ class JobScreen(Screen[None]):
     def on_mount(self) -> None:
         self.panel.focus()
 
-    def show(self, snapshot: Snapshot, history: History, interval: float, paused: bool) -> None:
+    def show(self, snapshot: Snapshot, history: History, interval: float, paused: bool,
+             findings: tuple[Finding, ...] = ()) -> None:
         self.header.show(snapshot, interval, paused)
         node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         numa = snapshot.numa
         node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
         series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
-        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu)
+        straggler = next((f.pids[0] for f in findings if f.id == "rank-straggler" and f.pids), None)
+        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, straggler)
 
     async def action_dump_stack(self) -> None:
         from hwtop.probes.stack import dump
