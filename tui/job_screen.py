@@ -25,8 +25,10 @@ class JobScreen(Screen[None]):
     """
     BINDINGS = keys.bindings(keys.JOB_SCREEN)
 
-    def __init__(self) -> None:
+    def __init__(self, simulated: bool = False) -> None:
+        """`simulated`: a demo machine's job, whose pids are not this machine's: `d` reads no stack."""
         super().__init__()
+        self.simulated = simulated
         self.header = HeaderBar()
         self.panel = JobPanel(id="job")
         self.dumping = False
@@ -55,6 +57,10 @@ class JobScreen(Screen[None]):
 
         target = self.panel.selected
         if target is None or self.dumping:
+            return
+        if self.simulated:
+            self.panel.set_stack(f"pid {target.pid} ({target.role}) is simulated: a demo machine's stacks are its "
+                                 "story's (the rank table above)", None, None)
             return
         self.dumping = True
         self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role}): reading with py-spy…", None, None)

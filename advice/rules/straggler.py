@@ -145,7 +145,7 @@ def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
             evidence.append(f"rank {rank.rank}'s GPU{gpu.index}: {gpu.util_percent:.0f}% busy{power}")
     cause, fixes = _cause(latest, job, slow, others, t)
     evidence += cause
-    fixes.append(f"py-spy dump --pid {slow.pid} (in hwtop: f on the rank, then d) shows what it is doing now."
+    fixes.append(f"py-spy dump --pid {slow.pid} (in hwtop: j, the rank, then d) shows what it is doing now."
                  if slow.pid is not None else f"On host {slow.host}: py-spy dump on rank {slow.rank}.")
     yield Finding("rank-straggler", "warning", f"Rank {slow.rank} holds the job back: the others wait for it",
                   tuple(evidence), tuple(fixes), scope="job",
