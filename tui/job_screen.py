@@ -9,9 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
-from hwtop.model.finding import Finding
-from hwtop.model.history import History
-from hwtop.model.snapshot import Snapshot
+from hwtop.model.frame import Frame
+from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.job import JobPanel
@@ -25,9 +24,10 @@ class JobScreen(Screen[None]):
     """
     BINDINGS = keys.bindings(keys.JOB_SCREEN)
 
-    def __init__(self, simulated: bool = False) -> None:
+    def __init__(self, context: ScreenContext, simulated: bool = False) -> None:
         """`simulated`: a demo machine's job, whose pids are not this machine's: `d` reads no stack."""
         super().__init__()
+        self.context = context
         self.simulated = simulated
         self.header = HeaderBar()
         self.panel = JobPanel(id="job")
@@ -42,14 +42,14 @@ class JobScreen(Screen[None]):
     def on_mount(self) -> None:
         self.panel.focus()
 
-    def show(self, snapshot: Snapshot, history: History, interval: float, paused: bool,
-             findings: tuple[Finding, ...] = ()) -> None:
-        self.header.show(snapshot, interval, paused)
+    def show(self, frame: Frame) -> None:
+        snapshot, status, history = frame.snapshot, self.context.status(), self.context.history
+        self.header.show(snapshot, status.interval, status.paused)
         node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         numa = snapshot.numa
         node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
         series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
-        straggler = next((f.pids[0] for f in findings if f.id == "rank-straggler" and f.pids), None)
+        straggler = next((f.pids[0] for f in frame.findings if f.id == "rank-straggler" and f.pids), None)
         self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, straggler)
 
     async def action_dump_stack(self) -> None:
