@@ -26,7 +26,7 @@ def job(ranks: tuple[RankFigures, ...] = RANKS, **fields) -> JobSnapshot:
 def test_at_80_cells_four_phases_the_site_and_the_straggler_marked_before_its_rank():
     lines = [line.plain for line in rank_table(job(), 76, straggler=511)]
     assert lines == [
-        "Ranks · WAIT: waiting in collectives for the other ranks (py-spy samples)",
+        "Ranks · WAIT: in collectives, waiting for the others · ◀ straggler",
         " RANK HOST           PID  WAIT  COMP  DATA    PY BUSY AT                    ",
         "    0 node-a         510   91%    8%     ·    1% ddp_straggler.py:57 main",
         "◀   1 node-a         511    2%   28%     ·   70% ddp_straggler.py:25 python…",
