@@ -140,3 +140,42 @@ def test_the_text_report_sets_the_ranks_side_by_side_and_marks_the_straggler():
         "            0  node-a           510  91%                   train.py:57 main",
         "            1  node-a           511  1% <- straggler       train.py:25 augment",
         "            2  node-\u241b[31mb           N/A"]
+
+
+RANKS_THAT_SLEEP = """
+import os, subprocess, sys, time
+children = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                             env={**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank)})
+            for rank in (0, 1)]
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow  # doctor watches for 8 s
+def test_ranks_whose_stacks_cannot_be_read_are_named_and_no_straggler_is_guessed(tmp_path):
+    """ptrace refused (a container without SYS_PTRACE): py-spy fails on every rank."""
+    fake = tmp_path / "py-spy"
+    fake.write_text("#!/bin/sh\necho 'Error: Failed to attach' >&2\necho 'Permission denied (os error 13)' >&2\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    launcher = subprocess.Popen([sys.executable, "-c", RANKS_THAT_SLEEP], stdout=subprocess.PIPE, text=True,
+                                start_new_session=True)
+    try:
+        assert launcher.stdout is not None and launcher.stdout.readline().strip() == "ready"
+        env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+        result = subprocess.run([*HWTOP, "doctor", "--pid", str(launcher.pid), "--seconds", "8", "--json"],
+                                capture_output=True, text=True, timeout=120, env=env)
+    finally:
+        for pid in [launcher.pid, *descendants(launcher.pid)]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        launcher.wait(10)
+    report = json.loads(result.stdout)
+    found = [f for f in report["findings"] if f["id"] == "rank-straggler"]
+    assert result.returncode == 0 and len(found) == 1 and found[0]["severity"] == "info", report["findings"]
+    assert len(found[0]["evidence"]) == 2
+    assert all("no stack samples, so no collective-wait share" in line and "ptrace" in line
+               for line in found[0]["evidence"])
