@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from hwtop.probes.stack_classify import CATEGORIES, Frame, Tally
 from hwtop.probes.stack_sampler import StackSampler
-from hwtop.probes.stack_waits import busy_site, main_thread_times, move_hidden_wait
+from hwtop.probes.stack_waits import busy_site, main_thread_times, move_hidden_wait, uses_cuda
 
 SITE = "/usr/lib/python3.11/site-packages/torch"
 TRAIN = "/home/me/train.py"
@@ -57,6 +57,15 @@ def test_moved_samples_never_exceed_compute_or_the_blocked_share(compute, other,
     moved = move_hidden_wait(t, blocked)
     assert 0 <= moved <= compute and moved <= round(blocked * total) + 1
     assert t.samples == total and t.counts["compute"] == compute - moved
+
+
+def test_a_process_that_loaded_the_cuda_driver_is_a_gpu_rank(tmp_path):
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "maps").write_text("7f00-7f10 r-xp 0 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.550.90.07\n")
+    (tmp_path / "8").mkdir()
+    (tmp_path / "8" / "maps").write_text("7f00-7f10 r-xp 0 08:01 1 /usr/lib/python3.11/site-packages/torch/lib/"
+                                         "libtorch_cpu.so\n")
+    assert uses_cuda(7, str(tmp_path)) and not uses_cuda(8, str(tmp_path)) and not uses_cuda(9, str(tmp_path))
 
 
 def test_main_thread_times_read_schedstat_and_none_for_a_gone_process():
