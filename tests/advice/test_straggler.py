@@ -125,3 +125,12 @@ def test_many_ranks_are_summarised():
     finding = find(run([t.tick(job=many) for _ in range(8)])[-1], "rank-straggler")
     assert finding.evidence[0] == "the other 7 ranks wait in collectives 80-86% of their stack samples (median 83%)"
     assert finding.title.startswith("Rank 7 ")
+
+
+def test_its_memory_on_the_far_numa_node_gives_the_placement_fix():
+    t = Timeline("dgx-a100", topology=True)  # GPUs 0-3 on node 0, 4-7 on node 1
+    slowed = job(figures(0, 0.8, gpu=0), figures(1, 0.04, gpu=1),
+                 processes=(rank_process(0, 5000), rank_process(1, 5001, numa_pages=((0, 100), (1, 900)))))
+    finding = find(run([t.tick(job=slowed) for _ in range(8)])[-1], "rank-straggler")
+    assert "90% of its pages are off GPU1's node 0" in finding.evidence
+    assert finding.fix[0] == "Place rank 1 on node 0: numactl --cpunodebind=0 --membind=0 (see numa-misplaced)."
