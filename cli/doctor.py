@@ -170,10 +170,15 @@ def job_facts(job: JobSnapshot, watched_s: float) -> dict[str, Any]:
         "stacks": [{"pid": s.pid, "rank": s.rank, "samples": s.samples, "window_s": s.window_s,
                     "fractions": {LABELS.get(name, name): round(value, 3) for name, value in s.fractions},
                     "data_loader": s.data_loader, "message": s.message} for s in job.stacks],
+        "rank_figures": [{"rank": r.rank, "host": r.host, "pid": r.pid, "local_rank": r.local_rank, "gpu": r.gpu,
+                          "samples": r.samples, "collective": round(r.collective_share, 3), "steps": r.steps,
+                          "shares": {LABELS.get(name, name): round(value, 3) for name, value in r.shares},
+                          "phase_seconds": {name: round(value, 1) for name, value in r.phase_seconds},
+                          "site": r.site} for r in job.ranks],
     }
 
 
-def _job_lines(job: dict[str, Any]) -> list[str]:
+def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
     out = [f"  watching {job['label']}: {job['status']}, {job['processes']} process(es), {job['ranks']} rank(s), "
            f"watched {job['watched_s']:.0f} s; {job['workers_exited_last_minute']} DataLoader workers exited in the "
            "last minute"]
@@ -189,6 +194,21 @@ def _job_lines(job: dict[str, Any]) -> list[str]:
                        + ", ".join(f"{name} {100 * value:.0f}%" for name, value in parts))
         elif stacks.get("message"):
             out.append(f"  where {who} spends its time: {stacks['message']}")
+    return out + _rank_lines(job.get("rank_figures") or [], straggler)
+
+
+def _rank_lines(ranks: list[dict[str, Any]], straggler: int | None) -> list[str]:
+    """The ranks side by side: how much of its time each waits for the others, and what it does otherwise."""
+    if len(ranks) < 2:
+        return []
+    hosts = [printable(r["host"]) for r in ranks]  # a remote label: control characters made visible first
+    width = max(4, *(len(host) for host in hosts))
+    out = [f"  ranks: {'rank':>4}  {'host':<{width}}  {'pid':>7}  {'waits in collectives':<20}  busy at"]
+    for r, host in zip(ranks, hosts, strict=True):
+        wait = f"{100 * r['collective']:.0f}%" if r["samples"] else "N/A"
+        mark = " <- straggler" if straggler is not None and r["pid"] == straggler else ""
+        out.append(f"         {r['rank']:>4}  {host:<{width}}  {r['pid'] or '':>7}  {wait + mark:<20}  "
+                   f"{r['site'] or ''}".rstrip())
     return out
 
 
@@ -203,7 +223,9 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
     if facts.get("gpu_message"):
         out.append(f"  GPUs: {facts['gpu_message']}")
     if facts.get("job"):
-        out += _job_lines(facts["job"])
+        straggler = next((e.finding.pids[0] for e in seen.values() if e.finding.id == "rank-straggler" and
+                          e.active and e.finding.pids), None)
+        out += _job_lines(facts["job"], straggler)
     if not seen:
         out.append("No problems seen.")
     for entry in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope)):

@@ -46,7 +46,7 @@ def _add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub
                              "'--demo list' names them")
     parser.add_argument("--scenario", metavar="NAME", default=default(None),
                         help="with --demo: play a scripted story on the demo machine (starved, nccl-hang, oom, amp, "
-                             "thermal); same as --demo PROFILE:NAME")
+                             "thermal, straggler); same as --demo PROFILE:NAME")
     parser.add_argument("--no-gpu", action="store_true", default=default(False), help="do not probe GPUs at all")
 
 
@@ -415,7 +415,8 @@ def run_command(argv: list[str]) -> int:
         except JobError as error:
             parser.error(str(error))
     sampler = make_sampler(args.demo, args.no_gpu)
-    sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
+    if job_probe is not None:  # a demo story about the ranks brings its own focused job
+        sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
     try:
         # The first sample is taken while Textual is still to be imported (0.1-0.3 s); the first tick, after it,
         # before the app runs. The first frame then shows CPU %, disk and process rates, drawn at once rather
@@ -505,7 +506,8 @@ def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # no
         if "--steps" not in extra and "--seconds" not in extra:
             job_args += ["--seconds", str(args.seconds + 60)]  # outlives the sampling; stopped when it ends
     sampler = make_sampler(args.demo, args.no_gpu)
-    sampler.job = job_probe
+    if job_probe is not None:
+        sampler.job = job_probe
     return doctor_command(sampler, thresholds, args.seconds, args.interval, job_args, args.json)
 
 

@@ -356,7 +356,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                         "no job focused: select a process and press f, or start hwtop --pid PID / --job PATTERN")
             return
         if self.job_screen is None:
-            self.job_screen = JobScreen(self)
+            self.job_screen = JobScreen(self, simulated=self.session.simulated)
             self.install_screen(self.job_screen, name="job")
         self._bring_up(self.job_screen)
         if self.frame is not None:

@@ -54,6 +54,29 @@ def _odd_rank(snapshot: Snapshot) -> str | None:
             "has not reached the collective")
 
 
+def _absent_rank(snapshot: Snapshot, t: Thresholds) -> tuple[str, int | None] | None:
+    """From the per-rank figures (stack samples, on this node): the one rank not waiting in the collective while
+    every other one does. (evidence, its pid)."""
+    job = snapshot.job
+    if job is None or len(job.ranks) < 2:
+        return None
+    read = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
+    if len(read) < len(job.ranks):
+        return None  # a rank whose stacks cannot be read could be the one: no guess
+    away = [r for r in read if r.collective_share < t["straggler_own_wait_ratio"] * t["straggler_peer_wait_share"]]
+    waiting = [r for r in read if r.collective_share >= t["straggler_peer_wait_share"]]
+    if len(away) != 1 or len(waiting) != len(read) - 1:
+        return None
+    rank = away[0]
+    low, high = min(r.collective_share for r in waiting), max(r.collective_share for r in waiting)
+    spread = f"{100 * low:.0f}%" if low == high else f"{100 * low:.0f}-{100 * high:.0f}%"
+    site = f", busy at {rank.site}" if rank.site else ""
+    pid = f"pid {rank.pid}, " if rank.pid is not None else ""
+    return (f"rank {rank.rank} ({pid}host {rank.host}) has not reached the collective: in it "
+            f"{100 * rank.collective_share:.0f}% of its stack samples{site}, while the other {len(waiting)} "
+            f"wait in it {spread}", rank.pid)
+
+
 def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     spinning = {g.index: found for g in latest.gpus if not g.lost and compute_pids(g)
@@ -70,7 +93,8 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence.append(f"GPU{index} {util:.0f}% busy for {t['spin_seconds']:.0f} s yet drawing "
                         f"{100 * share:.0f}% of its power limit (limit {100 * t['spin_power_share']:.0f}%): "
                         "kernels polling, not computing")
-    odd = _odd_rank(latest)
+    absent = _absent_rank(latest, t)
+    odd = absent[0] if absent is not None else _odd_rank(latest)
     if odd:
         evidence.append(odd)
     pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
