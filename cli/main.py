@@ -89,6 +89,8 @@ EXCLUSIVE = (
     ("--workload", "--job", "watch the embedded job or a running one, not both"),
     ("--workload", "replay FILE", "a replay only plays what was recorded"),
     ("--pid", "replay FILE", "a replay only plays what was recorded"),
+    ("--pid", "--replay", "a replay only plays what was recorded"),
+    ("--job", "--replay", "a replay only plays what was recorded"),
     ("--job", "replay FILE", "a replay only plays what was recorded"),
 )
 
@@ -195,6 +197,10 @@ def _export_options(export: argparse.ArgumentParser) -> None:
     from hwtop.cli.export import add_options
 
     add_options(export, _add_source_options)
+    _add_job_options(export, sub=True)
+    export.add_argument("--job-name", metavar="NAME", default=None,
+                        help="with --pid/--job: the job_name label of the job's rank series (default: the --job "
+                             "pattern, else 'pid N'); give every node's exporter the same one")
 
 
 def _fleet_options(fleet: argparse.ArgumentParser) -> None:
