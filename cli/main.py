@@ -216,6 +216,14 @@ def _fleet_options(fleet: argparse.ArgumentParser) -> None:
                        help="with --prometheus: only series matching these label matchers, e.g. '{job=\"train\"}'")
     fleet.add_argument("--timeout", type=interval_seconds, default=3.0, metavar="SECONDS",
                        help="deadline of each request (default 3)")
+    fleet.add_argument("--job", metavar="NAME", default=None,
+                       help="with --prometheus: every rank of this job (the job_name of its hosts' 'hwtop export "
+                            "--job'), worst first, the straggler or the hang named with its host's top finding")
+    fleet.add_argument("--rank-window", type=interval_seconds, default=60.0, metavar="SECONDS",
+                       help="with --job: the span the ranks' shares are taken over (default 60)")
+    fleet.add_argument("--json", action="store_true",
+                       help="read one round, print the hosts (and the --job view) as JSON and exit: 0 read, 1 "
+                            "Prometheus or every exporter did not answer")
     _add_source_options(fleet, "seconds between rounds (default 1)", sub=True)
 
 
@@ -380,7 +388,7 @@ def run_command(argv: list[str]) -> int:
         args.interval_given = "--interval" in argv
         return replay_command(args)
     if args.command == "fleet":
-        return fleet_command(args, parser)
+        return fleet_command(args, parser, thresholds)
     if args.command == "export":
         from hwtop.cli.export import export_command
 
@@ -426,7 +434,7 @@ def run_command(argv: list[str]) -> int:
     return 0
 
 
-def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser, thresholds) -> int:  # noqa: ANN001
     from hwtop.fleet.sources import DirectSource, FleetSource, PrometheusSource
     from hwtop.fleet.targets import merge, prometheus_url, selector_matchers
 
@@ -444,10 +452,13 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             if targets:
                 parser.error("give exporter URLs or --prometheus, not both")
             source = PrometheusSource(prometheus_url(args.prometheus), selector_matchers(args.selector or "{}"),
-                                      interval=interval, timeout=args.timeout)
+                                      interval=interval, timeout=args.timeout, job=args.job,
+                                      job_window_s=args.rank_window, thresholds=thresholds)
         else:
             if args.selector:
                 parser.error("--selector needs --prometheus URL")
+            if args.job is not None:
+                parser.error("--job reads the job's ranks through Prometheus: it needs --prometheus URL")
             if not targets:
                 parser.error("fleet needs at least one exporter URL (or --file, or --prometheus URL)")
             merged = merge(targets)
@@ -457,6 +468,13 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                                   warnings=list(merged.warnings))
     except ValueError as error:
         parser.error(str(error))
+    if args.json:
+        from hwtop.cli.fleet_json import fleet_json
+
+        try:
+            return fleet_json(source, args.timeout)
+        finally:
+            source.close()
     from hwtop.tui.fleet_app import FleetApp
 
     try:
