@@ -27,6 +27,7 @@ class FleetSource(Protocol):
     description: str  # what is read, for the title bar
     interval: float
     warnings: list[str]  # merged duplicates and the like, each said once
+    job: str | None  # the job whose ranks are read (--job), if any
 
     def poll(self) -> bool:
         """Folds in finished requests and starts due ones, without blocking; True when something changed."""
@@ -63,6 +64,7 @@ class DirectSource:
                  warnings: list[str] | None = None, fetcher: Callable[[str, float], HostView] = fetch,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.interval, self.timeout = interval, timeout
+        self.job: str | None = None  # a job's ranks are read through Prometheus only
         self.description = f"{len(urls)} exporter{'s' if len(urls) != 1 else ''}"
         self.warnings = list(warnings or ())
         self._fetch, self._clock = fetcher, clock
@@ -151,7 +153,8 @@ class PrometheusSource:
                  job: str | None = None, job_window_s: float = DEFAULT_WINDOW_S,
                  thresholds: Thresholds | None = None) -> None:
         self.base, self.matchers = base_url, matchers
-        self.job, self.job_window_s = job, job_window_s
+        self.job: str | None = job
+        self.job_window_s = job_window_s
         self.thresholds = thresholds or Thresholds()
         self._job_view: JobView | None = None
         self.interval, self.timeout, self.window_s = interval, timeout, window_s
