@@ -71,17 +71,18 @@ def judge_ranks(ranks: Sequence[RankFigures], t: Thresholds) -> RankVerdict | No
     wait in (a hang); None for a balanced job or when the figures do not say."""
     newest = max((r.seen_at for r in ranks if r.seen_at is not None), default=None)
     gone = [r for r in ranks if stale(r, newest, t)]
-    known = [r for r in ranks if r.samples >= t["stack_min_samples"] and r not in gone]
+    live = [r for r in ranks if r not in gone]
+    known = [r for r in live if r.samples >= t["stack_min_samples"]]
     if not known:
         return None
     waits = [r.collective_share for r in known]
-    if gone and min(waits) >= t["rank_wait_share"]:
+    if gone and min(waits) >= t["straggler_peer_wait_share"]:
         late = max(gone, key=lambda r: (newest or 0.0) - (r.seen_at or 0.0))
         age = (newest or 0.0) - (late.seen_at or 0.0)
         return RankVerdict("hang", late, tuple(known), (
             f"{_who(late)}: no new figures for {age:.0f} s",
             f"the others wait in a collective {_pct(min(waits))}-{_pct(max(waits))} of the time"))
-    if len(known) < 2:
+    if len(known) < 2 or len(known) < len(live):  # never named from some of the ranks while others are unread
         return None
     if min(waits) >= t["rank_hang_wait_share"]:
         return RankVerdict("hang", None, tuple(known), (
@@ -91,7 +92,7 @@ def judge_ranks(ranks: Sequence[RankFigures], t: Thresholds) -> RankVerdict | No
     others = [r for r in known if r is not odd]
     other_waits = [r.collective_share for r in others]
     typical = statistics.median(other_waits)
-    if typical < t["rank_wait_share"] or odd.collective_share > typical * t["rank_straggler_wait_ratio"]:
+    if typical < t["straggler_peer_wait_share"] or odd.collective_share > typical * t["straggler_own_wait_ratio"]:
         return None
     kind: Kind = "hang" if min(other_waits) >= t["rank_hang_wait_share"] else "straggler"
     spent = f"{_who(odd)}: {_pct(odd.collective_share)} in collectives, {_top_phase(odd)}" + \

@@ -104,18 +104,21 @@ TABLE: dict[str, Threshold] = {
                           "longer fits"),
     "cgroup_memory_full_share": Threshold(
         0.9, "fraction", "hwtop's choice: a cgroup at 90% of its memory limit reclaims its own page cache"),
+    # ----- the ranks of a job (issue 34) -----
+    "straggler_peer_wait_share": Threshold(
+        0.5, "fraction", "hwtop's choice, measured on tests/jobs/ddp_straggler.py (gloo, 2 ranks, a 2-core box "
+                         "at load 9): with one rank slowed the other waits in collectives 91% of its samples; "
+                         "balanced, the two wait 35% and 43%. Half the time waiting for peers is a job held back"),
+    "straggler_own_wait_ratio": Threshold(
+        0.33, "fraction", "hwtop's choice: the straggler waits at most a third as much as the others (measured: "
+                          "the slowed rank 1% against 91%; balanced ranks differ by ~1.2x)"),
     "memory_growth_bytes_per_s": Threshold(
         1 << 20, "B/s", "hwtop's choice: a process growing 1 MiB/s for the window is named as what grows"),
-    # ----- the ranks of a job, on one node or across hosts (advice/ranks.py, issue 34) -----
-    "rank_wait_share": Threshold(
-        0.3, "fraction", "hwtop's choice: ranks that wait in a collective 30% of their time or more are held back "
-                         "by another; a balanced DDP job on CPU waits ~10-25% here (jitter between its ranks)"),
-    "rank_straggler_wait_ratio": Threshold(
-        0.5, "fraction", "hwtop's choice: the late rank waits at most half as much as the others do (it arrives "
-                         "last at every all-reduce, so it hardly waits at all)"),
+    # ----- a job's ranks across hosts: hangs (advice/ranks.py) -----
     "rank_hang_wait_share": Threshold(
-        0.9, "fraction", "hwtop's choice: waiting 90% of the time or more, a rank makes next to no progress: "
-                         "the collective it waits in is not completing"),
+        0.98, "fraction", "hwtop's choice: a rank held back by a straggler still computes between all-reduces "
+                          "(the waiting rank of tests/jobs/ddp_straggler.py: 91% waiting); one that waits 98% of "
+                          "its samples or more makes no progress at all: the collective is not completing"),
     "rank_stale_s": Threshold(
         30.0, "s", "hwtop's choice: the stack sampler reports each rank every 10 s (probes/stack_sampler.py); "
                    "three missed reports while the other ranks' arrive is a rank, or its host, that stopped"),

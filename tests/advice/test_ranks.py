@@ -33,10 +33,20 @@ def test_the_rank_that_hardly_waits_while_the_others_do_is_the_straggler():
 
 def test_a_balanced_job_has_no_straggler():
     assert judge_ranks([rank(0, "a", 0.18), rank(1, "a", 0.12), rank(2, "b", 0.22), rank(3, "b", 0.15)], T) is None
+    assert judge_ranks([rank(0, "a", 0.35), rank(1, "b", 0.43)], T) is None  # measured on a loaded 2-core box
+
+
+def test_a_rank_held_back_still_computes_between_all_reduces_a_straggler_not_a_hang():
+    verdict = judge_ranks([rank(0, "a", 0.91), rank(1, "b", 0.01, "other")], T)  # measured: 91% against 1%
+    assert verdict is not None and verdict.kind == "straggler" and verdict.named == "rank 1 on b (pid 101)"
+
+
+def test_no_rank_is_named_while_another_is_still_unread():
+    assert judge_ranks([rank(0, "a", 0.9), rank(1, "b", 0.0), rank(2, "b", 0.9, samples=3)], T) is None
 
 
 def test_when_the_others_wait_all_the_time_the_odd_rank_never_reached_the_collective():
-    verdict = judge_ranks([rank(0, "node-0", 0.97), rank(1, "node-1", 0.0, "other"), rank(2, "node-1", 0.99)], T)
+    verdict = judge_ranks([rank(0, "node-0", 0.99), rank(1, "node-1", 0.0, "other"), rank(2, "node-1", 1.0)], T)
     assert verdict is not None and verdict.kind == "hang" and verdict.rank is not None
     assert (verdict.rank.rank, verdict.rank.host) == (1, "node-1") and "no rank makes progress" in verdict.evidence[1]
 
@@ -48,7 +58,7 @@ def test_a_rank_whose_figures_stopped_while_the_others_wait_is_the_hang():
 
 
 def test_all_ranks_waiting_names_an_unwatched_rank():
-    verdict = judge_ranks([rank(0, "a", 0.98), rank(1, "b", 0.95)], T)
+    verdict = judge_ranks([rank(0, "a", 0.985), rank(1, "b", 1.0)], T)
     assert verdict is not None and verdict.kind == "hang" and verdict.rank is None
     assert verdict.named == "a rank no exporter watches"
 
