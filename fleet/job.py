@@ -79,7 +79,8 @@ class JobView:
             "job": self.job,
             "message": self.message,
             "verdict": None if verdict is None else {
-                "kind": verdict.kind, "rank": None if named is None else named.rank,
+                "kind": verdict.kind, "rule": "collective-hang" if verdict.kind == "hang" else "rank-straggler",
+                "rank": None if named is None else named.rank,
                 "host": None if named is None else named.host, "named": verdict.named,
                 "evidence": list(verdict.evidence),
                 "likely_cause": None if self.cause is None else
