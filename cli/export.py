@@ -73,7 +73,8 @@ def focus_job(args: argparse.Namespace):  # noqa: ANN201 - a JobProbe, or None (
     from hwtop.probes.job import JobError, JobProbe
 
     try:
-        probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True)
+        probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True,
+                         host=args.hostname or os.environ.get("NODE_NAME") or "")  # the name its ranks carry
         probe.check()
     except JobError as error:
         from hwtop.model.safe_text import printable

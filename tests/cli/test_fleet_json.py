@@ -7,8 +7,8 @@ import json
 import subprocess
 import sys
 
+from tests.exporter.test_exporter import StaticExporter
 from tests.prometheus_rig import free_port
-from tests.test_export import StaticExporter
 
 HWTOP = [sys.executable, "-m", "hwtop"]
 

@@ -130,7 +130,7 @@ def test_the_fleet_names_the_slow_rank_on_node_1(logs: Path):
         assert [r["host"] for r in answer["job"]["ranks"]] == ["node-1", "node-0"]  # worst first
         waiting = next(r for r in answer["job"]["ranks"] if r["host"] == "node-0")
         assert waiting["collective_share"] >= 0.3, waiting
-        print(f"straggler named {after:.1f} s after the launchers started")
+        print(f"straggler named {after:.1f} s after the launchers started: {verdict}")
     finally:
         job.close()
 
@@ -141,6 +141,6 @@ def test_the_fleet_names_the_rank_that_never_reaches_the_all_reduce(logs: Path):
         answer, after = job.until_named("hang", NAMED_WITHIN_S + 30)
         verdict = answer["job"]["verdict"]
         assert verdict["host"] == "node-1" and verdict["rank"] == node1_rank(answer), verdict
-        print(f"hang named {after:.1f} s after the launchers started")
+        print(f"hang named {after:.1f} s after the launchers started: {verdict}")
     finally:
         job.close()
