@@ -24,6 +24,7 @@ from hwtop.probes.stack_sampler import RATE_HZ
 SECONDS = "hwtop_job_rank_seconds_total"
 STEPS = "hwtop_job_rank_steps_total"
 SEEN = "hwtop_job_rank_last_seen_timestamp_seconds"
+INFO = "hwtop_job_rank_info"
 DEFAULT_WINDOW_S = 60.0
 MAX_RANKS = 16384  # a Prometheus answer naming more is not one job's
 # Findings that restate the symptom rather than a cause on the host: never offered as the likely cause.
@@ -45,7 +46,7 @@ def job_queries(job: str, matchers: str, window_s: float) -> list[Query]:
     window = f"{max(1, round(window_s))}s"
     return [
         Query("job_now", "/api/v1/query",
-              (("query", _select("", job, matchers, f'__name__=~"{SECONDS}|{STEPS}|{SEEN}"')),)),
+              (("query", _select("", job, matchers, f'__name__=~"{SECONDS}|{STEPS}|{SEEN}|{INFO}"')),)),
         Query("job_increase", "/api/v1/query", (("query", f"increase({_select(SECONDS, job, matchers)}[{window}])"),)),
         Query("job_steps", "/api/v1/query", (("query", f"rate({_select(STEPS, job, matchers)}[{window}])"),)),
     ]
@@ -58,6 +59,12 @@ class _Rank:
     steps: float | None = None
     steps_per_s: float | None = None
     seen_at: float | None = None
+    pid: int | None = None
+    site: str | None = None
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() and len(text) < 10 else None
 
 
 @dataclass(slots=True)
@@ -85,7 +92,8 @@ class JobView:
                 "evidence": list(verdict.evidence),
                 "likely_cause": None if self.cause is None else
                 {"rule": self.cause.rule, "severity": self.cause.severity, "scope": self.cause.scope}},
-            "ranks": [{"rank": r.rank, "host": r.host, "shares": dict(r.shares), "collective_share": r.collective_share,
+            "ranks": [{"rank": r.rank, "host": r.host, "pid": r.pid, "site": r.site, "shares": dict(r.shares),
+                       "collective_share": r.collective_share,
                        "phase_seconds": dict(r.phase_seconds), "samples": r.samples, "steps": r.steps,
                        "steps_per_s": self.steps_per_s.get((r.host, r.rank)),
                        "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1)} for r in self.ranks],
@@ -119,6 +127,8 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
                 rank.steps = value
             elif name == SEEN:
                 rank.seen_at = value
+            elif name == INFO:
+                rank.pid, rank.site = _number(labels.get("pid")), labels.get("site") or None
     figures = []
     for (host, number), rank in sorted(ranks.items()):
         observed = sum(rank.window.values())
@@ -126,7 +136,8 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
             if observed > 0 else ()
         figures.append(RankFigures(number, host, phase_seconds=tuple(sorted(rank.phase_seconds.items())),
                                    shares=shares, steps=None if rank.steps is None else int(rank.steps),
-                                   samples=round(observed * RATE_HZ), seen_at=rank.seen_at))
+                                   samples=round(observed * RATE_HZ), seen_at=rank.seen_at, pid=rank.pid,
+                                   site=rank.site))
     by_host = {h.name: h for h in hosts}
     if not figures:
         return JobView(job, [], {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}",

@@ -34,7 +34,7 @@ def page(job: JobSnapshot | None, hostname: str | None = "node-1", job_name: str
 
 
 RANK0 = RankFigures(0, "box", pid=101, phase_seconds=(("compute", 12.5), ("collective", 30.0)), steps=40,
-                    seen_at=1000.0, samples=300)
+                    seen_at=1000.0, samples=300, site="train.py:41 augment")
 RANK1 = RankFigures(1, "box", pid=102, phase_seconds=(("other", 40.0), ("compute", 2.5)), seen_at=1001.5,
                     samples=300)
 
@@ -48,6 +48,8 @@ def test_each_rank_and_phase_is_a_counter_with_job_rank_host_and_phase():
     assert series["hwtop_job_rank_steps_total"] == [({"job_name": "train", "rank": "0", "Hostname": "node-1"}, 40)]
     assert sorted(v for _, v in series["hwtop_job_rank_last_seen_timestamp_seconds"]) == [1000.0, 1001.5]
     assert series["hwtop_job_info"] == [({"job_name": "train", "Hostname": "node-1", "status": "running"}, 1)]
+    info = {s["rank"]: s for s, _ in series["hwtop_job_rank_info"]}
+    assert info["0"]["pid"] == "101" and info["0"]["site"] == "train.py:41 augment" and info["1"]["site"] == ""
 
 
 def test_the_types_are_counters_and_the_job_label_defaults_to_the_jobs_own():

@@ -35,7 +35,9 @@ def rank_series(host: str, rank: int, collective: float, other: float, seen: flo
     window = [series("", collective, **labels, phase="collective"), series("", other, **labels, phase="compute")]
     now = [series("hwtop_job_rank_seconds_total", 10 * collective, **labels, phase="collective"),
            series("hwtop_job_rank_seconds_total", 10 * other, **labels, phase="compute"),
-           series("hwtop_job_rank_last_seen_timestamp_seconds", seen, **labels)]
+           series("hwtop_job_rank_last_seen_timestamp_seconds", seen, **labels),
+           series("hwtop_job_rank_info", 1, **labels, pid=str(100 + rank), local_rank="0", gpu="",
+                  site=f"train.py:{40 + rank} step")]
     return {"window": window, "now": now}
 
 
@@ -84,7 +86,8 @@ def test_the_straggler_and_its_host_with_that_hosts_own_top_finding_as_the_cause
     source = one_round(FakePrometheus(table, ranks))
     view = source.job_view()
     assert view is not None and view.verdict is not None and view.message is None
-    assert view.verdict.kind == "straggler" and view.verdict.named == "rank 3 on node-1"
+    assert view.verdict.kind == "straggler" and view.verdict.named == "rank 3 on node-1 (pid 103)"
+    assert "at train.py:43 step" in view.verdict.evidence[0]
     assert view.cause == FindingRow("warning", "gpu-throttled", "GPU3")  # not the symptom, not the info
     assert [(r.host, r.rank) for r in view.ranks][0] == ("node-1", 3)
     rank3 = view.ranks[0]
@@ -99,7 +102,7 @@ def test_the_rank_that_never_reached_the_collective_is_named_as_the_hang():
     ranks = [rank_series("node-0", 0, 29.5, 0.5), rank_series("node-1", 1, 0.0, 30.0)]
     view = one_round(FakePrometheus([], ranks)).job_view()
     assert view is not None and view.verdict is not None
-    assert (view.verdict.kind, view.verdict.named) == ("hang", "rank 1 on node-1")
+    assert (view.verdict.kind, view.verdict.named) == ("hang", "rank 1 on node-1 (pid 101)")
     assert view.cause is None
 
 

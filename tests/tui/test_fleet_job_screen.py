@@ -30,8 +30,8 @@ async def test_the_job_screen_names_the_straggler_its_host_and_the_likely_cause(
         screen = app.screen
         assert isinstance(screen, JobScreen)
         verdict = str(screen.verdict.render())
-        assert "STRAGGLER rank 1 on node-1" in verdict and "likely cause on its host: WARNING gpu-throttled · GPU3" \
-            in verdict, verdict
+        assert "STRAGGLER rank 1 on node-1 (pid 101)" in verdict, verdict
+        assert "likely cause on its host: WARNING gpu-throttled · GPU3" in verdict, verdict
         first = screen.table.get_row_at(0)
         assert first[0].plain.strip() == "▶ 1" and first[1].plain == "node-1" and first[2].plain == "2%"
         assert first[6].plain == "WARNING gpu-throttled"
