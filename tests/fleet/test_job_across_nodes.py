@@ -59,10 +59,15 @@ class Node:
              "--rdzv-id", JOB, str(SCRIPT), "--seconds", "240", *job_args],
             stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=logs)
         self.port = free_port()
-        self.exporter = subprocess.Popen(
-            [*HWTOP, "export", "--job", str(self.launcher.pid), "--job-name", JOB, "--hostname", self.host,
-             "--listen", f"127.0.0.1:{self.port}", "--interval", "1"],
-            stdout=subprocess.DEVNULL, stderr=self.log, start_new_session=True, env=env, cwd=ROOT)
+        try:
+            self.exporter = subprocess.Popen(
+                [*HWTOP, "export", "--job", str(self.launcher.pid), "--job-name", JOB, "--hostname", self.host,
+                 "--listen", f"127.0.0.1:{self.port}", "--interval", "1"],
+                stdout=subprocess.DEVNULL, stderr=self.log, start_new_session=True, env=env, cwd=ROOT)
+        except BaseException:
+            stop_group(self.launcher)
+            self.log.close()
+            raise
 
     def close(self) -> None:
         stop_group(self.launcher)
@@ -76,7 +81,8 @@ class TwoNodes:
         self.nodes: list[Node] = []
         self.prometheus: Prometheus | None = None
         try:
-            self.nodes = [Node(0, rendezvous, [], logs), Node(1, rendezvous, node1_args, logs)]
+            for rank, args in ((0, []), (1, node1_args)):
+                self.nodes.append(Node(rank, rendezvous, args, logs))  # one by one: a failed start leaks none
             self.prometheus = Prometheus({"train": [(f"127.0.0.1:{n.port}", "/metrics", {}) for n in self.nodes]})
         except BaseException:
             self.close()
