@@ -82,12 +82,16 @@ def judge_ranks(ranks: Sequence[RankFigures], t: Thresholds) -> RankVerdict | No
         return RankVerdict("hang", late, tuple(known), (
             f"{_who(late)}: no new figures for {age:.0f} s",
             f"the others wait in a collective {_pct(min(waits))}-{_pct(max(waits))} of the time"))
-    if len(known) < 2 or len(known) < len(live):  # never named from some of the ranks while others are unread
+    if len(known) < len(live):  # never named from some of the ranks while others are unread
         return None
-    if min(waits) >= t["rank_hang_wait_share"]:
+    if min(waits) >= t["rank_hang_wait_share"]:  # even one rank alone: a collective needs a peer it waits for
+        every = f"all {len(known)} watched ranks wait" if len(known) > 1 else f"{_who(known[0])}, the one rank " \
+            "seen, waits"
         return RankVerdict("hang", None, tuple(known), (
-            f"all {len(known)} watched ranks wait in a collective ({_pct(min(waits))} or more of the time): the "
-            "rank they wait for is not among them",))
+            f"{every} in a collective ({_pct(min(waits))} or more of the time): the rank they wait for is not among "
+            "the ranks seen",))
+    if len(known) < 2:
+        return None
     odd = min(known, key=lambda r: (r.collective_share, r.rank, r.host))
     others = [r for r in known if r is not odd]
     other_waits = [r.collective_share for r in others]

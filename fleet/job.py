@@ -149,5 +149,8 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
         causes = [f for f in host.findings if f.rule not in SYMPTOMS] if host is not None else []
         cause = min(causes, key=lambda f: SEVERITY_ORDER.get(f.severity, 9)) if causes else None
     steps_per_s = {key: r.steps_per_s for key, r in ranks.items() if r.steps_per_s is not None}
-    return JobView(job, worst_first(figures, verdict, t), steps_per_s, verdict,
-                   None if verdict is not None else missing_figure(figures, t), cause, by_host)
+    message = None if verdict is not None else missing_figure(figures, t)
+    down = [h for h in hosts if not h.up]
+    if verdict is not None and verdict.rank is None and down:  # its ranks' series went stale with its scrapes
+        message = "not answering, their ranks unseen: " + "; ".join(f"{h.name} ({h.error})" for h in down)
+    return JobView(job, worst_first(figures, verdict, t), steps_per_s, verdict, message, cause, by_host)

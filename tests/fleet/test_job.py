@@ -9,6 +9,9 @@ import json
 import time
 import urllib.parse
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.job import assemble_job, job_queries, promql_string
 from hwtop.fleet.model import FindingRow, GpuRow, HostView
@@ -149,3 +152,21 @@ def test_host_rows_name_their_gpu_models():
     view.gpus["8"] = GpuRow("8", "NVIDIA L4")
     assert view.gpu_models == "8x A100-SXM4-80GB, 1x L4"
     assert HostView("b").gpu_models == ""
+
+
+def test_when_every_rank_seen_waits_a_host_that_stopped_answering_is_named():
+    ranks = [rank_series("node-0", 0, 30.0, 0.0)]
+    now = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["now"]]
+    window = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["window"]]
+    down = HostView("127.0.0.1:9401", hostname="node-1", error="down: connection refused")
+    view = assemble_job("train", URL, now, window, [], [HostView("a", hostname="node-0"), down], Thresholds())
+    assert view.verdict is not None and view.verdict.kind == "hang" and view.verdict.rank is None
+    assert view.message == "not answering, their ranks unseen: node-1 (down: connection refused)"
+
+
+@given(st.lists(st.tuples(st.dictionaries(st.sampled_from(["__name__", "rank", "Hostname", "phase", "pid", "site",
+                                                            "job_name"]), st.text(max_size=12)),
+                          st.floats(allow_nan=True, allow_infinity=True)), max_size=30))
+def test_any_answer_gives_a_view_never_an_error(items):
+    view = assemble_job("train", URL, items, items, items, [], Thresholds())
+    assert all(r.rank >= 0 for r in view.ranks) and (view.ranks or view.message)
