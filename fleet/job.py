@@ -49,6 +49,9 @@ def job_queries(job: str, matchers: str, window_s: float) -> list[Query]:
               (("query", _select("", job, matchers, f'__name__=~"{SECONDS}|{STEPS}|{SEEN}|{INFO}"')),)),
         Query("job_increase", "/api/v1/query", (("query", f"increase({_select(SECONDS, job, matchers)}[{window}])"),)),
         Query("job_steps", "/api/v1/query", (("query", f"rate({_select(STEPS, job, matchers)}[{window}])"),)),
+        Query("job_names", "/api/v1/query",
+              (("query", "group by (job_name) (" + (f"hwtop_job_info{{{matchers}}}" if matchers else "hwtop_job_info")
+                + ")"),)),
     ]
 
 
@@ -108,8 +111,9 @@ def _rank_of(labels: dict[str, str]) -> tuple[str, int] | None:
 
 def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], increase: list[tuple[dict[str, str],
                  float]], steps: list[tuple[dict[str, str], float]], hosts: list[HostView],
-                 t: Thresholds) -> JobView:
-    """The three job answers of one round (each an instant vector) and that round's host rows → the job's view."""
+                 t: Thresholds, names: list[tuple[dict[str, str], float]] | None = None) -> JobView:
+    """The job answers of one round (each an instant vector) and that round's host rows → the job's view;
+    `names` (the job_name of every watched job there) only says which jobs there are when this one is not."""
     ranks: dict[tuple[str, int], _Rank] = defaultdict(_Rank)
     for answer, what in ((now, "now"), (increase, "window"), (steps, "steps")):
         for labels, value in answer:
@@ -140,7 +144,9 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
                                    site=rank.site))
     by_host = {h.name: h for h in hosts}
     if not figures:
-        return JobView(job, [], {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}",
+        there = sorted({labels.get("job_name", "") for labels, _ in names or ()} - {""})
+        listed = f" (jobs there: {', '.join(there[:8])}{', …' if len(there) > 8 else ''})" if there else ""
+        return JobView(job, [], {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}{listed}",
                        hosts=by_host)
     verdict = judge_ranks(figures, t)
     cause = None

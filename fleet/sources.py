@@ -230,6 +230,12 @@ class PrometheusSource:
     def _judge(self, bodies: dict[str, bytes], errors: dict[str, str]) -> JobView:
         """The job's view from this round's answers; one that failed is the view's message."""
         vectors = {}
+        names = None
+        if "job_names" in bodies:
+            try:
+                names = parse_vector(bodies["job_names"])
+            except FetchError:
+                names = None  # only a hint: the view goes on without it
         for key in ("job_now", "job_increase", "job_steps"):
             try:
                 vectors[key] = parse_vector(bodies[key]) if key in bodies else None
@@ -241,7 +247,7 @@ class PrometheusSource:
             job = self.job or ""
             return JobView(job, [], {}, None, f"Prometheus: {failed[0]}: {errors.get(failed[0], 'no answer')}")
         return assemble_job(self.job or "", self.base, vectors["job_now"] or [], vectors["job_increase"] or [],
-                            vectors["job_steps"] or [], self._views, self.thresholds)
+                            vectors["job_steps"] or [], self._views, self.thresholds, names)
 
     def hosts(self) -> list[HostView]:
         return list(self._views)

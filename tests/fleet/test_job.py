@@ -47,8 +47,8 @@ def rank_series(host: str, rank: int, collective: float, other: float, seen: flo
 class FakePrometheus:
     """A getter answering the fleet's queries: the host table from `table`, the job's from `ranks`."""
 
-    def __init__(self, table: list[dict], ranks: list[dict[str, list]]) -> None:
-        self.table, self.ranks, self.asked = table, ranks, []
+    def __init__(self, table: list[dict], ranks: list[dict[str, list]], names: tuple[str, ...] = ()) -> None:
+        self.table, self.ranks, self.names, self.asked = table, ranks, names, []
 
     def __call__(self, url: str, timeout: float, limit: int) -> bytes:
         parts = urllib.parse.urlsplit(url)
@@ -60,6 +60,8 @@ class FakePrometheus:
             return vector(*(s for r in self.ranks for s in r["window"]))
         if promql.startswith("rate(hwtop_job_rank_steps_total"):
             return vector()
+        if promql.startswith("group by (job_name)"):
+            return vector(*({"metric": {"job_name": name}, "value": [1000.0, "1"]} for name in self.names))
         if "hwtop_job_rank_last_seen" in promql:
             return vector(*(s for r in self.ranks for s in r["now"]))
         if "hwtop_finding" in promql:
@@ -113,6 +115,9 @@ def test_a_prometheus_without_job_series_says_so_in_one_line():
     view = one_round(FakePrometheus([finding("node-0", "io-bound", "warning")], [])).job_view()
     assert view is not None and view.ranks == [] and view.verdict is None
     assert view.message == 'no hwtop job series at http://prom:9090 for job_name="train"'
+    view = one_round(FakePrometheus([], [], names=("gpt", "bert"))).job_view()
+    assert view is not None and view.message == \
+        'no hwtop job series at http://prom:9090 for job_name="train" (jobs there: bert, gpt)'
 
 
 def test_without_a_job_the_rounds_ask_no_job_queries():
@@ -129,7 +134,7 @@ def test_without_a_job_the_rounds_ask_no_job_queries():
 def test_a_hostile_job_name_is_one_promql_string_and_the_selector_is_kept():
     evil = 'x"} or vector(1) or {a="\\'
     queries = job_queries(evil, 'env="prod"', 30)
-    assert all(promql_string(evil) in dict(q.params)["query"] for q in queries)
+    assert all(promql_string(evil) in dict(q.params)["query"] for q in queries if q.key != "job_names")
     assert json.loads(promql_string(evil)) == evil
     assert all('env="prod"' in dict(q.params)["query"] for q in queries)
     assert "[30s]" in dict(queries[1].params)["query"]
