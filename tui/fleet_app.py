@@ -220,7 +220,7 @@ class FleetApp(GuardedApp[None]):
 
     def on_mount(self) -> None:
         self.table.add_columns("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING",
-                               "ADDRESS")
+                               "ADDRESS", "GPU MODELS")
         self.tick()
         self.set_interval(self.refresh_s, self.tick)
         if self.source.job is not None:  # --job: its ranks first; escape shows the hosts
@@ -261,22 +261,25 @@ class FleetApp(GuardedApp[None]):
             self.screen.show(job)
 
     def _fill_table(self) -> None:
-        """Columns in order of use, so a narrow terminal keeps the finding and loses the address first."""
+        """Columns in order of use, so a narrow terminal keeps the finding and loses the address and the GPU
+        models (`8x A100-SXM4-80GB`; enter shows each GPU's) first."""
         selected = self._selected_key()
         self.table.clear()
         for view in self.views:
             name, status = plain(view.name, "bold", LABEL_WIDTH), _status(view)
             address = plain(short_address(view.address), palette.DIM, LABEL_WIDTH)
             if not view.up:  # nothing measured now: blank, not N/A
-                self.table.add_row(name, status, *(Text("") for _ in range(6)), address, key=row_key(view))
+                self.table.add_row(name, status, *(Text("") for _ in range(6)), address,
+                                   plain(view.gpu_models, palette.DIM, LABEL_WIDTH), key=row_key(view))
                 continue
             memory = view.memory
             self.table.add_row(
-                name, status, plain(view.gpu_models or str(len(view.gpus)), "", LABEL_WIDTH),
+                name, status, Text(str(len(view.gpus))),
                 _num(view.util_mean, "{:.0f}%"),
                 sparkline(view.trend, 12) if view.trend else Text(""),
                 Text("N/A", style=palette.DIM) if memory is None else _gib(*memory),
-                _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, key=row_key(view))
+                _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, plain(view.gpu_models, "", LABEL_WIDTH),
+                key=row_key(view))
         keys = [row_key(v) for v in self.views]
         if selected in keys:
             self.table.move_cursor(row=keys.index(selected))
