@@ -156,6 +156,9 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
         cause = min(causes, key=lambda f: SEVERITY_ORDER.get(f.severity, 9)) if causes else None
     steps_per_s = {key: r.steps_per_s for key, r in ranks.items() if r.steps_per_s is not None}
     message = None if verdict is not None else missing_figure(figures, t)
+    if not increase and verdict is None:
+        message = ("the ranks' counters did not advance within the window: it must span at least two scrapes "
+                   "(--rank-window)")
     down = [h for h in hosts if not h.up]
     if verdict is not None and verdict.rank is None and down:  # its ranks' series went stale with its scrapes
         message = "not answering, their ranks unseen: " + "; ".join(f"{h.name} ({h.error})" for h in down)

@@ -175,3 +175,10 @@ def test_when_every_rank_seen_waits_a_host_that_stopped_answering_is_named():
 def test_any_answer_gives_a_view_never_an_error(items):
     view = assemble_job("train", URL, items, items, items, [], Thresholds())
     assert all(r.rank >= 0 for r in view.ranks) and (view.ranks or view.message)
+
+
+def test_a_window_shorter_than_two_scrapes_says_so():
+    ranks = [rank_series("node-0", 0, 30.0, 0.0), rank_series("node-1", 1, 0.0, 30.0)]
+    now = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["now"]]
+    view = assemble_job("train", URL, now, [], [], [], Thresholds())
+    assert view.verdict is None and "--rank-window" in (view.message or "")
