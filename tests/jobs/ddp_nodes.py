@@ -24,6 +24,7 @@ def augment(batch: torch.Tensor, milliseconds: float) -> torch.Tensor:
 
 def wait_for_next_shard() -> None:
     """A rank stuck outside the training loop (a lost file lock, a dead data service)."""
+    print(f"rank {os.environ.get('RANK')}: waiting for the next shard", flush=True)
     while True:
         time.sleep(1)
 
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0, help="stop after this many seconds")
     parser.add_argument("--slow-ms", type=float, default=0.0, help="extra Python work per step on this node")
     parser.add_argument("--stall-after", type=int, default=0, help="on this node, stop before step N (0: never)")
+    parser.add_argument("--stall-rank", type=int, default=-1, help="with --stall-after: only this rank stops")
     args = parser.parse_args()
 
     dist.init_process_group("gloo")
@@ -53,7 +55,7 @@ def main() -> None:
         x, y = torch.randn(64, 256), torch.randint(0, 10, (64,))
         if args.slow_ms:
             x = augment(x, args.slow_ms)
-        if args.stall_after and step + 1 >= args.stall_after:
+        if args.stall_after and step + 1 >= args.stall_after and args.stall_rank in (-1, rank):
             wait_for_next_shard()
         optimizer.zero_grad()
         loss = loss_fn(model(x), y)
