@@ -56,7 +56,9 @@ def add_options(export: argparse.ArgumentParser, add_source_options: Callable[..
     export.description = (
         "Serve GET /metrics: GPU series named as NVIDIA's dcgm-exporter names them (DCGM_FI_DEV_*, labels gpu, UUID, "
         "pci_bus_id, device, modelName, Hostname) and hwtop_* series for cores, NUMA memory, disks, the workload and "
-        "the active advice findings. Scrapes read the latest snapshot.")
+        "the active advice findings. Scrapes read the latest snapshot. With --pid/--job, the job is focused as the "
+        "monitor focuses it and each rank's phase seconds, steps and last update are exported "
+        "(hwtop_job_rank_*{job_name,rank,Hostname}) for 'hwtop fleet --prometheus URL --job NAME'.")
     export.add_argument("--listen", type=listen_address, default=listen_address(DEFAULT_LISTEN),
                         metavar="HOST:PORT", help=f"address to bind (default {DEFAULT_LISTEN}; 0.0.0.0:PORT exposes "
                                                   "it to the network)")
