@@ -17,8 +17,9 @@ import pytest
 
 from hwtop.demo.nvml import FakeNvmlLibrary, abi, demo_library, world
 from hwtop.demo.profiles import GIB, DemoProcess, get_profile
-from hwtop.probes.gpu import INIT_RETRY_S, LOST_RETRY_S, SLOW_TIER_S, NvmlProbe
+from hwtop.probes.gpu import NvmlProbe
 from hwtop.probes.nvml.capabilities import REPROBE_S
+from hwtop.probes.nvml.session import INIT_RETRY_S, LOST_RETRY_S, SLOW_TIER_S
 from hwtop.probes.nvml.slow import BackgroundCalls
 
 
