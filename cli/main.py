@@ -89,6 +89,8 @@ EXCLUSIVE = (
     ("--workload", "--job", "watch the embedded job or a running one, not both"),
     ("--workload", "replay FILE", "a replay only plays what was recorded"),
     ("--pid", "replay FILE", "a replay only plays what was recorded"),
+    ("--pid", "--replay", "a replay only plays what was recorded"),
+    ("--job", "--replay", "a replay only plays what was recorded"),
     ("--job", "replay FILE", "a replay only plays what was recorded"),
 )
 
@@ -195,6 +197,10 @@ def _export_options(export: argparse.ArgumentParser) -> None:
     from hwtop.cli.export import add_options
 
     add_options(export, _add_source_options)
+    _add_job_options(export, sub=True)
+    export.add_argument("--job-name", metavar="NAME", default=None,
+                        help="with --pid/--job: the job_name label of the job's rank series (default: the --job "
+                             "pattern, else 'pid N'); give every node's exporter the same one")
 
 
 def _fleet_options(fleet: argparse.ArgumentParser) -> None:
@@ -210,6 +216,14 @@ def _fleet_options(fleet: argparse.ArgumentParser) -> None:
                        help="with --prometheus: only series matching these label matchers, e.g. '{job=\"train\"}'")
     fleet.add_argument("--timeout", type=interval_seconds, default=3.0, metavar="SECONDS",
                        help="deadline of each request (default 3)")
+    fleet.add_argument("--job", metavar="NAME", default=None,
+                       help="with --prometheus: every rank of this job (the job_name of its hosts' 'hwtop export "
+                            "--job'), worst first, the straggler or the hang named with its host's top finding")
+    fleet.add_argument("--rank-window", type=interval_seconds, default=60.0, metavar="SECONDS",
+                       help="with --job: the span the ranks' shares are taken over (default 60)")
+    fleet.add_argument("--json", action="store_true",
+                       help="read one round, print the hosts (and the --job view) as JSON and exit: 0 read, 1 "
+                            "Prometheus or every exporter did not answer")
     _add_source_options(fleet, "seconds between rounds (default 1)", sub=True)
 
 
@@ -390,7 +404,7 @@ def run_command(argv: list[str]) -> int:
         args.interval_given = "--interval" in argv
         return replay_command(args)
     if args.command == "fleet":
-        return fleet_command(args, parser)
+        return fleet_command(args, parser, thresholds)
     if args.command == "export":
         from hwtop.cli.export import export_command
 
@@ -437,7 +451,7 @@ def run_command(argv: list[str]) -> int:
     return 0
 
 
-def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser, thresholds) -> int:  # noqa: ANN001
     from hwtop.fleet.sources import DirectSource, FleetSource, PrometheusSource
     from hwtop.fleet.targets import merge, prometheus_url, selector_matchers
 
@@ -455,10 +469,13 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             if targets:
                 parser.error("give exporter URLs or --prometheus, not both")
             source = PrometheusSource(prometheus_url(args.prometheus), selector_matchers(args.selector or "{}"),
-                                      interval=interval, timeout=args.timeout)
+                                      interval=interval, timeout=args.timeout, job=args.job,
+                                      job_window_s=args.rank_window, thresholds=thresholds)
         else:
             if args.selector:
                 parser.error("--selector needs --prometheus URL")
+            if args.job is not None:
+                parser.error("--job reads the job's ranks through Prometheus: it needs --prometheus URL")
             if not targets:
                 parser.error("fleet needs at least one exporter URL (or --file, or --prometheus URL)")
             merged = merge(targets)
@@ -468,6 +485,13 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                                   warnings=list(merged.warnings))
     except ValueError as error:
         parser.error(str(error))
+    if args.json:
+        from hwtop.cli.fleet_json import fleet_json
+
+        try:
+            return fleet_json(source, args.timeout)
+        finally:
+            source.close()
     from hwtop.tui.fleet_app import FleetApp
 
     try:

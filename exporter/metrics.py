@@ -101,8 +101,9 @@ def gpu_labels(gpu: GpuSnapshot, hostname: str) -> tuple[str, ...]:
 
 
 def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: str,
-             hostname: str | None = None) -> Iterator[Family]:
-    """`hostname` overrides the snapshot's (dcgm-exporter takes $NODE_NAME the same way)."""
+             hostname: str | None = None, job_name: str | None = None) -> Iterator[Family]:
+    """`hostname` overrides the snapshot's (dcgm-exporter takes $NODE_NAME the same way); `job_name` the focused
+    job's label (default: the job's own)."""
     info = Family("hwtop_info", "hwtop build and source; always 1", ("Hostname", "version", "source"))
     if snapshot is None:
         yield info
@@ -134,6 +135,10 @@ def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: 
     yield nvlink
     yield from _host_families(snapshot, host)
     yield from _workload_families(snapshot, host)
+    if snapshot.job is not None:
+        from hwtop.exporter.job_metrics import job_families  # only an exporter watching a job loads it
+
+        yield from job_families(snapshot.job, job_name or snapshot.job.label, host)
     yield finding_family(findings, host)
 
 

@@ -105,8 +105,10 @@ ADVICE_SCREEN = (Key("a,q", "dismiss", "close"),)
 REPORT_SCREEN = (Key("b,q", "dismiss", "close"),)
 
 # The fleet view
-FLEET = (Key("q", "quit", "Quit"), Key("enter", "open_host", "GPUs of the host"))
+FLEET = (Key("q", "quit", "Quit"), Key("enter", "open_host", "GPUs of the host"),
+         Key("j", "open_job", "Job ranks"))
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
+FLEET_JOB = (Key("escape,q", "app.pop_screen", "Hosts"),)
 
 # Widgets
 LINE_TABLE = (

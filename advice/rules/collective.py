@@ -5,11 +5,15 @@ spin on a flag, so utilisation sits at 100% while the power drawn falls to littl
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
+
+if TYPE_CHECKING:
+    from hwtop.advice.ranks import RankVerdict
 
 FIXES = (
     "py-spy dump --pid PID on each rank (in hwtop: f on a rank, then d in the job view): the ranks waiting show "
@@ -54,27 +58,16 @@ def _odd_rank(snapshot: Snapshot) -> str | None:
             "has not reached the collective")
 
 
-def _absent_rank(snapshot: Snapshot, t: Thresholds) -> tuple[str, int | None] | None:
-    """From the per-rank figures (stack samples, on this node): the one rank not waiting in the collective while
-    every other one does. (evidence, its pid)."""
+def _hung_rank(snapshot: Snapshot, t: Thresholds) -> RankVerdict | None:
+    """From a focused job's per-rank figures (advice/ranks.py, as the fleet judges a job across hosts): the
+    others wait in a collective nearly all the time and one rank is elsewhere, or its figures stopped."""
     job = snapshot.job
-    if job is None or len(job.ranks) < 2:
+    if job is None or job.status != "running" or len(job.ranks) < 2:
         return None
-    read = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
-    if len(read) < len(job.ranks):
-        return None  # a rank whose stacks cannot be read could be the one: no guess
-    away = [r for r in read if r.collective_share < t["straggler_own_wait_ratio"] * t["straggler_peer_wait_share"]]
-    waiting = [r for r in read if r.collective_share >= t["straggler_peer_wait_share"]]
-    if len(away) != 1 or len(waiting) != len(read) - 1:
-        return None
-    rank = away[0]
-    low, high = min(r.collective_share for r in waiting), max(r.collective_share for r in waiting)
-    spread = f"{100 * low:.0f}%" if low == high else f"{100 * low:.0f}-{100 * high:.0f}%"
-    site = f", busy at {rank.site}" if rank.site else ""
-    pid = f"pid {rank.pid}, " if rank.pid is not None else ""
-    return (f"rank {rank.rank} ({pid}host {rank.host}) has not reached the collective: in it "
-            f"{100 * rank.collective_share:.0f}% of its stack samples{site}, while the other {len(waiting)} "
-            f"wait in it {spread}", rank.pid)
+    from hwtop.advice.ranks import judge_ranks  # only a focused job with ranks loads it
+
+    verdict = judge_ranks(job.ranks, t)
+    return verdict if verdict is not None and verdict.kind == "hang" else None
 
 
 def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
@@ -83,7 +76,16 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
                 for found in [_spinning(window, g, t)] if found is not None}
     workload = latest.workload
     stalled = workload is not None and workload.status == "stalled"
-    if not spinning and not stalled:
+    hung = _hung_rank(latest, t)
+    if not spinning and not stalled and hung is None:
+        return
+    if hung is not None and not spinning and not stalled:  # the ranks' own figures say it, GPU or not
+        named = hung.rank
+        yield Finding("collective-hang", "critical",
+                      f"Rank {named.rank} on {named.host} never reached the collective the others wait in"
+                      if named is not None else "Every watched rank waits in a collective", hung.evidence, FIXES,
+                      scope="job", gpus=(named.gpu,) if named is not None and named.gpu is not None else (),
+                      pids=(named.pid,) if named is not None and named.pid is not None else ())
         return
     evidence = []
     if stalled and workload is not None:
@@ -93,10 +95,11 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence.append(f"GPU{index} {util:.0f}% busy for {t['spin_seconds']:.0f} s yet drawing "
                         f"{100 * share:.0f}% of its power limit (limit {100 * t['spin_power_share']:.0f}%): "
                         "kernels polling, not computing")
-    absent = _absent_rank(latest, t)
-    odd = absent[0] if absent is not None else _odd_rank(latest)
+    odd = _odd_rank(latest)
     if odd:
         evidence.append(odd)
+    if hung is not None:
+        evidence.extend(hung.evidence)
     pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
     if not pids and workload is not None:
         pids = workload.pids
