@@ -13,6 +13,7 @@ from hwtop.advice.rules.job_facts import (
     churn,
     job_mean,
     mains,
+    member_scope,
     process_mean,
     rank_count,
     recent_jobs,
@@ -139,13 +140,14 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
             evidence.append(f"its main thread was starting or joining workers in {100 * s.fraction('workers'):.0f}% "
                             f"and waiting for data in {100 * s.fraction('data'):.0f}% of {s.samples} stack samples")
         yield Finding(
-            "worker-churn", "warning", f"DataLoader workers re-created every epoch ({who(parent, births.parent)})",
+            "worker-churn", "warning", "DataLoader workers re-created every epoch",
             tuple(evidence),
             ("DataLoader(..., num_workers=N, persistent_workers=True): the workers (and the copy of the Dataset "
              "each holds) stay alive across epochs instead of being forked again each time.",
              "Create each DataLoader once, outside the epoch loop (the same holds for the validation loader).",
              "Expensive Dataset.__init__ or worker_init_fn work is paid again by every new worker: keep it small."),
-            scope=f"pid {births.parent}", pids=(births.parent,))
+            scope=member_scope(parent, births.parent), pids=(births.parent,), cause="workers re-created",
+            measure=per_minute)
 
 
 def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
@@ -190,8 +192,9 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
         fixes += ["persistent_workers=True with it, so the workers are not re-created each epoch.",
                   "Keep heavy per-sample work (decoding, augmentation) in Dataset.__getitem__, which the workers run, "
                   "not in the training loop."]
-        yield Finding("single-core-loading", "warning", f"One core loads all the data ({who(main, main.pid)})",
-                      tuple(evidence), tuple(fixes), scope=f"pid {main.pid}", pids=(main.pid,))
+        yield Finding("single-core-loading", "warning", "One core loads all the data", tuple(evidence), tuple(fixes),
+                      scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread",
+                      measure=hot)
 
 
 def loader_io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:

@@ -1,0 +1,34 @@
+"""The advice pane in the App, on a whole demo machine's story: one finding per cause."""
+
+from __future__ import annotations
+
+from hwtop.tui.app import HwtopApp
+from hwtop.widgets.advice import AdvicePanel
+from tests.advice_timeline import play_story
+from tests.factories import ScriptedSource
+
+
+def warmed_app(snapshots) -> HwtopApp:
+    app = HwtopApp(ScriptedSource(snapshots))
+    for snapshot in snapshots[:-1]:  # the app's own engine lives through the story up to its last tick
+        app.session.advance(lambda snapshot=snapshot: snapshot)
+    return app
+
+
+def text_of(panel: AdvicePanel) -> str:
+    return "\n".join(line.plain for line in panel.lines(panel.content_size.width))
+
+
+async def test_fp32_on_eight_gpus_is_one_finding_covering_them_all() -> None:
+    frames = play_story("amp", 30)
+    app = warmed_app([f.snapshot for f in frames])
+    async with app.run_test(size=(200, 60)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        panel = app.query_one(AdvicePanel)
+        (finding,) = [f for f in panel.findings if f.id == "amp-available"]
+        assert finding.covers == tuple(f"GPU{i}" for i in range(8)) and finding.scope == "GPU0-7"
+        assert finding.gpus == tuple(range(8))
+        text = text_of(panel)
+        assert text.count("[amp-available]") == 1 and "fp32 training on a GPU with Tensor Cores · GPU0-7" in text
+        assert "Advice · 1 finding " in str(panel.border_title)
