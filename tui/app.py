@@ -262,7 +262,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         findings = frame.findings
         self.advice_panel.inline = height >= SHORT_TERMINAL
         self.advice_panel.show(findings, snapshot.time, watching, rule_errors)
-        serious = frame.serious
+        serious = [f for f in frame.serious if not f.clearing(snapshot.time)]  # a GPU that recovered is not red
         marked_gpus = {i for f in serious for i in f.gpus}
         marked_cores = {c for f in serious for c in f.cores}
         # Rows: header and footer 1 each, the process table at least 4, the workload and advice panes what
