@@ -92,6 +92,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             facts["workload"] = {"scenario": w.scenario, "status": w.status, "exit_code": w.exit_code,
                                  "stderr_tail": list(w.stderr_tail)}
         facts["rule_errors"] = dict(frame.rule_errors)
+        facts["timeline"] = [change.to_dict() for change in frame.timeline]
         if snapshot.job is not None:
             shown = last_running or snapshot.job  # an ended job's last live view, with how it ended
             watched_s = snapshot.time - (facts.get("job_since") or snapshot.time)
@@ -213,7 +214,18 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
         out += [f"  fix:  {line}" for line in f.fix]
     for rule, message in sorted(facts.get("rule_errors", {}).items()):
         out.append(f"rule {rule} failed: {message}")
+    out += timeline_lines(facts.get("timeline", []))
     return printable_lines(out)
+
+
+def timeline_lines(changes: list[dict[str, Any]]) -> list[str]:
+    """What was raised and cleared while doctor watched, with times: the story behind the findings above."""
+    from hwtop.advice.timeline import describe
+    from hwtop.model.finding import Change
+
+    if not changes:
+        return ["", "What changed: nothing was raised or cleared."]
+    return ["", "What changed:", *(f"  {describe(Change(**change))}" for change in changes)]
 
 
 def crash_lines(workload: dict[str, Any]) -> list[str]:

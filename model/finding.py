@@ -1,4 +1,5 @@
-"""A finding: what is wrong, the measured numbers that say so, and the concrete fix."""
+"""A finding: what is wrong, the measured numbers that say so, and the concrete fix; and a Change, one line of
+the advice's timeline: a finding raised or cleared, when, and its worst figure."""
 
 from __future__ import annotations
 
@@ -55,3 +56,27 @@ class Finding(Record, frozen=True):
                 "evidence": list(self.evidence), "fix": list(self.fix), "gpus": list(self.gpus),
                 "cores": list(self.cores), "pids": list(self.pids), "since": self.since, "cause": self.cause,
                 "covers": list(self.covers), "count": self.count, "measure": self.measure, "held_at": self.held_at}
+
+
+class Change(Record, frozen=True):
+    """`what` is "raised" or "cleared". `figure` is the finding's first evidence line: as it was when raised, and
+    at its worst (the rule's `measure`) when cleared; `held_s`, on a clearing, is how long it was shown. `cause`
+    and `scope` are the finding's, so (id, cause or scope) is its key as the pane's."""
+
+    time: float
+    what: str
+    id: str
+    severity: str
+    title: str
+    scope: str = ""
+    cause: str = ""
+    figure: str = ""
+    held_s: float | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.id, self.cause or self.scope)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"time": self.time, "what": self.what, "id": self.id, "severity": self.severity, "title": self.title,
+                "scope": self.scope, "cause": self.cause, "figure": self.figure, "held_s": self.held_s}

@@ -1,5 +1,6 @@
 """Every finding with its evidence and fix, on a screen of its own: where the terminal is too short to open a
-finding inside the pane (80x24), `a` or a click brings this up instead. It follows the live findings."""
+finding inside the pane (80x24), `a` or a click brings this up instead. It follows the live findings. Below them,
+what changed when: each finding raised and cleared over the session (a replay's: the recording's), a line each."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from hwtop.model.finding import Finding
+from hwtop.advice.timeline import describe
+from hwtop.model.finding import Change, Finding
 from hwtop.tui.dialog import Dialog
-from hwtop.widgets import keys
+from hwtop.widgets import keys, palette
 from hwtop.widgets.advice import AdvicePanel
+from hwtop.widgets.safe_text import data
+
+SEVERITY_STYLE = {"critical": palette.CRIT_STRONG, "warning": palette.WARN_STRONG, "info": palette.INFO_STRONG}
 
 
 class AdviceScreen(Dialog[None]):
@@ -26,6 +31,7 @@ class AdviceScreen(Dialog[None]):
         super().__init__()
         self.body = Static(id="advice-body")
         self.panel = AdvicePanel()  # used only to lay the findings out, never mounted
+        self.timeline: tuple[Change, ...] = ()
 
     def compose(self) -> ComposeResult:
         scroll = VerticalScroll()
@@ -34,15 +40,31 @@ class AdviceScreen(Dialog[None]):
             yield self.body
 
     def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
-             rule_errors: dict[str, str]) -> None:
+             rule_errors: dict[str, str], timeline: tuple[Change, ...] = ()) -> None:
         panel = self.panel
         panel.show(findings, now, watching, rule_errors)
         panel.expanded = {f.key for f in findings}
+        self.timeline = timeline
         self._draw()
 
     def on_resize(self) -> None:
         self._draw()  # the first show() comes before the screen has a size: it drew at 20 columns till a tick
 
     def _draw(self) -> None:
-        width = max(20, self.size.width - 4)
-        self.body.update(Text("\n").join(self.panel.cached_lines(width)))  # cached_lines: shown, not sent
+        width = max(20, self.size.width - 6)  # the border, the padding and the scroll bar
+        lines = [*self.panel.cached_lines(width), Text(""), *timeline_lines(self.timeline, width)]
+        self.body.update(Text("\n").join(lines))  # cached_lines: shown, not sent
+
+
+def timeline_lines(changes: tuple[Change, ...], width: int) -> list[Text]:
+    """`What changed`, oldest first, a line per change cut to the width: raised in its severity's colour."""
+    out = [Text("What changed", style="bold")]
+    if not changes:
+        out.append(Text("  nothing raised or cleared yet", style=palette.DIM))
+    for change in changes:
+        line = data(f"  {describe(change)}", palette.DIM if change.what == "cleared" else "")
+        if change.what == "raised":
+            line.stylize(SEVERITY_STYLE.get(change.severity, ""), 2, 2 + 8)  # the time
+        line.truncate(width, overflow="ellipsis")
+        out.append(line)
+    return out

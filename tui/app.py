@@ -249,7 +249,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.first_frame.set()
             return
         if self.advice_screen is not None and self.screen is self.advice_screen:
-            self.advice_screen.show(frame.findings, snapshot.time, watching, rule_errors)
+            self.advice_screen.show(frame.findings, snapshot.time, watching, rule_errors, frame.timeline)
         history = self.source.history
         height = self.size.height
         gpus = snapshot.gpus
@@ -374,12 +374,13 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
 
     def action_advice(self) -> None:
         """Focus the advice pane and open (or close) its selected finding; on a short terminal, where an open
-        finding would push the panels off screen, every finding opens on a screen of its own."""
+        finding would push the panels off screen, and at a second `a`, every finding opens on a screen of its own,
+        with the timeline of what was raised and cleared when."""
         panel = self.advice_panel
         if self.screen is not self.screen_stack[0]:
             return
-        if self.size.height < SHORT_TERMINAL and self.frame is not None and self.frame.findings:
-            self.open_advice_screen()
+        if self.size.height < SHORT_TERMINAL and self.frame is not None and self.frame.findings or panel.has_focus:
+            self.open_advice_screen()  # a second `a`: every finding, and the timeline of what changed when
             return
         panel.focus()
         panel.action_toggle_finding()
@@ -394,7 +395,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.push_screen(screen)
         frame = self.frame
         screen.show(frame.findings if frame else (), frame.time if frame else None, self.session.watching,
-                    dict(frame.rule_errors) if frame else {})
+                    dict(frame.rule_errors) if frame else {}, frame.timeline if frame else ())
 
     def action_job(self) -> None:
         """The focused job's screen; without a focused job, say how to focus one."""

@@ -7,12 +7,12 @@ headline per cause, its rule id kept whole."""
 from __future__ import annotations
 
 import textwrap
-import time
 
 from rich.text import Text
 from textual import events
 from textual.message import Message
 
+from hwtop.advice.timeline import clock
 from hwtop.model.finding import Finding
 from hwtop.widgets import keys, palette
 from hwtop.widgets.panel import TextPanel
@@ -29,10 +29,6 @@ def _badge(severity: str) -> tuple[str, str]:
 
 def _age(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-
-
-def clock(when: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(when))
 
 
 def evidence_lines(finding: Finding, now: float | None) -> tuple[str, ...]:

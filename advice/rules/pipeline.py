@@ -96,7 +96,7 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         fixes[:0] = churn_fix  # a loader that restarts its workers every epoch: that first
         scope = "job"
         yield Finding("gpu-starved", "warning", "Training waits on data loading", tuple(evidence), tuple(fixes),
-                      scope=scope, gpus=tuple(utils), pids=workload.pids)
+                      scope=scope, gpus=tuple(utils), pids=workload.pids, measure=100 * mean_wait)
         return
     # No telemetry: a waiting GPU whose process's DataLoader workers are all pegged, or re-created each epoch.
     for gpu, util in waiting_gpus(window, t):
@@ -120,7 +120,8 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
             lines += churn_evidence
             fixes = tuple(churn_fix) + fixes
             yield Finding("gpu-starved", "warning", f"GPU{gpu.index} starved by its DataLoader workers", tuple(lines),
-                          fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy))
+                          fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy),
+                          cause="workers re-created" if churning else "workers CPU-bound", measure=100 - util)
 
 
 def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:

@@ -32,3 +32,25 @@ async def test_fp32_on_eight_gpus_is_one_finding_covering_them_all() -> None:
         text = text_of(panel)
         assert text.count("[amp-available]") == 1 and "fp32 training on a GPU with Tensor Cores · GPU0-7" in text
         assert "Advice · 1 finding " in str(panel.border_title)
+
+
+async def test_the_advice_screen_tells_what_was_raised_and_cleared_when() -> None:
+    from hwtop.tui.advice_screen import AdviceScreen
+    from tests.advice_timeline import Timeline, rank, workload
+
+    t = Timeline()
+    snapshots = [t.tick(workload=workload(rank(0, wait=w))) for w in [0.85] * 12 + [0.05] * 30]
+    app = warmed_app(snapshots)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        assert not app.query_one(AdvicePanel).findings  # all cleared by now: the pane alone would not say
+        await pilot.press("a", "a")  # focus the pane, then everything on a screen of its own
+        await pilot.pause()
+        assert isinstance(app.screen, AdviceScreen)
+        body = str(app.screen.body.render())
+        assert "What changed" in body
+        lines = body.splitlines()
+        raised = next(i for i, line in enumerate(lines) if "raised  WARNING gpu-starved · job" in line)
+        cleared = next(i for i, line in enumerate(lines) if "cleared gpu-starved · job after" in line)
+        assert raised < cleared
