@@ -4,6 +4,8 @@ what changed when: each finding raised and cleared over the session (a replay's:
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -57,14 +59,15 @@ class AdviceScreen(Dialog[None]):
 
 
 def timeline_lines(changes: tuple[Change, ...], width: int) -> list[Text]:
-    """`What changed`, oldest first, a line per change cut to the width: raised in its severity's colour."""
+    """`What changed`, oldest first, a change per line wrapped under its text: raised in its severity's colour."""
     out = [Text("What changed", style="bold")]
     if not changes:
         out.append(Text("  nothing raised or cleared yet", style=palette.DIM))
     for change in changes:
-        line = data(f"  {describe(change)}", palette.DIM if change.what == "cleared" else "")
+        style = palette.DIM if change.what == "cleared" else ""
+        parts = textwrap.wrap(describe(change), max(20, width - 2), subsequent_indent=" " * 9) or [""]
+        first = data(f"  {parts[0]}", style)
         if change.what == "raised":
-            line.stylize(SEVERITY_STYLE.get(change.severity, ""), 2, 2 + 8)  # the time
-        line.truncate(width, overflow="ellipsis")
-        out.append(line)
+            first.stylize(SEVERITY_STYLE.get(change.severity, ""), 2, 2 + 8)  # the time
+        out += [first, *(data(f"  {part}", style) for part in parts[1:])]
     return out

@@ -165,40 +165,35 @@ class AdvicePanel(TextPanel):
         shown = self.findings if len(self.findings) <= rows else self.findings[:max(0, rows - 1)]
         out: list[tuple[tuple[str, str] | None, Text]] = []
         for index, finding in enumerate(shown):
-            selected = self.has_focus and index == self.cursor
-            badge, style = _badge(finding.severity)
-            clearing = finding.clearing(self.now)
-            head = Text("▸ ", style="reverse" if selected else "")
-            head.append(badge, style=style)
-            tail = data((f" · {finding.scope}" if finding.scope else "") + _quiet(finding, self.now)
-                        + f" [{finding.id}]", palette.DIM)
-            room = max(1, width - head.cell_len - tail.cell_len)
-            title = data(f" {finding.title}", palette.DIM if clearing else "bold")
-            title.truncate(room, overflow="ellipsis")
-            head.append_text(title)
-            head.append_text(tail)
-            head.truncate(max(1, width), overflow="ellipsis")
-            out.append((finding.key, head))
+            out.append((finding.key, self._head(finding, width, "▸ ", self.has_focus and index == self.cursor)))
         more = len(self.findings) - len(shown)
         if more:
             out.append((None, Text(f"  +{more} more · a opens them all", style=palette.DIM)))
         return out
 
-    def _finding_rows(self, finding: Finding, width: int, selected: bool) -> list[tuple[tuple[str, str], Text]]:
+    def _head(self, finding: Finding, width: int, marker: str, selected: bool) -> Text:
+        """`▸ ▲ WARN title · where · 12 s [rule-id]`: the title is cut to fit, the rule id is kept whole."""
         badge, style = _badge(finding.severity)
-        open_ = finding.key in self.expanded
-        head = Text("▾ " if open_ else "▸ ", style="reverse" if selected else "")
-        head.append(badge, style=style)
         clearing = finding.clearing(self.now)
-        head.append_text(data(f" {finding.title}", palette.DIM if clearing else "bold"))
-        if finding.scope:
-            head.append_text(data(f" · {finding.scope}", palette.DIM if clearing else ""))
-        head.append(_quiet(finding, self.now), style=palette.DIM)
-        head.append_text(data(f" [{finding.id}]", palette.DIM))  # a recording's finding names its own id
+        head = Text(marker, style="reverse" if selected else "")
+        head.append(badge, style=style)
+        tail = data(f" · {finding.scope}", palette.DIM if clearing else "") if finding.scope else Text()
+        tail.append(_quiet(finding, self.now), style=palette.DIM)
+        tail.append_text(data(f" [{finding.id}]", palette.DIM))  # a recording's finding names its own id
+        title = data(f" {finding.title}", palette.DIM if clearing else "bold")
+        title.truncate(max(1, width - head.cell_len - tail.cell_len), overflow="ellipsis")
+        head.append_text(title)
+        head.append_text(tail)
+        head.truncate(max(1, width), overflow="ellipsis")
+        return head
+
+    def _finding_rows(self, finding: Finding, width: int, selected: bool) -> list[tuple[tuple[str, str], Text]]:
+        open_ = finding.key in self.expanded
+        head = self._head(finding, width, "▾ " if open_ else "▸ ", selected)
         evidence = evidence_lines(finding, self.now)
         if not open_ and evidence:
-            head.append_text(data(f"  {evidence[0]}", "dim italic" if clearing else "italic"))
-        head.truncate(max(1, width), overflow="ellipsis")
+            head.append_text(data(f"  {evidence[0]}", "dim italic" if finding.clearing(self.now) else "italic"))
+            head.truncate(max(1, width), overflow="ellipsis")
         rows = [(finding.key, head)]
         if open_:
             for label, style, lines in (("seen", palette.INFO_STRONG, evidence),

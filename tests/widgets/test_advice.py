@@ -6,7 +6,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from hwtop.advice.rules import RULE_IDS
+from hwtop.model.finding import Finding
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.advice import AdvicePanel
 from tests.advice_timeline import Timeline
@@ -64,3 +68,47 @@ def test_clearing_look(snap_compare, utc) -> None:
         await pilot.pause()
 
     assert snap_compare(warmed_app(cooled_down_frames()), terminal_size=(120, 32), run_before=first_frame)
+
+
+BADGES = {"critical": "✖ CRIT", "warning": "▲ WARN", "info": "● INFO"}
+
+
+@given(titles=st.lists(st.text(min_size=1, max_size=90), min_size=1, max_size=6),
+       scope=st.sampled_from(["", "job", "GPU0-7", "ranks 0, 3", "GPU12"]),
+       rule=st.sampled_from(RULE_IDS), width=st.integers(60, 200), rows=st.integers(1, 5),
+       inline=st.booleans())
+def test_headlines_fit_the_width_keep_the_rule_id_whole_and_name_every_cause_they_can(
+        titles: list[str], scope: str, rule: str, width: int, rows: int, inline: bool) -> None:
+    findings = tuple(Finding(rule, "warning", title, ("evidence " * 20,), ("fix",), scope=scope, cause=str(i),
+                             since=0.0) for i, title in enumerate(titles))
+    panel = AdvicePanel()
+    panel.inline, panel.rows = inline, rows
+    panel.show(findings, 5.0, ("watching",), {})
+    lines = [line for line in panel.lines(width)]
+    assert len(lines) <= max(rows, 1) and all(line.cell_len <= width for line in lines)
+    if rows == 1 and not inline:
+        return  # one line: the first cause, and how many more
+    heads = [line.plain for line in lines if line.plain.startswith("▸")]
+    assert len(heads) == (len(findings) if len(findings) <= rows else rows - 1)
+    assert all(f" [{rule}]" in head and BADGES["warning"] in head for head in heads)
+    if not inline or len(findings) > rows:
+        assert all(head.endswith(f"[{rule}]") for head in heads)  # headlines only
+    if len(findings) > rows:
+        assert lines[-1].plain.strip() == f"+{len(findings) - len(heads)} more · a opens them all"
+
+
+async def test_a_short_terminal_shows_a_headline_per_cause() -> None:
+    from tests.test_advice_ui import troubled_frames
+
+    app = warmed_app(troubled_frames())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        panel = app.query_one(AdvicePanel)
+        lines = text_of(panel).splitlines()
+        assert len(lines) == 2 and panel.region.height == 2
+        assert lines[0].startswith("▸ ▲ WARN Training waits on data loading · job")
+        assert lines[0].endswith("[gpu-starved]")
+        assert lines[1].startswith("▸ ▲ WARN GPU0 PCIe link below its maximum · GPU0")
+        assert lines[1].endswith("[pcie-degraded]")
+        assert app.gpu_panel.region.height >= 3 and app.gpu_panel.region.bottom <= 24
