@@ -263,7 +263,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.advice_panel.inline = height >= SHORT_TERMINAL
         # A short terminal: a headline per cause, three at most (the row budget's to decide: ui-layout's rule).
         self.advice_panel.rows = None if self.advice_panel.inline else min(3, max(1, len(findings)))
-        self.advice_panel.show(findings, snapshot.time, watching, rule_errors)
+        self.advice_panel.show(findings, snapshot.time, watching, rule_errors, frame.timeline)
         serious = [f for f in frame.serious if not f.clearing(snapshot.time)]  # a GPU that recovered is not red
         marked_gpus = {i for f in serious for i in f.gpus}
         marked_cores = {c for f in serious for c in f.cores}

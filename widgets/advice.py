@@ -12,8 +12,8 @@ from rich.text import Text
 from textual import events
 from textual.message import Message
 
-from hwtop.advice.timeline import clock
-from hwtop.model.finding import Finding
+from hwtop.advice.timeline import clock, describe
+from hwtop.model.finding import Change, Finding
 from hwtop.widgets import keys, palette
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
@@ -58,6 +58,7 @@ class AdvicePanel(TextPanel):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.inline = True
         self.rows: int | None = None  # content rows the layout gives the pane; None: as many as it needs
+        self.timeline: tuple[Change, ...] = ()  # what changed when: its latest lines fill rows the findings leave
         self.findings: tuple[Finding, ...] = ()
         self.now: float | None = None
         self.watching: tuple[str, ...] = ()
@@ -69,8 +70,9 @@ class AdvicePanel(TextPanel):
         self.border_title = "Advice"
 
     def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
-             rule_errors: dict[str, str] | None = None) -> None:
+             rule_errors: dict[str, str] | None = None, timeline: tuple[Change, ...] = ()) -> None:
         self.findings, self.now, self.watching = findings, now, watching
+        self.timeline = timeline
         self.rule_errors = dict(rule_errors or {})
         keys = {f.key for f in findings}
         self.expanded &= keys  # a cleared finding forgets it was open
@@ -83,7 +85,7 @@ class AdvicePanel(TextPanel):
         self.set_class(not findings or not self.inline, "empty")
         # Ages (`· 12s`) move with `now` only while there are findings: an empty pane is the same line each tick.
         if not self.same_as_shown((findings, now if findings else None, watching, self.rule_errors, self.inline,
-                                   self.rows)):
+                                   self.rows, timeline if self.rows else None)):
             self.changed()
 
     def toggle(self, key: tuple[str, str]) -> None:
@@ -151,6 +153,13 @@ class AdvicePanel(TextPanel):
             rows += self._finding_rows(finding, width, selected=self.has_focus and index == self.cursor)
         for rule, message in sorted(self.rule_errors.items()):
             rows.append((None, data(f"rule {rule} failed: {message}"[:width], palette.WARN)))
+        spare = (self.rows or 0) - len(rows)
+        if self.inline and self.timeline and spare >= 2:  # a tall box: the latest of what changed when
+            rows.append((None, Text("what changed", style=palette.DIM)))
+            for change in self.timeline[-(spare - 1):]:
+                line = data(f"  {describe(change)}", palette.DIM)
+                line.truncate(max(1, width), overflow="ellipsis")
+                rows.append((None, line))
         self._rows = rows
         return [line for _, line in rows]
 

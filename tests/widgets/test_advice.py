@@ -112,3 +112,22 @@ async def test_a_short_terminal_shows_a_headline_per_cause() -> None:
         assert lines[1].startswith("▸ ▲ WARN GPU0 PCIe link below its maximum · GPU0")
         assert lines[1].endswith("[pcie-degraded]")
         assert app.gpu_panel.region.height >= 3 and app.gpu_panel.region.bottom <= 24
+
+
+def test_rows_the_findings_leave_show_the_latest_of_what_changed(utc) -> None:
+    from hwtop.model.finding import Change
+
+    finding = Finding("gpu-throttled", "warning", "GPU2 clocks throttled", ("held back",), ("cool it",),
+                      scope="GPU2", since=100.0, held_at=130.0)
+    changes = tuple(Change(100.0 + 10 * i, what, "cuda-oom", "warning", "GPU3 memory nearly full", scope="GPU3")
+                    for i, what in enumerate(("raised", "cleared", "raised")))
+    panel = AdvicePanel()
+    panel.show((finding,), 130.0, ("w",), {}, changes)
+    assert len(panel.lines(120)) == 1  # no budget given: the findings only
+    panel.rows = 8
+    plain = [line.plain for line in panel.lines(120)]
+    raised = "raised  WARNING cuda-oom · GPU3: GPU3 memory nearly full"
+    assert plain[1:] == ["what changed", f"  00:01:40 {raised}", "  00:01:50 cleared cuda-oom · GPU3",
+                         f"  00:02:00 {raised}"]
+    panel.rows = 3
+    assert [line.plain for line in panel.lines(120)][1:] == ["what changed", plain[-1]]
