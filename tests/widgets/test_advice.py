@@ -1,133 +1,144 @@
-"""The advice pane never contradicts the panels beside it: a finding whose condition stopped holding, waiting
-out its clear time, is drawn as clearing with the time its evidence is from."""
+"""The advice pane in the App: findings from the engine, expanded by key and by click, marks on the GPU, the
+empty state, and a finding clearing while the app runs."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from textual.geometry import Offset
 
-from hwtop.advice.rules import RULE_IDS
-from hwtop.model.finding import Finding
+from hwtop.model.history import History
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.advice import AdvicePanel
-from tests.advice_timeline import Timeline
-from tests.factories import ScriptedSource
+from tests.advice_timeline import Timeline, rank, workload
+from tests.factories import ScriptedSource, host_snapshot
 
 
-@pytest.fixture
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
+def text_of(widget) -> str:
+    return "\n".join(line.plain for line in widget.lines(widget.content_size.width))
 
 
-def cooled_down_frames():
-    """GPU0 of an RTX 3090 held back by heat for 8 s, then cool for 4 s (gpu-throttled clears after 10 s)."""
+def troubled_frames(count: int = 8):
+    """A busy RTX 3090 on a Gen3 x8 link, and an embedded job waiting on data 80% of each step."""
     t = Timeline("rtx3090")
-    t.fake.force_reasons(0, "sw_thermal")
-    frames = [t.tick() for _ in range(8)]
-    t.fake.force_reasons(0)
-    return frames + [t.tick() for _ in range(4)]
+    t.fake.set_pcie_link(0, 3, 8)
+    job = workload(rank(0, wait=0.8), num_workers=0)
+    return [t.tick(workload=job) for _ in range(count)]
 
 
 def warmed_app(frames) -> HwtopApp:
     app = HwtopApp(ScriptedSource(frames))
-    for frame in frames[:-1]:
+    for frame in frames[:-1]:  # the engine has seen the past the scripted source's history holds
         app.session.advance(lambda frame=frame: frame)
     return app
 
 
-def text_of(panel: AdvicePanel) -> str:
-    return "\n".join(line.plain for line in panel.lines(panel.content_size.width))
+async def started(app: HwtopApp, pilot) -> None:
+    await app.first_frame.wait()
+    await pilot.pause()
 
 
-async def test_a_finding_past_its_condition_shows_as_clearing_with_its_time(utc) -> None:
-    frames = cooled_down_frames()
-    app = warmed_app(frames)
-    async with app.run_test(size=(160, 40)) as pilot:
-        await app.first_frame.wait()
-        await pilot.pause()
+async def test_findings_listed_by_severity_with_their_evidence() -> None:
+    app = warmed_app(troubled_frames())
+    async with app.run_test(size=(140, 40)) as pilot:
+        await started(app, pilot)
         panel = app.query_one(AdvicePanel)
-        (finding,) = panel.findings
-        assert finding.id == "gpu-throttled" and finding.held_at == frames[7].time
         text = text_of(panel)
-        held = time.strftime("%H:%M:%S", time.gmtime(frames[7].time))
-        assert "GPU0 clocks throttled · GPU0 · not seen for 4 s [gpu-throttled]" in text
-        assert f"at {held}: GPU0 clocks held back by SW thermal" in text
-        assert 0 not in app.gpu_panel.marked  # the GPU recovered: not marked red beside a finding that waits
+        assert "Training waits on data loading" in text and "GPU0 PCIe link below its maximum" in text
+        assert "waits for its next batch 80% of the time" in text  # collapsed: the first evidence inline
+        assert "fix" not in text
+        assert 0 in app.main.gpu_panel.marked
+        assert "2 findings" in str(panel.border_title)
 
 
-def test_clearing_look(snap_compare, utc) -> None:
-    async def first_frame(pilot) -> None:
-        await pilot.app.first_frame.wait()
+async def test_a_key_and_a_click_expand_findings() -> None:
+    app = warmed_app(troubled_frames())
+    async with app.run_test(size=(140, 45)) as pilot:
+        await started(app, pilot)
+        panel = app.query_one(AdvicePanel)
+        await pilot.press("a")
         await pilot.pause()
-
-    assert snap_compare(warmed_app(cooled_down_frames()), terminal_size=(120, 32), run_before=first_frame)
-
-
-BADGES = {"critical": "✖ CRIT", "warning": "▲ WARN", "info": "● INFO"}
-
-
-@given(titles=st.lists(st.text(min_size=1, max_size=90), min_size=1, max_size=6),
-       scope=st.sampled_from(["", "job", "GPU0-7", "ranks 0, 3", "GPU12"]),
-       rule=st.sampled_from(RULE_IDS), width=st.integers(60, 200), rows=st.integers(1, 5),
-       inline=st.booleans())
-def test_headlines_fit_the_width_keep_the_rule_id_whole_and_name_every_cause_they_can(
-        titles: list[str], scope: str, rule: str, width: int, rows: int, inline: bool) -> None:
-    findings = tuple(Finding(rule, "warning", title, ("evidence " * 20,), ("fix",), scope=scope, cause=str(i),
-                             since=0.0) for i, title in enumerate(titles))
-    panel = AdvicePanel()
-    panel.inline, panel.rows = inline, rows
-    panel.show(findings, 5.0, ("watching",), {})
-    lines = [line for line in panel.lines(width)]
-    assert len(lines) <= max(rows, 1) and all(line.cell_len <= width for line in lines)
-    if rows == 1 and not inline:
-        return  # one line: the first cause, and how many more
-    heads = [line.plain for line in lines if line.plain.startswith("▸")]
-    assert len(heads) == (len(findings) if len(findings) <= rows else rows - 1)
-    assert all(f" [{rule}]" in head and BADGES["warning"] in head for head in heads)
-    if not inline or len(findings) > rows:
-        assert all(head.endswith(f"[{rule}]") for head in heads)  # headlines only
-    if len(findings) > rows:
-        assert lines[-1].plain.strip() == f"+{len(findings) - len(heads)} more · a opens them all"
+        assert panel.has_focus
+        first, second = panel.findings
+        assert panel.expanded == {first.key}
+        text = text_of(panel)
+        assert first.id == "gpu-starved" and second.id == "pcie-degraded"
+        assert "seen  the training step waits" in text and "Raise DataLoader num_workers from 0" in text
+        assert "lspci -vv -s" not in text
+        rows = [key for key, _ in panel._rows]
+        await pilot.click(AdvicePanel, offset=Offset(4, 1 + rows.index(second.key)))  # border row + its row
+        await pilot.pause()
+        assert panel.expanded == {first.key, second.key}
+        assert "fix   lspci -vv -s 0000:17:00.0" in text_of(panel)
+        await pilot.press("enter")  # the cursor is on the clicked finding: enter closes it
+        await pilot.pause()
+        assert panel.expanded == {first.key}
 
 
-async def test_a_short_terminal_shows_a_headline_per_cause() -> None:
-    from tests.test_advice_ui import troubled_frames
+async def test_empty_pane_says_what_it_watches() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(200, 40)) as pilot:
+        await started(app, pilot)
+        panel = app.query_one(AdvicePanel)
+        text = text_of(panel)
+        assert "no problems seen" in text and "GPU memory and OOM events" in text
+        assert panel.has_class("empty") and not panel.has_focus
+
+
+class SequenceSource:
+    """Each sample is the next frame (the last one repeats): the app lives through the timeline."""
+
+    def __init__(self, frames) -> None:
+        self.frames, self.index, self.history = frames, 0, History()
+
+    def sample(self):
+        frame = self.frames[min(self.index, len(self.frames) - 1)]
+        self.index += 1
+        self.history.push(frame)
+        return frame
+
+    def close(self) -> None:
+        pass
+
+
+async def test_a_finding_appears_then_clears_while_the_app_runs() -> None:
+    t = Timeline()
+    frames = [t.tick(workload=workload(rank(0, wait=0.8))) for _ in range(8)]
+    frames += [t.tick(workload=workload(rank(0, wait=0.05))) for _ in range(20)]
+    app = HwtopApp(SequenceSource(frames), interval=0.02)
+    seen = []
+    async with app.run_test(size=(120, 30)) as pilot:
+        while app.ticks < len(frames) + 1:
+            await pilot.pause(0.02)
+            seen.append(bool(app.query_one(AdvicePanel).findings))
+        assert "no problems seen" in text_of(app.query_one(AdvicePanel))
+    assert any(seen) and not seen[0]
+
+
+async def test_short_terminal_opens_findings_on_their_own_screen() -> None:
+    from hwtop.tui.advice_screen import AdviceScreen
 
     app = warmed_app(troubled_frames())
     async with app.run_test(size=(80, 24)) as pilot:
-        await app.first_frame.wait()
+        await started(app, pilot)
+        await pilot.press("a")
         await pilot.pause()
-        panel = app.query_one(AdvicePanel)
-        lines = text_of(panel).splitlines()
-        assert len(lines) == 2 and panel.region.height == 2
-        assert lines[0].startswith("▸ ▲ WARN Training waits on data loading · job")
-        assert lines[0].endswith("[gpu-starved]")
-        assert lines[1].startswith("▸ ▲ WARN GPU0 PCIe link below its maximum · GPU0")
-        assert lines[1].endswith("[pcie-degraded]")
-        assert app.gpu_panel.region.height >= 3 and app.gpu_panel.region.bottom <= 24
+        assert isinstance(app.screen, AdviceScreen)
+        body = str(app.screen.body.render())
+        assert "Raise DataLoader num_workers from 0" in body and "lspci -vv -s 0000:17:00.0" in body
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, AdviceScreen)
+        await pilot.click(AdvicePanel, offset=Offset(10, 0))  # a click on its one line asks for the same screen
+        await pilot.pause()
+        assert isinstance(app.screen, AdviceScreen)
 
 
-def test_rows_the_findings_leave_show_the_latest_of_what_changed(utc) -> None:
-    from hwtop.model.finding import Change
+@pytest.mark.parametrize(("text", "cells", "shown"), [
+    ("abc", 5, "abc"), ("abcdef", 4, "abc…"), ("abc", 0, ""), ("abc", 1, "…"), ("日本語テキスト", 5, "日本…"),
+    (" · watching " + "y" * 600, 20, " · watching yyyyyyy…")])
+def test_the_watching_line_is_clipped_to_its_cells(text: str, cells: int, shown: str) -> None:
+    from rich.cells import cell_len
 
-    finding = Finding("gpu-throttled", "warning", "GPU2 clocks throttled", ("held back",), ("cool it",),
-                      scope="GPU2", since=100.0, held_at=130.0)
-    changes = tuple(Change(100.0 + 10 * i, what, "cuda-oom", "warning", "GPU3 memory nearly full", scope="GPU3")
-                    for i, what in enumerate(("raised", "cleared", "raised")))
-    panel = AdvicePanel()
-    panel.show((finding,), 130.0, ("w",), {}, changes)
-    assert len(panel.lines(120)) == 1  # no budget given: the findings only
-    panel.rows = 8
-    plain = [line.plain for line in panel.lines(120)]
-    raised = "raised  WARNING cuda-oom · GPU3: GPU3 memory nearly full"
-    assert plain[1:] == ["what changed", f"  00:01:40 {raised}", "  00:01:50 cleared cuda-oom · GPU3",
-                         f"  00:02:00 {raised}"]
-    panel.rows = 3
-    assert [line.plain for line in panel.lines(120)][1:] == ["what changed", plain[-1]]
+    from hwtop.widgets.advice import _clip
+
+    assert _clip(text, cells) == shown and cell_len(shown) <= max(0, cells)
