@@ -131,3 +131,19 @@ def test_rows_the_findings_leave_show_the_latest_of_what_changed(utc) -> None:
                          f"  00:02:00 {raised}"]
     panel.rows = 3
     assert [line.plain for line in panel.lines(120)][1:] == ["what changed", plain[-1]]
+
+
+async def test_a_critical_finding_on_a_short_terminal_takes_no_border_rows() -> None:
+    """The row budget counts no border for the pane of a short terminal: a critical finding adds none either."""
+    from hwtop.model.workload import OomEvent
+    from tests.advice_timeline import rank, workload
+
+    t = Timeline()
+    job = workload(rank(0, wait=0.8), oom=OomEvent(rank=0, batch_size=8, time=t.time + 1))
+    app = warmed_app([t.tick(workload=job) for _ in range(7)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        panel = app.query_one(AdvicePanel)
+        assert panel.has_class("critical") and panel.findings[0].severity == "critical"
+        assert panel.region.height == len(text_of(panel).splitlines()) == 2
