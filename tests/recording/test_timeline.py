@@ -68,3 +68,25 @@ def test_a_recording_of_ungrouped_findings_still_loads_and_tells_its_changes(tmp
     recording = load(str(path))
     shown = next(recording.frame(i) for i in range(len(recording)) if recording.frame(i).findings)
     assert shown.findings[0].covers == () and shown.findings[0].held_at is None
+
+
+async def test_hwtop_replay_shows_the_recordings_timeline_on_the_advice_screen(tmp_path) -> None:
+    from hwtop.tui.advice_screen import AdviceScreen
+    from hwtop.tui.app import HwtopApp
+
+    live = live_frames([0.85] * 12 + [0.05] * 30)
+    path = tmp_path / "run.jsonl"
+    record(path, live)
+    source = ReplaySource(load(str(path)), interval_s=0.05, speed=64.0)
+    app = HwtopApp(source, interval=0.05)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.first_frame.wait()
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if source.at_end:
+                break
+        await pilot.press("p", "a", "a")
+        await pilot.pause()
+        assert isinstance(app.screen, AdviceScreen)
+        body = str(app.screen.body.render())
+        assert "raised  WARNING gpu-starved · job" in body and "cleared gpu-starved · job after" in body
