@@ -16,6 +16,7 @@ from typing import Any
 import msgspec.structs
 
 from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.timeline import clock
 from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot
 from hwtop.model.safe_text import printable, printable_lines
@@ -210,6 +211,8 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
     for entry in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope)):
         f = entry.finding
         state = "active" if entry.active else f"cleared (seen for {entry.last - entry.first:.0f} s)"
+        if entry.active and f.clearing(entry.last) and f.held_at is not None:  # shown, but no longer holding
+            state = f"clearing: not seen for {entry.last - f.held_at:.0f} s, its figures as of {clock(f.held_at)}"
         out.append("")
         out.append(f"[{f.severity.upper()}] {f.title}" + (f" · {f.scope}" if f.scope else "") + f"  ({f.id}, {state})")
         out += [f"  seen: {line}" for line in f.evidence]

@@ -63,3 +63,21 @@ def test_doctor_prints_what_changed_when_after_its_findings(monkeypatch, capsys,
     assert re.fullmatch(r"  \d\d:\d\d:\d\d raised  WARNING gpu-starved · job: Training waits on data loading — "
                         r"the training step waits for its next batch \d+% .*", lines[0])
     assert re.fullmatch(r"  \d\d:\d\d:\d\d cleared gpu-starved · job after \d+ s; at its worst: .*", lines[1])
+
+
+@pytest.mark.slow  # a whole machine for 33 ticks: ~2 s
+def test_doctor_says_a_finding_that_stopped_holding_is_clearing_and_when_its_figures_are_from(monkeypatch,
+                                                                                                capsys) -> None:
+    from hwtop.advice.thresholds import Thresholds
+    from hwtop.cli import doctor
+    from hwtop.demo.machine import demo_sampler
+    from hwtop.demo.story import AMP_SWITCH_S
+
+    clock = [0.0]
+    monkeypatch.setattr(doctor, "time", FakeTime(clock))
+    monkeypatch.setattr(doctor.signal, "signal", lambda *_: None)
+    sampler = demo_sampler("dgx-a100", "amp", seed=7, clock=lambda: clock[0], wall=lambda: 1_796_200_000.0 + clock[0])
+    doctor.doctor_command(sampler, Thresholds(), AMP_SWITCH_S + 4, 2.0, None, False)
+    out = capsys.readouterr().out
+    assert re.search(r"· GPU0-7  \(amp-available, clearing: not seen for [2-6] s, its figures as of "
+                     r"\d\d:\d\d:\d\d\)", out), out
