@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Iterable
 
 import msgspec
+import msgspec.structs
 
 from hwtop.model.finding import Change, Finding
 
@@ -94,9 +95,14 @@ def clock(when: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(when))
 
 
+FIGURE_CHARS = 100  # of the figure a line quotes: the finding itself has the rest
+
+
 def describe(change: Change) -> str:
     """One line: `08:26:45 raised WARNING gpu-throttled · GPU0: GPU0 clocks throttled — GPU0 clocks held back…`."""
     where = f" · {change.scope}" if change.scope else ""
+    if len(change.figure) > FIGURE_CHARS:
+        change = msgspec.structs.replace(change, figure=change.figure[:FIGURE_CHARS - 1] + "…")
     if change.what == "raised":
         return (f"{clock(change.time)} raised  {change.severity.upper()} {change.id}{where}: {change.title}"
                 + (f" — {change.figure}" if change.figure else ""))

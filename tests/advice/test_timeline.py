@@ -68,3 +68,10 @@ def test_time_going_back_starts_the_story_again() -> None:
     timeline = Timeline()
     timeline.update(10.0, [finding(50)])
     assert [c.what for c in timeline.update(5.0, [])] == []
+
+
+def test_a_line_quotes_at_most_a_hundred_characters_of_its_figure() -> None:
+    timeline = Timeline()
+    (raised,) = timeline.update(0.0, [Finding("gpu-starved", "warning", "Training waits", ("x" * 500,), ("f",))])
+    assert raised.figure == "x" * 500  # kept whole: doctor's JSON and a recording have all of it
+    assert describe(raised).endswith(" — " + "x" * 99 + "…")
