@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.grouping import covering
 from hwtop.advice.rules.loader import churn_cause
 from hwtop.advice.text import command, percent, rate
 from hwtop.advice.thresholds import Thresholds
@@ -63,6 +64,15 @@ def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: i
     return tuple(fixes)
 
 
+def _alike(figures: dict[int, float | None], name: str = "GPU") -> dict[str, str]:
+    """{"27%": "GPU0-7"}: GPUs (or ranks) whose figure reads the same, named once: eight waiting GPUs are one
+    line of evidence, not eight."""
+    by_figure: dict[str, list[int]] = {}
+    for index, value in figures.items():
+        by_figure.setdefault(percent(value), []).append(index)
+    return {shown: covering([f"{name}{i}" for i in indices])[0] for shown, indices in by_figure.items()}
+
+
 def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     waits = job_data_wait(window)
@@ -76,10 +86,11 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
         if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
             return  # the GPU is busy regardless: waiting on data costs little
-        per_rank = ", ".join(f"rank {r} {100 * v:.0f}%" for r, v in sorted(waits.items()))
+        per_rank = ", ".join(f"{ranks} {shown}" for shown, ranks in _alike(
+            {r: 100 * v for r, v in sorted(waits.items())}, "rank ").items())
         evidence = [f"the training step waits for its next batch {100 * mean_wait:.0f}% of the time ({per_rank}; "
                     f"limit {100 * t['data_wait_fraction']:.0f}%)"]
-        evidence += [f"GPU{i} util {percent(u)} over the last {SPAN_S:.0f} s" for i, u in utils.items()]
+        evidence += [f"{gpus} util {shown} over the last {SPAN_S:.0f} s" for shown, gpus in _alike(utils).items()]
         workers = config.num_workers
         if workers is not None:
             evidence.append(f"DataLoader num_workers={workers}, pin_memory={config.pin_memory}, "

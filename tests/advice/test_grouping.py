@@ -100,3 +100,12 @@ def test_members_hold_and_clear_on_their_own() -> None:
     assert scopes[0] == "GPU0,1" and scopes[-1] == "GPU0"
     keys = {f.key for found in [both, *after] for f in found if f.id == "gpu-throttled"}
     assert keys == {("gpu-throttled", "thermal")}
+
+
+@pytest.mark.slow  # a whole machine for 21 ticks: ~1 s
+def test_eight_ranks_and_gpus_that_read_alike_are_one_line_of_evidence() -> None:
+    from tests.advice_timeline import play_story
+
+    (starved,) = [f for f in play_story("starved", 40)[-1].findings if f.id == "gpu-starved"]
+    assert starved.evidence[0].endswith("(ranks 0-7 74%; limit 30%)")
+    assert starved.evidence[1] == "GPU0-7 util 27% over the last 10 s"
