@@ -59,6 +59,7 @@ class AdvicePanel(TextPanel):
         self.inline = True
         self.rows: int | None = None  # content rows the layout gives the pane; None: as many as it needs
         self.timeline: tuple[Change, ...] = ()  # what changed when: its latest lines fill rows the findings leave
+        self.timeline_rows = 0  # without a budget (rows), at most this many lines of it (its heading included)
         self.findings: tuple[Finding, ...] = ()
         self.now: float | None = None
         self.watching: tuple[str, ...] = ()
@@ -84,8 +85,9 @@ class AdvicePanel(TextPanel):
         # One borderless line when there is nothing to show, or no room (a short terminal): panels keep their rows.
         self.set_class(not findings or not self.inline, "empty")
         # Ages (`· 12s`) move with `now` only while there are findings: an empty pane is the same line each tick.
+        told = timeline if self.rows or self.timeline_rows else None  # drawn only with rows to spare
         if not self.same_as_shown((findings, now if findings else None, watching, self.rule_errors, self.inline,
-                                   self.rows, timeline if self.rows else None)):
+                                   self.rows, self.timeline_rows, told)):
             self.changed()
 
     def toggle(self, key: tuple[str, str]) -> None:
@@ -146,14 +148,14 @@ class AdvicePanel(TextPanel):
                 line.append_text(data(f"  {evidence[0]}", "italic"))
             line.truncate(max(1, width), overflow="ellipsis")
             rows.append((first.key, line))
-        elif not self.inline or (self.rows is not None and self._needed() > self.rows):
+        elif not self.inline or (self.rows is not None and self.needed() > self.rows):
             rows += self._headlines(width, self.rows or len(self.findings))
         self._headline = bool(self.findings) and bool(rows)  # a single line or headlines: no room to open one
         for index, finding in enumerate(self.findings if self.inline and rows == [] else ()):
             rows += self._finding_rows(finding, width, selected=self.has_focus and index == self.cursor)
         for rule, message in sorted(self.rule_errors.items()):
             rows.append((None, data(f"rule {rule} failed: {message}"[:width], palette.WARN)))
-        spare = (self.rows or 0) - len(rows)
+        spare = self.timeline_rows if self.rows is None else self.rows - len(rows)
         if self.inline and self.timeline and spare >= 2:  # a tall box: the latest of what changed when
             rows.append((None, Text("what changed", style=palette.DIM)))
             for change in self.timeline[-(spare - 1):]:
@@ -163,7 +165,7 @@ class AdvicePanel(TextPanel):
         self._rows = rows
         return [line for _, line in rows]
 
-    def _needed(self) -> int:
+    def needed(self) -> int:
         """Rows the findings take drawn in full: one each, an open one its evidence and fix too (a guess at
         wrapping: one row a line)."""
         return sum(1 + (len(f.evidence) + len(f.fix) if f.key in self.expanded else 0) for f in self.findings)

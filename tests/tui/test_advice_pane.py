@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.advice import AdvicePanel
 from tests.advice_timeline import play_story
@@ -54,3 +56,20 @@ async def test_the_advice_screen_tells_what_was_raised_and_cleared_when() -> Non
         raised = next(i for i, line in enumerate(lines) if "raised  WARNING gpu-starved · job" in line)
         cleared = next(i for i, line in enumerate(lines) if "cleared gpu-starved · job after" in line)
         assert raised < cleared
+
+
+@pytest.mark.parametrize(("size", "told"), [((200, 60), True), ((140, 40), False)])
+async def test_a_tall_box_shows_the_latest_of_what_changed_in_the_pane(size: tuple[int, int], told: bool) -> None:
+    from tests.widgets.test_advice import troubled_frames
+
+    app = warmed_app(troubled_frames())
+    async with app.run_test(size=size) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        panel = app.query_one(AdvicePanel)
+        lines = text_of(panel).splitlines()
+        assert len(panel.findings) == 2 and lines[0].startswith("▸ ▲ WARN")
+        assert ("what changed" in lines) is told
+        if told:
+            assert [line.split()[1:3] for line in lines[3:]] == [["raised", "WARNING"], ["raised", "WARNING"]]
+            assert panel.region.height == len(lines) + 2  # the layout gave it the rows it drew
