@@ -63,6 +63,15 @@ def covering(scopes: Iterable[str], gpus: Iterable[int] = ()) -> tuple[str, str]
     return _bounded(", ".join(names)), "places"
 
 
+def alike(figures: dict[int, float | None], name: str = "GPU") -> dict[str, str]:
+    """{"27%": "GPU0-7"}: GPUs (or ranks: name="rank ") whose percentage reads the same, named once, so eight
+    waiting GPUs are one line of a finding's evidence, not eight."""
+    by_figure: dict[str, list[int]] = {}
+    for index, value in figures.items():
+        by_figure.setdefault("N/A" if value is None else f"{value:.0f}%", []).append(index)
+    return {shown: covering([f"{name}{i}" for i in indices])[0] for shown, indices in by_figure.items()}
+
+
 def _merge(members: list[Finding], now: float) -> Finding:
     holding = [m for m in members if not m.clearing(now)]
     latest = max((m.held_at or now) for m in members)

@@ -202,9 +202,11 @@ class AdvicePanel(TextPanel):
         open_ = finding.key in self.expanded
         head = self._head(finding, width, "▾ " if open_ else "▸ ", selected)
         evidence = evidence_lines(finding, self.now)
-        if not open_ and evidence:
-            head.append_text(data(f"  {evidence[0]}", "dim italic" if finding.clearing(self.now) else "italic"))
-            head.truncate(max(1, width), overflow="ellipsis")
+        room = width - head.cell_len
+        if not open_ and evidence and room > 3:  # what is left of the line, never the rule id's cells
+            seen = data(f"  {evidence[0]}", "dim italic" if finding.clearing(self.now) else "italic")
+            seen.truncate(room, overflow="ellipsis")
+            head.append_text(seen)
         rows = [(finding.key, head)]
         if open_:
             for label, style, lines in (("seen", palette.INFO_STRONG, evidence),

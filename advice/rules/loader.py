@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.grouping import alike
 from hwtop.advice.rules.job_facts import (
     WORKER,
     alive,
@@ -81,13 +82,15 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
                         f"(limit {100 * t['data_wait_fraction']:.0f}%)" + (f", at {site}" if site else ""))
         evidence.append(f"  where its time goes: {stacks_line(s)}")
     pids = {s.pid for s in starved}
-    waiting_gpus = []
+    waiting: dict[int, float | None] = {}
     for gpu in latest.gpus:
         if set(compute_pids(gpu)) & set(by_pid):
             util = window.gpu_mean(gpu.index, lambda g: g.util_percent, SPAN_S)
             if util is not None and util < t["gpu_waiting_util_percent"]:
-                waiting_gpus.append(gpu.index)
-                evidence.append(f"GPU{gpu.index} util {util:.0f}% over the last {SPAN_S:.0f} s: it waits with the rank")
+                waiting[gpu.index] = util
+    waiting_gpus = list(waiting)
+    waits = "it waits with the rank" if len(waiting) == 1 else "they wait with their ranks"
+    evidence += [f"{gpus} util {shown} over the last {SPAN_S:.0f} s: {waits}" for shown, gpus in alike(waiting).items()]
     fixes: list[str] = []
     churn_evidence, churn_fix = churn_cause(window, t, pids)
     evidence += churn_evidence

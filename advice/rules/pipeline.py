@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwtop.advice.grouping import covering
+from hwtop.advice.grouping import alike
 from hwtop.advice.rules.loader import churn_cause
-from hwtop.advice.text import command, percent, rate
+from hwtop.advice.text import command, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import (
     Window,
@@ -64,15 +64,6 @@ def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: i
     return tuple(fixes)
 
 
-def _alike(figures: dict[int, float | None], name: str = "GPU") -> dict[str, str]:
-    """{"27%": "GPU0-7"}: GPUs (or ranks) whose figure reads the same, named once: eight waiting GPUs are one
-    line of evidence, not eight."""
-    by_figure: dict[str, list[int]] = {}
-    for index, value in figures.items():
-        by_figure.setdefault(percent(value), []).append(index)
-    return {shown: covering([f"{name}{i}" for i in indices])[0] for shown, indices in by_figure.items()}
-
-
 def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     waits = job_data_wait(window)
@@ -86,11 +77,11 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
         if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
             return  # the GPU is busy regardless: waiting on data costs little
-        per_rank = ", ".join(f"{ranks} {shown}" for shown, ranks in _alike(
+        per_rank = ", ".join(f"{ranks} {shown}" for shown, ranks in alike(
             {r: 100 * v for r, v in sorted(waits.items())}, "rank ").items())
         evidence = [f"the training step waits for its next batch {100 * mean_wait:.0f}% of the time ({per_rank}; "
                     f"limit {100 * t['data_wait_fraction']:.0f}%)"]
-        evidence += [f"{gpus} util {shown} over the last {SPAN_S:.0f} s" for shown, gpus in _alike(utils).items()]
+        evidence += [f"{gpus} util {shown} over the last {SPAN_S:.0f} s" for shown, gpus in alike(utils).items()]
         workers = config.num_workers
         if workers is not None:
             evidence.append(f"DataLoader num_workers={workers}, pin_memory={config.pin_memory}, "
@@ -158,7 +149,7 @@ def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
     core = hot[0]
     evidence = [f"core {core} at {loads[core]:.0f}% while {idle} of {len(others)} other cores are below "
                 f"{t['core_idle_percent']:.0f}%"]
-    evidence += [f"GPU{g.index} util {u:.0f}%" for g, u in waiting]
+    evidence += [f"{gpus} util {shown}" for shown, gpus in alike({g.index: u for g, u in waiting}).items()]
     gpu_pids = {pid for g, _ in waiting for pid in compute_pids(g)}
     hot_procs = [p for p in latest.processes if (p.cpu_percent or 0) >= t["core_pegged_percent"]]
     hot_procs.sort(key=lambda p: (p.pid not in gpu_pids, -(p.cpu_percent or 0)))
@@ -199,7 +190,7 @@ def io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
             evidence.append(f"{disk.name} ({disk.kind}) busy {busy:.0f}% of the time, reading {rate(reads)}")
     if not evidence:
         return
-    evidence += [f"GPU{g.index} util {u:.0f}%" for g, u in waiting]
+    evidence += [f"{gpus} util {shown}" for shown, gpus in alike({g.index: u for g, u in waiting}).items()]
     evidence += [f"rank {r} waits for data {100 * waits[r]:.0f}% of each step" for r in input_bound]
     available = latest.memory.available_bytes if latest.memory else None
     yield Finding(
