@@ -86,7 +86,9 @@ def _xid_finding(gpu: GpuSnapshot) -> Finding:
                    (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}): Xid {xid}, {meaning} (NVML event, "
                     "within the last two minutes)",),
                    ECC_FIXES if hardware else PROGRAM_XID_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,),
-                   pids=compute_pids(gpu))
+                   pids=compute_pids(gpu),
+                   # a program's fault on eight GPUs is one bug; a card's own error is that card's
+                   cause="" if hardware else f"Xid {xid}")
 
 
 def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:

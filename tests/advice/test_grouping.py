@@ -109,3 +109,17 @@ def test_eight_ranks_and_gpus_that_read_alike_are_one_line_of_evidence() -> None
     (starved,) = [f for f in play_story("starved", 40)[-1].findings if f.id == "gpu-starved"]
     assert starved.evidence[0].endswith("(ranks 0-7 74%; limit 30%)")
     assert starved.evidence[1] == "GPU0-7 util 27% over the last 10 s"
+
+
+def test_a_programs_xid_on_several_gpus_is_one_finding_a_cards_own_errors_stay_apart() -> None:
+    t = Timeline("dgx-a100")
+    engine = AdviceEngine()
+    t.fake.set_ecc(5, 0, 2)  # two cards' own memory errors
+    t.fake.set_ecc(6, 0, 1)
+    run([t.tick()], engine)
+    for index in (0, 1, 2):
+        t.fake.report_xid(index, 13)  # a program's out-of-range access, on three ranks' GPUs
+    errors = [f for f in run([t.tick()], engine)[-1] if f.id == "gpu-errors"]
+    assert sorted(f.scope for f in errors) == ["GPU0-2", "GPU5", "GPU6"]
+    (program,) = [f for f in errors if f.scope == "GPU0-2"]
+    assert program.title == "GPU0-2 reported Xid 13" and program.severity == "warning" and program.count == 3
