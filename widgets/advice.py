@@ -132,7 +132,7 @@ class AdvicePanel(TextPanel):
             line.append("✓ no problems seen", style=palette.OK_STRONG)
             line.append(_clip(f" · watching {', '.join(self.watching)}", width - line.cell_len), style=palette.DIM)
             rows.append((None, line))
-        elif not self.inline and (self.rows or 1) == 1:
+        elif not self.inline and (self.rows or 1) == 1 and len(self.findings) > 1:  # the first, and how many more
             first = self.findings[0]
             badge, style = _badge(first.severity)
             clearing = first.clearing(self.now)
