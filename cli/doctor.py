@@ -16,6 +16,7 @@ from typing import Any
 import msgspec.structs
 
 from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.timeline import clock
 from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot
 from hwtop.model.safe_text import printable, printable_lines
@@ -92,6 +93,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             facts["workload"] = {"scenario": w.scenario, "status": w.status, "exit_code": w.exit_code,
                                  "stderr_tail": list(w.stderr_tail)}
         facts["rule_errors"] = dict(frame.rule_errors)
+        facts["timeline"] = [change.to_dict() for change in frame.timeline]
         if snapshot.job is not None:
             shown = last_running or snapshot.job  # an ended job's last live view, with how it ended
             watched_s = snapshot.time - (facts.get("job_since") or snapshot.time)
@@ -231,13 +233,26 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
     for entry in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope)):
         f = entry.finding
         state = "active" if entry.active else f"cleared (seen for {entry.last - entry.first:.0f} s)"
+        if entry.active and f.clearing(entry.last) and f.held_at is not None:  # shown, but no longer holding
+            state = f"clearing: not seen for {entry.last - f.held_at:.0f} s, its figures as of {clock(f.held_at)}"
         out.append("")
         out.append(f"[{f.severity.upper()}] {f.title}" + (f" · {f.scope}" if f.scope else "") + f"  ({f.id}, {state})")
         out += [f"  seen: {line}" for line in f.evidence]
         out += [f"  fix:  {line}" for line in f.fix]
     for rule, message in sorted(facts.get("rule_errors", {}).items()):
         out.append(f"rule {rule} failed: {message}")
+    out += timeline_lines(facts.get("timeline", []))
     return printable_lines(out)
+
+
+def timeline_lines(changes: list[dict[str, Any]]) -> list[str]:
+    """What was raised and cleared while doctor watched, with times: the story behind the findings above."""
+    from hwtop.advice.timeline import describe
+    from hwtop.model.finding import Change
+
+    if not changes:
+        return ["", "What changed: nothing was raised or cleared."]
+    return ["", "What changed:", *(f"  {describe(Change(**change))}" for change in changes)]
 
 
 def crash_lines(workload: dict[str, Any]) -> list[str]:

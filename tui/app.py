@@ -325,12 +325,13 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
 
     def action_advice(self) -> None:
         """Focus the advice pane and open (or close) its selected finding; on a short terminal, where an open
-        finding would push the panels off screen, every finding opens on a screen of its own."""
+        finding would push the panels off screen, and at a second `a`, every finding opens on a screen of its own,
+        with the timeline of what was raised and cleared when."""
         panel = self.main.advice_panel
         if self.screen is not self.main:
             return
-        if self.main.short and self.frame is not None and self.frame.findings:
-            self.open_advice_screen()
+        if self.main.short and self.frame is not None and self.frame.findings or panel.has_focus:
+            self.open_advice_screen()  # a second `a`: every finding, and the timeline of what changed when
             return
         panel.focus()
         panel.action_toggle_finding()
