@@ -77,7 +77,8 @@ class RankFigures(Record, frozen=True):
     steps: int | None = None  # optimizer steps where known (the embedded workload, the demo)
     site: str | None = None  # its commonest own-code site outside waits: `file:line function`
     samples: int = 0  # stack samples behind `shares`
-    seen_at: float | None = None  # when these figures were last updated (a rank that stops advancing: a hang)
+    seen_at: float | None = None  # wall-clock time (epoch s) these figures were last updated: a rank that stops
+    # advancing while the others do is a hang (advice/ranks.py), so it compares across hosts
 
     def share(self, phase: str) -> float:
         return next((value for name, value in self.shares if name == phase), 0.0)
