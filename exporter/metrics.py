@@ -143,7 +143,9 @@ def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: 
 
 
 def finding_family(findings: tuple[Finding, ...], host: str) -> Family:
-    """One series per active finding; `scope` keeps two findings of one rule (GPU0, GPU3) apart."""
+    """One series per active finding, that is per cause: eight GPUs with one cause are one series whose `scope`
+    names them ("GPU0-7", bounded: advice/grouping.py), and two causes of one rule (heat on GPU0, a power cap on
+    GPU3) are two series, their scopes apart."""
     family = Family("hwtop_finding", "1 for each active advice finding: what limits the job",
                     ("rule", "severity", "scope", "Hostname"))
     seen: set[tuple[str, str]] = set()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.grouping import covering
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
 from hwtop.model.finding import Finding
@@ -89,12 +90,19 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
         return
     evidence = []
     if stalled and workload is not None:
-        steps = ", ".join(f"rank {r.rank} at step {r.step}" for r in workload.ranks if r.step is not None)
+        at_step: dict[int, list[str]] = {}
+        for r in workload.ranks:
+            if r.step is not None:
+                at_step.setdefault(r.step, []).append(f"rank {r.rank}")
+        steps = ", ".join(f"{covering(ranks)[0]} at step {step}" for step, ranks in at_step.items())
         evidence.append("the job's ranks stopped reporting steps (status stalled)" + (f": {steps}" if steps else ""))
+    alike: dict[tuple[str, str], list[str]] = {}  # GPUs whose figures read the same are named once: GPU0-7
     for index, (util, share) in sorted(spinning.items()):
-        evidence.append(f"GPU{index} {util:.0f}% busy for {t['spin_seconds']:.0f} s yet drawing "
-                        f"{100 * share:.0f}% of its power limit (limit {100 * t['spin_power_share']:.0f}%): "
-                        "kernels polling, not computing")
+        alike.setdefault((f"{util:.0f}", f"{100 * share:.0f}"), []).append(f"GPU{index}")
+    for (util, share), gpus in alike.items():
+        evidence.append(f"{covering(gpus)[0]} {util}% busy for {t['spin_seconds']:.0f} s yet drawing "
+                        f"{share}% of {'its' if len(gpus) == 1 else 'their'} power limit (limit "
+                        f"{100 * t['spin_power_share']:.0f}%): kernels polling, not computing")
     odd = _odd_rank(latest)
     if odd:
         evidence.append(odd)
