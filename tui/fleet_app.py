@@ -22,6 +22,7 @@ from hwtop.widgets.plain_table import PlainTable
 from hwtop.widgets.safe_text import data
 
 SEVERITY_STYLE = {"critical": palette.BADGE_CRIT, "warning": palette.BADGE_WARN, "info": palette.INFO}
+SEVERITY_TEXT = {"critical": palette.CRIT_STRONG, "warning": palette.WARN, "info": palette.INFO}  # in a column
 STATUS_WIDTH = 36  # of the status cell: the host screen shows all of it
 LABEL_WIDTH = 40  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
 
@@ -129,6 +130,11 @@ def _share(value: float) -> Text:
     return Text(f"{100 * value:.0f}%")
 
 
+def _ranks_on_hosts(view: JobView) -> str:
+    ranks, hosts = len(view.ranks), len({r.host for r in view.ranks})
+    return f"  {ranks} rank{'s' if ranks != 1 else ''} on {hosts} host{'s' if hosts != 1 else ''}, worst first"
+
+
 class JobScreen(Screen[None]):
     """Every rank of the --job across hosts, worst first: the verdict (straggler or hang, its rank and host), the
     likely cause (that host's own top finding) and a row per rank; live while it is open."""
@@ -161,8 +167,7 @@ class JobScreen(Screen[None]):
             return
         self.title_bar.update(Text.assemble((" job ", "bold reverse"), plain(f" {view.job} ", "bold reverse",
                                                                               LABEL_WIDTH),
-                                            f"  {len(view.ranks)} ranks on {len({r.host for r in view.ranks})} "
-                                            "hosts, worst first"))
+                                            _ranks_on_hosts(view)))
         verdict = view.verdict
         if verdict is None:
             self.verdict.update(plain(view.message or "no straggler: the ranks wait in collectives alike",
@@ -173,10 +178,14 @@ class JobScreen(Screen[None]):
                                    plain(verdict.named, "bold", 2 * LABEL_WIDTH))]
             lines += [plain(f"  {line}", "", 4 * LABEL_WIDTH) for line in verdict.evidence]
             cause = view.cause
-            lines.append(plain(f"  likely cause on its host: {cause.severity.upper()} {cause.rule}"
-                               + (f" · {cause.scope}" if cause.scope else "") if cause else
-                               "  its host names no cause of its own (no finding beyond the symptom)",
-                               SEVERITY_STYLE.get(cause.severity, "") if cause else palette.DIM, 4 * LABEL_WIDTH))
+            if cause is None:
+                lines.append(Text("  its host names no cause of its own (no finding beyond the symptom)",
+                                  style=palette.DIM))
+            else:
+                lines.append(Text.assemble("  likely cause on its host: ",
+                                           plain(cause.severity.upper(), SEVERITY_STYLE.get(cause.severity, "")),
+                                           plain(f" {cause.rule}" + (f" · {cause.scope}" if cause.scope else ""),
+                                                 "bold", 2 * LABEL_WIDTH)))
             self.verdict.update(Text("\n").join(lines))
         named = verdict.rank if verdict is not None else None
         self.table.clear()
@@ -190,7 +199,7 @@ class JobScreen(Screen[None]):
                                plain(rank.host, "", LABEL_WIDTH), _share(rank.collective_share),
                                plain(f"{100 * share:.0f}% {phase}" if phase else "", "", 24),
                                _num(steps, "{:.1f}"), Text(str(rank.samples)),
-                               plain(f"{top.severity.upper()} {top.rule}" if top else "", SEVERITY_STYLE.get(
+                               plain(f"{top.severity.upper()} {top.rule}" if top else "", SEVERITY_TEXT.get(
                                    top.severity, "") if top else "", LABEL_WIDTH))
 
 

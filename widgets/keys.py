@@ -106,7 +106,8 @@ REPORT_SCREEN = (Key("b,q", "dismiss", "close"),)
 
 # The fleet view
 FLEET = (Key("q", "quit", "Quit"), Key("enter", "open_host", "GPUs of the host"),
-         Key("j", "open_job", "Job ranks"))
+         Key("j", "open_job", "Job ranks", "the ranks of --job across hosts, worst first: the straggler or the "
+                                           "hang named, with its host's likely cause"))
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
 FLEET_JOB = (Key("escape,q", "app.pop_screen", "Hosts"),)
 
