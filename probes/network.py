@@ -85,13 +85,23 @@ def parse_speed_mbps(text: str | None) -> float | None:
 
 
 def _pci_bus_id(root: str, device_link: str) -> str | None:
-    """The PCI address a `device` link points to, or None for a device that is not on PCI (virtio, usb)."""
+    """The PCI function a `device` link points to, or the one it sits under (a VM's virtio NIC is virtio2 below its
+    PCI function); None for a device on no PCI bus (usb, a platform device)."""
     real = os.path.realpath(os.path.join(root, device_link))
-    name = os.path.basename(real)
-    try:
-        return normalize_bus_id(name) if os.path.exists(os.path.join(root, "sys/bus/pci/devices", name)) else None
-    except ValueError:
-        return None
+    for name in (os.path.basename(real), os.path.basename(os.path.dirname(real))):
+        if name and os.path.exists(os.path.join(root, "sys/bus/pci/devices", name)):
+            try:
+                return normalize_bus_id(name)
+            except ValueError:
+                return None
+    return None
+
+
+def _numa_node(root: str, bus_id: str | None, device_link: str) -> int | None:
+    """The PCI function's NUMA node (-1, "none", is None), else the device's own where it has one."""
+    if bus_id is not None:
+        return parse_int(read_text(root, f"sys/bus/pci/devices/{bus_id}/numa_node"))
+    return parse_int(read_text(root, f"{device_link}/numa_node"))
 
 
 class _Netdev:
@@ -112,7 +122,7 @@ class _Netdev:
         else:
             self.kind = "ethernet"
         self.bus_id = _pci_bus_id(root, f"{base}/device") if has_device else None
-        self.numa_node = parse_int(read_text(root, f"{base}/device/numa_node")) if has_device else None
+        self.numa_node = _numa_node(root, self.bus_id, f"{base}/device") if has_device else None
 
 
 class _IbPort:
@@ -124,7 +134,7 @@ class _IbPort:
         layer = (read_text(root, f"{base}/ports/{port}/link_layer") or "").strip().lower()
         self.kind = "roce" if layer == "ethernet" else "infiniband"
         self.bus_id = _pci_bus_id(root, f"{base}/device")
-        self.numa_node = parse_int(read_text(root, f"{base}/device/numa_node"))
+        self.numa_node = _numa_node(root, self.bus_id, f"{base}/device")
         self.netdev = _netdev_of(root, hca, port)
 
 

@@ -272,3 +272,11 @@ def test_hundreds_of_veths_keep_the_busiest_in_the_snapshot(tmp_path: Path) -> N
     nics = probe.read()
     assert "veth299" in [n.name for n in nics] and sum(n.kind == "virtual" for n in nics) == MAX_VIRTUAL
     assert [n.name for n in nics][:2] == ["eno1", "lo"]
+
+
+def test_a_vms_virtio_nic_is_placed_by_the_pci_function_above_it(tmp_path: Path) -> None:
+    function = pci_device(tmp_path, "0000:00:03.0", 1)
+    (tmp_path / function / "virtio2").mkdir()
+    netdev(tmp_path, "eth0", device=f"{function}/virtio2")
+    (nic,) = NetworkProbe(str(tmp_path), counters=Counters({"eth0": (1, 1)}), clock=Clock()).read()
+    assert (nic.kind, nic.bus_id, nic.numa_node) == ("ethernet", "0000:00:03.0", 1)
