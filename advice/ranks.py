@@ -38,7 +38,8 @@ class RankVerdict:
 
 
 def _who(rank: RankFigures) -> str:
-    return f"rank {rank.rank} ({rank.host})"
+    pid = f"pid {rank.pid}, " if rank.pid is not None else ""
+    return f"rank {rank.rank} ({pid}host {rank.host})"
 
 
 def _pct(share: float) -> str:

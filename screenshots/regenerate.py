@@ -39,6 +39,7 @@ STORY_SHOTS = [
     ("story-thermal-160x45", "thermal", 65.0),
     ("story-straggler-160x45", "straggler", 45.0),
     ("story-straggler-job-160x45", "straggler", 45.0, "j"),  # the job view: the ranks side by side
+    ("story-nccl-ethernet-160x45", "nccl-ethernet", 70.0),
     # the README's data-loading shots, now from the demo's starved story
     ("workload-dataloader-bound-160x45", "starved", 40.0),
     ("advice-dataloader-bound-160x45", "starved", 45.0),

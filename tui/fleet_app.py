@@ -16,7 +16,7 @@ from hwtop.fleet.model import HostView, totals, worst_first
 from hwtop.fleet.sources import FleetSource
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.widgets import keys, palette
-from hwtop.widgets.format import sparkline
+from hwtop.widgets.format import human_rate, level_style, sparkline
 from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.plain_table import PlainTable
 from hwtop.widgets.safe_text import data
@@ -41,6 +41,20 @@ def _num(value: float | None, fmt: str = "{:.0f}") -> Text:
 
 def _gib(used: float, total: float) -> Text:
     return Text(f"{used / 1024:,.0f}/{total / 1024:,.0f} GiB")
+
+
+def _port(view: HostView) -> Text:
+    """The host's busiest network port: its name, the bytes it moves (the busier direction) and its share of the
+    line, coloured as the other levels are."""
+    port = view.busiest_port
+    if port is None:
+        return Text("N/A", style=palette.DIM)
+    share = None if port.line_ratio is None else 100 * port.line_ratio
+    text = plain(port.label, "", 12)
+    text.append(f" {human_rate(port.busiest)}")
+    if share is not None:
+        text.append(f" {share:.0f}%", style=level_style(share))
+    return text
 
 
 def _finding(view: HostView) -> Text:
@@ -229,7 +243,7 @@ class FleetApp(GuardedApp[None]):
 
     def on_mount(self) -> None:
         self.table.add_columns("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING",
-                               "ADDRESS", "GPU MODELS")
+                               "NETWORK", "ADDRESS", "GPU MODELS")
         self.tick()
         self.set_interval(self.refresh_s, self.tick)
         if self.source.job is not None:  # --job: its ranks first; escape shows the hosts
@@ -278,7 +292,7 @@ class FleetApp(GuardedApp[None]):
             name, status = plain(view.name, "bold", LABEL_WIDTH), _status(view)
             address = plain(short_address(view.address), palette.DIM, LABEL_WIDTH)
             if not view.up:  # nothing measured now: blank, not N/A
-                self.table.add_row(name, status, *(Text("") for _ in range(6)), address,
+                self.table.add_row(name, status, *(Text("") for _ in range(7)), address,
                                    plain(view.gpu_models, palette.DIM, LABEL_WIDTH), key=row_key(view))
                 continue
             memory = view.memory
@@ -287,8 +301,8 @@ class FleetApp(GuardedApp[None]):
                 _num(view.util_mean, "{:.0f}%"),
                 sparkline(view.trend, 12) if view.trend else Text(""),
                 Text("N/A", style=palette.DIM) if memory is None else _gib(*memory),
-                _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, plain(view.gpu_models, "", LABEL_WIDTH),
-                key=row_key(view))
+                _num(view.cpu_busy, "{:.0f}%"), _finding(view), _port(view), address,
+                plain(view.gpu_models, "", LABEL_WIDTH), key=row_key(view))
         keys = [row_key(v) for v in self.views]
         if selected in keys:
             self.table.move_cursor(row=keys.index(selected))

@@ -24,6 +24,8 @@ class Shown(Record, frozen=True):
     advice_lines: int = 1  # the advice pane's lines ("no problems seen" is one)
     advice_framed: bool = False  # findings shown in the pane (it has a border then)
     disks: int = 0
+    network_lines: int = 0  # the network panel's lines (0: hidden)
+    network_framed: bool = False  # busy ports shown (it has a border then); quiet, it is one bare line
     job: bool = False  # a focused job: shown on its own screen (j), it takes no row here
     top_rows: int = 0  # the CPU/memory row's height as last laid out; 0 before the first layout
 
@@ -36,6 +38,7 @@ class Rows(Record, frozen=True):
     disks: int
     cpu_lines: int  # the CPU panel's content lines: past them its cores fold into a heat strip
     gpu_lines: int  # the GPU panel's content lines: it picks the densest layout that fits them
+    network: int = 0  # one bare line while every port is quiet
 
 
 def rows(shown: Shown) -> Rows:
@@ -46,7 +49,9 @@ def rows(shown: Shown) -> Rows:
     workload = shown.workload_lines + FRAME if shown.workload_lines is not None else 0
     advice = min(shown.advice_lines, int(height * ADVICE_SHARE)) + (FRAME if shown.advice_framed else 0)
     disks = max(1, shown.disks) + FRAME
-    cpu_lines = max(2, height - BARS - PROCESS_ROWS - workload - advice - GPU_LEAST - FRAME - disks)
+    network = shown.network_lines + (FRAME if shown.network_framed and shown.network_lines else 0)
+    cpu_lines = max(2, height - BARS - PROCESS_ROWS - workload - advice - GPU_LEAST - FRAME - disks - network)
     top = shown.top_rows or TOP_UNMEASURED
-    gpu_lines = max(1, height - BARS - USEFUL_PROCESS_ROWS - top - FRAME - workload - advice)
-    return Rows(workload=workload, advice=advice, disks=disks, cpu_lines=cpu_lines, gpu_lines=gpu_lines)
+    gpu_lines = max(1, height - BARS - USEFUL_PROCESS_ROWS - top - FRAME - workload - advice - network)
+    return Rows(workload=workload, advice=advice, disks=disks, network=network, cpu_lines=cpu_lines,
+                gpu_lines=gpu_lines)

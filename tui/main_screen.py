@@ -1,5 +1,5 @@
-"""The monitor's main screen: header, CPU, disks and memory, the GPUs, the workload and advice panes, the
-processes and the key bar. It shows one Frame at a time; how tall each panel may be comes from tui/layout.py."""
+"""The monitor's main screen: header, CPU, disks and memory, the GPUs, the network, the workload and advice panes,
+the processes and the key bar. It shows one Frame at a time; how tall each panel may be comes from tui/layout.py."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from hwtop.widgets.gpu import GpuPanel
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.memory import MemoryPanel
+from hwtop.widgets.network import NetworkPanel, candidates
 from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
 
@@ -36,6 +37,7 @@ class MainScreen(Screen[None]):
         self.header, self.cpu_panel = HeaderBar(id="header"), CpuPanel(id="cpu")
         self.disks_panel = DisksPanel(id="disks")
         self.memory_panel, self.gpu_panel = MemoryPanel(id="memory"), GpuPanel(id="gpu")
+        self.network_panel = NetworkPanel(id="network", classes="quiet")  # as the first show finds it, mostly
         self.process_table = ProcessTable(id="processes")
         self.workload_panel = WorkloadPanel(id="workload")
         self.workload_panel.display = False
@@ -51,6 +53,7 @@ class MainScreen(Screen[None]):
                 yield self.disks_panel
             yield self.memory_panel
         yield self.gpu_panel
+        yield self.network_panel
         yield self.workload_panel
         yield self.advice_panel
         yield self.process_table
@@ -58,7 +61,8 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
-                  "gpu": self.gpu_panel, "advice": self.advice_panel, "processes": self.process_table}
+                  "gpu": self.gpu_panel, "network": self.network_panel, "advice": self.advice_panel,
+                  "processes": self.process_table}
         for name in self.hidden_panels:
             panels[name].display = False
 
@@ -76,6 +80,10 @@ class MainScreen(Screen[None]):
         self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
         self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"))
         self.disks_panel.show(snapshot.disks)
+        ports = "network" not in self.hidden_panels and bool(candidates(snapshot.nics))
+        if ports != self.network_panel.display:  # no port known (a recording from before the network): no row
+            self.network_panel.display = ports
+        self.network_panel.show(snapshot.nics)
         self.workload_panel.show(snapshot.workload)
         findings = frame.findings
         self.advice_panel.inline = not self.short
@@ -94,7 +102,9 @@ class MainScreen(Screen[None]):
             workload_lines=len(self.workload_panel.cached_lines(inner)) if snapshot.workload is not None else None,
             advice_lines=len(self.advice_panel.cached_lines(inner)),
             advice_framed=bool(findings) and self.advice_panel.inline,
-            disks=len(snapshot.disks), job=snapshot.job is not None, top_rows=self.top.outer_size.height))
+            disks=len(snapshot.disks), job=snapshot.job is not None, top_rows=self.top.outer_size.height,
+            network_lines=len(self.network_panel.cached_lines(inner)) if self.network_panel.display else 0,
+            network_framed=not self.network_panel.quiet))
         self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
                             max_lines=rows.cpu_lines)
         numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}

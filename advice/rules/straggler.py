@@ -121,11 +121,11 @@ def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
         return
     if len(read) < 2 or len(read) < len(job.ranks):
         return
-    from hwtop.advice.ranks import judge_ranks  # the one judgement, shared with `hwtop fleet --job` across hosts
+    from hwtop.advice.ranks import judge_ranks  # the fleet's judgement too: the same rank for the same numbers
 
     verdict = judge_ranks(job.ranks, t)
     if verdict is None or verdict.kind != "straggler" or verdict.rank is None:
-        return  # balanced, or a hang: the others wait all the time for a rank that never arrives (collective-hang)
+        return  # balanced, or a hang: collective-hang names the rank that never arrived
     slow, others = verdict.rank, list(verdict.waiting)
     waiting = median(r.collective_share for r in others)
     latest = window.latest
