@@ -64,6 +64,11 @@ def missing_figure(ranks: Sequence[RankFigures], t: Thresholds) -> str | None:
     if len(known) < 2:
         return (f"too few stack samples ({max((r.samples for r in ranks), default=0)} of the "
                 f"{t['stack_min_samples']:.0f} a share needs)")
+    unread = [r for r in ranks if r.samples < t["stack_min_samples"]]
+    if unread:  # no rank is named while one of them might be it
+        more = f" and {len(unread) - 1} more" if len(unread) > 1 else ""
+        return (f"{_who(unread[0])}{more}: too few stack samples ({unread[0].samples} of the "
+                f"{t['stack_min_samples']:.0f} a share needs), so none is named")
     return None
 
 

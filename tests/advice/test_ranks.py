@@ -42,7 +42,10 @@ def test_a_rank_held_back_still_computes_between_all_reduces_a_straggler_not_a_h
 
 
 def test_no_rank_is_named_while_another_is_still_unread():
-    assert judge_ranks([rank(0, "a", 0.9), rank(1, "b", 0.0), rank(2, "b", 0.9, samples=3)], T) is None
+    ranks = [rank(0, "a", 0.9), rank(1, "b", 0.0), rank(2, "b", 0.9, samples=3)]
+    assert judge_ranks(ranks, T) is None
+    assert missing_figure(ranks, T) == \
+        "rank 2 (pid 102, host b): too few stack samples (3 of the 20 a share needs), so none is named"
 
 
 def test_when_the_others_wait_all_the_time_the_odd_rank_never_reached_the_collective():
