@@ -1,5 +1,5 @@
 """collective-hang with per-rank figures: the rank that never reached the collective is named (rank, pid, host,
-where it is) when every other rank waits in it; with a rank unreadable, or two ranks away, none is guessed."""
+where it is) in the shared judgement's words when every other rank waits in it; with a rank unreadable, or two ranks away, none is guessed."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ def test_the_rank_that_never_reached_the_collective_is_named_from_the_per_rank_f
     t = Timeline()
     ranks = (figures(0, 0.98), figures(1, 0.99), figures(2, 0.0, site="train.py:88 load_shard"))
     finding = find(run([hung(t, ranks) for _ in range(14)])[-1], "collective-hang")
-    assert ("rank 2 (pid 50002, host node-a) has not reached the collective: in it 0% of its stack samples, busy at "
-            "train.py:88 load_shard, while the other 2 wait in it 98-99%") in finding.evidence
+    assert finding.evidence[1:] == (
+        "rank 2 (pid 50002, host node-a): 0% in collectives, 100% other at train.py:88 load_shard",
+        "the other 2 ranks wait in a collective 98%-99% of the time: no rank makes progress")
 
 
 def test_an_unreadable_rank_or_two_ranks_away_name_none():
@@ -34,4 +35,5 @@ def test_an_unreadable_rank_or_two_ranks_away_name_none():
                   (figures(0, 0.98), figures(1, 0.05), figures(2, 0.0))):
         t = Timeline()
         finding = find(run([hung(t, ranks) for _ in range(14)])[-1], "collective-hang")
-        assert not any("has not reached the collective" in line for line in finding.evidence)
+        assert not any(line.startswith("rank ") or "the other" in line for line in finding.evidence)
+        assert finding.evidence[0].startswith("GPU0-2 100% busy")
