@@ -36,6 +36,8 @@ EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before
 DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
 DEMO_JOB_VIEW = "a demo machine has no job to focus: its story's job is in the workload pane"
 DEMO_JOB = "a demo machine runs its story's job, not a real one: --scenario picks the story"
+NO_FINDINGS = "no problems seen: no finding to open (the advice pane names what the rules watch)"
+MAIN_SCREEN_ACTIONS = {"cycle_sort", "reverse_sort", "filter", "tree", "advice", "focus_process", "signal_process"}
 PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from widgets/keys.py
 
 
@@ -95,7 +97,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def status(self) -> Status:
         replay = self.session.replay
         return Status(self.interval, self.session.paused, replay_words(replay.state()) if replay else None,
-                      self.recorder.path if self.recorder is not None else None)
+                      self.recorder.path if self.recorder is not None else None,
+                      workload_stops=self.session.workload is not None and not self.session.simulated)
 
     def on_mount(self) -> None:
         if self.exit_on_signals:
@@ -182,6 +185,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.REPLAY_ACTIONS and not self.replaying:
             return False  # hidden and inert outside a replay
+        if action in MAIN_SCREEN_ACTIONS and self.screen is not self.main:
+            return False  # the process table's and advice pane's keys: not under another screen (s on topology)
         if action in ("start_workload", "stop_workload", "record", "focus_process", "signal_process") and \
                 self.replaying:
             return False
@@ -327,11 +332,15 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         panel = self.main.advice_panel
         if self.screen is not self.main:
             return
+        if self.frame is not None and not self.frame.findings:
+            self.notify(NO_FINDINGS)
+            return
         if self.main.short and self.frame is not None and self.frame.findings:
             self.open_advice_screen()
             return
         panel.focus()
         panel.action_toggle_finding()
+        self.main.relayout()  # an open finding takes rows: the budget is made again at once, not at the next tick
 
     def on_advice_panel_details_wanted(self, _message: AdvicePanel.DetailsWanted) -> None:
         self.open_advice_screen()
@@ -426,7 +435,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             box = Input(placeholder="filter processes by name, user or pid (enter keeps it, escape clears)",
                         id="filter")
             box.display = False
-            self.filter_input = box
+            self.filter_input = self.main.filter_box = box
 
             async def mounted() -> Input:
                 await self.main.mount(box, before=self.main.footer)
@@ -439,6 +448,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         box = await self._filter_box()
         box.display = True
         box.focus()
+        self.main.relayout()  # the filter's line takes a row
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input is self.filter_input:
@@ -449,6 +459,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         if event.input is self.filter_input:
             event.input.display = bool(event.value)
             self.main.process_table.focus()
+            self.main.relayout()
 
     def on_key(self, event) -> None:  # noqa: ANN001 - textual.events.Key
         box = self.filter_input
@@ -456,6 +467,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             box.value = ""
             box.display = False
             self.main.process_table.focus()
+            self.main.relayout()
             event.stop()
 
     async def on_gpu_panel_gpu_clicked(self, message: GpuPanel.GpuClicked) -> None:
@@ -468,6 +480,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         box.display = bool(value)
         table.filter_text = value
         table.redraw()
+        self.main.relayout()
 
     def action_tree(self) -> None:
         table = self.main.process_table

@@ -23,6 +23,10 @@ from hwtop.widgets.safe_text import data
 SEVERITY_STYLE = {"critical": palette.BADGE_CRIT, "warning": palette.BADGE_WARN, "info": palette.INFO}
 STATUS_WIDTH = 36  # of the status cell: the host screen shows all of it
 LABEL_WIDTH = 40  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
+NARROW = 120  # columns: below this the cells are cut shorter and the trend left out, so TOP FINDING is on screen
+COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING", "ADDRESS")
+NARROW_COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "", "GPU MEM", "CPU", "TOP FINDING", "ADDRESS")
+NARROW_WIDTHS = {"host": 15, "status": 10, "finding": 21, "address": 21}  # characters of a cell, narrow
 
 
 def plain(value: object, style: str = "", width: int | None = None) -> Text:
@@ -37,30 +41,38 @@ def _num(value: float | None, fmt: str = "{:.0f}") -> Text:
     return Text("N/A", style=palette.DIM) if value is None else Text(fmt.format(value))
 
 
-def _gib(used: float, total: float) -> Text:
+def _gib(used: float, total: float, narrow: bool = False) -> Text:
+    if narrow:
+        return Text(f"{used / 1024:,.0f}/{total / 1024:,.0f}G")
     return Text(f"{used / 1024:,.0f}/{total / 1024:,.0f} GiB")
 
 
-def _finding(view: HostView) -> Text:
+def _finding(view: HostView, width: int = 2 * LABEL_WIDTH) -> Text:
     if not view.up:
         return Text("")
     if not view.hwtop:
-        return Text("N/A (dcgm-exporter)", style=palette.DIM)
+        return plain("N/A (dcgm-exporter)", palette.DIM, width)
     top = view.top_finding
     if top is None:
-        return Text("no problems seen", style=palette.OK)
+        return plain("no problems seen", palette.OK, width)
     more = f" (+{len(view.findings) - 1})" if len(view.findings) > 1 else ""
     return plain(f"{top.severity.upper()} {top.rule}" + (f" · {top.scope}" if top.scope else "") + more,
-                 SEVERITY_STYLE.get(top.severity, ""), 2 * LABEL_WIDTH)
+                 SEVERITY_STYLE.get(top.severity, ""), width)
 
 
-def _status(view: HostView) -> Text:
+def _status(view: HostView, width: int = STATUS_WIDTH) -> Text:
     """Short, so the columns after it stay on screen; the host screen shows all of it."""
     if view.error:
-        return plain(view.error, palette.CRIT_STRONG, STATUS_WIDTH)
+        return plain(view.error, palette.CRIT_STRONG, width)
     if view.notes:
-        return plain("up · " + "; ".join(view.notes), palette.WARN, STATUS_WIDTH)
+        return plain("up · " + "; ".join(view.notes), palette.WARN, width)
     return Text("up", style=palette.OK)
+
+
+def host_label(view: HostView) -> str:
+    """The host's name; one that has not answered yet is named by its address, port included (two exporters on
+    one box are two rows that must read apart)."""
+    return view.hostname or short_address(view.address)
 
 
 class HostScreen(Screen[None]):
@@ -140,6 +152,7 @@ class FleetApp(GuardedApp[None]):
         self.warning_bar = Static(id="fleet-warnings")
         self.table = PlainTable(id="hosts", cursor_type="row")
         self._warned = 0
+        self._columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
@@ -148,8 +161,6 @@ class FleetApp(GuardedApp[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.table.add_columns("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING",
-                               "ADDRESS")
         self.tick()
         self.set_interval(self.refresh_s, self.tick)
 
@@ -162,10 +173,14 @@ class FleetApp(GuardedApp[None]):
         self.views = worst_first(self.source.hosts())
         self.redraws += 1
         fleet = totals(self.views)
-        title = Text.assemble((" hwtop fleet ", "bold reverse"), "  ", plain(self.source.description),
-                              f"  {fleet.answering}/{fleet.hosts} hosts answering · {fleet.gpus} GPUs")
+        narrow = self.size.width < NARROW  # the same figures in fewer words, so none is cut
+        title = Text.assemble((" hwtop fleet ", "bold reverse"), "  ",
+                              "" if narrow else plain(self.source.description + "  "),
+                              f"{fleet.answering}/{fleet.hosts} {'up' if narrow else 'hosts answering'}"
+                              f" · {fleet.gpus} GPUs")
         if fleet.total_mib:
-            title.append(f" · GPU memory {fleet.used_mib / 1024:,.0f}/{fleet.total_mib / 1024:,.0f} GiB")
+            title.append(f" · {'' if narrow else 'GPU memory '}"
+                         f"{fleet.used_mib / 1024:,.0f}/{fleet.total_mib / 1024:,.0f} GiB")
         if fleet.util_mean is not None:
             title.append(f" · util {fleet.util_mean:.0f}%")
         title.append(f" · every {self.source.interval:g}s")
@@ -184,25 +199,41 @@ class FleetApp(GuardedApp[None]):
             if view is not None:
                 self.screen.show(view)
 
+    def on_resize(self) -> None:
+        if self.redraws:
+            self._fill_table()  # the columns for the new width
+
     def _fill_table(self) -> None:
-        """Columns in order of use, so a narrow terminal keeps the finding and loses the address first."""
+        """Columns in order of use, so a narrow terminal keeps the finding and loses the address first (← →
+        scroll to it); below NARROW columns the cells are cut shorter and the trend left out."""
         selected = self._selected_key()
+        scrolled = self.table.scroll_x  # clear() scrolls back to the first column: kept across a refresh
+        narrow = self.size.width < NARROW
+        columns = NARROW_COLUMNS if narrow else COLUMNS
+        if columns != self._columns:
+            self.table.clear(columns=True)
+            self.table.add_columns(*columns)
+            self._columns = columns
         self.table.clear()
+        widths = NARROW_WIDTHS if narrow else {"host": LABEL_WIDTH, "status": STATUS_WIDTH,
+                                               "finding": 2 * LABEL_WIDTH, "address": LABEL_WIDTH}
         for view in self.views:
-            name, status = plain(view.name, "bold", LABEL_WIDTH), _status(view)
-            address = plain(short_address(view.address), palette.DIM, LABEL_WIDTH)
+            name, status = plain(host_label(view), "bold", widths["host"]), _status(view, widths["status"])
+            address = plain(short_address(view.address), palette.DIM, widths["address"])
             if not view.up:  # nothing measured now: blank, not N/A
                 self.table.add_row(name, status, *(Text("") for _ in range(6)), address, key=row_key(view))
                 continue
             memory = view.memory
             self.table.add_row(
                 name, status, Text(str(len(view.gpus))), _num(view.util_mean, "{:.0f}%"),
-                sparkline(view.trend, 12) if view.trend else Text(""),
-                Text("N/A", style=palette.DIM) if memory is None else _gib(*memory),
-                _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, key=row_key(view))
+                sparkline(view.trend, 12) if view.trend and not narrow else Text(""),
+                Text("N/A", style=palette.DIM) if memory is None else _gib(*memory, narrow=narrow),
+                _num(view.cpu_busy, "{:.0f}%"), _finding(view, widths["finding"]), address, key=row_key(view))
         keys = [row_key(v) for v in self.views]
         if selected in keys:
             self.table.move_cursor(row=keys.index(selected))
+        if scrolled:
+            self.table.call_after_refresh(self.table.scroll_to, x=scrolled, animate=False)
 
     def _selected_key(self) -> str | None:
         if not self.views or self.table.row_count == 0:
@@ -222,6 +253,12 @@ class FleetApp(GuardedApp[None]):
         view = self._view(key)
         if view is not None:
             screen.show(view)
+
+    def action_help(self) -> None:
+        from hwtop.tui.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(keys.fleet_help_lines(), "hwtop fleet keys"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table is self.table:
