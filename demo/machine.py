@@ -12,6 +12,8 @@ from hwtop.demo.story import STORIES, get_story
 from hwtop.session.sampler import Sampler
 
 NO_PROC = "/nonexistent/hwtop-demo-proc"  # the GPU probe's /proc: a demo GPU pid must never meet a real process
+SOURCE_PREFIX = "demo:"  # a demo snapshot's GPU source: demo:PROFILE[:SCENARIO][+STORY]
+STORY_MARK = "+"
 
 
 def split_story(spec: str, scenario: str | None = None) -> tuple[str, str | None]:
@@ -25,6 +27,19 @@ def split_story(spec: str, scenario: str | None = None) -> tuple[str, str | None
     if scenario is not None:
         get_story(scenario)  # raises with the valid names
     return spec, scenario
+
+
+def source_of(gpu_spec: str, story_name: str | None) -> str:
+    """The GPU source a demo machine's snapshots carry: `demo:dgx-a100+starved`."""
+    return SOURCE_PREFIX + gpu_spec + (f"{STORY_MARK}{story_name}" if story_name else "")
+
+
+def machine_of_source(source: str | None) -> str | None:
+    """The demo machine a snapshot's source names, without its story (`demo:dgx-a100:r470+starved` ->
+    `dgx-a100:r470`): a story changes what the machine does, not what it is. None for a real machine."""
+    if not source or not source.startswith(SOURCE_PREFIX):
+        return None
+    return source[len(SOURCE_PREFIX):].partition(STORY_MARK)[0] or None
 
 
 def hostname_of(spec: str) -> str:
@@ -54,7 +69,7 @@ def demo_sampler(spec: str, scenario: str | None = None, seed: int = 0,
     def elapsed() -> float:
         return clock() - start
 
-    source = f"demo:{gpu_spec}" + (f"+{story.name}" if story_name else "")
+    source = source_of(gpu_spec, story.name if story_name else None)
     probe = NvmlProbe(library.pynvml, proc_root=NO_PROC, source=source, clock=clock)
     host = SimulatedHost(library.profile, story, elapsed, seed=seed, process_limit=process_limit,
                          extra_processes=extra_processes)

@@ -20,7 +20,7 @@ from hwtop.model.snapshot import (
     Snapshot,
 )
 from hwtop.probes.gpu import NvmlProbe
-from hwtop.probes.nvml_slow import BackgroundCalls
+from hwtop.probes.nvml.slow import BackgroundCalls
 
 T0 = 1_796_200_000.0  # a fixed wall-clock time, so screenshots do not change with the day
 

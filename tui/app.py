@@ -496,11 +496,11 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
 
     def action_report(self) -> None:
+        from hwtop.demo.machine import machine_of_source
         from hwtop.tui.report_screen import ReportScreen  # lazy: the first frame does not need it
 
         system = self.snapshot.gpu_system if self.snapshot else None
-        demo = system.source[5:] if system and system.source.startswith("demo:") else None
-        self.push_screen(ReportScreen(demo))
+        self.push_screen(ReportScreen(machine_of_source(system.source if system else None)))
 
     def action_help(self) -> None:
         from hwtop.tui.help import HelpScreen

@@ -12,7 +12,7 @@ from hwtop.session.controls import ControlRefused, ReplayState
 from hwtop.session.sampler import Sampler
 from hwtop.session.session import Session
 from tests.factories import ScriptedSource, demo_snapshots, host_snapshot
-from tests.test_recording import write
+from tests.recording.test_replay import write
 
 
 def test_a_replay_offers_step_seek_and_speed_and_nothing_live(tmp_path) -> None:
