@@ -7,7 +7,7 @@ from hwtop.recording.replay import ReplaySource
 from hwtop.recording.store import load
 from hwtop.tui.app import HwtopApp
 from tests.small_screen import screen_lines, started
-from tests.test_recording import write
+from tests.recording.test_replay import write
 from tests.tui.screens import story_snapshots
 
 
