@@ -7,7 +7,7 @@ import pytest
 
 from hwtop.tui.app import NO_FINDINGS, HwtopApp
 from tests.factories import ScriptedSource, demo_snapshots, host_snapshot, with_demo_topology
-from tests.small_screen import screen_lines, started
+from tests.small_screen import job_snapshot, screen_lines, started
 from tests.tui.screens import STORIES, lived_through, process_rows, story_snapshots
 
 
@@ -94,3 +94,17 @@ async def test_a_gpu_less_box_gives_the_command_the_gpu_columns_room() -> None:
         header = next(line for line in lines if " PID " in line)
         assert "GPU" not in header and header.index("COMMAND") < 40, header
         assert any("python train.py --epochs 90" in line for line in lines)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+async def test_a_focused_job_takes_no_row_of_the_main_screen(size: tuple[int, int]) -> None:
+    """The job has its own view (j): the main screen's budget is the same with and without one."""
+    budgets = []
+    for snapshot in (host_snapshot(), job_snapshot()):
+        app = HwtopApp(ScriptedSource([snapshot]))
+        async with app.run_test(size=size) as pilot:
+            await started(app, pilot)
+            lines = screen_lines(app)
+            assert lines[0].startswith(" hwtop ") and process_rows(lines) >= 3
+            budgets.append(app.main.rows)
+    assert budgets[0] == budgets[1]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hwtop.recording.replay import ReplaySource
 from hwtop.recording.store import load
 from hwtop.tui.app import HwtopApp
-from tests.small_screen import screen_lines, started
 from tests.recording.test_replay import write
+from tests.small_screen import screen_lines, started
 from tests.tui.screens import story_snapshots
 
 
