@@ -40,6 +40,8 @@ class JobState:
     stuck_rank: int | None = None  # a rank blocked in a collective (its step no longer advances)
     dead_ranks: tuple[int, ...] = ()
     oom_at: float | None = None  # scenario time of the OOM that killed the first dead rank
+    straggler_rank: int | None = None  # a rank the others wait for in every all-reduce
+    collective_wait: float = 0.12  # the share of their time the other ranks spend waiting in NCCL
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,7 @@ class Story:
     # The finding this story raises, and whether the story fixes its cause so that it clears.
     finding: str | None = None
     clears: bool = False
+    focused: bool = False  # the job is focused as `--pid` would: the job view, its per-rank figures (demo/ranks.py)
 
 
 def _steady(_t: float) -> JobState:
@@ -186,6 +189,33 @@ def _thermal_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
     library.at(THERMAL_FIXED_S, lambda lib: lib.set_temperature_offset(gpu, 0.0))
 
 
+# ----- straggler: one rank's GPU slows down, the other ranks wait for it in NCCL -----
+
+STRAGGLER_S = 20.0
+STRAGGLER_RANK = 3
+
+
+def _straggler(t: float) -> JobState:
+    if t < STRAGGLER_S:
+        return JobState("training")
+    return JobState(f"GPU {STRAGGLER_RANK} clocks held back: the other ranks wait for rank {STRAGGLER_RANK}",
+                    step_time_s=0.52, straggler_rank=STRAGGLER_RANK, collective_wait=0.55)
+
+
+def _straggler_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
+    # The slow rank's GPU: HW slowdown holds its clocks at ~78% and it computes all the time. The others finish
+    # their part of each step early and wait in the all-reduce: NCCL's kernels spin, so they read 100% busy,
+    # at about half their power (a hung collective, by contrast, falls to little above idle).
+    slow = min(STRAGGLER_RANK, profile.gpu_count - 1)
+    wait_w = profile.gpu.idle_power_w + 0.5 * (profile.gpu.power_limit_w - profile.gpu.idle_power_w)
+    library.at(STRAGGLER_S, lambda lib: lib.force_reasons(slow, "hw_slowdown"))
+    library.at(STRAGGLER_S, lambda lib: lib.set_load(slow, 1.0))
+    for index in profile.busy_gpus:
+        if index != slow:
+            library.at(STRAGGLER_S, lambda lib, i=index: lib.set_load(i, 1.0))
+            library.at(STRAGGLER_S, lambda lib, i=index: lib.set_spin_power(i, wait_w))
+
+
 STORIES: dict[str, Story] = {
     s.name: s
     for s in (
@@ -199,6 +229,9 @@ STORIES: dict[str, Story] = {
               _amp_gpus, finding="amp-available", clears=True),
         Story("thermal", f"GPU {THERMAL_GPU} heats up; clocks fall from {THERMAL_SLOW_S:g} s until cooling returns "
               f"at {THERMAL_FIXED_S:g} s", 120.0, _thermal, _thermal_gpus, finding="gpu-throttled", clears=True),
+        Story("straggler", f"GPU {STRAGGLER_RANK} slows down from {STRAGGLER_S:g} s; the other ranks wait for rank "
+              f"{STRAGGLER_RANK} in NCCL (the job view, j, shows each rank)", 120.0, _straggler, _straggler_gpus,
+              finding="rank-straggler", focused=True),
     )
 }
 

@@ -26,6 +26,8 @@ from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
+ROOMY = 50  # rows: from this on the advice pane also shows the latest of what changed when
+TIMELINE_ROWS = 4  # its heading and three changes
 NARROW = 100  # columns: below this the memory panel narrows
 MEMORY_WIDE, MEMORY_NARROW = 44, 34  # the memory panel's columns, border included
 INSIDE = 4  # a panel's border and padding, left and right
@@ -91,9 +93,15 @@ class MainScreen(Screen[None]):
         self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording, width)
         findings = frame.findings
         self.advice_panel.inline = not self.short
-        self.advice_panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors))
-        framed = bool(findings) and self.advice_panel.inline
-        advice = len(self.advice_panel.cached_lines(inner))  # the lines the pane then draws at this width
+        # What the pane would draw with all it needs (a short terminal: a headline per cause, three at most; a tall
+        # one: the findings and the latest lines of what changed when), then what the row budget gives it.
+        panel = self.advice_panel
+        panel.rows = min(3, max(1, len(findings))) if self.short else None
+        panel.timeline_rows = TIMELINE_ROWS if height >= ROOMY else 0
+        panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors), frame.timeline)
+        framed = bool(findings) and panel.inline
+        natural = len(panel.cached_lines(inner))  # the lines the pane then draws at this width
+        headlines = min(natural, len(findings)) if findings else 1  # one per cause: the pane folded
         workload = snapshot.workload
         rows = layout.rows(layout.Shown(
             width=width, height=height,
@@ -103,11 +111,14 @@ class MainScreen(Screen[None]):
                                                                    memory_width - INSIDE),
             gpu=None if "gpu" in hidden else GpuPanel.want(snapshot.gpu_system, gpus, inner),
             workload=None if workload is None else WorkloadPanel.want(workload, inner),
-            advice=None if "advice" in hidden else Want.fixed(advice, FRAME if framed else 0),
+            advice=None if "advice" in hidden else Want(natural, headlines, 1, frame=FRAME if framed else 0),
             processes="processes" not in hidden,
             filter=self.filter_box is not None and bool(self.filter_box.display)))
         self.rows = rows
-        serious = frame.serious
+        if "advice" not in hidden and rows.advice < natural:  # fewer rows than it would fill: headlines
+            panel.rows = rows.advice
+            panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors), frame.timeline)
+        serious = [f for f in frame.serious if not f.clearing(snapshot.time)]  # a GPU that recovered is not red
         marked_gpus = {i for f in serious for i in f.gpus}
         marked_cores = {c for f in serious for c in f.cores}
         self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"), max_lines=rows.memory)

@@ -48,7 +48,7 @@ MAIN = (
     Key("t", "topology", "Topology", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads "
                                      "it, t/escape back)", command="Topology"),
     Key("a", "advice", "Advice", "advice: focus the pane and expand the selected finding (up/down select, enter or "
-                                 "click toggles)", command="Advice"),
+                                 "click toggles); a again: every finding and what changed when", command="Advice"),
     Key("b", "report", "Report", "box report: what this box can train and what limits it (hwtop report for "
                                  "measurements)", show=False, command="Box report"),
     Key("j", "job", "Job", "the focused job's view: process tree, roles, affinity, where threads ran, NUMA memory "
@@ -108,12 +108,15 @@ REPORT_SCREEN = (Key("b,q", "dismiss", "close"),)
 FLEET = (Key("q", "quit", "Quit", "quit"),
          Key("enter", "open_host", "GPUs of the host", "open the selected host: its GPUs and every finding (or a "
                                                        "click on its row)"),
+         Key("j", "open_job", "Job ranks", "the ranks of --job across hosts (hwtop fleet --prometheus URL --job "
+                                           "NAME)"),
          Key("question_mark", "help", "Help", "this help", display="?"))
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
+FLEET_JOB = (Key("escape,q", "app.pop_screen", "Hosts"),)
 FLEET_HELP_ONLY = (
     ("↑ ↓", "select a host; the worst host is first"),
     ("← →", "scroll the columns (at 80 columns the address is past the right edge)"),
-    ("escape", "back from a host's screen, or close this help"),
+    ("escape", "back from a host's screen or the job's ranks, or close this help"),
 )
 
 

@@ -17,6 +17,7 @@ class StillFleet:
     description = "3 exporters"
     interval = 1.0
     warnings: list[str] = []
+    job = None
 
     def __init__(self) -> None:
         gpus = {str(i): GpuRow(str(i), "NVIDIA A100-SXM4-80GB", util=27.0, fb_used_mib=62_000.0,
@@ -42,6 +43,9 @@ class StillFleet:
 
     def close(self) -> None:
         pass
+
+    def job_view(self) -> None:
+        return None
 
 
 async def test_the_fleet_at_80x24_keeps_its_columns_readable_and_answers_help() -> None:
