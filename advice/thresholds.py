@@ -122,6 +122,21 @@ TABLE: dict[str, Threshold] = {
     "rank_stale_s": Threshold(
         30.0, "s", "hwtop's choice: the stack sampler reports each rank every 10 s (probes/stack_sampler.py); "
                    "three missed reports while the other ranks' arrive is a rank, or its host, that stopped"),
+    # ----- the network (issue 35) -----
+    "network_saturated_share": Threshold(
+        0.8, "fraction", "hwtop's choice: a port moving 80% of its line rate in one direction has no headroom; "
+                         "NCCL's all-reduce bus bandwidth tops out near 90% of line rate (nccl-tests' README)"),
+    "network_busy_share": Threshold(
+        0.25, "fraction", "hwtop's choice: a quarter of the line rate is a job's traffic, not management (SSH, "
+                          "metrics, package updates stay far below)"),
+    "network_idle_bytes_per_s": Threshold(
+        1e6, "B/s", "hwtop's choice: an idle fabric's own traffic (subnet manager, LLDP, ARP) stays in kB/s; a "
+                    "port under 1 MB/s carries no job"),
+    "collective_wait_fraction": Threshold(
+        0.3, "fraction", "hwtop's choice, as data_wait_fraction for input: ranks that wait in collectives 30% of "
+                         "the time are bound by communication"),
+    "slow_link_share": Threshold(
+        0.5, "fraction", "hwtop's choice: an interface under half the speed of the fastest one up is the slow one"),
 }
 
 

@@ -23,6 +23,7 @@ from hwtop.probes.disks import DiskProbe
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.probes.host import read_host
 from hwtop.probes.memory import read_memory
+from hwtop.probes.network import NetworkProbe
 from hwtop.probes.numa import NumaProbe, node_of_cpu
 from hwtop.probes.processes import ProcessProbe
 from hwtop.session.sampler import Sampler
@@ -53,6 +54,31 @@ def synthetic_proc(root: str, count: int) -> None:
             handle.write("Cpus_allowed_list:\t0-255\n")
 
 
+def synthetic_network(root: str, hcas: int, veths: int):
+    """A DGX's network in a sysfs tree: `hcas` InfiniBand ports with counters, two Ethernet ports, `veths`
+    containers' veths; returns the /proc/net/dev stand-in, each counter growing every read."""
+    def write(path: str, text: str) -> None:
+        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+        with open(os.path.join(root, path), "w") as handle:
+            handle.write(text)
+
+    for i in range(hcas):
+        base = f"sys/class/infiniband/mlx5_{i}/ports/1"
+        for name, text in (("state", "4: ACTIVE"), ("rate", "200 Gb/sec (4X HDR)"), ("link_layer", "InfiniBand"),
+                           ("counters/port_rcv_data", "123456789"), ("counters/port_xmit_data", "987654321")):
+            write(f"{base}/{name}", text + "\n")
+    names = ["lo", "enp225s0f0", "enp225s0f1"] + [f"veth{i:05x}" for i in range(veths)]
+    for name in names:
+        write(f"sys/class/net/{name}/operstate", "up\n")
+        write(f"sys/class/net/{name}/type", "772\n" if name == "lo" else "1\n")
+    state = [0]
+
+    def counters() -> dict[str, tuple[int, int]]:
+        state[0] += 1
+        return {name: (state[0] * 1000, state[0] * 500) for name in names}
+    return counters
+
+
 def synthetic_cores(count: int):
     state = [0]
 
@@ -77,6 +103,7 @@ def main() -> None:
     cpu = CpuProbe(static=CpuStaticInfo(start=False))
     disks = DiskProbe()
     procs = ProcessProbe()
+    network = NetworkProbe()
     mapping = node_of_cpu(numa.read())
     rows = [
         ("host", timed(read_host, ticks)),
@@ -84,6 +111,7 @@ def main() -> None:
         ("numa", timed(numa.read, ticks)),
         ("cpu", timed(lambda: cpu.read(mapping), ticks)),
         ("disks", timed(disks.read, ticks)),
+        (f"network ({len(network.read())} ports)", timed(network.read, ticks)),
         (f"processes ({len(procs.pids())} pids)", timed(procs.read, ticks)),
     ]
     sampler = Sampler(gpu=NvmlProbe())
@@ -114,6 +142,12 @@ def main() -> None:
         tick()
         per_tick = sum(fake.calls.values()) - before
         print(f"| GPUs (fake NVML, dgx-a100 cards) | {gpus} | {ms:.3f} | {per_tick} |")
+    for hcas, veths in ((8, 0), (8, 200)):
+        with tempfile.TemporaryDirectory() as root:
+            counters = synthetic_network(root, hcas, veths)
+            probe = NetworkProbe(root, counters=counters)
+            print(f"| network (synthetic sysfs: {hcas} IB ports, 2 Ethernet, {veths} veths) | {hcas + 2 + veths} | "
+                  f"{timed(probe.read, ticks):.3f} | |")
     for count in (100, 1000, 5000):
         with tempfile.TemporaryDirectory() as root:
             synthetic_proc(root, count)

@@ -177,6 +177,10 @@ def job_facts(job: JobSnapshot, watched_s: float) -> dict[str, Any]:
                           "shares": {LABELS.get(name, name): round(value, 3) for name, value in r.shares},
                           "phase_seconds": {name: round(value, 1) for name, value in r.phase_seconds},
                           "site": r.site} for r in job.ranks],
+        # what decides NCCL's transport, as the ranks' environment says (the network rules read the same)
+        "nccl_env": dict(sorted({k: v for p in ranks for k, v in p.nccl_env}.items())),
+        "world_size": next((p.world_size for p in ranks if p.world_size), None),
+        "local_world_size": next((p.local_world_size for p in ranks if p.local_world_size), None),
     }
 
 
@@ -188,6 +192,8 @@ def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
         out.append(f"  job: {job['message']}")
     if job.get("stack_message"):
         out.append(f"  stacks: {job['stack_message']}")
+    if job.get("nccl_env"):
+        out.append("  NCCL: " + " ".join(f"{k}={v}" for k, v in job["nccl_env"].items()))
     for stacks in job["stacks"]:
         who = f"rank {stacks['rank']} (pid {stacks['pid']})" if stacks["rank"] is not None else f"pid {stacks['pid']}"
         if stacks["samples"]:

@@ -93,7 +93,7 @@ def export_command(args: argparse.Namespace, make_sampler, thresholds: Threshold
 
     job_name = getattr(args, "job_name", None)
     watching = bool(getattr(args, "pid", None) or getattr(args, "job", None))
-    if job_name is not None and not watching:
+    if job_name is not None and not watching and args.demo is None:  # a demo story may bring its own job
         print("hwtop: error: --job-name names the job of --pid or --job: give one of them", file=sys.stderr)
         return 2
     if args.replay is not None:
@@ -106,7 +106,8 @@ def export_command(args: argparse.Namespace, make_sampler, thresholds: Threshold
         if watching and job_probe is None:
             return 2
         sampler = make_sampler(args.demo, args.no_gpu)
-        sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
+        if job_probe is not None:  # else a demo story about the ranks may bring its own focused job
+            sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
         source = sampler
         if watching:
             job_name = job_name or (args.job if args.job and not args.job.isdigit() else None)

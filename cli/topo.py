@@ -1,12 +1,13 @@
 """`hwtop topo`: the connection matrix with CPU and NUMA affinity columns (as `nvidia-smi topo -m` prints it),
-the NUMA table (as `numactl --hardware` prints it), and link health."""
+the NUMA table (as `numactl --hardware` prints it), link health, and each network port's throughput over a short
+sample beside its NUMA node and nearest GPU."""
 
 from __future__ import annotations
 
 import json
 
 from hwtop.model.safe_text import printable_lines
-from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Topology
+from hwtop.model.snapshot import GpuSnapshot, NicSnapshot, NumaSnapshot, Topology
 from hwtop.probes.numa import NumaProbe
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.probes.topology import link_degraded
@@ -43,6 +44,38 @@ def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot,
         probe.close()
 
 
+NETWORK_SAMPLE_S = 0.5  # two readings of the counters this far apart give `hwtop topo` its port rates
+
+
+def gather_network(demo: str | None, topology: Topology) -> tuple[NicSnapshot, ...]:
+    """The ports with their rates: two readings NETWORK_SAMPLE_S apart here; a demo machine's at its 30th second
+    (its story's, with PROFILE:STORY)."""
+    from hwtop.probes.network import NetworkProbe, place_nics
+
+    if demo is None:
+        import time
+
+        probe = NetworkProbe()
+        probe.read()
+        time.sleep(NETWORK_SAMPLE_S)
+        return place_nics(probe.read(), topology)
+    from hwtop.demo.host import SimulatedHost
+    from hwtop.demo.machine import split_story
+    from hwtop.demo.scenarios import profile_of
+    from hwtop.demo.story import get_story
+
+    spec, story = split_story(demo)
+    host = SimulatedHost(profile_of(spec), get_story(story), lambda: 30.0)
+    return place_nics(host.nics(), topology)
+
+
+def network_lines(nics: tuple[NicSnapshot, ...]) -> list[str]:
+    from hwtop.widgets.network import port_line
+
+    ports = [n for n in nics if n.physical]
+    return [f"  {port_line(nic, 200).plain}" for nic in ports] or ["  no network port with a device"]
+
+
 def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...]) -> list[str]:
     """Each PCIe link below its maximum, flagged only while its GPU is busy (idle GPUs drop speed on purpose)."""
     lines = []
@@ -72,7 +105,8 @@ def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...]) -> list[str]:
     return lines or ["  no PCIe links to check"]
 
 
-def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...] = ()) -> str:
+def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...] = (),
+           nics: tuple[NicSnapshot, ...] | None = None) -> str:
     names = [d.name for d in topology.devices]
     width = max([6, *(len(n) + 1 for n in names)])
     out = []
@@ -103,6 +137,10 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
     out.append("")
     out.append("link health:")
     out += link_health(topology, gpus)
+    if nics is not None:
+        out.append("")
+        out.append("network:")
+        out += network_lines(nics)
     return printable_lines(out)  # device names and notes come from sysfs and NVML: shown, never sent
 
 
@@ -110,9 +148,11 @@ def topo_command(demo: str | None, as_json: bool) -> int:
     import msgspec
 
     topology, numa, gpus = gather(demo)
+    nics = gather_network(demo, topology)
     if as_json:
         print(json.dumps({"topology": msgspec.to_builtins(topology), "numa": msgspec.to_builtins(numa),
-                          "link_health": [line.strip() for line in link_health(topology, gpus)]}, indent=2))
+                          "link_health": [line.strip() for line in link_health(topology, gpus)],
+                          "network": msgspec.to_builtins(nics)}, indent=2))
     else:
-        print(render(topology, numa, gpus))
+        print(render(topology, numa, gpus, nics))
     return 0

@@ -111,6 +111,7 @@ class SimulatedHost:
         self._node_of = {cpu: n for n, cpus in enumerate(self.nodes) for cpu in cpus}
         self._table: tuple[float, list[ProcessInfo]] | None = None
         self._fillers = [self._filler(index) for index in range(extra_processes)]  # idle: the same every tick
+        self._nic_sums: tuple[int, list[tuple[float, float]]] = (0, [])  # a scenario second, the counters then
 
     # ----- helpers -----
 
@@ -205,21 +206,73 @@ class SimulatedHost:
         return tuple(out)
 
     def nics(self) -> tuple[NicSnapshot, ...]:
-        """A single-node job (torchrun --standalone) all-reduces over NVLink: the InfiniBand fabric stays near
-        idle; the storage Ethernet port carries what the job reads from the network share."""
-        t, job = self._now()
-        rng = self._rng("nic", int(t))
+        """A single-node job (torchrun --standalone) all-reduces over NVLink: the InfiniBand fabric stays near idle
+        and the storage Ethernet port carries what the job reads from the network share (the nfs0 disk). A job
+        that spans nodes all-reduces over the fabric, each rank through the port beside its GPU; one whose NCCL
+        fell back to sockets pushes it all through the Ethernet port, which saturates. The counters are the rates
+        summed second by second (`_nic_rates`), so they only grow and every figure stays a function of time."""
+        t, _job = self._now()
+        second = int(t)
+        totals = self._nic_totals(second)
+        rates = self._nic_rates(second)
+        fraction = t - second
+        out = []
+        for nic, (rx, tx), (rx_total, tx_total) in zip(self.spec.nics, rates, totals, strict=True):
+            rx_total, tx_total = int(rx_total + rx * fraction), int(tx_total + tx * fraction)
+            if nic.infiniband:
+                out.append(NicSnapshot(nic.name, "infiniband", float(nic.speed_gbps), rx, tx, state="active", port=1,
+                                       rx_bytes_total=rx_total, tx_bytes_total=tx_total))
+            else:
+                out.append(NicSnapshot(nic.name, "ethernet", float(nic.speed_gbps), rx, tx, state="up",
+                                       numa_node=max(0, self.spec.numa_nodes - 1), rx_bytes_total=rx_total,
+                                       tx_bytes_total=tx_total))
+        return tuple(out)
+
+    def _nic_rates(self, second: int) -> list[tuple[float, float]]:
+        """(rx, tx) bytes/s of each port over scenario second `second`."""
+        job = self.story.at(float(second))
+        rng = self._rng("nic", second)
         training = self._job_running(job) and job.stuck_rank is None
+        ranks = self._ranks()
+        samples_per_s = (job.batch_size / job.step_time_s * len(ranks)) if training else 0.0
+        # the network share's part of the dataset's reads (the nfs0 disk of disks()), where the profile has one
+        shared = any(kind == "network" for _, kind in self.spec.disks)
+        share_read = samples_per_s * SAMPLE_BYTES * 0.35 * 0.05 if shared else 0.0
+        # The all-reduce's bytes per rank and second: ring all-reduce sends 2(n-1)/n of the gradients each step,
+        # over the step time; n = every rank of every node.
+        world = max(1, len(ranks) * job.nodes)
+        per_rank = 2 * (world - 1) / world * job.gradient_bytes / job.step_time_s if training and job.nodes > 1 \
+            else 0.0
+        infiniband = [n for n in self.spec.nics if n.infiniband]
+        ethernet = [n for n in self.spec.nics if not n.infiniband]
         out = []
         for nic in self.spec.nics:
             if nic.infiniband:
-                rate = rng.uniform(0.0, 4e3)  # subnet management and the odd health check
-                out.append(NicSnapshot(nic.name, "infiniband", float(nic.speed_gbps), round(rate, 1), round(rate, 1)))
+                index = infiniband.index(nic)
+                rank_here = job.transport == "infiniband" and index < len(ranks)
+                rx = (per_rank if rank_here else 0.0) * rng.uniform(0.97, 1.03) + rng.uniform(0.0, 4e3)
+                tx = (per_rank if rank_here else 0.0) * rng.uniform(0.97, 1.03) + rng.uniform(0.0, 4e3)
             else:
-                rx = rng.uniform(2e3, 60e3) + (2e6 if training else 0.0)
-                out.append(NicSnapshot(nic.name, "ethernet", float(nic.speed_gbps), round(rx, 1),
-                                       round(rx * 0.3, 1)))
-        return tuple(out)
+                first = ethernet.index(nic) == 0
+                line = nic.speed_gbps * 1e9 / 8
+                sockets = min(0.96 * line, per_rank * len(ranks)) if job.transport == "ethernet" and first else 0.0
+                rx = sockets * rng.uniform(0.98, 1.0) + (share_read if first else 0.0) + rng.uniform(2e3, 60e3)
+                tx = sockets * rng.uniform(0.98, 1.0) + (share_read * 0.02 if first else 0.0) + rng.uniform(1e3, 20e3)
+            out.append((round(rx, 1), round(tx, 1)))
+        return out
+
+    def _nic_totals(self, second: int) -> list[tuple[float, float]]:
+        """Each port's counters at the start of scenario second `second`: a per-port start value (a machine that
+        has been up a while) plus the sum of the earlier seconds' rates, summed forward from the last second asked
+        (from zero again should the clock go back): the same answer whatever the ticks, in constant memory."""
+        at, sums = self._nic_sums
+        if at > second or not sums:
+            at, sums = 0, [(1e12 * (i + 1) % 7e11, 3e11 * (i + 1) % 5e11) for i in range(len(self.spec.nics))]
+        while at < second:
+            sums = [(a + r, b + s) for (a, b), (r, s) in zip(sums, self._nic_rates(at), strict=True)]
+            at += 1
+        self._nic_sums = (at, sums)
+        return sums
 
     def processes(self) -> tuple[ProcessInfo, ...]:
         """The busiest `process_limit` processes (as the real probe returns them), and every rank the GPUs list."""
@@ -259,7 +312,7 @@ class SimulatedHost:
                            round(d.cpu * rng.uniform(0.5, 1.5), 1), d.rss, d.threads, None)
                for d in self._daemons()]
         ranks = self._ranks()
-        script = (f"train.py --arch resnet50 --data /raid/imagenet --batch-size {job.batch_size} "
+        script = (f"train.py --arch {job.model} --data /raid/imagenet --batch-size {job.batch_size} "
                   f"--workers {job.num_workers}" + ("" if job.amp == "off" else f" --amp {job.amp}"))
         # a rank holds its model, pinned buffers and the dataset index; its workers a share of that, copy-on-write
         rank_rss = min(14 * GIB, self.spec.ram_bytes // (4 * max(1, len(ranks))))

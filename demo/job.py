@@ -48,8 +48,9 @@ class DemoJob:
         world = len(self.ranks)
         ranks = tuple(self._rank(i, rank, job) for i, rank in enumerate(self.ranks) if rank not in job.dead_ranks
                       and job.status != "crashed")
-        config = JobConfig(device="cuda", backend="nccl", model="resnet50", amp=job.amp, num_workers=job.num_workers,
-                           pin_memory=True, world_size=world, batch_size=job.batch_size, transform_cost_ms=9.0)
+        config = JobConfig(device="cuda", backend="nccl", model=job.model, amp=job.amp, num_workers=job.num_workers,
+                           pin_memory=True, world_size=world * job.nodes, batch_size=job.batch_size,
+                           transform_cost_ms=9.0, nodes=job.nodes, nccl_env=job.nccl_env)
         last_oom = None
         if job.oom_at is not None and job.dead_ranks:
             last_oom = OomEvent(rank=job.dead_ranks[0], batch_size=job.batch_size, largest_fit=job.batch_size // 2,
@@ -73,7 +74,7 @@ class DemoJob:
             amp=job.amp, scale=65536.0 if job.amp == "fp16" else None, batch_size=job.batch_size,
             rss_bytes=14 * 1024**3, cuda_allocated_bytes=int(held * 0.82),
             cuda_reserved_bytes=held, cuda_peak_bytes=held,
-            step_times=tuple(self._times),
+            step_times=tuple(self._times), collective_fraction=None if stalled else job.collective_wait,
             throughput=tuple(round(job.batch_size / s, 1) for s in self._times))
 
     def stop(self) -> None:

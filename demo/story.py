@@ -42,6 +42,14 @@ class JobState:
     oom_at: float | None = None  # scenario time of the OOM that killed the first dead rank
     straggler_rank: int | None = None  # a rank the others wait for in every all-reduce
     collective_wait: float = 0.12  # the share of their time the other ranks spend waiting in NCCL
+    # The network side (demo/host.py nics()): hosts the job spans, where its all-reduce goes (nvlink: one node,
+    # torchrun --standalone; infiniband; ethernet: NCCL fell back to sockets) and the NCCL_* variables of the
+    # ranks' environment (collective_wait above is the share of each step they wait in collectives).
+    nodes: int = 1
+    transport: str = "nvlink"
+    nccl_env: tuple[tuple[str, str], ...] = ()
+    model: str = "resnet50"
+    gradient_bytes: float = 51e6  # what each all-reduce moves: ResNet-50's 25.6 M gradients in bf16
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +224,35 @@ def _straggler_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
             library.at(STRAGGLER_S, lambda lib, i=index: lib.set_spin_power(i, wait_w))
 
 
+# ----- nccl-ethernet: a two-node job whose launch script disables InfiniBand: NCCL runs over the management port -----
+
+NCCL_ETH_FROM_S = 40.0  # relaunched with NCCL_IB_DISABLE=1 left in the script
+NCCL_ETH_FIXED_S = 100.0  # relaunched without it
+NCCL_ETH_PORT = "enp225s0f0"  # the 100 GbE storage/management port the sockets pick
+
+
+NCCL_ETH_MODEL = "gpt-1.3b"  # 1.3 B parameters: 2.6 GB of bf16 gradients each step
+NCCL_ETH_GRADIENTS = 2.6e9
+
+
+def _nccl_ethernet(t: float) -> JobState:
+    if NCCL_ETH_FROM_S <= t < NCCL_ETH_FIXED_S:  # 8 ranks' all-reduce through one 100 GbE port: 3.3 s a step
+        return JobState("relaunched: NCCL_IB_DISABLE=1, all-reduce over Ethernet", nodes=2, batch_size=16,
+                        transport="ethernet", collective_wait=0.8, step_time_s=3.3, rank_cpu_percent=64.0,
+                        model=NCCL_ETH_MODEL, gradient_bytes=NCCL_ETH_GRADIENTS,
+                        nccl_env=(("NCCL_IB_DISABLE", "1"), ("NCCL_SOCKET_IFNAME", NCCL_ETH_PORT)))
+    phase = "relaunched without NCCL_IB_DISABLE" if t >= NCCL_ETH_FIXED_S else "2 nodes, all-reduce over InfiniBand"
+    return JobState(phase, nodes=2, batch_size=16, transport="infiniband", collective_wait=0.18, step_time_s=0.86,
+                    model=NCCL_ETH_MODEL, gradient_bytes=NCCL_ETH_GRADIENTS,
+                    nccl_env=(("NCCL_SOCKET_IFNAME", NCCL_ETH_PORT),))
+
+
+def _nccl_ethernet_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
+    for index in profile.busy_gpus:  # each step waits ~80 % of its time on the network
+        library.at(NCCL_ETH_FROM_S, lambda lib, i=index: lib.set_load(i, 0.22))
+        library.at(NCCL_ETH_FIXED_S, lambda lib, i=index: lib.set_load(i, None))
+
+
 STORIES: dict[str, Story] = {
     s.name: s
     for s in (
@@ -232,6 +269,9 @@ STORIES: dict[str, Story] = {
         Story("straggler", f"GPU {STRAGGLER_RANK} slows down from {STRAGGLER_S:g} s; the other ranks wait for rank "
               f"{STRAGGLER_RANK} in NCCL (the job view, j, shows each rank)", 120.0, _straggler, _straggler_gpus,
               finding="rank-straggler", focused=True),
+        Story("nccl-ethernet", f"two nodes over InfiniBand, then from {NCCL_ETH_FROM_S:g} s NCCL_IB_DISABLE=1: the "
+              f"all-reduce saturates the 100 GbE management port until {NCCL_ETH_FIXED_S:g} s", 140.0,
+              _nccl_ethernet, _nccl_ethernet_gpus, finding="nccl-wrong-transport", clears=True),
     )
 }
 

@@ -67,7 +67,7 @@ def build(root: str, endpoints: list[Endpoint], nodes: list[tuple[str, list[int]
 
 
 def dgx_a100() -> tuple[list[Endpoint], list[tuple[str, list[int]]]]:
-    """8 GPUs in pairs behind two levels of PCIe switch, a NIC beside each pair, 4 host bridges, 2 sockets."""
+    """8 GPUs in pairs behind two levels of PCIe switch, two NICs beside each pair, 4 host bridges, 2 sockets."""
     endpoints = []
     bus = ["07", "0f", "47", "4e", "87", "90", "b7", "bd"]
     bridges = ["0000", "0000:20", "0000:80", "0000:a0"]
@@ -82,8 +82,10 @@ def dgx_a100() -> tuple[list[Endpoint], list[tuple[str, list[int]]]]:
             gpu_bus = f"0000:{bus[pair * 2 + k]}:00.0"
             endpoints.append(Endpoint(gpu_bus, (hb, rp, up1, dn_a, up2, f"0000:{base + 1:02x}:{k:02x}.0"), node, cpus,
                                       name=f"GPU{pair * 2 + k}"))
-        endpoints.append(Endpoint(f"0000:{base - 1:02x}:10.0", (hb, rp, up1, f"0000:{base - 1:02x}:08.0"), node, cpus,
-                                  kind="nic", name=f"mlx5_{pair}"))
+        for k in range(2):  # two HDR ports beside each pair of GPUs, as on the DGX A100 (mlx5_0..7)
+            endpoints.append(Endpoint(f"0000:{base - 1:02x}:{0x10 + k:02x}.0",
+                                      (hb, rp, up1, f"0000:{base - 1:02x}:08.0"), node, cpus, kind="nic",
+                                      name=f"mlx5_{pair * 2 + k}"))
     nodes = [("0-63,128-191", [10, 32]), ("64-127,192-255", [32, 10])]
     endpoints.sort(key=lambda e: (e.kind != "gpu", e.name))
     return endpoints, nodes

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from hwtop.exporter.text import Family, Kind
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import GpmMetrics, GpuSnapshot, Snapshot
+from hwtop.model.snapshot import GpmMetrics, GpuSnapshot, NicSnapshot, Snapshot
 
 MIB = 1 << 20
 GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
@@ -134,6 +134,7 @@ def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: 
     yield lost
     yield nvlink
     yield from _host_families(snapshot, host)
+    yield from network_families(snapshot.nics, host)
     yield from _workload_families(snapshot, host)
     if snapshot.job is not None:
         from hwtop.exporter.job_metrics import job_families  # only an exporter watching a job loads it
@@ -218,3 +219,66 @@ def _workload_families(snapshot: Snapshot, host: str) -> Iterator[Family]:
     yield samples
     yield wait
     yield step_time
+
+
+def port_label(nic: NicSnapshot) -> str:
+    return "" if nic.port is None else str(nic.port)
+
+
+def network_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Family]:
+    """Interfaces and InfiniBand/RoCE ports under node-exporter's names (its netclass/netdev and infiniband
+    collectors), so node-exporter dashboards read them unchanged; then hwtop's own rates, which the fleet reads."""
+    netdevs = [n for n in nics if n.port is None]
+    ports = [n for n in nics if n.port is not None]
+    for name, text, read in (
+            ("node_network_receive_bytes_total", "Network device statistic receive_bytes.", lambda n: n.rx_bytes_total),
+            ("node_network_transmit_bytes_total", "Network device statistic transmit_bytes.",
+             lambda n: n.tx_bytes_total)):
+        family = Family(name, text, ("device", "Hostname"), "counter")
+        for nic in netdevs:
+            value = read(nic)
+            if value is not None:
+                family.add((nic.name, host), value)
+        yield family
+    speed = Family("node_network_speed_bytes", "Network device property: speed_bytes", ("device", "Hostname"))
+    up = Family("node_network_up", "Value is 1 if operstate is 'up', 0 otherwise.", ("device", "Hostname"))
+    for nic in netdevs:
+        if nic.speed_gbps is not None:
+            speed.add((nic.name, host), nic.speed_gbps * 1e9 / 8)
+        if nic.state is not None:
+            up.add((nic.name, host), 1 if nic.state == "up" else 0)
+    yield speed
+    yield up
+    for name, text, read in (
+            ("node_infiniband_port_data_received_bytes_total", "Number of data octets received on all links",
+             lambda n: n.rx_bytes_total),
+            ("node_infiniband_port_data_transmitted_bytes_total", "Number of data octets transmitted on all links",
+             lambda n: n.tx_bytes_total)):
+        family = Family(name, text, ("device", "port", "Hostname"), "counter")
+        for nic in ports:
+            value = read(nic)
+            if value is not None:
+                family.add((nic.name, port_label(nic), host), value)
+        yield family
+    rate = Family("node_infiniband_rate_bytes_per_second", "Maximum signal transfer rate",
+                  ("device", "port", "Hostname"))
+    for nic in ports:
+        if nic.speed_gbps is not None:
+            rate.add((nic.name, port_label(nic), host), nic.speed_gbps * 1e9 / 8)
+    yield rate
+    labels = ("device", "port", "kind", "Hostname")
+    moving = Family("hwtop_network_port_bytes_per_second", "Traffic of each physical network port over the last "
+                    "interval", (*labels, "direction"))
+    share = Family("hwtop_network_port_line_ratio", "The busier direction of each physical port as a share of its "
+                   "line rate (0-1)", labels)
+    for nic in nics:
+        if not nic.physical:
+            continue
+        key = (nic.name, port_label(nic), nic.kind, host)
+        for direction, value in (("rx", nic.rx_bytes_per_s), ("tx", nic.tx_bytes_per_s)):
+            if value is not None:
+                moving.add((*key, direction), value)
+        if nic.speed_gbps and nic.rx_bytes_per_s is not None and nic.tx_bytes_per_s is not None:
+            share.add(key, max(nic.rx_bytes_per_s, nic.tx_bytes_per_s) * 8 / (nic.speed_gbps * 1e9))
+    yield moving
+    yield share

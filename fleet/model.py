@@ -35,6 +35,26 @@ class GpuRow:
         return self.fb_used_mib + self.fb_free_mib + (self.fb_reserved_mib or 0.0)
 
 
+@dataclass(slots=True)
+class PortRow:
+    """One physical network port as the exporter reports it (hwtop_network_port_*)."""
+
+    device: str
+    port: str = ""
+    kind: str = ""
+    rx: float | None = None  # bytes/s
+    tx: float | None = None
+    line_ratio: float | None = None  # the busier direction over the line rate, 0-1
+
+    @property
+    def busiest(self) -> float:
+        return max(self.rx or 0.0, self.tx or 0.0)
+
+    @property
+    def label(self) -> str:
+        return self.device if self.port in ("", "1") else f"{self.device}/{self.port}"
+
+
 @dataclass(frozen=True, slots=True)
 class FindingRow:
     severity: str
@@ -56,6 +76,13 @@ class HostView:
     error: str | None = None
     trend: list[float] = field(default_factory=list)  # mean GPU utilisation over the recent past, oldest first
     notes: list[str] = field(default_factory=list)  # e.g. "also scraped as ..."
+    ports: dict[str, PortRow] = field(default_factory=dict)  # physical network ports, by device/port
+
+    @property
+    def busiest_port(self) -> PortRow | None:
+        """The port moving the most bytes either way, where any port reports a rate."""
+        known = [p for p in self.ports.values() if p.rx is not None or p.tx is not None]
+        return max(known, key=lambda p: p.busiest) if known else None
 
     @property
     def name(self) -> str:

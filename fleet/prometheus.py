@@ -16,7 +16,7 @@ from urllib.parse import urlencode, urlsplit
 
 from hwtop.fleet.http import FetchError
 from hwtop.fleet.model import FindingRow, HostView
-from hwtop.fleet.scrape import GPU_FIELDS, add_gpu_sample, gpu_key, host_of
+from hwtop.fleet.scrape import GPU_FIELDS, PORT_METRICS, add_gpu_sample, add_port_sample, gpu_key, host_of
 
 MAX_BYTES = 64 << 20
 TABLE_METRICS = (*GPU_FIELDS, "hwtop_finding", "hwtop_cpu_busy_percent", "hwtop_info")
@@ -24,7 +24,7 @@ TABLE_METRICS = (*GPU_FIELDS, "hwtop_finding", "hwtop_cpu_busy_percent", "hwtop_
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    key: str  # table | up | node_cpu | uname | trend | targets
+    key: str  # table | up | node_cpu | uname | trend | ports | targets
     path: str  # under the server's base URL
     params: tuple[tuple[str, str], ...] = ()
 
@@ -57,6 +57,7 @@ def queries(matchers: str, end: float, window_s: float = 600.0, points: int = 30
               (("query", "avg by (Hostname, hostname, instance, job) ("
                 + _select("DCGM_FI_DEV_GPU_UTIL", matchers) + ")"),
                ("start", f"{end - window_s:.3f}"), ("end", f"{end:.3f}"), ("step", f"{step:g}"))),
+        Query("ports", "/api/v1/query", (("query", _select("", matchers, f'__name__=~"{"|".join(PORT_METRICS)}"')),)),
     ]
     if with_targets:
         out.append(Query("targets", "/api/v1/targets", (("state", "active"),)))
@@ -152,6 +153,7 @@ class Answers:
     node_cpu: list[tuple[dict[str, str], float]] | None = None
     uname: list[tuple[dict[str, str], float]] | None = None
     trend: list[tuple[dict[str, str], list[tuple[float, float]]]] | None = None
+    ports: list[tuple[dict[str, str], float]] | None = None  # hwtop_network_port_*: each host's busiest port
     targets: dict[tuple[str, str], str] | None = None
 
 
@@ -159,7 +161,7 @@ def parse_answers(bodies: dict[str, bytes]) -> tuple[Answers, dict[str, str]]:
     """Raw bodies by query key → parsed answers, and a one-line error for each that did not parse."""
     answers, errors = Answers(), {}
     parsers = {"table": parse_vector, "up": parse_vector, "node_cpu": parse_vector, "uname": parse_vector,
-               "trend": parse_matrix, "targets": parse_targets}
+               "trend": parse_matrix, "ports": parse_vector, "targets": parse_targets}
     for key, body in bodies.items():
         try:
             setattr(answers, key, parsers[key](body))
@@ -183,6 +185,11 @@ def assemble(answers: Answers, instances: dict[str, str]) -> tuple[list[HostView
         if host is not None and views[host].cpu_busy is None and math.isfinite(value):
             views[host].cpu_busy = value
     _mark_down(answers, views, instances, by_short)
+    for labels, value in answers.ports or ():
+        view = views.get(host_of(labels) or instances.get(labels.get("instance", ""), "")
+                         or instance_host(labels.get("instance", "")))
+        if view is not None:
+            add_port_sample(view, labels.get("__name__", ""), labels, value)
     warnings = table.finish()
     _trends(answers, views, instances, by_short)
     return list(views.values()), warnings

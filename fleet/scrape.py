@@ -7,7 +7,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from hwtop.fleet.http import FetchError, get
-from hwtop.fleet.model import FindingRow, GpuRow, HostView
+from hwtop.fleet.model import FindingRow, GpuRow, HostView, PortRow
 
 MAX_BYTES = 16 << 20  # a metrics page larger than this is not an exporter's
 ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
@@ -47,6 +47,26 @@ def add_gpu_sample(view: HostView, name: str, labels: dict[str, str], value: flo
     setattr(row, attr, value * scale)
 
 
+PORT_METRICS = ("hwtop_network_port_bytes_per_second", "hwtop_network_port_line_ratio")
+
+
+def add_port_sample(view: HostView, name: str, labels: dict[str, str], value: float) -> None:
+    """One hwtop_network_port_* series into the view's port rows."""
+    device = labels.get("device")
+    if name not in PORT_METRICS or not device or value != value or value in (float("inf"), float("-inf")):
+        return
+    port = labels.get("port", "")
+    row = view.ports.get(f"{device}/{port}")
+    if row is None:
+        row = view.ports[f"{device}/{port}"] = PortRow(device, port, labels.get("kind", ""))
+    if name == "hwtop_network_port_line_ratio":
+        row.line_ratio = value
+    elif labels.get("direction") == "rx":
+        row.rx = value
+    elif labels.get("direction") == "tx":
+        row.tx = value
+
+
 def parse(address: str, text: str) -> HostView:
     view = HostView(address)
     for family in text_string_to_metric_families(text):
@@ -61,6 +81,8 @@ def parse(address: str, text: str) -> HostView:
                                                     labels.get("scope", "")))
             elif family.name == "hwtop_cpu_busy_percent":
                 view.cpu_busy = float(sample.value)
+            elif family.name in PORT_METRICS:
+                add_port_sample(view, family.name, labels, float(sample.value))
         if family.name.startswith("hwtop_"):
             view.hwtop = True
     view.gpus = dict(sorted(view.gpus.items(), key=lambda item: _index(item[1].index)))

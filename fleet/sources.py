@@ -140,6 +140,8 @@ def merge_same_host(views: list[HostView]) -> tuple[list[HostView], list[str]]:
             twin.findings = list(view.findings)
         if twin.cpu_busy is None:
             twin.cpu_busy = view.cpu_busy
+        if not twin.ports:
+            twin.ports = dict(view.ports)
     return out, warnings
 
 

@@ -77,7 +77,8 @@ class RankFigures(Record, frozen=True):
     steps: int | None = None  # optimizer steps where known (the embedded workload, the demo)
     site: str | None = None  # its commonest own-code site outside waits: `file:line function`
     samples: int = 0  # stack samples behind `shares`
-    seen_at: float | None = None  # when these figures were last updated (a rank that stops advancing: a hang)
+    seen_at: float | None = None  # wall-clock time (epoch s) these figures were last updated: a rank that stops
+    # advancing while the others do is a hang (advice/ranks.py), so it compares across hosts
 
     def share(self, phase: str) -> float:
         return next((value for name, value in self.shares if name == phase), 0.0)
@@ -122,6 +123,9 @@ class JobProcess(Record, frozen=True):
     hot_thread_percent: float | None = None  # its busiest thread, running or queued, in % of one core
     hot_thread_name: str | None = None
     omp_num_threads: str | None = None  # OMP_NUM_THREADS from its environment, where readable
+    nccl_env: tuple[tuple[str, str], ...] = ()  # its NCCL_* environment variables (NCCL_IB_DISABLE, ...), sorted
+    world_size: int | None = None  # WORLD_SIZE and LOCAL_WORLD_SIZE (torchrun): ranks in all and on this host
+    local_world_size: int | None = None
 
 
 class JobSnapshot(Record, frozen=True):

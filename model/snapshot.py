@@ -107,6 +107,7 @@ class NicSnapshot(Record, frozen=True):
     nearest_gpu: int | None = None  # the GPU index closest on the PCI tree (topology), None where unknown
     rx_bytes_total: int | None = None  # the counter as read this tick (IB: port_rcv_data x 4)
     tx_bytes_total: int | None = None
+    bus_id: str | None = None  # the PCI function (0000:07:00.0) behind it: how the topology places it
 
     @property
     def physical(self) -> bool:

@@ -534,7 +534,8 @@ class JobProbe:
             switches_per_s=threads.switches_per_s if threads else None,
             hot_thread_percent=threads.hot_percent if threads else None,
             hot_thread_name=threads.hot_name if threads else None,
-            omp_num_threads=environ.get("OMP_NUM_THREADS"))
+            omp_num_threads=environ.get("OMP_NUM_THREADS"), nccl_env=nccl_variables(environ),
+            world_size=_int(environ.get("WORLD_SIZE")), local_world_size=_int(environ.get("LOCAL_WORLD_SIZE")))
 
     def _affinity(self, base: str) -> tuple[int, ...] | None:
         from hwtop.probes.sysfs import parse_cpulist
@@ -758,3 +759,12 @@ def _int(text: str | None) -> int | None:
     except ValueError:
         return None
 
+
+
+NCCL_VARIABLES_MAX = 32  # a rank's environment is hostile text too: a bounded number of NCCL_* pairs
+
+
+def nccl_variables(environ: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """The NCCL_* variables of a rank's environment (NCCL_IB_DISABLE, NCCL_SOCKET_IFNAME, ...), which decide the
+    transport NCCL picks: the network rules read them."""
+    return tuple(sorted((k, v[:256]) for k, v in environ.items() if k.startswith("NCCL_")))[:NCCL_VARIABLES_MAX]

@@ -15,7 +15,8 @@ LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "torch.
                     "deepspeed.launcher", "accelerate.commands.launch")
 # The rank, as each launcher tells it to its children.
 RANK_KEYS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-ENV_KEYS = (*RANK_KEYS, "LOCAL_RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+ENV_KEYS = (*RANK_KEYS, "LOCAL_RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LOCAL_WORLD_SIZE")
+ENV_PREFIXES = ("NCCL_",)  # NCCL's settings decide its transport: the network rules read them
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?$")
 
 
@@ -67,13 +68,14 @@ def rank_of(environ: dict[str, str] | None) -> int | None:
     return None
 
 
-def parse_environ(data: bytes, keys: tuple[str, ...] = ENV_KEYS) -> dict[str, str]:
+def parse_environ(data: bytes, keys: tuple[str, ...] = ENV_KEYS,
+                  prefixes: tuple[str, ...] = ENV_PREFIXES) -> dict[str, str]:
     out = {}
     for item in data.split(b"\0"):
         name, sep, value = item.partition(b"=")
         if sep:
             key = name.decode("utf-8", "replace")
-            if key in keys:
+            if key in keys or key.startswith(prefixes):
                 out[key] = value.decode("utf-8", "replace")
     return out
 

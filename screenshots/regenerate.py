@@ -39,6 +39,7 @@ STORY_SHOTS = [
     ("story-thermal-160x45", "thermal", 65.0),
     ("story-straggler-160x45", "straggler", 45.0),
     ("story-straggler-job-160x45", "straggler", 45.0, "j"),  # the job view: the ranks side by side
+    ("story-nccl-ethernet-160x45", "nccl-ethernet", 70.0),
     # the README's data-loading shots, now from the demo's starved story
     ("workload-dataloader-bound-160x45", "starved", 40.0),
     ("advice-dataloader-bound-160x45", "starved", 45.0),
@@ -175,6 +176,43 @@ async def capture_fleet(name: str, size: tuple[int, int]) -> str:
             sampler.close()
 
 
+async def capture_fleet_job(name: str, size: tuple[int, int]) -> str | None:
+    """`hwtop fleet --prometheus URL --job pretrain` over two demo DGXs (node-a plays the straggler story) and a
+    real Prometheus (Debian's; none installed: no shot), once the job view names rank 3 and its likely cause."""
+    import json
+    import subprocess
+
+    from hwtop.fleet.sources import PrometheusSource
+    from hwtop.tui.fleet_app import FleetApp
+    from tests.prometheus_rig import HWTOP, PROMETHEUS, HwtopExporter, Prometheus
+
+    if PROMETHEUS is None:
+        print("prometheus not installed: no fleet job shot", file=sys.stderr)
+        return None
+    exporters = [HwtopExporter("dgx-a100:straggler", "node-a", ("--job-name", "pretrain")),
+                 HwtopExporter("dgx-a100", "node-b")]
+    prometheus = Prometheus({"train": [(e.target, "/metrics", {}) for e in exporters]})
+    try:
+        for _ in range(60):  # until the fleet's own judgement has its cause (the story throttles GPU3 at 20 s)
+            answer = json.loads(subprocess.run([*HWTOP, "fleet", "--prometheus", prometheus.url, "--job", "pretrain",
+                                                "--json", "--rank-window", "15"], capture_output=True,
+                                               text=True, timeout=60).stdout)
+            if ((answer.get("job") or {}).get("verdict") or {}).get("likely_cause"):
+                break
+            await asyncio.sleep(2)
+        source = PrometheusSource(prometheus.url, interval=1.0, timeout=5.0, job="pretrain", job_window_s=15)
+        app = FleetApp(source)
+        async with app.run_test(size=size) as pilot:
+            while source.job_view() is None or source.job_view().verdict is None:  # type: ignore[union-attr]
+                await pilot.pause(0.2)
+            await pilot.pause(0.5)
+            return app.save_screenshot(filename=f"{name}.svg", path=HERE)
+    finally:
+        prometheus.close()
+        for exporter in exporters:
+            exporter.close()
+
+
 async def capture_job(name: str, size: tuple[int, int]) -> str:
     """hwtop --pid on the embedded job (2 CPU ranks, a DataLoader worker each), a rank's stack read with d."""
     import signal
@@ -260,6 +298,9 @@ def main(argv: list[str] | None = None) -> None:
         print(svg, to_png(svg) or "")
     for svg in (asyncio.run(capture_replay("replay-dgx-a100-160x45", (160, 45))),
                 asyncio.run(capture_fleet("fleet-120x24", (120, 24))), *asyncio.run(capture_polish())):
+        print(svg, to_png(svg) or "")
+    svg = asyncio.run(capture_fleet_job("fleet-job-straggler-120x24", (120, 24)))
+    if svg is not None:
         print(svg, to_png(svg) or "")
     if not real:
         return

@@ -4,7 +4,7 @@ hide, and the advice thresholds. The command line wins over the file.
     [ui]
     interval = 0.5             # seconds, more than 0 and at most 3600
     theme = "light"            # dark | light | mono (mono also when NO_COLOR is set)
-    hide = ["disks"]           # any of: cpu memory disks gpu advice processes
+    hide = ["disks"]           # any of: cpu memory disks gpu network advice processes
 
     [advice.thresholds]        # names and units: advice/thresholds.py; a percentage 0-100, a fraction 0-1
     data_wait_fraction = 0.4

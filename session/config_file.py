@@ -14,7 +14,7 @@ from hwtop.session.config import ConfigError
 from hwtop.session.schema import Names, Range, parse
 
 Theme = Literal["dark", "light", "mono"]
-Panel = Literal["cpu", "memory", "disks", "gpu", "advice", "processes"]
+Panel = Literal["cpu", "memory", "disks", "gpu", "network", "advice", "processes"]
 PANELS: tuple[str, ...] = get_args(Panel)
 MAX_INTERVAL_S = 3600.0  # as the command line's --interval
 MAX_HOLD_S = 3600.0

@@ -30,6 +30,7 @@ from hwtop.probes.cpu import CpuProbe
 from hwtop.probes.disks import DiskProbe
 from hwtop.probes.host import read_host
 from hwtop.probes.memory import read_memory
+from hwtop.probes.network import NetworkProbe, place_nics
 from hwtop.probes.numa import NumaProbe, node_of_cpu
 from hwtop.probes.processes import ProcessProbe
 from hwtop.session.controls import JobReader, WorkloadRunner
@@ -70,6 +71,7 @@ class RealHost:
         self.numa_probe = NumaProbe(root)
         self.cpu_probe = CpuProbe()
         self.disk_probe = DiskProbe(root)
+        self.network_probe = NetworkProbe(root)
         self.process_probe = ProcessProbe(root, limit=process_limit)
 
     def host(self) -> HostInfo:
@@ -91,7 +93,7 @@ class RealHost:
         return self.process_probe.read()
 
     def nics(self) -> tuple[NicSnapshot, ...]:
-        return ()  # no NIC probe yet: the topology screen names this machine's NICs and their speeds
+        return self.network_probe.read()
 
 
 PROCESS_TIER_S = 1.9  # a 1 s refresh reads processes every other tick; anything slower, every tick
@@ -177,6 +179,9 @@ class Sampler:
                 self._topology_reader = None  # failed once: say so once, do not retry every tick
         running, focused = self.workload, self.job
         workload = guarded("workload", running.state, None) if running is not None else None
+        topology = self.topology
+        if nics and topology is not None:
+            nics = guarded("nics", lambda: place_nics(nics, topology), nics)
         job = guarded("job", lambda: focused.read(gpus, workload, now), None) if focused is not None else None
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,

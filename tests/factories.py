@@ -90,14 +90,20 @@ def demo_snapshots(profile: str, count: int = 12, cores: int = 2, nodes: int = 1
 
 
 def with_demo_topology(snapshots: list[Snapshot], profile: str) -> list[Snapshot]:
-    """The same snapshots carrying the demo profile's topology, read by the real code from its sysfs tree."""
+    """The same snapshots carrying the demo profile's topology, read by the real code from its sysfs tree, and its
+    network ports (as its simulated host has them 30 s in), placed against that topology."""
 
+    from hwtop.demo.host import SimulatedHost
+    from hwtop.demo.profiles import get_profile
+    from hwtop.demo.story import STEADY
     from hwtop.demo.topology import read_demo_topology
+    from hwtop.probes.network import place_nics
 
     probe = NvmlProbe(FakeNvmlLibrary(profile).pynvml)
     topology, numa = read_demo_topology(profile, probe)
     probe.close()
-    return [replace(s, topology=topology, numa=numa) for s in snapshots]
+    nics = place_nics(SimulatedHost(get_profile(profile), STEADY, lambda: 30.0).nics(), topology)
+    return [replace(s, topology=topology, numa=numa, nics=nics) for s in snapshots]
 
 
 class StillContext:

@@ -39,10 +39,10 @@ def get_json(url: str, timeout: float = 10.0) -> dict:
 class HwtopExporter:
     """`hwtop --demo PROFILE export` as its own process, named `hostname`."""
 
-    def __init__(self, profile: str, hostname: str) -> None:
+    def __init__(self, profile: str, hostname: str, extra: tuple[str, ...] = ()) -> None:
         self.port = free_port()
         self.process = subprocess.Popen([*HWTOP, "--demo", profile, "export", "--listen", f"127.0.0.1:{self.port}",
-                                         "--hostname", hostname, "--interval", "0.5"],
+                                         "--hostname", hostname, "--interval", "0.5", *extra],
                                         stderr=subprocess.PIPE, text=True, cwd=ROOT)
         assert self.process.stderr is not None
         line = self.process.stderr.readline()

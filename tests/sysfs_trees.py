@@ -47,3 +47,44 @@ def laptop(root: Path) -> Path:
 def container_without_numa(root: Path) -> Path:
     write(root, "sys/devices/system/cpu/online", "0-3\n")
     return root
+
+
+def pci_device(root: Path, bus_id: str, numa_node: int, host_bridge: str = "pci0000:00") -> str:
+    """A PCI function under a host bridge, linked from /sys/bus/pci/devices; returns its sysfs path (relative)."""
+    device = f"sys/devices/{host_bridge}/{bus_id}"
+    write(root, f"{device}/numa_node", f"{numa_node}\n")
+    link = root / "sys/bus/pci/devices" / bus_id
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if not link.is_symlink():
+        link.symlink_to(root / device)
+    return device
+
+
+def netdev(root: Path, name: str, *, device: str | None = None, speed_mbps: int | None = None,
+           operstate: str = "up", type_code: int = 1) -> None:
+    """/sys/class/net/NAME as the kernel lays it out: type, operstate, speed; `device` a PCI function's path."""
+    base = f"sys/class/net/{name}"
+    write(root, f"{base}/type", f"{type_code}\n")
+    write(root, f"{base}/operstate", f"{operstate}\n")
+    if speed_mbps is not None:
+        write(root, f"{base}/speed", f"{speed_mbps}\n")
+    if device is not None:
+        (root / base / "device").symlink_to(root / device)
+
+
+def ib_port(root: Path, hca: str, port: int, *, device: str | None, rcv_words: int | None, xmit_words: int | None,
+            state: str = "4: ACTIVE", rate: str = "200 Gb/sec (4X HDR)", link_layer: str = "InfiniBand",
+            ndev: str | None = None) -> None:
+    """/sys/class/infiniband/HCA/ports/N with its 4-byte-word data counters (None: no counter file)."""
+    base = f"sys/class/infiniband/{hca}"
+    if device is not None and not (root / base / "device").is_symlink():
+        (root / base).mkdir(parents=True, exist_ok=True)
+        (root / base / "device").symlink_to(root / device)
+    write(root, f"{base}/ports/{port}/state", f"{state}\n")
+    write(root, f"{base}/ports/{port}/rate", f"{rate}\n")
+    write(root, f"{base}/ports/{port}/link_layer", f"{link_layer}\n")
+    if ndev is not None:
+        write(root, f"{base}/ports/{port}/gid_attrs/ndevs/0", f"{ndev}\n")
+    for counter, words in (("port_rcv_data", rcv_words), ("port_xmit_data", xmit_words)):
+        if words is not None:
+            write(root, f"{base}/ports/{port}/counters/{counter}", f"{words}\n")

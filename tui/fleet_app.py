@@ -16,17 +16,20 @@ from hwtop.fleet.model import HostView, totals, worst_first
 from hwtop.fleet.sources import FleetSource
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.widgets import keys, palette
-from hwtop.widgets.format import sparkline
+from hwtop.widgets.format import human_rate, level_style, sparkline
 from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.plain_table import PlainTable
 from hwtop.widgets.safe_text import data
 
 SEVERITY_STYLE = {"critical": palette.BADGE_CRIT, "warning": palette.BADGE_WARN, "info": palette.INFO}
+SEVERITY_TEXT = {"critical": palette.CRIT_STRONG, "warning": palette.WARN, "info": palette.INFO}  # in a column
 STATUS_WIDTH = 36  # of the status cell: the host screen shows all of it
 LABEL_WIDTH = 40  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
 NARROW = 120  # columns: below this the cells are cut shorter and the trend left out, so TOP FINDING is on screen
-COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING", "ADDRESS", "GPU MODELS")
-NARROW_COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "", "GPU MEM", "CPU", "TOP FINDING", "ADDRESS", "GPU MODELS")
+COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING", "NETWORK", "ADDRESS",
+           "GPU MODELS")
+NARROW_COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "", "GPU MEM", "CPU", "TOP FINDING", "NETWORK", "ADDRESS",
+                  "GPU MODELS")
 NARROW_WIDTHS = {"host": 15, "status": 10, "finding": 21, "address": 21}  # characters of a cell, narrow
 
 
@@ -46,6 +49,20 @@ def _gib(used: float, total: float, narrow: bool = False) -> Text:
     if narrow:
         return Text(f"{used / 1024:,.0f}/{total / 1024:,.0f}G")
     return Text(f"{used / 1024:,.0f}/{total / 1024:,.0f} GiB")
+
+
+def _port(view: HostView) -> Text:
+    """The host's busiest network port: its name, the bytes it moves (the busier direction) and its share of the
+    line, coloured as the other levels are."""
+    port = view.busiest_port
+    if port is None:
+        return Text("N/A", style=palette.DIM)
+    share = None if port.line_ratio is None else 100 * port.line_ratio
+    text = plain(port.label, "", 12)
+    text.append(f" {human_rate(port.busiest)}")
+    if share is not None:
+        text.append(f" {share:.0f}%", style=level_style(share))
+    return text
 
 
 def _finding(view: HostView, width: int = 2 * LABEL_WIDTH) -> Text:
@@ -127,6 +144,11 @@ def _share(value: float) -> Text:
     return Text(f"{100 * value:.0f}%")
 
 
+def _ranks_on_hosts(view: JobView) -> str:
+    ranks, hosts = len(view.ranks), len({r.host for r in view.ranks})
+    return f"  {ranks} rank{'s' if ranks != 1 else ''} on {hosts} host{'s' if hosts != 1 else ''}, worst first"
+
+
 class JobScreen(Screen[None]):
     """Every rank of the --job across hosts, worst first: the verdict (straggler or hang, its rank and host), the
     likely cause (that host's own top finding) and a row per rank; live while it is open."""
@@ -159,8 +181,7 @@ class JobScreen(Screen[None]):
             return
         self.title_bar.update(Text.assemble((" job ", "bold reverse"), plain(f" {view.job} ", "bold reverse",
                                                                               LABEL_WIDTH),
-                                            f"  {len(view.ranks)} ranks on {len({r.host for r in view.ranks})} "
-                                            "hosts, worst first"))
+                                            _ranks_on_hosts(view)))
         verdict = view.verdict
         if verdict is None:
             self.verdict.update(plain(view.message or "no straggler: the ranks wait in collectives alike",
@@ -171,10 +192,14 @@ class JobScreen(Screen[None]):
                                    plain(verdict.named, "bold", 2 * LABEL_WIDTH))]
             lines += [plain(f"  {line}", "", 4 * LABEL_WIDTH) for line in verdict.evidence]
             cause = view.cause
-            lines.append(plain(f"  likely cause on its host: {cause.severity.upper()} {cause.rule}"
-                               + (f" · {cause.scope}" if cause.scope else "") if cause else
-                               "  its host names no cause of its own (no finding beyond the symptom)",
-                               SEVERITY_STYLE.get(cause.severity, "") if cause else palette.DIM, 4 * LABEL_WIDTH))
+            if cause is None:
+                lines.append(Text("  its host names no cause of its own (no finding beyond the symptom)",
+                                  style=palette.DIM))
+            else:
+                lines.append(Text.assemble("  likely cause on its host: ",
+                                           plain(cause.severity.upper(), SEVERITY_STYLE.get(cause.severity, "")),
+                                           plain(f" {cause.rule}" + (f" · {cause.scope}" if cause.scope else ""),
+                                                 "bold", 2 * LABEL_WIDTH)))
             self.verdict.update(Text("\n").join(lines))
         named = verdict.rank if verdict is not None else None
         self.table.clear()
@@ -188,7 +213,7 @@ class JobScreen(Screen[None]):
                                plain(rank.host, "", LABEL_WIDTH), _share(rank.collective_share),
                                plain(f"{100 * share:.0f}% {phase}" if phase else "", "", 24),
                                _num(steps, "{:.1f}"), Text(str(rank.samples)),
-                               plain(f"{top.severity.upper()} {top.rule}" if top else "", SEVERITY_STYLE.get(
+                               plain(f"{top.severity.upper()} {top.rule}" if top else "", SEVERITY_TEXT.get(
                                    top.severity, "") if top else "", LABEL_WIDTH))
 
 
@@ -298,7 +323,7 @@ class FleetApp(GuardedApp[None]):
             name, status = plain(host_label(view), "bold", widths["host"]), _status(view, widths["status"])
             address = plain(short_address(view.address), palette.DIM, widths["address"])
             if not view.up:  # nothing measured now: blank, not N/A
-                self.table.add_row(name, status, *(Text("") for _ in range(6)), address,
+                self.table.add_row(name, status, *(Text("") for _ in range(7)), address,
                                    plain(view.gpu_models, palette.DIM, LABEL_WIDTH), key=row_key(view))
                 continue
             memory = view.memory
@@ -306,7 +331,7 @@ class FleetApp(GuardedApp[None]):
                 name, status, Text(str(len(view.gpus))), _num(view.util_mean, "{:.0f}%"),
                 sparkline(view.trend, 12) if view.trend and not narrow else Text(""),
                 Text("N/A", style=palette.DIM) if memory is None else _gib(*memory, narrow=narrow),
-                _num(view.cpu_busy, "{:.0f}%"), _finding(view, widths["finding"]), address,
+                _num(view.cpu_busy, "{:.0f}%"), _finding(view, widths["finding"]), _port(view), address,
                 plain(view.gpu_models, "", LABEL_WIDTH), key=row_key(view))
         keys = [row_key(v) for v in self.views]
         if selected in keys:

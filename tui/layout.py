@@ -27,7 +27,7 @@ ADVICE_SHARE = 0.6  # the most of the screen the advice pane takes (as its max-h
 # down to its least, the GPU panel last: a short cell a GPU side by side, then one summary line of every GPU.
 FOLD_ORDER = ("cpu", "disks", "network", "memory", "gpu", "advice", "workload", "processes")
 LEAST_ORDER = ("network", "disks", "memory", "cpu", "workload", "advice", "gpu")
-TOP_LEFT = ("cpu", "disks", "network")  # the left column of the top row; the memory panel beside it
+TOP_LEFT = ("cpu", "disks")  # the left column of the top row; the memory panel beside it
 
 
 class Shown(Record, frozen=True):
@@ -71,18 +71,20 @@ def rows(shown: Shown) -> Rows:
     if advice is not None:  # the pane's share of the screen at the most
         cap = max(1, int(shown.height * ADVICE_SHARE))
         wants["advice"] = Want(min(advice.most, cap), min(advice.fold, cap), min(advice.least, cap),
-                               frame=advice.frame)
+                               frame=advice.frame, bare_line=advice.bare_line)
     lines = {name: want.most for name, want in wants.items()}
     room = shown.height - BARS - (1 if shown.filter else 0)
 
     def drawn(name: str) -> int:
-        return lines[name] + wants[name].frame if lines.get(name) else 0
+        count, want = lines.get(name, 0), wants[name]
+        return count + (0 if count == 1 and want.bare_line else want.frame) if count else 0
 
     def top() -> int:
         return max(sum(drawn(name) for name in TOP_LEFT if name in lines), drawn("memory") if "memory" in lines else 0)
 
     def total() -> int:
-        return top() + sum(drawn(name) for name in ("gpu", "workload", "advice", "processes") if name in lines)
+        return top() + sum(drawn(name) for name in ("gpu", "network", "workload", "advice", "processes")
+                           if name in lines)
 
     for order, floor in ((FOLD_ORDER, lambda w: min(w.fold, w.most)), (LEAST_ORDER, lambda w: min(w.least, w.most))):
         for name in order:

@@ -1,5 +1,5 @@
-"""The monitor's main screen: header, CPU, disks and memory, the GPUs, the workload and advice panes, the
-processes and the key bar. It shows one Frame at a time; how tall each panel may be comes from tui/layout.py,
+"""The monitor's main screen: header, CPU, disks and memory, the GPUs, the network, the workload and advice panes,
+the processes and the key bar. It shows one Frame at a time; how tall each panel may be comes from tui/layout.py,
 from what each panel says it could be drawn in at this width (its `want`)."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from hwtop.widgets.gpu import GpuPanel
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.memory import MemoryPanel
+from hwtop.widgets.network import NetworkPanel, candidates
 from hwtop.widgets.panel import FRAME, Want
 from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
@@ -43,6 +44,7 @@ class MainScreen(Screen[None]):
         self.header, self.cpu_panel = HeaderBar(id="header"), CpuPanel(id="cpu")
         self.disks_panel = DisksPanel(id="disks")
         self.memory_panel, self.gpu_panel = MemoryPanel(id="memory"), GpuPanel(id="gpu")
+        self.network_panel = NetworkPanel(id="network", classes="quiet")  # as the first show finds it, mostly
         self.process_table = ProcessTable(id="processes")
         self.workload_panel = WorkloadPanel(id="workload")
         self.workload_panel.display = False
@@ -61,6 +63,7 @@ class MainScreen(Screen[None]):
                 yield self.disks_panel
             yield self.memory_panel
         yield self.gpu_panel
+        yield self.network_panel
         yield self.workload_panel
         yield self.advice_panel
         yield self.process_table
@@ -68,7 +71,8 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
-                  "gpu": self.gpu_panel, "advice": self.advice_panel, "processes": self.process_table}
+                  "gpu": self.gpu_panel, "network": self.network_panel, "advice": self.advice_panel,
+                  "processes": self.process_table}
         for name in self.hidden_panels:
             panels[name].display = False
 
@@ -91,6 +95,9 @@ class MainScreen(Screen[None]):
         inner = max(1, width - INSIDE)  # a full-width panel's content
         left = max(1, width - INSIDE - (0 if "memory" in hidden else memory_width))
         self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording, width)
+        ports = "network" not in hidden and bool(candidates(snapshot.nics))
+        if ports != self.network_panel.display:  # no port known (a recording from before the network): no row
+            self.network_panel.display = ports
         findings = frame.findings
         self.advice_panel.inline = not self.short
         # What the pane would draw with all it needs (a short terminal: a headline per cause, three at most; a tall
@@ -110,6 +117,7 @@ class MainScreen(Screen[None]):
             memory=None if "memory" in hidden else MemoryPanel.want(snapshot.memory, snapshot.numa,
                                                                    memory_width - INSIDE),
             gpu=None if "gpu" in hidden else GpuPanel.want(snapshot.gpu_system, gpus, inner),
+            network=NetworkPanel.want(snapshot.nics, inner) if ports else None,
             workload=None if workload is None else WorkloadPanel.want(workload, inner),
             advice=None if "advice" in hidden else Want(natural, headlines, 1, frame=FRAME if framed else 0),
             processes="processes" not in hidden,
@@ -123,6 +131,7 @@ class MainScreen(Screen[None]):
         marked_cores = {c for f in serious for c in f.cores}
         self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"), max_lines=rows.memory)
         self.disks_panel.show(snapshot.disks, room=rows.disks)
+        self.network_panel.show(snapshot.nics, room=rows.network if rows.network > 1 else 0)  # 0: one bare line
         self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops)
         self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
                             max_lines=rows.cpu)

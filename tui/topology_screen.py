@@ -35,4 +35,4 @@ class TopologyScreen(Screen[None]):
         topology = snapshot.topology
         # A demo's topology describes its own machine, NUMA nodes included.
         numa = topology.numa if topology is not None and topology.numa is not None else snapshot.numa
-        self.panel.show(topology, numa, snapshot.gpus)
+        self.panel.show(topology, numa, snapshot.gpus, snapshot.nics)

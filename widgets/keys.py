@@ -108,8 +108,8 @@ REPORT_SCREEN = (Key("b,q", "dismiss", "close"),)
 FLEET = (Key("q", "quit", "Quit", "quit"),
          Key("enter", "open_host", "GPUs of the host", "open the selected host: its GPUs and every finding (or a "
                                                        "click on its row)"),
-         Key("j", "open_job", "Job ranks", "the ranks of --job across hosts (hwtop fleet --prometheus URL --job "
-                                           "NAME)"),
+         Key("j", "open_job", "Job ranks", "the ranks of --job across hosts, worst first: the straggler or the "
+                                           "hang named, with its host's likely cause"),
          Key("question_mark", "help", "Help", "this help", display="?"))
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
 FLEET_JOB = (Key("escape,q", "app.pop_screen", "Hosts"),)

@@ -22,6 +22,7 @@ class Want(Record, frozen=True):
     least: int = 1  # 0: it may be left out (its border too)
     steps: tuple[int, ...] = ()  # only these heights, most first (the GPU panel's modes); empty: any in between
     frame: int = FRAME  # its border rows (0: a borderless line, as the advice pane with nothing to say)
+    bare_line: bool = False  # at one line it is drawn bare, its border left out (the line names itself)
 
     @staticmethod
     def fixed(lines: int, frame: int = FRAME) -> Want:

@@ -1,15 +1,17 @@
 """The topology view: the connection matrix coloured by quality, the NUMA nodes with the CPUs, GPUs and NICs
-under each, and each GPU's live PCIe and NVLink throughput with a marker on a degraded link."""
+under each, each GPU's live PCIe and NVLink throughput with a marker on a degraded link, and each network port's
+live throughput beside them."""
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Topology
+from hwtop.model.snapshot import GpuSnapshot, NicSnapshot, NumaSnapshot, Topology
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.probes.topology import link_degraded
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_bytes, human_rate, pct
+from hwtop.widgets.network import port_line
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
@@ -27,10 +29,12 @@ class TopologyPanel(TextPanel):
         self.topology: Topology | None = None
         self.numa: NumaSnapshot | None = None
         self.gpus: tuple[GpuSnapshot, ...] = ()
+        self.nics: tuple[NicSnapshot, ...] = ()
         self.border_title = "Topology"
 
-    def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...]) -> None:
-        self.topology, self.numa, self.gpus = topology, numa, gpus
+    def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...],
+             nics: tuple[NicSnapshot, ...] = ()) -> None:
+        self.topology, self.numa, self.gpus, self.nics = topology, numa, gpus, nics
         if topology is not None:
             self.set_title(data(f"Topology · {topology.source} · r refresh"))
         self.changed()
@@ -47,9 +51,11 @@ class TopologyPanel(TextPanel):
                             "SYS across NUMA nodes", style=palette.DIM))
         out.append(Text())
         out += self._numa_lines(width)
-        if self.gpus:
+        ports = [n for n in self.nics if n.physical]
+        if self.gpus or ports:
             out.append(Text())
             out += self._throughput()
+            out += [port_line(nic, width) for nic in ports]  # the network beside PCIe and NVLink
         nics = [d for d in topology.devices if d.kind == "nic"] if topology else []
         if nics:
             out.append(Text())
@@ -62,30 +68,35 @@ class TopologyPanel(TextPanel):
     def _matrix(self, topology: Topology, width: int) -> list[Text]:
         names = [d.name for d in topology.devices]
         cell = max(5, *(len(n) + 1 for n in names))
-        legend = None
+        legend: list[Text] = []
         if cell * (len(names) + 1) > width:  # narrow terminal: short labels, explained below the matrix
             nics = [d.name for d in topology.devices if d.kind == "nic"]
             names = [d.name.replace("GPU", "G") if d.kind == "gpu" else f"N{nics.index(d.name)}"
                      for d in topology.devices]
             cell = 5
             if nics:
-                legend = Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)), style=palette.DIM)
-        affinity = width >= cell * (len(names) + 1) + 24
-        header = Text(" " * cell + "".join(f"{n:>{cell}}" for n in names), style="bold")
+                legend.append(Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)),
+                                   style=palette.DIM))
+        columns = len(names)
+        gpus = sum(1 for d in topology.devices if d.kind == "gpu")
+        if cell * (columns + 1) > width and gpus:  # still too wide (a DGX: 8 GPUs and 8 HCAs): each row against
+            columns = gpus  # the GPUs only; NIC against NIC is what `hwtop topo` prints in full
+            legend.append(Text(f"NIC columns left out at this width ({len(names) - gpus}): hwtop topo prints them",
+                               style=palette.DIM))
+        affinity = width >= cell * (columns + 1) + 24
+        header = Text(" " * cell + "".join(f"{n:>{cell}}" for n in names[:columns]), style="bold")
         if affinity:
             header.append("   CPU affinity     NUMA", style="bold")
         rows = [header]
         for label, device, links in zip(names, topology.devices, topology.links, strict=True):
             line = Text(f"{label:<{cell}}", style="bold")
-            for kind in links:
+            for kind in links[:columns]:
                 line.append(f"{kind:>{cell}}", style=link_style(kind))
             if affinity:
                 cpus = format_cpulist(device.local_cpus) if device.local_cpus else "N/A"
                 line.append(f"   {cpus:<16} {'N/A' if device.numa_node is None else device.numa_node}")
             rows.append(line)
-        if legend is not None:
-            rows.append(legend)
-        return rows
+        return rows + legend
 
     def _numa_lines(self, width: int) -> list[Text]:
         if self.numa is None:

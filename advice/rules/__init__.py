@@ -12,6 +12,7 @@ from hwtop.advice.rules.contention import cpu_oversubscribed, job_memory_pressur
 from hwtop.advice.rules.health import gpu_errors, gpu_throttled
 from hwtop.advice.rules.loader import data_starved, loader_io_bound, single_core_loading, worker_churn
 from hwtop.advice.rules.memory import cuda_oom, host_memory_pressure
+from hwtop.advice.rules.network import data_from_network, nccl_wrong_transport, network_saturated, nic_far_from_gpu
 from hwtop.advice.rules.pipeline import cpu_single_core, gpu_starved, io_bound
 from hwtop.advice.rules.placement import numa_misplaced, pcie_degraded, topology_slow_p2p
 from hwtop.advice.rules.precision import amp_available, amp_overflow, cudnn_benchmark, training_diverged
@@ -56,6 +57,14 @@ RULES: tuple[Rule, ...] = (
     Rule("loader-io-bound", loader_io_bound, 5.0, 10.0, "the job's I/O stalls while its ranks wait for data"),
     Rule("job-memory-pressure", job_memory_pressure, 5.0, 15.0, "memory stalls, major faults and what grows"),
     Rule("rank-straggler", rank_straggler, 5.0, 10.0, "each rank's collective waits against the others'"),
+    # The network: port rates are averaged over 10 s already.
+    Rule("network-saturated", network_saturated, 5.0, 10.0, "ports near their line rate while ranks wait in "
+         "collectives"),
+    Rule("nccl-wrong-transport", nccl_wrong_transport, 5.0, 10.0, "NCCL's environment and which ports carry a "
+         "multi-node job"),
+    Rule("nic-far-from-gpu", nic_far_from_gpu, 5.0, 10.0, "the NUMA node of busy ports against the job's GPUs"),
+    Rule("data-from-network", data_from_network, 5.0, 10.0, "the mounts of the job's open files while it waits "
+         "for data"),
 )
 
 RULE_IDS = tuple(rule.id for rule in RULES)

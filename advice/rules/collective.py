@@ -59,6 +59,29 @@ def _odd_rank(snapshot: Snapshot) -> str | None:
             "has not reached the collective")
 
 
+def _absent_rank(snapshot: Snapshot, t: Thresholds) -> tuple[str, int | None] | None:
+    """From the per-rank figures (stack samples, on this node): the one rank not waiting in the collective while
+    every other one does. (evidence, its pid)."""
+    job = snapshot.job
+    if job is None or len(job.ranks) < 2:
+        return None
+    read = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
+    if len(read) < len(job.ranks):
+        return None  # a rank whose stacks cannot be read could be the one: no guess
+    away = [r for r in read if r.collective_share < t["straggler_own_wait_ratio"] * t["straggler_peer_wait_share"]]
+    waiting = [r for r in read if r.collective_share >= t["straggler_peer_wait_share"]]
+    if len(away) != 1 or len(waiting) != len(read) - 1:
+        return None
+    rank = away[0]
+    low, high = min(r.collective_share for r in waiting), max(r.collective_share for r in waiting)
+    spread = f"{100 * low:.0f}%" if low == high else f"{100 * low:.0f}-{100 * high:.0f}%"
+    site = f", busy at {rank.site}" if rank.site else ""
+    pid = f"pid {rank.pid}, " if rank.pid is not None else ""
+    return (f"rank {rank.rank} ({pid}host {rank.host}) has not reached the collective: in it "
+            f"{100 * rank.collective_share:.0f}% of its stack samples{site}, while the other {len(waiting)} "
+            f"wait in it {spread}", rank.pid)
+
+
 def _hung_rank(snapshot: Snapshot, t: Thresholds) -> RankVerdict | None:
     """From a focused job's per-rank figures (advice/ranks.py, as the fleet judges a job across hosts): the
     others wait in a collective nearly all the time and one rank is elsewhere, or its figures stopped."""
@@ -103,10 +126,11 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence.append(f"{covering(gpus)[0]} {util}% busy for {t['spin_seconds']:.0f} s yet drawing "
                         f"{share}% of {'its' if len(gpus) == 1 else 'their'} power limit (limit "
                         f"{100 * t['spin_power_share']:.0f}%): kernels polling, not computing")
-    odd = _odd_rank(latest)
+    absent = _absent_rank(latest, t)  # the GPUs prove the hang: the figures need only name the one away
+    odd = absent[0] if absent is not None else _odd_rank(latest)
     if odd:
         evidence.append(odd)
-    if hung is not None:
+    if hung is not None and absent is None:
         evidence.extend(hung.evidence)
     pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
     if not pids and workload is not None:

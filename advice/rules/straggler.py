@@ -121,11 +121,13 @@ def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
         return
     if len(read) < 2 or len(read) < len(job.ranks):
         return
-    slow = min(read, key=lambda r: (r.collective_share, r.rank))
-    others = [r for r in read if r is not slow]
+    from hwtop.advice.ranks import judge_ranks  # the fleet's judgement too: the same rank for the same numbers
+
+    verdict = judge_ranks(job.ranks, t)
+    if verdict is None or verdict.kind != "straggler" or verdict.rank is None:
+        return  # balanced, or a hang: collective-hang names the rank that never arrived
+    slow, others = verdict.rank, list(verdict.waiting)
     waiting = median(r.collective_share for r in others)
-    if waiting < t["straggler_peer_wait_share"] or slow.collective_share > t["straggler_own_wait_ratio"] * waiting:
-        return
     latest = window.latest
     if len(others) <= 3:
         evidence = [f"{_label(r)} waits in collectives {100 * r.collective_share:.0f}% of {r.samples} stack "

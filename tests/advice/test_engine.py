@@ -97,7 +97,9 @@ def test_the_rule_ids_are_exactly_the_documented_set():
                              # a focused job, with or without a GPU
                              "data-starved", "worker-churn", "single-core-loading", "cpu-oversubscribed",
                              "loader-io-bound", "job-memory-pressure",
-                             "rank-straggler"}  # issue 34: one rank holds the job back
+                             "rank-straggler",  # issue 34: one rank holds the job back
+                             # issue 35: the network
+                             "network-saturated", "nccl-wrong-transport", "nic-far-from-gpu", "data-from-network"}
 
 
 def test_every_threshold_says_where_it_comes_from():

@@ -134,3 +134,11 @@ def test_its_memory_on_the_far_numa_node_gives_the_placement_fix():
     finding = find(run([t.tick(job=slowed) for _ in range(8)])[-1], "rank-straggler")
     assert "90% of its pages are off GPU1's node 0" in finding.evidence
     assert finding.fix[0] == "Place rank 1 on node 0: numactl --cpunodebind=0 --membind=0 (see numa-misplaced)."
+
+
+def test_a_hang_is_collective_hang_s_finding_not_a_straggler():
+    t = Timeline(cores=2)
+    hung = job(figures(0, 0.99), figures(1, 0.99), figures(2, 0.0, other=0.9, site="train.py:88 load_shard"))
+    found = run([t.tick(job=hung) for _ in range(8)])[-1]
+    assert "rank-straggler" not in ids(found)
+    assert find(found, "collective-hang").pids == (5002,)

@@ -87,7 +87,7 @@ async def test_duplicate_closed_and_silent_endpoints_keep_the_screen_live_and_q_
             rows = _rows(app)
             # worst first: the two hosts that do not answer, then the live ones by name
             assert [r[0] for r in rows[2:]] == ["node-dgx", "node-h200"], rows
-            statuses = {r[8]: r[1] for r in rows}
+            statuses = {r[9]: r[1] for r in rows}
             assert statuses[f"127.0.0.1:{silent.port}"] == "no answer within 1 s"
             assert statuses[closed] == "unreachable: Connection refused"
             assert [r[2] for r in rows[2:]] == ["8", "1"]
@@ -274,7 +274,7 @@ async def test_text_from_outside_is_literal():
         await pilot.pause()
         row = app.table.get_row_at(0)
         assert row[0].plain == "[@click=app.quit]evil␛]0;pwn␇"
-        assert row[8].plain == "http://h:1/[red]" and "[/x]rule" in row[7].plain
+        assert row[9].plain == "http://h:1/[red]" and "[/x]rule" in row[7].plain
         assert not any("@click" in str(span.style) for cell in row for span in getattr(cell, "spans", []))
         assert "[b]desc[/b]" in str(app.title_bar.render()) and "[/b]" in str(app.title_bar.render())
         await pilot.press("q")

@@ -79,7 +79,7 @@ def test_under_pytest_a_bare_room_is_refused() -> None:
 def test_each_source_file_is_one_module_with_the_checkout_on_sys_path() -> None:
     """Every module of hwtop imported in a fresh interpreter (the checkout on sys.path, as under pytest): no
     file is loaded under two names, and `hwtop.model.snapshot` is model/snapshot.py's only name. torch is held
-    back (the workload's two torch modules are the only ones that need it), `__main__` would start the monitor."""
+    back (a module that needs it is skipped; any other ImportError fails), `__main__` would start the monitor."""
     code = """
 import collections, importlib, pkgutil, sys
 from pathlib import Path
@@ -90,7 +90,9 @@ for info in pkgutil.walk_packages(hwtop.__path__, 'hwtop.'):
     if not info.name.endswith('__main__'):
         try:
             importlib.import_module(info.name)
-        except ImportError:
+        except ImportError as error:
+            if error.name != 'torch':
+                raise
             failed.append(info.name)
 names = collections.defaultdict(list)
 for name, module in list(sys.modules.items()):
@@ -104,7 +106,7 @@ print(names['model/snapshot.py'], len(names))
     out = subprocess.run([sys.executable, "-c", code, str(ROOT)], capture_output=True, text=True, check=True,
                          cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL,
                          timeout=120).stdout.splitlines()
-    assert out[0] == "['hwtop.workload.bench', 'hwtop.workload.job']"
+    assert "hwtop.workload.job" in out[0]  # held back: torch, and only torch (any other ImportError is raised)
     assert out[1] == "[]"
     snapshot_names, files = out[2].rsplit(" ", 1)
     assert snapshot_names == "['hwtop.model.snapshot']" and int(files) > 100

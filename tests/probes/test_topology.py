@@ -27,7 +27,7 @@ def test_dgx_a100_matrix(tmp_path: Path) -> None:
     probe = NvmlProbe(FakeNvmlLibrary("dgx-a100").pynvml)
     topology = read_topology(root, *probe.topology_inputs())
     assert [list(r) for r in topology.links] == expected("dgx-a100.txt")
-    assert [d.name for d in topology.devices][-4:] == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    assert [d.name for d in topology.devices][-8:] == [f"mlx5_{i}" for i in range(8)]
     assert topology.gpu_links[3][3] == "X" and topology.gpu_links[0][7] == "NV12"
     assert [d.numa_node for d in topology.devices[:8]] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert topology.devices[5].local_cpus[0] == 64 and topology.devices[0].nvlinks == 12

@@ -51,8 +51,8 @@ def test_advice_5_exits_2_with_one_line(tmp_path, capsys):
     ("[ui]\ninterval = nan\n", "ui.interval = nan: expected a number of seconds more than 0 and at most 3600"),
     ("[ui]\ninterval = \"1\"\n", "ui.interval = '1': expected a number of seconds more than 0 and at most 3600"),
     ("[ui]\ntheme = 3\n", "ui.theme = 3: expected one of dark, light, mono"),
-    ("[ui]\nhide = \"disks\"\n", "ui.hide = 'disks': expected a list of any of: cpu, memory, disks, gpu, advice, "
-                                 "processes"),
+    ("[ui]\nhide = \"disks\"\n", "ui.hide = 'disks': expected a list of any of: cpu, memory, disks, gpu, network, "
+                                 "advice, processes"),
     ("ui = 1\n", "ui = 1: expected a table with keys interval, theme, hide"),
     ("[advice]\nthresholds = [1]\n", "advice.thresholds = [1]: expected a table of advice threshold names"),
     ("[advice]\nwindow = 3\n", "advice.window: unknown key; known: thresholds, hold_s"),
@@ -105,7 +105,8 @@ def test_a_whole_config_is_read_into_its_types(tmp_path):
 
 
 def test_the_schema_and_the_names_the_app_uses_agree():
-    assert set(THEMES) == set(get_args(Theme)) and PANELS == ("cpu", "memory", "disks", "gpu", "advice", "processes")
+    assert set(THEMES) == set(get_args(Theme))
+    assert PANELS == ("cpu", "memory", "disks", "gpu", "network", "advice", "processes")
 
 
 # ----- whose file it is -----

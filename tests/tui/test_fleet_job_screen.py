@@ -38,7 +38,7 @@ async def test_the_job_screen_names_the_straggler_its_host_and_the_likely_cause(
         await pilot.press("escape")
         await pilot.pause()
         rows = [app.table.get_row_at(i) for i in range(app.table.row_count)]
-        assert any(r[0].plain == "node-0" and r[2].plain == "8" and r[9].plain == "8x A100-SXM4-80GB" for r in rows)
+        assert any(r[0].plain == "node-0" and r[2].plain == "8" and r[10].plain == "8x A100-SXM4-80GB" for r in rows)
         await pilot.press("j")
         await pilot.pause()
         assert isinstance(app.screen, JobScreen)

@@ -1,0 +1,312 @@
+"""network-saturated, nccl-wrong-transport, nic-far-from-gpu and data-from-network: what the network ports say about
+a multi-node job. A job's facts come from a focused job (its ranks' figures, stack samples and environment) where
+there is one, else from the workload's telemetry (the embedded job, the demo); a rule that lacks what it needs (no
+port with a known line rate, no collective figures, no topology) stays silent rather than guess."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from hwtop.advice.rules.job_facts import SPAN_S, running_job, sampled
+from hwtop.advice.text import rate
+from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.window import Window, compute_pids, mean
+from hwtop.model.finding import Finding
+from hwtop.model.snapshot import NicSnapshot, Snapshot
+from hwtop.probes.procfiles import network_filesystem
+
+if TYPE_CHECKING:
+    from hwtop.model.job import JobSnapshot
+
+FABRIC = ("infiniband", "roce")
+UP_STATES = ("up", "active", "unknown")  # unknown: loopback-like drivers that do not report; never a fabric port
+
+
+class JobNetwork(msgspec.Struct, frozen=True):
+    """The facts of the job the network rules need, from wherever they can be seen (see the module docstring)."""
+
+    source: str  # where they come from, for the evidence: "/proc/PID/environ" or "the job's telemetry"
+    nccl_env: dict[str, str]
+    spans_hosts: bool | None  # None: cannot be told
+    collective_share: float | None
+    collective_source: str
+    gpus: tuple[int, ...]
+    pids: tuple[int, ...]
+    data_wait: float | None
+
+
+def port_name(nic: NicSnapshot) -> str:
+    return nic.name if nic.port in (None, 1) else f"{nic.name}/{nic.port}"
+
+
+def kind_name(nic: NicSnapshot) -> str:
+    return {"infiniband": "InfiniBand", "roce": "RoCE", "ethernet": "Ethernet"}.get(nic.kind, nic.kind)
+
+
+def port_means(window: Window, seconds: float = SPAN_S) -> dict[tuple[str, int | None], tuple[float, float]]:
+    """(rx, tx) bytes/s of each physical port averaged over the recent past (ports with no rate yet left out)."""
+    sums: dict[tuple[str, int | None], list[tuple[float | None, float | None]]] = {}
+    for snapshot in window.recent(seconds):
+        for nic in snapshot.nics:
+            if nic.physical:
+                sums.setdefault((nic.name, nic.port), []).append((nic.rx_bytes_per_s, nic.tx_bytes_per_s))
+    out = {}
+    for key, values in sums.items():
+        rx, tx = mean(v[0] for v in values), mean(v[1] for v in values)
+        if rx is not None and tx is not None:
+            out[key] = (rx, tx)
+    return out
+
+
+def line_share(nic: NicSnapshot, rates: tuple[float, float]) -> float | None:
+    """The busier direction as a share of the line rate (full duplex: each direction has the whole line)."""
+    if not nic.speed_gbps:
+        return None
+    return max(rates) * 8 / (nic.speed_gbps * 1e9)
+
+
+def job_network(window: Window, t: Thresholds) -> JobNetwork | None:
+    latest = window.latest
+    job = running_job(window)
+    if job is not None:
+        return _focused(job, t)
+    workload = latest.workload
+    if workload is None or workload.status not in ("running", "stalled"):
+        return None
+    config = workload.config
+    shares = [r.collective_fraction for r in workload.ranks if r.collective_fraction is not None]
+    waits = [r.data_wait_fraction for r in workload.ranks if r.data_wait_fraction is not None]
+    pids = set(workload.pids)
+    gpus = tuple(sorted(g.index for g in latest.gpus if pids & set(compute_pids(g))))
+    nodes = config.nodes if config is not None else None
+    return JobNetwork(
+        "the job's telemetry", dict(config.nccl_env) if config is not None else {},
+        None if nodes is None else nodes > 1, mean(shares), "the job's telemetry", gpus, tuple(sorted(pids)),
+        mean(waits))
+
+
+def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:
+    ranks = [p for p in job.processes if p.alive and p.rank is not None]
+    env: dict[str, str] = {}
+    for process in ranks or [p for p in job.processes if p.alive]:
+        for key, value in process.nccl_env:
+            env.setdefault(key, value)
+    # Ranks of several hosts (the fleet's), or torchrun's WORLD_SIZE above LOCAL_WORLD_SIZE; this host's ranks
+    # alone say nothing of the others: None, not False
+    spans: bool | None = True if len({r.host for r in job.ranks}) > 1 else None
+    sizes = [(p.world_size, p.local_world_size) for p in ranks if p.world_size and p.local_world_size]
+    if spans is None and sizes:
+        spans = any(world > local for world, local in sizes)
+    share, source = None, ""
+    figures = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
+    stacks = sampled(job, t)
+    if figures:
+        share, source = mean(r.collective_share for r in figures), f"{len(figures)} ranks' stack samples"
+    elif stacks:
+        share, source = mean(s.fraction("collective") for s in stacks), f"{len(stacks)} ranks' stack samples"
+    data_wait = mean(s.fraction("data") for s in stacks) if stacks else None
+    gpus = tuple(sorted({g for p in job.processes if p.alive for g, _ in p.gpus}
+                        | {r.gpu for r in job.ranks if r.gpu is not None}))
+    return JobNetwork("/proc/PID/environ of its ranks", env, spans, share, source, gpus,
+                      tuple(p.pid for p in ranks) or job.roots, data_wait)
+
+
+def _ports(snapshot: Snapshot) -> dict[tuple[str, int | None], NicSnapshot]:
+    return {(n.name, n.port): n for n in snapshot.nics if n.physical}
+
+
+# ----- network-saturated -----
+
+SATURATED_FIXES = (
+    "Move fewer bytes per step: accumulate gradients over K micro-batches and all-reduce once (DDP's no_sync() on "
+    "the first K-1), or compress them: model.register_comm_hook(None, torch.distributed.algorithms.ddp_comm_hooks."
+    "default_hooks.bf16_compress_hook) halves fp32 gradient traffic.",
+    "Overlap the all-reduce with the backward pass: DDP(bucket_cap_mb=100) sends fewer, larger buckets; with FSDP, "
+    "backward_prefetch=BackwardPrefetch.BACKWARD_PRE.",
+    "Or more bandwidth: every HCA in use (NCCL_IB_HCA lists them; `ibstat` shows their state), a faster fabric, or "
+    "fewer nodes with more GPUs each.",
+)
+
+
+def network_saturated(window: Window, t: Thresholds) -> Iterator[Finding]:
+    job = job_network(window, t)
+    if job is None or job.collective_share is None or job.collective_share < t["collective_wait_fraction"]:
+        return
+    ports = _ports(window.latest)
+    for key, rates in sorted(port_means(window).items()):
+        nic = ports.get(key)
+        share = None if nic is None else line_share(nic, rates)
+        if nic is None or share is None or share < t["network_saturated_share"]:
+            continue
+        name = port_name(nic)
+        evidence = (
+            f"{name} ({kind_name(nic)}, {nic.speed_gbps:g} Gb/s) receives {rate(rates[0])} and sends {rate(rates[1])}: "
+            f"{100 * share:.0f}% of its line rate over the last {SPAN_S:.0f} s (limit "
+            f"{100 * t['network_saturated_share']:.0f}%)",
+            f"the job's ranks wait in collectives {100 * job.collective_share:.0f}% of the time (limit "
+            f"{100 * t['collective_wait_fraction']:.0f}%; from {job.collective_source})",
+        )
+        if nic.kind == "ethernet" and any(n.kind in FABRIC and n.state in ("active", "up") for n in ports.values()):
+            continue  # an Ethernet port full while the fabric is up: the transport is wrong (nccl-wrong-transport)
+        yield Finding("network-saturated", "warning", f"{name} is at its line rate while the ranks wait on it",
+                      evidence, SATURATED_FIXES, scope=name, gpus=job.gpus, pids=job.pids)
+
+
+# ----- nccl-wrong-transport -----
+
+TRANSPORT_FIXES = (
+    "Remove NCCL_IB_DISABLE=1 (and NCCL_P2P_DISABLE=1) from the launch script or the environment it inherits "
+    "(`env | grep NCCL` in the job's shell, /etc/nccl.conf, ~/.nccl.conf).",
+    "Check what NCCL picked: NCCL_DEBUG=INFO prints `NET/IB` for InfiniBand/RoCE and `NET/Socket` for TCP at "
+    "start-up; `ibstat` should show the HCAs Active.",
+    "NCCL_SOCKET_IFNAME only needs to name the interface for bootstrap when IB is used; when sockets carry the "
+    "data it must name the fastest port that is up.",
+)
+
+
+def socket_interfaces(spec: str, names: list[str]) -> list[str] | None:
+    """The interfaces NCCL_SOCKET_IFNAME selects among `names`: a comma list of prefixes, `=name` for an exact
+    name; None for an exclusion list (`^docker,lo`), which selects whatever else there is."""
+    spec = spec.strip()
+    if not spec or spec.startswith("^"):
+        return None
+    chosen = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        exact = part.startswith("=")
+        chosen += [n for n in names if (n == part[1:] if exact else n.startswith(part)) and n not in chosen]
+    return chosen
+
+
+def _socket_evidence(spec: str, snapshot: Snapshot, t: Thresholds) -> str | None:
+    netdevs = {n.name: n for n in snapshot.nics if n.port is None and n.kind != "loopback"}
+    chosen = socket_interfaces(spec, list(netdevs))
+    if chosen is None:
+        return None
+    fastest = max((n.speed_gbps or 0.0 for n in netdevs.values() if n.physical and n.state in UP_STATES),
+                  default=0.0)
+    if not chosen:
+        return f"NCCL_SOCKET_IFNAME={spec} names no interface of this host: NCCL cannot start its sockets"
+    up = [netdevs[n] for n in chosen if netdevs[n].state in UP_STATES]
+    if not up:
+        return f"NCCL_SOCKET_IFNAME={spec} names only interfaces that are down ({', '.join(chosen)})"
+    best = max((n.speed_gbps or 0.0 for n in up), default=0.0)
+    if best and fastest and best < t["slow_link_share"] * fastest:
+        return (f"NCCL_SOCKET_IFNAME={spec} selects {', '.join(n.name for n in up)} at {best:g} Gb/s while a "
+                f"{fastest:g} Gb/s port is up")
+    return None
+
+
+def nccl_wrong_transport(window: Window, t: Thresholds) -> Iterator[Finding]:
+    job = job_network(window, t)
+    latest = window.latest
+    if job is None or not latest.nics:
+        return
+    ports = _ports(latest)
+    fabric_up = [n for n in ports.values() if n.kind in FABRIC and n.state in ("active", "up")]
+    evidence = []
+    ib_off = job.nccl_env.get("NCCL_IB_DISABLE", "").strip() == "1"
+    if ib_off and fabric_up and job.spans_hosts is not False:
+        evidence.append(f"NCCL_IB_DISABLE=1 in the ranks' environment ({job.source}) while {len(fabric_up)} "
+                        "InfiniBand/RoCE port(s) are up: NCCL sends over TCP sockets")
+    if job.nccl_env.get("NCCL_P2P_DISABLE", "").strip() == "1" and len(job.gpus) > 1:
+        evidence.append(f"NCCL_P2P_DISABLE=1 with {len(job.gpus)} GPUs: transfers between them go through host "
+                        "memory instead of NVLink/PCIe peer-to-peer")
+    spec = job.nccl_env.get("NCCL_SOCKET_IFNAME")
+    if spec and (ib_off or not fabric_up) and job.spans_hosts is not False:
+        found = _socket_evidence(spec, latest, t)
+        if found:
+            evidence.append(found)
+    means = port_means(window)
+    if job.spans_hosts and fabric_up and all(max(means.get((n.name, n.port), (0.0, 0.0))) < t[
+            "network_idle_bytes_per_s"] for n in fabric_up):
+        for key, rates in sorted(means.items()):
+            nic = ports.get(key)
+            share = None if nic is None or nic.kind != "ethernet" else line_share(nic, rates)
+            if nic is not None and share is not None and share >= t["network_busy_share"]:
+                evidence.append(f"the job spans hosts, its InfiniBand/RoCE ports idle (under "
+                                f"{rate(t['network_idle_bytes_per_s'])}), while Ethernet port {nic.name} carries "
+                                f"{rate(max(rates))} ({100 * share:.0f}% of {nic.speed_gbps:g} Gb/s)")
+    if not evidence:
+        return
+    yield Finding("nccl-wrong-transport", "warning", "NCCL is not using the fast transport", tuple(evidence),
+                  TRANSPORT_FIXES, scope="job", gpus=job.gpus, pids=job.pids)
+
+
+# ----- nic-far-from-gpu -----
+
+FAR_FIXES = (
+    "Have each rank use a port on its GPU's NUMA node: NCCL picks the nearest HCA by itself unless NCCL_IB_HCA or "
+    "NCCL_SOCKET_IFNAME forces one (`hwtop topo` or `nvidia-smi topo -m` shows which ports sit beside which "
+    "GPUs).",
+    "With one port only, run the job's ranks on the GPUs of that port's node, or add a NIC on the other node.",
+)
+
+
+def nic_far_from_gpu(window: Window, t: Thresholds) -> Iterator[Finding]:
+    job = job_network(window, t)
+    latest = window.latest
+    if job is None or not job.spans_hosts or latest.topology is None or not job.gpus:
+        return
+    gpu_nodes = latest.topology.gpu_numa_nodes()
+    ports = _ports(latest)
+    if any(n.kind in FABRIC and n.state in ("active", "up") for n in ports.values()):
+        # with a fabric up, a rank's traffic should leave through it; an Ethernet port busy instead is the wrong
+        # transport (nccl-wrong-transport), not a placement
+        ports = {key: n for key, n in ports.items() if n.kind in FABRIC}
+    busy = []
+    for key, rates in port_means(window).items():
+        nic = ports.get(key)
+        share = None if nic is None else line_share(nic, rates)
+        if nic is not None and nic.numa_node is not None and share is not None and share >= t["network_busy_share"]:
+            busy.append(nic)
+    nodes = {n.numa_node for n in busy}
+    far = [g for g in job.gpus if g in gpu_nodes and gpu_nodes[g] not in nodes]
+    if not busy or not far:
+        return
+    by_node: dict[int, list[int]] = {}
+    for gpu in far:
+        by_node.setdefault(gpu_nodes[gpu], []).append(gpu)
+    ports_text = ", ".join(f"{port_name(n)} (node {n.numa_node})" for n in sorted(busy, key=port_name))
+    evidence = [f"the job's traffic leaves through {ports_text}"]
+    evidence += [f"GPU{', GPU'.join(map(str, gpus))} sit on NUMA node {node}: their ranks' traffic crosses the "
+                 "CPU interconnect to reach the port" for node, gpus in sorted(by_node.items())]
+    yield Finding("nic-far-from-gpu", "warning", "Ranks send through a port on another NUMA node",
+                  tuple(evidence), FAR_FIXES, scope="job", gpus=tuple(far), pids=job.pids)
+
+
+# ----- data-from-network -----
+
+DATA_FIXES = (
+    "Copy the dataset to local NVMe before training (rsync or fpsync to the local RAID, e.g. /raid on a DGX) or "
+    "stage each epoch's shards ahead of the loader.",
+    "Read few large files instead of one file per sample: WebDataset/tar shards or one record file per worker; "
+    "raise num_workers and prefetch_factor to keep more reads in flight.",
+    "For NFS: mount with nconnect=8 and rsize=1048576; for a FUSE mount (s3fs, gcsfuse), its cache options.",
+)
+
+
+def data_from_network(window: Window, t: Thresholds) -> Iterator[Finding]:
+    job = running_job(window)
+    facts = job_network(window, t)
+    if job is None or facts is None or facts.data_wait is None or facts.data_wait < t["data_wait_fraction"]:
+        return
+    mounts = [(device, files) for device, files in job.dataset_devices if network_filesystem(device)]
+    if not mounts:
+        return
+    evidence = [f"the job has {files} file(s) open on {network_filesystem(device)} mount {device.partition(' ')[2]}"
+                for device, files in mounts]
+    evidence.append(f"its ranks wait for data {100 * facts.data_wait:.0f}% of the time (limit "
+                    f"{100 * t['data_wait_fraction']:.0f}%)")
+    means = port_means(window)
+    ports = _ports(window.latest)
+    busiest = max(((rates[0], ports[key]) for key, rates in means.items() if key in ports), default=None,
+                  key=lambda item: item[0])
+    if busiest is not None and busiest[0] >= t["network_idle_bytes_per_s"]:
+        evidence.append(f"{port_name(busiest[1])} receives {rate(busiest[0])}")
+    yield Finding("data-from-network", "warning", "The dataset is read over the network", tuple(evidence),
+                  DATA_FIXES, scope="job", pids=facts.pids)
