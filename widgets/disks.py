@@ -51,7 +51,7 @@ class DisksPanel(TextPanel):
         if room is not None and room <= 1 and len(self.disks) > 1:
             return [all_disks_line(self.disks, width)]
         disks, left_out = shown_disks(self.disks, len(self.disks) if room is None else room)
-        name_width = min(12, max(len(d.name) for d in disks))  # nvme10n1 and its kind apart, a long name cut
+        name_width = min(12, max(7, *(len(d.name) for d in self.disks)))  # of every disk: the busiest can change
         for disk in disks:
             line = data(f"{disk.name[:name_width]:<{name_width}} ", "bold")  # a recording's or a udev rule's name
             line.append_text(data(f"{disk.kind:<8}", palette.DIM))
