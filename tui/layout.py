@@ -90,23 +90,29 @@ def rows(shown: Shown) -> Rows:
         for name in order:
             if name not in wants:
                 continue
-            while total() > room:
-                lower = wants[name].below(lines[name], floor(wants[name]))
+            want = wants[name]
+            while (excess := total() - room) > 0:  # down by what is too much (a top-row panel may need more)
+                lower = want.below(lines[name] - excess + 1, floor(want)) if lines[name] - excess >= floor(want) \
+                    else None
+                lower = lower if lower is not None else want.below(lines[name], floor(want))
                 if lower is None:
                     break
-                lines[name] = lower
+                lines[name] = min(lower, max(floor(want), lines[name] - excess)) if not want.steps else lower
     for name in reversed(FOLD_ORDER):  # what is left over goes back, the GPU panel first
         if name not in wants:
             continue
-        while True:
-            higher = wants[name].above(lines[name])
-            if higher is None:
-                break
-            before = lines[name]
-            lines[name] = higher
-            if total() > room:
-                lines[name] = before
-                break
+        want, before = wants[name], lines[name]
+        higher = [h for h in (want.steps or range(before + 1, want.most + 1)) if before < h <= want.most]
+        higher.sort()
+        low, high = 0, len(higher)  # the total grows with a panel's height: the tallest that fits, by bisection
+        while low < high:
+            middle = (low + high) // 2
+            lines[name] = higher[middle]
+            if total() <= room:
+                low = middle + 1
+            else:
+                high = middle
+        lines[name] = higher[low - 1] if low else before
     processes = room - total() + lines["processes"] if shown.processes else 0
     return Rows(**{name: lines.get(name, 0) for name in FOLD_ORDER if name != "processes"},
                 processes=max(0, processes), top=top())

@@ -63,7 +63,20 @@ class Drawn(NamedTuple):
     group_sizes: list[int]  # ranks on each rank line
 
 
+_last: list[tuple[object, int, Drawn]] = []  # the one state last drawn: want() and lines() share it each tick
+
+
 def workload_lines(state: WorkloadState | None, width: int) -> Drawn:
+    """The pane's lines for this state at this width (the last answer kept, by identity: the budget asks first,
+    then the pane draws the same state)."""
+    if _last and _last[0][0] is state and _last[0][1] == width:
+        return _last[0][2]
+    drawn = _workload_lines(state, width)
+    _last[:] = [(state, width, drawn)]
+    return drawn
+
+
+def _workload_lines(state: WorkloadState | None, width: int) -> Drawn:
     if state is None:
         return Drawn([Text("no workload (w starts one)", style=palette.DIM)], 1, 1, [])
     head = Text(state.status.upper(), style=STATUS_STYLE.get(state.status, ""))
