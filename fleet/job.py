@@ -106,7 +106,7 @@ class JobView:
 def _rank_of(labels: dict[str, str]) -> tuple[str, int] | None:
     host = host_of(labels) or ""
     text = labels.get("rank", "")
-    return (host, int(text)) if text.isdigit() and len(text) < 9 else None
+    return (host, int(text)) if text.isascii() and text.isdigit() and len(text) < 9 else None
 
 
 def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], increase: list[tuple[dict[str, str],
