@@ -36,6 +36,8 @@ EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before
 DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
 DEMO_JOB_VIEW = "a demo machine has no job to focus: its story's job is in the workload pane"
 DEMO_JOB = "a demo machine runs its story's job, not a real one: --scenario picks the story"
+NO_FINDINGS = "no problems seen: no finding to open (the advice pane names what the rules watch)"
+MAIN_SCREEN_ACTIONS = {"cycle_sort", "reverse_sort", "filter", "tree", "advice", "focus_process", "signal_process"}
 PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from widgets/keys.py
 
 
@@ -97,7 +99,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def status(self) -> Status:
         replay = self.session.replay
         return Status(self.interval, self.session.paused, replay_words(replay.state()) if replay else None,
-                      self.recorder.path if self.recorder is not None else None)
+                      self.recorder.path if self.recorder is not None else None,
+                      workload_stops=self.session.workload is not None and not self.session.simulated)
 
     def on_mount(self) -> None:
         if self.exit_on_signals:
@@ -184,6 +187,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.REPLAY_ACTIONS and not self.replaying:
             return False  # hidden and inert outside a replay
+        if action in MAIN_SCREEN_ACTIONS and self.screen is not self.main:
+            return False  # the process table's and advice pane's keys: not under another screen (s on topology)
         if action in ("start_workload", "stop_workload", "record", "focus_process", "signal_process") and \
                 self.replaying:
             return False
@@ -330,11 +335,15 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         panel = self.main.advice_panel
         if self.screen is not self.main:
             return
+        if self.frame is not None and not self.frame.findings and not self.frame.timeline:
+            self.notify(NO_FINDINGS)  # nothing raised, nothing cleared: no screen to open
+            return
         if self.main.short and self.frame is not None and self.frame.findings or panel.has_focus:
             self.open_advice_screen()  # a second `a`: every finding, and the timeline of what changed when
             return
         panel.focus()
         panel.action_toggle_finding()
+        self.main.relayout()  # an open finding takes rows: the budget is made again at once, not at the next tick
 
     def on_advice_panel_details_wanted(self, _message: AdvicePanel.DetailsWanted) -> None:
         self.open_advice_screen()
@@ -429,7 +438,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             box = Input(placeholder="filter processes by name, user or pid (enter keeps it, escape clears)",
                         id="filter")
             box.display = False
-            self.filter_input = box
+            self.filter_input = self.main.filter_box = box
 
             async def mounted() -> Input:
                 await self.main.mount(box, before=self.main.footer)
@@ -442,6 +451,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         box = await self._filter_box()
         box.display = True
         box.focus()
+        self.main.relayout()  # the filter's line takes a row
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input is self.filter_input:
@@ -452,6 +462,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         if event.input is self.filter_input:
             event.input.display = bool(event.value)
             self.main.process_table.focus()
+            self.main.relayout()
 
     def on_key(self, event) -> None:  # noqa: ANN001 - textual.events.Key
         box = self.filter_input
@@ -459,6 +470,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             box.value = ""
             box.display = False
             self.main.process_table.focus()
+            self.main.relayout()
             event.stop()
 
     async def on_gpu_panel_gpu_clicked(self, message: GpuPanel.GpuClicked) -> None:
@@ -471,6 +483,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         box.display = bool(value)
         table.filter_text = value
         table.redraw()
+        self.main.relayout()
 
     def action_tree(self) -> None:
         table = self.main.process_table

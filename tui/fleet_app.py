@@ -25,6 +25,12 @@ SEVERITY_STYLE = {"critical": palette.BADGE_CRIT, "warning": palette.BADGE_WARN,
 SEVERITY_TEXT = {"critical": palette.CRIT_STRONG, "warning": palette.WARN, "info": palette.INFO}  # in a column
 STATUS_WIDTH = 36  # of the status cell: the host screen shows all of it
 LABEL_WIDTH = 40  # of an exporter's label in a cell: a 4 KB hostname must not push every column off the screen
+NARROW = 120  # columns: below this the cells are cut shorter and the trend left out, so TOP FINDING is on screen
+COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING", "NETWORK", "ADDRESS",
+           "GPU MODELS")
+NARROW_COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "", "GPU MEM", "CPU", "TOP FINDING", "NETWORK", "ADDRESS",
+                  "GPU MODELS")
+NARROW_WIDTHS = {"host": 15, "status": 10, "finding": 21, "address": 21}  # characters of a cell, narrow
 
 
 def plain(value: object, style: str = "", width: int | None = None) -> Text:
@@ -39,7 +45,9 @@ def _num(value: float | None, fmt: str = "{:.0f}") -> Text:
     return Text("N/A", style=palette.DIM) if value is None else Text(fmt.format(value))
 
 
-def _gib(used: float, total: float) -> Text:
+def _gib(used: float, total: float, narrow: bool = False) -> Text:
+    if narrow:
+        return Text(f"{used / 1024:,.0f}/{total / 1024:,.0f}G")
     return Text(f"{used / 1024:,.0f}/{total / 1024:,.0f} GiB")
 
 
@@ -57,26 +65,32 @@ def _port(view: HostView) -> Text:
     return text
 
 
-def _finding(view: HostView) -> Text:
+def _finding(view: HostView, width: int = 2 * LABEL_WIDTH) -> Text:
     if not view.up:
         return Text("")
     if not view.hwtop:
-        return Text("N/A (dcgm-exporter)", style=palette.DIM)
+        return plain("N/A (dcgm-exporter)", palette.DIM, width)
     top = view.top_finding
     if top is None:
-        return Text("no problems seen", style=palette.OK)
+        return plain("no problems seen", palette.OK, width)
     more = f" (+{len(view.findings) - 1})" if len(view.findings) > 1 else ""
     return plain(f"{top.severity.upper()} {top.rule}" + (f" · {top.scope}" if top.scope else "") + more,
-                 SEVERITY_STYLE.get(top.severity, ""), 2 * LABEL_WIDTH)
+                 SEVERITY_STYLE.get(top.severity, ""), width)
 
 
-def _status(view: HostView) -> Text:
+def _status(view: HostView, width: int = STATUS_WIDTH) -> Text:
     """Short, so the columns after it stay on screen; the host screen shows all of it."""
     if view.error:
-        return plain(view.error, palette.CRIT_STRONG, STATUS_WIDTH)
+        return plain(view.error, palette.CRIT_STRONG, width)
     if view.notes:
-        return plain("up · " + "; ".join(view.notes), palette.WARN, STATUS_WIDTH)
+        return plain("up · " + "; ".join(view.notes), palette.WARN, width)
     return Text("up", style=palette.OK)
+
+
+def host_label(view: HostView) -> str:
+    """The host's name; one that has not answered yet is named by its address, port included (two exporters on
+    one box are two rows that must read apart)."""
+    return view.hostname or short_address(view.address)
 
 
 class HostScreen(Screen[None]):
@@ -234,6 +248,7 @@ class FleetApp(GuardedApp[None]):
         self.warning_bar = Static(id="fleet-warnings")
         self.table = PlainTable(id="hosts", cursor_type="row")
         self._warned = 0
+        self._columns: tuple[str, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
@@ -242,8 +257,6 @@ class FleetApp(GuardedApp[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.table.add_columns("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING",
-                               "NETWORK", "ADDRESS", "GPU MODELS")
         self.tick()
         self.set_interval(self.refresh_s, self.tick)
         if self.source.job is not None:  # --job: its ranks first; escape shows the hosts
@@ -258,10 +271,14 @@ class FleetApp(GuardedApp[None]):
         self.views = worst_first(self.source.hosts())
         self.redraws += 1
         fleet = totals(self.views)
-        title = Text.assemble((" hwtop fleet ", "bold reverse"), "  ", plain(self.source.description),
-                              f"  {fleet.answering}/{fleet.hosts} hosts answering · {fleet.gpus} GPUs")
+        narrow = self.size.width < NARROW  # the same figures in fewer words, so none is cut
+        title = Text.assemble((" hwtop fleet ", "bold reverse"), "  ",
+                              "" if narrow else plain(self.source.description + "  "),
+                              f"{fleet.answering}/{fleet.hosts} {'up' if narrow else 'hosts answering'}"
+                              f" · {fleet.gpus} GPUs")
         if fleet.total_mib:
-            title.append(f" · GPU memory {fleet.used_mib / 1024:,.0f}/{fleet.total_mib / 1024:,.0f} GiB")
+            title.append(f" · {'' if narrow else 'GPU memory '}"
+                         f"{fleet.used_mib / 1024:,.0f}/{fleet.total_mib / 1024:,.0f} GiB")
         if fleet.util_mean is not None:
             title.append(f" · util {fleet.util_mean:.0f}%")
         title.append(f" · every {self.source.interval:g}s")
@@ -283,29 +300,44 @@ class FleetApp(GuardedApp[None]):
         if isinstance(self.screen, JobScreen) and job is not None:
             self.screen.show(job)
 
+    def on_resize(self) -> None:
+        if self.redraws:
+            self._fill_table()  # the columns for the new width
+
     def _fill_table(self) -> None:
         """Columns in order of use, so a narrow terminal keeps the finding and loses the address and the GPU
-        models (`8x A100-SXM4-80GB`; enter shows each GPU's) first."""
+        models (`8x A100-SXM4-80GB`; enter shows each GPU's) first (← → scroll to them); below NARROW columns the
+        cells are cut shorter and the trend left out."""
         selected = self._selected_key()
+        scrolled = self.table.scroll_x  # clear() scrolls back to the first column: kept across a refresh
+        narrow = self.size.width < NARROW
+        columns = NARROW_COLUMNS if narrow else COLUMNS
+        if columns != self._columns:
+            self.table.clear(columns=True)
+            self.table.add_columns(*columns)
+            self._columns = columns
         self.table.clear()
+        widths = NARROW_WIDTHS if narrow else {"host": LABEL_WIDTH, "status": STATUS_WIDTH,
+                                               "finding": 2 * LABEL_WIDTH, "address": LABEL_WIDTH}
         for view in self.views:
-            name, status = plain(view.name, "bold", LABEL_WIDTH), _status(view)
-            address = plain(short_address(view.address), palette.DIM, LABEL_WIDTH)
+            name, status = plain(host_label(view), "bold", widths["host"]), _status(view, widths["status"])
+            address = plain(short_address(view.address), palette.DIM, widths["address"])
             if not view.up:  # nothing measured now: blank, not N/A
                 self.table.add_row(name, status, *(Text("") for _ in range(7)), address,
                                    plain(view.gpu_models, palette.DIM, LABEL_WIDTH), key=row_key(view))
                 continue
             memory = view.memory
             self.table.add_row(
-                name, status, Text(str(len(view.gpus))),
-                _num(view.util_mean, "{:.0f}%"),
-                sparkline(view.trend, 12) if view.trend else Text(""),
-                Text("N/A", style=palette.DIM) if memory is None else _gib(*memory),
-                _num(view.cpu_busy, "{:.0f}%"), _finding(view), _port(view), address,
+                name, status, Text(str(len(view.gpus))), _num(view.util_mean, "{:.0f}%"),
+                sparkline(view.trend, 12) if view.trend and not narrow else Text(""),
+                Text("N/A", style=palette.DIM) if memory is None else _gib(*memory, narrow=narrow),
+                _num(view.cpu_busy, "{:.0f}%"), _finding(view, widths["finding"]), _port(view), address,
                 plain(view.gpu_models, "", LABEL_WIDTH), key=row_key(view))
         keys = [row_key(v) for v in self.views]
         if selected in keys:
             self.table.move_cursor(row=keys.index(selected))
+        if scrolled:
+            self.table.call_after_refresh(self.table.scroll_to, x=scrolled, animate=False)
 
     def _selected_key(self) -> str | None:
         if not self.views or self.table.row_count == 0:
@@ -325,6 +357,12 @@ class FleetApp(GuardedApp[None]):
         view = self._view(key)
         if view is not None:
             screen.show(view)
+
+    def action_help(self) -> None:
+        from hwtop.tui.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(keys.fleet_help_lines(), "hwtop fleet keys"))
 
     def action_open_job(self) -> None:
         """The ranks of --job; without one, a line says how to ask for it."""

@@ -18,6 +18,7 @@ class Status(Record, frozen=True):
     paused: bool = False
     replay: str | None = None  # `REPLAY 1x 00:00:01/00:00:09 END` when a recording drives the app
     recording: str | None = None  # the file R is writing
+    workload_stops: bool = True  # x stops the workload shown (not a recording's, not a demo story's)
 
 
 class ScreenContext(Protocol):

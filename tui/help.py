@@ -24,24 +24,28 @@ class HelpScreen(Dialog[None]):
     """
     BINDINGS = keys.bindings(keys.HELP_SCREEN)
 
+    def __init__(self, lines: tuple[tuple[str, str], ...] = KEYS, title: str = "hwtop keys") -> None:
+        super().__init__()
+        self.lines, self.title_text = lines, title
+
     def compose(self) -> ComposeResult:
         # Scrolls (up/down, page keys, the wheel) when the terminal is shorter than the list: at 80x24 it is.
         scroll = VerticalScroll()
-        scroll.border_title = "hwtop keys"
-        scroll.border_subtitle = "↑↓ PgUp PgDn scroll · escape closes"
+        scroll.border_title = self.title_text
+        scroll.border_subtitle = "↑↓ PgUp PgDn Home End scroll · escape closes"
         with scroll:
-            yield Static(help_text())
+            yield Static(help_text(self.lines))
 
     def on_mount(self) -> None:
         self.query_one(VerticalScroll).focus()  # the arrow and page keys scroll at once
 
 
-def help_text() -> Group:
+def help_text(lines: tuple[tuple[str, str], ...] = KEYS) -> Group:
     """The keys as a two-column grid: a long description wraps under itself, never under the key column."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True, width=8)
     grid.add_column(ratio=1)
-    for key, what in KEYS:
+    for key, what in lines:
         grid.add_row(key, what)
-    return Group(grid, Text(), Text("Data flows one way: probes → one snapshot per tick → advice → widgets."),
-                 Text("N/A means this machine cannot say; it is never shown as 0."))
+    notes = [Text("Data flows one way: probes → one snapshot per tick → advice → widgets.")] if lines is KEYS else []
+    return Group(grid, Text(), *notes, Text("N/A means this machine cannot say; it is never shown as 0."))

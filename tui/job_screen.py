@@ -44,7 +44,7 @@ class JobScreen(Screen[None]):
 
     def show(self, frame: Frame) -> None:
         snapshot, status, history = frame.snapshot, self.context.status(), self.context.history
-        self.header.show(snapshot, status.interval, status.paused)
+        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
         node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         numa = snapshot.numa
         node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}

@@ -1,57 +1,118 @@
-"""The main screen's row budget, in one pure function: the terminal's size and what is shown in, the rows each
-panel may take out. The stylesheet (hwtop.tcss) places the panels; this says how tall the ones that can give way
-may be, so the process table keeps its rows."""
+"""The main screen's row budget, in one pure function: the terminal's size and what each panel could show in, the
+rows each panel may take out. The stylesheet (hwtop.tcss) places the panels; this says how tall each may be, so
+that at any size from 80x24 up the header, the GPU panel's summary and at least PROCESS_ROWS processes are on the
+screen and nothing opens scrolled.
+
+Each panel says what it could be drawn in (`Want`): all of it (`most`), folded (`fold`: the CPU's heat strip, the
+busiest disks, one line a GPU, the advice's headlines) and at the least (`least`: one line). When everything does
+not fit, panels give way in a declared order: first each folds, in FOLD_ORDER; then each goes down to its least,
+in LEAST_ORDER. Then what is left over is given back, in the reverse of FOLD_ORDER (the GPU panel first), and the
+process table takes the rest."""
 
 from __future__ import annotations
 
 from hwtop.model.record import Record
+from hwtop.widgets.panel import FRAME, Want
 
 BARS = 2  # the header and the footer
-FRAME = 2  # a panel's border, top and bottom
-PROCESS_ROWS = 4  # the process table's least, counted against the CPU panel
-USEFUL_PROCESS_ROWS = 7  # the process table's least, counted against the GPU panel: a header and a few rows
-GPU_LEAST = 3  # the GPU panel's least beside the CPU panel's budget
-TOP_UNMEASURED = 7  # the CPU/memory row's height before the first layout measured it
+PROCESS_ROWS = 3  # the fewest processes the table shows
+PROCESS_LEAST = PROCESS_ROWS + 1 + FRAME  # with its column header and its border
+PROCESS_SHARE = 4  # the table keeps a quarter of the screen until every other panel has folded
 ADVICE_SHARE = 0.6  # the most of the screen the advice pane takes (as its max-height in hwtop.tcss)
+
+# The order panels give way in. The CPU grid becomes a heat strip first (every core still shown), then the disks
+# and network ports fold to the busiest, the memory panel drops its history and NUMA lines, the GPU panel goes
+# from three lines a GPU to two and to one, the advice pane to one headline a finding, the workload pane's ranks to
+# those that fit, and last the process table from a quarter of the screen to its PROCESS_ROWS. Past that each goes
+# down to its least, the GPU panel last: a short cell a GPU side by side, then one summary line of every GPU.
+FOLD_ORDER = ("cpu", "disks", "network", "memory", "gpu", "advice", "workload", "processes")
+LEAST_ORDER = ("network", "disks", "memory", "cpu", "workload", "advice", "gpu")
+TOP_LEFT = ("cpu", "disks")  # the left column of the top row; the memory panel beside it
 
 
 class Shown(Record, frozen=True):
-    """What the main screen shows at this tick, in rows of content (borders not counted)."""
+    """The terminal's size and what each panel could show; None: the panel is not on the screen."""
 
     width: int
     height: int
-    workload_lines: int | None = None  # the workload pane's lines; None: no workload, no pane
-    advice_lines: int = 1  # the advice pane's lines ("no problems seen" is one)
-    advice_framed: bool = False  # findings shown in the pane (it has a border then)
-    disks: int = 0
-    network_lines: int = 0  # the network panel's lines (0: hidden)
-    network_framed: bool = False  # busy ports shown (it has a border then); quiet, it is one bare line
-    job: bool = False  # a focused job: shown on its own screen (j), it takes no row here
-    top_rows: int = 0  # the CPU/memory row's height as last laid out; 0 before the first layout
+    cpu: Want | None = None
+    disks: Want | None = None
+    network: Want | None = None
+    memory: Want | None = None
+    gpu: Want | None = None
+    workload: Want | None = None
+    advice: Want | None = None
+    processes: bool = True
+    filter: bool = False  # the process filter's input line, above the footer
 
 
 class Rows(Record, frozen=True):
-    """Rows each panel may take, borders included except where said."""
+    """Lines of content each panel may draw (0 for one not shown), the process table's rows (border and column
+    header included) and the top row's height."""
 
-    workload: int
-    advice: int
-    disks: int
-    cpu_lines: int  # the CPU panel's content lines: past them its cores fold into a heat strip
-    gpu_lines: int  # the GPU panel's content lines: it picks the densest layout that fits them
-    network: int = 0  # one bare line while every port is quiet
+    cpu: int = 0
+    disks: int = 0
+    network: int = 0
+    memory: int = 0
+    gpu: int = 0
+    workload: int = 0
+    advice: int = 0
+    processes: int = 0
+    top: int = 0
 
 
 def rows(shown: Shown) -> Rows:
-    """The header and footer a row each, the process table its least, the workload and advice panes what they
-    need; the CPU panel gets what is left beside a GPU panel of GPU_LEAST rows (past it, a heat strip), and the
-    GPU panel what the CPU/memory row leaves."""
-    height = shown.height
-    workload = shown.workload_lines + FRAME if shown.workload_lines is not None else 0
-    advice = min(shown.advice_lines, int(height * ADVICE_SHARE)) + (FRAME if shown.advice_framed else 0)
-    disks = max(1, shown.disks) + FRAME
-    network = shown.network_lines + (FRAME if shown.network_framed and shown.network_lines else 0)
-    cpu_lines = max(2, height - BARS - PROCESS_ROWS - workload - advice - GPU_LEAST - FRAME - disks - network)
-    top = shown.top_rows or TOP_UNMEASURED
-    gpu_lines = max(1, height - BARS - USEFUL_PROCESS_ROWS - top - FRAME - workload - advice - network)
-    return Rows(workload=workload, advice=advice, disks=disks, network=network, cpu_lines=cpu_lines,
-                gpu_lines=gpu_lines)
+    wants = {name: getattr(shown, name) for name in FOLD_ORDER if name != "processes"}
+    wants = {name: want for name, want in wants.items() if want is not None}
+    if shown.processes:  # rows kept for the table: it takes whatever is left in the end
+        comfort = max(PROCESS_LEAST, shown.height // PROCESS_SHARE)
+        wants["processes"] = Want(comfort, PROCESS_LEAST, PROCESS_LEAST, frame=0)
+    advice = wants.get("advice")
+    if advice is not None:  # the pane's share of the screen at the most
+        cap = max(1, int(shown.height * ADVICE_SHARE))
+        wants["advice"] = Want(min(advice.most, cap), min(advice.fold, cap), min(advice.least, cap),
+                               frame=advice.frame, bare_line=advice.bare_line)
+    lines = {name: want.most for name, want in wants.items()}
+    room = shown.height - BARS - (1 if shown.filter else 0)
+
+    def drawn(name: str) -> int:
+        count, want = lines.get(name, 0), wants[name]
+        return count + (0 if count == 1 and want.bare_line else want.frame) if count else 0
+
+    def top() -> int:
+        return max(sum(drawn(name) for name in TOP_LEFT if name in lines), drawn("memory") if "memory" in lines else 0)
+
+    def total() -> int:
+        return top() + sum(drawn(name) for name in ("gpu", "network", "workload", "advice", "processes")
+                           if name in lines)
+
+    for order, floor in ((FOLD_ORDER, lambda w: min(w.fold, w.most)), (LEAST_ORDER, lambda w: min(w.least, w.most))):
+        for name in order:
+            if name not in wants:
+                continue
+            want = wants[name]
+            while (excess := total() - room) > 0:  # down by what is too much (a top-row panel may need more)
+                lower = want.below(lines[name] - excess + 1, floor(want)) if lines[name] - excess >= floor(want) \
+                    else None
+                lower = lower if lower is not None else want.below(lines[name], floor(want))
+                if lower is None:
+                    break
+                lines[name] = min(lower, max(floor(want), lines[name] - excess)) if not want.steps else lower
+    for name in reversed(FOLD_ORDER):  # what is left over goes back, the GPU panel first
+        if name not in wants:
+            continue
+        want, before = wants[name], lines[name]
+        higher = [h for h in (want.steps or range(before + 1, want.most + 1)) if before < h <= want.most]
+        higher.sort()
+        low, high = 0, len(higher)  # the total grows with a panel's height: the tallest that fits, by bisection
+        while low < high:
+            middle = (low + high) // 2
+            lines[name] = higher[middle]
+            if total() <= room:
+                low = middle + 1
+            else:
+                high = middle
+        lines[name] = higher[low - 1] if low else before
+    processes = room - total() + lines["processes"] if shown.processes else 0
+    return Rows(**{name: lines.get(name, 0) for name in FOLD_ORDER if name != "processes"},
+                processes=max(0, processes), top=top())

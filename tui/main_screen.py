@@ -1,11 +1,15 @@
 """The monitor's main screen: header, CPU, disks and memory, the GPUs, the network, the workload and advice panes,
-the processes and the key bar. It shows one Frame at a time; how tall each panel may be comes from tui/layout.py."""
+the processes and the key bar. It shows one Frame at a time; how tall each panel may be comes from tui/layout.py,
+from what each panel says it could be drawn in at this width (its `want`)."""
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.css.scalar import Scalar
 from textual.screen import Screen
+from textual.widget import Widget
 
 from hwtop.model.frame import Frame
 from hwtop.tui import layout
@@ -18,6 +22,7 @@ from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.memory import MemoryPanel
 from hwtop.widgets.network import NetworkPanel, candidates
+from hwtop.widgets.panel import FRAME, Want
 from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
 
@@ -25,6 +30,8 @@ SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 ROOMY = 50  # rows: from this on the advice pane also shows the latest of what changed when
 TIMELINE_ROWS = 4  # its heading and three changes
 NARROW = 100  # columns: below this the memory panel narrows
+MEMORY_WIDE, MEMORY_NARROW = 44, 34  # the memory panel's columns, border included
+INSIDE = 4  # a panel's border and padding, left and right
 
 
 class MainScreen(Screen[None]):
@@ -44,6 +51,9 @@ class MainScreen(Screen[None]):
         self.advice_panel = AdvicePanel(id="advice", classes="empty")  # as the first show finds it, mostly: no restyle
         self.top = Horizontal(id="top")
         self.footer = KeyBar()
+        self.filter_box: Widget | None = None  # the process filter's line, once the app has mounted it
+        self.frame: Frame | None = None  # the last shown
+        self.rows = layout.Rows()  # the row budget it was shown with
 
     def compose(self) -> ComposeResult:
         yield self.header
@@ -72,43 +82,74 @@ class MainScreen(Screen[None]):
         return self.app.size.height < SHORT_TERMINAL
 
     def show(self, frame: Frame) -> None:
+        self.frame = frame
         snapshot, context = frame.snapshot, self.context
         history, status = context.history, context.status()
         width, height = self.app.size  # the terminal's: this screen's own is unset until its first layout
-        gpus = snapshot.gpus
-        self.set_class(width < NARROW, "narrow")
-        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
-        self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"))
-        self.disks_panel.show(snapshot.disks)
-        ports = "network" not in self.hidden_panels and bool(candidates(snapshot.nics))
+        gpus, hidden = snapshot.gpus, self.hidden_panels
+        narrow = width < NARROW
+        self.set_class(narrow, "narrow")
+        memory_width = MEMORY_NARROW if narrow else MEMORY_WIDE
+        if self.memory_panel.styles.width != Scalar.parse(str(memory_width)):
+            self.memory_panel.styles.width = memory_width
+        inner = max(1, width - INSIDE)  # a full-width panel's content
+        left = max(1, width - INSIDE - (0 if "memory" in hidden else memory_width))
+        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording, width)
+        ports = "network" not in hidden and bool(candidates(snapshot.nics))
         if ports != self.network_panel.display:  # no port known (a recording from before the network): no row
             self.network_panel.display = ports
-        self.network_panel.show(snapshot.nics)
-        self.workload_panel.show(snapshot.workload)
         findings = frame.findings
         self.advice_panel.inline = not self.short
-        # A short terminal: a headline per cause, three at most; a tall one: the findings and the latest lines of
-        # what changed when (layout.rows then gives the pane the lines it draws).
-        self.advice_panel.rows = min(3, max(1, len(findings))) if self.short else None
-        self.advice_panel.timeline_rows = TIMELINE_ROWS if height >= ROOMY else 0
-        self.advice_panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors), frame.timeline)
+        # What the pane would draw with all it needs (a short terminal: a headline per cause, three at most; a tall
+        # one: the findings and the latest lines of what changed when), then what the row budget gives it.
+        panel = self.advice_panel
+        panel.rows = min(3, max(1, len(findings))) if self.short else None
+        panel.timeline_rows = TIMELINE_ROWS if height >= ROOMY else 0
+        panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors), frame.timeline)
+        framed = bool(findings) and panel.inline
+        natural = len(panel.cached_lines(inner))  # the lines the pane then draws at this width
+        headlines = min(natural, len(findings)) if findings else 1  # one per cause: the pane folded
+        workload = snapshot.workload
+        rows = layout.rows(layout.Shown(
+            width=width, height=height,
+            cpu=None if "cpu" in hidden else CpuPanel.want(snapshot.cpu, snapshot.numa, left),
+            disks=None if "disks" in hidden else DisksPanel.want(snapshot.disks),
+            memory=None if "memory" in hidden else MemoryPanel.want(snapshot.memory, snapshot.numa,
+                                                                   memory_width - INSIDE),
+            gpu=None if "gpu" in hidden else GpuPanel.want(snapshot.gpu_system, gpus, inner),
+            network=NetworkPanel.want(snapshot.nics, inner) if ports else None,
+            workload=None if workload is None else WorkloadPanel.want(workload, inner),
+            advice=None if "advice" in hidden else Want(natural, headlines, 1, frame=FRAME if framed else 0),
+            processes="processes" not in hidden,
+            filter=self.filter_box is not None and bool(self.filter_box.display)))
+        self.rows = rows
+        if "advice" not in hidden and rows.advice < natural:  # fewer rows than it would fill: headlines
+            panel.rows = rows.advice
+            panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors), frame.timeline)
         serious = [f for f in frame.serious if not f.clearing(snapshot.time)]  # a GPU that recovered is not red
         marked_gpus = {i for f in serious for i in f.gpus}
         marked_cores = {c for f in serious for c in f.cores}
-        inner = max(1, width - 4)
-        # cached_lines: the same lines the panels then draw at this width, built once
-        rows = layout.rows(layout.Shown(
-            width=width, height=height,
-            workload_lines=len(self.workload_panel.cached_lines(inner)) if snapshot.workload is not None else None,
-            advice_lines=len(self.advice_panel.cached_lines(inner)),
-            advice_framed=bool(findings) and self.advice_panel.inline,
-            disks=len(snapshot.disks), job=snapshot.job is not None, top_rows=self.top.outer_size.height,
-            network_lines=len(self.network_panel.cached_lines(inner)) if self.network_panel.display else 0,
-            network_framed=not self.network_panel.quiet))
+        self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"), max_lines=rows.memory)
+        self.disks_panel.show(snapshot.disks, room=rows.disks)
+        self.network_panel.show(snapshot.nics, room=rows.network if rows.network > 1 else 0)  # 0: one bare line
+        self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops)
         self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
-                            max_lines=rows.cpu_lines)
+                            max_lines=rows.cpu)
         numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
-        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=rows.gpu_lines, numa_of=numa_of,
-                            marked=marked_gpus)
+        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=rows.gpu, numa_of=numa_of,
+                            marked=marked_gpus, width=inner)
         self.process_table.show(snapshot.processes, gpus,
-                                marked=set(snapshot.workload.pids) if snapshot.workload else None)
+                                marked=set(workload.pids) if workload else None)
+
+    def relayout(self) -> None:
+        """The last Frame again, laid out anew: the terminal was resized, the filter line shown or hidden."""
+        if self.frame is not None:
+            self.show(self.frame)
+
+    def on_resize(self) -> None:
+        self.relayout()
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a finding opens or closes it (the pane's own handler): the rows are shared out again."""
+        if event.widget is self.advice_panel:
+            self.call_after_refresh(self.relayout)

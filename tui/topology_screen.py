@@ -31,7 +31,7 @@ class TopologyScreen(Screen[None]):
 
     def show(self, frame: Frame) -> None:
         snapshot, status = frame.snapshot, self.context.status()
-        self.header.show(snapshot, status.interval, status.paused)
+        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
         topology = snapshot.topology
         # A demo's topology describes its own machine, NUMA nodes included.
         numa = topology.numa if topology is not None and topology.numa is not None else snapshot.numa

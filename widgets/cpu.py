@@ -7,7 +7,7 @@ from rich.text import Text
 from hwtop.model.snapshot import CpuSnapshot, NumaSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import SPARK, bar, level_style, pct, sparkline
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.panel import TextPanel, Want
 from hwtop.widgets.safe_text import data
 
 CELL_MIN = 16  # "127 ██████ 100%" plus a gap
@@ -101,20 +101,22 @@ class CpuPanel(TextPanel):
                 summary.append_text(extra)
         summary.append_text(sparkline(self.history, max(0, width - summary.cell_len)))
         out = [summary]
-        nodes = self.numa.nodes if self.numa and len(self.numa.nodes) > 1 else ()
-        groups: list[tuple[str | None, list[int]]] = []
-        if nodes:
-            for node in nodes:
-                members = [c for c in node.cpus if c < len(cpu.cores)]
-                if members:
-                    groups.append((f"node {node.index}", members))
-        else:
-            groups.append((None, list(range(len(cpu.cores)))))
+        groups = core_groups(cpu, self.numa)
         columns = max(1, min(width // CELL_MIN, len(cpu.cores)))
         cell = min(width // columns, 40)
-        grid_rows = sum(-(-len(m) // columns) + (label is not None) for label, m in groups)
-        if 1 + grid_rows > self.max_lines:
-            return (out + self._strips(groups, width))[: max(1, self.max_lines)]
+        if 1 + grid_rows(cpu, groups, width) > self.max_lines:
+            strips = self._strips(groups, width)
+            room = max(0, self.max_lines - 1)
+            if len(strips) > room and room:  # the last strip shown says how many cores are not: +90
+                shown = strips[:room]
+                cells = _strip_cells(groups, width)[:room]
+                last = shown[-1]
+                cut = max(0, last.cell_len + len(f" +{len(cpu.cores)}") - width)  # room for the mark's digits
+                last.truncate(last.cell_len - cut)
+                hidden = len(cpu.cores) - sum(cells) + cut
+                last.append(f" +{hidden}", style=palette.DIM)
+                return out + shown
+            return (out + strips)[: max(1, self.max_lines)]
         for label, members in groups:
             if label is not None:
                 out.append(Text(f"─ {label} ({len(members)} cpus) ", style=palette.GROUP))
@@ -125,11 +127,22 @@ class CpuPanel(TextPanel):
                 out.append(line)
         return out
 
+    @staticmethod
+    def want(cpu: CpuSnapshot | None, numa: NumaSnapshot | None, width: int) -> Want:
+        """The summary line with a cell a core (most), a heat strip of a character a core (folded), the summary
+        line alone (least)."""
+        if cpu is None:
+            return Want.fixed(1)
+        groups = core_groups(cpu, numa)
+        width = max(width, CELL_MIN)
+        most = 1 + grid_rows(cpu, groups, width)
+        return Want(most, min(most, 1 + len(_strip_cells(groups, width))), 1)
+
     def _strips(self, groups: list[tuple[str | None, list[int]]], width: int) -> list[Text]:
         """One character per core, its height and colour its load (as btop does when space is short)."""
         out = []
         for label, members in groups:
-            tag = f"n{label[5:]} " if label else "cpu "
+            tag = _tag(label)
             per_row = max(1, width - len(tag))
             for start in range(0, len(members), per_row):
                 line = Text(tag if start == 0 else " " * len(tag), style=palette.GROUP)
@@ -151,3 +164,34 @@ class CpuPanel(TextPanel):
             Text(pct(core.percent, 5))
         line.append(" " * max(0, width - line.cell_len))
         return line
+
+
+def _strip_cells(groups: list[tuple[str | None, list[int]]], width: int) -> list[int]:
+    """Cores on each heat-strip row."""
+    cells = []
+    for label, members in groups:
+        per_row = max(1, width - len(_tag(label)))
+        cells += [min(per_row, len(members) - start) for start in range(0, len(members), per_row)]
+    return cells
+
+
+def _tag(label: str | None) -> str:
+    """A heat strip's label: `cpu `, or `n0 ` for node 0."""
+    return f"n{label[5:]} " if label else "cpu "
+
+
+def core_groups(cpu: CpuSnapshot, numa: NumaSnapshot | None) -> list[tuple[str | None, list[int]]]:
+    """The cores by NUMA node (labelled), or all of them where there is one node."""
+    nodes = numa.nodes if numa and len(numa.nodes) > 1 else ()
+    groups: list[tuple[str | None, list[int]]] = []
+    for node in nodes:
+        members = [c for c in node.cpus if c < len(cpu.cores)]
+        if members:
+            groups.append((f"node {node.index}", members))
+    return groups or [(None, list(range(len(cpu.cores))))]
+
+
+def grid_rows(cpu: CpuSnapshot, groups: list[tuple[str | None, list[int]]], width: int) -> int:
+    """Rows of the grid of a cell a core, a heading a node."""
+    columns = max(1, min(width // CELL_MIN, len(cpu.cores)))
+    return sum(-(-len(m) // columns) + (label is not None) for label, m in groups)

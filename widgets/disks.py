@@ -1,4 +1,5 @@
-"""One line per block device: kind, read/write throughput, IOPS and busy %."""
+"""One line per block device: kind, read/write throughput, IOPS and busy %. Given fewer lines than disks, the
+busiest are kept and the others folded into one `+N quieter` line; given one line, it sums them all up."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from rich.text import Text
 from hwtop.model.snapshot import DiskSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_rate, level_style, pct
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.panel import TextPanel, Want
 from hwtop.widgets.safe_text import data
 
-ROWS_PER_DISK_LINE = 6  # a disk line per 6 rows of terminal: 4 at 24 rows, 10 at 60; the GPUs come first
+FOLDED = 3  # lines of the folded panel: the two busiest disks and `+N quieter`
 
 
 def shown_disks(disks: tuple[DiskSnapshot, ...], room: int) -> tuple[tuple[DiskSnapshot, ...], int]:
@@ -28,30 +29,31 @@ class DisksPanel(TextPanel):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.disks: tuple[DiskSnapshot, ...] = ()
-        self.room: int | None = None  # disk lines the terminal's height allowed at the last show
+        self.room: int | None = None  # disk lines the row budget allowed at the last show; None: every disk
         self.border_title = "Disks"
 
-    def show(self, disks: tuple[DiskSnapshot, ...]) -> None:
+    def show(self, disks: tuple[DiskSnapshot, ...], room: int | None = None) -> None:
         self.disks = disks
-        self.room = self._room()  # what the lines are built for, kept with the data they are compared by
+        self.room = room  # what the lines are built for, kept with the data they are compared by
         if not self.same_as_shown((disks, self.room)):
             self.changed()
 
-    def _room(self) -> int | None:
-        """Disk lines the terminal's height allows; None outside an app (a test renders the lines alone)."""
-        try:
-            return max(2, self.app.size.height // ROWS_PER_DISK_LINE)
-        except Exception:  # noqa: BLE001 - no app
-            return None
+    @staticmethod
+    def want(disks: tuple[DiskSnapshot, ...]) -> Want:
+        count = max(1, len(disks))
+        return Want(count, min(count, FOLDED), 1)
 
     def lines(self, width: int) -> list[Text]:
         if not self.disks:
             return [Text("no block devices", style=palette.DIM)]
         out = []
         room = self.room
+        if room is not None and room <= 1 and len(self.disks) > 1:
+            return [all_disks_line(self.disks, width)]
         disks, left_out = shown_disks(self.disks, len(self.disks) if room is None else room)
+        name_width = min(12, max(7, *(len(d.name) for d in self.disks)))  # of every disk: the busiest can change
         for disk in disks:
-            line = data(f"{disk.name:<8}", "bold")  # a recording's or a udev rule's name
+            line = data(f"{disk.name[:name_width]:<{name_width}} ", "bold")  # a recording's or a udev rule's name
             line.append_text(data(f"{disk.kind:<8}", palette.DIM))
             line.append(f"r {human_rate(disk.read_bytes_per_s):>9} w {human_rate(disk.write_bytes_per_s):>9}")
             if width >= 48:
@@ -63,3 +65,17 @@ class DisksPanel(TextPanel):
         if left_out:
             out.append(Text(f"+{left_out} quieter disk(s)", style=palette.DIM))
         return out
+
+
+def all_disks_line(disks: tuple[DiskSnapshot, ...], width: int) -> Text:
+    """`13 disks r 301.4MB/s w 21.7kB/s · busiest md1 9%`: every disk on one line."""
+    read = sum(d.read_bytes_per_s or 0.0 for d in disks)
+    write = sum(d.write_bytes_per_s or 0.0 for d in disks)
+    line = Text(f"{len(disks)} disks ", style="bold")
+    line.append(f"r {human_rate(read):>9} w {human_rate(write):>9}")
+    busiest = max(disks, key=lambda d: d.busy_percent if d.busy_percent is not None else -1.0)
+    if busiest.busy_percent is not None:
+        line.append_text(data(f" · busiest {busiest.name}", palette.DIM))
+        line.append(pct(busiest.busy_percent, 5), style=level_style(busiest.busy_percent))
+    line.truncate(max(1, width), overflow="ellipsis")
+    return line

@@ -1,5 +1,6 @@
 """GPU panels: one block per GPU (util and memory bars with history, temperature, power, clocks, PCIe,
-throttle reasons, GPM activity, MIG slices), two lines each when space is short, or the reason no GPU shows."""
+throttle reasons, GPM activity, MIG slices), two lines each when space is short, one line each when shorter, and
+at the least one summary line of every GPU (a cell each for utilisation and memory); or the reason no GPU shows."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from hwtop.model.history import History
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
 from hwtop.probes.topology import link_degraded
 from hwtop.widgets import palette
-from hwtop.widgets.format import NA, bar, human_bytes, human_rate, level_style, pct, sparkline
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.format import NA, SPARK, bar, human_bytes, human_rate, level_style, pct, sparkline
+from hwtop.widgets.panel import TextPanel, Want
 from hwtop.widgets.safe_text import data
 
 WIDE_BLOCK = 96  # cells one GPU needs for the three-line block
+CELL = 34  # cells one GPU needs side by side with others: `GPU0  92% █████░ 9.9G/80G 73°C`
 
 
 def _num(value: float | None, fmt: str = "{:.0f}", unit: str = "") -> str:
@@ -42,19 +44,24 @@ class GpuPanel(TextPanel):
         self.border_title = "GPU"
 
     def show(self, system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], history: History,
-             max_lines: int = 1000, marked: set[int] | None = None, numa_of: dict[int, int] | None = None) -> None:
-        """`max_lines` is the height this panel may take; the densest layout that fits is chosen:
-        three lines a GPU (side by side where wide), two lines, or one line a GPU."""
+             max_lines: int = 1000, marked: set[int] | None = None, numa_of: dict[int, int] | None = None,
+             width: int | None = None) -> None:
+        """`max_lines` is the height this panel may take; the fullest layout that fits is chosen: three lines a
+        GPU (side by side where wide), two lines, one line a GPU, or one line for them all."""
         self.system, self.gpus, self.history = system, gpus, history
         self.numa_of = numa_of or {}
-        width = max(1, self.content_size.width or self.size.width or 80)
-        wide_rows = -(-len(gpus) // max(1, width // WIDE_BLOCK)) * 3
-        if wide_rows <= max_lines:
+        width = max(1, width or self.content_size.width or self.size.width or 80)
+        wide, compact, dense, cells, _ = mode_lines(gpus, width)
+        if wide <= max_lines:
             self.mode = "wide"
-        elif len(gpus) * 2 <= max_lines:
+        elif compact <= max_lines:
             self.mode = "compact"
-        else:
+        elif dense <= max_lines or len(gpus) < 2:
             self.mode = "dense"
+        elif cells <= max_lines:
+            self.mode = "cells"
+        else:
+            self.mode = "summary"
         self.marked = marked or set()
         title = "GPU"
         if system is not None and system.available:
@@ -69,11 +76,21 @@ class GpuPanel(TextPanel):
             self.forget_shown()  # GPU lines draw the history, which is updated in place: never compared
         self.changed()
 
+    @staticmethod
+    def want(system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], width: int) -> Want:
+        """Lines at each layout: three a GPU, two, one, and one summary line (the least, never left out)."""
+        if not gpus:
+            return Want.fixed(len(_no_gpu_lines(system, width)))
+        modes = mode_lines(gpus, width)
+        return Want(modes[0], modes[2], modes[-1], steps=tuple(sorted(set(modes), reverse=True)))
+
     def lines(self, width: int) -> list[Text]:
         if not self.gpus:
-            message = self.system.message if self.system and self.system.message else "no GPU"
-            wrapped = textwrap.wrap(f"No GPU shown: {message}", max(20, width)) or [""]
-            return [data(line, palette.WARN) for line in wrapped]
+            return [data(line, palette.WARN) for line in _no_gpu_lines(self.system, width)]
+        if self.mode == "summary":
+            return [self._summary(width)]
+        if self.mode == "cells":
+            return self._cell_lines(width)
         columns = max(1, width // WIDE_BLOCK) if self.mode == "wide" else 1
         if len(self.gpus) == 1:
             columns = 1
@@ -112,6 +129,76 @@ class GpuPanel(TextPanel):
         column = offset.x // max(1, width)
         if column < len(indices):
             self.post_message(self.GpuClicked(indices[column]))
+
+    def _summary(self, width: int) -> Text:
+        """Every GPU on one line: `8× A100-SXM4-80GB util 88% ▇▇▇▇▆▆▇▇ mem 77G/640G ▁▁▁▁▁▁▁▁ 68-75°C 2.7kW`, a cell
+        a GPU in each strip (a marked GPU's cell reversed)."""
+        gpus = [g for g in self.gpus if not g.lost]
+        names = {short_name(g.name) for g in self.gpus}
+        line = data(f"{len(self.gpus)}× {names.pop()}" if len(names) == 1 else f"{len(self.gpus)} GPUs", "bold")
+        utils = [g.util_percent for g in gpus if g.util_percent is not None]
+        average = sum(utils) / len(utils) if utils else None
+        line.append(" util")
+        line.append(pct(average, 5), style=level_style(average))
+        line.append(" ")
+        used = [g.memory_used_bytes for g in gpus if g.memory_used_bytes is not None]
+        total = [g.memory_total_bytes for g in gpus if g.memory_total_bytes]
+        line.append_text(self._cells(lambda g: g.util_percent))
+        memory = f"{human_bytes(sum(used) if used else None, 0)}/{human_bytes(sum(total) if total else None, 0)}"
+        line.append(f" mem {memory} ")
+        line.append_text(self._cells(lambda g: 100.0 * g.memory_used_bytes / g.memory_total_bytes
+                                     if g.memory_used_bytes is not None and g.memory_total_bytes else None))
+        temps = [g.temperature_c for g in gpus if g.temperature_c is not None]
+        if temps:
+            line.append(f" {min(temps):.0f}-{max(temps):.0f}°C" if min(temps) != max(temps) else f" {temps[0]:.0f}°C",
+                        style=level_style(max(temps) + 10))
+        power = [g.power_w for g in gpus if g.power_w is not None]
+        if power:
+            line.append(f" {sum(power) / 1000:.1f}kW" if sum(power) >= 1000 else f" {sum(power):.0f}W")
+        throttled = sum(1 for g in gpus if [r for r in g.throttle_reasons if r != "idle"])
+        if throttled:
+            line.append(f" ⚠{throttled}", style=palette.WARN_STRONG)
+        lost = len(self.gpus) - len(gpus)
+        if lost:
+            line.append(f" {lost} LOST", style=palette.CRIT_STRONG)
+        line.truncate(max(1, width), overflow="ellipsis")
+        return line
+
+    def _cell_lines(self, width: int) -> list[Text]:
+        """A short cell a GPU, side by side: `GPU0  92% █████░ 9.9G/80G 73°C`."""
+        per_line = max(1, width // CELL)
+        out = []
+        for start in range(0, len(self.gpus), per_line):
+            line = Text()
+            for gpu in self.gpus[start:start + per_line]:
+                cell = Text(f"GPU{gpu.index}", style=palette.CRIT_STRONG if gpu.index in self.marked else "bold")
+                if gpu.lost:
+                    cell.append(" LOST", style=palette.CRIT_STRONG)
+                else:
+                    cell.append(pct(gpu.util_percent, 5), style=level_style(gpu.util_percent))
+                    cell.append(" ")
+                    mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
+                               if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
+                    cell.append_text(bar(mem_pct, 6))
+                    cell.append(f" {human_bytes(gpu.memory_used_bytes)}/{human_bytes(gpu.memory_total_bytes, 0)}")
+                    cell.append(f" {_num(gpu.temperature_c, unit='°C')}",
+                                style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
+                    if [r for r in gpu.throttle_reasons if r != "idle"]:
+                        cell.append("⚠", style=palette.WARN_STRONG)
+                cell.truncate(CELL - 1, overflow="ellipsis")
+                cell.append(" " * (CELL - cell.cell_len))
+                line.append_text(cell)
+            line.rstrip()
+            out.append(line)
+        return out
+
+    def _cells(self, percent_of) -> Text:  # noqa: ANN001 - GpuSnapshot -> float | None
+        cells = Text()
+        for gpu in self.gpus:
+            percent = None if gpu.lost else percent_of(gpu)
+            char = "?" if percent is None else SPARK[min(len(SPARK) - 1, int(percent / 100 * len(SPARK)))]
+            cells.append(char, style=level_style(percent) + (" reverse" if gpu.index in self.marked else ""))
+        return cells
 
     def _series(self, key: str) -> tuple[float, ...]:
         return self.history.series(key) if self.history else ()
@@ -197,3 +284,21 @@ class GpuPanel(TextPanel):
         if gpu.mig_enabled:
             line3.append(f"  MIG {len(gpu.mig)} slices", style=palette.TAG)
         return line3
+
+
+def _no_gpu_lines(system: GpuSystem | None, width: int) -> list[str]:
+    message = system.message if system and system.message else "no GPU"
+    return textwrap.wrap(f"No GPU shown: {message}", max(20, width)) or [""]
+
+
+def mode_lines(gpus: tuple[GpuSnapshot, ...], width: int) -> tuple[int, int, int, int, int]:
+    """Lines the GPUs take at three lines a GPU (side by side where wide, MIG slices under theirs), two, one, a
+    cell each side by side, and in the summary."""
+    count = len(gpus)
+    columns = 1 if count == 1 else max(1, width // WIDE_BLOCK)
+    block_width = width // columns
+    full = block_width >= WIDE_BLOCK - 10  # the three-line block with its MIG lines; else three short lines
+    wide = sum(max(3 + (len(g.mig) if full else 0) for g in gpus[start:start + columns])
+               for start in range(0, count, columns))
+    cells = -(-count // max(1, width // CELL))
+    return wide, 2 * count, count, cells if count > 1 else count, 1 if count > 1 else count

@@ -1,4 +1,6 @@
-"""One line: host, kernel, uptime, refresh interval, snapshot time, and paused/replay state."""
+"""One line: host, kernel, uptime, refresh interval, snapshot time, and paused/replay state. Where the line is
+wider than the terminal, the kernel goes first, then the uptime, the interval and a replay's date: the host, the
+time and every state badge (REPLAY, END, REC, PAUSED, probe errors) stay whole."""
 
 from __future__ import annotations
 
@@ -28,26 +30,10 @@ class HeaderBar(Static):
         self._shown: Text | None = None
 
     def show(self, snapshot: Snapshot, interval: float, paused: bool, replay: str | None = None,
-             recording: str | None = None) -> None:
-        """`replay`: the playback state when a recording drives the app; `recording`: the file being written."""
-        host = snapshot.host
-        text = Text()
-        text.append(" hwtop ", style="bold reverse")
-        if host is not None:
-            text.append_text(data(f" {host.hostname} ", style="bold"))  # a recording's or a fleet host's word
-            text.append_text(data(f"│ {host.kernel} │ up {duration(host.uptime_s)} "))
-        if replay is None:
-            text.append(f"│ every {interval:g}s ")
-            text.append(f"│ {time.strftime('%H:%M:%S', time.localtime(snapshot.time))} ")
-        else:
-            text.append(f"│ {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(snapshot.time))} ")
-            text.append(f" {replay} ", style=palette.BADGE_INFO)
-        if snapshot.errors:
-            text.append(f"│ {len(snapshot.errors)} probe error(s) ", style=palette.CRIT_STRONG)
-        if recording is not None:
-            text.append_text(data(f" ● REC {recording} ", style=palette.BADGE_CRIT))
-        if paused:
-            text.append(" PAUSED ", style=palette.BADGE_WARN)
+             recording: str | None = None, width: int | None = None) -> None:
+        """`replay`: the playback state when a recording drives the app; `recording`: the file being written;
+        `width`: the terminal's columns (the line gives way to fit them)."""
+        text = header_line(snapshot, interval, paused, replay, recording, width or self._width())
         shown = self._shown
         if shown is not None and shown.plain == text.plain and shown.spans == text.spans:
             return
@@ -57,6 +43,12 @@ class HeaderBar(Static):
             self.update(text, layout=shown is None or shown.cell_len != text.cell_len)  # same width: no layout
         else:  # the same line but a few characters (the clock's seconds): only those cells are sent again
             self.refresh(Region(cells[0], 0, cells[1] - cells[0], 1))
+
+    def _width(self) -> int:
+        try:
+            return self.size.width or self.app.size.width
+        except Exception:  # noqa: BLE001 - no app: a test's line alone
+            return 1000
 
     def render(self) -> RenderResult:
         return self._shown if self._shown is not None else super().render()
@@ -68,6 +60,42 @@ class HeaderBar(Static):
         if shown is None or y != 0 or self.text_selection is not None or not drawable(shown, self.size.width):
             return super().render_line(y)
         return line_strip(self, shown, 0)
+
+
+def header_line(snapshot: Snapshot, interval: float, paused: bool, replay: str | None, recording: str | None,
+                width: int) -> Text:
+    """The header's parts, in order; those that do not fit `width` left out, the least needed first."""
+    host = snapshot.host
+    when = time.localtime(snapshot.time)
+    clock = time.strftime("%H:%M:%S", when)
+    # (text, style, left out at this step (0: never), text from outside)
+    parts: list[tuple[str, str, int, bool]] = [(" hwtop ", "bold reverse", 0, False)]
+    if host is not None:
+        parts += [(f" {host.hostname} ", "bold", 0, True), (f"│ {host.kernel} ", "", 1, True),
+                  (f"│ up {duration(host.uptime_s)} ", "", 2, False)]
+    if replay is None:
+        parts += [(f"│ every {interval:g}s ", "", 3, False), (f"│ {clock} ", "", 0, False)]
+    else:  # a recording's date matters, until there is no room for it
+        parts += [(f"│ {time.strftime('%Y-%m-%d', when)} {clock} ", "", 4, False), (f"│ {clock} ", "", -4, False),
+                  (f" {replay} ", palette.BADGE_INFO, 0, False)]
+    if snapshot.errors:
+        parts.append((f"│ {len(snapshot.errors)} probe error(s) ", palette.CRIT_STRONG, 0, False))
+    if recording is not None:
+        parts.append((f" ● REC {recording} ", palette.BADGE_CRIT, 0, True))
+    if paused:
+        parts.append((" PAUSED ", palette.BADGE_WARN, 0, False))
+
+    def kept(step: int) -> list[tuple[str, str, int, bool]]:
+        """The parts at this step: those left out at it or before gone; a part -N comes in at step N."""
+        return [p for p in parts if not 0 < p[2] <= step and not (p[2] < 0 and -p[2] > step)]
+
+    step = 0
+    while step < 4 and sum(cell_len(p[0]) for p in kept(step)) > width:
+        step += 1
+    text = Text()
+    for part, style, _, untrusted in kept(step):
+        text.append_text(data(part, style) if untrusted else Text(part, style=style))
+    return text
 
 
 def _changed_cells(old: Text | None, new: Text) -> tuple[int, int] | None:

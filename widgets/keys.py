@@ -105,11 +105,24 @@ ADVICE_SCREEN = (Key("a,q", "dismiss", "close"),)
 REPORT_SCREEN = (Key("b,q", "dismiss", "close"),)
 
 # The fleet view
-FLEET = (Key("q", "quit", "Quit"), Key("enter", "open_host", "GPUs of the host"),
+FLEET = (Key("q", "quit", "Quit", "quit"),
+         Key("enter", "open_host", "GPUs of the host", "open the selected host: its GPUs and every finding (or a "
+                                                       "click on its row)"),
          Key("j", "open_job", "Job ranks", "the ranks of --job across hosts, worst first: the straggler or the "
-                                           "hang named, with its host's likely cause"))
+                                           "hang named, with its host's likely cause"),
+         Key("question_mark", "help", "Help", "this help", display="?"))
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
 FLEET_JOB = (Key("escape,q", "app.pop_screen", "Hosts"),)
+FLEET_HELP_ONLY = (
+    ("↑ ↓", "select a host; the worst host is first"),
+    ("← →", "scroll the columns (at 80 columns the address is past the right edge)"),
+    ("escape", "back from a host's screen or the job's ranks, or close this help"),
+)
+
+
+def fleet_help_lines() -> tuple[tuple[str, str], ...]:
+    """(key as written, what it does) for the fleet's ? screen."""
+    return tuple((key.shown, key.help) for key in FLEET if key.help) + FLEET_HELP_ONLY
 
 # Widgets
 LINE_TABLE = (

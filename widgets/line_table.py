@@ -162,7 +162,7 @@ class LineTable(ScrollView, can_focus=True):
             self.scroll_to(y=self._cursor - rows + 1, animate=animate)
 
     def _total_width(self) -> int:
-        return sum(width + 2 * PAD for width in self._widths)
+        return sum(width + 2 * PAD for width in self._widths if width)  # an empty column takes no cell at all
 
     # ----- input -----
 
@@ -191,6 +191,8 @@ class LineTable(ScrollView, can_focus=True):
         if offset.y == 0:
             x = offset.x + int(self.scroll_offset.x)
             for column, width in enumerate(self._widths):
+                if not width:
+                    continue
                 x -= width + 2 * PAD
                 if x < 0:
                     self.post_message(self.HeaderClicked(self, column))
@@ -236,6 +238,8 @@ class LineTable(ScrollView, can_focus=True):
         segments: list[Segment] = []
         pad = Segment(" " * PAD)
         for value, width in zip(cells, self._widths, strict=True):
+            if not width:  # an empty column (no label, no value): left out, padding too
+                continue
             text = value.copy()
             text.align(text.justify if text.justify in ("left", "center", "right") else "left", width)
             if text.style:  # Text.render leaves out the base style: a span over the aligned cell, as DataTable

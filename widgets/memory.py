@@ -1,4 +1,5 @@
-"""RAM and swap bars, and free memory per NUMA node."""
+"""RAM and swap bars, and free memory per NUMA node. Given fewer lines (`max_lines`), the history goes first,
+then the NUMA nodes, then swap."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from rich.text import Text
 from hwtop.model.snapshot import MemorySnapshot, NumaSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import bar, human_bytes, sparkline
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.panel import TextPanel, Want
 
 
 class MemoryPanel(TextPanel):
@@ -16,27 +17,33 @@ class MemoryPanel(TextPanel):
         self.memory: MemorySnapshot | None = None
         self.numa: NumaSnapshot | None = None
         self.history: tuple[float, ...] = ()
+        self.max_lines = 1000
         self.border_title = "Memory"
 
-    def show(self, memory: MemorySnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...]) -> None:
-        self.memory, self.numa, self.history = memory, numa, history
+    def show(self, memory: MemorySnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
+             max_lines: int = 1000) -> None:
+        self.memory, self.numa, self.history, self.max_lines = memory, numa, history, max_lines
         self.changed()
+
+    @staticmethod
+    def want(memory: MemorySnapshot | None, numa: NumaSnapshot | None, width: int) -> Want:
+        """Every line (most), RAM and swap (folded), RAM alone (least)."""
+        count = len(_rows(memory, numa, width))
+        return Want(count, min(count, 2), 1)
 
     def lines(self, width: int) -> list[Text]:
         memory = self.memory
         if memory is None:
             return [Text("memory: N/A (probe failed)", style=palette.DIM)]
-        used = memory.total_bytes - memory.available_bytes
-        out = [self._row("RAM", used, memory.total_bytes, width)]
-        out.append(self._row("swap", memory.swap_used_bytes, memory.swap_total_bytes, width))
-        if self.numa and self.numa.source == "sysfs":
-            for node in self.numa.nodes:
-                if node.memory_total_bytes:
-                    node_used = node.memory_total_bytes - (node.memory_free_bytes or 0)
-                    out.append(self._row(f"node{node.index}", node_used, node.memory_total_bytes, width))
-        if len(out) < 4 and width > 10:
-            out.append(Text("RAM ", style=palette.DIM) + sparkline(self.history, width - 4))
-        return out
+        rows = _rows(memory, self.numa, width)
+        kept = sorted(rows, key=lambda row: row[0])[: max(1, self.max_lines)]
+        return [self._line(row, memory, width) for row in rows if row in kept]
+
+    def _line(self, row: tuple[int, str, int, int], memory: MemorySnapshot, width: int) -> Text:
+        _, label, used, total = row
+        if label == _HISTORY:  # under the RAM bar: RAM used over time
+            return Text("  └  ", style=palette.DIM) + sparkline(self.history, width - 5)
+        return self._row(label, used, total, width)
 
     @staticmethod
     def _row(label: str, used: int, total: int, width: int) -> Text:
@@ -44,3 +51,23 @@ class MemoryPanel(TextPanel):
         percent = 100.0 * used / total if total else None
         bar_width = max(3, width - 6 - len(figures))
         return Text(f"{label:<5} ", style="bold") + bar(percent if total else 0.0, bar_width) + Text(figures)
+
+
+_HISTORY = ""  # the row of RAM used over time
+
+
+def _rows(memory: MemorySnapshot | None, numa: NumaSnapshot | None, width: int) -> list[tuple[int, str, int, int]]:
+    """(priority: the lowest is kept longest, label, used, total) of each line, in the order drawn: RAM, its
+    history (where there are fewer than two NUMA nodes to show), swap, the NUMA nodes."""
+    if memory is None:
+        return [(0, "N/A", 0, 0)]
+    rows = [(0, "RAM", memory.total_bytes - memory.available_bytes, memory.total_bytes),
+            (1, "swap", memory.swap_used_bytes, memory.swap_total_bytes)]
+    if numa and numa.source == "sysfs":
+        for node in numa.nodes:
+            if node.memory_total_bytes:
+                node_used = node.memory_total_bytes - (node.memory_free_bytes or 0)
+                rows.append((2 + node.index, f"node{node.index}", node_used, node.memory_total_bytes))
+    if len(rows) < 4 and width > 10:
+        rows.insert(1, (1000, _HISTORY, 0, 0))
+    return rows

@@ -9,7 +9,7 @@ from hwtop.advice.thresholds import TABLE
 from hwtop.model.snapshot import NicSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_rate, level_style, pct
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.panel import TextPanel, Want
 from hwtop.widgets.safe_text import data
 
 # A port moving less than this either way is quiet (an idle fabric's own traffic stays in kB/s): the same figure
@@ -129,6 +129,18 @@ class NetworkPanel(TextPanel):
             self.set_class(quiet, "quiet")
         if not self.same_as_shown((nics, self.room)):
             self.changed()
+
+    @staticmethod
+    def want(nics: tuple[NicSnapshot, ...], width: int) -> Want:
+        """Every busy port (two a line where wide) and the quiet ones folded (most); the busiest and `+N` (folded);
+        one bare line naming the busiest (least). Every port quiet: that one bare line."""
+        ports = candidates(nics)
+        if not any(busy(n) for n in ports):
+            return Want.fixed(1, frame=0)
+        per_line = 2 if width >= 2 * COLUMN else 1
+        shown, folded = shown_ports(nics, len(ports) + 1, per_line)
+        most = -(-len(shown) // per_line) + (1 if folded or not shown else 0)
+        return Want(most, min(most, 2), 1, bare_line=True)
 
     def _room(self) -> int | None:
         try:

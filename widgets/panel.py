@@ -7,8 +7,39 @@ from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from hwtop.model.record import Record
 from hwtop.widgets.safe_text import visible
 from hwtop.widgets.strips import drawable, line_strip
+
+FRAME = 2  # a panel's border, top and bottom
+
+
+class Want(Record, frozen=True):
+    """What one panel could be drawn in, in lines of content (its border not counted)."""
+
+    most: int
+    fold: int
+    least: int = 1  # 0: it may be left out (its border too)
+    steps: tuple[int, ...] = ()  # only these heights, most first (the GPU panel's modes); empty: any in between
+    frame: int = FRAME  # its border rows (0: a borderless line, as the advice pane with nothing to say)
+    bare_line: bool = False  # at one line it is drawn bare, its border left out (the line names itself)
+
+    @staticmethod
+    def fixed(lines: int, frame: int = FRAME) -> Want:
+        return Want(lines, lines, lines, frame=frame)
+
+    def below(self, lines: int, floor: int) -> int | None:
+        """The next height under `lines`, not under `floor`; None where there is none."""
+        if self.steps:
+            lower = [s for s in self.steps if floor <= s < lines]
+            return max(lower) if lower else None
+        return lines - 1 if lines - 1 >= floor else None
+
+    def above(self, lines: int) -> int | None:
+        if self.steps:
+            higher = [s for s in self.steps if lines < s <= self.most]
+            return min(higher) if higher else None
+        return lines + 1 if lines < self.most else None
 
 
 class TextPanel(Widget):

@@ -14,8 +14,24 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from hwtop.widgets.safe_text import cell
 
+SCROLL_COLUMNS = 8  # cells a left/right key scrolls a row-cursor table by
+
 
 class PlainTable(DataTable[Any]):
+    def action_cursor_left(self) -> None:
+        """With a row cursor, left and right scroll the columns (a narrow terminal's last ones are past the edge);
+        with a cell cursor they move it, as DataTable does."""
+        if self.cursor_type == "row":
+            self.scroll_relative(x=-SCROLL_COLUMNS, animate=False)
+        else:
+            super().action_cursor_left()
+
+    def action_cursor_right(self) -> None:
+        if self.cursor_type == "row":
+            self.scroll_relative(x=SCROLL_COLUMNS, animate=False)
+        else:
+            super().action_cursor_right()
+
     def add_row(self, *cells: Any, height: int | None = 1, key: str | None = None,
                 label: TextType | None = None) -> RowKey:
         return super().add_row(*(cell(value) for value in cells), height=height, key=key,

@@ -67,6 +67,7 @@ SORT_KEYS = ("cpu", "rss", "gpu_memory", "pid")
 COLUMNS = (("PID", "pid"), ("USER", "user"), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", "threads"), ("GPU", "gpus"),
            ("GPU MEM", "gpu_memory"), ("SM%", "sm"), ("COMMAND", "command"))
 CLICK_KEYS = tuple(key for _, key in COLUMNS)
+GPU_KEYS = ("gpus", "gpu_memory", "sm")
 SORT_NAMES = {"pid": "PID", "user": "user", "cpu": "CPU", "rss": "memory (RSS)", "threads": "threads",
               "gpus": "GPU", "gpu_memory": "GPU memory", "sm": "GPU SM", "command": "command"}  # as a user says it
 UP, DOWN = "▲", "▼"
@@ -187,8 +188,10 @@ class ProcessTable(LineTable):
         cursor = self.cursor_row
         selected = self.rows_shown[cursor].pid if 0 <= cursor < len(self.rows_shown) else None
         arrow = DOWN if self.sort_descending else UP
-        self.set_labels([f"{label} {arrow}" if key == self.sort_key else label for label, key in COLUMNS])
         rows = sort_rows(merge_rows(processes, gpus), self.sort_key, self.sort_descending)
+        gpu_columns = bool(gpus) or any(row.gpus for row in rows)  # a GPU-less box: COMMAND takes their room
+        self.set_labels([f"{label} {arrow}" if key == self.sort_key else
+                         label if gpu_columns or key not in GPU_KEYS else "" for label, key in COLUMNS])
         rows = filter_rows(rows, self.filter_text)
         if self.tree_view:
             rows = tree_rows(rows)

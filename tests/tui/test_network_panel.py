@@ -40,13 +40,18 @@ async def test_hidden_by_the_config() -> None:
     assert not display and height == 0
 
 
-def test_the_row_budget_gives_the_network_its_rows_from_the_cpu_and_gpu_panels() -> None:
+def test_the_row_budget_gives_the_network_its_rows_and_folds_it_to_one_bare_line() -> None:
     from hwtop.tui.layout import Shown, rows
+    from hwtop.widgets.panel import Want
 
-    base = Shown(width=200, height=60, advice_lines=1, disks=3, top_rows=9)
-    quiet = rows(msgspec.structs.replace(base, network_lines=1))
-    busy = rows(msgspec.structs.replace(base, network_lines=4, network_framed=True))
+    base = Shown(width=200, height=60, cpu=Want(5, 5, 1), disks=Want(3, 3, 1), memory=Want(4, 2, 1),
+                 gpu=Want(24, 8, 1, steps=(24, 16, 8, 2, 1)), advice=Want.fixed(1, 0))
+    quiet = rows(msgspec.structs.replace(base, network=Want.fixed(1, frame=0)))
+    busy = rows(msgspec.structs.replace(base, network=Want(4, 2, 1, bare_line=True)))
     without = rows(base)
-    assert (without.network, quiet.network, busy.network) == (0, 1, 6)
-    assert quiet.gpu_lines == without.gpu_lines - 1 and busy.gpu_lines == without.gpu_lines - 6
-    assert busy.cpu_lines == without.cpu_lines - 6
+    assert (without.network, quiet.network, busy.network) == (0, 1, 2)  # it folds before the GPUs leave 3 lines
+    assert busy.gpu == without.gpu == 24 and quiet.processes == without.processes - 1
+    assert rows(msgspec.structs.replace(base, height=70, network=Want(4, 2, 1, bare_line=True))).network == 4
+    short = rows(msgspec.structs.replace(base, height=24, width=80, network=Want(4, 2, 1, bare_line=True),
+                                         workload=Want(2, 2, 2)))
+    assert short.network == 1 and short.processes >= 6  # one bare line: no border counted

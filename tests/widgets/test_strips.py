@@ -137,9 +137,11 @@ async def test_a_tick_that_brings_the_same_data_builds_no_lines(monkeypatch) -> 
             return _original(self, width)
         monkeypatch.setattr(panel, "lines", counted)
     first = host_snapshot()
-    app = HwtopApp(ScriptedSource([first]))
+    app = HwtopApp(ScriptedSource([first]), interval=30.0)
     async with app.run_test(size=(160, 50)) as pilot:
         await app.first_frame.wait()
+        while app.ticks < 2:  # the early second tick (0.25 s after the first) is in: no tick comes for 30 s
+            await pilot.pause(0.05)
         await pilot.pause()
         before = dict(built)
         later = replace(first, time=first.time + 1)
