@@ -1,4 +1,4 @@
-"""RAM and swap bars, and free memory per NUMA node."""
+"""RAM and swap bars, and memory used per NUMA node (one meaning of "used": model/snapshot.py)."""
 
 from __future__ import annotations
 
@@ -26,21 +26,21 @@ class MemoryPanel(TextPanel):
         memory = self.memory
         if memory is None:
             return [Text("memory: N/A (probe failed)", style=palette.DIM)]
-        used = memory.total_bytes - memory.available_bytes
-        out = [self._row("RAM", used, memory.total_bytes, width)]
+        # "used" is total − available here, on every node line and everywhere else (model/snapshot.py says why)
+        out = [self._row("RAM", memory.total_bytes - memory.available_bytes, memory.total_bytes, width)]
         out.append(self._row("swap", memory.swap_used_bytes, memory.swap_total_bytes, width))
-        if self.numa and self.numa.source == "sysfs":
+        if self.numa and self.numa.source != "fallback":  # a machine's own layout (sysfs, or a demo's)
             for node in self.numa.nodes:
                 if node.memory_total_bytes:
-                    node_used = node.memory_total_bytes - (node.memory_free_bytes or 0)
-                    out.append(self._row(f"node{node.index}", node_used, node.memory_total_bytes, width))
+                    out.append(self._row(f"node{node.index}", node.memory_used_bytes, node.memory_total_bytes, width))
         if len(out) < 4 and width > 10:
             out.append(Text("RAM ", style=palette.DIM) + sparkline(self.history, width - 4))
         return out
 
     @staticmethod
-    def _row(label: str, used: int, total: int, width: int) -> Text:
+    def _row(label: str, used: int | None, total: int, width: int) -> Text:
+        """`used` None: not known (a recording made before nodes carried their share of MemAvailable)."""
         figures = f" {human_bytes(used)}/{human_bytes(total)}" if total else " none"
-        percent = 100.0 * used / total if total else None
+        percent = None if used is None else 100.0 * used / total if total else 0.0
         bar_width = max(3, width - 6 - len(figures))
-        return Text(f"{label:<5} ", style="bold") + bar(percent if total else 0.0, bar_width) + Text(figures)
+        return Text(f"{label:<5} ", style="bold") + bar(percent, bar_width) + Text(figures)

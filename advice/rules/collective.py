@@ -64,7 +64,11 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
         return
     evidence = []
     if stalled and workload is not None:
-        steps = ", ".join(f"rank {r.rank} at step {r.step}" for r in workload.ranks if r.step is not None)
+        known = [r for r in workload.ranks if r.step is not None]
+        if len(known) > 1 and len({r.step for r in known}) == 1:  # DDP steps in lockstep: one figure says it
+            steps = f"all {len(known)} ranks at step {known[0].step}, the one they finished before the hang"
+        else:
+            steps = ", ".join(f"rank {r.rank} at step {r.step}" for r in known)
         evidence.append("the job's ranks stopped reporting steps (status stalled)" + (f": {steps}" if steps else ""))
     for index, (util, share) in sorted(spinning.items()):
         evidence.append(f"GPU{index} {util:.0f}% busy for {t['spin_seconds']:.0f} s yet drawing "
