@@ -1,7 +1,7 @@
 """`python -m hwtop.cli.capture`: a raw recording of every NVML call hwtop makes, for scripts/capture-gpu.sh.
 
 It runs hwtop's NVML probe for a while (one read per --interval) with the bindings wrapped by
-probes/nvml_record.py, and writes, under --out:
+probes/nvml/record.py, and writes, under --out:
   nvml-calls-PHASE.jsonl   a header line, then one line per call: arguments, result or error, latency (µs)
   gpus-PHASE.jsonl         what the probe reported at each read (GpuSystem and GpuSnapshots, as JSON)
 On a machine without a GPU it still writes both: the calls show how NVML failed (no library, no driver), and
@@ -42,7 +42,7 @@ def capture(out: Path, phase: str, seconds: float, interval: float, demo: str | 
     """Record `phase` for `seconds` (or `reads` probe reads, if that comes first); returns a summary (reads,
     calls, errors by call, GPUs seen)."""
     from hwtop.probes.gpu import NvmlProbe
-    from hwtop.probes.nvml_record import RecordingNvml
+    from hwtop.probes.nvml.record import RecordingNvml
 
     out.mkdir(parents=True, exist_ok=True)
     if demo is not None:

@@ -98,10 +98,12 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             if snapshot.job.status == "running":
                 final = sampler.job.finish_stacks() if sampler.job is not None else None
                 if final is not None:
-                    shown = msgspec.structs.replace(shown, stacks=final)
+                    from hwtop.probes.job import with_stacks
                     from hwtop.probes.stack_sampler import WINDOW_S as STACK_WINDOW_S
 
-                    whole = msgspec.structs.replace(snapshot, job=msgspec.structs.replace(snapshot.job, stacks=final))
+                    shown = msgspec.structs.replace(shown, stacks=final, ranks=with_stacks(shown.ranks, final))
+                    whole = msgspec.structs.replace(snapshot, job=msgspec.structs.replace(
+                        snapshot.job, stacks=final, ranks=with_stacks(snapshot.job.ranks, final)))
                     settle(seen, session, snapshot, whole, covers_the_watch=watched_s <= STACK_WINDOW_S)
             facts["job"] = {**job_facts(shown, watched_s),
                             "status": snapshot.job.status, "message": snapshot.job.message,

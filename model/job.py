@@ -48,6 +48,10 @@ class RankStacks(Record, frozen=True):
     sites: tuple[tuple[str, str], ...] = ()
     data_loader: str | None = None  # "single-process" (num_workers=0) or "multi-process", as the stack shows
     message: str | None = None
+    phase_seconds: tuple[tuple[str, float], ...] = ()  # cumulative seconds per category since first sampled
+    busy_site: str | None = None  # the commonest own-code site outside waits (collective, data, workers)
+    main_running: float | None = None  # share of the window its main thread was on a CPU or queued for one
+    updated_at: float | None = None  # wall-clock time of the last samples read
 
     def fraction(self, category: str) -> float:
         return next((value for name, value in self.fractions if name == category), 0.0)

@@ -5,9 +5,9 @@ Calls are tiered. Static facts once (and again after a reset); MIG mode every ti
 depends on it); power limit, ECC, energy, PCIe replays, MIG slices and NVLink link states every SLOW_TIER_S;
 live values every tick, with every NVLink link's byte counter (and, from R555, the PCIe byte counters) in one
 `nvmlDeviceGetFieldValues` call, read as counters. nvmlDeviceGetPcieThroughput, which blocks for 20 ms, only
-runs on a background thread (probes/nvml_slow.py): for drivers before R555, and to see a burst of traffic on
-32-bit PCIe counters (R580 answers them so), which probes/nvml_pcie.py widens. What each error means is
-probes/nvml_calls.py's: NOT_SUPPORTED is asked again later or on a state change, a GPU is lost only when a fresh
+runs on a background thread (probes/nvml/slow.py): for drivers before R555, and to see a burst of traffic on
+32-bit PCIe counters (R580 answers them so), which probes/nvml/pcie_wide.py widens. What each error means is
+probes/nvml/calls.py's: NOT_SUPPORTED is asked again later or on a state change, a GPU is lost only when a fresh
 handle lookup agrees, and a failed nvmlInit is retried. Nothing here raises out of `read`.
 """
 
@@ -35,25 +35,25 @@ from hwtop.model.snapshot import (
     ProcessInfo,
     Topology,
 )
-from hwtop.probes.nvml_calls import (
+from hwtop.probes.nvml.calls import (
     DRIVER_NOT_LOADED,
     INSUFFICIENT_SIZE,
     LIBRARY_NOT_FOUND,
     NOT_SUPPORTED,
-    Capabilities,
     GpuLost,
     SessionGone,
     Verdict,
     error_code,
     verdict,
 )
-from hwtop.probes.nvml_counters import CounterRates, field_number
-from hwtop.probes.nvml_events import XidWatcher
-from hwtop.probes.nvml_processes import VERSIONS, Listed, call_version, merge, pick_samples, symbol
-from hwtop.probes.nvml_slow import BackgroundCalls
+from hwtop.probes.nvml.capabilities import Capabilities, Query
+from hwtop.probes.nvml.counters import CounterRates, field_number
+from hwtop.probes.nvml.events import XidWatcher
+from hwtop.probes.nvml.processes import VERSIONS, Listed, call_version, merge, pick_samples, symbol
+from hwtop.probes.nvml.slow import BackgroundCalls
 
 if TYPE_CHECKING:  # imported on the first 32-bit PCIe reading: a CPU-only box's start never needs them
-    from hwtop.probes.nvml_pcie import CounterPoller, WideCounters
+    from hwtop.probes.nvml.pcie_wide import CounterPoller, WideCounters
 
 SLOW_TIER_S = 5.0
 CLOSE_WAIT_S = 5.0  # how long close waits for a read in flight before it leaves NVML to the process's exit
@@ -136,7 +136,7 @@ class _Device(msgspec.Struct):
     gpm: GpmState = msgspec.field(default_factory=GpmState)
     last_sample_us: int = 0
     checked_tick: int = -1  # the tick a handle lookup last said this GPU is on the bus
-    pcie_wide: WideCounters | None = None  # 32-bit PCIe byte counters, widened (probes/nvml_pcie.py)
+    pcie_wide: WideCounters | None = None  # 32-bit PCIe byte counters, widened (probes/nvml/pcie_wide.py)
     pcie_poller: CounterPoller | None = None
 
 
@@ -359,26 +359,26 @@ class NvmlProbe:
 
     # ----- one guarded call -----
 
-    def _call(self, device: _Device, key: str, function: str, *args: Any, handle: Any = None) -> Any:
-        """nvml.<function>(handle, *args), or None when it cannot answer now (see probes/nvml_calls.py).
+    def _call(self, device: _Device, query: Query, function: str, *args: Any, handle: Any = None) -> Any:
+        """nvml.<function>(handle, *args), or None when it cannot answer now (see probes/nvml/calls.py).
         Raises GpuLost once a fresh handle lookup confirms the GPU is gone, SessionGone if NVML is."""
-        if device.caps.skip(key, self._now):
+        if device.caps.skip(query, self._now):
             return None
         self.calls[function] += 1
         try:
             value = getattr(self.nvml, function)(device.handle if handle is None else handle, *args)
         except Exception as error:  # noqa: BLE001 - NVMLError, the bindings' mismatch error, AttributeError
-            self._failed(device, key, error)
+            self._failed(device, query, error)
             return None
-        device.caps.succeeded(key)
+        device.caps.succeeded(query)
         return value
 
-    def _failed(self, device: _Device, key: str, error: BaseException) -> None:
+    def _failed(self, device: _Device, query: Query, error: BaseException) -> None:
         kind = verdict(error_code(error))
         if kind is Verdict.ABSENT:
-            device.caps.absent.add(key)
+            device.caps.missing(query)
         elif kind is Verdict.UNSUPPORTED:
-            if device.caps.unsupported(key, self._now):
+            if device.caps.unsupported(query, self._now):
                 device.state_changed = True
         elif kind is Verdict.LOST:
             self._confirm_lost(device)
@@ -469,24 +469,24 @@ class NvmlProbe:
 
     def _read_static(self, device: _Device) -> StaticFacts:
         nvml = self.nvml
-        pci = self._call(device, "pci", "nvmlDeviceGetPciInfo")
-        name = self._call(device, "name", "nvmlDeviceGetName")
-        uuid = self._call(device, "uuid", "nvmlDeviceGetUUID")
-        cc = self._call(device, "cc", "nvmlDeviceGetCudaComputeCapability")
+        pci = self._call(device, Query.PCI, "nvmlDeviceGetPciInfo")
+        name = self._call(device, Query.NAME, "nvmlDeviceGetName")
+        uuid = self._call(device, Query.UUID, "nvmlDeviceGetUUID")
+        cc = self._call(device, Query.COMPUTE_CAPABILITY, "nvmlDeviceGetCudaComputeCapability")
         facts = StaticFacts(
             name=_text(name) if name is not None else None,
             uuid=_text(uuid) if uuid is not None else None,
             pci_bus_id=_text(pci.busId) if pci is not None else None,
             compute_capability=(int(cc[0]), int(cc[1])) if cc is not None else None,
-            sm_max_mhz=_float(self._call(device, "sm_max", "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_SM)),
-            mem_max_mhz=_float(self._call(device, "mem_max", "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_MEM)),
-            pcie_max_gen=self._call(device, "pcie_max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
-            pcie_max_width=self._call(device, "pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
-            minor=self._call(device, "minor", "nvmlDeviceGetMinorNumber"),
+            sm_max_mhz=_float(self._call(device, Query.SM_MAX, "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_SM)),
+            mem_max_mhz=_float(self._call(device, Query.MEM_MAX, "nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_MEM)),
+            pcie_max_gen=self._call(device, Query.PCIE_MAX_GEN, "nvmlDeviceGetMaxPcieLinkGeneration"),
+            pcie_max_width=self._call(device, Query.PCIE_MAX_WIDTH, "nvmlDeviceGetMaxPcieLinkWidth"),
+            minor=self._call(device, Query.MINOR, "nvmlDeviceGetMinorNumber"),
         )
-        support = self._call(device, "gpm_support", "nvmlGpmQueryDeviceSupport")
+        support = self._call(device, Query.GPM_SUPPORT, "nvmlGpmQueryDeviceSupport")
         if support is None:
-            facts.gpm_status = ("GPM needs an R520 or newer driver" if "gpm_support" in device.caps.absent
+            facts.gpm_status = ("GPM needs an R520 or newer driver" if device.caps.lacks(Query.GPM_SUPPORT)
                                 else "GPM not supported by this driver or card")
         elif not support.isSupportedDevice:
             facts.gpm_status = "GPM needs a Hopper-class or newer GPU"
@@ -497,9 +497,9 @@ class NvmlProbe:
     def _read_mig_mode(self, device: _Device) -> None:
         """MIG mode, every tick: on a MIG GPU utilization is per slice and the whole-GPU query says
         NOT_SUPPORTED; switching it is a state change after which everything is asked again."""
-        mode = self._call(device, "mig_mode", "nvmlDeviceGetMigMode")
+        mode = self._call(device, Query.MIG_MODE, "nvmlDeviceGetMigMode")
         if mode is None:
-            if device.caps.skip("mig_mode", self._now):
+            if device.caps.skip(Query.MIG_MODE, self._now):
                 device.mig = None
             return
         mig = bool(mode[0])
@@ -512,8 +512,8 @@ class NvmlProbe:
     def _read_slow(self, device: _Device, now: float) -> None:
         nvml = self.nvml
         device.state_changed = False
-        limit = self._call(device, "power_limit", "nvmlDeviceGetEnforcedPowerLimit")
-        mode = self._call(device, "ecc_mode", "nvmlDeviceGetEccMode")
+        limit = self._call(device, Query.POWER_LIMIT, "nvmlDeviceGetEnforcedPowerLimit")
+        mode = self._call(device, Query.ECC_MODE, "nvmlDeviceGetEccMode")
         ecc_enabled = None if mode is None else bool(mode[0])
         if device.ecc_mode is not None and ecc_enabled is not None and ecc_enabled != device.ecc_mode:
             device.caps.forget()  # ECC switched (takes a reboot or reset): every answer may differ
@@ -521,37 +521,37 @@ class NvmlProbe:
         ecc = None
         if ecc_enabled:
             def count(kind: int, counter: int) -> int | None:
-                return self._call(device, "ecc", "nvmlDeviceGetTotalEccErrors", kind, counter)
+                return self._call(device, Query.ECC, "nvmlDeviceGetTotalEccErrors", kind, counter)
 
             corrected, uncorrected = nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
             ecc = EccCounts(count(corrected, nvml.NVML_VOLATILE_ECC), count(uncorrected, nvml.NVML_VOLATILE_ECC),
                             count(corrected, nvml.NVML_AGGREGATE_ECC), count(uncorrected, nvml.NVML_AGGREGATE_ECC))
         instances = []
         if device.mig:
-            slots = self._call(device, "mig_count", "nvmlDeviceGetMaxMigDeviceCount") or 0
+            slots = self._call(device, Query.MIG_COUNT, "nvmlDeviceGetMaxMigDeviceCount") or 0
             for slot in range(int(slots)):
-                handle = self._call(device, "mig_handle", "nvmlDeviceGetMigDeviceHandleByIndex", slot)
+                handle = self._call(device, Query.MIG_HANDLE, "nvmlDeviceGetMigDeviceHandleByIndex", slot)
                 if handle is not None:
                     instances.append(self._mig_instance(device, slot, handle))
         device.nvlinks = self._active_links(device)
         # dcgm-exporter's DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION and _PCIE_REPLAY_COUNTER, read as NVML gives them
-        energy = self._call(device, "energy", "nvmlDeviceGetTotalEnergyConsumption")
-        replays = self._call(device, "pcie_replays", "nvmlDeviceGetPcieReplayCounter")
+        energy = self._call(device, Query.ENERGY, "nvmlDeviceGetTotalEnergyConsumption")
+        replays = self._call(device, Query.PCIE_REPLAYS, "nvmlDeviceGetPcieReplayCounter")
         device.slow = SlowFacts(limit, ecc, ecc_enabled, tuple(instances),
                                 energy_mj=None if energy is None else int(energy),
                                 pcie_replays=None if replays is None else int(replays))
         device.slow_at = now
 
     def _mig_instance(self, device: _Device, slot: int, handle: Any) -> MigInstance:
-        memory = self._call(device, "mig_memory", "nvmlDeviceGetMemoryInfo", handle=handle)
-        uuid = self._call(device, "mig_uuid", "nvmlDeviceGetUUID", handle=handle)
-        name = self._call(device, "mig_name", "nvmlDeviceGetName", handle=handle)
+        memory = self._call(device, Query.MIG_MEMORY, "nvmlDeviceGetMemoryInfo", handle=handle)
+        uuid = self._call(device, Query.MIG_UUID, "nvmlDeviceGetUUID", handle=handle)
+        name = self._call(device, Query.MIG_NAME, "nvmlDeviceGetName", handle=handle)
         return MigInstance(slot, _text(uuid) if uuid is not None else None, _text(name) if name is not None else None,
                            getattr(memory, "total", None), getattr(memory, "used", None))
 
     def _active_links(self, device: _Device) -> tuple[int, ...]:
         """The NVLink links that are up (nvmlDeviceGetNvLinkState until the card says there are no more)."""
-        if device.caps.skip("nvlink_state", self._now):
+        if device.caps.skip(Query.NVLINK_STATE, self._now):
             return ()
         active = []
         for link in range(MAX_NVLINKS):
@@ -560,7 +560,7 @@ class NvmlProbe:
                 state = self.nvml.nvmlDeviceGetNvLinkState(device.handle, link)
             except Exception as error:  # noqa: BLE001 - INVALID_ARGUMENT past the last link
                 if link == 0:
-                    self._failed(device, "nvlink_state", error)
+                    self._failed(device, Query.NVLINK_STATE, error)
                 break
             if state:
                 active.append(link)
@@ -574,17 +574,17 @@ class NvmlProbe:
             self._read_slow(device, now)
         slow = device.slow
         memory, reserved = self._memory(device)
-        util = self._call(device, "util", "nvmlDeviceGetUtilizationRates")
-        power = self._call(device, "power", "nvmlDeviceGetPowerUsage")
-        reasons = self._call(device, "reasons", "nvmlDeviceGetCurrentClocksEventReasons")
-        if reasons is None and "reasons" in device.caps.absent:
-            reasons = self._call(device, "reasons_old", "nvmlDeviceGetCurrentClocksThrottleReasons")
-        pstate = self._call(device, "pstate", "nvmlDeviceGetPerformanceState")
+        util = self._call(device, Query.UTIL, "nvmlDeviceGetUtilizationRates")
+        power = self._call(device, Query.POWER, "nvmlDeviceGetPowerUsage")
+        reasons = self._call(device, Query.REASONS, "nvmlDeviceGetCurrentClocksEventReasons")
+        if reasons is None and device.caps.lacks(Query.REASONS):
+            reasons = self._call(device, Query.REASONS_OLD, "nvmlDeviceGetCurrentClocksThrottleReasons")
+        pstate = self._call(device, Query.PSTATE, "nvmlDeviceGetPerformanceState")
         limit_mw = slow.power_limit_mw
         pcie_tx, pcie_rx, nvlink_tx, nvlink_rx = self._counters(device, now)
         link = PcieLink(
-            gen=self._call(device, "pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
-            width=self._call(device, "pcie_width", "nvmlDeviceGetCurrPcieLinkWidth"),
+            gen=self._call(device, Query.PCIE_GEN, "nvmlDeviceGetCurrPcieLinkGeneration"),
+            width=self._call(device, Query.PCIE_WIDTH, "nvmlDeviceGetCurrPcieLinkWidth"),
             max_gen=static.pcie_max_gen,
             max_width=static.pcie_max_width,
             tx_bytes_per_s=pcie_tx,
@@ -602,14 +602,15 @@ class NvmlProbe:
             memory_reserved_bytes=reserved,
             util_percent=None if util is None else float(util.gpu),
             memory_util_percent=None if util is None else float(util.memory),
-            temperature_c=_float(self._call(device, "temp", "nvmlDeviceGetTemperature", nvml.NVML_TEMPERATURE_GPU)),
+            temperature_c=_float(self._call(device, Query.TEMPERATURE, "nvmlDeviceGetTemperature",
+                                            nvml.NVML_TEMPERATURE_GPU)),
             power_w=None if power is None else power / 1000.0,
             power_limit_w=None if limit_mw is None else limit_mw / 1000.0,
-            sm_clock_mhz=_float(self._call(device, "sm_clock", "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_SM)),
+            sm_clock_mhz=_float(self._call(device, Query.SM_CLOCK, "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_SM)),
             sm_clock_max_mhz=static.sm_max_mhz,
-            mem_clock_mhz=_float(self._call(device, "mem_clock", "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_MEM)),
+            mem_clock_mhz=_float(self._call(device, Query.MEM_CLOCK, "nvmlDeviceGetClockInfo", nvml.NVML_CLOCK_MEM)),
             mem_clock_max_mhz=static.mem_max_mhz,
-            fan_percent=_float(self._call(device, "fan", "nvmlDeviceGetFanSpeed")),
+            fan_percent=_float(self._call(device, Query.FAN, "nvmlDeviceGetFanSpeed")),
             pstate=None if pstate is None or pstate == PSTATE_UNKNOWN else int(pstate),
             throttle_reasons=() if reasons is None else decode_throttle_reasons(int(reasons)),
             pcie=link,
@@ -633,12 +634,12 @@ class NvmlProbe:
         """The v2 memory info (reserved apart from used) where the driver has it, else v1."""
         version = getattr(self.nvml, "nvmlMemory_v2", None)
         if version is not None:
-            memory = self._call(device, "memory_v2", "nvmlDeviceGetMemoryInfo", version)
+            memory = self._call(device, Query.MEMORY_V2, "nvmlDeviceGetMemoryInfo", version)
             if memory is not None:
                 return memory, getattr(memory, "reserved", None)
         else:
-            device.caps.absent.add("memory_v2")
-        return self._call(device, "memory", "nvmlDeviceGetMemoryInfo"), None
+            device.caps.missing(Query.MEMORY_V2)
+        return self._call(device, Query.MEMORY, "nvmlDeviceGetMemoryInfo"), None
 
     # ----- counters -----
 
@@ -647,15 +648,15 @@ class NvmlProbe:
         counters in one field-values call; older drivers' PCIe figure comes from the background thread."""
         caps = device.caps
         request: list[tuple[int, int]] = []
-        if device.nvlinks and not caps.skip("nvlink_fields", now):
+        if device.nvlinks and not caps.skip(Query.NVLINK_FIELDS, now):
             for link in device.nvlinks:
                 request += [(NVLINK_TX, link), (NVLINK_RX, link)]
-        pcie_fields = self._pcie_fields and not caps.skip("pcie_fields", now) and not caps.skip("fields", now)
+        pcie_fields = self._pcie_fields and not caps.skip(Query.PCIE_FIELDS, now) and not caps.skip(Query.FIELDS, now)
         if pcie_fields:
             request += [(PCIE_TX, 0), (PCIE_RX, 0)]
         rates: dict[int, list[float | None]] = {NVLINK_TX: [], NVLINK_RX: [], PCIE_TX: [], PCIE_RX: []}
         unsupported: set[int] = set()
-        values = self._call(device, "fields", "nvmlDeviceGetFieldValues", request) if request else None
+        values = self._call(device, Query.FIELDS, "nvmlDeviceGetFieldValues", request) if request else None
         for value in values or ():
             field_id = int(value.fieldId)
             if int(value.nvmlReturn) != 0:
@@ -673,9 +674,9 @@ class NvmlProbe:
             rates[field_id].append(self._rates.rate((device.index, field_id, int(value.scopeId)), number, stamp,
                                                     bits))
         if unsupported & {NVLINK_TX, NVLINK_RX} and not rates[NVLINK_TX] and not rates[NVLINK_RX]:
-            caps.unsupported("nvlink_fields", now)
+            caps.unsupported(Query.NVLINK_FIELDS, now)
         if unsupported & {PCIE_TX, PCIE_RX}:
-            caps.unsupported("pcie_fields", now)
+            caps.unsupported(Query.PCIE_FIELDS, now)
             pcie_fields = False
         nvlink_tx = _total(rates[NVLINK_TX], 1024.0)
         nvlink_rx = _total(rates[NVLINK_RX], 1024.0)
@@ -690,7 +691,7 @@ class NvmlProbe:
     def _pcie_counters(self, device: _Device) -> WideCounters:
         """The first 32-bit PCIe reading of a GPU sets up its widened counters and their poller."""
         if device.pcie_wide is None:
-            from hwtop.probes.nvml_pcie import CounterPoller, WideCounters
+            from hwtop.probes.nvml.pcie_wide import CounterPoller, WideCounters
 
             device.pcie_wide = WideCounters()
             device.pcie_poller = CounterPoller(self._pcie_reader(device, device.pcie_wide), clock=self._clock,
@@ -718,7 +719,7 @@ class NvmlProbe:
     def _watch_pcie(self, device: _Device, now: float, tx: float | None, rx: float | None) -> None:
         """Poll a 32-bit PCIe counter while its traffic is heavy: by the tick's own rate, or by the slow tier's
         20-ms throughput sample (a burst that the tick's readings alone could take for an alias)."""
-        from hwtop.probes.nvml_pcie import HEAVY_BYTES_PER_S
+        from hwtop.probes.nvml.pcie_wide import HEAVY_BYTES_PER_S
 
         sampled = self._pcie_throughput(device, now)
         heavy = max((r for r in (tx, rx, *sampled) if r is not None), default=0.0) >= HEAVY_BYTES_PER_S
@@ -733,16 +734,16 @@ class NvmlProbe:
     def _pcie_throughput(self, device: _Device, now: float) -> tuple[float | None, float | None]:
         """nvmlDeviceGetPcieThroughput (KB/s over 20 ms, blocking) on the background thread, every SLOW_TIER_S;
         the tick reports the latest result."""
-        if device.caps.skip("pcie_tp", now):
+        if device.caps.skip(Query.PCIE_THROUGHPUT, now):
             return None, None
         key = f"pcie_tp:{device.index}"
         result = self._background.result(key)
         if result is not None and result.error is not None:
             kind = verdict(result.error)
             if kind is Verdict.ABSENT:
-                device.caps.absent.add("pcie_tp")
+                device.caps.missing(Query.PCIE_THROUGHPUT)
             elif kind is Verdict.UNSUPPORTED:
-                device.caps.unsupported("pcie_tp", now)
+                device.caps.unsupported(Query.PCIE_THROUGHPUT, now)
         if result is None or now - result.at >= SLOW_TIER_S:
             self._background.request(key, now, self._pcie_sampler(device.handle))
             result = self._background.result(key)  # inline runs have it already
@@ -776,9 +777,9 @@ class NvmlProbe:
         if not state.samples and not self._allocate_gpm(device, now):
             return None
         previous, current = state.samples
-        if self._call(device, "gpm_sample", "nvmlGpmSampleGet", current) is None:
+        if self._call(device, Query.GPM_SAMPLE, "nvmlGpmSampleGet", current) is None:
             state.primed = False
-            if device.caps.skip("gpm_sample", now):
+            if device.caps.skip(Query.GPM_SAMPLE, now):
                 state.status = "GPM sampling not supported in this state (MIG mode?); asked again later"
             return None
         state.samples = [current, previous]  # the next tick overwrites the older sample
@@ -840,8 +841,8 @@ class NvmlProbe:
 
     def _running(self, device: _Device, kind: str) -> tuple[list[tuple[int, int | None]], Verdict | None]:
         """One process list, from the newest query version this driver has (v3, v2, then v1)."""
-        key = f"procs_{kind}"
-        if device.caps.skip(key, self._now):
+        query = Query.PROCS_COMPUTE if kind == "compute" else Query.PROCS_GRAPHICS
+        if device.caps.skip(query, self._now):
             return [], None
         while self._process_version[kind] < len(VERSIONS):
             version = VERSIONS[self._process_version[kind]]
@@ -855,12 +856,12 @@ class NvmlProbe:
                         continue  # processes started between the size query and the fill
                     if verdict(code) is Verdict.ABSENT:
                         break
-                    self._failed(device, key, error)
+                    self._failed(device, query, error)
                     return [], verdict(code)
-                device.caps.succeeded(key)
+                device.caps.succeeded(query)
                 return entries, None
             self._process_version[kind] += 1  # this driver has no such version: the next older one
-        device.caps.absent.add(key)
+        device.caps.missing(query)
         return [], Verdict.ABSENT
 
     def _processes(self, device: _Device, by_pid: dict[int, ProcessInfo]) -> tuple[tuple[GpuProcess, ...],
@@ -870,7 +871,7 @@ class NvmlProbe:
         listed = merge(compute, graphics)
         utilization: dict[int, tuple[float, float]] = {}
         if listed:
-            samples = self._call(device, "proc_util", "nvmlDeviceGetProcessUtilization", device.last_sample_us)
+            samples = self._call(device, Query.PROC_UTIL, "nvmlDeviceGetProcessUtilization", device.last_sample_us)
             if samples:
                 utilization, device.last_sample_us = pick_samples(list(samples), device.last_sample_us)
         result = [self._process(entry, device, by_pid, utilization.get(entry.pid)) for entry in listed]

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import msgspec.structs
 
-from hwtop.model.job import JobProcess, JobSnapshot, Pressure, RankStacks, WorkerBirths
+from hwtop.model.job import JobProcess, JobSnapshot, Pressure, RankFigures, RankStacks, WorkerBirths
 from hwtop.model.snapshot import GpuSnapshot
 from hwtop.model.workload import WorkloadState
 from hwtop.probes import proctree
@@ -51,7 +51,7 @@ class JobError(Exception):
 class StackSource(Protocol):
     """What the job probe needs of a stack sampler (probes/stack_sampler.py, or a test's script)."""
 
-    def want(self, targets: dict[int, int | None]) -> None: ...
+    def want(self, targets: dict[int, int | None], on_gpu: frozenset[int] = frozenset()) -> None: ...
 
     def results(self) -> tuple[tuple[RankStacks, ...], str | None]: ...
 
@@ -131,6 +131,7 @@ class JobProbe:
     sample_stacks: bool = False
     stacks: StackSource | None = None
     exclude: frozenset[int] | None = None  # hwtop and its ancestors; computed when not given
+    host: str = ""  # the name the job's ranks carry (RankFigures.host); this host's name when not given
     _tracked: dict[tuple[int, int], _Tracked] = field(default_factory=dict)
     _last: dict[int, JobProcess] = field(default_factory=dict)
     _seen: int = 0
@@ -170,6 +171,8 @@ class JobProbe:
                 except re.error as error:
                     raise JobError(f"--job {self.pattern!r} is not a regular expression: {error}") from None
         self._pressure = PressureProbe(self.root, self.clock)
+        if not self.host:
+            self.host = os.uname().nodename
         if not self.label:
             self.label = f"pid {', '.join(map(str, self.roots))}" if self.roots else f"job /{self.pattern}/"
 
@@ -405,7 +408,8 @@ class JobProbe:
             pressure=self._read_pressure(roots),
             cgroup_memory=memory_of(self._cgroups, self.root) if self._cgroups is not None else None,
             stacks=stacks, stack_message=stack_message,
-            dataset_devices=self._dataset_devices(mono), swap_in_pages_per_s=self._swap_in(mono))
+            dataset_devices=self._dataset_devices(mono), swap_in_pages_per_s=self._swap_in(mono),
+            ranks=self._ranks(ordered, stacks, workload))
 
     def finish_stacks(self) -> tuple[RankStacks, ...] | None:
         """Where each rank's time went, with the samples of the chunks still running; sampling ends. For a report
@@ -681,8 +685,20 @@ class JobProbe:
             from hwtop.probes.stack_sampler import StackSampler
 
             self.stacks = StackSampler()
-        self.stacks.want(main_processes(alive, self._python))
+        self.stacks.want(main_processes(alive, self._python), frozenset(p.pid for p in alive if p.gpus))
         return self.stacks.results()
+
+    def _ranks(self, ordered: list[JobProcess], stacks: tuple[RankStacks, ...],
+               workload: WorkloadState | None) -> tuple[RankFigures, ...]:
+        """One RankFigures per rank of the job on this host (rank order), from its process and its samples."""
+        steps = {r.pid: r.step for r in workload.ranks if r.pid} if workload else {}
+        out: dict[int, RankFigures] = {}
+        for p in ordered:
+            if p.rank is None or not p.role.startswith("rank") or (p.rank in out and not p.alive):
+                continue
+            out[p.rank] = RankFigures(rank=p.rank, host=self.host, pid=p.pid, local_rank=p.local_rank,
+                                      gpu=p.gpus[0][0] if p.gpus else None, steps=steps.get(p.pid))
+        return with_stacks(tuple(out[rank] for rank in sorted(out)), stacks)
 
     def _message(self, status: str, ordered: list[JobProcess], processes: list[JobProcess]) -> str | None:
         if status == "ended":
@@ -700,6 +716,20 @@ class JobProbe:
         live = {s.pid for s in stats.values()}
         self._exit_codes = {pid: code for pid, code in self._exit_codes.items()
                             if pid in live or pid in self._last}
+
+
+def with_stacks(ranks: tuple[RankFigures, ...], stacks: tuple[RankStacks, ...]) -> tuple[RankFigures, ...]:
+    """The ranks with what their stack samples say (phase seconds, shares, busy site), matched by pid: each tick,
+    and once more with the final samples at the end of a doctor's watch."""
+    by_pid = {s.pid: s for s in stacks}
+    out = []
+    for figures in ranks:
+        s = by_pid.get(figures.pid) if figures.pid is not None else None
+        if s is not None:
+            figures = msgspec.structs.replace(figures, phase_seconds=s.phase_seconds, shares=s.fractions,
+                                              site=s.busy_site, samples=s.samples, seen_at=s.updated_at)
+        out.append(figures)
+    return tuple(out)
 
 
 def main_processes(alive: list[JobProcess], python: set[int]) -> dict[int, int | None]:

@@ -2,7 +2,21 @@
 goes. One `py-spy record` child per rank at a time, for a bounded chunk (3 s first, then 10 s) at a low rate,
 `--nonblocking` (the rank is never paused), `--idle` (a thread blocked on a queue is a sample too). One
 `py-spy dump` per sample would cost ~0.08 s of CPU each, ten times the cost of a whole 10 s chunk measured on
-the same box, so chunks it is. The thread ends when nobody has asked for stacks for IDLE_STOP_S."""
+the same box, so chunks it is. The thread ends when nobody has asked for stacks for IDLE_STOP_S.
+
+DDP's hidden wait. A CPU rank waiting for the gradient all-reduce is blocked inside `loss.backward()`: the wait
+happens in the autograd engine and c10d, below the Python frames, so the stack alone reads "compute". The signal
+chosen to see it is the main thread's own CPU time (/proc/PID/task/PID/schedstat, read at each chunk's start and
+end: two small reads per 10 s), set against its stack samples: a thread computing is on a CPU or queued for one;
+a thread waiting for its peers is neither. The share of the chunk it spent blocked, beyond what every other
+category could explain, must have been spent inside the "compute" frames: that much is moved to `collective`
+(stack_waits.py). It is a lower bound, never a guess. Measured on tests/jobs/ddp_straggler.py, py-spy's own idle
+flag agreed (rank 0: 28 of 29 samples inside backward idle), but py-spy does not write that flag into `record`'s
+output, so keeping it would take a second py-spy per rank. Not chosen: `--native` frames (c10d/gloo symbols)
+cannot be read with `--nonblocking` (py-spy refuses: each sample would pause the rank); `--gil` does not tell a
+wait from compute (both run without the GIL). Only CPU ranks: on a GPU the main thread blocks in backward while
+the engine's device threads launch kernels, and NCCL waits on the GPU, not the CPU, so a GPU rank's blocked time
+is not moved (the demo's and the rules' GPU evidence is utilisation and power)."""
 
 from __future__ import annotations
 
@@ -20,6 +34,7 @@ from dataclasses import dataclass, field
 from hwtop.model.job import RankStacks
 from hwtop.probes.stack import MISSING, explain, find_py_spy
 from hwtop.probes.stack_classify import CATEGORIES, Tally, parse_raw
+from hwtop.probes.stack_waits import busy_site, main_thread_times, move_hidden_wait
 
 RATE_HZ = 10.0  # 10 samples a second per rank: benchmarks/stack_overhead.py measures its cost on a job
 FIRST_CHUNK_S = 3.0  # the first numbers come quickly...
@@ -37,6 +52,7 @@ class _Chunk:
     start: float
     end: float
     tally: Tally
+    running: float | None = None  # the main thread's share of the chunk on a CPU or queued for one
 
 
 @dataclass(slots=True)
@@ -45,6 +61,7 @@ class _Running:
     path: str
     started: float
     duration: float
+    times: tuple[float, float] | None = None  # the main thread's (on-CPU, queued) seconds at the start
 
 
 @dataclass(slots=True)
@@ -54,6 +71,9 @@ class _Target:
     message: str | None = None
     refused_at: float | None = None
     finished: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)  # cumulative seconds per category since first sampled
+    updated_at: float | None = None  # wall-clock time of the last chunk read
+    on_gpu: bool = False
 
 
 class StackSampler:
@@ -78,8 +98,9 @@ class StackSampler:
 
     # ----- the monitor's side -----
 
-    def want(self, targets: dict[int, int | None]) -> None:
-        """The processes to sample now (pid → rank); others are dropped. Starts the worker if needed."""
+    def want(self, targets: dict[int, int | None], on_gpu: frozenset[int] = frozenset()) -> None:
+        """The processes to sample now (pid → rank); others are dropped. Starts the worker if needed. `on_gpu`:
+        those that hold a GPU (their blocked time is not read as a collective wait)."""
         with self._lock:
             self._asked_at = self.clock()
             for pid in [p for p in self._targets if p not in targets]:
@@ -87,6 +108,7 @@ class StackSampler:
             for pid, rank in targets.items():
                 target = self._targets.setdefault(pid, _Target(rank))
                 target.rank = rank
+                target.on_gpu = pid in on_gpu
             if self.py_spy is None:
                 self.py_spy = find_py_spy()
                 if self.py_spy is None:
@@ -116,7 +138,15 @@ class StackSampler:
                 if message is None and not samples:
                     message = self.message or ("sampling its stack…" if target.finished == 0 else
                                                "no Python samples yet")
-                out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message))
+                timed = [c for c in recent if c.running is not None]
+                timed_span = sum(c.end - c.start for c in timed)
+                running = (round(sum((c.running or 0.0) * (c.end - c.start) for c in timed) / timed_span, 3)
+                           if timed_span > 0 else None)
+                phase_seconds = tuple((name, round(target.seconds[name], 2)) for name in CATEGORIES
+                                      if target.seconds.get(name, 0.0) > 0)
+                out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message,
+                                      phase_seconds=phase_seconds, busy_site=busy_site(tally),
+                                      main_running=running, updated_at=target.updated_at))
         sampled = len(self._targets)
         note = self.message
         if note is None and sampled > MAX_TARGETS:
@@ -195,7 +225,7 @@ class StackSampler:
                 target.message = f"py-spy could not run: {error.strerror}"
                 target.refused_at = now
             return
-        self._running[pid] = _Running(process, path, now, max(1, round(duration)))
+        self._running[pid] = _Running(process, path, now, max(1, round(duration)), main_thread_times(pid))
 
     def _collect(self, now: float) -> None:
         for pid, running in list(self._running.items()):
@@ -224,7 +254,19 @@ class StackSampler:
             target.finished += 1
             if text is not None:
                 tally = parse_raw(text, pid)
-                target.chunks.append(_Chunk(max(running.started, end - running.duration), end, tally))
+                start = max(running.started, end - running.duration)
+                after = main_thread_times(pid)
+                share = None
+                if running.times is not None and after is not None and end > running.started:
+                    spent = (after[0] - running.times[0]) + (after[1] - running.times[1])
+                    share = max(0.0, min(1.0, spent / (end - running.started)))
+                    if target.rank is not None and not target.on_gpu:
+                        move_hidden_wait(tally, 1.0 - share)
+                target.chunks.append(_Chunk(start, end, tally, share))
+                if tally.samples:
+                    for name, count in tally.counts.items():
+                        target.seconds[name] = target.seconds.get(name, 0.0) + (end - start) * count / tally.samples
+                target.updated_at = time.time()
                 target.message = None
                 target.refused_at = None
             else:

@@ -32,6 +32,7 @@ from hwtop.probes.host import read_host
 from hwtop.probes.memory import read_memory
 from hwtop.probes.numa import NumaProbe, node_of_cpu
 from hwtop.probes.processes import ProcessProbe
+from hwtop.session.controls import JobReader, WorkloadRunner
 
 T = TypeVar("T")
 
@@ -117,8 +118,8 @@ class Sampler:
         self._clock = clock
         self._topology_reader = topology_reader
         self._initial_topology_reader = topology_reader
-        self.workload: Any = None  # a WorkloadMonitor (workload/monitor.py) once the user starts the job
-        self.job: Any = None  # a JobProbe (probes/job.py) while a job is focused (--pid, --job, f)
+        self.workload: WorkloadRunner | None = None  # a WorkloadMonitor once the user starts the job, a demo's job
+        self.job: JobReader | None = None  # a JobProbe (probes/job.py) while a job is focused (--pid, --job, f)
         self.topology: Topology | None = None  # read once (first tick) and on refresh(), kept in every snapshot
         self._last_time: float | None = None
         self._last_processes: tuple[ProcessInfo, ...] = ()
@@ -177,8 +178,9 @@ class Sampler:
             self.topology = guarded("topology", self._topology_reader, None)
             if self.topology is None:
                 self._topology_reader = None  # failed once: say so once, do not retry every tick
-        workload = guarded("workload", self.workload.state, None) if self.workload is not None else None
-        job = guarded("job", lambda: self.job.read(gpus, workload, now), None) if self.job is not None else None
+        running, focused = self.workload, self.job
+        workload = guarded("workload", running.state, None) if running is not None else None
+        job = guarded("job", lambda: focused.read(gpus, workload, now), None) if focused is not None else None
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
             processes=processes, gpus=gpus, gpu_system=gpu_system, topology=self.topology, workload=workload,
@@ -199,6 +201,5 @@ class Sampler:
             self.workload.stop()
         if self.gpu is not None:
             self.gpu.close()
-        close = getattr(self.job, "close", None)
-        if close is not None:
-            close()  # a focused job's stack sampler: its py-spy children
+        if self.job is not None:
+            self.job.close()  # a focused job's stack sampler: its py-spy children

@@ -19,6 +19,16 @@ from hwtop.model.finding import Finding
 from hwtop.model.frame import Frame
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
+from hwtop.session.controls import (
+    JobControl,
+    JobFocus,
+    LiveSource,
+    Player,
+    Replay,
+    ReplayControl,
+    Workload,
+    WorkloadControl,
+)
 
 CLOSE_WAIT_S = 5.0  # how long close() waits for a tick in flight; past it (a hung driver call) it closes anyway
 
@@ -51,6 +61,20 @@ class Session:
         self.latest: Frame | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self.paused = False  # the app's ticks wait while paused (p); a replay's step pauses it
+        # The controls the source supports, None for the others (session/controls.py).
+        live = source if isinstance(source, LiveSource) else None
+        self.replay: ReplayControl | None = Replay(source, self.advance) if isinstance(source, Player) else None
+        self.workload: WorkloadControl | None = Workload(live) if live is not None else None
+        self.job: JobControl | None = JobFocus(live) if live is not None else None
+        self.simulated = live is not None and live.simulated  # a demo machine: its pids are not this machine's
+
+    def refresh_topology(self) -> bool:
+        """Re-read the machine's layout at the next tick; False where the source has none to re-read."""
+        if not isinstance(self.source, LiveSource):
+            return False
+        self.source.refresh_topology()
+        return True
 
     @property
     def history(self) -> History:

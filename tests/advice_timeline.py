@@ -16,7 +16,7 @@ from hwtop.model.finding import Finding
 from hwtop.model.snapshot import CoreLoad, GpuProcess, GpuSnapshot, ProcessInfo, Snapshot
 from hwtop.model.workload import JobConfig, OomEvent, RankState, WorkloadState
 from hwtop.probes.gpu import NvmlProbe
-from hwtop.probes.nvml_slow import BackgroundCalls
+from hwtop.probes.nvml.slow import BackgroundCalls
 from tests.factories import T0, host_snapshot
 
 

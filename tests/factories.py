@@ -20,7 +20,7 @@ from hwtop.model.snapshot import (
     Snapshot,
 )
 from hwtop.probes.gpu import NvmlProbe
-from hwtop.probes.nvml_slow import BackgroundCalls
+from hwtop.probes.nvml.slow import BackgroundCalls
 
 T0 = 1_796_200_000.0  # a fixed wall-clock time, so screenshots do not change with the day
 
@@ -100,3 +100,15 @@ def with_demo_topology(snapshots: list[Snapshot], profile: str) -> list[Snapshot
     topology, numa = read_demo_topology(profile, probe)
     probe.close()
     return [replace(s, topology=topology, numa=numa) for s in snapshots]
+
+
+class StillContext:
+    """A screen's context (tui/frame_view.ScreenContext) outside the app: no history, nothing watched, 1 s."""
+
+    history = History()
+    watching: tuple[str, ...] = ()
+
+    def status(self):  # noqa: ANN201 - a tui.frame_view.Status
+        from hwtop.tui.frame_view import Status
+
+        return Status(1.0)

@@ -8,8 +8,9 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from hwtop.model.finding import Finding
+from hwtop.model.frame import Frame
 from hwtop.tui.dialog import Dialog
+from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
 from hwtop.widgets.advice import AdvicePanel
 
@@ -22,8 +23,9 @@ class AdviceScreen(Dialog[None]):
     """
     BINDINGS = keys.bindings(keys.ADVICE_SCREEN)
 
-    def __init__(self) -> None:
+    def __init__(self, context: ScreenContext) -> None:
         super().__init__()
+        self.context = context
         self.body = Static(id="advice-body")
         self.panel = AdvicePanel()  # used only to lay the findings out, never mounted
 
@@ -33,10 +35,9 @@ class AdviceScreen(Dialog[None]):
         with scroll:
             yield self.body
 
-    def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
-             rule_errors: dict[str, str]) -> None:
-        panel = self.panel
-        panel.show(findings, now, watching, rule_errors)
+    def show(self, frame: Frame) -> None:
+        panel, findings = self.panel, frame.findings
+        panel.show(findings, frame.time, self.context.watching, dict(frame.rule_errors))
         panel.expanded = {f.key for f in findings}
         self._draw()
 

@@ -8,34 +8,30 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
-from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
+from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
+from hwtop.session.controls import ControlRefused, ReplayState
 from hwtop.session.session import Session, SnapshotSource
+from hwtop.tui.frame_view import FrameView, Status
 from hwtop.tui.guarded_app import GuardedApp
+from hwtop.tui.main_screen import MainScreen
 from hwtop.widgets import keys
 from hwtop.widgets.advice import AdvicePanel
-from hwtop.widgets.cpu import CpuPanel
-from hwtop.widgets.disks import DisksPanel
 from hwtop.widgets.gpu import GpuPanel
-from hwtop.widgets.header import HeaderBar
-from hwtop.widgets.key_bar import KeyBar
-from hwtop.widgets.memory import MemoryPanel
-from hwtop.widgets.processes import ProcessTable
-from hwtop.widgets.workload import WorkloadPanel
 
 if TYPE_CHECKING:
     from textual.widgets import Input
 
     from hwtop.model.job import JobSnapshot
+    from hwtop.recording.store import Recorder
     from hwtop.tui.advice_screen import AdviceScreen
+    from hwtop.tui.job_screen import JobScreen
     from hwtop.tui.topology_screen import TopologyScreen
 
-SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
 DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
 DEMO_JOB_VIEW = "a demo machine has no job to focus: its story's job is in the workload pane"
@@ -45,7 +41,6 @@ PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, f
 
 class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run() raises a crash, terminal restored
     CSS_PATH = "hwtop.tcss"
-    AUTO_FOCUS = "ProcessTable"  # the advice pane takes focus only when asked (a, tab, a click)
     TITLE = "hwtop"
     BINDINGS = keys.bindings(keys.MAIN)
     REPLAY_ACTIONS = {"replay_step", "replay_seek", "replay_speed"}
@@ -62,12 +57,10 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
 
             self.no_color = True
             self._filters.append(NoColor() if self.native_ansi_color else Monochrome())
-        self.hidden_panels = set(hide)
         self.session = Session(source, thresholds)  # probes → snapshot → advice, one tick at a time
-        self.source = source
+        self.main = MainScreen(self, hide)
         self.frame: Frame | None = None
         self.interval = interval
-        self.paused = False
         self.snapshot: Snapshot | None = None
         self.ticks = 0
         self.first_frame = asyncio.Event()
@@ -78,40 +71,33 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.advice_screen: AdviceScreen | None = None  # the last one opened; shown to while it is on top
         self.workload_args = workload_args
         self.exit_on_signals = exit_on_signals
-        self.replaying = hasattr(source, "seek")
         self.open_job = open_job  # --pid / --job: start on the job's screen
-        self.job_screen = None  # a JobScreen once one is opened
-        self.recorder = None  # a probes.recording.Recorder while R records
+        self.job_screen: JobScreen | None = None  # made on first use (j)
+        self.recorder: Recorder | None = None  # while R records
         self._record_lock = threading.Lock()  # the worker thread writes, the key closes
 
-    def compose(self) -> ComposeResult:
-        # Kept as attributes: the main screen's widgets, whichever screen (help, a dialog) is on top.
-        self.header, self.cpu_panel = HeaderBar(id="header"), CpuPanel(id="cpu")
-        self.disks_panel = DisksPanel(id="disks")
-        self.memory_panel, self.gpu_panel = MemoryPanel(id="memory"), GpuPanel(id="gpu")
-        self.process_table = ProcessTable(id="processes")
-        self.workload_panel = WorkloadPanel(id="workload")
-        self.workload_panel.display = False
-        self.advice_panel = AdvicePanel(id="advice", classes="empty")  # as the first show finds it, mostly: no restyle
-        yield self.header
-        self.top = Horizontal(id="top")
-        with self.top:
-            with Vertical(id="left"):
-                yield self.cpu_panel
-                yield self.disks_panel
-            yield self.memory_panel
-        yield self.gpu_panel
-        yield self.workload_panel
-        yield self.advice_panel
-        yield self.process_table
-        self.footer = KeyBar()
-        yield self.footer
+    def get_default_screen(self) -> Screen[None]:
+        return self.main
+
+    # The screens' context (tui/frame_view.py): what they read besides the Frame.
+    @property
+    def history(self) -> History:
+        return self.session.history
+
+    @property
+    def watching(self) -> tuple[str, ...]:
+        return self.session.watching
+
+    @property
+    def paused(self) -> bool:
+        return self.session.paused
+
+    def status(self) -> Status:
+        replay = self.session.replay
+        return Status(self.interval, self.session.paused, replay_words(replay.state()) if replay else None,
+                      self.recorder.path if self.recorder is not None else None)
 
     def on_mount(self) -> None:
-        panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
-                  "gpu": self.gpu_panel, "advice": self.advice_panel, "processes": self.process_table}
-        for name in self.hidden_panels:
-            panels[name].display = False
         if self.exit_on_signals:
             # SIGTERM and SIGHUP (an SSH drop) end the app like q: terminal restored, the job's group stopped.
             # Through the event loop, never a raw signal handler that could interrupt a held lock.
@@ -147,10 +133,10 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def _force_exit(self) -> None:
         import os
 
-        monitor = getattr(self.source, "workload", None)
-        if monitor is not None:
+        workload = self.session.workload
+        if workload is not None:
             try:
-                monitor.stop()
+                workload.stop()
             except Exception:  # noqa: BLE001 - last resort: the exit must happen regardless
                 pass
         os._exit(129)
@@ -162,7 +148,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         await asyncio.sleep(first_wait)
         while True:
             started = time.monotonic()
-            if not self.paused:
+            if not self.session.paused:
                 frame = await asyncio.to_thread(self._tick)
                 if not self.is_running:  # the app began shutting down during the tick: its screens may be gone
                     return
@@ -189,12 +175,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.call_from_thread(self.notify, failed, severity="error", timeout=10)
         return frame
 
-    def _replay_state(self) -> str | None:
-        if not self.replaying:
-            return None
-        source = self.source
-        state = f"REPLAY {source.speed:g}x {_clock(source.position_s)}/{_clock(source.length_s)}"  # type: ignore
-        return state + (" END" if source.at_end else "")  # type: ignore[attr-defined]
+    @property
+    def replaying(self) -> bool:
+        return self.session.replay is not None
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.REPLAY_ACTIONS and not self.replaying:
@@ -205,16 +188,19 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         return True
 
     def action_replay_step(self, ticks: int) -> None:
-        self.paused = True  # stepping is frame by frame
-        self.show(self.session.advance(lambda: self.source.step(ticks)))  # type: ignore[attr-defined]
+        if self.session.replay is not None:
+            self.session.paused = True  # stepping is frame by frame
+            self.show(self.session.replay.step(ticks))
 
     def action_replay_seek(self, seconds: float) -> None:
-        self.show(self.session.advance(lambda: self.source.seek(seconds)))  # type: ignore[attr-defined]
+        if self.session.replay is not None:
+            self.show(self.session.replay.seek(seconds))
 
     def action_replay_speed(self, factor: float) -> None:
-        self.source.set_speed(self.source.speed * factor)  # type: ignore[attr-defined]
-        if self.frame is not None:
-            self.show(self.frame)
+        if self.session.replay is not None:
+            self.session.replay.change_speed(factor)
+            if self.frame is not None:
+                self.show(self.frame)
 
     def action_record(self) -> None:
         """R starts writing every tick to hwtop-HOST-TIME.jsonl.gz here, R again stops (hwtop replay FILE)."""
@@ -236,69 +222,34 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.notify(f"recording every tick to {path} (R stops)")
 
     def show(self, frame: Frame) -> None:
+        """The Frame to the screen on top and, past a pop-up (help, a dialog, the advice), to those it leaves
+        in view; a full screen (topology, the job) hides the ones under it, which get no work."""
         self.frame, self.snapshot = frame, frame.snapshot
-        snapshot = frame.snapshot
-        watching, rule_errors = self.session.watching, dict(frame.rule_errors)
         self.ticks += 1
-        if self.topology_screen is not None and self.screen is self.topology_screen:
-            self.topology_screen.show(snapshot, self.interval, self.paused)  # hidden screens get no work
-            self.first_frame.set()
-            return
-        if self.job_screen is not None and self.screen is self.job_screen:
-            self.job_screen.show(snapshot, self.source.history, self.interval, self.paused)
-            self.first_frame.set()
-            return
-        if self.advice_screen is not None and self.screen is self.advice_screen:
-            self.advice_screen.show(frame.findings, snapshot.time, watching, rule_errors)
-        history = self.source.history
-        height = self.size.height
-        gpus = snapshot.gpus
-        self.screen_stack[0].set_class(self.size.width < 100, "narrow")
-        self.header.show(snapshot, self.interval, self.paused, self._replay_state(),
-                         self.recorder.path if self.recorder is not None else None)
-        self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"))
-        self.disks_panel.show(snapshot.disks)
-        self.workload_panel.show(snapshot.workload)
-        findings = frame.findings
-        self.advice_panel.inline = height >= SHORT_TERMINAL
-        self.advice_panel.show(findings, snapshot.time, watching, rule_errors)
-        serious = frame.serious
-        marked_gpus = {i for f in serious for i in f.gpus}
-        marked_cores = {c for f in serious for c in f.cores}
-        # Rows: header and footer 1 each, the process table at least 4, the workload and advice panes what
-        # they need; the CPU panel gets what is left beside a 3-row GPU panel (past it, a heat strip), and the
-        # GPU panel what the CPU panel leaves.
-        inner = max(1, self.size.width - 4)
-        # cached_lines: the same lines the panels then draw at this width, built once
-        workload_rows = len(self.workload_panel.cached_lines(inner)) + 2 if snapshot.workload is not None else 0
-        advice_rows = min(len(self.advice_panel.cached_lines(inner)), int(height * 0.6)) + \
-            (2 if findings and self.advice_panel.inline else 0)
-        disks_rows = max(1, len(snapshot.disks)) + 2
-        cpu_budget = height - 2 - 4 - workload_rows - advice_rows - 3 - 2 - disks_rows
-        self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
-                            max_lines=max(2, cpu_budget))
-        top = self.top.outer_size.height or 7
-        budget = max(1, height - 2 - 7 - top - 2 - workload_rows - advice_rows)  # 7: a useful process table
-        numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
-        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=budget, numa_of=numa_of,
-                            marked=marked_gpus)
-        self.process_table.show(snapshot.processes, gpus,
-                                marked=set(snapshot.workload.pids) if snapshot.workload else None)
+        self._draw(frame)
         self.first_frame.set()
 
+    def _draw(self, frame: Frame) -> None:
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, FrameView):
+                screen.show(frame)
+            if not isinstance(screen, ModalScreen):
+                break
+
     def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-        if self.snapshot is not None:
-            self.header.show(self.snapshot, self.interval, self.paused, self._replay_state(),
-                             self.recorder.path if self.recorder is not None else None)
+        self.session.paused = not self.session.paused
+        if self.frame is not None:
+            self._draw(self.frame)  # the header says so at once
 
     def action_cycle_sort(self) -> None:
-        self.process_table.cycle_sort()
-        self.process_table.redraw()  # the last data, the job's marks kept
+        table = self.main.process_table
+        table.cycle_sort()
+        table.redraw()  # the last data, the job's marks kept
 
     def action_reverse_sort(self) -> None:
-        self.process_table.reverse_sort()
-        self.process_table.redraw()
+        table = self.main.process_table
+        table.reverse_sort()
+        table.redraw()
 
     def _bring_up(self, screen: Screen[None]) -> None:
         """Show an installed screen: back down to it when it is already open under another (j, t, j, t… would
@@ -315,30 +266,28 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         if self.topology_screen is None:
             from hwtop.tui.topology_screen import TopologyScreen
 
-            self.topology_screen = TopologyScreen()
+            self.topology_screen = TopologyScreen(self)
             # Installed: kept when popped, so t or j opens them again (a popped screen that is not installed is
             # removed, and pushing it once more showed nothing: j after leaving the job view looked frozen).
             self.install_screen(self.topology_screen, name="topology")
         self._bring_up(self.topology_screen)
-        if self.snapshot is not None:
-            self.topology_screen.show(self.snapshot, self.interval, self.paused)
+        if self.frame is not None:
+            self.topology_screen.show(self.frame)
 
     def action_refresh_topology(self) -> None:
         """Re-read the layout (a GPU or NIC added, a link retrained) at the next tick."""
-        refresh = getattr(self.source, "refresh_topology", None)
-        if refresh is not None:
-            refresh()
+        if self.session.refresh_topology():
             self.notify("topology will be re-read at the next tick")
 
     def action_start_workload(self) -> None:
-        if self._simulated:
+        if self.session.simulated:
             self.notify(DEMO_JOB, severity="warning")
             return
-        if not hasattr(self.source, "workload"):
+        workload = self.session.workload
+        if workload is None:
             self.notify("this source cannot run a workload (replay or test source)", severity="warning")
             return
-        current = self.source.workload  # type: ignore[attr-defined]
-        if current is not None and current.job.process.poll() is None:
+        if workload.running:
             self.notify("a workload is running: x stops it first", severity="warning")
             return
         device = "cuda" if self.snapshot is not None and self.snapshot.gpus else "cpu"
@@ -351,34 +300,34 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.start_workload(args)
 
     def start_workload(self, args: list[str]) -> None:
-        from hwtop.workload.launcher import torch_missing
-        from hwtop.workload.monitor import WorkloadMonitor  # lazy: no cost until a job is started
-
-        missing = torch_missing()
-        if missing:
-            self.notify(missing, severity="error", timeout=10)
+        workload = self.session.workload
+        if workload is None:
+            self.notify("this source cannot run a workload (replay or test source)", severity="warning")
             return
-        self.source.workload = WorkloadMonitor(args)  # type: ignore[attr-defined]
+        try:
+            workload.start(args)
+        except ControlRefused as refused:
+            self.notify(str(refused), severity="error", timeout=10)
+            return
         self.notify(f"workload started: {' '.join(args)}")
 
     def action_stop_workload(self) -> None:
-        if self._simulated:
+        if self.session.simulated:
             self.notify(DEMO_JOB, severity="warning")
             return
-        monitor = getattr(self.source, "workload", None)
-        if monitor is None:
+        workload = self.session.workload
+        if workload is None or not workload.stop():
             self.notify("no workload running")
             return
-        monitor.stop()
         self.notify("workload stopped: its whole process group was terminated")
 
     def action_advice(self) -> None:
         """Focus the advice pane and open (or close) its selected finding; on a short terminal, where an open
         finding would push the panels off screen, every finding opens on a screen of its own."""
-        panel = self.advice_panel
-        if self.screen is not self.screen_stack[0]:
+        panel = self.main.advice_panel
+        if self.screen is not self.main:
             return
-        if self.size.height < SHORT_TERMINAL and self.frame is not None and self.frame.findings:
+        if self.main.short and self.frame is not None and self.frame.findings:
             self.open_advice_screen()
             return
         panel.focus()
@@ -390,62 +339,52 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def open_advice_screen(self) -> None:
         from hwtop.tui.advice_screen import AdviceScreen
 
-        screen = self.advice_screen = AdviceScreen()
+        screen = self.advice_screen = AdviceScreen(self)
         self.push_screen(screen)
-        frame = self.frame
-        screen.show(frame.findings if frame else (), frame.time if frame else None, self.session.watching,
-                    dict(frame.rule_errors) if frame else {})
+        if self.frame is not None:
+            screen.show(self.frame)
 
     def action_job(self) -> None:
         """The focused job's screen; without a focused job, say how to focus one."""
         from hwtop.tui.job_screen import JobScreen
 
-        if self.snapshot is not None and self.snapshot.job is None and getattr(self.source, "job", None) is None:
-            self.notify(DEMO_JOB_VIEW if self._simulated else
+        focus = self.session.job
+        if self.snapshot is not None and self.snapshot.job is None and (focus is None or not focus.focused):
+            self.notify(DEMO_JOB_VIEW if self.session.simulated else
                         "no job focused: select a process and press f, or start hwtop --pid PID / --job PATTERN")
             return
         if self.job_screen is None:
-            self.job_screen = JobScreen()
+            self.job_screen = JobScreen(self)
             self.install_screen(self.job_screen, name="job")
         self._bring_up(self.job_screen)
-        if self.snapshot is not None:
-            self.job_screen.show(self.snapshot, self.source.history, self.interval, self.paused)
-            job = self.snapshot.job
+        if self.frame is not None:
+            self.job_screen.show(self.frame)
+            job = self.frame.snapshot.job
             if job is not None and job.status == "ended":
                 self.notify(f"{ended_summary(job)}: its last view; escape, then f on a process picks another job",
                             timeout=8)
 
     def action_focus_process(self) -> None:
         """f: the highlighted process and its descendants become the focused job."""
-        from hwtop.probes.job import JobError, JobProbe
-
-        table = self.process_table
-        if self._simulated:
+        table = self.main.process_table
+        if self.session.simulated:
             self.notify(DEMO_PIDS, severity="warning")
             return
-        if not hasattr(self.source, "job") or self.replaying:
+        focus = self.session.job
+        if focus is None:
             self.notify("this source cannot focus a job (replay or test source)", severity="warning")
             return
         rows = table.rows_shown
         if not rows or not 0 <= table.cursor_row < len(rows):
             return
         pid = rows[table.cursor_row].pid
-        probe = JobProbe(roots=(pid,))
         try:
-            probe.check()
-        except JobError as error:
-            self.notify(str(error), severity="error")
+            focus.focus(pid)
+        except ControlRefused as refused:
+            self.notify(str(refused), severity="error")
             return
-        self.source.job = probe  # type: ignore[attr-defined]
         self.notify(f"focused on pid {pid} and its descendants: j shows the job")
         self.action_job()
-
-    @property
-    def _simulated(self) -> bool:
-        """A demo machine: its pids are not this machine's, so no key may signal or focus one."""
-        from hwtop.session.sampler import Sampler
-
-        return isinstance(self.source, Sampler) and self.source.simulated
 
     def action_signal_process(self) -> None:
         """k: signal the highlighted process, after a confirmation that shows its user and command."""
@@ -454,10 +393,11 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
 
         if self.replaying:
             return
-        if self._simulated:
+        if self.session.simulated:
             self.notify(DEMO_PIDS, severity="warning")
             return
-        rows, table = self.process_table.rows_shown, self.process_table
+        table = self.main.process_table
+        rows = table.rows_shown
         if not rows or not 0 <= table.cursor_row < len(rows):
             return
         target = describe(rows[table.cursor_row].pid)
@@ -489,7 +429,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             self.filter_input = box
 
             async def mounted() -> Input:
-                await self.mount(box, before=self.footer)
+                await self.main.mount(box, before=self.main.footer)
                 return box
 
             mounting = self._filter_mount = asyncio.ensure_future(mounted())
@@ -502,34 +442,35 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input is self.filter_input:
-            self.process_table.filter_text = event.value
-            self.process_table.redraw()
+            self.main.process_table.filter_text = event.value
+            self.main.process_table.redraw()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input is self.filter_input:
             event.input.display = bool(event.value)
-            self.process_table.focus()
+            self.main.process_table.focus()
 
     def on_key(self, event) -> None:  # noqa: ANN001 - textual.events.Key
         box = self.filter_input
         if event.key == "escape" and box is not None and box.has_focus:
             box.value = ""
             box.display = False
-            self.process_table.focus()
+            self.main.process_table.focus()
             event.stop()
 
     async def on_gpu_panel_gpu_clicked(self, message: GpuPanel.GpuClicked) -> None:
         """A click on a GPU shows its processes; a second click on it shows everything again."""
+        table = self.main.process_table
         wanted = f"gpu:{message.index}"
-        value = "" if self.process_table.filter_text == wanted else wanted
+        value = "" if table.filter_text == wanted else wanted
         box = await self._filter_box()
         box.value = value  # the Input's change event applies it to the table
         box.display = bool(value)
-        self.process_table.filter_text = value
-        self.process_table.redraw()
+        table.filter_text = value
+        table.redraw()
 
     def action_tree(self) -> None:
-        table = self.process_table
+        table = self.main.process_table
         table.tree_view = not table.tree_view
         table.redraw()
 
@@ -566,6 +507,12 @@ def ended_summary(job: JobSnapshot) -> str:
     codes = [f"pid {p.pid}: {p.exit_code}" for p in job.processes if p.exit_code is not None]
     return f"job ended (exit codes {', '.join(codes)})" if codes else \
         "job ended (exit codes unknown: known only for processes hwtop started or saw as zombies)"
+
+
+def replay_words(state: ReplayState) -> str:
+    """`REPLAY 2x 00:00:01/00:00:09`, and ` END` at the recording's last snapshot."""
+    words = f"REPLAY {state.speed:g}x {_clock(state.position_s)}/{_clock(state.length_s)}"
+    return words + (" END" if state.at_end else "")
 
 
 def _clock(seconds: float) -> str:

@@ -9,8 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
-from hwtop.model.history import History
-from hwtop.model.snapshot import Snapshot
+from hwtop.model.frame import Frame
+from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.job import JobPanel
@@ -24,8 +24,9 @@ class JobScreen(Screen[None]):
     """
     BINDINGS = keys.bindings(keys.JOB_SCREEN)
 
-    def __init__(self) -> None:
+    def __init__(self, context: ScreenContext) -> None:
         super().__init__()
+        self.context = context
         self.header = HeaderBar()
         self.panel = JobPanel(id="job")
         self.dumping = False
@@ -39,8 +40,9 @@ class JobScreen(Screen[None]):
     def on_mount(self) -> None:
         self.panel.focus()
 
-    def show(self, snapshot: Snapshot, history: History, interval: float, paused: bool) -> None:
-        self.header.show(snapshot, interval, paused)
+    def show(self, frame: Frame) -> None:
+        snapshot, status, history = frame.snapshot, self.context.status(), self.context.history
+        self.header.show(snapshot, status.interval, status.paused)
         node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         numa = snapshot.numa
         node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}

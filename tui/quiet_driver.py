@@ -14,11 +14,15 @@ import os
 import selectors
 import threading
 from codecs import getincrementaldecoder
+from typing import TYPE_CHECKING, Any
 
 from textual._parser import ParseError
 from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+
+if TYPE_CHECKING:
+    from textual.app import App
 
 POLL_S = 0.1  # Textual's own wait: used when a Textual release keeps the parser's deadline elsewhere
 _UNKNOWN = object()
@@ -72,8 +76,9 @@ def wait_s(parser: object) -> float | None:
 class QuietLinuxDriver(LinuxDriver):
     exit_event: _WakingEvent
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, app: App[Any], *, debug: bool = False, mouse: bool = True,
+                 size: tuple[int, int] | None = None) -> None:
+        super().__init__(app, debug=debug, mouse=mouse, size=size)
         self.exit_event = _WakingEvent()
 
     def _sigcont_application(self, *args: object) -> None:

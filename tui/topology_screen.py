@@ -6,7 +6,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
-from hwtop.model.snapshot import Snapshot
+from hwtop.model.frame import Frame
+from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.key_bar import KeyBar
@@ -16,8 +17,9 @@ from hwtop.widgets.topology import TopologyPanel
 class TopologyScreen(Screen[None]):
     BINDINGS = keys.bindings(keys.TOPOLOGY_SCREEN)
 
-    def __init__(self) -> None:
+    def __init__(self, context: ScreenContext) -> None:
         super().__init__()
+        self.context = context
         self.header = HeaderBar()
         self.panel = TopologyPanel()
 
@@ -27,8 +29,9 @@ class TopologyScreen(Screen[None]):
             yield self.panel
         yield KeyBar()
 
-    def show(self, snapshot: Snapshot, interval: float, paused: bool) -> None:
-        self.header.show(snapshot, interval, paused)
+    def show(self, frame: Frame) -> None:
+        snapshot, status = frame.snapshot, self.context.status()
+        self.header.show(snapshot, status.interval, status.paused)
         topology = snapshot.topology
         # The tick's NUMA reading (the memory panel's, a demo's own machine's), the topology's where it has none
         numa = snapshot.numa or (topology.numa if topology is not None else None)

@@ -4,7 +4,7 @@ Textual draws a widget's text by converting it to its own Content and rendering 
 2-core box, most of a tick's drawing. Rich renders the same line to segments in about 0.06 ms; what Textual adds
 is its colours (a Rich colour goes through Textual's own: an 8-bit grey becomes truecolour) on the widget's base
 style, and click offsets. Both are done here, the colour conversion cached per style
-(tests/test_panel_refresh.py compares every row with Textual's own drawing, cell by cell)."""
+(tests/widgets/test_strips.py compares every row with Textual's own drawing, cell by cell)."""
 
 from __future__ import annotations
 

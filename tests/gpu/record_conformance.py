@@ -4,7 +4,7 @@ It only reads; it changes no setting of the card.
 
     python tests/gpu/record_conformance.py [OUT.json]
 
-tests/test_gpu_conformance.py then checks the probe's figures against nvidia-smi's from that capture.
+tests/probes/test_gpu_conformance.py then checks the probe's figures against nvidia-smi's from that capture.
 """
 
 from __future__ import annotations

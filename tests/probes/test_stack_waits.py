@@ -1,0 +1,121 @@
+"""DDP's hidden wait: samples inside `loss.backward()` that the main thread's blocked time proves were waits
+become `collective` (a lower bound), on a real process's schedstat through the sampler; GPU ranks and plain
+processes are left as the stack reads; cumulative seconds per phase and the busy site for RankFigures."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hwtop.probes.stack_classify import CATEGORIES, Frame, Tally
+from hwtop.probes.stack_sampler import StackSampler
+from hwtop.probes.stack_waits import busy_site, main_thread_times, move_hidden_wait
+
+SITE = "/usr/lib/python3.11/site-packages/torch"
+TRAIN = "/home/me/train.py"
+
+
+def tally(**counts: int) -> Tally:
+    out = Tally()
+    frames = {"compute": [Frame("<module>", TRAIN, 40), Frame("Tensor.backward", f"{SITE}/_tensor.py", 1)],
+              "other": [Frame("<module>", TRAIN, 30), Frame("augment", TRAIN, 12)],
+              "data": [Frame("<module>", TRAIN, 20), Frame("__next__", f"{SITE}/utils/data/dataloader.py", 1),
+                       Frame("_next_data", f"{SITE}/utils/data/dataloader.py", 2)]}
+    for category, count in counts.items():
+        out.add(frames[category], count)
+    return out
+
+
+def test_blocked_time_beyond_every_other_category_moves_from_compute_to_collective():
+    t = tally(compute=90, other=10)
+    assert move_hidden_wait(t, blocked=0.85) == 75  # 85 blocked, of which at most 10 could be the other Python
+    assert dict(t.counts) == {"compute": 15, "collective": 75, "other": 10}
+    assert t.sites["collective"].most_common(1)[0][0] == "train.py:40 <module>"  # the loss.backward() line
+    assert busy_site(t) == "train.py:40 <module>"  # 15 computing samples there still, against 10 in augment
+
+
+def test_a_rank_that_is_never_blocked_or_never_in_compute_keeps_its_samples():
+    busy = tally(compute=60, other=40)
+    assert move_hidden_wait(busy, blocked=0.05) == 0 and busy.counts["collective"] == 0
+    waiting = tally(data=70, other=30)
+    assert move_hidden_wait(waiting, blocked=0.9) == 0 and dict(waiting.counts) == {"data": 70, "other": 30}
+    assert busy_site(waiting) == "train.py:12 augment"  # the data samples are waits, not what it does
+
+
+@given(st.integers(0, 200), st.integers(0, 200), st.integers(0, 200), st.floats(0.0, 1.0))
+def test_moved_samples_never_exceed_compute_or_the_blocked_share(compute, other, data, blocked):
+    t = tally(compute=compute, other=other, data=data)
+    total = t.samples
+    moved = move_hidden_wait(t, blocked)
+    assert 0 <= moved <= compute and moved <= round(blocked * total) + 1
+    assert t.samples == total and t.counts["compute"] == compute - moved
+
+
+def test_main_thread_times_read_schedstat_and_none_for_a_gone_process():
+    times = main_thread_times(os.getpid())
+    assert times is not None and times[0] > 0
+    assert main_thread_times(2 ** 22 + 7) is None
+
+
+# ----- through the sampler, on a real process -----
+
+BACKWARD = (f"<module> ({TRAIN}:40);Tensor.backward ({SITE}/_tensor.py:626);"
+            f"_engine_run_backward ({SITE}/autograd/graph.py:841)")
+AUGMENT = f"<module> ({TRAIN}:30);augment ({TRAIN}:12)"
+
+
+def fake_py_spy(tmp_path: Path, pid: int) -> str:
+    raw = tmp_path / "raw.txt"
+    raw.write_text(f"thread ({pid}): MainThread;{BACKWARD} 27\nthread ({pid}): MainThread;{AUGMENT} 3\n")
+    script = tmp_path / "py-spy"
+    # record --pid P --rate R --duration D ... --output FILE: sleeps out its chunk, then writes the samples
+    script.write_text(f'#!/bin/sh\nwhile [ "$1" != "--output" ]; do shift; done\nsleep 0.5\ncp {raw} "$2"\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return str(script)
+
+
+def sampled(sampler: StackSampler, pid: int, rank: int | None, on_gpu: frozenset[int] = frozenset()):
+    deadline = time.monotonic() + 15.0
+    while time.monotonic() < deadline:
+        sampler.want({pid: rank}, on_gpu)
+        stacks, _ = sampler.results()
+        if stacks and stacks[0].samples >= 60:
+            return stacks[0]
+        time.sleep(0.05)
+    raise AssertionError(sampler.results())
+
+
+@pytest.fixture
+def sleeper():
+    """A process whose main thread is blocked all the time, as a rank waiting for its peers is."""
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield process.pid
+    process.kill()
+    process.wait()
+
+
+@pytest.mark.parametrize("rank, on_gpu, collective", [(0, False, True), (0, True, False), (None, False, False)])
+def test_a_blocked_cpu_rank_inside_backward_reads_collective(tmp_path, sleeper, rank, on_gpu, collective):
+    sampler = StackSampler(py_spy=fake_py_spy(tmp_path, sleeper), first_chunk_s=1.0, chunk_s=1.0)
+    try:
+        stacks = sampled(sampler, sleeper, rank, frozenset({sleeper}) if on_gpu else frozenset())
+    finally:
+        sampler.close()
+    assert stacks.main_running is not None and stacks.main_running < 0.5  # its start-up ran, then it slept
+    if collective:  # 27 of 30 in backward, blocked ~100 %: all but the 3 augment samples were waits
+        assert stacks.fraction("collective") >= 0.6 and stacks.fraction("compute") <= 0.3
+        assert stacks.site("collective") == "train.py:40 <module>"
+    else:  # a GPU rank blocks in backward while the engine's device threads work; a lone process has no peers
+        assert stacks.fraction("collective") == 0 and stacks.fraction("compute") == pytest.approx(0.9)
+    assert stacks.busy_site in ("train.py:12 augment", "train.py:40 <module>")
+    seconds = dict(stacks.phase_seconds)
+    assert set(seconds) <= set(CATEGORIES) and sum(seconds.values()) >= 1.0  # two or more chunks of ~1 s
+    assert stacks.updated_at is not None and abs(stacks.updated_at - time.time()) < 15

@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hwtop.probes.sysfs import format_cpulist, parse_cpulist, parse_int_row, parse_meminfo_kb, parse_uptime
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("0-3,8-11", (0, 1, 2, 3, 8, 9, 10, 11)),
+    ("0", (0,)),
+    ("0-1\n", (0, 1)),
+    ("", ()),
+    ("\n", ()),
+    ("5,1,3", (1, 3, 5)),
+    ("0-15,64-79", tuple(range(16)) + tuple(range(64, 80))),
+])
+def test_cpulist_examples(text: str, expected: tuple[int, ...]) -> None:
+    assert parse_cpulist(text) == expected
+
+
+@pytest.mark.parametrize("text", ["abc", "3-1", "0-", "-4", "1,,2", "0-3;4", "0x1", "1-2-3"])
+def test_cpulist_garbage_raises_value_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_cpulist(text)
+
+
+@given(st.sets(st.integers(min_value=0, max_value=1023), max_size=200))
+def test_cpulist_round_trips_any_set(cpus: set[int]) -> None:
+    assert parse_cpulist(format_cpulist(tuple(cpus))) == tuple(sorted(cpus))
+
+
+@given(st.text(max_size=40))
+def test_cpulist_never_fails_other_than_value_error(text: str) -> None:
+    try:
+        result = parse_cpulist(text)
+    except ValueError:
+        return
+    assert all(isinstance(c, int) and c >= 0 for c in result)
+
+
+def test_format_cpulist_compresses_ranges() -> None:
+    assert format_cpulist((0, 1, 2, 3, 8, 10, 11)) == "0-3,8,10-11"
+    assert format_cpulist(()) == ""
+
+
+def test_node_meminfo_in_bytes() -> None:
+    text = "Node 1 MemTotal:       131072000 kB\nNode 1 MemFree:        1000 kB\nNode 1 HugePages_Total:     0\n"
+    values = parse_meminfo_kb(text)
+    assert values["MemTotal"] == 131072000 * 1024
+    assert values["MemFree"] == 1000 * 1024
+    assert values["HugePages_Total"] == 0
+
+
+@given(st.text(max_size=200))
+def test_meminfo_garbage_never_raises(text: str) -> None:
+    assert isinstance(parse_meminfo_kb(text), dict)
+
+
+def test_distance_row() -> None:
+    assert parse_int_row("10 21\n") == (10, 21)
+    with pytest.raises(ValueError):
+        parse_int_row("10 x")
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("93784.50 180000.00\n", 93784.5), (b"5 1", 5.0), ("INFINITY 1", None), ("nan", None), ("inf", None),
+    ("-1 0", None), ("", None), ("up", None),
+])
+def test_uptime_is_a_finite_number_of_seconds_or_none(text: str | bytes, seconds: float | None) -> None:
+    """Python reads 'inf' and 'nan' as floats; a snapshot holding one could not be written as JSON (hypothesis
+    found a /proc/uptime of 'INFINITY' in tests/session/test_faults.py)."""
+    assert parse_uptime(text) == seconds

@@ -1,0 +1,98 @@
+"""Redraw only what changed: the process table's line-API drawing repaints the rows whose text changed,
+keeps its keys and mouse behaviour, and a panel whose lines read the same is not repainted."""
+
+from __future__ import annotations
+
+from msgspec.structs import replace
+from textual.geometry import Region
+
+from hwtop.tui.app import HwtopApp
+from hwtop.widgets.processes import ProcessTable
+from tests.factories import ScriptedSource, host_snapshot
+
+
+async def started(app: HwtopApp, pilot) -> None:
+    await app.first_frame.wait()
+    await pilot.pause()
+
+
+def spy_refresh(monkeypatch, widget) -> list[tuple[Region, ...]]:
+    """The regions each `refresh` of `widget` asked for; () for the whole widget."""
+    calls: list[tuple[Region, ...]] = []
+    original = widget.refresh
+
+    def recording(*regions, **kwargs):
+        calls.append(regions)
+        return original(*regions, **kwargs)
+
+    monkeypatch.setattr(widget, "refresh", recording)
+    return calls
+
+
+async def test_a_tick_repaints_only_the_rows_whose_text_changed(monkeypatch) -> None:
+    base = host_snapshot()
+    app = HwtopApp(ScriptedSource([base]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        table = app.main.process_table
+        calls = spy_refresh(monkeypatch, table)
+        below_precision = tuple(replace(p, cpu_percent=p.cpu_percent + 0.01) if p.pid == 812 else p
+                                for p in base.processes)
+        table.show(below_precision, base.gpus)
+        assert calls == []  # 0.3 % and 0.31 % both read "0.3": nothing to repaint
+        visible_change = tuple(replace(p, threads=7) if p.pid == 812 else p for p in base.processes)
+        table.show(visible_change, base.gpus)
+        assert len(calls) == 1 and len(calls[0]) == 1 and calls[0][0].height == 1  # one line: sshd's row
+
+
+async def test_arrows_move_the_cursor_and_a_row_click_selects_it() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        table = app.query_one(ProcessTable)
+        assert table.cursor_row == 0
+        await pilot.press("down", "down")
+        assert table.cursor_row == 2
+        await pilot.press("up")
+        assert table.cursor_row == 1
+        await pilot.click(ProcessTable, offset=(3, 2))  # the border, the header, then row 0
+        assert table.cursor_row == 0
+
+
+async def test_the_selection_follows_its_pid_when_the_order_changes() -> None:
+    base = host_snapshot()
+    app = HwtopApp(ScriptedSource([base]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        table = app.main.process_table
+        table.move_cursor(row=2)
+        assert table.rows_shown[2].pid == 812
+        busy = tuple(replace(p, cpu_percent=100.0) if p.pid == 812 else p for p in base.processes)
+        table.show(busy, base.gpus)
+        assert table.rows_shown[0].pid == 812 and table.cursor_row == 0
+
+
+async def test_a_click_on_a_column_label_sorts_by_it() -> None:
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        table = app.main.process_table
+        await pilot.click(ProcessTable, offset=(2, 1))  # inside the border: the header's first column, PID
+        await pilot.pause()
+        assert table.sort_key == "pid"
+        assert [r.pid for r in table.rows_shown] == [812, 41000, 41010]
+
+
+async def test_a_panel_whose_lines_read_the_same_is_not_repainted(monkeypatch) -> None:
+    snapshot = host_snapshot()
+    app = HwtopApp(ScriptedSource([snapshot]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        panel = app.main.memory_panel
+        calls = spy_refresh(monkeypatch, panel)
+        panel.show(panel.memory, panel.numa, panel.history)
+        assert calls == []
+        assert panel.memory is not None
+        grown = replace(panel.memory, available_bytes=panel.memory.available_bytes // 2)
+        panel.show(grown, panel.numa, panel.history)
+        assert len(calls) == 1

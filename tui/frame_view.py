@@ -1,0 +1,39 @@
+"""What every screen of the monitor shares: it is shown a Frame through one `show(frame)`, and reads what the
+Frame does not hold (the refresh interval, pause, the replay's clock, the file being recorded, the history) from
+its context, the app."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from hwtop.model.frame import Frame
+from hwtop.model.history import History
+from hwtop.model.record import Record
+
+
+class Status(Record, frozen=True):
+    """The header's words beside the snapshot."""
+
+    interval: float
+    paused: bool = False
+    replay: str | None = None  # `REPLAY 1x 00:00:01/00:00:09 END` when a recording drives the app
+    recording: str | None = None  # the file R is writing
+
+
+class ScreenContext(Protocol):
+    """What a screen reads besides the Frame (the app implements it)."""
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def watching(self) -> tuple[str, ...]: ...
+
+    def status(self) -> Status: ...
+
+
+@runtime_checkable
+class FrameView(Protocol):
+    """A screen that shows each tick's Frame."""
+
+    def show(self, frame: Frame) -> None: ...
