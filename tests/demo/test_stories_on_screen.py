@@ -46,7 +46,7 @@ async def test_nccl_hang_the_rank_the_advice_names_is_alone_on_the_cpu_in_the_ta
         assert f"rank {NCCL_STUCK_RANK} (pid {stuck})" in named and "while the others sleep" in named
         steps = next(line for line in finding.evidence if "stopped reporting steps" in line)
         assert "all 8 ranks at step" in steps
-        rows = {r.pid: r for r in app.process_table.rows_shown if RANK_PID <= r.pid < RANK_PID + 8}
+        rows = {r.pid: r for r in app.main.process_table.rows_shown if RANK_PID <= r.pid < RANK_PID + 8}
         assert len(rows) == 8
         assert rows[stuck].cpu is not None and rows[stuck].cpu > 90
         asleep = [r.cpu for pid, r in rows.items() if pid != stuck]
@@ -64,6 +64,6 @@ async def test_amp_advice_names_the_torchrun_job_and_md_arrays_are_raid() -> Non
         assert app.frame is not None
         finding = next(f for f in app.frame.findings if f.id == "amp-available")
         assert finding.evidence[0].startswith("the torchrun job (pid 40990) trains in fp32")
-        text = "\n".join(line.plain for line in app.disks_panel.lines(120))
+        text = "\n".join(line.plain for line in app.main.disks_panel.lines(120))
         assert "md1" in text and not any("md" in line and " ssd" in line for line in text.split("\n"))
         assert any(line.split()[:2] == ["md1", "raid"] for line in text.split("\n")), text
