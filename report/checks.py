@@ -48,6 +48,7 @@ NVLINK_GBS_PER_LINK = 25.0
 NVLINK_GBS_PER_LINK_GEFORCE = 14.0625
 GUIDE_NVLINK_GBS = 600.0  # the guide's interconnect table: both directions of an A100's 12 links
 GUIDE_PCIE_SWITCH_GBS = 16.0  # the guide's interconnect table: a PCIe 3.0 x16 link, one way
+GUIDE_PCIE4_X16_GBS = 64.0  # the guide's CPU section: PCIe 4.0 x16, both directions together
 
 
 def gib(value: float | None) -> str:
@@ -128,7 +129,8 @@ def checks(facts: BoxFacts) -> list[Check]:
             who = f"GPU{members[0]}" if len(members) == 1 else f"GPU{','.join(map(str, members))}"
             measured = "N/A" if gen is None else f"Gen{gen} x{width} (≈ {_pcie_gbs(gen, width):.0f} GB/s each way)"
             out.append(Check(f"{who} PCIe link", measured,
-                             "PCIe 4.0 x16, ≈ 32 GB/s each way (the guide's 64 GB/s counts both directions)",
+                             f"PCIe 4.0 x16, ≈ {_pcie_gbs(4, 16):.0f} GB/s each way (the guide's "
+                             f"{GUIDE_PCIE4_X16_GBS:.0f} GB/s counts both directions)",
                              "info" if gen is None else "pass" if ok else "short"))
     cores, threads = facts.physical_cores, facts.logical_cores
     out.append(Check("CPU cores / threads", f"{cores or 'N/A'} / {threads or 'N/A'}",
@@ -143,8 +145,11 @@ def checks(facts: BoxFacts) -> list[Check]:
         counts[kind] = counts.get(kind, 0) + 1
     kinds = ", ".join(f"{n} {kind}" + (" (md arrays of the disks beside)" if kind == "raid" else "")
                       for kind, n in counts.items()) or "none found"
-    out.append(Check("Dataset storage", kinds, "NVMe (~7 GB/s) for live data loading; SATA SSD ~550 MB/s, HDD "
-                     "~150 MB/s", "pass" if nvme else "short",
+    from hwtop.report.storage import CLASS_BYTES_PER_S as CLASS
+
+    guide = (f"NVMe (~{CLASS['nvme'] / 1e9:.0f} GB/s) for live data loading; SATA SSD ~{CLASS['ssd'] / 1e6:.0f} "
+             f"MB/s, HDD ~{CLASS['hdd'] / 1e6:.0f} MB/s")
+    out.append(Check("Dataset storage", kinds, guide, "pass" if nvme else "short",
                      "" if nvme else "measure it: hwtop report --storage /path/to/dataset"))
     total_gpu = sum(g.memory_bytes or 0 for g in gpus)
     ram = facts.ram_bytes
