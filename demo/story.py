@@ -261,9 +261,12 @@ THERMAL_SLOW_S = 40.0  # SW thermal slowdown from here
 THERMAL_FIXED_S = 90.0  # cooling restored
 
 
+THERMAL_HOT = JobState("GPU 2 too hot: clocks held back", compute_s=0.41)  # the others wait for it each step
+
+
 def _thermal(t: float) -> JobState:
     if THERMAL_SLOW_S <= t < THERMAL_FIXED_S:
-        return JobState("GPU 2 too hot: clocks held back", compute_s=0.41)  # the others wait for it each step
+        return THERMAL_HOT
     return JobState("cooling restored" if t >= THERMAL_FIXED_S else "training")
 
 
@@ -278,6 +281,12 @@ def _thermal_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
             gpu, 22.0 * (s - start) / (end - start)))
     library.at(THERMAL_SLOW_S, lambda lib: lib.force_reasons(gpu, "sw_thermal"))
     library.at(THERMAL_FIXED_S, lambda lib: lib.force_reasons(gpu))
+    # DDP steps at the slowest GPU's pace: the cool ones compute their share of its step, then wait in all-reduce
+    waiting = JobState("training").compute_s / THERMAL_HOT.compute_s
+    for index in profile.busy_gpus:
+        if index != gpu:
+            library.at(THERMAL_SLOW_S, lambda lib, i=index: lib.set_load(i, 0.9 * waiting))
+            library.at(THERMAL_FIXED_S, lambda lib, i=index: lib.set_load(i, None))
     library.at(THERMAL_FIXED_S, lambda lib: lib.set_temperature_offset(gpu, 0.0))
 
 
