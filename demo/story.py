@@ -261,7 +261,7 @@ THERMAL_SLOW_S = 40.0  # SW thermal slowdown from here
 THERMAL_FIXED_S = 90.0  # cooling restored
 
 
-THERMAL_HOT = JobState("GPU 2 too hot: clocks held back", compute_s=0.41)  # the others wait for it each step
+THERMAL_HOT = JobState("a GPU too hot: clocks held back, the others wait for it each step", compute_s=0.41)
 
 
 def _thermal(t: float) -> JobState:
