@@ -311,7 +311,7 @@ class SimulatedHost:
                 out.append(ProcessInfo(pid, LAUNCHER_PID, JOB_USER, "python",
                                        f"/usr/bin/python3 -u {script} --local_rank={rank}",
                                        "R" if job.rank_runs(rank) else "S",
-                                       round(job.rank_cpu_percent(rank) * rng.uniform(0.95, 1.0), 1),
+                                       round(job.cpu_of_rank(rank) * rng.uniform(0.95, 1.0), 1),
                                        rank_rss(self.spec, len(ranks), rank), 86, affinity))
                 for worker in range(job.num_workers):  # their CPU jitters around what the step consumes
                     out.append(ProcessInfo(WORKER_PID + 64 * rank + worker, pid, JOB_USER, "pt_data_worker",

@@ -40,7 +40,7 @@ class DemoJob:
             state = self.story.state(self._t, self.ranks)
             for i, rank in enumerate(self.ranks):
                 if state.status == "running" and rank != state.stuck_rank and rank not in state.dead_ranks:
-                    self._steps[i] += (step_end - self._t) / state.step_time_s
+                    self._steps[i] += (step_end - self._t) / state.step_s
                 # stalled: every rank waits on the stuck one in the collective, so no step completes
             self._t = step_end
         return job
@@ -48,7 +48,7 @@ class DemoJob:
     def state(self) -> WorkloadState:
         t = max(0.0, self.elapsed())
         job = self._advance(t)
-        self._times = (self._times + [job.step_time_s])[-RING:]
+        self._times = (self._times + [job.step_s])[-RING:]
         world = len(self.ranks)
         ranks = tuple(self._rank(i, rank, job) for i, rank in enumerate(self.ranks) if rank not in job.dead_ranks
                       and job.status != "crashed")
@@ -72,7 +72,7 @@ class DemoJob:
         step = int(self._steps[i])
         held = int(rank_memory(self.profile, rank) * job.gpu_memory_scale * memory_ramp(self._t))
         stalled = job.status == "stalled"
-        step_time = None if stalled else job.step_time_s
+        step_time = None if stalled else job.step_s
         return RankState(
             rank=rank, pid=RANK_PID + rank, step=step, step_time_s=step_time,
             samples_per_s=None if step_time is None else round(job.samples_per_s, 1),

@@ -36,13 +36,36 @@ class JobState:
     status: str = "running"  # running | stalled | crashed
     num_workers: int = 8  # DataLoader workers per rank
     cpu_ms_per_sample: float = 6.0  # a worker's CPU time to read, decode and augment one sample
-    compute_s: float = 0.31  # the GPU's forward and backward of one batch
+    compute_s: float | None = None  # the GPU's part of a step (forward, backward, all-reduce); 0.31 s if not given
     amp: str = "bf16"  # off | bf16 | fp16
     batch_size: int = 256
     gpu_memory_scale: float = 1.0  # each rank's device memory, as a share of what its profile's rank holds
     stuck_rank: int | None = None  # a rank that never reached the collective the others wait in
     dead_ranks: tuple[int, ...] = ()
     oom_at: float | None = None  # scenario time of the OOM that killed the first dead rank
+    # Follow from the above unless a story sets them: a step time given alone is the GPU's part of the step (the
+    # workers may still make it longer); a training rank's main-thread CPU is the share of the step it computes.
+    step_time_s: float | None = None
+    rank_cpu_percent: float | None = None
+
+    def __post_init__(self) -> None:
+        compute = self.compute_s if self.compute_s is not None else (self.step_time_s or 0.31)
+        if self.num_workers == 0:  # loading in the main thread does not overlap the GPU's work
+            step = compute + self.loader_s
+        else:
+            step = max(compute, self.loader_s, self.step_time_s or 0.0)
+        object.__setattr__(self, "compute_s", compute)
+        object.__setattr__(self, "step_time_s", step)
+        if self.rank_cpu_percent is None:
+            object.__setattr__(self, "rank_cpu_percent", 100.0 * compute / step)
+
+    @property
+    def compute(self) -> float:
+        return self.compute_s or 0.0
+
+    @property
+    def step_s(self) -> float:
+        return self.step_time_s or self.compute
 
     @property
     def training(self) -> bool:
@@ -54,20 +77,14 @@ class JobState:
         return self.batch_size * self.cpu_ms_per_sample / 1000.0 / max(1, self.num_workers)
 
     @property
-    def step_time_s(self) -> float:
-        if self.num_workers == 0:  # loading in the main thread does not overlap the GPU's work
-            return self.compute_s + self.loader_s
-        return max(self.compute_s, self.loader_s)
-
-    @property
     def data_wait(self) -> float:
         """The share of each step spent waiting for the next batch."""
-        return 1.0 - self.compute_s / self.step_time_s if self.training else 0.0
+        return 1.0 - self.compute / self.step_s if self.training else 0.0
 
     @property
     def samples_per_s(self) -> float:
         """Per rank."""
-        return self.batch_size / self.step_time_s if self.training else 0.0
+        return self.batch_size / self.step_s if self.training else 0.0
 
     @property
     def supply_per_s(self) -> float:
@@ -77,27 +94,27 @@ class JobState:
     @property
     def gpu_busy(self) -> float:
         """The share of the time the GPU computes."""
-        return self.compute_s / self.step_time_s if self.training else 0.0
+        return self.compute / self.step_s if self.training else 0.0
 
     @property
     def worker_cpu_percent(self) -> float:
         """Each worker's CPU: none while the job is stalled or dead (their prefetch queues are full)."""
         if not self.training or self.num_workers == 0:
             return 0.0
-        return 100.0 * min(1.0, self.loader_s / self.step_time_s)
+        return 100.0 * min(1.0, self.loader_s / self.step_s)
 
-    def rank_cpu_percent(self, rank: int) -> float:
+    def cpu_of_rank(self, rank: int) -> float:
         """A rank's main thread. In a hang the one rank that never reached the collective runs (a data-dependent
         branch, a loop of its own), the others sleep in it."""
         if self.status == "crashed" or rank in self.dead_ranks:
             return 0.0
         if self.status == "stalled":
             return 98.0 if rank == self.stuck_rank else 0.3
-        return 100.0 * self.gpu_busy
+        return self.rank_cpu_percent or 0.0
 
     def rank_runs(self, rank: int) -> bool:
         """Its state in the process table: R while on the CPU, else S."""
-        return self.rank_cpu_percent(rank) >= 50.0
+        return self.cpu_of_rank(rank) >= 50.0
 
     def fitted(self, ranks: tuple[int, ...]) -> JobState:
         """The state on a machine with these ranks: a story names the rank it is about on the eight-GPU box it is
@@ -282,7 +299,7 @@ def _thermal_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
     library.at(THERMAL_SLOW_S, lambda lib: lib.force_reasons(gpu, "sw_thermal"))
     library.at(THERMAL_FIXED_S, lambda lib: lib.force_reasons(gpu))
     # DDP steps at the slowest GPU's pace: the cool ones compute their share of its step, then wait in all-reduce
-    waiting = JobState("training").compute_s / THERMAL_HOT.compute_s
+    waiting = JobState("training").compute / THERMAL_HOT.compute
     for index in profile.busy_gpus:
         if index != gpu:
             library.at(THERMAL_SLOW_S, lambda lib, i=index: lib.set_load(i, 0.9 * waiting))
