@@ -1,6 +1,7 @@
 """Runs the rules over a bounded window of snapshots each tick and applies hysteresis, so a finding appears
 after its condition has held for the rule's hold time and clears after it has been false for its clear time.
-Time is the snapshots' own, so a replay advises exactly as the live run did."""
+Time is the snapshots' own, so a replay advises exactly as the live run did. Each member of a cause (one GPU of
+eight) holds and clears on its own; what is shown is grouped, one finding per cause (advice/grouping.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections import deque
 import msgspec
 import msgspec.structs
 
+from hwtop.advice.grouping import group
 from hwtop.advice.rules import RULES, Rule
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
@@ -68,7 +70,7 @@ class AdviceEngine:
                 continue
             self.rule_errors.pop(rule.id, None)
             for finding in found:
-                key = finding.key
+                key = (finding.id, finding.scope)  # each member of a cause holds and clears on its own
                 seen.add(key)
                 track = self._tracks.get(key)
                 if track is None:
@@ -79,9 +81,8 @@ class AdviceEngine:
         for key, track in list(self._tracks.items()):
             if key not in seen and (not track.shown or now - track.last_true >= clear_of.get(key[0], 0.0)):
                 del self._tracks[key]
-        self.findings = tuple(sorted(
-            (msgspec.structs.replace(t.finding, since=t.first_true) for t in self._tracks.values() if t.shown),
-            key=lambda f: (f.rank, f.id, f.scope)))
+        self.findings = group((msgspec.structs.replace(t.finding, since=t.first_true, held_at=t.last_true)
+                               for t in self._tracks.values() if t.shown), now)
         return self.findings
 
     def holding(self, snapshot: Snapshot) -> tuple[tuple[Finding, ...], frozenset[str]]:
@@ -97,4 +98,4 @@ class AdviceEngine:
                 found += rule.check(window, self.thresholds)
             except Exception:  # noqa: BLE001 - one broken rule must not stop the others
                 failed.add(rule.id)
-        return tuple(found), frozenset(failed)
+        return group(found, snapshot.time), frozenset(failed)

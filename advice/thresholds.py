@@ -104,8 +104,24 @@ TABLE: dict[str, Threshold] = {
                           "longer fits"),
     "cgroup_memory_full_share": Threshold(
         0.9, "fraction", "hwtop's choice: a cgroup at 90% of its memory limit reclaims its own page cache"),
+    # ----- the ranks of a job (issue 34) -----
+    "straggler_peer_wait_share": Threshold(
+        0.4, "fraction", "hwtop's choice, measured on tests/jobs/ddp_straggler.py (gloo, 2 ranks, a 2-core box at "
+                         "load ~9): with one rank slowed the other waits in collectives 52-91% of its samples (52% "
+                         "in a first 3 s chunk); balanced, the two wait 35% and 43%, so the ratio below decides"),
+    "straggler_own_wait_ratio": Threshold(
+        0.33, "fraction", "hwtop's choice: the straggler waits at most a third as much as the others (measured: "
+                          "the slowed rank 1% against 91%; balanced ranks differ by ~1.2x)"),
     "memory_growth_bytes_per_s": Threshold(
         1 << 20, "B/s", "hwtop's choice: a process growing 1 MiB/s for the window is named as what grows"),
+    # ----- a job's ranks across hosts: hangs (advice/ranks.py) -----
+    "rank_hang_wait_share": Threshold(
+        0.98, "fraction", "hwtop's choice: a rank held back by a straggler still computes between all-reduces "
+                          "(the waiting rank of tests/jobs/ddp_straggler.py: 91% waiting); one that waits 98% of "
+                          "its samples or more makes no progress at all: the collective is not completing"),
+    "rank_stale_s": Threshold(
+        30.0, "s", "hwtop's choice: the stack sampler reports each rank every 10 s (probes/stack_sampler.py); "
+                   "three missed reports while the other ranks' arrive is a rank, or its host, that stopped"),
 }
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec.structs
 
 from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.timeline import clock
 from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot
 from hwtop.model.safe_text import printable, printable_lines
@@ -92,6 +93,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             facts["workload"] = {"scenario": w.scenario, "status": w.status, "exit_code": w.exit_code,
                                  "stderr_tail": list(w.stderr_tail)}
         facts["rule_errors"] = dict(frame.rule_errors)
+        facts["timeline"] = [change.to_dict() for change in frame.timeline]
         if snapshot.job is not None:
             shown = last_running or snapshot.job  # an ended job's last live view, with how it ended
             watched_s = snapshot.time - (facts.get("job_since") or snapshot.time)
@@ -170,10 +172,15 @@ def job_facts(job: JobSnapshot, watched_s: float) -> dict[str, Any]:
         "stacks": [{"pid": s.pid, "rank": s.rank, "samples": s.samples, "window_s": s.window_s,
                     "fractions": {LABELS.get(name, name): round(value, 3) for name, value in s.fractions},
                     "data_loader": s.data_loader, "message": s.message} for s in job.stacks],
+        "rank_figures": [{"rank": r.rank, "host": r.host, "pid": r.pid, "local_rank": r.local_rank, "gpu": r.gpu,
+                          "samples": r.samples, "collective": round(r.collective_share, 3), "steps": r.steps,
+                          "shares": {LABELS.get(name, name): round(value, 3) for name, value in r.shares},
+                          "phase_seconds": {name: round(value, 1) for name, value in r.phase_seconds},
+                          "site": r.site} for r in job.ranks],
     }
 
 
-def _job_lines(job: dict[str, Any]) -> list[str]:
+def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
     out = [f"  watching {job['label']}: {job['status']}, {job['processes']} process(es), {job['ranks']} rank(s), "
            f"watched {job['watched_s']:.0f} s; {job['workers_exited_last_minute']} DataLoader workers exited in the "
            "last minute"]
@@ -189,6 +196,21 @@ def _job_lines(job: dict[str, Any]) -> list[str]:
                        + ", ".join(f"{name} {100 * value:.0f}%" for name, value in parts))
         elif stacks.get("message"):
             out.append(f"  where {who} spends its time: {stacks['message']}")
+    return out + _rank_lines(job.get("rank_figures") or [], straggler)
+
+
+def _rank_lines(ranks: list[dict[str, Any]], straggler: int | None) -> list[str]:
+    """The ranks side by side: how much of its time each waits for the others, and what it does otherwise."""
+    if len(ranks) < 2:
+        return []
+    hosts = [printable(r["host"]) for r in ranks]  # a remote label: control characters made visible first
+    width = max(4, *(len(host) for host in hosts))
+    out = [f"  ranks: {'rank':>4}  {'host':<{width}}  {'pid':>7}  {'waits in collectives':<20}  busy at"]
+    for r, host in zip(ranks, hosts, strict=True):
+        wait = f"{100 * r['collective']:.0f}%" if r["samples"] else "N/A"
+        mark = " <- straggler" if straggler is not None and r["pid"] == straggler else ""
+        out.append(f"         {r['rank']:>4}  {host:<{width}}  {r['pid'] or '':>7}  {wait + mark:<20}  "
+                   f"{r['site'] or ''}".rstrip())
     return out
 
 
@@ -203,19 +225,34 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
     if facts.get("gpu_message"):
         out.append(f"  GPUs: {facts['gpu_message']}")
     if facts.get("job"):
-        out += _job_lines(facts["job"])
+        straggler = next((e.finding.pids[0] for e in seen.values() if e.finding.id == "rank-straggler" and
+                          e.active and e.finding.pids), None)
+        out += _job_lines(facts["job"], straggler)
     if not seen:
         out.append("No problems seen.")
     for entry in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope)):
         f = entry.finding
         state = "active" if entry.active else f"cleared (seen for {entry.last - entry.first:.0f} s)"
+        if entry.active and f.clearing(entry.last) and f.held_at is not None:  # shown, but no longer holding
+            state = f"clearing: not seen for {entry.last - f.held_at:.0f} s, its figures as of {clock(f.held_at)}"
         out.append("")
         out.append(f"[{f.severity.upper()}] {f.title}" + (f" · {f.scope}" if f.scope else "") + f"  ({f.id}, {state})")
         out += [f"  seen: {line}" for line in f.evidence]
         out += [f"  fix:  {line}" for line in f.fix]
     for rule, message in sorted(facts.get("rule_errors", {}).items()):
         out.append(f"rule {rule} failed: {message}")
+    out += timeline_lines(facts.get("timeline", []))
     return printable_lines(out)
+
+
+def timeline_lines(changes: list[dict[str, Any]]) -> list[str]:
+    """What was raised and cleared while doctor watched, with times: the story behind the findings above."""
+    from hwtop.advice.timeline import describe
+    from hwtop.model.finding import Change
+
+    if not changes:
+        return ["", "What changed: nothing was raised or cleared."]
+    return ["", "What changed:", *(f"  {describe(Change(**change))}" for change in changes)]
 
 
 def crash_lines(workload: dict[str, Any]) -> list[str]:

@@ -56,7 +56,9 @@ def add_options(export: argparse.ArgumentParser, add_source_options: Callable[..
     export.description = (
         "Serve GET /metrics: GPU series named as NVIDIA's dcgm-exporter names them (DCGM_FI_DEV_*, labels gpu, UUID, "
         "pci_bus_id, device, modelName, Hostname) and hwtop_* series for cores, NUMA memory, disks, the workload and "
-        "the active advice findings. Scrapes read the latest snapshot.")
+        "the active advice findings. Scrapes read the latest snapshot. With --pid/--job, the job is focused as the "
+        "monitor focuses it and each rank's phase seconds, steps and last update are exported "
+        "(hwtop_job_rank_*{job_name,rank,Hostname}) for 'hwtop fleet --prometheus URL --job NAME'.")
     export.add_argument("--listen", type=listen_address, default=listen_address(DEFAULT_LISTEN),
                         metavar="HOST:PORT", help=f"address to bind (default {DEFAULT_LISTEN}; 0.0.0.0:PORT exposes "
                                                   "it to the network)")
@@ -67,23 +69,53 @@ def add_options(export: argparse.ArgumentParser, add_source_options: Callable[..
     add_source_options(export, "seconds between samples (default 1)", sub=True)
 
 
+def focus_job(args: argparse.Namespace):  # noqa: ANN201 - a JobProbe, or None (the reason printed)
+    """The job of --pid/--job, focused as the monitor focuses it (its ranks' stacks sampled), or None after one
+    line on stderr (exit 2): no such process, no match, not permitted."""
+    from hwtop.probes.job import JobError, JobProbe
+
+    try:
+        probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True,
+                         host=args.hostname or os.environ.get("NODE_NAME") or "")  # the name its ranks carry
+        probe.check()
+    except JobError as error:
+        from hwtop.model.safe_text import printable
+
+        print(f"hwtop: error: {printable(str(error))}", file=sys.stderr)
+        return None
+    return probe
+
+
 def export_command(args: argparse.Namespace, make_sampler, thresholds: Thresholds) -> int:  # noqa: ANN001
     from hwtop.exporter.server import make_exporter
     from hwtop.recording.store import hwtop_version
     from hwtop.session.session import Session
 
+    job_name = getattr(args, "job_name", None)
+    watching = bool(getattr(args, "pid", None) or getattr(args, "job", None))
+    if job_name is not None and not watching:
+        print("hwtop: error: --job-name names the job of --pid or --job: give one of them", file=sys.stderr)
+        return 2
     if args.replay is not None:
         from hwtop.cli.record import load_or_exit
         from hwtop.recording.replay import ReplaySource
 
         source = ReplaySource(load_or_exit(args.replay), interval_s=args.interval)
     else:
-        source = make_sampler(args.demo, args.no_gpu)
+        job_probe = focus_job(args) if watching else None
+        if watching and job_probe is None:
+            return 2
+        sampler = make_sampler(args.demo, args.no_gpu)
+        sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
+        source = sampler
+        if watching:
+            job_name = job_name or (args.job if args.job and not args.job.isdigit() else None)
     session = Session(source, thresholds)
     host, port = args.listen
     try:
         server, stop, _latest = make_exporter(session.tick, host, port, args.interval, hwtop_version(),
-                                              hostname=args.hostname or os.environ.get("NODE_NAME") or None)
+                                              hostname=args.hostname or os.environ.get("NODE_NAME") or None,
+                                              job_name=job_name)
     except OSError as error:
         session.close()
         print(f"hwtop: error: cannot listen on {host}:{port}: {error.strerror or error}", file=sys.stderr)

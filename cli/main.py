@@ -46,7 +46,7 @@ def _add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub
                              "'--demo list' names them")
     parser.add_argument("--scenario", metavar="NAME", default=default(None),
                         help="with --demo: play a scripted story on the demo machine (starved, nccl-hang, oom, amp, "
-                             "thermal); same as --demo PROFILE:NAME")
+                             "thermal, straggler); same as --demo PROFILE:NAME")
     parser.add_argument("--no-gpu", action="store_true", default=default(False), help="do not probe GPUs at all")
 
 
@@ -89,6 +89,8 @@ EXCLUSIVE = (
     ("--workload", "--job", "watch the embedded job or a running one, not both"),
     ("--workload", "replay FILE", "a replay only plays what was recorded"),
     ("--pid", "replay FILE", "a replay only plays what was recorded"),
+    ("--pid", "--replay", "a replay only plays what was recorded"),
+    ("--job", "--replay", "a replay only plays what was recorded"),
     ("--job", "replay FILE", "a replay only plays what was recorded"),
 )
 
@@ -163,7 +165,7 @@ def _doctor_options(doctor: argparse.ArgumentParser) -> None:
         "Exit 0: nothing at warning or above; 1: something was found; 2: bad usage (a pid that does not exist, is "
         "not Python, or may not be inspected); 3: the --workload crashed (its failed rank's exit code and last "
         "stderr lines on stderr). Options after --workload SCENARIO that doctor does not know go to the job "
-        "(python -m workload.job --help).")
+        "(hwtop workload --help).")
     doctor.add_argument("--seconds", type=interval_seconds, default=None,
                         help="how long to sample (default 10; 20 with --pid/--job, as stack samples take time)")
     _add_job_options(doctor, sub=True)
@@ -195,6 +197,10 @@ def _export_options(export: argparse.ArgumentParser) -> None:
     from hwtop.cli.export import add_options
 
     add_options(export, _add_source_options)
+    _add_job_options(export, sub=True)
+    export.add_argument("--job-name", metavar="NAME", default=None,
+                        help="with --pid/--job: the job_name label of the job's rank series (default: the --job "
+                             "pattern, else 'pid N'); give every node's exporter the same one")
 
 
 def _fleet_options(fleet: argparse.ArgumentParser) -> None:
@@ -210,6 +216,14 @@ def _fleet_options(fleet: argparse.ArgumentParser) -> None:
                        help="with --prometheus: only series matching these label matchers, e.g. '{job=\"train\"}'")
     fleet.add_argument("--timeout", type=interval_seconds, default=3.0, metavar="SECONDS",
                        help="deadline of each request (default 3)")
+    fleet.add_argument("--job", metavar="NAME", default=None,
+                       help="with --prometheus: every rank of this job (the job_name of its hosts' 'hwtop export "
+                            "--job'), worst first, the straggler or the hang named with its host's top finding")
+    fleet.add_argument("--rank-window", type=interval_seconds, default=60.0, metavar="SECONDS",
+                       help="with --job: the span the ranks' shares are taken over (default 60)")
+    fleet.add_argument("--json", action="store_true",
+                       help="read one round, print the hosts (and the --job view) as JSON and exit: 0 read, 1 "
+                            "Prometheus or every exporter did not answer")
     _add_source_options(fleet, "seconds between rounds (default 1)", sub=True)
 
 
@@ -232,7 +246,7 @@ COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None] | None]
     "fleet": ("one row per host, worst first, from their exporters or from Prometheus", _fleet_options),
     "report": ("grade this box for PyTorch training; what a given model needs (--params)", _report_options),
     "workload": ("run the embedded PyTorch DDP/AMP job headless and print its telemetry (needs torch; options: "
-                 "python -m workload.job --help)", None),
+                 "hwtop workload --help)", None),
 }
 
 
@@ -279,6 +293,22 @@ def _check_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         if ":" in spec:
             parser.error("--scenario plays on a plain profile, not on a driver scenario such as " + spec)
         args.demo = f"{spec}:{story}"
+    from hwtop.demo.nvml import coverage
+
+    if (outside := coverage.note(coverage.installed())) is not None:  # every command a demo machine drives
+        print(f"hwtop: {outside}", file=sys.stderr)
+
+
+def workload_help() -> int:
+    """The job's own options (its parser lives beside torch, in the job's process), then hwtop's one option."""
+    import subprocess
+
+    from hwtop.workload.launcher import JOB_MODULE, job_environment
+
+    shown = subprocess.run([sys.executable, "-P", "-m", JOB_MODULE, "--help"], env=job_environment(),
+                           stdin=subprocess.DEVNULL, check=False)
+    print("\nhwtop workload also takes --json: each telemetry record as one JSON line.")
+    return shown.returncode
 
 
 def workload_command(argv: list[str]) -> int:
@@ -295,7 +325,7 @@ def workload_command(argv: list[str]) -> int:
     as_json = "--json" in argv
     job_args = [a for a in argv if a != "--json"]
     if "-h" in job_args or "--help" in job_args:
-        print("usage: hwtop workload [--json] [job options]; job options: python -m workload.job --help")
+        return workload_help()
     job = WorkloadProcess(job_args)
 
     def stop(signum: int, _frame: object) -> None:
@@ -374,7 +404,7 @@ def run_command(argv: list[str]) -> int:
         args.interval_given = "--interval" in argv
         return replay_command(args)
     if args.command == "fleet":
-        return fleet_command(args, parser)
+        return fleet_command(args, parser, thresholds)
     if args.command == "export":
         from hwtop.cli.export import export_command
 
@@ -399,7 +429,8 @@ def run_command(argv: list[str]) -> int:
         except JobError as error:
             parser.error(str(error))
     sampler = make_sampler(args.demo, args.no_gpu)
-    sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
+    if job_probe is not None:  # a demo story about the ranks brings its own focused job
+        sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
     try:
         # The first sample is taken while Textual is still to be imported (0.1-0.3 s); the first tick, after it,
         # before the app runs. The first frame then shows CPU %, disk and process rates, drawn at once rather
@@ -420,7 +451,7 @@ def run_command(argv: list[str]) -> int:
     return 0
 
 
-def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser, thresholds) -> int:  # noqa: ANN001
     from hwtop.fleet.sources import DirectSource, FleetSource, PrometheusSource
     from hwtop.fleet.targets import merge, prometheus_url, selector_matchers
 
@@ -438,10 +469,13 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
             if targets:
                 parser.error("give exporter URLs or --prometheus, not both")
             source = PrometheusSource(prometheus_url(args.prometheus), selector_matchers(args.selector or "{}"),
-                                      interval=interval, timeout=args.timeout)
+                                      interval=interval, timeout=args.timeout, job=args.job,
+                                      job_window_s=args.rank_window, thresholds=thresholds)
         else:
             if args.selector:
                 parser.error("--selector needs --prometheus URL")
+            if args.job is not None:
+                parser.error("--job reads the job's ranks through Prometheus: it needs --prometheus URL")
             if not targets:
                 parser.error("fleet needs at least one exporter URL (or --file, or --prometheus URL)")
             merged = merge(targets)
@@ -451,6 +485,13 @@ def fleet_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
                                   warnings=list(merged.warnings))
     except ValueError as error:
         parser.error(str(error))
+    if args.json:
+        from hwtop.cli.fleet_json import fleet_json
+
+        try:
+            return fleet_json(source, args.timeout)
+        finally:
+            source.close()
     from hwtop.tui.fleet_app import FleetApp
 
     try:
@@ -489,7 +530,8 @@ def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # no
         if "--steps" not in extra and "--seconds" not in extra:
             job_args += ["--seconds", str(args.seconds + 60)]  # outlives the sampling; stopped when it ends
     sampler = make_sampler(args.demo, args.no_gpu)
-    sampler.job = job_probe
+    if job_probe is not None:
+        sampler.job = job_probe
     return doctor_command(sampler, thresholds, args.seconds, args.interval, job_args, args.json)
 
 

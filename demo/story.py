@@ -43,8 +43,11 @@ class JobState:
     stuck_rank: int | None = None  # a rank that never reached the collective the others wait in
     dead_ranks: tuple[int, ...] = ()
     oom_at: float | None = None  # scenario time of the OOM that killed the first dead rank
+    straggler_rank: int | None = None  # a rank the others wait for in every all-reduce
+    collective_wait: float = 0.12  # the share of their time the other ranks spend waiting in NCCL
     # Follow from the above unless a story sets them: a step time given alone is the GPU's part of the step (the
-    # workers may still make it longer); a training rank's main-thread CPU is the share of the step it computes.
+    # workers may still make it longer); a training rank's main-thread CPU is the share of the step it computes,
+    # less the share it sleeps in the all-reduce.
     step_time_s: float | None = None
     rank_cpu_percent: float | None = None
 
@@ -57,7 +60,7 @@ class JobState:
         object.__setattr__(self, "compute_s", compute)
         object.__setattr__(self, "step_time_s", step)
         if self.rank_cpu_percent is None:
-            object.__setattr__(self, "rank_cpu_percent", 100.0 * compute / step)
+            object.__setattr__(self, "rank_cpu_percent", 100.0 * compute / step * (1.0 - self.collective_wait))
 
     @property
     def compute(self) -> float:
@@ -110,6 +113,8 @@ class JobState:
             return 0.0
         if self.status == "stalled":
             return 98.0 if rank == self.stuck_rank else 0.3
+        if rank == self.straggler_rank:  # the rank the others wait for never waits itself
+            return 100.0 * self.gpu_busy
         return self.rank_cpu_percent or 0.0
 
     def rank_runs(self, rank: int) -> bool:
@@ -122,16 +127,18 @@ class JobState:
         if not ranks:
             return self
         last = ranks[-1]
-        phase, stuck, dead = self.phase, self.stuck_rank, self.dead_ranks
+        phase, stuck, dead, slow = self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank
         if stuck is not None and stuck not in ranks:
             phase, stuck = phase.replace(f"rank {stuck}", f"rank {last}"), last
+        if slow is not None and slow not in ranks:
+            phase, slow = phase.replace(f"rank {slow}", f"rank {last}").replace(f"GPU {slow}", f"GPU {last}"), last
         if any(r not in ranks for r in dead):
             for r in dead:
                 phase = phase.replace(f"rank {r}", f"rank {last}") if r not in ranks else phase
             dead = tuple(dict.fromkeys(r if r in ranks else last for r in dead))
-        if (phase, stuck, dead) == (self.phase, self.stuck_rank, self.dead_ranks):
+        if (phase, stuck, dead, slow) == (self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank):
             return self
-        return dataclasses.replace(self, phase=phase, stuck_rank=stuck, dead_ranks=dead)
+        return dataclasses.replace(self, phase=phase, stuck_rank=stuck, dead_ranks=dead, straggler_rank=slow)
 
 
 def rank_memory(profile: DemoProfile, rank: int) -> int:
@@ -156,6 +163,7 @@ class Story:
     # The finding this story raises, and whether the story fixes its cause so that it clears.
     finding: str | None = None
     clears: bool = False
+    focused: bool = False  # the job is focused as `--pid` would: the job view, its per-rank figures (demo/ranks.py)
 
     def state(self, t: float, ranks: tuple[int, ...]) -> JobState:
         """The job at scenario time t on a machine with these ranks."""
@@ -307,6 +315,33 @@ def _thermal_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
     library.at(THERMAL_FIXED_S, lambda lib: lib.set_temperature_offset(gpu, 0.0))
 
 
+# ----- straggler: one rank's GPU slows down, the other ranks wait for it in NCCL -----
+
+STRAGGLER_S = 20.0
+STRAGGLER_RANK = 3
+
+
+def _straggler(t: float) -> JobState:
+    if t < STRAGGLER_S:
+        return JobState("training")
+    return JobState(f"GPU {STRAGGLER_RANK} clocks held back: the other ranks wait for rank {STRAGGLER_RANK}",
+                    step_time_s=0.52, straggler_rank=STRAGGLER_RANK, collective_wait=0.55)
+
+
+def _straggler_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
+    # The slow rank's GPU: HW slowdown holds its clocks at ~78% and it computes all the time. The others finish
+    # their part of each step early and wait in the all-reduce: NCCL's kernels spin, so they read 100% busy,
+    # at about half their power (a hung collective, by contrast, falls to little above idle).
+    slow = min(STRAGGLER_RANK, profile.gpu_count - 1)
+    wait_w = profile.gpu.idle_power_w + 0.5 * (profile.gpu.power_limit_w - profile.gpu.idle_power_w)
+    library.at(STRAGGLER_S, lambda lib: lib.force_reasons(slow, "hw_slowdown"))
+    library.at(STRAGGLER_S, lambda lib: lib.set_load(slow, 1.0))
+    for index in profile.busy_gpus:
+        if index != slow:
+            library.at(STRAGGLER_S, lambda lib, i=index: lib.set_load(i, 1.0))
+            library.at(STRAGGLER_S, lambda lib, i=index: lib.set_spin_power(i, wait_w))
+
+
 STORIES: dict[str, Story] = {
     s.name: s
     for s in (
@@ -320,6 +355,9 @@ STORIES: dict[str, Story] = {
               _amp_gpus, finding="amp-available", clears=True),
         Story("thermal", f"GPU {THERMAL_GPU} heats up; clocks fall from {THERMAL_SLOW_S:g} s until cooling returns "
               f"at {THERMAL_FIXED_S:g} s", 120.0, _thermal, _thermal_gpus, finding="gpu-throttled", clears=True),
+        Story("straggler", f"GPU {STRAGGLER_RANK} slows down from {STRAGGLER_S:g} s; the other ranks wait for rank "
+              f"{STRAGGLER_RANK} in NCCL (the job view, j, shows each rank)", 120.0, _straggler, _straggler_gpus,
+              finding="rank-straggler", focused=True),
     )
 }
 

@@ -101,8 +101,9 @@ def gpu_labels(gpu: GpuSnapshot, hostname: str) -> tuple[str, ...]:
 
 
 def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: str,
-             hostname: str | None = None) -> Iterator[Family]:
-    """`hostname` overrides the snapshot's (dcgm-exporter takes $NODE_NAME the same way)."""
+             hostname: str | None = None, job_name: str | None = None) -> Iterator[Family]:
+    """`hostname` overrides the snapshot's (dcgm-exporter takes $NODE_NAME the same way); `job_name` the focused
+    job's label (default: the job's own)."""
     info = Family("hwtop_info", "hwtop build and source; always 1", ("Hostname", "version", "source"))
     if snapshot is None:
         yield info
@@ -134,11 +135,17 @@ def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: 
     yield nvlink
     yield from _host_families(snapshot, host)
     yield from _workload_families(snapshot, host)
+    if snapshot.job is not None:
+        from hwtop.exporter.job_metrics import job_families  # only an exporter watching a job loads it
+
+        yield from job_families(snapshot.job, job_name or snapshot.job.label, host)
     yield finding_family(findings, host)
 
 
 def finding_family(findings: tuple[Finding, ...], host: str) -> Family:
-    """One series per active finding; `scope` keeps two findings of one rule (GPU0, GPU3) apart."""
+    """One series per active finding, that is per cause: eight GPUs with one cause are one series whose `scope`
+    names them ("GPU0-7", bounded: advice/grouping.py), and two causes of one rule (heat on GPU0, a power cap on
+    GPU3) are two series, their scopes apart."""
     family = Family("hwtop_finding", "1 for each active advice finding: what limits the job",
                     ("rule", "severity", "scope", "Hostname"))
     seen: set[tuple[str, str]] = set()

@@ -43,14 +43,15 @@ class FamilySource(Protocol):
 
 
 class SnapshotCollector:
-    def __init__(self, latest: Latest, version: str, hostname: str | None = None) -> None:
-        self.latest, self.version, self.hostname = latest, version, hostname
+    def __init__(self, latest: Latest, version: str, hostname: str | None = None,
+                 job_name: str | None = None) -> None:
+        self.latest, self.version, self.hostname, self.job_name = latest, version, hostname, job_name
 
     def collect(self) -> Iterator[Family]:
         frame = self.latest.frame
         if frame is None:
             return families(None, (), self.version)
-        return families(frame.snapshot, frame.findings, self.version, self.hostname)
+        return families(frame.snapshot, frame.findings, self.version, self.hostname, self.job_name)
 
 
 def tick_forever(tick: Callable[[], Frame], latest: Latest, interval: float, stop: threading.Event) -> None:
@@ -263,9 +264,9 @@ class Ticks:
 
 
 def make_exporter(tick: Callable[[], Frame], host: str, port: int, interval: float, version: str,
-                  hostname: str | None = None) -> tuple[MetricsServer, Ticks, Latest]:
+                  hostname: str | None = None, job_name: str | None = None) -> tuple[MetricsServer, Ticks, Latest]:
     """Binds (raising OSError when it cannot), starts the ticking thread (`tick` is a Session's); serve with
     server.serve_forever(), then stop the ticks with `.set()`."""
     latest = Latest()
-    server = MetricsServer(host, port, metrics_app(SnapshotCollector(latest, version, hostname)))
+    server = MetricsServer(host, port, metrics_app(SnapshotCollector(latest, version, hostname, job_name)))
     return server, Ticks(tick, latest, interval), latest

@@ -85,6 +85,17 @@ class HostView:
         return (sum(u for u, _ in known), sum(t for _, t in known)) if known else None
 
     @property
+    def gpu_models(self) -> str:
+        """`8x A100-SXM4-80GB` from dcgm-exporter's modelName labels (mixed: `4x A100-SXM4-80GB, 2x L4`), most
+        numerous first; the vendor's `NVIDIA ` prefix dropped, as nvidia-smi's own table does not need it."""
+        counts: dict[str, int] = {}
+        for gpu in self.gpus.values():
+            model = gpu.model.removeprefix("NVIDIA ").strip() or "unknown model"
+            counts[model] = counts.get(model, 0) + 1
+        ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return ", ".join(f"{count}x {model}" for model, count in ordered)
+
+    @property
     def top_finding(self) -> FindingRow | None:
         return min(self.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 9)) if self.findings else None
 

@@ -12,18 +12,22 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.http import DaemonPool, FetchError, get
+from hwtop.fleet.job import DEFAULT_WINDOW_S, JobView, assemble_job, job_queries
 from hwtop.fleet.model import HostView
-from hwtop.fleet.prometheus import MAX_BYTES, assemble, parse_answers, queries
+from hwtop.fleet.prometheus import MAX_BYTES, assemble, parse_answers, parse_vector, queries
 from hwtop.fleet.scrape import fetch
 
 TREND_POINTS = 30
+WAITING = "waiting for the first answer"
 
 
 class FleetSource(Protocol):
     description: str  # what is read, for the title bar
     interval: float
     warnings: list[str]  # merged duplicates and the like, each said once
+    job: str | None  # the job whose ranks are read (--job), if any
 
     def poll(self) -> bool:
         """Folds in finished requests and starts due ones, without blocking; True when something changed."""
@@ -36,6 +40,10 @@ class FleetSource(Protocol):
         ...
 
     def close(self) -> None: ...
+
+    def job_view(self) -> JobView | None:
+        """The job of --job across hosts, as of the last round; None when no job was asked for."""
+        ...
 
 
 @dataclass(slots=True)
@@ -56,10 +64,11 @@ class DirectSource:
                  warnings: list[str] | None = None, fetcher: Callable[[str, float], HostView] = fetch,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.interval, self.timeout = interval, timeout
+        self.job: str | None = None  # a job's ranks are read through Prometheus only
         self.description = f"{len(urls)} exporter{'s' if len(urls) != 1 else ''}"
         self.warnings = list(warnings or ())
         self._fetch, self._clock = fetcher, clock
-        self._targets = [_Target(url, HostView(url, error="waiting for the first answer")) for url in urls]
+        self._targets = [_Target(url, HostView(url, error=WAITING)) for url in urls]
         self._pool = DaemonPool(min(32, max(1, len(urls))))
         self._said: set[str] = set()
 
@@ -104,6 +113,9 @@ class DirectSource:
     def problem(self) -> str | None:
         return None
 
+    def job_view(self) -> JobView | None:
+        return None
+
     def close(self) -> None:
         self._pool.close()
 
@@ -137,8 +149,14 @@ class PrometheusSource:
 
     def __init__(self, base_url: str, matchers: str = "", interval: float = 2.0, timeout: float = 3.0,
                  window_s: float = 600.0, getter: Callable[[str, float, int], bytes] | None = None,
-                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
+                 job: str | None = None, job_window_s: float = DEFAULT_WINDOW_S,
+                 thresholds: Thresholds | None = None) -> None:
         self.base, self.matchers = base_url, matchers
+        self.job: str | None = job
+        self.job_window_s = job_window_s
+        self.thresholds = thresholds or Thresholds()
+        self._job_view: JobView | None = None
         self.interval, self.timeout, self.window_s = interval, timeout, window_s
         self.description = f"Prometheus {base_url}" + (f" {{{matchers}}}" if matchers else "")
         self.warnings: list[str] = []
@@ -150,7 +168,7 @@ class PrometheusSource:
         self._due = 0.0
         self._views: list[HostView] = []
         self._instances: dict[str, str] = {}
-        self._problem: str | None = "waiting for the first answer"
+        self._problem: str | None = WAITING
         self._answered_at: float | None = None
         self._want_targets = False
         self._said: set[str] = set()
@@ -166,7 +184,10 @@ class PrometheusSource:
             return True
         if now >= self._due:
             self._started = now
-            for query in queries(self.matchers, self._wall(), self.window_s, TREND_POINTS, self._want_targets):
+            asked = queries(self.matchers, self._wall(), self.window_s, TREND_POINTS, self._want_targets)
+            if self.job is not None:
+                asked += job_queries(self.job, self.matchers, self.job_window_s)
+            for query in asked:
                 url = query.url(self.base)
                 self._round[query.key] = self._pool.submit(
                     lambda u=url: self._get(u, self.timeout, MAX_BYTES))
@@ -186,6 +207,7 @@ class PrometheusSource:
             except Exception as error:  # noqa: BLE001 - one bad answer is a message, never a crash
                 errors[key] = f"{type(error).__name__}: {error}"[:200]
         self._round = {}
+        job_bodies = {key: bodies.pop(key) for key in list(bodies) if key.startswith("job_")}
         answers, parse_errors = parse_answers(bodies)
         errors.update(parse_errors)
         if "table" in errors:
@@ -195,6 +217,8 @@ class PrometheusSource:
             return
         self._views, warnings = assemble(answers, self._instances)
         self._answered_at = self._clock()
+        if self.job is not None:
+            self._job_view = self._judge(job_bodies, errors)
         self._want_targets = any(v == 0 for _, v in answers.up or ())
         partial = sorted(k for k in errors if k != "targets")
         self._problem = f"partial answer ({', '.join(f'{k}: {errors[k]}' for k in partial)})" if partial else None
@@ -203,11 +227,36 @@ class PrometheusSource:
                 self._said.add(warning)
                 self.warnings.append(warning)
 
+    def _judge(self, bodies: dict[str, bytes], errors: dict[str, str]) -> JobView:
+        """The job's view from this round's answers; one that failed is the view's message."""
+        vectors = {}
+        names = None
+        if "job_names" in bodies:
+            try:
+                names = parse_vector(bodies["job_names"])
+            except FetchError:
+                names = None  # only a hint: the view goes on without it
+        for key in ("job_now", "job_increase", "job_steps"):
+            try:
+                vectors[key] = parse_vector(bodies[key]) if key in bodies else None
+            except FetchError as error:
+                errors[key] = str(error)
+                vectors[key] = None
+        failed = [key for key, vector in vectors.items() if vector is None]
+        if failed:
+            job = self.job or ""
+            return JobView(job, [], {}, None, f"Prometheus: {failed[0]}: {errors.get(failed[0], 'no answer')}")
+        return assemble_job(self.job or "", self.base, vectors["job_now"] or [], vectors["job_increase"] or [],
+                            vectors["job_steps"] or [], self._views, self.thresholds, names)
+
     def hosts(self) -> list[HostView]:
         return list(self._views)
 
     def problem(self) -> str | None:
         return self._problem
+
+    def job_view(self) -> JobView | None:
+        return self._job_view
 
     def close(self) -> None:
         self._pool.close()

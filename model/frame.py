@@ -3,7 +3,7 @@ that made it and the UI, exporter or recorder that read it never share anything 
 
 from __future__ import annotations
 
-from hwtop.model.finding import Finding
+from hwtop.model.finding import Change, Finding
 from hwtop.model.record import Record
 from hwtop.model.snapshot import Snapshot
 
@@ -13,6 +13,7 @@ class Frame(Record, frozen=True):
     findings: tuple[Finding, ...] = ()
     rule_errors: tuple[tuple[str, str], ...] = ()  # (rule id, what it raised): named in the pane, never a crash
     recorded: bool = False  # the findings come from a recording, as the live run showed them
+    timeline: tuple[Change, ...] = ()  # what was raised and cleared up to this tick (advice/timeline.py)
 
     @property
     def time(self) -> float:

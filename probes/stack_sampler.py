@@ -16,7 +16,8 @@ output, so keeping it would take a second py-spy per rank. Not chosen: `--native
 cannot be read with `--nonblocking` (py-spy refuses: each sample would pause the rank); `--gil` does not tell a
 wait from compute (both run without the GIL). Only CPU ranks: on a GPU the main thread blocks in backward while
 the engine's device threads launch kernels, and NCCL waits on the GPU, not the CPU, so a GPU rank's blocked time
-is not moved (the demo's and the rules' GPU evidence is utilisation and power)."""
+is not moved (the demo's and the rules' GPU evidence is utilisation and power). A GPU rank is one NVML lists on a
+GPU, or one that has loaded libcuda (NVML cannot list processes from inside some containers)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from hwtop.model.job import RankStacks
 from hwtop.probes.stack import MISSING, explain, find_py_spy
 from hwtop.probes.stack_classify import CATEGORIES, Tally, parse_raw
-from hwtop.probes.stack_waits import busy_site, main_thread_times, move_hidden_wait
+from hwtop.probes.stack_waits import busy_site, main_thread_times, move_hidden_wait, uses_cuda
 
 RATE_HZ = 10.0  # 10 samples a second per rank: benchmarks/stack_overhead.py measures its cost on a job
 FIRST_CHUNK_S = 3.0  # the first numbers come quickly...
@@ -260,7 +261,7 @@ class StackSampler:
                 if running.times is not None and after is not None and end > running.started:
                     spent = (after[0] - running.times[0]) + (after[1] - running.times[1])
                     share = max(0.0, min(1.0, spent / (end - running.started)))
-                    if target.rank is not None and not target.on_gpu:
+                    if target.rank is not None and not target.on_gpu and not uses_cuda(pid):
                         move_hidden_wait(tally, 1.0 - share)
                 target.chunks.append(_Chunk(start, end, tally, share))
                 if tally.samples:

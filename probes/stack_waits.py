@@ -23,6 +23,16 @@ def main_thread_times(pid: int, proc: str = "/proc") -> tuple[float, float] | No
         return None
 
 
+def uses_cuda(pid: int, proc: str = "/proc") -> bool:
+    """Whether the process has loaded the CUDA driver (libcuda in its maps): a GPU rank even where NVML cannot
+    list its processes (a container's pid namespace). Read once a chunk (~1 ms for a torch process's maps)."""
+    try:
+        with open(f"{proc}/{pid}/maps", "rb") as handle:
+            return any(b"libcuda.so" in line for line in handle)
+    except OSError:
+        return False
+
+
 def move_hidden_wait(tally: Tally, blocked: float) -> int:
     """Moves to `collective` the samples of `compute` that the main thread's blocked share proves were waits:
     what is blocked beyond every other category's whole share (any of them might have been blocked) happened

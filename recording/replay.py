@@ -3,7 +3,7 @@ recording's snapshot for its playback clock. Pause, step, seek and speed are its
 
 from __future__ import annotations
 
-from hwtop.model.finding import Finding
+from hwtop.model.finding import Change, Finding
 from hwtop.model.frame import Frame
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
@@ -72,6 +72,13 @@ class ReplaySource:
             return self._move_to(0)
         self.cursor += self.interval_s * self.speed
         return self._move_to(self.recording.index_at(self.cursor))
+
+    def recorded_timeline(self) -> tuple[Change, ...] | None:
+        """What the live run raised and cleared up to the current snapshot (None for a recording made without its
+        findings: the session tells it from the findings it recomputes)."""
+        if not self.recording.has_findings or self._current is None:
+            return None
+        return self.recording.changes_until(self._current.time)
 
     def recorded_findings(self) -> tuple[Finding, ...] | None:
         """What the live run showed beside the current snapshot (None for a recording made without them)."""

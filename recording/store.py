@@ -2,7 +2,9 @@
 the format, the snapshot schema, the host and the hwtop version. Each line is written and flushed as one piece,
 so a recorder killed at any moment loses at most its last tick, and a half-written last line is skipped on
 replay. The topology (static, and the largest part of a snapshot) is written only when it changes. Each line also
-carries the findings the live run showed, so a replay shows exactly what was seen.
+carries the findings the live run showed, so a replay shows exactly what was seen; the first also carries the
+timeline of what was raised and cleared before recording started, and the replay tells the rest of it from the
+findings of each line (advice/timeline.py), as the live run did.
 
 A recording may come from someone else: reading it is bounded (a line over MAX_LINE is refused, NaN and
 Infinity literals, absurd numbers and deep nesting are errors naming the line), and never raises anything but
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import socket
 import stat
@@ -24,7 +27,8 @@ from typing import Any, BinaryIO
 import msgspec.structs
 
 from hwtop import __version__
-from hwtop.model.finding import Finding
+from hwtop.advice.timeline import KEEP_S, MAX_CHANGES, Timeline
+from hwtop.model.finding import Change, Finding
 from hwtop.model.frame import Frame
 from hwtop.model.serial import decode_record, snapshot_from_dict
 from hwtop.model.snapshot import SCHEMA, Snapshot, Topology
@@ -99,6 +103,8 @@ class Recorder:
         snapshot = frame.snapshot
         record = snapshot.to_dict()
         record["findings"] = [finding.to_dict() for finding in frame.findings]
+        if self.count == 0 and frame.timeline:  # what changed before this recording began: the rest it can tell
+            record["timeline"] = [change.to_dict() for change in frame.timeline]
         if snapshot.topology is not None and snapshot.topology == self._last_topology:
             del record["topology"]  # as before: the reader carries the last one forward
         self._last_topology = snapshot.topology
@@ -123,7 +129,18 @@ class Recording:
     times: list[float] = field(default_factory=list)
     topology_of: list[int | None] = field(default_factory=list)  # entry whose line carries this one's topology
     truncated: str | None = None  # why the end was cut short, if it was
+    advice: Timeline = field(default_factory=lambda: Timeline(keep_s=math.inf, max_changes=None))
+    has_findings: bool = False  # some line carries the findings the live run showed
     _topologies: dict[int, Topology | None] = field(default_factory=dict)
+
+    def changes_until(self, when: float) -> tuple[Change, ...]:
+        """What was raised and cleared up to `when`, as the live pane's timeline would hold it then."""
+        import bisect
+
+        changes = self.advice.changes
+        end = bisect.bisect_right([c.time for c in changes], when)
+        start = bisect.bisect_left([c.time for c in changes], when - KEEP_S, 0, end)
+        return changes[max(start, end - MAX_CHANGES):end]
 
     def __len__(self) -> int:
         return len(self.lines)
@@ -188,6 +205,20 @@ def _open(path: str) -> BinaryIO:
         raise RecordingError(f"cannot read {path}: not a regular file")
     os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
+
+
+def _tell(recording: Recording, record: dict[str, Any], when: float, first: bool) -> None:
+    """The line's part in the timeline: on the first line, what had changed before recording began; on each, its
+    findings. A line whose findings do not decode tells nothing (its frame will say why when played)."""
+    try:
+        if first and isinstance(record.get("timeline"), list):
+            recording.advice.seed(decode_record(Change, c) for c in record["timeline"] if c.get("time", when) <= when)
+        raw = record.get("findings")
+        if raw is not None:
+            recording.advice.update(when, _findings(raw))
+            recording.has_findings = True
+    except (ValueError, TypeError, AttributeError, RecursionError):
+        return
 
 
 def _check_header(path: str, number: int, record: Any) -> dict[str, Any]:
@@ -310,6 +341,7 @@ def _take(path: str, number: int, line: str, recording: Recording | None,
     if record.get("schema") != SCHEMA:
         raise RecordingError(f"{path} line {number}: snapshot schema {record.get('schema')!r} is not supported")
     index = len(recording.lines)
+    _tell(recording, record, float(when), first=index == 0)
     if "topology" in record:
         carrier = index if record["topology"] is not None else None
     recording.lines.append(line)

@@ -37,6 +37,8 @@ STORY_SHOTS = [
     ("story-oom-160x45", "oom", 58.0),
     ("story-amp-160x45", "amp", 45.0),
     ("story-thermal-160x45", "thermal", 65.0),
+    ("story-straggler-160x45", "straggler", 45.0),
+    ("story-straggler-job-160x45", "straggler", 45.0, "j"),  # the job view: the ranks side by side
     # the README's data-loading shots, now from the demo's starved story
     ("workload-dataloader-bound-160x45", "starved", 40.0),
     ("advice-dataloader-bound-160x45", "starved", 45.0),
@@ -88,9 +90,10 @@ async def capture(name: str, demo: str | None, size: tuple[int, int], keys: str 
     return path
 
 
-async def capture_story(name: str, story: str, at_s: float, size: tuple[int, int] = (160, 45)) -> str:
+async def capture_story(name: str, story: str, at_s: float, size: tuple[int, int] = (160, 45),
+                        keys: str = "a") -> str:
     """The dgx-a100 demo playing `story` at STORY_SPEED, captured at scenario second `at_s`; the advice pane
-    opened on its first finding (a) for the story and advice shots."""
+    opened on its first finding (a) for the story and advice shots, or `keys` pressed (j: the job view)."""
     import time
 
     from hwtop.demo.machine import demo_sampler
@@ -106,7 +109,8 @@ async def capture_story(name: str, story: str, at_s: float, size: tuple[int, int
         while clock() < at_s:
             await pilot.pause(0.1)
         if not name.startswith("workload"):
-            await pilot.press("a")
+            for key in keys:
+                await pilot.press(key)
             await pilot.pause(0.6)
         return app.save_screenshot(filename=f"{name}.svg", path=HERE)
 
@@ -250,9 +254,9 @@ def main(argv: list[str] | None = None) -> None:
     for name, demo, size, *keys in SHOTS:
         svg = asyncio.run(capture(name, demo, size, "".join(keys)))
         print(svg, to_png(svg) or "")
-    for name, story, at_s in STORY_SHOTS:
+    for name, story, at_s, *keys in STORY_SHOTS:
         size = (80, 24) if name.endswith("80x24") else (160, 45)
-        svg = asyncio.run(capture_story(name, story, at_s, size))
+        svg = asyncio.run(capture_story(name, story, at_s, size, *keys))
         print(svg, to_png(svg) or "")
     for svg in (asyncio.run(capture_replay("replay-dgx-a100-160x45", (160, 45))),
                 asyncio.run(capture_fleet("fleet-120x24", (120, 24))), *asyncio.run(capture_polish())):

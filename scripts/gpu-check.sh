@@ -12,7 +12,7 @@
 #
 # hwtop must be installed for python3 (not only on PYTHONPATH: the embedded job's launcher keeps PYTHONPATH out of
 # its ranks). On a machine without package registries, carry wheels: `pip wheel --no-deps -w .whl .` here, plus
-# nvidia-ml-py==13.615.71, textual and its requirements, then `python3 -m pip install --no-index --no-deps
+# nvidia-ml-py and textual (within pyproject's ranges) and their requirements, then `python3 -m pip install --no-index --no-deps
 # .whl/*.whl` there. GPU_CHECK_STEPS picks steps (default all); GPU_CHECK_DEVICE=cpu dry-runs it without a GPU.
 set -u
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR}"

@@ -15,7 +15,8 @@ from typing import Protocol, runtime_checkable
 
 from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
-from hwtop.model.finding import Finding
+from hwtop.advice.timeline import Timeline
+from hwtop.model.finding import Change, Finding
 from hwtop.model.frame import Frame
 from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
@@ -54,10 +55,18 @@ class RecordedAdvice(Protocol):
     def recorded_findings(self) -> tuple[Finding, ...] | None: ...
 
 
+@runtime_checkable
+class RecordedTimeline(Protocol):
+    """A source that knows what was raised and cleared up to its current snapshot (a whole recording's)."""
+
+    def recorded_timeline(self) -> tuple[Change, ...] | None: ...
+
+
 class Session:
     def __init__(self, source: SnapshotSource, thresholds: Thresholds | None = None) -> None:
         self.source = source
         self.engine = AdviceEngine(thresholds)
+        self.timeline = Timeline()  # what was raised and cleared, derived from each tick's findings
         self.latest: Frame | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -96,11 +105,11 @@ class Session:
                 raise SessionClosed("the session is closed")
             snapshot = move()
             recorded = self.source.recorded_findings() if isinstance(self.source, RecordedAdvice) else None
-            if recorded is not None:
-                frame = Frame(snapshot, recorded, recorded=True)
-            else:
-                findings = self.engine.update(snapshot)
-                frame = Frame(snapshot, findings, tuple(sorted(self.engine.rule_errors.items())))
+            findings = recorded if recorded is not None else self.engine.update(snapshot)
+            errors = () if recorded is not None else tuple(sorted(self.engine.rule_errors.items()))
+            told = self.source.recorded_timeline() if isinstance(self.source, RecordedTimeline) else None
+            timeline = self.timeline.update(snapshot.time, findings) if told is None else told
+            frame = Frame(snapshot, findings, errors, recorded=recorded is not None, timeline=timeline)
             self.latest = frame
             return frame
 

@@ -13,6 +13,7 @@ from hwtop.advice.engine import AdviceEngine
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import GIB
 from hwtop.model.finding import Finding
+from hwtop.model.frame import Frame
 from hwtop.model.snapshot import CoreLoad, GpuProcess, GpuSnapshot, ProcessInfo, Snapshot
 from hwtop.model.workload import JobConfig, OomEvent, RankState, WorkloadState
 from hwtop.probes.gpu import NvmlProbe
@@ -109,3 +110,22 @@ def find(findings: Iterable[Finding], rule_id: str) -> Finding:
     matches = [f for f in findings if f.id == rule_id]
     assert matches, f"{rule_id} not among {[f.id for f in findings]}"
     return matches[0]
+
+
+def play_story(story: str, seconds: float, profile: str = "dgx-a100", step: float = 2.0) -> list[Frame]:
+    """A demo story's frames every `step` seconds of a fake clock (a whole machine: fake NVML, simulated host),
+    advised by a real Session: what the app, doctor and the exporter would be given."""
+    from hwtop.demo.machine import demo_sampler
+    from hwtop.session.session import Session
+
+    clock = [0.0]
+    sampler = demo_sampler(profile, story, seed=7, clock=lambda: clock[0], wall=lambda: T0 + clock[0])
+    session = Session(sampler)
+    frames = []
+    try:
+        while clock[0] <= seconds:
+            frames.append(session.tick())
+            clock[0] += step
+    finally:
+        session.close()
+    return frames

@@ -1,9 +1,14 @@
 """Shared pytest configuration; the `slow` mark (torch runs, tmux, Prometheus) is declared in pyproject.toml.
 
 Hypothesis' per-example deadline is off: on a loaded 2-core CI box a 200 ms deadline fails tests for the box's
-load, not for the code (the properties themselves are unchanged)."""
+load, not for the code (the properties themselves are unchanged).
+
+A room imported by its bare name (`import model.snapshot`) fails the test that does it (tests/import_names.py)."""
 
 from hypothesis import settings
 
+from tests import import_names
+
 settings.register_profile("hwtop", deadline=None)
 settings.load_profile("hwtop")
+import_names.install()

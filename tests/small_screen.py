@@ -6,6 +6,7 @@ from msgspec.structs import replace
 
 from hwtop.model.job import JobProcess, JobSnapshot
 from hwtop.model.snapshot import Snapshot
+from hwtop.tui import textual_compat
 from tests.factories import host_snapshot
 
 NEWLINE_COMMAND = "python train.py --note 'first line\nsecond line' --epochs 90"
@@ -13,7 +14,7 @@ NEWLINE_COMMAND = "python train.py --note 'first line\nsecond line' --epochs 90"
 
 def screen_lines(app) -> list[str]:  # noqa: ANN001 - a running App
     """The characters on the terminal, one string per row, as the compositor last drew them."""
-    return [strip.text for strip in app.screen._compositor.render_strips()]
+    return [strip.text for strip in textual_compat.screen_strips(app.screen)]
 
 
 def job_snapshot(workers: int = 3, ended: bool = False) -> Snapshot:

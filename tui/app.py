@@ -55,8 +55,10 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         if theme == "mono" and not self.no_color:  # as NO_COLOR does, without touching the environment
             from textual.filter import Monochrome, NoColor
 
+            from hwtop.tui import textual_compat
+
             self.no_color = True
-            self._filters.append(NoColor() if self.native_ansi_color else Monochrome())
+            textual_compat.add_line_filter(self, NoColor() if self.native_ansi_color else Monochrome())
         self.session = Session(source, thresholds)  # probes → snapshot → advice, one tick at a time
         self.main = MainScreen(self, hide)
         self.frame: Frame | None = None
@@ -323,12 +325,13 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
 
     def action_advice(self) -> None:
         """Focus the advice pane and open (or close) its selected finding; on a short terminal, where an open
-        finding would push the panels off screen, every finding opens on a screen of its own."""
+        finding would push the panels off screen, and at a second `a`, every finding opens on a screen of its own,
+        with the timeline of what was raised and cleared when."""
         panel = self.main.advice_panel
         if self.screen is not self.main:
             return
-        if self.main.short and self.frame is not None and self.frame.findings:
-            self.open_advice_screen()
+        if self.main.short and self.frame is not None and self.frame.findings or panel.has_focus:
+            self.open_advice_screen()  # a second `a`: every finding, and the timeline of what changed when
             return
         panel.focus()
         panel.action_toggle_finding()
@@ -354,7 +357,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                         "no job focused: select a process and press f, or start hwtop --pid PID / --job PATTERN")
             return
         if self.job_screen is None:
-            self.job_screen = JobScreen(self)
+            self.job_screen = JobScreen(self, simulated=self.session.simulated)
             self.install_screen(self.job_screen, name="job")
         self._bring_up(self.job_screen)
         if self.frame is not None:

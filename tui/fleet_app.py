@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
+from hwtop.fleet.job import JobView
 from hwtop.fleet.model import HostView, totals, worst_first
 from hwtop.fleet.sources import FleetSource
 from hwtop.tui.guarded_app import GuardedApp
@@ -110,6 +111,75 @@ class HostScreen(Screen[None]):
                                plain(finding.scope, "", 2 * LABEL_WIDTH), Text(""), Text(""), Text(""), Text(""))
 
 
+def _share(value: float) -> Text:
+    return Text(f"{100 * value:.0f}%")
+
+
+class JobScreen(Screen[None]):
+    """Every rank of the --job across hosts, worst first: the verdict (straggler or hang, its rank and host), the
+    likely cause (that host's own top finding) and a row per rank; live while it is open."""
+
+    BINDINGS = keys.bindings(keys.FLEET_JOB)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.title_bar = Static(id="job-title")
+        self.verdict = Static(id="job-verdict")
+        self.table = PlainTable(id="job-ranks", cursor_type="row")
+        self.view: JobView | None = None
+        self.ready = False
+
+    def compose(self) -> ComposeResult:
+        yield self.title_bar
+        yield self.verdict
+        yield self.table
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.table.add_columns("RANK", "HOST", "COLLECTIVE", "MOSTLY", "STEPS/S", "SAMPLES", "HOST'S TOP FINDING")
+        self.ready = True
+        if self.view is not None:
+            self.show(self.view)
+
+    def show(self, view: JobView) -> None:
+        self.view = view
+        if not self.ready:
+            return
+        self.title_bar.update(Text.assemble((" job ", "bold reverse"), plain(f" {view.job} ", "bold reverse",
+                                                                              LABEL_WIDTH),
+                                            f"  {len(view.ranks)} ranks on {len({r.host for r in view.ranks})} "
+                                            "hosts, worst first"))
+        verdict = view.verdict
+        if verdict is None:
+            self.verdict.update(plain(view.message or "no straggler: the ranks wait in collectives alike",
+                                      palette.DIM if view.message else palette.OK, 4 * LABEL_WIDTH))
+        else:
+            head = "HANG" if verdict.kind == "hang" else "STRAGGLER"
+            lines = [Text.assemble((f"{head} ", palette.BADGE_CRIT if verdict.kind == "hang" else palette.BADGE_WARN),
+                                   plain(verdict.named, "bold", 2 * LABEL_WIDTH))]
+            lines += [plain(f"  {line}", "", 4 * LABEL_WIDTH) for line in verdict.evidence]
+            cause = view.cause
+            lines.append(plain(f"  likely cause on its host: {cause.severity.upper()} {cause.rule}"
+                               + (f" · {cause.scope}" if cause.scope else "") if cause else
+                               "  its host names no cause of its own (no finding beyond the symptom)",
+                               SEVERITY_STYLE.get(cause.severity, "") if cause else palette.DIM, 4 * LABEL_WIDTH))
+            self.verdict.update(Text("\n").join(lines))
+        named = verdict.rank if verdict is not None else None
+        self.table.clear()
+        for rank in view.ranks:
+            phase, share = max(rank.shares, key=lambda item: item[1], default=("", 0.0))
+            host = view.hosts.get(rank.host)
+            top = host.top_finding if host is not None else None
+            steps = view.steps_per_s.get((rank.host, rank.rank))
+            mark = "▶ " if rank is named else "  "
+            self.table.add_row(Text(f"{mark}{rank.rank}", style="bold" if rank is named else ""),
+                               plain(rank.host, "", LABEL_WIDTH), _share(rank.collective_share),
+                               plain(f"{100 * share:.0f}% {phase}" if phase else "", "", 24),
+                               _num(steps, "{:.1f}"), Text(str(rank.samples)),
+                               plain(f"{top.severity.upper()} {top.rule}" if top else "", SEVERITY_STYLE.get(
+                                   top.severity, "") if top else "", LABEL_WIDTH))
+
+
 def short_address(address: str) -> str:
     """http://node7:9400/metrics → node7:9400: the scheme and path only when they are not the usual ones."""
     if address.startswith("http://") and address.endswith("/metrics"):
@@ -124,7 +194,8 @@ def row_key(view: HostView) -> str:
 class FleetApp(GuardedApp[None]):
     TITLE = "hwtop fleet"
     CSS = """
-    #fleet-title, #host-title { height: 1; background: $panel; }
+    #fleet-title, #host-title, #job-title { height: 1; background: $panel; }
+    #job-verdict { height: auto; max-height: 6; }
     #fleet-warnings { height: auto; max-height: 3; color: $warning; }
     DataTable { height: 1fr; }
     """
@@ -149,9 +220,11 @@ class FleetApp(GuardedApp[None]):
 
     def on_mount(self) -> None:
         self.table.add_columns("HOST", "STATUS", "GPUS", "UTIL", "TREND", "GPU MEMORY", "CPU", "TOP FINDING",
-                               "ADDRESS")
+                               "ADDRESS", "GPU MODELS")
         self.tick()
         self.set_interval(self.refresh_s, self.tick)
+        if self.source.job is not None:  # --job: its ranks first; escape shows the hosts
+            self.action_open_job()
 
     def tick(self) -> None:
         """Never waits on the network: the source only hands over what has already arrived."""
@@ -183,23 +256,30 @@ class FleetApp(GuardedApp[None]):
             view = self._view(self.screen.key)
             if view is not None:
                 self.screen.show(view)
+        job = self.source.job_view()
+        if isinstance(self.screen, JobScreen) and job is not None:
+            self.screen.show(job)
 
     def _fill_table(self) -> None:
-        """Columns in order of use, so a narrow terminal keeps the finding and loses the address first."""
+        """Columns in order of use, so a narrow terminal keeps the finding and loses the address and the GPU
+        models (`8x A100-SXM4-80GB`; enter shows each GPU's) first."""
         selected = self._selected_key()
         self.table.clear()
         for view in self.views:
             name, status = plain(view.name, "bold", LABEL_WIDTH), _status(view)
             address = plain(short_address(view.address), palette.DIM, LABEL_WIDTH)
             if not view.up:  # nothing measured now: blank, not N/A
-                self.table.add_row(name, status, *(Text("") for _ in range(6)), address, key=row_key(view))
+                self.table.add_row(name, status, *(Text("") for _ in range(6)), address,
+                                   plain(view.gpu_models, palette.DIM, LABEL_WIDTH), key=row_key(view))
                 continue
             memory = view.memory
             self.table.add_row(
-                name, status, Text(str(len(view.gpus))), _num(view.util_mean, "{:.0f}%"),
+                name, status, Text(str(len(view.gpus))),
+                _num(view.util_mean, "{:.0f}%"),
                 sparkline(view.trend, 12) if view.trend else Text(""),
                 Text("N/A", style=palette.DIM) if memory is None else _gib(*memory),
-                _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, key=row_key(view))
+                _num(view.cpu_busy, "{:.0f}%"), _finding(view), address, plain(view.gpu_models, "", LABEL_WIDTH),
+                key=row_key(view))
         keys = [row_key(v) for v in self.views]
         if selected in keys:
             self.table.move_cursor(row=keys.index(selected))
@@ -222,6 +302,19 @@ class FleetApp(GuardedApp[None]):
         view = self._view(key)
         if view is not None:
             screen.show(view)
+
+    def action_open_job(self) -> None:
+        """The ranks of --job; without one, a line says how to ask for it."""
+        if isinstance(self.screen, JobScreen):
+            return
+        if self.source.job is None:
+            self.notify("hwtop fleet --prometheus URL --job NAME shows a job's ranks across hosts", timeout=6)
+            return
+        screen = JobScreen()
+        self.push_screen(screen)
+        job = self.source.job_view()
+        screen.show(job if job is not None else JobView(self.source.job, [], {}, None,
+                                                         "waiting for the first answer"))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table is self.table:

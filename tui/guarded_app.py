@@ -1,11 +1,12 @@
-"""The base of hwtop's Textual apps, for two things every screen of them needs:
+"""The base of hwtop's Textual apps, for four things every screen of them needs:
 
 - a notification is plain text: its message often quotes someone else's words (an error about a process, a
   path, a command), so it is never parsed as markup and its control characters are shown;
 - a crash ends the app, the terminal is restored, and `run()` raises the exception for the command line to
   report (one line, a saved traceback, exit status 1: cli.crash). Textual alone would print a long traceback
   with local variables and leave the exit status to the caller (hwtop returned 0);
-- an input thread that sleeps while there is no input (tui.quiet_driver): an idle monitor must cost nothing."""
+- an input thread that sleeps while there is no input (tui.quiet_driver): an idle monitor must cost nothing;
+- the first frame out early: the garbage collector off and a short switch interval until it is drawn (`run()`)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ from typing import Any
 
 from rich.console import RenderableType
 from rich.text import Text
-from textual.app import App, ReturnType
+from textual.app import ReturnType
 from textual.driver import Driver
 from textual.notifications import SeverityLevel
 from textual.worker import WorkerFailed
 
 from hwtop.model.safe_text import printable
+from hwtop.tui.textual_compat import ExceptionHookApp
 
 
 class Crashed(Exception):
@@ -38,7 +40,7 @@ class Crashed(Exception):
 FIRST_FRAME_SWITCH_INTERVAL_S = 0.0005
 
 
-class GuardedApp(App[ReturnType]):
+class GuardedApp(ExceptionHookApp[ReturnType]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.crash: BaseException | None = None  # the first unhandled exception; run() raises it
@@ -59,12 +61,12 @@ class GuardedApp(App[ReturnType]):
         super().notify(printable(message), title=printable(title), severity=severity, timeout=timeout,
                        markup=False)
 
-    def _handle_exception(self, error: Exception) -> None:
+    def unhandled_exception(self, error: Exception) -> None:
         if self.crash is None:
             self.crash = error.error if isinstance(error, WorkerFailed) else error  # the sampler's own error
             ended = Crashed(f"the app crashed: {self.crash!r}")
             ended.__cause__ = self.crash  # a Pilot test (run_test re-raises what Textual was given) shows both
-            super()._handle_exception(ended)  # exits and restores the terminal, quietly
+            super().unhandled_exception(ended)  # exits and restores the terminal, quietly
         # a later error (while the crashed app shuts down) adds nothing: the first one is the cause
 
     def run(self, *args: Any, **kwargs: Any) -> ReturnType | None:

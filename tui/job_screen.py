@@ -24,9 +24,11 @@ class JobScreen(Screen[None]):
     """
     BINDINGS = keys.bindings(keys.JOB_SCREEN)
 
-    def __init__(self, context: ScreenContext) -> None:
+    def __init__(self, context: ScreenContext, simulated: bool = False) -> None:
+        """`simulated`: a demo machine's job, whose pids are not this machine's: `d` reads no stack."""
         super().__init__()
         self.context = context
+        self.simulated = simulated
         self.header = HeaderBar()
         self.panel = JobPanel(id="job")
         self.dumping = False
@@ -47,13 +49,18 @@ class JobScreen(Screen[None]):
         numa = snapshot.numa
         node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
         series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
-        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu)
+        straggler = next((f.pids[0] for f in frame.findings if f.id == "rank-straggler" and f.pids), None)
+        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, straggler)
 
     async def action_dump_stack(self) -> None:
         from hwtop.probes.stack import dump
 
         target = self.panel.selected
         if target is None or self.dumping:
+            return
+        if self.simulated:
+            self.panel.set_stack(f"pid {target.pid} ({target.role}) is simulated: a demo machine's stacks are its "
+                                 "story's (the rank table above)", None, None)
             return
         self.dumping = True
         self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role}): reading with py-spy…", None, None)

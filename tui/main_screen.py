@@ -21,6 +21,8 @@ from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
+ROOMY = 50  # rows: from this on the advice pane also shows the latest of what changed when
+TIMELINE_ROWS = 4  # its heading and three changes
 NARROW = 100  # columns: below this the memory panel narrows
 
 
@@ -77,8 +79,12 @@ class MainScreen(Screen[None]):
         self.workload_panel.show(snapshot.workload)
         findings = frame.findings
         self.advice_panel.inline = not self.short
-        self.advice_panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors))
-        serious = frame.serious
+        # A short terminal: a headline per cause, three at most; a tall one: the findings and the latest lines of
+        # what changed when (layout.rows then gives the pane the lines it draws).
+        self.advice_panel.rows = min(3, max(1, len(findings))) if self.short else None
+        self.advice_panel.timeline_rows = TIMELINE_ROWS if height >= ROOMY else 0
+        self.advice_panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors), frame.timeline)
+        serious = [f for f in frame.serious if not f.clearing(snapshot.time)]  # a GPU that recovered is not red
         marked_gpus = {i for f in serious for i in f.gpus}
         marked_cores = {c for f in serious for c in f.cores}
         inner = max(1, width - 4)

@@ -16,16 +16,12 @@ import threading
 from codecs import getincrementaldecoder
 from typing import TYPE_CHECKING, Any
 
-from textual._parser import ParseError
-from textual._time import get_time
-from textual._xterm_parser import XTermParser
-from textual.drivers.linux_driver import LinuxDriver
+from hwtop.tui.textual_compat import ParseError, SigcontHookDriver, XTermParser, get_time, parser_deadline
 
 if TYPE_CHECKING:
     from textual.app import App
 
 POLL_S = 0.1  # Textual's own wait: used when a Textual release keeps the parser's deadline elsewhere
-_UNKNOWN = object()
 
 
 class _WakingEvent(threading.Event):
@@ -65,15 +61,15 @@ class _WakingEvent(threading.Event):
 def wait_s(parser: object) -> float | None:
     """How long the input thread may sleep: until the parser's deadline for the sequence it holds, forever when
     it holds none."""
-    deadline = getattr(parser, "_timeout_time", _UNKNOWN)
-    if deadline is _UNKNOWN or not (deadline is None or isinstance(deadline, float)):
-        return POLL_S
+    deadline = parser_deadline(parser)
     if deadline is None:
         return None
+    if not isinstance(deadline, float):  # UNKNOWN
+        return POLL_S
     return max(0.0, deadline - get_time())
 
 
-class QuietLinuxDriver(LinuxDriver):
+class QuietLinuxDriver(SigcontHookDriver):
     exit_event: _WakingEvent
 
     def __init__(self, app: App[Any], *, debug: bool = False, mouse: bool = True,
@@ -81,12 +77,12 @@ class QuietLinuxDriver(LinuxDriver):
         super().__init__(app, debug=debug, mouse=mouse, size=size)
         self.exit_event = _WakingEvent()
 
-    def _sigcont_application(self, *args: object) -> None:
+    def sigcont_received(self, *args: object) -> None:
         """SIGCONT resumes only what a SIGTSTP (ctrl+z) suspended. The kernel also sends SIGCONT, with SIGHUP, when
         the terminal hangs up (an SSH drop, tmux kill-server): Textual's handler then started a second input thread
         that nothing stopped, and the process outlived its terminal until the exit watchdog, ~12 s."""
-        if self._must_signal_resume:  # set by the SIGTSTP handler when it suspended the application
-            super()._sigcont_application(*args)
+        if self.suspended_by_sigtstp:
+            super().sigcont_received(*args)
 
     def run_input_thread(self) -> None:
         """Textual's loop (read, parse, dispatch; a final read at exit) with the wait above."""
@@ -94,7 +90,7 @@ class QuietLinuxDriver(LinuxDriver):
         selector = selectors.SelectSelector()  # as Textual's: select() also takes a stdin that is a file
         selector.register(self.fileno, selectors.EVENT_READ)
         selector.register(wake, selectors.EVENT_READ)
-        parser = XTermParser(self._debug)
+        parser = XTermParser(self.parser_debug)
         decode = getincrementaldecoder("utf-8")().decode
         reading = True
 

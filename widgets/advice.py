@@ -1,5 +1,8 @@
 """The advice pane: findings, most severe first, one line each; a finding expands (click it, or select it and
-press enter) to the numbers that raised it and the fix. Empty, it says what it watches."""
+press enter) to the numbers that raised it and the fix. Empty, it says what it watches. A finding whose condition
+no longer holds (waiting out its clear time) is drawn dimmed, "not seen for 8 s", its evidence marked with the
+time it is from, so the pane never contradicts the panels beside it. Given few rows (`rows`), it draws one
+headline per cause, its rule id kept whole."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ from rich.text import Text
 from textual import events
 from textual.message import Message
 
-from hwtop.model.finding import Finding
+from hwtop.advice.timeline import clock, describe
+from hwtop.model.finding import Change, Finding
 from hwtop.widgets import keys, palette
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
@@ -27,6 +31,22 @@ def _age(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
+def evidence_lines(finding: Finding, now: float | None) -> tuple[str, ...]:
+    """The evidence as the pane shows it: a clearing finding's marked with the time it last held."""
+    if not finding.clearing(now) or finding.held_at is None or not finding.evidence:
+        return finding.evidence
+    return (f"at {clock(finding.held_at)}: {finding.evidence[0]}", *finding.evidence[1:])
+
+
+def _quiet(finding: Finding, now: float | None) -> str:
+    """ · not seen for 8 s (a clearing finding), else its age ( · 12 s), else nothing."""
+    if finding.clearing(now) and finding.held_at is not None and now is not None:
+        return f" · not seen for {_age(now - finding.held_at)}"
+    if finding.since is not None and now is not None:
+        return f" · {_age(now - finding.since)}"
+    return ""
+
+
 class AdvicePanel(TextPanel):
     can_focus = True
     BINDINGS = keys.bindings(keys.ADVICE_PANEL)
@@ -37,6 +57,9 @@ class AdvicePanel(TextPanel):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.inline = True
+        self.rows: int | None = None  # content rows the layout gives the pane; None: as many as it needs
+        self.timeline: tuple[Change, ...] = ()  # what changed when: its latest lines fill rows the findings leave
+        self.timeline_rows = 0  # without a budget (rows), at most this many lines of it (its heading included)
         self.findings: tuple[Finding, ...] = ()
         self.now: float | None = None
         self.watching: tuple[str, ...] = ()
@@ -44,11 +67,13 @@ class AdvicePanel(TextPanel):
         self.expanded: set[tuple[str, str]] = set()
         self.cursor = 0
         self._rows: list[tuple[tuple[str, str] | None, Text]] = []
+        self._headline = False  # the last lines were headlines only: a finding opens on the advice screen
         self.border_title = "Advice"
 
     def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
-             rule_errors: dict[str, str] | None = None) -> None:
+             rule_errors: dict[str, str] | None = None, timeline: tuple[Change, ...] = ()) -> None:
         self.findings, self.now, self.watching = findings, now, watching
+        self.timeline = timeline
         self.rule_errors = dict(rule_errors or {})
         keys = {f.key for f in findings}
         self.expanded &= keys  # a cleared finding forgets it was open
@@ -60,11 +85,13 @@ class AdvicePanel(TextPanel):
         # One borderless line when there is nothing to show, or no room (a short terminal): panels keep their rows.
         self.set_class(not findings or not self.inline, "empty")
         # Ages (`· 12s`) move with `now` only while there are findings: an empty pane is the same line each tick.
-        if not self.same_as_shown((findings, now if findings else None, watching, self.rule_errors, self.inline)):
+        told = timeline if self.rows or self.timeline_rows else None  # drawn only with rows to spare
+        if not self.same_as_shown((findings, now if findings else None, watching, self.rule_errors, self.inline,
+                                   self.rows, self.timeline_rows, told)):
             self.changed()
 
     def toggle(self, key: tuple[str, str]) -> None:
-        if not self.inline:
+        if not self.inline or self._headline:
             self.post_message(self.DetailsWanted())
             return
         self.expanded ^= {key}
@@ -94,6 +121,8 @@ class AdvicePanel(TextPanel):
                 if key is not None:
                     self.cursor = next(i for i, f in enumerate(self.findings) if f.key == key)
                     self.toggle(key)
+                elif self._headline:  # "+3 more"
+                    self.post_message(self.DetailsWanted())
                 return
 
     def lines(self, width: int) -> list[Text]:
@@ -103,42 +132,84 @@ class AdvicePanel(TextPanel):
             line.append("✓ no problems seen", style=palette.OK_STRONG)
             line.append(_clip(f" · watching {', '.join(self.watching)}", width - line.cell_len), style=palette.DIM)
             rows.append((None, line))
-        elif not self.inline:
+        elif not self.inline and (self.rows or 1) == 1 and len(self.findings) > 1:  # the first, and how many more
             first = self.findings[0]
             badge, style = _badge(first.severity)
+            clearing = first.clearing(self.now)
             line = Text("Advice ", style="bold")
             line.append(badge, style=style)
-            line.append_text(data(f" {first.title}" + (f" · {first.scope}" if first.scope else ""), "bold"))
+            line.append_text(data(f" {first.title}" + (f" · {first.scope}" if first.scope else ""),
+                                  palette.DIM if clearing else "bold"))
             more = len(self.findings) - 1
-            line.append((f" +{more} more" if more else "") + " · a opens", style=palette.DIM)
-            if first.evidence:
-                line.append_text(data(f"  {first.evidence[0]}", "italic"))
+            line.append((_quiet(first, self.now) if clearing else "") + (f" +{more} more" if more else "")
+                        + " · a opens", style=palette.DIM)
+            evidence = evidence_lines(first, self.now)
+            if evidence:
+                line.append_text(data(f"  {evidence[0]}", "italic"))
             line.truncate(max(1, width), overflow="ellipsis")
             rows.append((first.key, line))
-        for index, finding in enumerate(self.findings if self.inline else ()):
+        elif not self.inline or (self.rows is not None and self.needed() > self.rows):
+            rows += self._headlines(width, self.rows or len(self.findings))
+        self._headline = bool(self.findings) and bool(rows)  # a single line or headlines: no room to open one
+        for index, finding in enumerate(self.findings if self.inline and rows == [] else ()):
             rows += self._finding_rows(finding, width, selected=self.has_focus and index == self.cursor)
         for rule, message in sorted(self.rule_errors.items()):
             rows.append((None, data(f"rule {rule} failed: {message}"[:width], palette.WARN)))
+        spare = self.timeline_rows if self.rows is None else self.rows - len(rows)
+        if self.inline and self.timeline and spare >= 2:  # a tall box: the latest of what changed when
+            rows.append((None, Text("what changed", style=palette.DIM)))
+            for change in self.timeline[-(spare - 1):]:
+                line = data(f"  {describe(change)}", palette.DIM)
+                line.truncate(max(1, width), overflow="ellipsis")
+                rows.append((None, line))
         self._rows = rows
         return [line for _, line in rows]
 
-    def _finding_rows(self, finding: Finding, width: int, selected: bool) -> list[tuple[tuple[str, str], Text]]:
+    def needed(self) -> int:
+        """Rows the findings take drawn in full: one each, an open one its evidence and fix too (a guess at
+        wrapping: one row a line)."""
+        return sum(1 + (len(f.evidence) + len(f.fix) if f.key in self.expanded else 0) for f in self.findings)
+
+    def _headlines(self, width: int, rows: int) -> list[tuple[tuple[str, str] | None, Text]]:
+        """One line per cause, as many as `rows` hold (the last says how many more): the badge, the title cut
+        to fit, where, and the rule id whole."""
+        shown = self.findings if len(self.findings) <= rows else self.findings[:max(0, rows - 1)]
+        out: list[tuple[tuple[str, str] | None, Text]] = []
+        for index, finding in enumerate(shown):
+            out.append((finding.key, self._head(finding, width, "▸ ", self.has_focus and index == self.cursor)))
+        more = len(self.findings) - len(shown)
+        if more:
+            out.append((None, Text(f"  +{more} more · a opens them all", style=palette.DIM)))
+        return out
+
+    def _head(self, finding: Finding, width: int, marker: str, selected: bool) -> Text:
+        """`▸ ▲ WARN title · where · 12 s [rule-id]`: the title is cut to fit, the rule id is kept whole."""
         badge, style = _badge(finding.severity)
-        open_ = finding.key in self.expanded
-        head = Text("▾ " if open_ else "▸ ", style="reverse" if selected else "")
+        clearing = finding.clearing(self.now)
+        head = Text(marker, style="reverse" if selected else "")
         head.append(badge, style=style)
-        head.append_text(data(f" {finding.title}", "bold"))
-        if finding.scope:
-            head.append_text(data(f" · {finding.scope}"))
-        if finding.since is not None and self.now is not None:
-            head.append(f" · {_age(self.now - finding.since)}", style=palette.DIM)
-        head.append_text(data(f" [{finding.id}]", palette.DIM))  # a recording's finding names its own id
-        if not open_ and finding.evidence:
-            head.append_text(data(f"  {finding.evidence[0]}", "italic"))
+        tail = data(f" · {finding.scope}", palette.DIM if clearing else "") if finding.scope else Text()
+        tail.append(_quiet(finding, self.now), style=palette.DIM)
+        tail.append_text(data(f" [{finding.id}]", palette.DIM))  # a recording's finding names its own id
+        title = data(f" {finding.title}", palette.DIM if clearing else "bold")
+        title.truncate(max(1, width - head.cell_len - tail.cell_len), overflow="ellipsis")
+        head.append_text(title)
+        head.append_text(tail)
         head.truncate(max(1, width), overflow="ellipsis")
+        return head
+
+    def _finding_rows(self, finding: Finding, width: int, selected: bool) -> list[tuple[tuple[str, str], Text]]:
+        open_ = finding.key in self.expanded
+        head = self._head(finding, width, "▾ " if open_ else "▸ ", selected)
+        evidence = evidence_lines(finding, self.now)
+        room = width - head.cell_len
+        if not open_ and evidence and room > 3:  # what is left of the line, never the rule id's cells
+            seen = data(f"  {evidence[0]}", "dim italic" if finding.clearing(self.now) else "italic")
+            seen.truncate(room, overflow="ellipsis")
+            head.append_text(seen)
         rows = [(finding.key, head)]
         if open_:
-            for label, style, lines in (("seen", palette.INFO_STRONG, finding.evidence),
+            for label, style, lines in (("seen", palette.INFO_STRONG, evidence),
                                         ("fix", palette.OK_STRONG, finding.fix)):
                 for line in lines:
                     rows += [(finding.key, row) for row in _hanging(label, style, line, width)]

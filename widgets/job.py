@@ -13,6 +13,7 @@ from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
+from hwtop.widgets.job_ranks import rank_table
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
@@ -67,11 +68,14 @@ class JobPanel(TextPanel):
         self.node_of_cpu: dict[int, int] = {}
         self.cursor = 0
         self.stack: list[Text] = []
+        self.straggler: int | None = None
         self.border_title = "Job"
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
-             node_of_cpu: dict[int, int]) -> None:
+             node_of_cpu: dict[int, int], straggler: int | None = None) -> None:
+        """`straggler`: the pid the rank-straggler finding names, marked in the rank table."""
         self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
+        self.straggler = straggler
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
             self.set_title(data(f"Job · {job.label} · d: Python stack of the selected process · escape: back"))
@@ -136,7 +140,7 @@ class JobPanel(TextPanel):
         for index, used in job.gpu_memory:
             head.append(f" · GPU{index} {human_bytes(used)}")
         out = [head]
-        out += self._job_lines(job)
+        out += self._job_lines(job, width)
         spark = max(8, min(40, (width - 30) // 3))
         marks = Text()
         for key, label in (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss")):
@@ -170,8 +174,9 @@ class JobPanel(TextPanel):
             out += self.stack
         return out
 
-    def _job_lines(self, job: JobSnapshot) -> list[Text]:
-        """Workers coming and going, pressure, the memory cgroup, and where each rank's time goes."""
+    def _job_lines(self, job: JobSnapshot, width: int) -> list[Text]:
+        """Workers coming and going, pressure, the memory cgroup, and where each rank's time goes: a table of
+        the ranks side by side when there are several, else a line per sampled process."""
         out = []
         if job.workers_started_last_minute or job.workers_exited_last_minute:
             out.append(Text(f"DataLoader workers: {job.workers_started_last_minute} started, "
@@ -187,10 +192,13 @@ class JobPanel(TextPanel):
             if group is not None and group.limit_bytes:
                 line.append(f" · cgroup memory {human_bytes(group.used_bytes)} of {human_bytes(group.limit_bytes)}")
             out.append(line)
-        if job.stacks or job.stack_message:
+        table = rank_table(job, width, self.straggler)
+        if (job.stacks or job.stack_message) and not table:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:
             out.append(data(f"  {job.stack_message}", palette.WARN))
+        if table:
+            return out + table
         for stacks in job.stacks:
             out.append(self._stacks_line(stacks))
         return out

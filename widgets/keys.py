@@ -48,7 +48,7 @@ MAIN = (
     Key("t", "topology", "Topology", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads "
                                      "it, t/escape back)", command="Topology"),
     Key("a", "advice", "Advice", "advice: focus the pane and expand the selected finding (up/down select, enter or "
-                                 "click toggles)", command="Advice"),
+                                 "click toggles); a again: every finding and what changed when", command="Advice"),
     Key("b", "report", "Report", "box report: what this box can train and what limits it (hwtop report for "
                                  "measurements)", show=False, command="Box report"),
     Key("j", "job", "Job", "the focused job's view: process tree, roles, affinity, where threads ran, NUMA memory "
@@ -105,8 +105,10 @@ ADVICE_SCREEN = (Key("a,q", "dismiss", "close"),)
 REPORT_SCREEN = (Key("b,q", "dismiss", "close"),)
 
 # The fleet view
-FLEET = (Key("q", "quit", "Quit"), Key("enter", "open_host", "GPUs of the host"))
+FLEET = (Key("q", "quit", "Quit"), Key("enter", "open_host", "GPUs of the host"),
+         Key("j", "open_job", "Job ranks"))
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
+FLEET_JOB = (Key("escape,q", "app.pop_screen", "Hosts"),)
 
 # Widgets
 LINE_TABLE = (

@@ -1,7 +1,7 @@
 """Measured, not assumed: matmul throughput per device and dtype, and host↔device copy bandwidth per GPU with
 pageable and pinned memory. Run by `hwtop report --compute/--pcie` in its own process (torch lives here only).
 
-    python -m workload.bench --compute --pcie
+    python -m hwtop.workload.bench --compute --pcie
 
 Prints one JSON object on stdout.
 """
@@ -75,7 +75,7 @@ def pcie(index: int, size: int = 256 << 20) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workload.bench")
+    parser = argparse.ArgumentParser(prog="python -m hwtop.workload.bench")
     parser.add_argument("--compute", action="store_true")
     parser.add_argument("--pcie", action="store_true")
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """A real PyTorch DDP/AMP training job that makes bottlenecks appear, reporting JSON lines on stdout.
 
-    python -m workload.job --device cpu --world-size 2 --steps 50 --scenario balanced
+    python -m hwtop.workload.job --device cpu --world-size 2 --steps 50 --scenario balanced
 
 Each rank writes one JSON object per line (atomic single writes, so ranks never interleave mid-line):
 events `started`, `step`, `oom`, `error`, `finished`, and for `amp-compare` a `summary`. Under torchrun it reads

@@ -15,6 +15,7 @@ from hwtop.advice.rules.memory import cuda_oom, host_memory_pressure
 from hwtop.advice.rules.pipeline import cpu_single_core, gpu_starved, io_bound
 from hwtop.advice.rules.placement import numa_misplaced, pcie_degraded, topology_slow_p2p
 from hwtop.advice.rules.precision import amp_available, amp_overflow, cudnn_benchmark, training_diverged
+from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
@@ -54,6 +55,7 @@ RULES: tuple[Rule, ...] = (
     Rule("cpu-oversubscribed", cpu_oversubscribed, 5.0, 10.0, "the job's runnable threads against its cores"),
     Rule("loader-io-bound", loader_io_bound, 5.0, 10.0, "the job's I/O stalls while its ranks wait for data"),
     Rule("job-memory-pressure", job_memory_pressure, 5.0, 15.0, "memory stalls, major faults and what grows"),
+    Rule("rank-straggler", rank_straggler, 5.0, 10.0, "each rank's collective waits against the others'"),
 )
 
 RULE_IDS = tuple(rule.id for rule in RULES)

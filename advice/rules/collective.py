@@ -5,11 +5,16 @@ spin on a flag, so utilisation sits at 100% while the power drawn falls to littl
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
+from hwtop.advice.grouping import covering
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
+
+if TYPE_CHECKING:
+    from hwtop.advice.ranks import RankVerdict
 
 FIXES = (
     "py-spy dump --pid PID on each rank (in hwtop: f on a rank, then d in the job view): the ranks waiting show "
@@ -54,29 +59,55 @@ def _odd_rank(snapshot: Snapshot) -> str | None:
             "has not reached the collective")
 
 
+def _hung_rank(snapshot: Snapshot, t: Thresholds) -> RankVerdict | None:
+    """From a focused job's per-rank figures (advice/ranks.py, as the fleet judges a job across hosts): the
+    others wait in a collective nearly all the time and one rank is elsewhere, or its figures stopped."""
+    job = snapshot.job
+    if job is None or job.status != "running" or len(job.ranks) < 2:
+        return None
+    from hwtop.advice.ranks import judge_ranks  # only a focused job with ranks loads it
+
+    verdict = judge_ranks(job.ranks, t)
+    return verdict if verdict is not None and verdict.kind == "hang" else None
+
+
 def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     spinning = {g.index: found for g in latest.gpus if not g.lost and compute_pids(g)
                 for found in [_spinning(window, g, t)] if found is not None}
     workload = latest.workload
     stalled = workload is not None and workload.status == "stalled"
-    if not spinning and not stalled:
+    hung = _hung_rank(latest, t)
+    if not spinning and not stalled and hung is None:
+        return
+    if hung is not None and not spinning and not stalled:  # the ranks' own figures say it, GPU or not
+        named = hung.rank
+        yield Finding("collective-hang", "critical",
+                      f"Rank {named.rank} on {named.host} never reached the collective the others wait in"
+                      if named is not None else "Every watched rank waits in a collective", hung.evidence, FIXES,
+                      scope="job", gpus=(named.gpu,) if named is not None and named.gpu is not None else (),
+                      pids=(named.pid,) if named is not None and named.pid is not None else ())
         return
     evidence = []
     if stalled and workload is not None:
-        known = [r for r in workload.ranks if r.step is not None]
-        if len(known) > 1 and len({r.step for r in known}) == 1:  # DDP steps in lockstep: one figure says it
-            steps = f"all {len(known)} ranks at step {known[0].step}, the one they finished before the hang"
-        else:
-            steps = ", ".join(f"rank {r.rank} at step {r.step}" for r in known)
+        at_step: dict[int, list[str]] = {}
+        for r in workload.ranks:
+            if r.step is not None:
+                at_step.setdefault(r.step, []).append(f"rank {r.rank}")
+        steps = ", ".join(f"{covering(ranks)[0]} at step {step}" for step, ranks in at_step.items())
         evidence.append("the job's ranks stopped reporting steps (status stalled)" + (f": {steps}" if steps else ""))
+    alike: dict[tuple[str, str], list[str]] = {}  # GPUs whose figures read the same are named once: GPU0-7
     for index, (util, share) in sorted(spinning.items()):
-        evidence.append(f"GPU{index} {util:.0f}% busy for {t['spin_seconds']:.0f} s yet drawing "
-                        f"{100 * share:.0f}% of its power limit (limit {100 * t['spin_power_share']:.0f}%): "
-                        "kernels polling, not computing")
+        alike.setdefault((f"{util:.0f}", f"{100 * share:.0f}"), []).append(f"GPU{index}")
+    for (util, share), gpus in alike.items():
+        evidence.append(f"{covering(gpus)[0]} {util}% busy for {t['spin_seconds']:.0f} s yet drawing "
+                        f"{share}% of {'its' if len(gpus) == 1 else 'their'} power limit (limit "
+                        f"{100 * t['spin_power_share']:.0f}%): kernels polling, not computing")
     odd = _odd_rank(latest)
     if odd:
         evidence.append(odd)
+    if hung is not None:
+        evidence.extend(hung.evidence)
     pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
     if not pids and workload is not None:
         pids = workload.pids

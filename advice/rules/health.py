@@ -40,8 +40,14 @@ def gpu_throttled(window: Window, t: Thresholds) -> Iterator[Finding]:
             fixes.append("At its power limit: normal under full load. If the limit was lowered, nvidia-smi -q -d "
                          "POWER shows default against current; raising it is the administrator's call.")
         severity = "warning" if reasons & (THERMAL | HARDWARE) else "info"
+        # GPUs held back for the same reasons are one cause; heat on one and a power cap on another are two.
+        cause = ", ".join(name for name, kinds in (("thermal", THERMAL), ("hardware", HARDWARE), ("power cap", POWER))
+                          if reasons & kinds)
+        held_back = None
+        if gpu.sm_clock_mhz is not None and gpu.sm_clock_max_mhz:
+            held_back = 100.0 * (1.0 - gpu.sm_clock_mhz / gpu.sm_clock_max_mhz)
         yield Finding("gpu-throttled", severity, f"GPU{gpu.index} clocks throttled", tuple(evidence), tuple(fixes),
-                      scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+                      scope=f"GPU{gpu.index}", gpus=(gpu.index,), cause=cause, measure=held_back)
 
 
 ECC_FIXES = ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER shows the counts and retired/remapped rows.",
@@ -80,7 +86,9 @@ def _xid_finding(gpu: GpuSnapshot) -> Finding:
                    (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}): Xid {xid}, {meaning} (NVML event, "
                     "within the last two minutes)",),
                    ECC_FIXES if hardware else PROGRAM_XID_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,),
-                   pids=compute_pids(gpu))
+                   pids=compute_pids(gpu),
+                   # a program's fault on eight GPUs is one bug; a card's own error is that card's
+                   cause="" if hardware else f"Xid {xid}")
 
 
 def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:

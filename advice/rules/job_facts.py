@@ -65,6 +65,11 @@ def who(process: JobProcess | None, pid: int) -> str:
     return f"pid {pid}"
 
 
+def member_scope(process: JobProcess | None, pid: int) -> str:
+    """A per-process finding's scope: "rank 3" for a rank (eight group as "ranks 0-7"), else "pid 123"."""
+    return f"rank {process.rank}" if process is not None and process.rank is not None else f"pid {pid}"
+
+
 def process_mean(window: Window, pid: int, read: Callable[[JobProcess], float | None],
                  seconds: float = SPAN_S) -> float | None:
     return mean(read(p) for job in recent_jobs(window, seconds) for p in job.processes if p.pid == pid and p.alive)

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.grouping import alike
 from hwtop.advice.rules.job_facts import (
     WORKER,
     alive,
     churn,
     job_mean,
     mains,
+    member_scope,
     process_mean,
     rank_count,
     recent_jobs,
@@ -80,13 +82,15 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
                         f"(limit {100 * t['data_wait_fraction']:.0f}%)" + (f", at {site}" if site else ""))
         evidence.append(f"  where its time goes: {stacks_line(s)}")
     pids = {s.pid for s in starved}
-    waiting_gpus = []
+    waiting: dict[int, float | None] = {}
     for gpu in latest.gpus:
         if set(compute_pids(gpu)) & set(by_pid):
             util = window.gpu_mean(gpu.index, lambda g: g.util_percent, SPAN_S)
             if util is not None and util < t["gpu_waiting_util_percent"]:
-                waiting_gpus.append(gpu.index)
-                evidence.append(f"GPU{gpu.index} util {util:.0f}% over the last {SPAN_S:.0f} s: it waits with the rank")
+                waiting[gpu.index] = util
+    waiting_gpus = list(waiting)
+    waits = "it waits with the rank" if len(waiting) == 1 else "they wait with their ranks"
+    evidence += [f"{gpus} util {shown} over the last {SPAN_S:.0f} s: {waits}" for shown, gpus in alike(waiting).items()]
     fixes: list[str] = []
     churn_evidence, churn_fix = churn_cause(window, t, pids)
     evidence += churn_evidence
@@ -139,13 +143,14 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
             evidence.append(f"its main thread was starting or joining workers in {100 * s.fraction('workers'):.0f}% "
                             f"and waiting for data in {100 * s.fraction('data'):.0f}% of {s.samples} stack samples")
         yield Finding(
-            "worker-churn", "warning", f"DataLoader workers re-created every epoch ({who(parent, births.parent)})",
+            "worker-churn", "warning", "DataLoader workers re-created every epoch",
             tuple(evidence),
             ("DataLoader(..., num_workers=N, persistent_workers=True): the workers (and the copy of the Dataset "
              "each holds) stay alive across epochs instead of being forked again each time.",
              "Create each DataLoader once, outside the epoch loop (the same holds for the validation loader).",
              "Expensive Dataset.__init__ or worker_init_fn work is paid again by every new worker: keep it small."),
-            scope=f"pid {births.parent}", pids=(births.parent,))
+            scope=member_scope(parent, births.parent), pids=(births.parent,), cause="workers re-created",
+            measure=per_minute)
 
 
 def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
@@ -190,8 +195,9 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
         fixes += ["persistent_workers=True with it, so the workers are not re-created each epoch.",
                   "Keep heavy per-sample work (decoding, augmentation) in Dataset.__getitem__, which the workers run, "
                   "not in the training loop."]
-        yield Finding("single-core-loading", "warning", f"One core loads all the data ({who(main, main.pid)})",
-                      tuple(evidence), tuple(fixes), scope=f"pid {main.pid}", pids=(main.pid,))
+        yield Finding("single-core-loading", "warning", "One core loads all the data", tuple(evidence), tuple(fixes),
+                      scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread",
+                      measure=hot)
 
 
 def loader_io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:

@@ -71,7 +71,8 @@ def cuda_oom(window: Window, t: Thresholds) -> Iterator[Finding]:
             evidence += [f"pid {p.pid} {command(p.command or '?', p.command, 40)} holds {gib(p.used_memory_bytes)}"
                          for p in users if p.used_memory_bytes]
             yield Finding("cuda-oom", "warning", f"GPU{gpu.index} memory nearly full", tuple(evidence + fragmentation),
-                          _oom_fixes(None, bool(fragmentation)), scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+                          _oom_fixes(None, bool(fragmentation)), scope=f"GPU{gpu.index}", gpus=(gpu.index,),
+                          cause="memory nearly full", measure=share)
 
 
 def host_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.grouping import alike
 from hwtop.advice.rules.loader import churn_cause
-from hwtop.advice.text import command, percent, rate
+from hwtop.advice.text import command, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import (
     Window,
@@ -80,10 +81,11 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
         if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
             return  # the GPU is busy regardless: waiting on data costs little
-        per_rank = ", ".join(f"rank {r} {100 * v:.0f}%" for r, v in sorted(waits.items()))
+        per_rank = ", ".join(f"{ranks} {shown}" for shown, ranks in alike(
+            {r: 100 * v for r, v in sorted(waits.items())}, "rank ").items())
         evidence = [f"the training step waits for its next batch {100 * mean_wait:.0f}% of the time ({per_rank}; "
                     f"limit {100 * t['data_wait_fraction']:.0f}%)"]
-        evidence += [f"GPU{i} util {percent(u)} over the last {SPAN_S:.0f} s" for i, u in utils.items()]
+        evidence += [f"{gpus} util {shown} over the last {SPAN_S:.0f} s" for shown, gpus in alike(utils).items()]
         workers = config.num_workers
         if workers is not None:
             line = (f"DataLoader num_workers={workers}, pin_memory={config.pin_memory}, "
@@ -106,7 +108,7 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         fixes[:0] = churn_fix  # a loader that restarts its workers every epoch: that first
         scope = "job"
         yield Finding("gpu-starved", "warning", "Training waits on data loading", tuple(evidence), tuple(fixes),
-                      scope=scope, gpus=tuple(utils), pids=workload.pids)
+                      scope=scope, gpus=tuple(utils), pids=workload.pids, measure=100 * mean_wait)
         return
     # No telemetry: a waiting GPU whose process's DataLoader workers are all pegged, or re-created each epoch.
     for gpu, util in waiting_gpus(window, t):
@@ -130,7 +132,8 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
             lines += churn_evidence
             fixes = tuple(churn_fix) + fixes
             yield Finding("gpu-starved", "warning", f"GPU{gpu.index} starved by its DataLoader workers", tuple(lines),
-                          fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy))
+                          fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy),
+                          cause="workers re-created" if churning else "workers CPU-bound", measure=100 - util)
 
 
 def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
@@ -156,7 +159,7 @@ def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
     core = hot[0]
     evidence = [f"core {core} at {loads[core]:.0f}% while {idle} of {len(others)} other cores are below "
                 f"{t['core_idle_percent']:.0f}%"]
-    evidence += [f"GPU{g.index} util {u:.0f}%" for g, u in waiting]
+    evidence += [f"{gpus} util {shown}" for shown, gpus in alike({g.index: u for g, u in waiting}).items()]
     gpu_pids = {pid for g, _ in waiting for pid in compute_pids(g)}
     hot_procs = [p for p in latest.processes if (p.cpu_percent or 0) >= t["core_pegged_percent"]]
     hot_procs.sort(key=lambda p: (p.pid not in gpu_pids, -(p.cpu_percent or 0)))
@@ -197,7 +200,7 @@ def io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
             evidence.append(f"{disk.name} ({disk.kind}) busy {busy:.0f}% of the time, reading {rate(reads)}")
     if not evidence:
         return
-    evidence += [f"GPU{g.index} util {u:.0f}%" for g, u in waiting]
+    evidence += [f"{gpus} util {shown}" for shown, gpus in alike({g.index: u for g, u in waiting}).items()]
     evidence += [f"rank {r} waits for data {100 * waits[r]:.0f}% of each step" for r in input_bound]
     available = latest.memory.available_bytes if latest.memory else None
     yield Finding(

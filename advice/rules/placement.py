@@ -79,13 +79,14 @@ def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
                 evidence.append(f"numactl --hardware: distance node {home}→{others[0]} is {row[others[0]]}, "
                                 f"local {row[home]}")
         yield Finding(
-            "numa-misplaced", "warning", f"GPU{placed.gpu}'s process runs on the far NUMA node", tuple(evidence),
+            "numa-misplaced", "warning", "Process on the far NUMA node from its GPU", tuple(evidence),
             (f"numactl --cpunodebind={home} --membind={home} <your command>, so its threads and host memory "
-             f"sit beside GPU{placed.gpu}.",
+             "sit beside its GPU.",
              f"Or per rank: os.sched_setaffinity(0, <CPUs of node {home}>) before the DataLoader starts, "
              "or torchrun with a numactl wrapper per local rank.",
              "nvidia-smi topo -m lists each GPU's CPU and NUMA affinity."),
-            scope=f"GPU{placed.gpu} pid {placed.pid}", gpus=(placed.gpu,), pids=(placed.pid,))
+            scope=f"GPU{placed.gpu} pid {placed.pid}", gpus=(placed.gpu,), pids=(placed.pid,),
+            cause=f"far from node {home}")
 
 
 def pcie_degraded(window: Window, t: Thresholds) -> Iterator[Finding]:

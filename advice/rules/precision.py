@@ -23,6 +23,11 @@ def _precision_fixes(capability: tuple[int, int]) -> tuple[str, ...]:
             "fp16 Tensor Cores but no bf16 or TF32).",)
 
 
+def _precision_cause(what: str, capability: tuple[int, int]) -> str:
+    """GPUs whose fix is the same precision (bf16 from Ampere on, fp16 before) share one finding."""
+    return f"{what}, {'bf16' if capability >= (8, 0) else 'fp16'} available"
+
+
 def _job_gpus(snapshot: Snapshot) -> list[GpuSnapshot]:
     workload = snapshot.workload
     pids = set(workload.pids) if workload else set()
@@ -45,7 +50,7 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
                 (f"{job_name(latest)} trains in fp32 (amp off) on GPU{gpu.index} {gpu.name}, compute capability "
                  f"{capability[0]}.{capability[1]}",),
                 _precision_fixes(capability) + ("hwtop's amp-compare scenario measures the saving on this box.",),
-                scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+                scope=f"GPU{gpu.index}", gpus=(gpu.index,), cause=_precision_cause("fp32", capability))
         return
     for gpu in latest.gpus:  # any job: Hopper's GPM says whether Tensor Cores do any of the work
         capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
@@ -60,7 +65,8 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
             "amp-available", "info", f"GPU{gpu.index} busy without its Tensor Cores",
             (f"GPU{gpu.index} SMs {sm:.0f}% active, Tensor Cores {tensor:.1f}% (GPM, last 10 s): the matmuls run "
              "in plain fp32",),
-            _precision_fixes(capability), scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu))
+            _precision_fixes(capability), scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu),
+            cause=_precision_cause("Tensor Cores idle", capability), measure=sm - tensor)
 
 
 def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
@@ -96,7 +102,7 @@ def amp_overflow(window: Window, t: Thresholds) -> Iterator[Finding]:
              "fp16 overflows.",
              "Call scaler.unscale_(optimizer) before torch.nn.utils.clip_grad_norm_.",
              "On Ampere or newer, bf16 autocast has fp32's range and needs no scaler."),
-            scope=f"rank {rank.rank}", pids=(rank.pid,) if rank.pid else ())
+            scope=f"rank {rank.rank}", pids=(rank.pid,) if rank.pid else (), cause="fp16 overflow", measure=drops)
 
 
 def training_diverged(window: Window, t: Thresholds) -> Iterator[Finding]:

@@ -58,8 +58,3 @@ class CounterRates:
         if bits >= 64 and delta >= span // 2:
             return None
         return delta / ((at_us - previous.at_us) / 1e6)
-
-    def forget(self, prefix: object) -> None:
-        """Drop every counter of one GPU (its first element), after a reset."""
-        for key in [k for k in self._last if k[0] == prefix]:
-            del self._last[key]

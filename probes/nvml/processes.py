@@ -5,17 +5,24 @@ clusters): there its unversioned call raises NVMLLibraryMismatchError. So each l
 `_v2`, then the unversioned v1 symbol (whose struct has only pid and memory), and the first that exists is kept
 for the session. A process with both a compute and a graphics context (C+G) is in both lists: it is one
 process, counted once. Per-process utilization samples come back in no promised order and sometimes older
-than asked for: keep only those newer than the last seen, newest per pid, and clamp to 0-100.
+than asked for: keep only those newer than the last seen, newest per pid, and clamp to 0-100. A pid that is
+not a process here (in a container NVML names host pids) is shown as not visible, and the local processes that
+hold the GPU's device file (probes/nvml/holders.py) are listed beside it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Any
 
 import msgspec
 
-from hwtop.probes.nvml.calls import FUNCTION_NOT_FOUND, INSUFFICIENT_SIZE
+from hwtop.model.snapshot import GpuProcess, ProcessInfo
+from hwtop.probes.nvml.calls import INSUFFICIENT_SIZE, Verdict, error_code, verdict
+from hwtop.probes.nvml.capabilities import Query
+from hwtop.probes.nvml.handle import DeviceHandle
+from hwtop.probes.nvml.holders import Holders, cmdline
 
 NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE as unsigned long long (WDDM, some containers)
 VERSIONS = ("_v3", "_v2", "")
@@ -71,10 +78,6 @@ def _memory(value: Any) -> int | None:
     return None if value is None or int(value) == NOT_AVAILABLE else int(value)
 
 
-def is_absent(code: int | None) -> bool:
-    return code == FUNCTION_NOT_FOUND
-
-
 def merge(compute: list[tuple[int, int | None]], graphics: list[tuple[int, int | None]]) -> list[Listed]:
     """One entry per pid: a C+G process appears in both lists with the same memory, and is counted once."""
     kinds: dict[int, list[str]] = {}
@@ -104,3 +107,101 @@ def pick_samples(samples: list[Any], last_seen_us: int) -> tuple[dict[int, tuple
         fresh = [s for s in fresh if int(s.timeStamp) >= newest - FIRST_SAMPLES_WINDOW_US]
     latest = {int(s.pid): (clamp_percent(s.smUtil), clamp_percent(s.memUtil)) for s in fresh}
     return latest, newest
+
+
+class ProcessReader:
+    """One GPU's processes: its compute and graphics lists, their utilization samples, and who they are here."""
+
+    def __init__(self, gpu: DeviceHandle, holders: Holders) -> None:
+        self._gpu = gpu
+        self._holders = holders
+        self._last_sample_us = 0  # the newest utilization sample seen
+
+    def read(self, by_pid: dict[int, ProcessInfo], minor: int | None) -> tuple[tuple[GpuProcess, ...], str | None]:
+        """(the processes, why some cannot be shown or None); `minor` is the GPU's /dev/nvidiaN."""
+        gpu = self._gpu
+        compute, compute_error = self._running("compute")
+        graphics, graphics_error = self._running("graphics")
+        listed = merge(compute, graphics)
+        utilization: dict[int, tuple[float, float]] = {}
+        if listed:
+            samples = gpu.call(Query.PROC_UTIL, "nvmlDeviceGetProcessUtilization", self._last_sample_us)
+            if samples:
+                utilization, self._last_sample_us = pick_samples(list(samples), self._last_sample_us)
+        result = [self._process(entry, minor, by_pid, utilization.get(entry.pid)) for entry in listed]
+        hidden = sum(not p.visible for p in result)
+        if Verdict.DENIED in (compute_error, graphics_error):
+            return tuple(result), "process list: no permission (NVML NO_PERMISSION)"
+        if hidden and gpu.session.source.startswith("demo"):
+            return tuple(result), "demo profile: its GPU processes are not processes of this host"
+        if not hidden:
+            return tuple(result), None
+        status = (f"{hidden} GPU process(es) not visible here: NVML reports host pids (container?); "
+                  "pid mapping unavailable")
+        local = self._holders.by_minor().get(minor, ()) if minor is not None else ()
+        shown = {p.pid for p in result}
+        proc_root = self._holders.proc_root
+        for pid in local:
+            if pid in shown:
+                continue
+            host = by_pid.get(pid)
+            result.append(GpuProcess(pid=pid, kind="holder", used_memory_bytes=None, visible=True,
+                                     user=host.user if host else None,
+                                     command=(host.cmdline or host.name) if host else cmdline(proc_root, pid),
+                                     cpu_percent=host.cpu_percent if host else None,
+                                     rss_bytes=host.rss_bytes if host else None))
+        if local:
+            status += f"; local processes holding /dev/nvidia{minor}: {', '.join(map(str, local))}"
+        return tuple(result), status
+
+    def _running(self, kind: str) -> tuple[list[tuple[int, int | None]], Verdict | None]:
+        """One process list, from the newest query version this driver has (v3, v2, then v1)."""
+        gpu = self._gpu
+        session = gpu.session
+        query = Query.PROCS_COMPUTE if kind == "compute" else Query.PROCS_GRAPHICS
+        if gpu.caps.skip(query, session.now):
+            return [], None
+        while session.process_version[kind] < len(VERSIONS):
+            version = VERSIONS[session.process_version[kind]]
+            for attempt in range(2):
+                session.calls[symbol(kind, version)] += 1
+                try:
+                    entries = call_version(session.nvml, gpu.handle, kind, version)
+                except Exception as error:  # noqa: BLE001
+                    code = error_code(error)
+                    if code == INSUFFICIENT_SIZE and attempt == 0:
+                        continue  # processes started between the size query and the fill
+                    if verdict(code) is Verdict.ABSENT:
+                        break
+                    gpu.failed(query, error)
+                    return [], verdict(code)
+                gpu.caps.succeeded(query)
+                return entries, None
+            session.process_version[kind] += 1  # this driver has no such version: the next older one
+        gpu.caps.missing(query)
+        return [], Verdict.ABSENT
+
+    def _process(self, entry: Listed, minor: int | None, by_pid: dict[int, ProcessInfo],
+                 sample: tuple[float, float] | None) -> GpuProcess:
+        pid = entry.pid
+        host = by_pid.get(pid)
+        proc_root = self._holders.proc_root
+        visible = host is not None or os.path.exists(f"{proc_root}/{pid}")
+        if visible and minor is not None and not self._gpu.session.source.startswith("demo"):
+            # A pid of ours that does not hold this GPU's device file is another process (container pid
+            # namespace): not the one NVML means.
+            held = self._holders.minors_held(pid)
+            visible = held is None or minor in held
+            host = host if visible else None
+        command = (host.cmdline or host.name) if host else (cmdline(proc_root, pid) if visible else None)
+        return GpuProcess(
+            pid=pid, kind="compute" if "compute" in entry.kinds else entry.kinds[0], kinds=entry.kinds,
+            used_memory_bytes=entry.used_memory_bytes,
+            sm_percent=None if sample is None else sample[0],
+            mem_percent=None if sample is None else sample[1],
+            visible=visible,
+            user=host.user if host else None,
+            command=command,
+            cpu_percent=host.cpu_percent if host else None,
+            rss_bytes=host.rss_bytes if host else None,
+        )

@@ -96,7 +96,8 @@ def test_the_rule_ids_are_exactly_the_documented_set():
                              "training-diverged", "collective-hang",  # the nccl-hang story
                              # a focused job, with or without a GPU
                              "data-starved", "worker-churn", "single-core-loading", "cpu-oversubscribed",
-                             "loader-io-bound", "job-memory-pressure"}
+                             "loader-io-bound", "job-memory-pressure",
+                             "rank-straggler"}  # issue 34: one rank holds the job back
 
 
 def test_every_threshold_says_where_it_comes_from():

@@ -357,7 +357,7 @@ def test_listening_beyond_loopback_warns_once(monkeypatch, listen, warned):
 
     seen = {}
 
-    def fake_make_exporter(tick, host, port, interval, version, hostname=None):  # noqa: ANN001
+    def fake_make_exporter(tick, host, port, interval, version, hostname=None, job_name=None):  # noqa: ANN001
         seen.update(host=host, hostname=hostname)
         return _FakeServer(), threading.Event(), None
 

@@ -250,7 +250,7 @@ def test_bad_fleet_usage_exits_2_with_one_line(args, message):
 
 async def test_text_from_outside_is_literal():
     class Hostile:
-        description, interval, warnings = "[b]desc[/b]", 1.0, ["[@click=app.quit]warn"]
+        description, interval, warnings, job = "[b]desc[/b]", 1.0, ["[@click=app.quit]warn"], None
 
         def poll(self) -> bool:
             return True
@@ -262,6 +262,9 @@ async def test_text_from_outside_is_literal():
 
         def problem(self) -> str | None:
             return "[/b]"
+
+        def job_view(self) -> None:
+            return None
 
         def close(self) -> None:
             pass

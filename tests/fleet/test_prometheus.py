@@ -136,6 +136,7 @@ async def test_the_view_from_recorded_answers():
         rows = [[str(getattr(c, "plain", c)) for c in app.table.get_row_at(i)] for i in range(app.table.row_count)]
         assert [r[0] for r in rows] == ["127.0.0.1", "node-dgx", "node-h200"]
         assert rows[0][1] == "down: connection refused" and rows[1][2] == "8" and rows[2][2] == "1"
+        assert rows[1][9] == "8x A100-SXM4-80GB" and rows[2][9] == "1x H200"  # the GPU models, counted
         assert rows[1][7] == "no problems seen" or rows[1][7].split()[0] in ("CRITICAL", "WARNING", "INFO")
         assert re.fullmatch(r"127\.0\.0\.1:\d+", rows[1][8])  # the instance it was scraped from
         await pilot.press("q")

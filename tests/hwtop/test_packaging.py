@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -15,16 +16,74 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def clean_copy(out: Path) -> Path:
+    """What a build reads, copied (links as links): an in-tree build/ from an earlier build would otherwise put
+    stale files into the wheel and hide a package the build no longer finds."""
+    out.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, out / name)
+    for folder in [ROOT / "hwtop", *(ROOT / link.name for link in (ROOT / "hwtop").iterdir() if link.is_symlink())]:
+        shutil.copytree(folder, out / folder.name, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    return out
+
+
+def build(kind: str, source: Path, out: Path) -> Path:
+    """The wheel or sdist pip/setuptools make of `source`, without network or a build venv."""
+    if kind == "wheel":
+        subprocess.run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(out)], check=True, capture_output=True, timeout=300)
+        return next(out.glob("hwtop-*.whl"))
+    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_sdist({str(out)!r})"],
+                   check=True, capture_output=True, timeout=300, cwd=source)
+    return next(out.glob("hwtop-*.tar.gz"))
+
+
+def tree_packages() -> set[str]:
+    """Every package of the checkout as the wheel names it: hwtop, and each folder of a room with __init__.py."""
+    found = {"hwtop"}
+    for link in (ROOT / "hwtop").iterdir():
+        if link.is_symlink():
+            room = ROOT / link.name
+            found |= {".".join(("hwtop", link.name, *init.parent.relative_to(room).parts))
+                      for init in room.rglob("__init__.py") if "__pycache__" not in init.parts}
+    return found
+
+
+def wheel_packages(names: list[str]) -> set[str]:
+    return {name.rsplit("/", 1)[0].replace("/", ".") for name in names if name.endswith("/__init__.py")}
+
+
 @pytest.mark.slow
-def test_the_wheel_holds_one_top_level_name(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(tmp_path)], check=True, capture_output=True, timeout=300)
-    wheel = next(tmp_path.glob("hwtop-*.whl"))
+def test_the_wheel_holds_one_top_level_name_and_every_package_of_the_tree(tmp_path: Path) -> None:
+    """pyproject finds the packages (no list to keep): each sub-package of each room, and the stylesheet."""
+    wheel = build("wheel", clean_copy(tmp_path / "src"), tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     tops = {name.split("/")[0] for name in names}
     assert tops == {"hwtop", f"{wheel.name.split('-')[0]}-{wheel.name.split('-')[1]}.dist-info"}
-    assert "hwtop/tui/hwtop.tcss" in names and "hwtop/workload/job.py" in names and "hwtop/probes/gpu.py" in names
+    assert wheel_packages(names) == tree_packages()
+    assert {"hwtop.advice.rules", "hwtop.demo.nvml"} <= tree_packages()
+    stylesheets = {f"hwtop/{path.relative_to(ROOT)}" for path in ROOT.glob("*/*.tcss")}
+    assert stylesheets and stylesheets <= set(names)
+    assert "hwtop/tui/hwtop.tcss" in names and "hwtop/workload/job.py" in names
     assert not any(name.startswith(("hwtop/tests", "tests/")) for name in names)
+
+
+@pytest.mark.slow
+def test_the_sdist_leaves_tests_out_and_builds_the_same_wheel(tmp_path: Path) -> None:
+    """The sdist is the package alone (the rooms as real folders under hwtop/, no tests/, no links): the wheel
+    built from it holds the same files as the one built from the checkout."""
+    source = clean_copy(tmp_path / "src")
+    sdist = build("sdist", source, tmp_path / "sdist")
+    with tarfile.open(sdist) as archive:
+        members = archive.getmembers()
+        tops = {member.name.split("/")[1] for member in members if "/" in member.name}
+        assert not [member.name for member in members if member.issym() or member.islnk()]
+        archive.extractall(tmp_path / "unpacked", filter="data")
+    assert "tests" not in tops and not tops & {"tui", "model", "probes"}
+    assert tops <= {"hwtop", "hwtop.egg-info", "PKG-INFO", "README.md", "pyproject.toml", "setup.cfg"}
+    from_sdist = build("wheel", next((tmp_path / "unpacked").iterdir()), tmp_path / "from-sdist")
+    from_tree = build("wheel", source, tmp_path / "from-tree")
+    assert sorted(zipfile.ZipFile(from_sdist).namelist()) == sorted(zipfile.ZipFile(from_tree).namelist())
 
 
 def test_every_room_is_linked_under_the_one_package() -> None:

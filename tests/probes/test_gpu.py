@@ -17,8 +17,10 @@ import pytest
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import PROFILES, DemoProcess, get_profile
 from hwtop.model.snapshot import ProcessInfo
-from hwtop.probes import gpu as gpu_probe
-from hwtop.probes.gpu import NvmlProbe, decode_throttle_reasons, nvml_library_loads
+from hwtop.probes.gpu import NvmlProbe
+from hwtop.probes.nvml import session as gpu_probe
+from hwtop.probes.nvml.device import decode_throttle_reasons
+from hwtop.probes.nvml.session import nvml_library_loads
 from hwtop.probes.nvml.slow import BackgroundCalls
 
 

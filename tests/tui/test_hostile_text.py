@@ -39,6 +39,7 @@ from hwtop.model.snapshot import (
     TopoDevice,
     Topology,
 )
+from hwtop.tui import textual_compat
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.processes import ProcessTable, Row
 from hwtop.widgets.safe_text import cell, data, visible
@@ -70,7 +71,7 @@ def fragments(text: str, chars: int = 24) -> list[str]:
 
 def rendered(app: App) -> tuple[str, list[Segment]]:
     """The screen as Textual would send it: its text and its segments."""
-    strips = app.screen._compositor.render_strips()
+    strips = textual_compat.screen_strips(app.screen)
     segments = [segment for strip in strips for segment in strip]
     return "\n".join("".join(segment.text for segment in strip) for strip in strips), segments
 

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
+from hwtop.tui import textual_compat
 from hwtop.tui.app import PALETTE, HwtopApp
 from hwtop.widgets.processes import Row, filter_rows, tree_rows
 from tests.factories import ScriptedSource, host_snapshot
@@ -131,7 +132,7 @@ def test_themes_and_no_color(monkeypatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
     mono = HwtopApp(ScriptedSource([host_snapshot()]), theme="mono")
     assert mono.no_color and "NO_COLOR" not in os.environ  # monochrome without touching the environment
-    assert any(type(f).__name__ in ("Monochrome", "NoColor") for f in mono._filters)
+    assert any(type(f).__name__ in ("Monochrome", "NoColor") for f in textual_compat.line_filters(mono))
     assert not HwtopApp(ScriptedSource([host_snapshot()])).no_color
     monkeypatch.setenv("NO_COLOR", "1")
     assert HwtopApp(ScriptedSource([host_snapshot()])).no_color  # Textual's monochrome filter

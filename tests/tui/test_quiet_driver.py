@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 from textual import events
 
-from hwtop.tui import quiet_driver
+from hwtop.tui import quiet_driver, textual_compat
 from hwtop.tui.quiet_driver import POLL_S, QuietLinuxDriver, wait_s
 
 
@@ -184,8 +184,8 @@ def test_sigcont_resumes_only_after_a_suspend(monkeypatch: pytest.MonkeyPatch, s
         with input_thread(monkeypatch, driver_side) as (driver, _seen):
             resumed: list[bool] = []
             monkeypatch.setattr(driver, "resume_application_mode", lambda: resumed.append(True))
-            driver._auto_restart = True
-            driver._must_signal_resume = suspended  # what the SIGTSTP handler sets when it suspends
+            setattr(driver, textual_compat.AUTO_RESTART_FLAG, True)
+            setattr(driver, textual_compat.SUSPENDED_FLAG, suspended)  # what the SIGTSTP handler sets when it suspends
             signal.getsignal(signal.SIGCONT)(signal.SIGCONT, None)  # the handler the driver installed
             assert resumed == ([True] if suspended else [])
     finally:

@@ -1,0 +1,152 @@
+"""rank-straggler: one rank holds the job back. In DDP every gradient all-reduce waits for the slowest rank, so
+the others spend their time in collective waits while the slow one is busy elsewhere. Read from the per-rank
+figures (JobSnapshot.ranks: stack shares, collective waits included, see probes/stack_waits.py), so it needs no
+GPU and no code in the job; on GPUs, each rank's utilisation and power join as evidence. What the straggler does
+instead picks the fix: its loader, its core shared, its GPU throttled or on a degraded link, its NUMA placement,
+or more work than the others."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from statistics import median
+from typing import TYPE_CHECKING
+
+from hwtop.advice.rules.health import HARDWARE, POWER, THERMAL
+from hwtop.advice.rules.job_facts import running_job
+from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.window import Window, gpu_numa_node
+from hwtop.model.finding import Finding
+from hwtop.probes.topology import link_degraded
+
+if TYPE_CHECKING:
+    from hwtop.model.job import JobProcess, JobSnapshot, RankFigures
+    from hwtop.model.snapshot import Snapshot
+
+SAMPLING = ("sampling its stack…", "no Python samples yet")  # not yet read, not refused
+
+
+def _label(rank: RankFigures) -> str:
+    pid = f"pid {rank.pid}, " if rank.pid is not None else ""
+    return f"rank {rank.rank} ({pid}host {rank.host})"
+
+
+def _shares(rank: RankFigures, limit: int = 3) -> str:
+    from hwtop.probes.stack_classify import LABELS
+
+    parts = sorted(rank.shares, key=lambda kv: -kv[1])[:limit]
+    return ", ".join(f"{LABELS.get(name, name)} {100 * value:.0f}%" for name, value in parts)
+
+
+def missing_figures(job: JobSnapshot, t: Thresholds) -> list[str]:
+    """Ranks whose stacks cannot be read (ptrace refused, py-spy missing): which figure is missing, and why."""
+    why = {s.pid: s.message for s in job.stacks if s.message and s.message not in SAMPLING and not s.samples}
+    out = []
+    for rank in job.ranks:
+        if rank.samples >= t["stack_min_samples"]:
+            continue
+        reason = why.get(rank.pid) if rank.pid is not None else None
+        reason = reason or (job.stack_message if job.stack_message and not rank.samples else None)
+        if reason:
+            out.append(f"{_label(rank)}: no stack samples, so no collective-wait share: {reason}")
+    return out
+
+
+def _cause(snapshot: Snapshot, job: JobSnapshot, slow: RankFigures, others: list[RankFigures],
+           t: Thresholds) -> tuple[list[str], list[str]]:
+    """Evidence and the fix that fits what the straggler does instead of waiting."""
+    process: JobProcess | None = next((p for p in job.processes if p.pid == slow.pid), None)
+    peers = [p.run_wait_share for p in job.processes if p.run_wait_share is not None and
+             p.pid in {r.pid for r in others}]
+    # Its cores shared: it waits for a CPU, and twice as much as its peers do (on a box loaded by others every
+    # rank queues alike: measured 85-89% for both ranks at load 20 on 2 cores, which is no cause of this rank's).
+    queued = process.run_wait_share if process is not None else None
+    evidence: list[str] = []
+    fixes: list[str] = []
+    gpu = next((g for g in snapshot.gpus if g.index == slow.gpu), None) if slow.gpu is not None else None
+    if slow.share("data") >= t["data_wait_fraction"]:
+        evidence.append(f"it waits for data {100 * slow.share('data'):.0f}% of its samples "
+                        f"(limit {100 * t['data_wait_fraction']:.0f}%): its loader cannot keep up")
+        fixes.append(f"Feed rank {slow.rank}: more DataLoader workers, cheaper samples, or its shard on faster "
+                     "storage (see data-starved).")
+    if queued is not None and queued >= t["runqueue_wait_share"] and (not peers or queued >= 2 * median(peers)):
+        evidence.append(f"its threads wait for a CPU {100 * queued:.0f}% of their runnable time (limit "
+                        f"{100 * t['runqueue_wait_share']:.0f}%" + (f", the others {100 * median(peers):.0f}%"
+                                                                   if peers else "") + "): its cores are shared")
+        fixes.append(f"Give rank {slow.rank} cores of its own: pin each rank to disjoint CPUs (numactl or "
+                     "taskset per local rank), set OMP_NUM_THREADS to cores ÷ ranks, move other "
+                     "work off its cores.")
+    if gpu is not None:
+        reasons = sorted(set(gpu.throttle_reasons) & (THERMAL | POWER | HARDWARE))
+        if reasons:
+            clock = f", SM clock {gpu.sm_clock_mhz:.0f} MHz" if gpu.sm_clock_mhz is not None else ""
+            evidence.append(f"its GPU{gpu.index} is throttled ({', '.join(reasons)}{clock})")
+            fixes.append(f"GPU{gpu.index} is held back by its clocks: see gpu-throttled (cooling, power delivery); "
+                         f"until then, move rank {slow.rank} off it.")
+        link = gpu.pcie
+        if link is not None and link_degraded(link.gen, link.width, link.max_gen, link.max_width,
+                                              gpu.util_percent, t["gpu_busy_util_percent"]):
+            evidence.append(f"its GPU{gpu.index} link is Gen{link.gen} x{link.width} of Gen{link.max_gen} "
+                            f"x{link.max_width}")
+            fixes.append(f"GPU{gpu.index}'s PCIe link trained below its maximum: see pcie-degraded (reseat, slot, "
+                         "BIOS).")
+        home = gpu_numa_node(snapshot, gpu.index)
+        if home is not None and process is not None and process.numa_pages:
+            total = sum(count for _, count in process.numa_pages)
+            local = sum(count for node, count in process.numa_pages if node == home)
+            if total and local / total < t["numa_local_memory_share"]:
+                evidence.append(f"{100 * (1 - local / total):.0f}% of its pages are off GPU{gpu.index}'s node "
+                                f"{home}")
+                fixes.append(f"Place rank {slow.rank} on node {home}: numactl --cpunodebind={home} "
+                             f"--membind={home} (see numa-misplaced).")
+    if not fixes:
+        site = f" at {slow.site}" if slow.site else ""
+        fixes.append(f"Rank {slow.rank} does more work than the others{site}: balance the shards (equal samples "
+                     "and sequence lengths per rank: DistributedSampler, length-bucketed batches), or move that "
+                     "work out of the step.")
+    return evidence, fixes
+
+
+def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
+    job = running_job(window)
+    if job is None or len(job.ranks) < 2:
+        return
+    read = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
+    missing = missing_figures(job, t)
+    if missing:  # which figure is missing, said once; no straggler is named from half the ranks
+        yield Finding("rank-straggler", "info", "Stragglers cannot be judged: some ranks' stacks are unreadable",
+                      tuple(missing),
+                      ("py-spy reads each rank's stack: pip install py-spy, and run hwtop as the job's user or "
+                       "as root (ptrace; in a container, --cap-add SYS_PTRACE).",),
+                      scope="job ranks unreadable")
+        return
+    if len(read) < 2 or len(read) < len(job.ranks):
+        return
+    slow = min(read, key=lambda r: (r.collective_share, r.rank))
+    others = [r for r in read if r is not slow]
+    waiting = median(r.collective_share for r in others)
+    if waiting < t["straggler_peer_wait_share"] or slow.collective_share > t["straggler_own_wait_ratio"] * waiting:
+        return
+    latest = window.latest
+    if len(others) <= 3:
+        evidence = [f"{_label(r)} waits in collectives {100 * r.collective_share:.0f}% of {r.samples} stack "
+                    "samples" for r in others]
+    else:
+        low, high = min(r.collective_share for r in others), max(r.collective_share for r in others)
+        evidence = [f"the other {len(others)} ranks wait in collectives {100 * low:.0f}-{100 * high:.0f}% of "
+                    f"their stack samples (median {100 * waiting:.0f}%)"]
+    evidence.append(f"{_label(slow)} waits in them {100 * slow.collective_share:.0f}% (limit "
+                    f"{100 * t['straggler_own_wait_ratio']:.0f}% of the others'): it is the one they wait for")
+    evidence.append(f"where its time goes: {_shares(slow)}" + (f"; commonest site {slow.site}" if slow.site else ""))
+    for rank in (slow, *others[:3]):
+        gpu = next((g for g in latest.gpus if g.index == rank.gpu), None) if rank.gpu is not None else None
+        if gpu is not None and gpu.util_percent is not None:
+            power = (f", {gpu.power_w:.0f} W of {gpu.power_limit_w:.0f} W" if gpu.power_w is not None and
+                     gpu.power_limit_w else "")
+            evidence.append(f"rank {rank.rank}'s GPU{gpu.index}: {gpu.util_percent:.0f}% busy{power}")
+    cause, fixes = _cause(latest, job, slow, others, t)
+    evidence += cause
+    fixes.append(f"py-spy dump --pid {slow.pid} (in hwtop: j, the rank, then d) shows what it is doing now."
+                 if slow.pid is not None else f"On host {slow.host}: py-spy dump on rank {slow.rank}.")
+    yield Finding("rank-straggler", "warning", f"Rank {slow.rank} holds the job back: the others wait for it",
+                  tuple(evidence), tuple(fixes), scope="job",
+                  gpus=(slow.gpu,) if slow.gpu is not None else (), pids=(slow.pid,) if slow.pid is not None else ())

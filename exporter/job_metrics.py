@@ -1,0 +1,62 @@
+"""The focused job's ranks as Prometheus series (`hwtop export --pid/--job`), for `hwtop fleet --job` to judge a
+job across hosts. Counters, so Prometheus' rate() gives any window's shares and a restarted exporter is a reset,
+not a jump.
+
+Labels are bounded: `phase` takes only the stack categories (probes/stack_classify.py), `rank` the job's own
+ranks (at most MAX_RANKS), and `job_name` and `Hostname` one value each per exporter; `hwtop_job_rank_info` has
+one series per rank at a time (its site changes as the job moves on: the old one goes stale). The job's label is
+`job_name`, not `job`: Prometheus gives every scraped series its target's `job` label and would rename ours to
+`exported_job`. The host label is `Hostname`, as on every other hwtop and dcgm-exporter series, so a rank joins
+its host's findings and GPUs on one label. Both values are untrusted text; the writer escapes them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from hwtop.exporter.text import Family
+from hwtop.model.job import JobSnapshot
+from hwtop.probes.stack_classify import CATEGORIES
+
+MAX_RANKS = 4096  # ranks of one job on one host: far above any real node
+MAX_SITE = 200  # a site is `file:line function`; a longer one is cut (its value changes as the job moves on)
+RANK_LABELS = ("job_name", "rank", "Hostname")
+
+
+def job_families(job: JobSnapshot | None, job_name: str, host: str) -> Iterator[Family]:
+    """Nothing when no job is focused: the families exist only on an exporter started with --pid/--job."""
+    if job is None:
+        return
+    info = Family("hwtop_job_info", "1 while hwtop export watches this job (status: running or ended)",
+                  ("job_name", "Hostname", "status"))
+    info.add((job_name, host, job.status), 1)
+    yield info
+    seconds = Family("hwtop_job_rank_seconds_total",
+                     "Seconds of each rank's main thread per phase since hwtop began watching, from py-spy samples "
+                     "(phase: " + ", ".join(CATEGORIES) + ")", (*RANK_LABELS, "phase"), "counter")
+    steps = Family("hwtop_job_rank_steps_total", "Optimizer steps of each rank, where the job reports them",
+                   RANK_LABELS, "counter")
+    seen = Family("hwtop_job_rank_last_seen_timestamp_seconds",
+                  "Unix time each rank's figures were last updated: one that stops while others advance has stopped",
+                  RANK_LABELS)
+    about = Family("hwtop_job_rank_info", "1 for each rank: its pid, local rank, GPU and commonest own-code site "
+                   "outside waits (file:line function), where known",
+                   (*RANK_LABELS, "pid", "local_rank", "gpu", "site"))
+    ranks = sorted(job.ranks, key=lambda r: r.rank)[:MAX_RANKS]
+    for rank in ranks:
+        labels = (job_name, str(rank.rank), host)
+        about.add((*labels, _text(rank.pid), _text(rank.local_rank), _text(rank.gpu), (rank.site or "")[:MAX_SITE]), 1)
+        for phase, value in rank.phase_seconds:
+            if phase in CATEGORIES:
+                seconds.add((*labels, phase), value)
+        if rank.steps is not None:
+            steps.add(labels, rank.steps)
+        if rank.seen_at is not None:
+            seen.add(labels, rank.seen_at)
+    yield seconds
+    yield steps
+    yield seen
+    yield about
+
+
+def _text(value: int | None) -> str:
+    return "" if value is None else str(value)

@@ -1,0 +1,165 @@
+"""One training job across hosts (`hwtop fleet --prometheus URL --job NAME`): its ranks' figures rebuilt from the
+`hwtop_job_rank_*` series every host's `hwtop export --job` writes, judged by the same function as the one-node
+rule (advice/ranks.py), and the named rank's host's own top finding offered as the likely cause.
+
+Shares are the increase of each phase's seconds over the last `window_s`, over all its phases: what the rank's
+main thread did in that window. The samples behind them are those seconds at the stack sampler's rate. Plain
+data and parsing, no I/O."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from hwtop.advice.ranks import RankVerdict, judge_ranks, missing_figure, worst_first
+from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.model import SEVERITY_ORDER, FindingRow, HostView
+from hwtop.fleet.prometheus import Query
+from hwtop.fleet.scrape import host_of
+from hwtop.model.job import RankFigures
+from hwtop.probes.stack_sampler import RATE_HZ
+
+SECONDS = "hwtop_job_rank_seconds_total"
+STEPS = "hwtop_job_rank_steps_total"
+SEEN = "hwtop_job_rank_last_seen_timestamp_seconds"
+INFO = "hwtop_job_rank_info"
+DEFAULT_WINDOW_S = 60.0
+MAX_RANKS = 16384  # a Prometheus answer naming more is not one job's
+# Findings that restate the symptom rather than a cause on the host: never offered as the likely cause.
+SYMPTOMS = ("rank-straggler", "collective-hang")
+
+
+def promql_string(text: str) -> str:
+    """A PromQL string literal (Go's quoting): quotes, backslashes and control characters escaped."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _select(name: str, job: str, matchers: str, *extra: str) -> str:
+    inner = ", ".join(m for m in (*extra, f"job_name={promql_string(job)}", matchers) if m)
+    return f"{name}{{{inner}}}"
+
+
+def job_queries(job: str, matchers: str, window_s: float) -> list[Query]:
+    """`matchers` is the inside of the user's --selector, as for the host table."""
+    window = f"{max(1, round(window_s))}s"
+    return [
+        Query("job_now", "/api/v1/query",
+              (("query", _select("", job, matchers, f'__name__=~"{SECONDS}|{STEPS}|{SEEN}|{INFO}"')),)),
+        Query("job_increase", "/api/v1/query", (("query", f"increase({_select(SECONDS, job, matchers)}[{window}])"),)),
+        Query("job_steps", "/api/v1/query", (("query", f"rate({_select(STEPS, job, matchers)}[{window}])"),)),
+        Query("job_names", "/api/v1/query",
+              (("query", "group by (job_name) (" + (f"hwtop_job_info{{{matchers}}}" if matchers else "hwtop_job_info")
+                + ")"),)),
+    ]
+
+
+@dataclass(slots=True)
+class _Rank:
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+    window: dict[str, float] = field(default_factory=dict)
+    steps: float | None = None
+    steps_per_s: float | None = None
+    seen_at: float | None = None
+    pid: int | None = None
+    site: str | None = None
+
+
+def _number(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() and len(text) < 10 else None
+
+
+@dataclass(slots=True)
+class JobView:
+    """`message` says in one line why there is nothing to judge (no series at the URL, too few samples)."""
+
+    job: str
+    ranks: list[RankFigures]
+    steps_per_s: dict[tuple[str, int], float]
+    verdict: RankVerdict | None
+    message: str | None
+    cause: FindingRow | None = None  # the named rank's host's top finding other than the symptom itself
+    hosts: dict[str, HostView] = field(default_factory=dict)
+
+    def to_dict(self, now: float) -> dict[str, object]:
+        verdict = self.verdict
+        named = verdict.rank if verdict is not None else None
+        return {
+            "job": self.job,
+            "message": self.message,
+            "verdict": None if verdict is None else {
+                "kind": verdict.kind, "rule": "collective-hang" if verdict.kind == "hang" else "rank-straggler",
+                "rank": None if named is None else named.rank,
+                "host": None if named is None else named.host, "named": verdict.named,
+                "evidence": list(verdict.evidence),
+                "likely_cause": None if self.cause is None else
+                {"rule": self.cause.rule, "severity": self.cause.severity, "scope": self.cause.scope}},
+            "ranks": [{"rank": r.rank, "host": r.host, "pid": r.pid, "site": r.site, "shares": dict(r.shares),
+                       "collective_share": r.collective_share,
+                       "phase_seconds": dict(r.phase_seconds), "samples": r.samples, "steps": r.steps,
+                       "steps_per_s": self.steps_per_s.get((r.host, r.rank)),
+                       "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1)} for r in self.ranks],
+        }
+
+
+def _rank_of(labels: dict[str, str]) -> tuple[str, int] | None:
+    host = host_of(labels) or ""
+    text = labels.get("rank", "")
+    return (host, int(text)) if text.isdigit() and len(text) < 9 else None
+
+
+def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], increase: list[tuple[dict[str, str],
+                 float]], steps: list[tuple[dict[str, str], float]], hosts: list[HostView],
+                 t: Thresholds, names: list[tuple[dict[str, str], float]] | None = None) -> JobView:
+    """The job answers of one round (each an instant vector) and that round's host rows → the job's view;
+    `names` (the job_name of every watched job there) only says which jobs there are when this one is not."""
+    ranks: dict[tuple[str, int], _Rank] = defaultdict(_Rank)
+    for answer, what in ((now, "now"), (increase, "window"), (steps, "steps")):
+        for labels, value in answer:
+            key = _rank_of(labels)
+            if key is None or not math.isfinite(value) or (key not in ranks and len(ranks) >= MAX_RANKS):
+                continue
+            rank, name = ranks[key], labels.get("__name__", "")
+            if what == "window":
+                rank.window[labels.get("phase", "")] = max(0.0, value)
+            elif what == "steps":
+                rank.steps_per_s = value
+            elif name == SECONDS:
+                rank.phase_seconds[labels.get("phase", "")] = value
+            elif name == STEPS:
+                rank.steps = value
+            elif name == SEEN:
+                rank.seen_at = value
+            elif name == INFO:
+                rank.pid, rank.site = _number(labels.get("pid")), labels.get("site") or None
+    figures = []
+    for (host, number), rank in sorted(ranks.items()):
+        observed = sum(rank.window.values())
+        shares = tuple(sorted(((p, s / observed) for p, s in rank.window.items()), key=lambda i: -i[1])) \
+            if observed > 0 else ()
+        figures.append(RankFigures(number, host, phase_seconds=tuple(sorted(rank.phase_seconds.items())),
+                                   shares=shares, steps=None if rank.steps is None else int(rank.steps),
+                                   samples=round(observed * RATE_HZ), seen_at=rank.seen_at, pid=rank.pid,
+                                   site=rank.site))
+    by_host = {h.name: h for h in hosts}
+    if not figures:
+        there = sorted({labels.get("job_name", "") for labels, _ in names or ()} - {""})
+        listed = f" (jobs there: {', '.join(there[:8])}{', …' if len(there) > 8 else ''})" if there else ""
+        return JobView(job, [], {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}{listed}",
+                       hosts=by_host)
+    verdict = judge_ranks(figures, t)
+    cause = None
+    if verdict is not None and verdict.rank is not None:
+        host = by_host.get(verdict.rank.host)
+        causes = [f for f in host.findings if f.rule not in SYMPTOMS] if host is not None else []
+        cause = min(causes, key=lambda f: SEVERITY_ORDER.get(f.severity, 9)) if causes else None
+    steps_per_s = {key: r.steps_per_s for key, r in ranks.items() if r.steps_per_s is not None}
+    message = None if verdict is not None else missing_figure(figures, t)
+    if not increase and verdict is None:
+        message = ("the ranks' counters did not advance within the window: it must span at least two scrapes "
+                   "(--rank-window)")
+    down = [h for h in hosts if not h.up]
+    if verdict is not None and verdict.rank is None and down:  # its ranks' series went stale with its scrapes
+        message = "not answering, their ranks unseen: " + "; ".join(f"{h.name} ({h.error})" for h in down)
+    return JobView(job, worst_first(figures, verdict, t), steps_per_s, verdict, message, cause, by_host)

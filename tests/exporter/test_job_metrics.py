@@ -1,0 +1,86 @@
+"""`hwtop export --pid/--job`: the focused job's ranks as counters, parsed back with prometheus-client's parser;
+labels bounded (phases a fixed set) and hostile label values escaped; the command refuses a job it cannot
+focus in one line."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from msgspec.structs import replace
+from prometheus_client.parser import text_string_to_metric_families
+
+from hwtop.exporter.metrics import families
+from hwtop.exporter.text import render
+from hwtop.model.job import JobSnapshot, RankFigures
+from hwtop.probes.stack_classify import CATEGORIES
+from tests.factories import host_snapshot
+
+HWTOP = [sys.executable, "-m", "hwtop"]
+
+
+def job_with(*ranks: RankFigures, label: str = "job /train.py/") -> JobSnapshot:
+    return JobSnapshot(label, (100,), "running", (), 50.0, 1 << 30, ranks=ranks)
+
+
+def page(job: JobSnapshot | None, hostname: str | None = "node-1", job_name: str | None = None) -> dict:
+    snapshot = replace(host_snapshot(), job=job)
+    text = render(families(snapshot, (), "test", hostname, job_name)).decode()
+    out: dict = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return out
+
+
+RANK0 = RankFigures(0, "box", pid=101, phase_seconds=(("compute", 12.5), ("collective", 30.0)), steps=40,
+                    seen_at=1000.0, samples=300, site="train.py:41 augment")
+RANK1 = RankFigures(1, "box", pid=102, phase_seconds=(("other", 40.0), ("compute", 2.5)), seen_at=1001.5,
+                    samples=300)
+
+
+def test_each_rank_and_phase_is_a_counter_with_job_rank_host_and_phase():
+    series = page(job_with(RANK0, RANK1), job_name="train")
+    seconds = {(s["job_name"], s["rank"], s["Hostname"], s["phase"]): v
+               for s, v in series["hwtop_job_rank_seconds_total"]}
+    assert seconds == {("train", "0", "node-1", "compute"): 12.5, ("train", "0", "node-1", "collective"): 30.0,
+                       ("train", "1", "node-1", "other"): 40.0, ("train", "1", "node-1", "compute"): 2.5}
+    assert series["hwtop_job_rank_steps_total"] == [({"job_name": "train", "rank": "0", "Hostname": "node-1"}, 40)]
+    assert sorted(v for _, v in series["hwtop_job_rank_last_seen_timestamp_seconds"]) == [1000.0, 1001.5]
+    assert series["hwtop_job_info"] == [({"job_name": "train", "Hostname": "node-1", "status": "running"}, 1)]
+    info = {s["rank"]: s for s, _ in series["hwtop_job_rank_info"]}
+    assert info["0"]["pid"] == "101" and info["0"]["site"] == "train.py:41 augment" and info["1"]["site"] == ""
+
+
+def test_the_types_are_counters_and_the_job_label_defaults_to_the_jobs_own():
+    text = render(families(replace(host_snapshot(), job=job_with(RANK0)), (), "test", "n")).decode()
+    assert "# TYPE hwtop_job_rank_seconds_total counter" in text
+    assert "# TYPE hwtop_job_rank_steps_total counter" in text
+    assert 'job_name="job /train.py/"' in text
+
+
+def test_no_job_no_job_series():
+    series = page(None)
+    assert not [name for name in series if name.startswith("hwtop_job")]
+
+
+def test_phases_outside_the_fixed_set_are_not_exported():
+    odd = replace(RANK0, phase_seconds=(("compute", 1.0), ("x" * 300, 5.0), ("collective\n", 2.0)))
+    phases = {s["phase"] for s, _ in page(job_with(odd))["hwtop_job_rank_seconds_total"]}
+    assert phases == {"compute"} and phases <= set(CATEGORIES)
+
+
+def test_hostile_job_and_host_names_cannot_forge_series():
+    evil = 'x"} 1\nhwtop_job_rank_seconds_total{rank="9'
+    series = page(job_with(RANK0), hostname=evil, job_name=evil)
+    labels = [s for s, _ in series["hwtop_job_rank_seconds_total"]]
+    assert {s["rank"] for s in labels} == {"0"}
+    assert all(s["job_name"] == evil and s["Hostname"] == evil for s in labels)
+
+
+def test_export_refuses_a_job_it_cannot_focus_in_one_line():
+    done = subprocess.run([*HWTOP, "export", "--job", "^no-such-job-anywhere-x9$", "--listen", "127.0.0.1:1"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "hwtop: error:" in done.stderr, done.stderr
+    done = subprocess.run([*HWTOP, "export", "--job-name", "train"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--job-name" in done.stderr and done.stderr.count("\n") == 1, done.stderr

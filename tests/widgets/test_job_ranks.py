@@ -1,0 +1,75 @@
+"""The job view's rank table: the ranks side by side at 80 and 200 cells, the straggler marked, an unreadable
+rank's reason in place of its site, a hostile host label shown and not obeyed, nothing for a single process."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hwtop.demo.profiles import GIB
+from hwtop.model.job import JobSnapshot, RankFigures, RankStacks
+from hwtop.widgets.job import JobPanel
+from hwtop.widgets.job_ranks import rank_table
+
+SITE = "ddp_straggler.py:25 python_augmentation"
+RANKS = (RankFigures(0, "node-a", pid=510, shares=(("collective", 0.91), ("compute", 0.08), ("other", 0.01)),
+                     samples=130, site="ddp_straggler.py:57 main"),
+         RankFigures(1, "node-a", pid=511, shares=(("compute", 0.28), ("other", 0.7), ("collective", 0.02)),
+                     samples=140, site=SITE),
+         RankFigures(2, "node-b\x1b[2J", pid=None, samples=0))
+
+
+def job(ranks: tuple[RankFigures, ...] = RANKS, **fields) -> JobSnapshot:
+    return JobSnapshot("pid 500", (500,), "running", (), 150.0, GIB, ranks=ranks, **fields)
+
+
+def test_at_80_cells_four_phases_the_site_and_the_straggler_marked_before_its_rank():
+    lines = [line.plain for line in rank_table(job(), 76, straggler=511)]
+    assert lines == [
+        "Ranks · WAIT: in collectives, waiting for the others · ◀ straggler",
+        " RANK HOST           PID  WAIT  COMP  DATA    PY BUSY AT                    ",
+        "    0 node-a         510   91%    8%     ·    1% ddp_straggler.py:57 main",
+        "◀   1 node-a         511    2%   28%     ·   70% ddp_straggler.py:25 python…",
+        "    2 node-b␛[2J             -     -     -     - "]
+
+
+def test_at_200_cells_every_phase_and_the_straggler_named():
+    table = rank_table(job(), 196, straggler=511)
+    header, slow = table[1].plain, table[3].plain
+    assert header.split()[:11] == ["RANK", "HOST", "PID", "WAIT", "COMP", "DATA", "PY", "H2D", "CKPT", "BUSY", "AT"]
+    assert slow.startswith("◀   1 node-a") and slow.endswith(f"{SITE}  ◀ straggler")
+    assert all(line.cell_len <= 196 for line in table)
+
+
+def test_steps_show_where_known_and_an_unreadable_rank_says_why():
+    ranks = (RankFigures(0, "h", pid=10, steps=1200, shares=(("compute", 1.0),), samples=50),
+             RankFigures(1, "h", pid=11, steps=1199, samples=0))
+    lines = [line.plain for line in rank_table(job(ranks, stacks=(RankStacks(11, 1, 0, 0.0, message="ptrace "
+                                                                                "not permitted"),)), 76)]
+    assert "STEPS" in lines[1] and " 1200 " in lines[2]
+    assert lines[3].rstrip().endswith("ptrace not permitted")
+
+
+def test_a_single_process_gets_no_table_but_its_stack_line():
+    assert rank_table(job(RANKS[:1]), 76) == []
+    panel = JobPanel()
+    panel.show(job(RANKS[:1], stacks=(RankStacks(510, None, 40, 4.0, (("compute", 1.0),)),)), {}, {}, {})
+    text = "\n".join(line.plain for line in panel.lines(76))
+    assert "Where the time goes" in text and "Ranks ·" not in text
+
+
+def test_the_job_panel_shows_the_table_in_place_of_the_per_rank_lines():
+    panel = JobPanel()
+    stacks = (RankStacks(510, 0, 130, 13.0, (("collective", 0.91),)), RankStacks(511, 1, 140, 14.0, (("other", 0.7),)))
+    panel.show(job(stacks=stacks), {}, {}, {}, straggler=511)
+    text = [line.plain for line in panel.lines(76)]
+    assert any(line.startswith("◀   1 node-a") for line in text)
+    assert not any(line.startswith("  rank 0 (pid 510):") for line in text)
+
+
+@given(st.text(max_size=40), st.integers(40, 240))
+def test_any_host_label_keeps_every_row_within_the_width(host, width):
+    ranks = (RankFigures(0, host, pid=1, shares=(("collective", 0.5),), samples=30, site=host),
+             RankFigures(1, host, pid=2, samples=0))
+    for line in rank_table(job(ranks), width, straggler=1):
+        assert line.cell_len <= width and "\x1b" not in line.plain
