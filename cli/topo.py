@@ -27,21 +27,25 @@ def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot,
     from hwtop.probes.gpu import NvmlProbe
 
     if demo is None:
+        from hwtop.probes.memory import read_memory
+
         probe = NvmlProbe()
         try:
             topology = probe.machine_topology()
-            return topology, topology.numa or NumaProbe("/").read(), probe.read()[1]
+            memory = read_memory("/")  # the nodes' "used" is the memory panel's: total − available
+            return topology, NumaProbe("/").read(memory.total_bytes, memory.available_bytes), probe.read()[1]
         finally:
             probe.close()
-    from hwtop.demo.nvml import demo_library
-    from hwtop.demo.topology import read_demo_topology
+    from hwtop.demo.machine import demo_sampler
 
-    probe = NvmlProbe(demo_library(demo).pynvml, source=f"demo:{demo}")
+    sampler = demo_sampler(demo)  # one tick of the whole demo machine: the monitor's NUMA figures, not a second set
     try:
-        topology, numa = read_demo_topology(demo, probe)
-        return topology, numa, probe.read()[1]
+        snapshot = sampler.sample()
     finally:
-        probe.close()
+        sampler.close()
+    if snapshot.topology is None or snapshot.numa is None:
+        raise RuntimeError("; ".join(f"{e.probe}: {e.message}" for e in snapshot.errors) or "no topology")
+    return snapshot.topology, snapshot.numa, snapshot.gpus
 
 
 NETWORK_SAMPLE_S = 0.5  # two readings of the counters this far apart give `hwtop topo` its port rates
@@ -125,11 +129,14 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
                + ("  [no NUMA sysfs: one node]" if numa.source == "fallback" else ""))
     for node in numa.nodes:
         out.append(f"node {node.index} cpus: {' '.join(map(str, node.cpus))}")
-        # numactl -H's lines with the same figures; it writes "MB" for them, they are MiB (the units rule)
+        # numactl -H's size line (it writes "MB" for MiB: the units rule), then "used" as the monitor means it
         if node.memory_total_bytes is not None:
             out.append(f"node {node.index} size: {node.memory_total_bytes // 2**20} MiB")
-        if node.memory_free_bytes is not None:
-            out.append(f"node {node.index} free: {node.memory_free_bytes // 2**20} MiB")
+        if node.memory_used_bytes is not None:
+            out.append(f"node {node.index} used: {node.memory_used_bytes // 2**20} MiB")
+    if any(node.memory_used_bytes is not None for node in numa.nodes):
+        out.append("(used = size − available: the machine's MemAvailable shared among its nodes, as free and htop "
+                   "count used)")
     out.append("node distances:")
     out.append("node " + "".join(f"{n.index:>4}" for n in numa.nodes))
     for node in numa.nodes:

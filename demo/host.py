@@ -7,6 +7,7 @@ jitter), never of wall time: two hosts with the same seed and clock give the sam
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,6 +90,20 @@ def node_cpus(host: DemoHost) -> tuple[tuple[int, ...], ...]:
         for n in range(nodes))
 
 
+def node_sizes(host: DemoHost) -> tuple[int, ...]:
+    """Each NUMA node's memory: the RAM split evenly, to the byte (node 0 takes the remainder), so the nodes add up
+    to the machine's total wherever they are shown (the memory panel, the topology, `hwtop topo`, JSON)."""
+    count = max(1, host.numa_nodes)
+    share = host.ram_bytes // count
+    return (host.ram_bytes - share * (count - 1),) + (share,) * (count - 1)
+
+
+def rank_rss(host: DemoHost, ranks: int, rank: int) -> int:
+    """A rank's resident memory (its model, pinned buffers and the dataset index): the process table's and the
+    job's telemetry's figure."""
+    return min(14 * GIB, host.ram_bytes // (4 * max(1, ranks))) + rank * 37 * MIB
+
+
 def gpu_node(profile: DemoProfile, gpu: int) -> int:
     """The NUMA node a GPU hangs off: GPUs spread over the nodes in bus order (as demo/topology.py lays them)."""
     nodes = max(1, host_of(profile).numa_nodes)
@@ -117,7 +132,7 @@ class SimulatedHost:
 
     def _now(self) -> tuple[float, JobState]:
         t = max(0.0, self.elapsed())
-        return t, self.story.at(t)
+        return t, self.story.state(t, self._ranks())
 
     def _rng(self, *key: object) -> random.Random:
         return random.Random(":".join(map(str, (self.seed, *key))))
@@ -134,21 +149,36 @@ class SimulatedHost:
         kernel = "5.15.0-1042-nvidia" if self.profile.gpu.ecc else "6.8.0-45-generic"
         return HostInfo(self.spec.hostname, kernel, 864_000.0 + self.elapsed())
 
-    def memory(self) -> MemorySnapshot:
+    def node_sizes(self) -> tuple[int, ...]:
+        """Each NUMA node's memory: the RAM split evenly, to the byte (node 0 takes the remainder)."""
+        return node_sizes(self.spec)
+
+    def _node_used(self) -> tuple[int, ...]:
+        """Memory used on each node (total − available, as MemorySnapshot means it): the system's share, and each
+        process's RSS on the node its CPUs are on. The machine's figure is their sum, so the two always agree."""
         t, job = self._now()
-        used = min(14 * GIB, self.spec.ram_bytes // 8) + sum(p.rss_bytes or 0 for p in self._all_processes(t, job))
-        used = min(used, self.spec.ram_bytes - GIB)
+        sizes = self.node_sizes()
+        used = [min(14 * GIB, self.spec.ram_bytes // 8) // len(sizes)] * len(sizes)
+        for process in self._all_processes(t, job):
+            node = self._node_of.get(process.cpu_affinity[0], 0) if process.cpu_affinity else 0
+            used[node] += process.rss_bytes or 0
+        return tuple(min(u, size - GIB // len(sizes)) for u, size in zip(used, sizes, strict=True))
+
+    def memory(self) -> MemorySnapshot:
+        used = sum(self._node_used())
         return MemorySnapshot(self.spec.ram_bytes, self.spec.ram_bytes - used, used, self.spec.swap_bytes, 0)
 
-    def numa(self, memory_total: int | None = None) -> NumaSnapshot:  # noqa: ARG002 - the profile says
+    def numa(self, memory: MemorySnapshot | None = None) -> NumaSnapshot:  # noqa: ARG002 - its own figures
         count = len(self.nodes)
         remote = 32 if "AMD" in self.spec.cpu_model else 21
-        share = self.spec.ram_bytes // count
-        memory = self.memory()
-        free_share = memory.available_bytes // count
-        nodes = tuple(NumaNode(n, cpus, share, free_share, tuple(10 if m == n else remote for m in range(count)))
-                      for n, cpus in enumerate(self.nodes))
-        return NumaSnapshot(nodes, f"demo:{self.profile.name}")
+        nodes = []
+        for n, (cpus, size, used) in enumerate(zip(self.nodes, self.node_sizes(), self._node_used(), strict=True)):
+            available = size - used
+            cache = min(available // 2, self.spec.ram_bytes // (8 * count))  # the dataset in the page cache
+            distances = tuple(10 if m == n else remote for m in range(count))
+            nodes.append(NumaNode(n, cpus, size, available - cache, distances, memory_available_bytes=available,
+                                  memory_used_bytes=used))
+        return NumaSnapshot(tuple(nodes), f"demo:{self.profile.name}")
 
     def cpu(self, node_of_cpu: dict[int, int] | None = None) -> CpuSnapshot:  # noqa: ARG002 - own nodes
         t, job = self._now()
@@ -158,16 +188,21 @@ class SimulatedHost:
         rng = self._rng("cpu", second)
         for core in range(logical):
             load[core] = rng.uniform(0.2, 2.5)
-        # each busy process on a core of its NUMA node: rank r and its workers on node(gpu r)
-        if self._job_running(job):
-            placed = [0] * len(self.nodes)
-            for rank in self._ranks():
-                node = gpu_node(self.profile, rank)
-                cpus = self.nodes[node]
-                for cpu_share in (job.rank_cpu_percent,) + (job.worker_cpu_percent,) * job.num_workers:
-                    core = cpus[placed[node] % len(cpus)]
-                    placed[node] += 1
-                    load[core] = min(100.0, load[core] + cpu_share * rng.uniform(0.96, 1.0))
+        # every job process's CPU, as the process table shows it, on the least busy cores of its affinity (rank r
+        # and its workers on node(gpu r)), as the scheduler spreads them: the two panels read one figure, and the
+        # cores add up to what the processes use
+        free = {n: [(load[c], c) for c in cpus] for n, cpus in enumerate(self.nodes)}
+        for heap in free.values():
+            heapq.heapify(heap)
+        for process in self._all_processes(t, job):
+            if process.user != JOB_USER or not process.cpu_affinity or not process.cpu_percent:
+                continue
+            heap, left = free[self._node_of.get(process.cpu_affinity[0], 0)], process.cpu_percent
+            while left > 0.05 and heap and heap[0][0] < 100.0:
+                busy, core = heapq.heappop(heap)
+                take = min(left, 100.0 - busy)
+                load[core], left = busy + take, left - take
+                heapq.heappush(heap, (load[core], core))
         cores = tuple(
             CoreLoad(i, self._node_of.get(i, 0), round(p, 1), user=round(p * 0.86, 1), system=round(p * 0.12, 1),
                      iowait=round(p * 0.02, 1), irq=0.0, steal=0.0, mhz=2250.0 if p < 50 else 3350.0)
@@ -182,8 +217,7 @@ class SimulatedHost:
     def disks(self) -> tuple[DiskSnapshot, ...]:
         t, job = self._now()
         rng = self._rng("disk", int(t))
-        running = self._job_running(job) and job.stuck_rank is None
-        samples_per_s = (job.batch_size / job.step_time_s * len(self._ranks())) if running else 0.0
+        samples_per_s = job.samples_per_s * len(self._ranks())
         dataset_rate = samples_per_s * SAMPLE_BYTES * 0.35  # most of the dataset comes from the page cache
         names = [name for name, _ in self.spec.disks]
         data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data RAID's members
@@ -234,14 +268,14 @@ class SimulatedHost:
         rng = self._rng("nic", second)
         training = self._job_running(job) and job.stuck_rank is None
         ranks = self._ranks()
-        samples_per_s = (job.batch_size / job.step_time_s * len(ranks)) if training else 0.0
+        samples_per_s = (job.batch_size / job.step_s * len(ranks)) if training else 0.0
         # the network share's part of the dataset's reads (the nfs0 disk of disks()), where the profile has one
         shared = any(kind == "network" for _, kind in self.spec.disks)
         share_read = samples_per_s * SAMPLE_BYTES * 0.35 * 0.05 if shared else 0.0
         # The all-reduce's bytes per rank and second: ring all-reduce sends 2(n-1)/n of the gradients each step,
         # over the step time; n = every rank of every node.
         world = max(1, len(ranks) * job.nodes)
-        per_rank = 2 * (world - 1) / world * job.gradient_bytes / job.step_time_s if training and job.nodes > 1 \
+        per_rank = 2 * (world - 1) / world * job.gradient_bytes / job.step_s if training and job.nodes > 1 \
             else 0.0
         infiniband = [n for n in self.spec.nics if n.infiniband]
         ethernet = [n for n in self.spec.nics if not n.infiniband]
@@ -275,13 +309,15 @@ class SimulatedHost:
         return sums
 
     def processes(self) -> tuple[ProcessInfo, ...]:
-        """The busiest `process_limit` processes (as the real probe returns them), and every rank the GPUs list."""
+        """The busiest `process_limit` processes (as the real probe returns them), every rank the GPUs list and
+        their launcher (the job's name in the advice)."""
         t, job = self._now()
         everything = self._all_processes(t, job)
         ordered = sorted(everything, key=lambda p: (p.cpu_percent or 0.0, p.rss_bytes or 0), reverse=True)
         top = ordered[: self.process_limit]
         shown = {p.pid for p in top}
-        top += [p for p in everything if RANK_PID <= p.pid < RANK_PID + 64 and p.pid not in shown]
+        top += [p for p in everything if (RANK_PID <= p.pid < RANK_PID + 64 or p.pid == LAUNCHER_PID)
+                and p.pid not in shown]
         return tuple(top)
 
     # ----- the process table -----
@@ -314,8 +350,6 @@ class SimulatedHost:
         ranks = self._ranks()
         script = (f"train.py --arch {job.model} --data /raid/imagenet --batch-size {job.batch_size} "
                   f"--workers {job.num_workers}" + ("" if job.amp == "off" else f" --amp {job.amp}"))
-        # a rank holds its model, pinned buffers and the dataset index; its workers a share of that, copy-on-write
-        rank_rss = min(14 * GIB, self.spec.ram_bytes // (4 * max(1, len(ranks))))
         worker_rss = min(2 * GIB, self.spec.ram_bytes // (8 * max(1, len(ranks)) * max(1, job.num_workers)))
         if self._job_running(job) and ranks:
             out.append(ProcessInfo(LAUNCHER_PID, 40950, JOB_USER, "torchrun",
@@ -327,16 +361,16 @@ class SimulatedHost:
                 if rank in job.dead_ranks:
                     continue
                 affinity = self.nodes[gpu_node(self.profile, rank)]
-                state = "S" if job.status == "stalled" and rank != job.stuck_rank else "R"
                 out.append(ProcessInfo(pid, LAUNCHER_PID, JOB_USER, "python",
-                                       f"/usr/bin/python3 -u {script} --local_rank={rank}", state,
-                                       round(job.rank_cpu_percent * rng.uniform(0.95, 1.0), 1),
-                                       rank_rss + rank * 37 * MIB, 86, affinity))
-                for worker in range(job.num_workers):
+                                       f"/usr/bin/python3 -u {script} --local_rank={rank}",
+                                       "R" if job.rank_runs(rank) else "S",
+                                       round(job.cpu_of_rank(rank) * rng.uniform(0.95, 1.0), 1),
+                                       rank_rss(self.spec, len(ranks), rank), 86, affinity))
+                for worker in range(job.num_workers):  # their CPU jitters around what the step consumes
                     out.append(ProcessInfo(WORKER_PID + 64 * rank + worker, pid, JOB_USER, "pt_data_worker",
                                            f"/usr/bin/python3 -u {script} --local_rank={rank}",
                                            "R" if job.worker_cpu_percent > 50 else "S",
-                                           round(job.worker_cpu_percent * rng.uniform(0.93, 1.0), 1),
+                                           round(min(100.0, job.worker_cpu_percent * rng.uniform(0.97, 1.03)), 1),
                                            worker_rss + worker * 11 * MIB, 3, affinity))
         out += self._fillers
         return out

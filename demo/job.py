@@ -7,8 +7,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from hwtop.demo.host import host_of, rank_rss
 from hwtop.demo.nvml.world import memory_ramp
-from hwtop.demo.story import RANK_PID, JobState, Story
+from hwtop.demo.profiles import DemoProfile
+from hwtop.demo.story import RANK_PID, JobState, Story, rank_memory
 from hwtop.model.workload import JobConfig, OomEvent, RankState, WorkloadState
 
 RING = 30  # points kept for the rank sparklines
@@ -19,9 +21,11 @@ class DemoJob:
     Steps are integrated from the story's step time over the scenario clock; `wall()` is the Sampler's clock,
     which stamps events (an OOM) in the snapshots' time."""
 
-    def __init__(self, story: Story, ranks: tuple[int, ...], elapsed: Callable[[], float],
+    def __init__(self, story: Story, profile: DemoProfile, elapsed: Callable[[], float],
                  wall: Callable[[], float]) -> None:
         self.story = story
+        self.profile = profile
+        ranks = tuple(profile.busy_gpus)
         self.ranks = ranks
         self.elapsed = elapsed
         self.wall = wall
@@ -30,13 +34,13 @@ class DemoJob:
         self._times: list[float] = []
 
     def _advance(self, t: float) -> JobState:
-        job = self.story.at(t)
+        job = self.story.state(t, self.ranks)
         while self._t < t:  # whole seconds at a time, so a fast-played story counts the same steps
             step_end = min(t, math.floor(self._t) + 1.0)
-            state = self.story.at(self._t)
+            state = self.story.state(self._t, self.ranks)
             for i, rank in enumerate(self.ranks):
                 if state.status == "running" and rank != state.stuck_rank and rank not in state.dead_ranks:
-                    self._steps[i] += (step_end - self._t) / state.step_time_s
+                    self._steps[i] += (step_end - self._t) / state.step_s
                 # stalled: every rank waits on the stuck one in the collective, so no step completes
             self._t = step_end
         return job
@@ -44,18 +48,20 @@ class DemoJob:
     def state(self) -> WorkloadState:
         t = max(0.0, self.elapsed())
         job = self._advance(t)
-        self._times = (self._times + [job.step_time_s])[-RING:]
+        self._times = (self._times + [job.step_s])[-RING:]
         world = len(self.ranks)
         ranks = tuple(self._rank(i, rank, job) for i, rank in enumerate(self.ranks) if rank not in job.dead_ranks
                       and job.status != "crashed")
         config = JobConfig(device="cuda", backend="nccl", model=job.model, amp=job.amp, num_workers=job.num_workers,
                            pin_memory=True, world_size=world * job.nodes, batch_size=job.batch_size,
-                           transform_cost_ms=9.0, nodes=job.nodes, nccl_env=job.nccl_env)
+                           transform_cost_ms=job.cpu_ms_per_sample, nodes=job.nodes, nccl_env=job.nccl_env)
         last_oom = None
         if job.oom_at is not None and job.dead_ranks:
+            gpu = self.profile.gpu
+            capacity = (gpu.memory_bytes - gpu.reserved_bytes) / 1024**3  # what PyTorch calls total capacity
             last_oom = OomEvent(rank=job.dead_ranks[0], batch_size=job.batch_size, largest_fit=job.batch_size // 2,
                                 message=f"CUDA out of memory. Tried to allocate 2.00 GiB (GPU {job.dead_ranks[0]}; "
-                                        "79.15 GiB total capacity)", time=self.wall() - (t - job.oom_at))
+                                        f"{capacity:.2f} GiB total capacity)", time=self.wall() - (t - job.oom_at))
         pids = () if job.status == "crashed" else tuple(RANK_PID + r for r in self.ranks if r not in job.dead_ranks)
         return WorkloadState(
             scenario=self.story.name, status=job.status, exit_code=1 if job.status == "crashed" else None,
@@ -64,15 +70,15 @@ class DemoJob:
 
     def _rank(self, i: int, rank: int, job: JobState) -> RankState:
         step = int(self._steps[i])
-        held = int(job.gpu_memory_bytes * memory_ramp(self._t))
+        held = int(rank_memory(self.profile, rank) * job.gpu_memory_scale * memory_ramp(self._t))
         stalled = job.status == "stalled"
-        step_time = None if stalled else job.step_time_s
+        step_time = None if stalled else job.step_s
         return RankState(
             rank=rank, pid=RANK_PID + rank, step=step, step_time_s=step_time,
-            samples_per_s=None if step_time is None else round(job.batch_size / step_time, 1),
+            samples_per_s=None if step_time is None else round(job.samples_per_s, 1),
             data_wait_fraction=job.data_wait, loss=round(6.9 * math.exp(-step / 4000.0) + 0.9, 4),
             amp=job.amp, scale=65536.0 if job.amp == "fp16" else None, batch_size=job.batch_size,
-            rss_bytes=14 * 1024**3, cuda_allocated_bytes=int(held * 0.82),
+            rss_bytes=rank_rss(host_of(self.profile), len(self.ranks), rank), cuda_allocated_bytes=int(held * 0.82),
             cuda_reserved_bytes=held, cuda_peak_bytes=held,
             step_times=tuple(self._times), collective_fraction=None if stalled else job.collective_wait,
             throughput=tuple(round(job.batch_size / s, 1) for s in self._times))

@@ -6,9 +6,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import msgspec
+
 from hwtop.demo.host import SimulatedHost
 from hwtop.demo.job import DemoJob
 from hwtop.demo.story import STORIES, get_story
+from hwtop.model.snapshot import Topology
 from hwtop.session.sampler import Sampler
 
 NO_PROC = "/nonexistent/hwtop-demo-proc"  # the GPU probe's /proc: a demo GPU pid must never meet a real process
@@ -73,9 +76,12 @@ def demo_sampler(spec: str, scenario: str | None = None, seed: int = 0,
     probe = NvmlProbe(library.pynvml, proc_root=NO_PROC, source=source, clock=clock)
     host = SimulatedHost(library.profile, story, elapsed, seed=seed, process_limit=process_limit,
                          extra_processes=extra_processes)
-    sampler = Sampler(gpu=probe, clock=wall, host=host, process_limit=process_limit,
-                      topology_reader=lambda: read_demo_topology(gpu_spec, probe)[0])
-    sampler.workload = DemoJob(story, tuple(library.profile.busy_gpus), elapsed, wall)
+    def topology() -> Topology:  # its NUMA memory figures the host's, as every other reading of them
+        layout = read_demo_topology(gpu_spec, probe)[0]
+        return msgspec.structs.replace(layout, numa=host.numa())
+
+    sampler = Sampler(gpu=probe, clock=wall, host=host, process_limit=process_limit, topology_reader=topology)
+    sampler.workload = DemoJob(story, library.profile, elapsed, wall)
     if story.focused:  # a story about the ranks: the job is focused, as --pid focuses a real one
         from hwtop.demo.host import host_of
         from hwtop.demo.ranks import DemoRanks

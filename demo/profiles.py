@@ -70,7 +70,7 @@ class DemoHost:
     l3_cache_bytes: int | None  # None: not known (a capture that did not record it)
     ram_bytes: int
     swap_bytes: int
-    disks: tuple[tuple[str, str], ...]  # (name, kind: nvme | ssd | hdd | network | virtual)
+    disks: tuple[tuple[str, str], ...]  # (name, kind: nvme | ssd | hdd | raid | network | virtual)
     sockets: int = 1
     numa_nodes: int = 1
     nics: tuple[DemoNic, ...] = ()
@@ -152,10 +152,10 @@ HOSTS = {
     "a4000": DemoHost("Intel(R) Xeon(R) W-2245 CPU @ 3.90GHz", 8, 16, 16 * _MIB_L3, 64 * GIB, 8 * GIB,
                       (("nvme0n1", "nvme"),), nics=_ETH_10G, hostname="ws-a4000"),
     # DGX A100 (640 GB): 2 x EPYC 7742, 2 TB RAM, 2 x 1.92 TB NVMe (OS, md RAID 1) and 8 x 3.84 TB NVMe (data,
-    # md RAID 0) (DGX A100 user guide): md devices are "ssd" to the disk probe (rotational 0); NUMA as
+    # md RAID 0) (DGX A100 user guide): md devices are "raid" to the disk probe, as on a real box; NUMA as
     # demo/topology.py lays the GPUs out (one node per socket).
     "dgx-a100": DemoHost("AMD EPYC 7742 64-Core Processor", 128, 256, 512 * _MIB_L3, 2048 * GIB, 0,
-                         tuple((f"nvme{i}n1", "nvme") for i in range(10)) + (("md0", "ssd"), ("md1", "ssd"),
+                         tuple((f"nvme{i}n1", "nvme") for i in range(10)) + (("md0", "raid"), ("md1", "raid"),
                                                                                ("nfs0", "network")),
                          sockets=2, numa_nodes=2, nics=_DGX_NICS, hostname="dgx-a100-demo"),
     "h100-pcie": DemoHost("Intel(R) Xeon(R) Platinum 8480+", 112, 224, 210 * _MIB_L3, 1024 * GIB, 0,

@@ -9,6 +9,7 @@ here reads wall time, so tests play a story at any speed.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -25,19 +26,21 @@ LAUNCHER_PID = 40990
 
 @dataclass(frozen=True, slots=True)
 class JobState:
-    """The training job at one instant of a story."""
+    """The training job at one instant of a story: what the story decides (workers, the CPU cost of a sample, the
+    GPU's time for a step), and the figures that follow from it, so that every screen tells one story. A step
+    takes the longer of the GPU's compute and the time the workers need to make its batch; the workers supply
+    exactly what the step consumes, so their CPU is the share of the step they spend making it; a rank's main
+    thread runs while its GPU computes and sleeps on the data queue otherwise."""
 
     phase: str  # a few words for the pane: "loader-bound", "num_workers raised", ...
     status: str = "running"  # running | stalled | crashed
     num_workers: int = 8  # DataLoader workers per rank
-    worker_cpu_percent: float = 35.0  # each worker's CPU
-    rank_cpu_percent: float = 100.0
-    data_wait: float = 0.08  # fraction of each step spent waiting for the next batch
-    step_time_s: float = 0.31
+    cpu_ms_per_sample: float = 6.0  # a worker's CPU time to read, decode and augment one sample
+    compute_s: float | None = None  # the GPU's part of a step (forward, backward, all-reduce); 0.31 s if not given
     amp: str = "bf16"  # off | bf16 | fp16
     batch_size: int = 256
-    gpu_memory_bytes: int = 61 * GIB  # each rank's device memory
-    stuck_rank: int | None = None  # a rank blocked in a collective (its step no longer advances)
+    gpu_memory_scale: float = 1.0  # each rank's device memory, as a share of what its profile's rank holds
+    stuck_rank: int | None = None  # a rank that never reached the collective the others wait in
     dead_ranks: tuple[int, ...] = ()
     oom_at: float | None = None  # scenario time of the OOM that killed the first dead rank
     straggler_rank: int | None = None  # a rank the others wait for in every all-reduce
@@ -50,6 +53,112 @@ class JobState:
     nccl_env: tuple[tuple[str, str], ...] = ()
     model: str = "resnet50"
     gradient_bytes: float = 51e6  # what each all-reduce moves: ResNet-50's 25.6 M gradients in bf16
+    # Follow from the above unless a story sets them: a step time given alone is the GPU's part of the step (the
+    # workers may still make it longer); a training rank's main-thread CPU is the share of the step it computes,
+    # less the share it sleeps in the all-reduce.
+    step_time_s: float | None = None
+    rank_cpu_percent: float | None = None
+
+    def __post_init__(self) -> None:
+        compute = self.compute_s if self.compute_s is not None else (self.step_time_s or 0.31)
+        if self.num_workers == 0:  # loading in the main thread does not overlap the GPU's work
+            step = compute + self.loader_s
+        else:
+            step = max(compute, self.loader_s, self.step_time_s or 0.0)
+        object.__setattr__(self, "compute_s", compute)
+        object.__setattr__(self, "step_time_s", step)
+        if self.rank_cpu_percent is None:
+            object.__setattr__(self, "rank_cpu_percent", 100.0 * compute / step * (1.0 - self.collective_wait))
+
+    @property
+    def compute(self) -> float:
+        return self.compute_s or 0.0
+
+    @property
+    def step_s(self) -> float:
+        return self.step_time_s or self.compute
+
+    @property
+    def training(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def loader_s(self) -> float:
+        """The workers' time to make one batch, each at full speed (num_workers=0: the main thread alone)."""
+        return self.batch_size * self.cpu_ms_per_sample / 1000.0 / max(1, self.num_workers)
+
+    @property
+    def data_wait(self) -> float:
+        """The share of each step spent waiting for the next batch."""
+        return 1.0 - self.compute / self.step_s if self.training else 0.0
+
+    @property
+    def samples_per_s(self) -> float:
+        """Per rank."""
+        return self.batch_size / self.step_s if self.training else 0.0
+
+    @property
+    def supply_per_s(self) -> float:
+        """The most samples a second a rank's workers can make, all at 100 % CPU."""
+        return max(1, self.num_workers) * 1000.0 / self.cpu_ms_per_sample
+
+    @property
+    def gpu_busy(self) -> float:
+        """The share of the time the GPU computes."""
+        return self.compute / self.step_s if self.training else 0.0
+
+    @property
+    def worker_cpu_percent(self) -> float:
+        """Each worker's CPU: none while the job is stalled or dead (their prefetch queues are full)."""
+        if not self.training or self.num_workers == 0:
+            return 0.0
+        return 100.0 * min(1.0, self.loader_s / self.step_s)
+
+    def cpu_of_rank(self, rank: int) -> float:
+        """A rank's main thread. In a hang the one rank that never reached the collective runs (a data-dependent
+        branch, a loop of its own), the others sleep in it."""
+        if self.status == "crashed" or rank in self.dead_ranks:
+            return 0.0
+        if self.status == "stalled":
+            return 98.0 if rank == self.stuck_rank else 0.3
+        if rank == self.straggler_rank:  # the rank the others wait for never waits itself
+            return 100.0 * self.gpu_busy
+        return self.rank_cpu_percent or 0.0
+
+    def rank_runs(self, rank: int) -> bool:
+        """Its state in the process table: R while on the CPU, else S."""
+        return self.cpu_of_rank(rank) >= 50.0
+
+    def fitted(self, ranks: tuple[int, ...]) -> JobState:
+        """The state on a machine with these ranks: a story names the rank it is about on the eight-GPU box it is
+        written for (rank 5 hangs); on a smaller one its last rank plays that part, and the phase says so."""
+        if not ranks:
+            return self
+        last = ranks[-1]
+        phase, stuck, dead, slow = self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank
+        if stuck is not None and stuck not in ranks:
+            phase, stuck = phase.replace(f"rank {stuck}", f"rank {last}"), last
+        if slow is not None and slow not in ranks:
+            phase, slow = phase.replace(f"rank {slow}", f"rank {last}").replace(f"GPU {slow}", f"GPU {last}"), last
+        if any(r not in ranks for r in dead):
+            for r in dead:
+                phase = phase.replace(f"rank {r}", f"rank {last}") if r not in ranks else phase
+            dead = tuple(dict.fromkeys(r if r in ranks else last for r in dead))
+        if (phase, stuck, dead, slow) == (self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank):
+            return self
+        return dataclasses.replace(self, phase=phase, stuck_rank=stuck, dead_ranks=dead, straggler_rank=slow)
+
+
+def rank_memory(profile: DemoProfile, rank: int) -> int:
+    """The device memory a profile's rank holds in full training (its DemoProcess): what the job's telemetry and
+    the fake NVML library both start from."""
+    return next((p.used_memory_bytes or 0 for p in profile.processes if p.pid == RANK_PID + rank), 0)
+
+
+def story_rank(profile: DemoProfile, rank: int) -> int:
+    """The rank that plays rank `rank`'s part on this profile (its last, where it has fewer)."""
+    ranks = tuple(profile.busy_gpus)
+    return rank if rank in ranks or not ranks else ranks[-1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +173,10 @@ class Story:
     clears: bool = False
     focused: bool = False  # the job is focused as `--pid` would: the job view, its per-rank figures (demo/ranks.py)
 
+    def state(self, t: float, ranks: tuple[int, ...]) -> JobState:
+        """The job at scenario time t on a machine with these ranks."""
+        return self.at(t).fitted(ranks)
+
 
 def _steady(_t: float) -> JobState:
     return JobState("training")
@@ -74,21 +187,21 @@ def _steady(_t: float) -> JobState:
 STARVED_FIX_S = 60.0
 
 
+STARVED_BEFORE = JobState("loader-bound: num_workers=1", num_workers=1, compute_s=0.29)
+STARVED_AFTER = JobState("num_workers raised to 12", num_workers=12, compute_s=0.29)
+
+
 def _starved(t: float) -> JobState:
-    if t < STARVED_FIX_S:
-        return JobState("loader-bound: num_workers=1", num_workers=1, worker_cpu_percent=99.0, rank_cpu_percent=38.0,
-                        data_wait=0.74, step_time_s=1.12, amp="bf16")
-    return JobState("num_workers raised to 12", num_workers=12, worker_cpu_percent=61.0, data_wait=0.06,
-                    step_time_s=0.29)
+    return STARVED_BEFORE if t < STARVED_FIX_S else STARVED_AFTER
 
 
 def _starved_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
-    for index in profile.busy_gpus:
-        library.set_load(index, 0.27)
+    for index in profile.busy_gpus:  # the GPU computes only the share of each step its batch is there
+        library.set_load(index, STARVED_BEFORE.gpu_busy)
         library.at(STARVED_FIX_S, lambda lib, i=index: lib.set_load(i, None))
 
 
-# ----- nccl-hang: one rank stuck in a collective, the others waiting on it -----
+# ----- nccl-hang: one rank never reaches a collective, the others wait in it -----
 
 NCCL_HANG_S = 30.0
 NCCL_STUCK_RANK = 5
@@ -97,8 +210,8 @@ NCCL_STUCK_RANK = 5
 def _nccl_hang(t: float) -> JobState:
     if t < NCCL_HANG_S:
         return JobState("training")
-    return JobState(f"rank {NCCL_STUCK_RANK} stuck in all_reduce; the others wait in NCCL", status="stalled",
-                    stuck_rank=NCCL_STUCK_RANK, rank_cpu_percent=100.0, worker_cpu_percent=0.0, data_wait=0.0)
+    return JobState(f"rank {NCCL_STUCK_RANK} never reached the all_reduce the other ranks wait in",
+                    status="stalled", stuck_rank=NCCL_STUCK_RANK)
 
 
 def _nccl_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
@@ -117,27 +230,29 @@ OOM_CLIMB_S = (10.0, 50.0)  # the leak grows over this span
 OOM_AT_S = 52.0
 
 
-def _oom_memory(t: float) -> int:
+OOM_GROWTH = 0.32  # the leak adds a third to the rank's memory: 61 GiB -> 80.5 GiB on an 80 GB A100
+
+
+def _oom_memory(base: int, t: float) -> int:
     start, end = OOM_CLIMB_S
     share = min(1.0, max(0.0, (t - start) / (end - start)))
-    return int(61 * GIB + share * 19.5 * GIB)
+    return int(base * (1.0 + share * OOM_GROWTH))
 
 
 def _oom(t: float) -> JobState:
     if t < OOM_AT_S:
         return JobState("memory of rank 3 climbing" if t >= OOM_CLIMB_S[0] else "training")
     return JobState(f"rank {OOM_RANK} died: CUDA out of memory", status="crashed", dead_ranks=(OOM_RANK,),
-                    oom_at=OOM_AT_S, rank_cpu_percent=0.0, worker_cpu_percent=0.0)
+                    oom_at=OOM_AT_S)
 
 
 def _oom_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
-    if OOM_RANK >= profile.gpu_count:
-        return
-    pid = RANK_PID + OOM_RANK
+    rank = story_rank(profile, OOM_RANK)
+    pid, base = RANK_PID + rank, rank_memory(profile, rank)
 
     def grow(lib: FakeNvmlLibrary, t: float) -> None:
         lib.remove_process(pid)
-        lib.add_process(DemoProcess(OOM_RANK, pid, "compute", _oom_memory(t), "python train.py"))
+        lib.add_process(DemoProcess(rank, pid, "compute", _oom_memory(base, t), "python train.py"))
 
     for second in range(int(OOM_CLIMB_S[0]), int(OOM_CLIMB_S[1]) + 1, 2):
         library.at(float(second), lambda lib, s=second: grow(lib, float(s)))
@@ -153,19 +268,21 @@ def _oom_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
 # ----- amp: fp32, then AMP (bf16): memory and step time drop -----
 
 AMP_SWITCH_S = 60.0
+AMP_MEMORY = 38 / 61  # bf16 activations: a rank that held 61 GiB in fp32 holds 38 GiB
 
 
 def _amp(t: float) -> JobState:
     if t < AMP_SWITCH_S:
-        return JobState("fp32 (amp off)", amp="off", step_time_s=0.52, gpu_memory_bytes=61 * GIB)
-    return JobState("restarted with AMP (bf16)", amp="bf16", step_time_s=0.27, gpu_memory_bytes=38 * GIB)
+        return JobState("fp32 (amp off)", amp="off", compute_s=0.52)
+    return JobState("restarted with AMP (bf16)", amp="bf16", compute_s=0.27, gpu_memory_scale=AMP_MEMORY)
 
 
 def _amp_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
     def switch(lib: FakeNvmlLibrary) -> None:
         for index in profile.busy_gpus:
             lib.remove_process(RANK_PID + index)
-            lib.add_process(DemoProcess(index, RANK_PID + index, "compute", 38 * GIB, "python train.py"))
+            lib.add_process(DemoProcess(index, RANK_PID + index, "compute",
+                                        int(rank_memory(profile, index) * AMP_MEMORY), "python train.py"))
 
     library.at(AMP_SWITCH_S, switch)
 
@@ -177,9 +294,12 @@ THERMAL_SLOW_S = 40.0  # SW thermal slowdown from here
 THERMAL_FIXED_S = 90.0  # cooling restored
 
 
+THERMAL_HOT = JobState("a GPU too hot: clocks held back, the others wait for it each step", compute_s=0.41)
+
+
 def _thermal(t: float) -> JobState:
     if THERMAL_SLOW_S <= t < THERMAL_FIXED_S:
-        return JobState("GPU 2 too hot: clocks held back", step_time_s=0.41)
+        return THERMAL_HOT
     return JobState("cooling restored" if t >= THERMAL_FIXED_S else "training")
 
 
@@ -194,6 +314,12 @@ def _thermal_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
             gpu, 22.0 * (s - start) / (end - start)))
     library.at(THERMAL_SLOW_S, lambda lib: lib.force_reasons(gpu, "sw_thermal"))
     library.at(THERMAL_FIXED_S, lambda lib: lib.force_reasons(gpu))
+    # DDP steps at the slowest GPU's pace: the cool ones compute their share of its step, then wait in all-reduce
+    waiting = JobState("training").compute / THERMAL_HOT.compute
+    for index in profile.busy_gpus:
+        if index != gpu:
+            library.at(THERMAL_SLOW_S, lambda lib, i=index: lib.set_load(i, 0.9 * waiting))
+            library.at(THERMAL_FIXED_S, lambda lib, i=index: lib.set_load(i, None))
     library.at(THERMAL_FIXED_S, lambda lib: lib.set_temperature_offset(gpu, 0.0))
 
 
@@ -258,8 +384,8 @@ STORIES: dict[str, Story] = {
     for s in (
         Story("starved", f"DataLoader-bound GPUs (num_workers=1) until {STARVED_FIX_S:g} s, then num_workers=12",
               120.0, _starved, _starved_gpus, finding="gpu-starved", clears=True),
-        Story("nccl-hang", f"rank {NCCL_STUCK_RANK} stuck in a collective from {NCCL_HANG_S:g} s; the others wait, "
-              "GPU utilization flat", 120.0, _nccl_hang, _nccl_gpus),
+        Story("nccl-hang", f"rank {NCCL_STUCK_RANK} never reaches a collective from {NCCL_HANG_S:g} s; the others "
+              "wait in it, GPU utilization flat", 120.0, _nccl_hang, _nccl_gpus),
         Story("oom", f"rank {OOM_RANK}'s device memory climbs until it dies of CUDA OOM at {OOM_AT_S:g} s", 90.0,
               _oom, _oom_gpus, finding="cuda-oom"),
         Story("amp", f"fp32 until {AMP_SWITCH_S:g} s, then AMP (bf16): memory and step time drop", 120.0, _amp,

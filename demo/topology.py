@@ -39,8 +39,10 @@ def _write(path: str, text: str) -> None:
         handle.write(text)
 
 
-def build(root: str, endpoints: list[Endpoint], nodes: list[tuple[str, list[int]]]) -> str:
-    """Write the PCI tree and the NUMA nodes (cpulist, distance row) under `root`; return root."""
+def build(root: str, endpoints: list[Endpoint], nodes: list[tuple[str, list[int]]],
+          node_bytes: tuple[int, ...] | None = None) -> str:
+    """Write the PCI tree and the NUMA nodes (cpulist, distance row, meminfo: `node_bytes` each, else 528 GB)
+    under `root`; return root."""
     for ep in endpoints:
         device = os.path.join(root, "sys/devices", *ep.path, ep.bus_id)
         _write(os.path.join(device, "numa_node"), f"{ep.numa_node}\n")
@@ -61,8 +63,9 @@ def build(root: str, endpoints: list[Endpoint], nodes: list[tuple[str, list[int]
         base = os.path.join(root, f"sys/devices/system/node/node{index}")
         _write(os.path.join(base, "cpulist"), cpulist + "\n")
         _write(os.path.join(base, "distance"), " ".join(map(str, distances)) + "\n")
-        _write(os.path.join(base, "meminfo"), f"Node {index} MemTotal: 528000000 kB\nNode {index} MemFree: "
-                                              f"400000000 kB\n")
+        total_kib = node_bytes[index] // 1024 if node_bytes and index < len(node_bytes) else 528000000
+        _write(os.path.join(base, "meminfo"), f"Node {index} MemTotal: {total_kib} kB\nNode {index} MemFree: "
+                                              f"{total_kib * 25 // 33} kB\n")
     return root
 
 
@@ -156,8 +159,11 @@ def read_demo_topology(profile_name: str, probe: Any) -> tuple[Topology, NumaSna
     profile = profile_of(profile_name)  # a `profile:scenario` spec lays out as its profile
     endpoints, nodes = layout_for(base_name(profile_name), profile.gpu_count, profile.gpu.pcie_max_gen,
                                   profile.gpu.pcie_max_width)
+    from hwtop.demo.host import host_of, node_sizes
+
+    sizes = node_sizes(host_of(profile))  # the nodes the simulated host has, to the byte
     with tempfile.TemporaryDirectory(prefix="hwtop-demo-sysfs-") as root:
-        build(root, endpoints, nodes)
+        build(root, endpoints, nodes, sizes if len(sizes) == len(nodes) else None)
         numa = NumaProbe(root).read()
         gpus, links = probe.topology_inputs()
         return read_topology(root, gpus, links, f"demo:{profile_name}", numa=numa), numa

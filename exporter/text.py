@@ -40,14 +40,16 @@ def _escape_help(text: str) -> str:
 
 
 def number(value: float) -> str:
-    """Whole numbers without a fraction (FB_USED 40960, as dcgm-exporter prints it), the rest as repr."""
+    """Whole numbers without a fraction (FB_USED 40960, as dcgm-exporter prints it), the rest to 15 significant
+    digits, all a double holds exactly: a ratio computed as 72.44 / 100 reads 0.7244, not 0.7243999999999999."""
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     if value.is_integer() and abs(value) < 2**53:
         return str(int(value))
-    return repr(value)
+    rounded = float(f"{value:.15g}")
+    return repr(rounded if not math.isinf(rounded) else value)  # the largest doubles would round past the range
 
 
 def render(families: Iterable[Family]) -> bytes:

@@ -54,6 +54,11 @@ class CpuSnapshot(Record, frozen=True):
 
 
 class MemorySnapshot(Record, frozen=True):
+    """Host RAM. "Used" means one thing everywhere in hwtop (this panel, the NUMA lines, the topology screen,
+    `hwtop topo`, JSON, the report): total − available, where available is the kernel's MemAvailable, the memory a
+    new program could have without swapping (free pages plus the page cache and slab it could reclaim). It is
+    `free`'s "used" and htop's: what programs hold, not the cache that would be given back on demand."""
+
     total_bytes: int
     available_bytes: int
     used_bytes: int
@@ -66,11 +71,18 @@ class MemorySnapshot(Record, frozen=True):
 
 
 class NumaNode(Record, frozen=True):
+    """One NUMA node. `memory_free_bytes` is the node's MemFree (numactl's "free": page cache counts as used);
+    `memory_available_bytes` is the machine's MemAvailable shared among the nodes (the kernel gives no per-node
+    figure: see probes/numa.py), so the nodes' figures add up to the machine's and `memory_used_bytes` (total −
+    available) means what MemorySnapshot's "used" means."""
+
     index: int
     cpus: tuple[int, ...]
     memory_total_bytes: int | None
     memory_free_bytes: int | None
     distances: tuple[int, ...]
+    memory_available_bytes: int | None = None
+    memory_used_bytes: int | None = None
 
 
 class NumaSnapshot(Record, frozen=True):
@@ -80,7 +92,7 @@ class NumaSnapshot(Record, frozen=True):
 
 class DiskSnapshot(Record, frozen=True):
     name: str
-    kind: str  # nvme | ssd | hdd | virtual | unknown
+    kind: str  # nvme | ssd | hdd | raid (an md array) | virtual | network | unknown
     read_bytes_per_s: float | None
     write_bytes_per_s: float | None
     read_iops: float | None

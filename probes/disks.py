@@ -20,12 +20,18 @@ _VIRTUAL = re.compile(r"^(vd|xvd)[a-z]+$")
 CountersSource = Callable[[], Mapping[str, Any]]
 
 
+_RAID = re.compile(r"^md\d+$")
+
+
 def disk_kind(name: str, root: str = "/") -> str:
-    """nvme, ssd or hdd as the kernel sees the device; virtio/Xen disks say nothing real, so "virtual"."""
+    """nvme, ssd or hdd as the kernel sees the device; virtio/Xen disks say nothing real, so "virtual"; an md
+    array is "raid" (its rotational flag is 0 whatever it is built of: its members are listed as themselves)."""
     if name.startswith("nvme"):
         return "nvme"
     if _VIRTUAL.match(name):
         return "virtual"
+    if _RAID.match(name):
+        return "raid"
     rotational = read_text(root, f"sys/block/{name}/queue/rotational")
     if rotational is None:
         return "unknown"

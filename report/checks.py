@@ -38,8 +38,31 @@ TIERS = {
 }
 
 
-def _gib(value: float | None) -> str:
+GUIDE = ("the hardware guide hwtop was conceived from (a Chinese-language article on choosing hardware for "
+         "PyTorch; \"the guide\" below)")
+# Link rates in GB/s each way, the one direction every rate of the report is given in. PCIe per lane after
+# encoding; NVLink 2, 3 and 4 all carry 25 GB/s each way per link (V100 6 links, A100 12, H100/H200 18: 300, 600
+# and 900 GB/s counting both directions, as NVIDIA and the guide state them); a GeForce NVLink bridge (8.6) 14.06.
+PCIE_GBS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}
+NVLINK_GBS_PER_LINK = 25.0
+NVLINK_GBS_PER_LINK_GEFORCE = 14.0625
+GUIDE_NVLINK_GBS = 600.0  # the guide's interconnect table: both directions of an A100's 12 links
+GUIDE_PCIE_SWITCH_GBS = 16.0  # the guide's interconnect table: a PCIe 3.0 x16 link, one way
+GUIDE_PCIE4_X16_GBS = 64.0  # the guide's CPU section: PCIe 4.0 x16, both directions together
+
+
+def gib(value: float | None) -> str:
+    """Memory in the report: GiB with one decimal, the same for every figure (RAM, swap, GPU memory)."""
     return "N/A" if value is None else f"{value / GIB:.1f} GiB"
+
+
+_gib = gib
+
+
+def nvlink_gbs(links: int, compute_capability: tuple[int, int] | None) -> float:
+    """A GPU's NVLink bandwidth, GB/s each way over all its active links."""
+    per_link = NVLINK_GBS_PER_LINK_GEFORCE if compute_capability == (8, 6) else NVLINK_GBS_PER_LINK
+    return links * per_link
 
 
 def tier(facts: BoxFacts) -> Tier:
@@ -84,9 +107,14 @@ def checks(facts: BoxFacts) -> list[Check]:
                          "3rd-gen Tensor Cores (A100): TF32 for fp32 matmuls", "pass" if ampere else "info"))
         if len(gpus) > 1:
             linked = [g for g in gpus if g.nvlinks]
-            out.append(Check("NVLink between GPUs", f"{len(linked)} of {len(gpus)} GPU(s) with active NVLinks" +
-                             (f" ({linked[0].nvlinks} links each)" if linked else ""),
-                             "NVLink ~600 GB/s against a PCIe switch's ~16 GB/s",
+            first = linked[0] if linked else None
+            each = "" if first is None else (
+                f" ({first.nvlinks} links each: ≈ {nvlink_gbs(first.nvlinks or 0, first.compute_capability):.0f} GB/s "
+                "each way)")
+            out.append(Check("NVLink between GPUs", f"{len(linked)} of {len(gpus)} GPU(s) with active NVLinks" + each,
+                             f"NVLink {GUIDE_NVLINK_GBS:.0f} GB/s (both directions: ≈ {GUIDE_NVLINK_GBS / 2:.0f} each "
+                             f"way) against a PCIe switch's {GUIDE_PCIE_SWITCH_GBS:.0f} GB/s (a Gen3 x16 link, "
+                             "each way)",
                              "pass" if len(linked) == len(gpus) else "short",
                              "" if linked else "all-reduce goes over PCIe (or across sockets): see hwtop topo"))
         mig = [g for g in gpus if g.mig_capable]
@@ -101,7 +129,8 @@ def checks(facts: BoxFacts) -> list[Check]:
             who = f"GPU{members[0]}" if len(members) == 1 else f"GPU{','.join(map(str, members))}"
             measured = "N/A" if gen is None else f"Gen{gen} x{width} (≈ {_pcie_gbs(gen, width):.0f} GB/s each way)"
             out.append(Check(f"{who} PCIe link", measured,
-                             "PCIe 4.0 x16, ≈ 32 GB/s each way (the guide's 64 GB/s counts both directions)",
+                             f"PCIe 4.0 x16, ≈ {_pcie_gbs(4, 16):.0f} GB/s each way (the guide's "
+                             f"{GUIDE_PCIE4_X16_GBS:.0f} GB/s counts both directions)",
                              "info" if gen is None else "pass" if ok else "short"))
     cores, threads = facts.physical_cores, facts.logical_cores
     out.append(Check("CPU cores / threads", f"{cores or 'N/A'} / {threads or 'N/A'}",
@@ -114,9 +143,13 @@ def checks(facts: BoxFacts) -> list[Check]:
     counts: dict[str, int] = {}
     for _name, kind in facts.disks:
         counts[kind] = counts.get(kind, 0) + 1
-    kinds = ", ".join(f"{n} {kind}" for kind, n in counts.items()) or "none found"
-    out.append(Check("Dataset storage", kinds, "NVMe (~7 GB/s) for live data loading; SATA SSD ~550 MB/s, HDD "
-                     "~150 MB/s", "pass" if nvme else "short",
+    kinds = ", ".join(f"{n} {kind}" + (" (md arrays of the disks beside)" if kind == "raid" else "")
+                      for kind, n in counts.items()) or "none found"
+    from hwtop.report.storage import CLASS_BYTES_PER_S as CLASS
+
+    guide = (f"NVMe (~{CLASS['nvme'] / 1e9:.0f} GB/s) for live data loading; SATA SSD ~{CLASS['ssd'] / 1e6:.0f} "
+             f"MB/s, HDD ~{CLASS['hdd'] / 1e6:.0f} MB/s")
+    out.append(Check("Dataset storage", kinds, guide, "pass" if nvme else "short",
                      "" if nvme else "measure it: hwtop report --storage /path/to/dataset"))
     total_gpu = sum(g.memory_bytes or 0 for g in gpus)
     ram = facts.ram_bytes
@@ -130,9 +163,6 @@ def checks(facts: BoxFacts) -> list[Check]:
         out.append(Check("Swap", _gib(facts.swap_bytes), "swap does not add GPU memory (the guide suggests it does)",
                          "info"))
     return out
-
-
-PCIE_GBS_PER_LANE = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.563}  # GB/s each way, after encoding
 
 
 def _pcie_gbs(gen: int, width: int | None) -> float:

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 
 from hwtop.model.safe_text import printable_lines
-from hwtop.report.checks import Check, Tier, pcie_theoretical_gbs
+from hwtop.report.checks import GUIDE, Check, Tier, gib, pcie_theoretical_gbs
 from hwtop.report.facts import BoxFacts
 from hwtop.report.fit import FitEstimate
 from hwtop.report.storage import StorageResult
@@ -45,7 +45,7 @@ def _gpu_lines(gpus: tuple[Any, ...]) -> list[str]:
 
 def _gpu_line(g: Any) -> str:
     caps = g.caps
-    parts = [g.name or "N/A", "N/A" if g.memory_bytes is None else f"{g.memory_bytes / GIB:.1f} GiB"]
+    parts = [g.name or "N/A", gib(g.memory_bytes)]
     if g.compute_capability:
         parts.append(f"compute {g.compute_capability[0]}.{g.compute_capability[1]}"
                      + (f" ({caps.generation})" if caps else ""))
@@ -64,14 +64,14 @@ def _gpu_line(g: Any) -> str:
 def text(facts: BoxFacts, tier: Tier, checks: list[Check], fit: FitEstimate | None = None,
          storage: StorageResult | None = None, bench: dict[str, Any] | None = None,
          storage_error: str | None = None) -> str:
-    out = [f"hwtop report · {facts.source}", ""]
+    out = [f"hwtop report · {facts.source}", f"Graded against {GUIDE}. Rates are GB/s each way; where the guide "
+           "is wrong, the check says so.", ""]
     out.append(f"Tier: {tier.label}  ({tier.why})")
     out.append(f"  typical work: {tier.typical_work}")
     out.append("")
     out.append("GPUs:" if facts.gpus else f"GPUs: none ({facts.gpu_message or 'no GPU found'})")
     out += [f"  {line}" for line in _gpu_lines(facts.gpus)]
-    ram = "N/A" if facts.ram_bytes is None else f"{facts.ram_bytes / GIB:.0f} GiB"
-    swap = "N/A" if facts.swap_bytes is None else f"{facts.swap_bytes / GIB:.0f} GiB"
+    ram, swap = gib(facts.ram_bytes), gib(facts.swap_bytes)
     out.append(f"CPU: {facts.cpu_model or 'N/A'} · {facts.physical_cores or 'N/A'} cores / "
                f"{facts.logical_cores or 'N/A'} threads · L3 "
                + ("N/A" if facts.l3_cache_bytes is None else f"{facts.l3_cache_bytes / (1 << 20):.0f} MiB"))

@@ -7,11 +7,13 @@ import os
 import time
 from dataclasses import dataclass
 
+from hwtop.advice.thresholds import TABLE
 from hwtop.probes.disks import device_for_path, disk_kind
 
 CHUNK = 4 << 20
 DEFAULT_LIMIT = 1 << 30
-CLASS_BYTES_PER_S = {"hdd": 150e6, "ssd": 550e6, "nvme": 7e9}  # the hardware guide's table
+# the hardware guide's table, as the io-bound rule compares with it: one source for both
+CLASS_BYTES_PER_S = {kind: TABLE[f"{kind}_bytes_per_s"].value for kind in ("hdd", "ssd", "nvme")}
 
 
 @dataclass(frozen=True, slots=True)

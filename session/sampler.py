@@ -52,7 +52,9 @@ class HostReader(Protocol):
 
     def memory(self) -> MemorySnapshot: ...
 
-    def numa(self, memory_total: int | None) -> NumaSnapshot: ...
+    def numa(self, memory: MemorySnapshot | None) -> NumaSnapshot:
+        """The nodes, their memory figures consistent with `memory` (the same tick's): see probes/numa.py."""
+        ...
 
     def cpu(self, node_of_cpu: dict[int, int]) -> CpuSnapshot: ...
 
@@ -80,8 +82,9 @@ class RealHost:
     def memory(self) -> MemorySnapshot:
         return read_memory(self.root)
 
-    def numa(self, memory_total: int | None) -> NumaSnapshot:
-        return self.numa_probe.read(memory_total)
+    def numa(self, memory: MemorySnapshot | None) -> NumaSnapshot:
+        return self.numa_probe.read(memory.total_bytes if memory else None,
+                                    memory.available_bytes if memory else None)
 
     def cpu(self, node_of_cpu: dict[int, int]) -> CpuSnapshot:
         return self.cpu_probe.read(node_of_cpu)
@@ -156,7 +159,7 @@ class Sampler:
         reader = self.host
         host = guarded("host", reader.host, None)
         memory = guarded("memory", reader.memory, None)
-        numa = guarded("numa", lambda: reader.numa(memory.total_bytes if memory else None), None)
+        numa = guarded("numa", lambda: reader.numa(memory), None)
         cpu = guarded("cpu", lambda: reader.cpu(node_of_cpu(numa)), None)
         disks = guarded("disks", reader.disks, ())
         nics = guarded("nics", reader.nics, ())

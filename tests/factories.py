@@ -27,9 +27,11 @@ T0 = 1_796_200_000.0  # a fixed wall-clock time, so screenshots do not change wi
 
 def host_snapshot(cores: int = 2, nodes: int = 1, time: float = T0, busy_core: int | None = 1) -> Snapshot:
     per_node = cores // nodes
+    # the nodes add up to the machine's memory below: 256 GiB, 200 GiB of it available (so 56 GiB used)
     numa = NumaSnapshot(tuple(
-        NumaNode(n, tuple(range(n * per_node, (n + 1) * per_node)), 64 * GIB, 40 * GIB,
-                 tuple(10 if m == n else 21 for m in range(nodes)))
+        NumaNode(n, tuple(range(n * per_node, (n + 1) * per_node)), 256 * GIB // nodes, 160 * GIB // nodes,
+                 tuple(10 if m == n else 21 for m in range(nodes)), memory_available_bytes=200 * GIB // nodes,
+                 memory_used_bytes=56 * GIB // nodes)
         for n in range(nodes)), "sysfs")
     loads = []
     for i in range(cores):

@@ -33,6 +33,6 @@ class TopologyScreen(Screen[None]):
         snapshot, status = frame.snapshot, self.context.status()
         self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
         topology = snapshot.topology
-        # A demo's topology describes its own machine, NUMA nodes included.
-        numa = topology.numa if topology is not None and topology.numa is not None else snapshot.numa
+        # The tick's NUMA reading (the memory panel's, a demo's own machine's), the topology's where it has none
+        numa = snapshot.numa or (topology.numa if topology is not None else None)
         self.panel.show(topology, numa, snapshot.gpus, snapshot.nics)

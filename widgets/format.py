@@ -22,8 +22,8 @@ def human_bytes(value: float | None, digits: int = 1) -> str:
     if value is None:
         return NA
     for unit in ("B", "K", "M", "G", "T", "P"):
-        # rounded as it will be written: 1023.96 MiB is 1.0G, never 1024.0M
-        if abs(round(value, digits if unit != "B" else 0)) < 1024 or unit == "P":
+        # rounded as it will be written, never four integer digits: 1020 KiB is 1.0M, never 1020.0K (as rates)
+        if abs(round(value, digits if unit != "B" else 0)) < 1000 or unit == "P":
             return f"{value:.0f}{unit}" if unit == "B" else f"{value:.{digits}f}{unit}"
         value /= 1024
     return f"{value:.1f}P"

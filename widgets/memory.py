@@ -1,5 +1,5 @@
-"""RAM and swap bars, and free memory per NUMA node. Given fewer lines (`max_lines`), the history goes first,
-then the NUMA nodes, then swap."""
+"""RAM and swap bars, and memory used per NUMA node (one meaning of "used": model/snapshot.py). Given fewer
+lines (`max_lines`), the history goes first, then the NUMA nodes, then swap."""
 
 from __future__ import annotations
 
@@ -39,35 +39,38 @@ class MemoryPanel(TextPanel):
         kept = sorted(rows, key=lambda row: row[0])[: max(1, self.max_lines)]
         return [self._line(row, memory, width) for row in rows if row in kept]
 
-    def _line(self, row: tuple[int, str, int, int], memory: MemorySnapshot, width: int) -> Text:
+    def _line(self, row: _Row, memory: MemorySnapshot, width: int) -> Text:
         _, label, used, total = row
         if label == _HISTORY:  # under the RAM bar: RAM used over time
             return Text("  └  ", style=palette.DIM) + sparkline(self.history, width - 5)
         return self._row(label, used, total, width)
 
     @staticmethod
-    def _row(label: str, used: int, total: int, width: int) -> Text:
+    def _row(label: str, used: int | None, total: int, width: int) -> Text:
+        """`used` None: not known (a recording made before nodes carried their share of MemAvailable)."""
         figures = f" {human_bytes(used)}/{human_bytes(total)}" if total else " none"
-        percent = 100.0 * used / total if total else None
+        percent = None if used is None else 100.0 * used / total if total else 0.0
         bar_width = max(3, width - 6 - len(figures))
-        return Text(f"{label:<5} ", style="bold") + bar(percent if total else 0.0, bar_width) + Text(figures)
+        return Text(f"{label:<5} ", style="bold") + bar(percent, bar_width) + Text(figures)
 
 
 _HISTORY = ""  # the row of RAM used over time
+_Row = tuple[int, str, int | None, int]  # (priority, label, used: None where not known, total)
 
 
-def _rows(memory: MemorySnapshot | None, numa: NumaSnapshot | None, width: int) -> list[tuple[int, str, int, int]]:
+def _rows(memory: MemorySnapshot | None, numa: NumaSnapshot | None, width: int) -> list[_Row]:
     """(priority: the lowest is kept longest, label, used, total) of each line, in the order drawn: RAM, its
     history (where there are fewer than two NUMA nodes to show), swap, the NUMA nodes."""
     if memory is None:
         return [(0, "N/A", 0, 0)]
-    rows = [(0, "RAM", memory.total_bytes - memory.available_bytes, memory.total_bytes),
-            (1, "swap", memory.swap_used_bytes, memory.swap_total_bytes)]
-    if numa and numa.source == "sysfs":
+    # "used" is total − available here, on every node line and everywhere else (model/snapshot.py says why)
+    rows: list[_Row] = [
+        (0, "RAM", memory.total_bytes - memory.available_bytes, memory.total_bytes),
+        (1, "swap", memory.swap_used_bytes, memory.swap_total_bytes)]
+    if numa and numa.source != "fallback":  # a machine's own layout (sysfs, or a demo's)
         for node in numa.nodes:
             if node.memory_total_bytes:
-                node_used = node.memory_total_bytes - (node.memory_free_bytes or 0)
-                rows.append((2 + node.index, f"node{node.index}", node_used, node.memory_total_bytes))
+                rows.append((2 + node.index, f"node{node.index}", node.memory_used_bytes, node.memory_total_bytes))
     if len(rows) < 4 and width > 10:
         rows.insert(1, (1000, _HISTORY, 0, 0))
     return rows

@@ -106,9 +106,9 @@ class TopologyPanel(TextPanel):
         for node in self.numa.nodes:
             line = Text(f"node {node.index}", style=palette.GROUP)
             line.append(f"  cpus {format_cpulist(node.cpus) or 'none'}")
-            if node.memory_total_bytes:
-                free, total = human_bytes(node.memory_free_bytes), human_bytes(node.memory_total_bytes)
-                line.append(f"  mem {free} free of {total}")
+            if node.memory_total_bytes:  # "used" as the memory panel means it: total − available
+                used, total = human_bytes(node.memory_used_bytes), human_bytes(node.memory_total_bytes)
+                line.append(f"  mem {used} used of {total}")
             members = [d.name for d in devices if d.numa_node == node.index]
             if members:
                 line.append("  ·  " + " ".join(members), style=palette.INFO)

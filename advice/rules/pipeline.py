@@ -49,16 +49,20 @@ def job_data_wait(window: Window) -> dict[int, float]:
 
 
 def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: int | None) -> tuple[str, ...]:
-    cores = affinity or (snapshot.cpu.logical_cores if snapshot.cpu else None)
+    cpu = snapshot.cpu
+    cores = affinity or (cpu.logical_cores if cpu else None)
+    # logical CPUs (hardware threads), as the affinity counts them: on an SMT box not the same as cores
+    smt = cpu is not None and not affinity and cpu.physical_cores and cpu.physical_cores != cpu.logical_cores
+    what = f"{cores} logical CPUs on {cpu.physical_cores} cores" if smt and cpu else f"{cores} logical CPUs"
     fixes = []
     if cores:
         target = max(1, cores // max(1, world) - 1)
         if workers is None or workers < target:
             fixes.append(f"Raise DataLoader num_workers{'' if workers is None else f' from {workers}'} to about "
-                         f"{target} ({cores} cores the job may use / {world} rank(s), one left for the main "
+                         f"{target} ({what} the job may use / {world} rank(s), one left for the main "
                          "process).")
         else:
-            fixes.append(f"num_workers={workers} already covers the {cores} cores: make each sample cheaper "
+            fixes.append(f"num_workers={workers} already covers the {what}: make each sample cheaper "
                          "(decode once and cache tensors, smaller images) or move augmentation to the GPU "
                          "(torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI).")
     return tuple(fixes)
@@ -84,8 +88,14 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence += [f"{gpus} util {shown} over the last {SPAN_S:.0f} s" for shown, gpus in alike(utils).items()]
         workers = config.num_workers
         if workers is not None:
-            evidence.append(f"DataLoader num_workers={workers}, pin_memory={config.pin_memory}, "
-                            f"{config.transform_cost_ms} ms CPU per sample")
+            line = (f"DataLoader num_workers={workers}, pin_memory={config.pin_memory}, "
+                    f"{config.transform_cost_ms} ms CPU per sample")
+            trained = [r.samples_per_s for r in workload.ranks if r.samples_per_s is not None]
+            if workers and config.transform_cost_ms and trained:
+                supply = workers * 1000.0 / config.transform_cost_ms
+                line += (f": {workers} worker(s) make at most {supply:.0f} samples/s per rank, the ranks train "
+                         f"{sum(trained) / len(trained):.0f} samples/s each")
+            evidence.append(line)
         fixes = list(_worker_fix(latest, workers, config.world_size or len(waits) or 1, None))
         if config.device == "cuda" and not config.pin_memory:
             fixes.append("pin_memory=True, and .to(device, non_blocking=True), so copies overlap compute.")

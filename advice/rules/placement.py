@@ -8,7 +8,7 @@ from functools import lru_cache
 
 import msgspec
 
-from hwtop.advice.text import command, cpus
+from hwtop.advice.text import command, cpus, job_name
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, gpu_numa_node, gpus_in_use, node_cpus
 from hwtop.model.finding import Finding
@@ -147,7 +147,7 @@ def job_groups(snapshot: Snapshot) -> list[tuple[str, list[GpuSnapshot]]]:
     if workload is not None and workload.status in ("running", "stalled"):
         mine = [g for g in used if set(compute_pids(g)) & set(workload.pids)]
         if len(mine) >= 2:
-            return [("the embedded job", mine)]
+            return [(job_name(snapshot), mine)]
     parent = {p.pid: p.ppid for p in snapshot.processes}
     groups: dict[int, list[GpuSnapshot]] = {}
     for gpu in used:

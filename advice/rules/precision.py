@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.text import job_name
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, empty_job_config, mean, workload_running
 from hwtop.model.finding import Finding
@@ -46,7 +47,7 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
                 continue
             yield Finding(
                 "amp-available", "info", "fp32 training on a GPU with Tensor Cores",
-                (f"the embedded job trains in fp32 (amp off) on GPU{gpu.index} {gpu.name}, compute capability "
+                (f"{job_name(latest)} trains in fp32 (amp off) on GPU{gpu.index} {gpu.name}, compute capability "
                  f"{capability[0]}.{capability[1]}",),
                 _precision_fixes(capability) + ("hwtop's amp-compare scenario measures the saving on this box.",),
                 scope=f"GPU{gpu.index}", gpus=(gpu.index,), cause=_precision_cause("fp32", capability))
@@ -77,7 +78,7 @@ def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
         return
     yield Finding(
         "cudnn-benchmark", "info", "cuDNN autotuning is off for a fixed-shape conv net",
-        ("the embedded job trains a conv net on fixed 224x224 inputs with torch.backends.cudnn.benchmark = False",),
+        (f"{job_name(latest)} trains a conv net on fixed 224x224 inputs with torch.backends.cudnn.benchmark = False",),
         ("torch.backends.cudnn.benchmark = True: cuDNN times its convolution algorithms once per input shape and "
          "keeps the fastest.",
          "Leave it off when input shapes change every batch (variable-length inputs): it would re-tune each time."),

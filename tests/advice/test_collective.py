@@ -1,5 +1,6 @@
 """collective-hang with per-rank figures: the rank that never reached the collective is named (rank, pid, host,
-where it is) in the shared judgement's words when every other rank waits in it; with a rank unreadable, or two ranks away, none is guessed."""
+where it is) in the shared judgement's words when every other rank waits in it; with a rank unreadable, or two
+ranks away, none is guessed."""
 
 from __future__ import annotations
 

@@ -104,11 +104,13 @@ def test_members_hold_and_clear_on_their_own() -> None:
 
 @pytest.mark.slow  # a whole machine for 21 ticks: ~1 s
 def test_eight_ranks_and_gpus_that_read_alike_are_one_line_of_evidence() -> None:
+    from hwtop.demo.story import STARVED_BEFORE
     from tests.advice_timeline import play_story
 
     (starved,) = [f for f in play_story("starved", 40)[-1].findings if f.id == "gpu-starved"]
-    assert starved.evidence[0].endswith("(ranks 0-7 74%; limit 30%)")
-    assert starved.evidence[1] == "GPU0-7 util 27% over the last 10 s"
+    wait, busy = round(100 * STARVED_BEFORE.data_wait), round(100 * STARVED_BEFORE.gpu_busy)  # the story's model
+    assert starved.evidence[0].endswith(f"(ranks 0-7 {wait}%; limit 30%)")
+    assert starved.evidence[1] == f"GPU0-7 util {busy}% over the last 10 s"
 
 
 def test_a_programs_xid_on_several_gpus_is_one_finding_a_cards_own_errors_stay_apart() -> None:

@@ -29,7 +29,8 @@ def test_rates_are_si_and_carry_their_unit(value, shown):
     assert human_rate(value) == shown
 
 
-@pytest.mark.parametrize(("value", "shown"), [(None, "N/A"), (1023.4, "1023B"), (1023.6, "1.0K"),
+@pytest.mark.parametrize(("value", "shown"), [(None, "N/A"), (999.4, "999B"), (1023.6, "1.0K"),
+                                              (1020 * 2**10, "1.0M"), (999.9 * 2**10, "999.9K"),
                                               (80 * 2**30, "80.0G"), (1023.96 * 2**20, "1.0G"), (1.5 * 2**40, "1.5T")])
 def test_memory_is_binary_with_the_letter_alone(value, shown):
     """The units rule: memory counts 1024s, as nvidia-smi and free do (an 80 GiB card reads 80.0G)."""
@@ -41,3 +42,11 @@ def test_memory_is_binary_with_the_letter_alone(value, shown):
 def test_a_rate_never_shows_four_integer_digits(value):
     number = human_rate(value).removesuffix("B/s").rstrip("kMGT")
     assert float(number) < 1000 or human_rate(value).endswith("TB/s")
+
+
+@given(st.floats(min_value=0, max_value=1e18, allow_nan=False))
+@settings(max_examples=50)
+def test_memory_never_shows_four_integer_digits(value):
+    """An RSS of 1020 KiB reads 1.0M, never 1020.0K: the column keeps its width and the figure its scale."""
+    number = human_bytes(value).rstrip("BKMGTP")
+    assert float(number) < 1000 or human_bytes(value).endswith("P")
