@@ -47,8 +47,10 @@ def test_doctor_names_the_rank_that_never_reached_the_all_reduce(tmp_path: Path)
         job = subprocess.Popen([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", str(SCRIPT),
                                 "--seconds", "180", "--stall-after", "30", "--stall-rank", "1"],
                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env, cwd=tmp_path)
+    ranks: list[int] = []
     try:
         stalled = rank_pid(job.pid, 1)
+        ranks += [stalled, rank_pid(job.pid, 0)]
         deadline = time.monotonic() + 120
         while "waiting for the next shard" not in (tmp_path / "job.log").read_text():
             assert time.monotonic() < deadline and job.poll() is None, (tmp_path / "job.log").read_text()[-2000:]
@@ -64,8 +66,20 @@ def test_doctor_names_the_rank_that_never_reached_the_all_reduce(tmp_path: Path)
         assert any("wait_for_next_shard" in line for line in hang["evidence"]), hang["evidence"]
         assert "rank-straggler" not in findings or findings["rank-straggler"]["severity"] == "info"
     finally:
+        stop(job, ranks)
+
+
+def stop(job: subprocess.Popen[bytes], ranks: list[int]) -> None:
+    """torchrun starts each worker in a process group of its own, so the launcher's group does not reach them:
+    SIGTERM the launcher (it stops its workers), then SIGKILL whichever rank outlived it."""
+    try:
+        os.killpg(job.pid, signal.SIGTERM)
+        job.wait(15)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    for pid in (job.pid, *ranks):
         try:
-            os.killpg(job.pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        job.wait(10)
+    job.wait(10)
