@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from hwtop.widgets import palette
@@ -15,7 +16,15 @@ from hwtop.widgets.safe_text import data
 if TYPE_CHECKING:
     from hwtop.model.workload import RankState, WorkloadState
 
-NARROW = 96  # columns of content: below, "samples/s" is "/s" and the step time's unit sits close
+# A rank line's fields, left to right, each in a column as wide as its widest value and at least MIN_WIDTHS.
+FIELDS = ("step", "time", "rate", "wait", "loss", "amp", "mem")
+MIN_WIDTHS = {"step": 5, "time": 7, "rate": 8, "wait": 4, "loss": 6, "amp": 4, "mem": 6}
+# What gives way, in this order, while the rank lines are wider than the pane: the long units (` samples/s` becomes
+# `/s`, ` ms` `ms`), the sparklines (history: the figure beside each stays), then whole fields, the least telling
+# first: the precision (the job's, in its configuration), the loss, the step count, the data wait, the memory, the
+# throughput. The step time stays. A figure is drawn whole or not at all, never cut.
+GIVE_WAY = ("units", "sparks", "amp", "loss", "step", "wait", "mem", "rate")
+SPARK_LEAST, SPARK_MOST = 4, 20  # cells of each sparkline: narrower than SPARK_LEAST, none is drawn
 STATUS_STYLE = {"running": palette.OK_STRONG, "starting": palette.WARN, "stalled": palette.WARN_STRONG,
                 "finished": palette.INFO, "crashed": palette.CRIT_STRONG, "stopped": palette.DIM}
 
@@ -92,58 +101,144 @@ def _workload_lines(state: WorkloadState | None, width: int) -> Drawn:
                         f"{'N/A' if saving is None else f'{100 * saving:.1f}%'} less "
                         f"{summary.memory_metric or 'memory'}", palette.OK))
     ranks_at = len(out)
-    spark = max(0, min(20, (width - 86) // 2))
-    narrow = width < NARROW
-    groups: list[tuple[list[int], Text]] = []  # ranks whose lines read alike, in rank order
-    for rank in state.ranks:
-        body = _rank_body(rank, spark, narrow)
-        if groups and _same(groups[-1][1], body):
-            groups[-1][0].append(rank.rank)
-        else:
-            groups.append(([rank.rank], body))
-    labels = [_label(ranks) for ranks, _ in groups]
-    label_width = max((len(label) for label in labels), default=0)
-    for label, (_, body) in zip(labels, groups, strict=True):
-        line = Text(f"{label:<{label_width}} ", style="bold")
-        line.append_text(body)
-        line.truncate(max(1, width), overflow="ellipsis")  # one row per rank, never wrapped
-        out.append(line)
+    lines, group_sizes = _rank_lines(state.ranks, width)
+    out += lines
     ranks_end = len(out)
     for tail in state.stderr_tail:
         out.append(data(tail[:width], palette.CRIT))  # the job's own stderr
     if state.garbage_lines:
         out.append(Text(f"{state.garbage_lines} unreadable telemetry line(s) skipped", style=palette.WARN))
-    return Drawn(out, ranks_at, ranks_end, [len(ranks) for ranks, _ in groups])
+    return Drawn(out, ranks_at, ranks_end, group_sizes)
 
 
-def _label(ranks: list[int]) -> str:
+def _label(members: list[tuple[int, int]]) -> str:
     """`rank 3`, or `rank 0-7 x8` for ranks whose lines read alike."""
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    return f"rank {ranks[0]}-{ranks[-1]} x{len(ranks)}"
+    if len(members) == 1:
+        return f"rank {members[0][1]}"
+    return f"rank {members[0][1]}-{members[-1][1]} x{len(members)}"
 
 
-def _rank_body(rank: RankState, spark: int, narrow: bool = False) -> Text:
-    """A rank's line after its label, in fixed columns: a value that is N/A takes its column's width. Before the
-    first step completes (step 0) there is no step time or throughput to show."""
+def _cells(rank: RankState) -> dict[str, str]:
+    """A rank's figures as its line writes them, each field's value without its label or unit. Before the first
+    step completes (step 0) there is no step time or throughput to show."""
     stepped = bool(rank.step)
     wait = rank.data_wait_fraction
     memory = rank.cuda_allocated_bytes if rank.cuda_allocated_bytes is not None else rank.rss_bytes
-    line = Text(f"step {rank.step if rank.step is not None else NA:>5} ")
     step_time = rank.step_time_s if stepped else None
-    line.append(f"{NA if step_time is None else f'{step_time * 1000:7.1f}':>7}{'ms' if narrow else ' ms'} ")
-    if spark:
-        line.append_text(sparkline(rank.step_times, spark, high=max(rank.step_times or (1.0,))))
     samples = rank.samples_per_s if stepped else None
-    line.append(f"{NA if samples is None else f'{samples:8.1f}':>8}{'/s' if narrow else ' samples/s '}")
-    if spark:
-        line.append_text(sparkline(rank.throughput, spark, high=max(rank.throughput or (1.0,))))
-    line.append(f" wait {NA if wait is None else f'{100 * wait:3.0f}%':>4}",
-                style=palette.CRIT_STRONG if wait is not None and wait > 0.5 else "")
-    line.append(f" loss {NA if rank.loss is None else f'{rank.loss:.3f}':>6} {rank.amp or '':<4}")
-    line.append(f" mem {human_bytes(memory):>6}")
+    return {"step": NA if rank.step is None else str(rank.step),
+            "time": NA if step_time is None else f"{step_time * 1000:.1f}",
+            "rate": NA if samples is None else f"{samples:.1f}",
+            "wait": NA if wait is None else f"{100 * wait:.0f}%",
+            "loss": NA if rank.loss is None else f"{rank.loss:.3f}",
+            "amp": rank.amp or "",
+            "mem": human_bytes(memory)}
+
+
+class _Form(NamedTuple):
+    """How the rank lines are drawn at a width: which fields, long or short units, sparklines how wide."""
+
+    fields: tuple[str, ...]
+    long_units: bool
+    spark: int
+
+
+def _form(label_width: int, widths: dict[str, int], width: int, sparks: bool = True) -> _Form:
+    """The richest form whose lines fit `width`, giving way in GIVE_WAY's order (`sparks` False: none drawn)."""
+    fields = tuple(name for name in FIELDS if widths[name])  # a column no rank has (no precision reported): none
+    long_units, give_way = True, iter(GIVE_WAY)
+    while True:
+        bare = label_width + 1 + sum(widths[name] + _decoration(name, long_units) for name in fields) \
+            + len(fields) - 1
+        spark = min(SPARK_MOST, (width - bare - 2) // 2) if sparks and {"time", "rate"} <= set(fields) else 0
+        if spark >= SPARK_LEAST or (not sparks and bare <= width):
+            return _Form(fields, long_units, spark if sparks else 0)
+        step = next(give_way, None)
+        if step is None:
+            return _Form(fields, long_units, 0)  # only the step time left, and still too wide: cut at the end
+        if step == "units":
+            long_units = False
+        elif step == "sparks":
+            sparks = False
+        else:
+            fields = tuple(name for name in fields if name != step)
+
+
+def _decoration(name: str, long_units: bool) -> int:
+    """Cells a field takes besides its value: its label or its unit."""
+    return cell_len(_UNITS[name][0 if long_units else 1]) if name in _UNITS else len(_LABELS.get(name, ""))
+
+
+_LABELS = {"step": "step ", "wait": "wait ", "loss": "loss ", "mem": "mem "}
+_UNITS = {"time": (" ms", "ms"), "rate": (" samples/s", "/s")}
+
+
+def _rank_lines(ranks: tuple[RankState, ...], width: int) -> tuple[list[Text], list[int]]:
+    """One line per run of ranks whose lines read alike (`rank 0-7 x8`), in columns as wide as their widest value
+    (a value that is N/A keeps its column's place), in the richest form that fits `width`; and how many ranks
+    each line stands for. Whether two lines read alike depends on the sparklines drawn, whose width depends on
+    the labels': the two are settled together, or the lines go without sparklines."""
+    cells = [_cells(rank) for rank in ranks]
+    widths = {name: max((cell_len(c[name]) for c in cells), default=0) for name in FIELDS}
+    widths = {name: max(wide, MIN_WIDTHS.get(name, 0)) if wide else 0 for name, wide in widths.items()}
+    spark = 0
+    for _ in range(3):
+        groups = _groups(ranks, cells, spark)
+        label_width = max(len(_label(members)) for members in groups) if groups else 0
+        form = _form(label_width, widths, width)
+        if form.spark == spark:
+            break
+        spark = form.spark
+    else:
+        groups = _groups(ranks, cells, 0)
+        label_width = max(len(_label(members)) for members in groups) if groups else 0
+        form = _form(label_width, widths, width, sparks=False)
+    lines = [_rank_line(_label(members), label_width, ranks[members[0][0]], cells[members[0][0]], widths, form,
+                        width) for members in groups]
+    return lines, [len(members) for members in groups]
+
+
+def _groups(ranks: tuple[RankState, ...], cells: list[dict[str, str]], spark: int) -> list[list[tuple[int, int]]]:
+    """Runs of ranks (index, rank number) whose lines read alike: the same figures, the same sparklines."""
+    groups: list[list[tuple[int, int]]] = []
+    last: object = None
+    for index, rank in enumerate(ranks):
+        key = (cells[index], _hot(rank), _sparks(rank, spark))
+        if groups and key == last:
+            groups[-1].append((index, rank.rank))
+        else:
+            groups.append([(index, rank.rank)])
+        last = key
+    return groups
+
+
+def _hot(rank: RankState) -> bool:
+    return rank.data_wait_fraction is not None and rank.data_wait_fraction > 0.5
+
+
+def _sparks(rank: RankState, spark: int) -> tuple[str, str]:
+    if not spark:
+        return "", ""
+    return (sparkline(rank.step_times, spark, high=max(rank.step_times or (1.0,))).plain,
+            sparkline(rank.throughput, spark, high=max(rank.throughput or (1.0,))).plain)
+
+
+def _rank_line(label: str, label_width: int, rank: RankState, figures: dict[str, str], widths: dict[str, int],
+               form: _Form, width: int) -> Text:
+    line = Text(f"{label:<{label_width}}", style="bold")
+    for name in form.fields:
+        line.append(" ")
+        value = figures[name]
+        if name in _UNITS:
+            line.append(value.rjust(widths[name]) + _UNITS[name][0 if form.long_units else 1])
+            if form.spark:
+                series = rank.step_times if name == "time" else rank.throughput
+                line.append(" ")
+                line.append_text(sparkline(series, form.spark, high=max(series or (1.0,))))
+        elif name == "amp":
+            line.append(value.ljust(widths[name]))
+        else:
+            line.append(_LABELS[name] + value.rjust(widths[name]), style=palette.CRIT_STRONG if
+                        name == "wait" and _hot(rank) else "")
+    line.truncate(max(1, width), overflow="ellipsis")  # only where the step time alone does not fit
     return line
-
-
-def _same(a: Text, b: Text) -> bool:
-    return a.plain == b.plain and a.spans == b.spans
