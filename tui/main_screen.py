@@ -103,11 +103,12 @@ class MainScreen(Screen[None]):
         # What the pane would draw with all it needs (a short terminal: a headline per cause, three at most; a tall
         # one: the findings and the latest lines of what changed when), then what the row budget gives it.
         panel = self.advice_panel
-        panel.rows = min(3, max(1, len(findings))) if self.short else None
+        panel.asked = min(3, max(1, len(findings))) if self.short else None
         panel.timeline_rows = TIMELINE_ROWS if height >= ROOMY else 0
-        panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors), frame.timeline)
+        rule_errors = dict(frame.rule_errors)
+        panel.take(findings, snapshot.time, context.watching, rule_errors, frame.timeline)
         framed = bool(findings) and panel.inline
-        natural = len(panel.cached_lines(inner))  # the lines the pane then draws at this width
+        natural = panel.natural(inner)  # the lines the pane would draw at this width, built once: drawn from below
         headlines = min(natural, len(findings)) if findings else 1  # one per cause: the pane folded
         workload = snapshot.workload
         rows = layout.rows(layout.Shown(
@@ -123,9 +124,9 @@ class MainScreen(Screen[None]):
             processes="processes" not in hidden,
             filter=self.filter_box is not None and bool(self.filter_box.display)))
         self.rows = rows
-        if "advice" not in hidden and rows.advice < natural:  # fewer rows than it would fill: headlines
-            panel.rows = rows.advice
-            panel.show(findings, snapshot.time, context.watching, dict(frame.rule_errors), frame.timeline)
+        # fewer rows than it would fill: headlines, folded from the build above
+        panel.rows = rows.advice if "advice" not in hidden and rows.advice < natural else panel.asked
+        panel.show(findings, snapshot.time, context.watching, rule_errors, frame.timeline)
         serious = [f for f in frame.serious if not f.clearing(snapshot.time)]  # a GPU that recovered is not red
         marked_gpus = {i for f in serious for i in f.gpus}
         marked_cores = {c for f in serious for c in f.cores}

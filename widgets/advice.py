@@ -20,6 +20,7 @@ from hwtop.widgets.safe_text import data
 
 BADGE = {"critical": ("✖ CRIT", palette.BADGE_CRIT), "warning": ("▲ WARN", palette.BADGE_WARN),
          "info": ("● INFO", palette.BADGE_INFO)}
+_Row = tuple[tuple[str, str] | None, Text]  # a finding's key (None: no finding's) and its line
 UNKNOWN_BADGE = ("? ----", "bold reverse")  # a severity hwtop does not know, read from someone's recording
 
 
@@ -66,18 +67,15 @@ class AdvicePanel(TextPanel):
         self.rule_errors: dict[str, str] = {}
         self.expanded: set[tuple[str, str]] = set()
         self.cursor = 0
-        self._rows: list[tuple[tuple[str, str] | None, Text]] = []
+        self._rows: list[_Row] = []
+        self.asked: int | None = None  # rows the pane asks the budget for (a short terminal's headlines); None: all
+        self._built: tuple[tuple[object, ...], tuple[list[_Row], bool]] | None = None  # the asked-for build
         self._headline = False  # the last lines were headlines only: a finding opens on the advice screen
         self.border_title = "Advice"
 
     def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
              rule_errors: dict[str, str] | None = None, timeline: tuple[Change, ...] = ()) -> None:
-        self.findings, self.now, self.watching = findings, now, watching
-        self.timeline = timeline
-        self.rule_errors = dict(rule_errors or {})
-        keys = {f.key for f in findings}
-        self.expanded &= keys  # a cleared finding forgets it was open
-        self.cursor = min(self.cursor, max(0, len(findings) - 1))
+        self.take(findings, now, watching, rule_errors, timeline)
         worst = findings[0].severity if findings else None
         self.set_title("Advice" if not findings else
                        f"Advice · {len(findings)} finding{'s' if len(findings) != 1 else ''} · enter/click expands")
@@ -89,6 +87,16 @@ class AdvicePanel(TextPanel):
         if not self.same_as_shown((findings, now if findings else None, watching, self.rule_errors, self.inline,
                                    self.rows, self.timeline_rows, told)):
             self.changed()
+
+    def take(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
+             rule_errors: dict[str, str] | None = None, timeline: tuple[Change, ...] = ()) -> None:
+        """This tick's data, not drawn yet: `natural` then says how many lines it makes, before `show`."""
+        self.findings, self.now, self.watching = findings, now, watching
+        self.timeline = timeline
+        self.rule_errors = dict(rule_errors or {})
+        keys = {f.key for f in findings}
+        self.expanded &= keys  # a cleared finding forgets it was open
+        self.cursor = min(self.cursor, max(0, len(findings) - 1))
 
     def toggle(self, key: tuple[str, str]) -> None:
         if not self.inline or self._headline:
@@ -126,44 +134,86 @@ class AdvicePanel(TextPanel):
                 return
 
     def lines(self, width: int) -> list[Text]:
-        rows: list[tuple[tuple[str, str] | None, Text]] = []
+        rows, self._headline = self._drawn(width)
+        self._rows = rows
+        return [line for _, line in rows]
+
+    def natural(self, width: int) -> int:
+        """Lines the pane draws given the rows it asks for (`asked`), for the row budget to weigh: counted on the
+        build that `lines` then draws from (folded to the rows the budget gives), so a tick builds the pane once."""
+        return len(self._asked_build(width)[0])
+
+    def _asked_build(self, width: int) -> tuple[list[_Row], bool]:
+        key = (width, self.asked, self.findings, self.now if self.findings else None, self.watching,
+               self.rule_errors, self.inline, self.timeline_rows, self.timeline, frozenset(self.expanded),
+               self.cursor, self.has_focus)
+        if self._built is None or self._built[0] != key:
+            self._built = (key, self._build(width, self.asked))
+        return self._built[1]
+
+    def _drawn(self, width: int) -> tuple[list[_Row], bool]:
+        """The rows for the budget's `rows`: the asked-for build itself, or folded from it where the fold draws what
+        a build at `rows` would (a short terminal's headlines cut to fewer, or to one line); else built anew."""
+        asked, headline = self._asked_build(width)
+        if self.rows == self.asked:
+            return asked, headline
+        if self.inline or self.asked is None or self.asked < 2 or self.rows is None:
+            return self._build(width, self.rows)
+        if len(self.findings) < 2:  # none or one: the same line(s) at any rows
+            return asked, headline
+        errors = len(self.rule_errors)
+        tail = asked[len(asked) - errors:] if errors else []  # the rule errors' lines, after the findings'
+        if self.rows <= 1:
+            return [self._one_line(width), *tail], True
+        heads = [row for row in asked if row[0] is not None]
+        if len(self.findings) <= self.rows or self.rows - 1 > len(heads):
+            return self._build(width, self.rows)
+        more = len(self.findings) - (self.rows - 1)
+        return [*heads[:self.rows - 1], (None, _more_line(more)), *tail], True
+
+    def _build(self, width: int, budget: int | None) -> tuple[list[_Row], bool]:
+        """The pane's rows given `budget` rows (None: as many as it needs), and whether they are headlines only."""
+        rows: list[_Row] = []
         if not self.findings:
             line = Text("Advice ", style="bold")
             line.append("✓ no problems seen", style=palette.OK_STRONG)
             line.append(_clip(f" · watching {', '.join(self.watching)}", width - line.cell_len), style=palette.DIM)
             rows.append((None, line))
-        elif not self.inline and (self.rows or 1) == 1 and len(self.findings) > 1:  # the first, and how many more
-            first = self.findings[0]
-            badge, style = _badge(first.severity)
-            clearing = first.clearing(self.now)
-            line = Text("Advice ", style="bold")
-            line.append(badge, style=style)
-            line.append_text(data(f" {first.title}" + (f" · {first.scope}" if first.scope else ""),
-                                  palette.DIM if clearing else "bold"))
-            more = len(self.findings) - 1
-            line.append((_quiet(first, self.now) if clearing else "") + (f" +{more} more" if more else "")
-                        + " · a opens", style=palette.DIM)
-            evidence = evidence_lines(first, self.now)
-            if evidence:
-                line.append_text(data(f"  {evidence[0]}", "italic"))
-            line.truncate(max(1, width), overflow="ellipsis")
-            rows.append((first.key, line))
-        elif not self.inline or (self.rows is not None and self.needed() > self.rows):
-            rows += self._headlines(width, self.rows or len(self.findings))
-        self._headline = bool(self.findings) and bool(rows)  # a single line or headlines: no room to open one
+        elif not self.inline and (budget or 1) == 1 and len(self.findings) > 1:  # the first, and how many more
+            rows.append(self._one_line(width))
+        elif not self.inline or (budget is not None and self.needed() > budget):
+            rows += self._headlines(width, budget or len(self.findings))
+        headline = bool(self.findings) and bool(rows)  # a single line or headlines: no room to open one
         for index, finding in enumerate(self.findings if self.inline and rows == [] else ()):
             rows += self._finding_rows(finding, width, selected=self.has_focus and index == self.cursor)
         for rule, message in sorted(self.rule_errors.items()):
             rows.append((None, data(f"rule {rule} failed: {message}"[:width], palette.WARN)))
-        spare = self.timeline_rows if self.rows is None else self.rows - len(rows)
+        spare = self.timeline_rows if budget is None else budget - len(rows)
         if self.inline and self.timeline and spare >= 2:  # a tall box: the latest of what changed when
             rows.append((None, Text("what changed", style=palette.DIM)))
             for change in self.timeline[-(spare - 1):]:
                 line = data(f"  {describe(change)}", palette.DIM)
                 line.truncate(max(1, width), overflow="ellipsis")
                 rows.append((None, line))
-        self._rows = rows
-        return [line for _, line in rows]
+        return rows, headline
+
+    def _one_line(self, width: int) -> _Row:
+        """`Advice ▲ WARN title · where +2 more · a opens  evidence`: the first finding, and how many more."""
+        first = self.findings[0]
+        badge, style = _badge(first.severity)
+        clearing = first.clearing(self.now)
+        line = Text("Advice ", style="bold")
+        line.append(badge, style=style)
+        line.append_text(data(f" {first.title}" + (f" · {first.scope}" if first.scope else ""),
+                              palette.DIM if clearing else "bold"))
+        more = len(self.findings) - 1
+        line.append((_quiet(first, self.now) if clearing else "") + (f" +{more} more" if more else "")
+                    + " · a opens", style=palette.DIM)
+        evidence = evidence_lines(first, self.now)
+        if evidence:
+            line.append_text(data(f"  {evidence[0]}", "italic"))
+        line.truncate(max(1, width), overflow="ellipsis")
+        return first.key, line
 
     def needed(self) -> int:
         """Rows the findings take drawn in full: one each, an open one its evidence and fix too (a guess at
@@ -179,7 +229,7 @@ class AdvicePanel(TextPanel):
             out.append((finding.key, self._head(finding, width, "▸ ", self.has_focus and index == self.cursor)))
         more = len(self.findings) - len(shown)
         if more:
-            out.append((None, Text(f"  +{more} more · a opens them all", style=palette.DIM)))
+            out.append((None, _more_line(more)))
         return out
 
     def _head(self, finding: Finding, width: int, marker: str, selected: bool) -> Text:
@@ -214,6 +264,10 @@ class AdvicePanel(TextPanel):
                 for line in lines:
                     rows += [(finding.key, row) for row in _hanging(label, style, line, width)]
         return rows
+
+
+def _more_line(more: int) -> Text:
+    return Text(f"  +{more} more · a opens them all", style=palette.DIM)
 
 
 def _hanging(label: str, style: str, text: str, width: int) -> list[Text]:
