@@ -59,10 +59,22 @@ class WorkloadPanel(TextPanel):
             return lines
         head, ranks, tail = lines[:drawn.ranks_at], lines[drawn.ranks_at:drawn.ranks_end], lines[drawn.ranks_end:]
         keep = room - len(head) - len(tail) - 1  # one line says how many ranks are not shown
+        if keep == 0 and ranks:  # room for one rank's line: the status line says how many more there are
+            hidden = sum(drawn.group_sizes[1:])
+            return [_counting(head[0], hidden, width), *head[1:], ranks[0], *tail]
         if keep <= 0:
             return (head + tail)[: max(1, room)]
         hidden = sum(drawn.group_sizes[keep:])
         return head + ranks[:keep] + [Text(f"+{hidden} more rank(s)", style=palette.DIM)] + tail
+
+
+def _counting(status: Text, hidden: int, width: int) -> Text:
+    """The status line with `+N more rank(s)` at its end, its last event cut to make room."""
+    mark = f"  +{hidden} more rank(s)"
+    line = status.copy()
+    line.truncate(max(1, width - len(mark)), overflow="ellipsis")
+    line.append(mark, style=palette.DIM)
+    return line
 
 
 class Drawn(NamedTuple):

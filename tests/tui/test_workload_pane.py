@@ -47,3 +47,25 @@ async def test_each_rank_line_shows_every_figure_whole(story: str, size: tuple[i
                 found = re.search(rf" {label} +(\S+)", line)
                 assert found is None or re.fullmatch(figure, found.group(1)), (label, line)
             assert " mem " in line, line  # memory gives way late: there is room for it from 80 columns
+
+
+async def test_two_ranks_apart_on_eight_gpus_at_80x24_show_one_and_count_the_other() -> None:
+    """With the process filter's line open the budget leaves the pane its least, two rows: one rank's line, the
+    other counted on the status line."""
+    from msgspec.structs import replace
+
+    from hwtop.model.workload import WorkloadState
+    from tests.widgets.test_workload import rank
+
+    ranks = (rank(0, step_time=0.068, samples=235.2), rank(1, step_time=0.074, samples=216.3))
+    job = WorkloadState("balanced", "running", None, ranks, "rank 0 started: batch size 16")
+    snapshots = story_snapshots("dgx-a100", seconds=10, step=5.0)
+    app = lived_through([*snapshots[:-1], replace(snapshots[-1], workload=job)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        await pilot.press("slash")
+        await pilot.pause()
+        pane = workload_pane(screen_lines(app))
+        assert app.main.rows.workload == 2
+        assert pane == ["RUNNING  last: rank 0 started: batch size 16  +1 more rank(s)",
+                        "rank 0 step   129    68.0ms    235.2/s wait   0% loss  7.581 bf16 mem  50.0G"], pane

@@ -110,3 +110,18 @@ def test_every_rank_line_fits_and_every_figure_on_it_is_whole(ranks: list[RankSt
         assert line.cell_len <= width, line.plain
         assert_whole(line.plain.replace("\n", " "), ordered[first], 10**6)
         first += size
+
+
+def test_at_the_least_the_status_line_counts_the_ranks_beside_the_one_shown() -> None:
+    """Two ranks apart, two rows (the budget's least at 80x24): one rank's line, the other counted, not dropped."""
+    from hwtop.widgets.workload import WorkloadPanel
+
+    ranks = (rank(0, step_time=0.068, samples=235.2), rank(1, step_time=0.074, samples=216.3))
+    panel = WorkloadPanel()
+    panel.show(WorkloadState("balanced", "running", None, ranks, "rank 0 started: batch size 16"), room=2)
+    lines = [line.plain for line in panel.lines(WIDTH)]
+    assert lines == ["RUNNING  last: rank 0 started: batch size 16  +1 more rank(s)",
+                     "rank 0 step   129    68.0ms    235.2/s wait   0% loss  7.581 bf16 mem  50.0G"]
+    panel.show(WorkloadState("balanced", "running", None, ranks, "x" * 200), room=2)
+    status = panel.lines(WIDTH)[0].plain
+    assert len(status) == WIDTH and status.endswith("…  +1 more rank(s)")
