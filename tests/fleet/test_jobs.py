@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.jobs import MAX_JOBS, assemble_jobs
-from hwtop.fleet.sources import PrometheusSource
+from hwtop.fleet.sources import LIST_EVERY_S, PrometheusSource
 from tests.fleet.test_job import URL, FakePrometheus, finding, job_info, rank_series
+from tests.fleet.test_prometheus import Clock
 
 HWTOP = [sys.executable, "-m", "hwtop"]
 
@@ -37,14 +38,18 @@ def three_jobs() -> FakePrometheus:
                                                job_info("idle", "node-3")])
 
 
-def listed(prometheus: FakePrometheus, interval: float = 1.0) -> PrometheusSource:
-    source = PrometheusSource(URL, "", interval=interval, timeout=2.0, getter=prometheus, job_window_s=30)
-    source.list_jobs(True)
+def one_round(source: PrometheusSource) -> None:
     source.poll()
     deadline = time.monotonic() + 10
     while not source.poll():
         assert time.monotonic() < deadline
         time.sleep(0.01)
+
+
+def listed(prometheus: FakePrometheus, clock: Callable[[], float] = time.monotonic) -> PrometheusSource:
+    source = PrometheusSource(URL, "", interval=1.0, timeout=2.0, getter=prometheus, job_window_s=30, clock=clock)
+    source.list_jobs(True)
+    one_round(source)
     return source
 
 
@@ -66,20 +71,25 @@ def test_every_job_with_its_hosts_ranks_and_verdict_hangs_and_stragglers_first()
                                      "verdict": train.view.to_dict(1010.0)["verdict"], "message": None}
 
 
-def test_the_list_asks_every_job_once_and_only_while_it_is_wanted():
-    prometheus = three_jobs()
-    source = listed(prometheus, interval=0.05)
-    asked = [q for q in prometheus.asked if "hwtop_job" in q]
-    assert len(asked) == 3 and all('job_name!=""' in q for q in asked), asked
-    assert any("hwtop_job_info" in q for q in asked)
+def test_the_list_asks_every_job_at_once_then_every_few_seconds_and_only_while_it_is_wanted():
+    prometheus, clock = three_jobs(), Clock()
+    source = listed(prometheus, clock)
+
+    def asked_after(seconds: float) -> list[str]:
+        prometheus.asked.clear()
+        clock.now += seconds
+        one_round(source)
+        return [q for q in prometheus.asked if "hwtop_job" in q]
+
+    first = [q for q in prometheus.asked if "hwtop_job" in q]
+    assert len(first) == 3 and all('job_name!=""' in q for q in first), first
+    assert any("hwtop_job_info" in q for q in first)
+    assert asked_after(1.0) == []  # the next round, a second later: the list is not asked again yet
+    assert len(asked_after(LIST_EVERY_S)) == 3
     source.list_jobs(False)
-    prometheus.asked.clear()
-    source.poll()
-    deadline = time.monotonic() + 10
-    while not source.poll():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    assert not [q for q in prometheus.asked if "hwtop_job" in q]
+    assert asked_after(LIST_EVERY_S) == []
+    source.list_jobs(True)  # opened again: asked in the very next round
+    assert len(asked_after(1.0)) == 3
 
 
 def test_a_prometheus_without_job_series_says_so_in_one_line():

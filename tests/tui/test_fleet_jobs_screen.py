@@ -4,8 +4,10 @@ the list, then to the hosts; job names from outside stay literal; a Prometheus w
 
 from __future__ import annotations
 
+import pytest
 from textual.pilot import Pilot
 
+from hwtop.fleet import sources
 from hwtop.fleet.sources import PrometheusSource
 from hwtop.tui.fleet_app import FleetApp, JobListScreen, JobScreen
 from tests.fleet.test_job import URL, FakePrometheus, finding, rank_series
@@ -95,7 +97,8 @@ async def test_a_prometheus_without_job_series_says_so_in_one_line():
 
 
 
-async def test_the_selected_job_stays_selected_when_the_rows_move():
+async def test_the_selected_job_stays_selected_when_the_rows_move(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(sources, "LIST_EVERY_S", 0.2)  # the list asked again soon, not every 5 s
     prometheus = three_jobs()
     app = FleetApp(source(prometheus))
     async with app.run_test(size=(120, 24)) as pilot:
