@@ -1,5 +1,6 @@
 """The `hwtop` command line. Imports stay lazy so `hwtop snapshot --json` never loads Textual. Exit status: 0
-done, 2 bad usage (one line), 1 a crash anywhere, in any command (one line and a saved traceback: cli.crash)."""
+done, 2 bad usage (one line), 1 a crash anywhere, in any command (one line and a saved traceback: cli.crash), 141
+when the reader of stdout closed it (`| head`: cli.closed_pipe)."""
 
 from __future__ import annotations
 
@@ -363,6 +364,10 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return 130
         except Exception as error:  # noqa: BLE001 - the last line of defence: reported, never a bare traceback
+            from hwtop.cli.closed_pipe import quiet_exit, stdout_reader_gone
+
+            if isinstance(error, BrokenPipeError) and stdout_reader_gone():  # `| head`: the reader has had enough
+                return quiet_exit()
             from hwtop.cli.crash import report_crash
 
             return report_crash(error)

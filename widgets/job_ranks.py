@@ -1,6 +1,8 @@
 """The job view's per-rank table: each rank of the job side by side (host, pid, steps, the share of its time
 waiting in collectives and in its other phases, what it does when not waiting), the straggler marked. One row a
-rank; columns drop from the right to fit 80 cells, and the host and site columns grow on a wide terminal."""
+rank; columns drop from the right to fit 80 cells, and the host and site columns grow on a wide terminal. Below
+WIDE, a job whose ranks all run on one host (the header's) gives the HOST column's cells to BUSY AT: a column of
+one repeated, cut-off name says nothing."""
 
 from __future__ import annotations
 
@@ -36,8 +38,9 @@ def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> li
     wide = width >= WIDE
     phases = PHASES if wide else PHASES[:NARROW_PHASES]
     steps = any(r.steps is not None for r in ranks)
-    host_width = max(4, min(24 if wide else 10, max(len(data(r.host).plain) for r in ranks)))
-    fixed = 6 + host_width + 1 + 8 + (6 if steps else 0) + sum(w + 1 for _, _, w in phases)
+    show_host = wide or len({r.host for r in ranks}) > 1
+    host_width = max(4, min(24 if wide else 10, max(len(data(r.host).plain) for r in ranks))) if show_host else 0
+    fixed = 6 + (host_width + 1 if show_host else 0) + 8 + (6 if steps else 0) + sum(w + 1 for _, _, w in phases)
     site_width = max(SITE_MIN, width - fixed - (len(MARK) + 2 if wide else 0))
     marked = any(straggler is not None and r.pid == straggler for r in ranks)
     title = Text("Ranks", style="bold")
@@ -46,8 +49,9 @@ def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> li
         title = Text("Ranks", style="bold")
         title.append(" · WAIT: in collectives, waiting for the others", style=palette.DIM)
         title.append(" · ◀ straggler", style=palette.CRIT_STRONG)
-    header = Text(f"{'RANK':>5} {'HOST':<{host_width}} {'PID':>7} " + (f"{'STEPS':>5} " if steps else "")
-                  + "".join(f"{name:>{w}} " for name, _, w in phases) + "BUSY AT", style="bold reverse")
+    columns = f"{'RANK':>5} " + (f"{'HOST':<{host_width}} " if show_host else "") + f"{'PID':>7} "
+    columns += (f"{'STEPS':>5} " if steps else "") + "".join(f"{name:>{w}} " for name, _, w in phases)
+    header = Text(columns + "BUSY AT", style="bold reverse")
     header.append(" " * max(0, width - header.cell_len), style="bold reverse")
     title.truncate(max(1, width), overflow="ellipsis")
     header.truncate(max(1, width), overflow="ellipsis")
@@ -55,11 +59,13 @@ def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> li
     for rank in ranks:
         slow = straggler is not None and rank.pid == straggler
         line = Text(f"{'◀' if slow else ' '}{rank.rank:>4} ", style=palette.CRIT_STRONG if slow else "bold")
-        host = data(rank.host)
-        host.truncate(host_width, overflow="ellipsis")
-        host.pad_right(host_width - host.cell_len)
-        line.append_text(host)
-        line.append(f" {'' if rank.pid is None else rank.pid:>7} ")
+        if show_host:
+            host = data(rank.host)
+            host.truncate(host_width, overflow="ellipsis")
+            host.pad_right(host_width - host.cell_len)
+            line.append_text(host)
+            line.append(" ")
+        line.append(f"{'' if rank.pid is None else rank.pid:>7} ")
         if steps:
             line.append(f"{'-' if rank.steps is None else rank.steps:>5} ")
         for _, phase, w in phases:

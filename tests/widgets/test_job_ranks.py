@@ -73,3 +73,13 @@ def test_any_host_label_keeps_every_row_within_the_width(host, width):
              RankFigures(1, host, pid=2, samples=0))
     for line in rank_table(job(ranks), width, straggler=1):
         assert line.cell_len <= width and "\x1b" not in line.plain
+
+
+def test_ranks_all_on_one_host_give_the_host_column_to_busy_at_below_wide():
+    ranks = tuple(RankFigures(i, "dgx-a100-demo", pid=41000 + i, shares=(("compute", 0.8), ("collective", 0.12)),
+                              samples=100, site="train.py:188 forward_backward") for i in range(2))
+    narrow = [line.plain for line in rank_table(job(ranks), 76)]
+    assert narrow[1].split()[:3] == ["RANK", "PID", "WAIT"]
+    assert narrow[2] == "    0   41000   12%   80%     ·     · train.py:188 forward_backward"
+    wide = rank_table(job(ranks), 196)
+    assert wide[1].plain.split()[:2] == ["RANK", "HOST"] and "dgx-a100-demo" in wide[2].plain
