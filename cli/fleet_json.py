@@ -1,5 +1,6 @@
 """`hwtop fleet ... --json`: one round read, printed as JSON for scripts and tests (the hosts, worst first, and
-with --job the job's ranks, worst first, and its verdict). Exit 0 when the source answered, 1 when it did not."""
+with --job the job's ranks, worst first, and its verdict; through Prometheus without --job, the jobs it holds,
+hangs and stragglers first). Exit 0 when the source answered, 1 when it did not."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def host_dict(view: HostView) -> dict[str, object]:
 
 def fleet_json(source: FleetSource, timeout: float) -> int:
     """Polls until every first answer is in (each request has its own deadline, so this ends), then prints."""
+    source.list_jobs(source.job is None)  # Prometheus only: exporters read directly hold no job list
     deadline = time.monotonic() + timeout + 5.0
     while time.monotonic() < deadline:
         source.poll()
@@ -34,7 +36,12 @@ def fleet_json(source: FleetSource, timeout: float) -> int:
                               "hosts": [host_dict(h) for h in hosts]}
     if job is not None:
         out["job"] = job.to_dict(time.time())
+    listed = source.jobs()
+    if listed is not None:
+        out["jobs"] = [row.to_dict(time.time()) for row in listed.jobs]
+        out["jobs_message"] = listed.message
+        out["jobs_left_out"] = listed.left_out
     print(json.dumps(out, indent=1))
     if problem is not None and not problem.startswith("partial answer"):
         return 1
-    return 0 if job is not None or any(h.up for h in hosts) else 1
+    return 0 if job is not None or listed is not None or any(h.up for h in hosts) else 1

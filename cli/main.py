@@ -223,8 +223,9 @@ def _fleet_options(fleet: argparse.ArgumentParser) -> None:
     fleet.add_argument("--rank-window", type=interval_seconds, default=60.0, metavar="SECONDS",
                        help="with --job: the span the ranks' shares are taken over (default 60)")
     fleet.add_argument("--json", action="store_true",
-                       help="read one round, print the hosts (and the --job view) as JSON and exit: 0 read, 1 "
-                            "Prometheus or every exporter did not answer")
+                       help="read one round, print the hosts (and the --job view; through Prometheus without "
+                            "--job, its jobs) as JSON and exit: 0 read, 1 Prometheus or every exporter did not "
+                            "answer")
     _add_source_options(fleet, "seconds between rounds (default 1)", sub=True)
 
 

@@ -25,6 +25,7 @@ SECONDS = "hwtop_job_rank_seconds_total"
 STEPS = "hwtop_job_rank_steps_total"
 SEEN = "hwtop_job_rank_last_seen_timestamp_seconds"
 INFO = "hwtop_job_rank_info"
+JOB_INFO = "hwtop_job_info"  # one per exporter watching a job: its job_name, Hostname, status
 DEFAULT_WINDOW_S = 60.0
 MAX_RANKS = 16384  # a Prometheus answer naming more is not one job's
 # Findings that restate the symptom rather than a cause on the host: never offered as the likely cause.
@@ -36,19 +37,35 @@ def promql_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def _select(name: str, job: str, matchers: str, *extra: str) -> str:
-    inner = ", ".join(m for m in (*extra, f"job_name={promql_string(job)}", matchers) if m)
+def _select(name: str, job: str | None, matchers: str, *extra: str) -> str:
+    """`job` None: every job's series (`job_name!=""`)."""
+    which = 'job_name!=""' if job is None else f"job_name={promql_string(job)}"
+    inner = ", ".join(m for m in (*extra, which, matchers) if m)
     return f"{name}{{{inner}}}"
+
+
+def _rank_queries(prefix: str, job: str | None, matchers: str, window_s: float, *names: str) -> list[Query]:
+    window = f"{max(1, round(window_s))}s"
+    wanted = "|".join((SECONDS, STEPS, SEEN, INFO, *names))
+    return [
+        Query(f"{prefix}now", "/api/v1/query", (("query", _select("", job, matchers, f'__name__=~"{wanted}"')),)),
+        Query(f"{prefix}increase", "/api/v1/query",
+              (("query", f"increase({_select(SECONDS, job, matchers)}[{window}])"),)),
+        Query(f"{prefix}steps", "/api/v1/query", (("query", f"rate({_select(STEPS, job, matchers)}[{window}])"),)),
+    ]
+
+
+def jobs_queries(matchers: str, window_s: float) -> list[Query]:
+    """Every job's rank series and the `hwtop_job_info` of every exporter watching one: the jobs Prometheus holds
+    now. Instant queries, not /api/v1/label/job_name/values: that lists every name in the stored history (jobs
+    that ended days ago) and says nothing of hosts, ranks or who waits for whom."""
+    return _rank_queries("jobs_", None, matchers, window_s, JOB_INFO)
 
 
 def job_queries(job: str, matchers: str, window_s: float) -> list[Query]:
     """`matchers` is the inside of the user's --selector, as for the host table."""
-    window = f"{max(1, round(window_s))}s"
     return [
-        Query("job_now", "/api/v1/query",
-              (("query", _select("", job, matchers, f'__name__=~"{SECONDS}|{STEPS}|{SEEN}|{INFO}"')),)),
-        Query("job_increase", "/api/v1/query", (("query", f"increase({_select(SECONDS, job, matchers)}[{window}])"),)),
-        Query("job_steps", "/api/v1/query", (("query", f"rate({_select(STEPS, job, matchers)}[{window}])"),)),
+        *_rank_queries("job_", job, matchers, window_s),
         Query("job_names", "/api/v1/query",
               (("query", "group by (job_name) (" + (f"hwtop_job_info{{{matchers}}}" if matchers else "hwtop_job_info")
                 + ")"),)),

@@ -12,6 +12,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from hwtop.fleet.job import JobView
+from hwtop.fleet.jobs import JobList, JobRow
 from hwtop.fleet.model import HostView, totals, worst_first
 from hwtop.fleet.sources import FleetSource
 from hwtop.tui.guarded_app import GuardedApp
@@ -150,13 +151,14 @@ def _ranks_on_hosts(view: JobView) -> str:
 
 
 class JobScreen(Screen[None]):
-    """Every rank of the --job across hosts, worst first: the verdict (straggler or hang, its rank and host), the
+    """Every rank of one job across hosts, worst first: the verdict (straggler or hang, its rank and host), the
     likely cause (that host's own top finding) and a row per rank; live while it is open."""
 
     BINDINGS = keys.bindings(keys.FLEET_JOB)
 
-    def __init__(self) -> None:
+    def __init__(self, job: str) -> None:
         super().__init__()
+        self.job = job
         self.title_bar = Static(id="job-title")
         self.verdict = Static(id="job-verdict")
         self.table = PlainTable(id="job-ranks", cursor_type="row")
@@ -217,6 +219,89 @@ class JobScreen(Screen[None]):
                                    top.severity, "") if top else "", LABEL_WIDTH))
 
 
+def _verdict_cell(row: JobRow, width: int) -> Text:
+    verdict = row.view.verdict
+    if verdict is None:
+        return plain(row.view.message or "no straggler", palette.DIM if row.view.message else palette.OK, width)
+    head = "HANG" if verdict.kind == "hang" else "STRAGGLER"
+    return Text.assemble((head, SEVERITY_TEXT["critical" if verdict.kind == "hang" else "warning"]),
+                         plain(f" {verdict.named}", "", width - len(head) - 1))
+
+
+class JobListScreen(Screen[None]):
+    """The jobs Prometheus holds (without --job): name, verdict, ranks and hosts, hangs and stragglers first;
+    enter opens the job's ranks; live while it is open."""
+
+    BINDINGS = keys.bindings(keys.FLEET_JOBS)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.title_bar = Static(id="jobs-title")
+        self.message = Static(id="jobs-message")
+        self.table = PlainTable(id="jobs", cursor_type="row")
+        self.jobs: JobList | None = None
+        self.ready = False
+
+    def compose(self) -> ComposeResult:
+        yield self.title_bar
+        yield self.message
+        yield self.table
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.table.add_columns("JOB", "VERDICT", "RANKS", "HOSTS")
+        self.ready = True
+        self.show(self.jobs or JobList(message="waiting for the first answer"))
+
+    def show(self, jobs: JobList) -> None:
+        selected = self.selected()  # kept by name: the rows move as verdicts change
+        self.jobs = jobs
+        if not self.ready:
+            return
+        count = len(jobs.jobs) + jobs.left_out
+        self.title_bar.update(Text.assemble((" jobs ", "bold reverse"),
+                                            f"  {count} job{'s' if count != 1 else ''} with hwtop rank series"
+                                            + (f" ({jobs.left_out} not listed)" if jobs.left_out else "")
+                                            + ", hangs and stragglers first"))
+        self.message.update(plain(jobs.message or "", palette.DIM, 4 * LABEL_WIDTH))
+        self.message.display = bool(jobs.message)
+        self.table.clear()
+        for row in jobs.jobs:
+            hosts = f"{len(row.hosts)}: {', '.join(row.hosts)}" if row.hosts else ""
+            self.table.add_row(plain(row.name, "bold", LABEL_WIDTH), _verdict_cell(row, 2 * LABEL_WIDTH),
+                               Text(str(len(row.view.ranks))), plain(hosts, "", 2 * LABEL_WIDTH))
+        names = [row.name for row in jobs.jobs]
+        if selected in names:
+            self.table.move_cursor(row=names.index(selected))
+
+    def selected(self) -> str | None:
+        rows = self.jobs.jobs if self.jobs is not None else []
+        if not rows or self.table.row_count == 0:
+            return None
+        return rows[min(max(self.table.cursor_row, 0), len(rows) - 1)].name
+
+    def row(self, name: str) -> JobRow | None:
+        return next((r for r in self.jobs.jobs if r.name == name), None) if self.jobs is not None else None
+
+    def action_open_selected(self) -> None:
+        name = self.selected()
+        if name is not None:
+            row = self.row(name)
+            self.app.push_screen(job_screen(name, None if row is None else row.view))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table is self.table:
+            self.action_open_selected()
+
+
+def job_screen(name: str, view: JobView | None) -> JobScreen:
+    """A job's ranks: the view at hand at once (the list's, opened from it), its own queries' from the next
+    round."""
+    screen = JobScreen(name)
+    screen.show(view if view is not None else JobView(name, [], {}, None, "waiting for the first answer"))
+    return screen
+
+
 def short_address(address: str) -> str:
     """http://node7:9400/metrics → node7:9400: the scheme and path only when they are not the usual ones."""
     if address.startswith("http://") and address.endswith("/metrics"):
@@ -231,7 +316,7 @@ def row_key(view: HostView) -> str:
 class FleetApp(GuardedApp[None]):
     TITLE = "hwtop fleet"
     CSS = """
-    #fleet-title, #host-title, #job-title { height: 1; background: $panel; }
+    #fleet-title, #host-title, #job-title, #jobs-title { height: 1; background: $panel; }
     #job-verdict { height: auto; max-height: 6; }
     #fleet-warnings { height: auto; max-height: 3; color: $warning; }
     DataTable { height: 1fr; }
@@ -247,6 +332,7 @@ class FleetApp(GuardedApp[None]):
         self.title_bar = Static(id="fleet-title")
         self.warning_bar = Static(id="fleet-warnings")
         self.table = PlainTable(id="hosts", cursor_type="row")
+        self.given_job = source.job  # --job: the job the screen opens on and `j` shows
         self._warned = 0
         self._columns: tuple[str, ...] = ()
 
@@ -263,7 +349,11 @@ class FleetApp(GuardedApp[None]):
             self.action_open_job()
 
     def tick(self) -> None:
-        """Never waits on the network: the source only hands over what has already arrived."""
+        """Never waits on the network: the source only hands over what has already arrived. What it reads
+        follows the screen: the ranks of the job open (else of --job), the job list while that is open."""
+        screen = self.screen
+        self.source.select_job(screen.job if isinstance(screen, JobScreen) else self.given_job)
+        self.source.list_jobs(isinstance(screen, JobListScreen))
         if self.source.poll() or self.redraws == 0:
             self.show()
 
@@ -292,13 +382,16 @@ class FleetApp(GuardedApp[None]):
         self._warned = len(warnings)
         self.warning_bar.update(Text("\n").join(plain(f"⚠ {w}", "", 4 * LABEL_WIDTH) for w in warnings[-3:]))
         self._fill_table()
-        if isinstance(self.screen, HostScreen):
-            view = self._view(self.screen.key)
+        screen, job, jobs = self.screen, self.source.job_view(), self.source.jobs()
+        if isinstance(screen, HostScreen):
+            view = self._view(screen.key)
             if view is not None:
-                self.screen.show(view)
-        job = self.source.job_view()
-        if isinstance(self.screen, JobScreen) and job is not None:
-            self.screen.show(job)
+                screen.show(view)
+        elif isinstance(screen, JobScreen):
+            if job is not None and job.job == screen.job:
+                screen.show(job)
+        elif isinstance(screen, JobListScreen) and jobs is not None:
+            screen.show(jobs)
 
     def on_resize(self) -> None:
         if self.redraws:
@@ -365,17 +458,22 @@ class FleetApp(GuardedApp[None]):
             self.push_screen(HelpScreen(keys.fleet_help_lines(), "hwtop fleet keys"))
 
     def action_open_job(self) -> None:
-        """The ranks of --job; without one, a line says how to ask for it."""
-        if isinstance(self.screen, JobScreen):
+        """The ranks of --job; without one, the jobs Prometheus holds; exporters read directly hold none."""
+        if isinstance(self.screen, JobScreen | JobListScreen):
             return
-        if self.source.job is None:
-            self.notify("hwtop fleet --prometheus URL --job NAME shows a job's ranks across hosts", timeout=6)
+        if self.given_job is not None:
+            job = self.source.job_view()
+            self.push_screen(job_screen(self.given_job, job if job is not None and job.job == self.given_job
+                                        else None))
             return
-        screen = JobScreen()
+        if not self.source.reads_jobs:
+            self.notify("hwtop fleet --prometheus URL lists the jobs and their ranks across hosts", timeout=6)
+            return
+        screen = JobListScreen()
+        if (jobs := self.source.jobs()) is not None:
+            screen.show(jobs)
         self.push_screen(screen)
-        job = self.source.job_view()
-        screen.show(job if job is not None else JobView(self.source.job, [], {}, None,
-                                                         "waiting for the first answer"))
+        self.source.list_jobs(True)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table is self.table:

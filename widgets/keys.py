@@ -108,15 +108,17 @@ REPORT_SCREEN = (Key("b,q", "dismiss", "close"),)
 FLEET = (Key("q", "quit", "Quit", "quit"),
          Key("enter", "open_host", "GPUs of the host", "open the selected host: its GPUs and every finding (or a "
                                                        "click on its row)"),
-         Key("j", "open_job", "Job ranks", "the ranks of --job across hosts, worst first: the straggler or the "
-                                           "hang named, with its host's likely cause"),
+         Key("j", "open_job", "Jobs", "the ranks of --job across hosts, worst first: the straggler or the hang "
+                                      "named, with its host's likely cause; without --job, the jobs Prometheus "
+                                      "holds (hangs and stragglers first), enter opens one"),
          Key("question_mark", "help", "Help", "this help", display="?"))
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
-FLEET_JOB = (Key("escape,q", "app.pop_screen", "Hosts"),)
+FLEET_JOB = (Key("escape,q", "app.pop_screen", "Back"),)
+FLEET_JOBS = (Key("enter", "open_selected", "Job's ranks"), Key("escape,q", "app.pop_screen", "Hosts"))
 FLEET_HELP_ONLY = (
-    ("↑ ↓", "select a host; the worst host is first"),
+    ("↑ ↓", "select a host (or a job); the worst is first"),
     ("← →", "scroll the columns (at 80 columns the address is past the right edge)"),
-    ("escape", "back from a host's screen or the job's ranks, or close this help"),
+    ("escape", "back from a host's screen, the job's ranks or the jobs, or close this help"),
 )
 
 

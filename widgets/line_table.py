@@ -7,6 +7,7 @@ Every cell passes `safe_text.cell`: outside text is literal and its control char
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, cast
 
 from rich.segment import Segment
 from rich.style import Style
@@ -17,6 +18,9 @@ from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+if TYPE_CHECKING:
+    from textual.reactive import Reactive
 
 from hwtop.widgets import keys, palette
 from hwtop.widgets.safe_text import cell
@@ -129,7 +133,7 @@ class LineTable(ScrollView, can_focus=True):
         self._safe = made  # the rows on show only: it cannot outgrow the table
         self._widths = tuple(widths)
         self._cursor = max(0, min(self._cursor if cursor is None else cursor, len(self._rows) - 1))
-        self.virtual_size = Size(self._total_width(), len(self._rows) + 1)
+        self._set_virtual_size(Size(self._total_width(), len(self._rows) + 1))
         if self._cursor != old_cursor:
             self._scroll_to_cursor(animate=False)  # a selected pid that moved stays in sight
         if self._widths != old_widths or len(old_keys) != len(self._keys):
@@ -143,6 +147,25 @@ class LineTable(ScrollView, can_focus=True):
                    if index in moved or old_keys[index] != self._keys[index]]
         if changed:
             self.refresh(*changed)
+
+    def _set_virtual_size(self, size: Size) -> None:
+        """A process came or went. `virtual_size` is a layout reactive: each change laid the whole screen out again
+        (10 passes in 30 s on an idle box, about a quarter of the monitor's CPU). Where the table's own size does
+        not follow its rows (a height in fr or cells, as the process table's 1fr), no scrollbar appears or goes and
+        the width that matters is unchanged, the new size is set without that pass: the scrollbar, where there is
+        one, is told the new height and the scroll position kept in range. Any other change takes the pass."""
+        old, styles, seen = self.virtual_size, self.styles, self.container_size
+        fixed = styles.height is not None and not styles.height.is_auto and seen.height > 0
+        same_width = size.width == old.width or styles.overflow_x == "hidden"
+        scrolls = size.height > seen.height
+        if size == old or not (fixed and same_width and styles.overflow_y == "auto"
+                               and scrolls == (old.height > seen.height) == self.show_vertical_scrollbar):
+            self.virtual_size = size
+            return
+        self.set_reactive(cast("Reactive[Size]", LineTable.virtual_size), size)  # the class's descriptor
+        if scrolls:
+            self.vertical_scrollbar.window_virtual_size = size.height
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
 
     def move_cursor(self, *, row: int, animate: bool = False) -> None:
         if not self._rows:

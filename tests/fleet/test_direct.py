@@ -251,6 +251,7 @@ def test_bad_fleet_usage_exits_2_with_one_line(args, message):
 async def test_text_from_outside_is_literal():
     class Hostile:
         description, interval, warnings, job = "[b]desc[/b]", 1.0, ["[@click=app.quit]warn"], None
+        reads_jobs = False
 
         def poll(self) -> bool:
             return True
@@ -264,6 +265,15 @@ async def test_text_from_outside_is_literal():
             return "[/b]"
 
         def job_view(self) -> None:
+            return None
+
+        def select_job(self, job: str | None) -> None:
+            pass
+
+        def list_jobs(self, wanted: bool) -> None:
+            pass
+
+        def jobs(self) -> None:
             return None
 
         def close(self) -> None:

@@ -6,6 +6,7 @@ JSON shape; tests/fleet/test_job_across_nodes.py runs the real server against tw
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.parse
 
@@ -32,9 +33,10 @@ def matrix() -> bytes:
     return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": []}}).encode()
 
 
-def rank_series(host: str, rank: int, collective: float, other: float, seen: float = 1000.0) -> dict[str, list]:
+def rank_series(host: str, rank: int, collective: float, other: float, seen: float = 1000.0,
+                job: str = "train") -> dict[str, list]:
     """The three job answers' series for one rank: seconds in the window by phase, cumulative, last seen."""
-    labels = {"job_name": "train", "rank": str(rank), "Hostname": host}
+    labels = {"job_name": job, "rank": str(rank), "Hostname": host}
     window = [series("", collective, **labels, phase="collective"), series("", other, **labels, phase="compute")]
     now = [series("hwtop_job_rank_seconds_total", 10 * collective, **labels, phase="collective"),
            series("hwtop_job_rank_seconds_total", 10 * other, **labels, phase="compute"),
@@ -44,11 +46,23 @@ def rank_series(host: str, rank: int, collective: float, other: float, seen: flo
     return {"window": window, "now": now}
 
 
-class FakePrometheus:
-    """A getter answering the fleet's queries: the host table from `table`, the job's from `ranks`."""
+def job_info(job: str, host: str) -> dict:
+    return series("hwtop_job_info", 1, job_name=job, Hostname=host, status="running", instance=f"{host}:1")
 
-    def __init__(self, table: list[dict], ranks: list[dict[str, list]], names: tuple[str, ...] = ()) -> None:
+
+class FakePrometheus:
+    """A getter answering the fleet's queries: the host table from `table`, the jobs' from `ranks` (those of the
+    query's `job_name="..."` when it names one) and `infos` (hwtop_job_info series)."""
+
+    def __init__(self, table: list[dict], ranks: list[dict[str, list]], names: tuple[str, ...] = (),
+                 infos: list[dict] | None = None) -> None:
         self.table, self.ranks, self.names, self.asked = table, ranks, names, []
+        self.infos = infos or []
+
+    def _of_job(self, promql: str, part: str) -> list[dict]:
+        named = re.search(r'job_name=("(?:[^"\\]|\\.)*")', promql)
+        items = [s for r in self.ranks for s in r[part]] + (self.infos if "hwtop_job_info" in promql else [])
+        return [s for s in items if named is None or s["metric"].get("job_name") == json.loads(named.group(1))]
 
     def __call__(self, url: str, timeout: float, limit: int) -> bytes:
         parts = urllib.parse.urlsplit(url)
@@ -57,13 +71,13 @@ class FakePrometheus:
         if parts.path.endswith("query_range"):
             return matrix()
         if promql.startswith("increase(hwtop_job_rank_seconds_total"):
-            return vector(*(s for r in self.ranks for s in r["window"]))
+            return vector(*self._of_job(promql, "window"))
         if promql.startswith("rate(hwtop_job_rank_steps_total"):
             return vector()
         if promql.startswith("group by (job_name)"):
             return vector(*({"metric": {"job_name": name}, "value": [1000.0, "1"]} for name in self.names))
         if "hwtop_job_rank_last_seen" in promql:
-            return vector(*(s for r in self.ranks for s in r["now"]))
+            return vector(*self._of_job(promql, "now"))
         if "hwtop_finding" in promql:
             return vector(*self.table)
         return vector()

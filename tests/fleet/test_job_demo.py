@@ -1,7 +1,7 @@
 """The fleet's job view over demo machines through a real Prometheus: node-a plays the straggler story (GPU3's
 clocks held back, the other ranks waiting for rank 3 in NCCL), node-b a healthy DGX; `hwtop fleet --prometheus
 URL --job NAME --json` names rank 3 on node-a, with node-a's own top finding, gpu-throttled on GPU3, as the
-likely cause — the story's cause, found across hosts."""
+likely cause — the story's cause, found across hosts; without --job, the list of jobs names it too."""
 
 from __future__ import annotations
 
@@ -43,6 +43,12 @@ def test_the_straggler_of_the_demo_story_is_named_with_its_hosts_throttled_gpu()
         assert [(r["host"], r["rank"]) for r in answer["job"]["ranks"]][0] == ("node-a", 3)
         hosts = {h["host"]: h for h in answer["hosts"]}
         assert hosts["node-a"]["gpu_models"] == hosts["node-b"]["gpu_models"] == "8x A100-SXM4-80GB"
+        # Without --job: the jobs this Prometheus holds, the same verdict on the list (real PromQL, real answers).
+        done = subprocess.run([*HWTOP, "fleet", "--prometheus", prometheus.url, "--json", "--rank-window", "15"],
+                              capture_output=True, text=True, timeout=60, cwd=ROOT)
+        (listed,) = json.loads(done.stdout)["jobs"]
+        assert (listed["job"], listed["hosts"], listed["ranks"]) == ("pretrain", ["node-a"], 8), listed
+        assert (listed["verdict"]["kind"], listed["verdict"]["rank"]) == ("straggler", 3), listed
     finally:
         if prometheus is not None:
             prometheus.close()

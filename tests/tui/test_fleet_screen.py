@@ -18,6 +18,7 @@ class StillFleet:
     interval = 1.0
     warnings: list[str] = []
     job = None
+    reads_jobs = False
 
     def __init__(self) -> None:
         gpus = {str(i): GpuRow(str(i), "NVIDIA A100-SXM4-80GB", util=27.0, fb_used_mib=62_000.0,
@@ -45,6 +46,15 @@ class StillFleet:
         pass
 
     def job_view(self) -> None:
+        return None
+
+    def select_job(self, job: str | None) -> None:
+        pass
+
+    def list_jobs(self, wanted: bool) -> None:
+        pass
+
+    def jobs(self) -> None:
         return None
 
 

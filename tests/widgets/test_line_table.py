@@ -1,5 +1,6 @@
 """Redraw only what changed: the process table's line-API drawing repaints the rows whose text changed,
-keeps its keys and mouse behaviour, and a panel whose lines read the same is not repainted."""
+keeps its keys and mouse behaviour, processes coming and going lay nothing out again, and a panel whose lines
+read the same is not repainted."""
 
 from __future__ import annotations
 
@@ -96,3 +97,55 @@ async def test_a_panel_whose_lines_read_the_same_is_not_repainted(monkeypatch) -
         grown = replace(panel.memory, available_bytes=panel.memory.available_bytes // 2)
         panel.show(grown, panel.numa, panel.history)
         assert len(calls) == 1
+
+
+def processes_like(base, count: int):
+    """`count` processes shaped like the snapshot's first (distinct pids, the same width of every cell)."""
+    first = base.processes[0]
+    return tuple(replace(first, pid=70000 + i) for i in range(count))
+
+
+async def test_processes_coming_and_going_cost_no_layout_pass_of_the_screen(monkeypatch) -> None:
+    """The table's height is the screen's (1fr), not its rows': a process more or less changes what scrolls, not
+    where anything is, so no layout pass of the whole screen; the scrollbar still tells the new length, the end
+    of the list is still reachable, and a scrollbar that must appear or go still gets its pass."""
+    base = host_snapshot()
+    source = ScriptedSource([base])
+    app = HwtopApp(source, interval=3600.0)  # no tick of its own meanwhile
+
+    async def tick(count: int) -> None:
+        source.snapshots[-1] = replace(base, processes=processes_like(base, count))
+        app.show(app.session.tick())
+        await pilot.pause()
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        table = app.main.process_table
+        layouts: list[str] = []
+        original = type(table).refresh
+
+        def recording(widget, *regions, layout=False, **kwargs):
+            if layout and widget is table:
+                layouts.append("table")
+            return original(widget, *regions, layout=layout, **kwargs)
+
+        monkeypatch.setattr(type(table), "refresh", recording)
+        await tick(60)  # from a few rows to a scrolling list: a pass
+        passes = len(layouts)
+        assert passes >= 1 and table.show_vertical_scrollbar
+        for count in (75, 52, 90):  # scrolls before and after: none
+            await tick(count)
+            assert table.virtual_size.height == count + 1  # + the header
+            assert table.vertical_scrollbar.window_virtual_size == count + 1
+        assert len(layouts) == passes
+        table.scroll_end(animate=False)
+        await pilot.pause()
+        assert table.scroll_offset.y == table.max_scroll_y == 91 - table.container_size.height
+        await tick(40)  # fewer: the scroll position comes back within range
+        assert table.scroll_offset.y == table.max_scroll_y == 41 - table.container_size.height
+        await tick(5)  # fits: the scrollbar goes, with a pass
+        assert len(layouts) > passes and not table.show_vertical_scrollbar
+        assert "70004" in "".join(table.render_line(y).text for y in range(7))
+        passes = len(layouts)
+        await tick(8)  # fits before and after (an idle box's few processes): none, and the new rows are drawn
+        assert len(layouts) == passes and "70007" in "".join(table.render_line(y).text for y in range(10))

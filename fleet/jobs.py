@@ -1,0 +1,71 @@
+"""The jobs a Prometheus holds (`hwtop fleet --prometheus URL` without --job, `j`): one row per `job_name` of the
+hwtop job series, with its hosts, its ranks and its verdict, each judged exactly as `--job NAME` judges it
+(fleet/job.py's assemble_job over that job's share of one round's answers). Plain data, no I/O."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.job import JobView, assemble_job
+from hwtop.fleet.model import HostView
+from hwtop.fleet.scrape import host_of
+
+MAX_JOBS = 500  # judged and listed; the rest are counted (a Prometheus naming more is not showing jobs to a person)
+VERDICT_ORDER = {"hang": 0, "straggler": 1}
+
+Vector = list[tuple[dict[str, str], float]]
+
+
+@dataclass(slots=True)
+class JobRow:
+    """One job: the hosts its ranks or its exporters are on, and its view as `--job NAME` would give it."""
+
+    name: str
+    hosts: tuple[str, ...]
+    view: JobView
+
+    def to_dict(self, now: float) -> dict[str, object]:
+        view = self.view.to_dict(now)
+        return {"job": self.name, "hosts": list(self.hosts), "ranks": len(self.view.ranks),
+                "verdict": view["verdict"], "message": view["message"]}
+
+
+@dataclass(slots=True)
+class JobList:
+    """`message` says in one line why there is no job to list (no series at the URL, a failed query)."""
+
+    jobs: list[JobRow] = field(default_factory=list)
+    message: str | None = None
+    left_out: int = 0  # jobs beyond MAX_JOBS, by name
+
+
+def _by_job(vector: Vector) -> dict[str, Vector]:
+    out: dict[str, Vector] = defaultdict(list)
+    for labels, value in vector:
+        name = labels.get("job_name", "")
+        if name:
+            out[name].append((labels, value))
+    return out
+
+
+def assemble_jobs(url: str, now: Vector, increase: Vector, steps: Vector, hosts: list[HostView],
+                  t: Thresholds) -> JobList:
+    """One round's answers of the list queries (fleet/job.py's jobs_queries) → every job, hangs first, then
+    stragglers, then by name."""
+    now_by, increase_by, steps_by = _by_job(now), _by_job(increase), _by_job(steps)
+    names = sorted(now_by.keys() | increase_by.keys())
+    if not names:
+        return JobList(message=f"no hwtop job series at {url}")
+    rows = []
+    for name in names[:MAX_JOBS]:
+        view = assemble_job(name, url, now_by.get(name, []), increase_by.get(name, []), steps_by.get(name, []),
+                            hosts, t)
+        where = {r.host for r in view.ranks} | {host for labels, _ in now_by.get(name, ())
+                                                 if (host := host_of(labels))}
+        if not view.ranks:  # only its exporters' hwtop_job_info: watched, no rank read yet
+            view.message = "its exporters read no rank figures yet"
+        rows.append(JobRow(name, tuple(sorted(where)), view))
+    rows.sort(key=lambda row: (VERDICT_ORDER.get(row.view.verdict.kind, 2) if row.view.verdict else 2, row.name))
+    return JobList(rows, None, max(0, len(names) - MAX_JOBS))

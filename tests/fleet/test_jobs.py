@@ -1,0 +1,172 @@
+"""`hwtop fleet --prometheus URL` without --job: the jobs Prometheus holds (every job_name of the hwtop job series
+now), each with its hosts, its ranks and its verdict judged as `--job NAME` judges it, hangs and stragglers first;
+`--json` lists them; a Prometheus without these series says so in one line. Prometheus' answers are made in its
+JSON shape (tests/fleet/test_job.py's FakePrometheus), served over HTTP for the command's test."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.jobs import MAX_JOBS, assemble_jobs
+from hwtop.fleet.sources import LIST_EVERY_S, PrometheusSource
+from tests.fleet.test_job import URL, FakePrometheus, finding, job_info, rank_series
+from tests.fleet.test_prometheus import Clock
+
+HWTOP = [sys.executable, "-m", "hwtop"]
+
+
+def three_jobs() -> FakePrometheus:
+    """`train`: rank 1 on node-1 straggles; `eval`: balanced; `bert`: rank 3 on node-2 hangs; `idle`: watched by
+    an exporter that has read no rank yet."""
+    table = [finding("node-1", "gpu-throttled", "warning", "GPU3")]
+    ranks = [rank_series("node-0", 0, 18.0, 12.0), rank_series("node-1", 1, 0.5, 29.5),
+             rank_series("node-0", 0, 15.0, 15.0, job="eval"), rank_series("node-0", 1, 14.0, 16.0, job="eval"),
+             rank_series("node-2", 2, 29.5, 0.5, job="bert"), rank_series("node-2", 3, 0.0, 30.0, job="bert")]
+    return FakePrometheus(table, ranks, infos=[job_info("train", "node-0"), job_info("train", "node-1"),
+                                               job_info("idle", "node-3")])
+
+
+def one_round(source: PrometheusSource) -> None:
+    source.poll()
+    deadline = time.monotonic() + 10
+    while not source.poll():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def listed(prometheus: FakePrometheus, clock: Callable[[], float] = time.monotonic) -> PrometheusSource:
+    source = PrometheusSource(URL, "", interval=1.0, timeout=2.0, getter=prometheus, job_window_s=30, clock=clock)
+    source.list_jobs(True)
+    one_round(source)
+    return source
+
+
+def test_every_job_with_its_hosts_ranks_and_verdict_hangs_and_stragglers_first():
+    source = listed(three_jobs())
+    jobs = source.jobs()
+    assert jobs is not None and jobs.message is None and jobs.left_out == 0
+    assert [(row.name, row.hosts, len(row.view.ranks)) for row in jobs.jobs] == [
+        ("bert", ("node-2",), 2), ("train", ("node-0", "node-1"), 2), ("eval", ("node-0",), 2),
+        ("idle", ("node-3",), 0)]
+    bert, train, balanced, idle = jobs.jobs
+    assert bert.view.verdict is not None and (bert.view.verdict.kind, bert.view.verdict.named) == \
+        ("hang", "rank 3 on node-2 (pid 103)")
+    assert train.view.verdict is not None and (train.view.verdict.kind, train.view.verdict.named) == \
+        ("straggler", "rank 1 on node-1 (pid 101)")
+    assert train.view.cause is not None and train.view.cause.rule == "gpu-throttled"
+    assert balanced.view.verdict is None and idle.view.message == "its exporters read no rank figures yet"
+    assert train.to_dict(1010.0) == {"job": "train", "hosts": ["node-0", "node-1"], "ranks": 2,
+                                     "verdict": train.view.to_dict(1010.0)["verdict"], "message": None}
+
+
+def test_the_list_asks_every_job_at_once_then_every_few_seconds_and_only_while_it_is_wanted():
+    prometheus, clock = three_jobs(), Clock()
+    source = listed(prometheus, clock)
+
+    def asked_after(seconds: float) -> list[str]:
+        prometheus.asked.clear()
+        clock.now += seconds
+        one_round(source)
+        return [q for q in prometheus.asked if "hwtop_job" in q]
+
+    first = [q for q in prometheus.asked if "hwtop_job" in q]
+    assert len(first) == 3 and all('job_name!=""' in q for q in first), first
+    assert any("hwtop_job_info" in q for q in first)
+    assert asked_after(1.0) == []  # the next round, a second later: the list is not asked again yet
+    assert len(asked_after(LIST_EVERY_S)) == 3
+    source.list_jobs(False)
+    assert asked_after(LIST_EVERY_S) == []
+    source.list_jobs(True)  # opened again: asked in the very next round
+    assert len(asked_after(1.0)) == 3
+
+
+def test_a_prometheus_without_job_series_says_so_in_one_line():
+    jobs = listed(FakePrometheus([finding("node-0", "io-bound", "warning")], [])).jobs()
+    assert jobs is not None and jobs.jobs == [] and jobs.message == "no hwtop job series at http://prom:9090"
+
+
+def test_a_failed_list_query_is_the_lists_message():
+    prometheus = three_jobs()
+
+    def getter(url: str, timeout: float, limit: int) -> bytes:
+        if "increase(" in urllib.parse.unquote_plus(url):
+            return b"<html>"
+        return prometheus(url, timeout, limit)
+
+    jobs = listed(getter).jobs()  # type: ignore[arg-type]
+    assert jobs is not None and jobs.jobs == []
+    assert jobs.message == "Prometheus: jobs_increase: not a Prometheus API answer (not JSON)"
+
+
+def test_more_jobs_than_listed_are_counted():
+    now = [({"__name__": "hwtop_job_info", "job_name": f"j{i:04}", "Hostname": "n"}, 1.0)
+           for i in range(MAX_JOBS + 7)]
+    jobs = assemble_jobs(URL, now, [], [], [], Thresholds())
+    assert len(jobs.jobs) == MAX_JOBS and jobs.left_out == 7
+
+
+@given(st.lists(st.tuples(st.dictionaries(st.sampled_from(["__name__", "rank", "Hostname", "phase", "job_name"]),
+                                          st.text(max_size=8)),
+                          st.floats(allow_nan=True, allow_infinity=True)), max_size=30))
+def test_any_answer_gives_a_list_never_an_error(items):
+    jobs = assemble_jobs(URL, items, items, items, [], Thresholds())
+    assert all(row.name for row in jobs.jobs) and (jobs.jobs or jobs.message)
+
+
+@contextmanager
+def served(prometheus: FakePrometheus) -> Iterator[str]:
+    """The fake's answers over HTTP on a free loopback port, as a Prometheus serves its API."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            body = prometheus(f"http://prom{self.path}", 2.0, 1 << 20)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_command_without_a_job_lists_the_jobs_as_json():
+    with served(three_jobs()) as url:
+        done = subprocess.run([*HWTOP, "fleet", "--prometheus", url, "--json", "--rank-window", "30"],
+                              capture_output=True, text=True, timeout=60)
+        empty = FakePrometheus([finding("node-0", "io-bound", "warning")], [])
+        with served(empty) as bare:
+            nothing = subprocess.run([*HWTOP, "fleet", "--prometheus", bare, "--json"], capture_output=True,
+                                     text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert "job" not in answer and answer["jobs_message"] is None and answer["jobs_left_out"] == 0
+    assert [(j["job"], j["hosts"], j["ranks"]) for j in answer["jobs"]] == [
+        ("bert", ["node-2"], 2), ("train", ["node-0", "node-1"], 2), ("eval", ["node-0"], 2), ("idle", ["node-3"], 0)]
+    train = answer["jobs"][1]["verdict"]
+    assert (train["kind"], train["rank"], train["host"]) == ("straggler", 1, "node-1")
+    assert train["likely_cause"] == {"rule": "gpu-throttled", "severity": "warning", "scope": "GPU3"}
+    assert nothing.returncode == 0, nothing.stderr
+    bare_answer = json.loads(nothing.stdout)
+    assert bare_answer["jobs"] == [] and bare_answer["jobs_message"] == f"no hwtop job series at {bare}"
