@@ -10,9 +10,11 @@ from hwtop.demo.machine import machine_of_source
 from hwtop.demo.story import STORIES
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.report_screen import ReportScreen
+from tests.matrix import fast_few
 
 
-@pytest.mark.parametrize("spec", [f"dgx-a100:{story}" for story in STORIES] + ["h200", "dgx-a100:r470"])
+@pytest.mark.parametrize("spec", fast_few([f"dgx-a100:{story}" for story in STORIES] + ["h200", "dgx-a100:r470"],
+                                          lambda spec: spec in ("dgx-a100:starved", "h200")))
 async def test_b_opens_the_report_of_the_demo_machine_in_every_story(spec: str) -> None:
     app = HwtopApp(make_sampler(spec, no_gpu=False), interval=0.2)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -25,7 +25,7 @@ KEY_OF = {"help": "question_mark", "advice": "a", "report": "b", "job": "j", "to
 
 
 @pytest.mark.parametrize("screen", sorted(KEY_OF))
-@pytest.mark.parametrize(("down", "up"), [("end", "home"), ("pagedown", "pageup")])
+@pytest.mark.parametrize(("down", "up"), [("end", "home"), pytest.param("pagedown", "pageup", marks=pytest.mark.slow)])
 async def test_a_tall_screen_scrolls_from_the_keyboard_at_80x24(screen: str, down: str, up: str) -> None:
     app = app_for(screen)
     async with app.run_test(size=(80, 14) if screen == "advice" else (80, 24)) as pilot:

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from hwtop.demo.story import STORIES
+from tests.matrix import fast_few
 from tests.small_screen import screen_lines, started
 from tests.tui.screens import lived_through, story_snapshots
 
@@ -30,7 +31,7 @@ def workload_pane(lines: list[str]) -> list[str]:
     return [line.strip().strip("│").strip() for line in lines[top + 1:bottom]]
 
 
-@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+@pytest.mark.parametrize("size", fast_few([(80, 24), (100, 30)], lambda size: size == (80, 24)))
 @pytest.mark.parametrize("story", sorted(TOLD_AT))
 async def test_each_rank_line_shows_every_figure_whole(story: str, size: tuple[int, int]) -> None:
     spec = "dgx-a100" if story == "steady" else f"dgx-a100:{story}"
