@@ -20,6 +20,8 @@ from hwtop.fleet.model import HostView
 from hwtop.fleet.prometheus import MAX_BYTES, assemble, parse_answers, parse_vector, queries
 from hwtop.fleet.scrape import fetch
 
+Vector = list[tuple[dict[str, str], float]]  # parse_vector's answer: (labels, value) a series
+
 TREND_POINTS = 30
 # Seconds between two asks of the job list: it costs as many series as every job's ranks together (parsing and
 # judging 20 jobs of 256 ranks took 0.6 s of the UI's thread here), so it is asked once on opening, then this often.
@@ -273,33 +275,22 @@ class PrometheusSource:
 
     def _list(self, bodies: dict[str, bytes], errors: dict[str, str]) -> JobList:
         """Every job from this round's list answers; one that failed is the list's message."""
-        vectors = {}
-        for key in ("jobs_now", "jobs_increase", "jobs_steps"):
-            try:
-                vectors[key] = parse_vector(bodies[key]) if key in bodies else None
-            except FetchError as error:
-                errors[key] = str(error)
-                vectors[key] = None
-            if vectors[key] is None:
-                return JobList(message=f"Prometheus: {key}: {errors.get(key, 'no answer')}")
+        vectors = _vectors(("jobs_now", "jobs_increase", "jobs_steps"), bodies, errors)
+        failed = [key for key, vector in vectors.items() if vector is None]
+        if failed:
+            return JobList(message=f"Prometheus: {failed[0]}: {errors.get(failed[0], 'no answer')}")
         return assemble_jobs(self.base, vectors["jobs_now"] or [], vectors["jobs_increase"] or [],
                              vectors["jobs_steps"] or [], self._views, self.thresholds)
 
     def _judge(self, job: str, bodies: dict[str, bytes], errors: dict[str, str]) -> JobView:
         """The job's view from this round's answers; one that failed is the view's message."""
-        vectors = {}
         names = None
         if "job_names" in bodies:
             try:
                 names = parse_vector(bodies["job_names"])
             except FetchError:
                 names = None  # only a hint: the view goes on without it
-        for key in ("job_now", "job_increase", "job_steps"):
-            try:
-                vectors[key] = parse_vector(bodies[key]) if key in bodies else None
-            except FetchError as error:
-                errors[key] = str(error)
-                vectors[key] = None
+        vectors = _vectors(("job_now", "job_increase", "job_steps"), bodies, errors)
         failed = [key for key, vector in vectors.items() if vector is None]
         if failed:
             return JobView(job, [], {}, None, f"Prometheus: {failed[0]}: {errors.get(failed[0], 'no answer')}")
@@ -330,3 +321,15 @@ class PrometheusSource:
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _vectors(keys: tuple[str, ...], bodies: dict[str, bytes], errors: dict[str, str]) -> dict[str, Vector | None]:
+    """Each query's parsed answer, None where it gave none or an unreadable one (its reason added to `errors`)."""
+    vectors: dict[str, Vector | None] = {}
+    for key in keys:
+        try:
+            vectors[key] = parse_vector(bodies[key]) if key in bodies else None
+        except FetchError as error:
+            errors[key] = str(error)
+            vectors[key] = None
+    return vectors
