@@ -4,6 +4,8 @@ the list, then to the hosts; job names from outside stay literal; a Prometheus w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from textual.pilot import Pilot
 
@@ -30,14 +32,20 @@ def cells(screen: JobListScreen) -> list[list[str]]:
     return [[cell.plain for cell in screen.table.get_row_at(i)] for i in range(screen.table.row_count)]
 
 
+async def open_list(app: FleetApp, pilot: Pilot, ready: Callable[[JobListScreen], bool]) -> JobListScreen:
+    """`j`, then the list screen once `ready` says it shows what the test waits for."""
+    await pilot.press("j")
+    listing = app.screen
+    assert isinstance(listing, JobListScreen)
+    await until(pilot, lambda: ready(listing))
+    return listing
+
+
 async def test_j_lists_the_jobs_enter_opens_one_escape_goes_back():
     prometheus = three_jobs()
     app = FleetApp(source(prometheus))
     async with app.run_test(size=(120, 24)) as pilot:
-        await pilot.press("j")
-        listing = app.screen
-        assert isinstance(listing, JobListScreen)
-        await until(pilot, lambda: listing.table.row_count == 4)
+        listing = await open_list(app, pilot, lambda listing: listing.table.row_count == 4)
         rows = cells(listing)
         assert rows[0] == ["bert", "HANG rank 3 on node-2 (pid 103)", "2", "1: node-2"], rows
         assert rows[1] == ["train", "STRAGGLER rank 1 on node-1 (pid 101)", "2", "2: node-0, node-1"], rows
@@ -71,10 +79,7 @@ async def test_a_hostile_job_name_is_shown_literally():
                                      rank_series("node-1", 1, 15.0, 15.0, job=evil)])
     app = FleetApp(source(prometheus))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("j")
-        listing = app.screen
-        assert isinstance(listing, JobListScreen)
-        await until(pilot, lambda: listing.table.row_count == 1)
+        listing = await open_list(app, pilot, lambda listing: listing.table.row_count == 1)
         assert cells(listing)[0][0] == "[@click=app.quit]x␛]0;y␇"
         await pilot.press("enter")
         assert isinstance(app.screen, JobScreen) and app.screen.job == evil
@@ -85,10 +90,7 @@ async def test_a_hostile_job_name_is_shown_literally():
 async def test_a_prometheus_without_job_series_says_so_in_one_line():
     app = FleetApp(source(FakePrometheus([finding("node-0", "io-bound", "warning")], [])))
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.press("j")
-        listing = app.screen
-        assert isinstance(listing, JobListScreen)
-        await until(pilot, lambda: "no hwtop job series" in str(listing.message.render()))
+        listing = await open_list(app, pilot, lambda listing: "no hwtop job series" in str(listing.message.render()))
         assert str(listing.message.render()) == "no hwtop job series at http://prom:9090"
         assert listing.table.row_count == 0
         await pilot.press("enter")  # nothing to open
@@ -102,10 +104,7 @@ async def test_the_selected_job_stays_selected_when_the_rows_move(monkeypatch: p
     prometheus = three_jobs()
     app = FleetApp(source(prometheus))
     async with app.run_test(size=(120, 24)) as pilot:
-        await pilot.press("j")
-        listing = app.screen
-        assert isinstance(listing, JobListScreen)
-        await until(pilot, lambda: listing.table.row_count == 4)
+        listing = await open_list(app, pilot, lambda listing: listing.table.row_count == 4)
         await pilot.press("down", "down")
         assert cells(listing)[listing.table.cursor_row][0] == "eval"
         prometheus.ranks = [r for r in prometheus.ranks if r["now"][0]["metric"]["job_name"] != "bert"]
