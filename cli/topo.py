@@ -4,8 +4,10 @@ sample beside its NUMA node and nearest GPU."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
+from hwtop.cli.options import Invocation, add_source_options
 from hwtop.model.safe_text import printable_lines
 from hwtop.model.snapshot import GpuSnapshot, NicSnapshot, NumaSnapshot, Topology
 from hwtop.probes.numa import NumaProbe
@@ -20,6 +22,17 @@ LEGEND = """Legend:
   PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
   PIX  = Connection traversing at most a single PCIe bridge
   NV#  = Connection traversing a bonded set of # NVLinks"""
+
+
+def add_options(topo: argparse.ArgumentParser) -> None:
+    topo.description = ("The GPU and NIC connection matrix with CPU and NUMA affinity (as nvidia-smi topo -m), the "
+                        "NUMA table (as numactl --hardware), and PCIe link health.")
+    topo.add_argument("--json", action="store_true", help="print the same as JSON")
+    add_source_options(topo, "unused by topo", sub=True)
+
+
+def run(call: Invocation) -> int:
+    return topo_command(call.args.demo, call.args.json)
 
 
 def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot, ...]]:
