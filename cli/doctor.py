@@ -53,7 +53,8 @@ def add_options(doctor: argparse.ArgumentParser) -> None:
     add_job_options(doctor, sub=True)
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
     doctor.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
-                        help="run the embedded job with this scenario meanwhile (needs torch)")
+                        help=f"run the embedded job with this scenario meanwhile: {', '.join(SCENARIOS)} (needs "
+                             "torch)")
     add_source_options(doctor, "seconds between samples (default 1)", sub=True)
 
 

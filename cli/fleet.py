@@ -31,7 +31,7 @@ def add_options(fleet: argparse.ArgumentParser) -> None:
                        help="read one round, print the hosts (and the --job view; through Prometheus without "
                             "--job, its jobs) as JSON and exit: 0 read, 1 Prometheus or every exporter did not "
                             "answer")
-    add_source_options(fleet, "seconds between rounds (default 1)", sub=True)
+    add_source_options(fleet, "seconds between rounds (default 1)", sub=True, refused=True)
 
 
 def run(call: Invocation) -> int:

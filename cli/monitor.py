@@ -17,7 +17,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="config file (default ~/.config/hwtop/config.toml): [advice.thresholds] overrides")
     parser.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
-                        help="start the embedded training job with this scenario (needs torch; w in the monitor)")
+                        help=f"start the embedded training job with this scenario: {', '.join(SCENARIOS)} (needs "
+                             "torch; w in the monitor)")
     add_job_options(parser)
     parser.add_argument("--workload-device", choices=["cpu", "cuda"], default="cpu",
                         help="device of the --workload job (default cpu)")

@@ -16,6 +16,10 @@ if TYPE_CHECKING:  # the config is loaded after parsing: `hwtop --help` never re
 MAX_INTERVAL = 3600.0
 # The embedded workload's scenarios: workload/job.py's SCENARIOS, beside torch (tests/cli/test_help_lists.py).
 SCENARIOS = ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
+# The demo's profiles and stories as the help names them: demo/profiles.py's PROFILES and demo/story.py's STORIES,
+# which a start without --demo does not load (tests/cli/test_help_lists.py holds them equal).
+PROFILE_NAMES = ("gtx1660s", "rtx3050", "rtx3090", "ws-2x3090", "a4000", "dgx-a100", "h100-pcie", "h200", "h200-vm")
+STORY_NAMES = ("starved", "nccl-hang", "oom", "amp", "thermal", "straggler", "nccl-ethernet")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -75,19 +79,25 @@ def pid_number(text: str) -> int:
     return value
 
 
-def add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub: bool = False) -> None:
-    """--interval, and the machine to read: this one, a --demo one (with a --scenario story), or no GPUs."""
+def add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub: bool = False,
+                       refused: bool = False) -> None:
+    """--interval, and the machine to read: this one, a --demo one (with a --scenario story), or no GPUs. With
+    `refused`, a command that reads no machine of its own (fleet) parses the last three unlisted, for
+    check_exclusive to refuse them with a reason."""
     # On a subcommand the defaults are suppressed, so `hwtop --demo X snapshot` keeps the X.
     default = (lambda value: argparse.SUPPRESS) if sub else (lambda value: value)
+    shown = (lambda text: argparse.SUPPRESS) if refused else (lambda text: text)
     parser.add_argument("--interval", type=interval_seconds, default=default(1.0), metavar="SECONDS",
                         help=interval_help)
     parser.add_argument("--demo", metavar="PROFILE", default=default(None),
-                        help="run on a built-in machine (a faithful fake NVML) instead of this one; "
-                             "'--demo list' names them")
+                        help=shown(f"run on a built-in machine (a faithful fake NVML) instead of this one: "
+                                   f"{', '.join(PROFILE_NAMES)}; '--demo list' describes each, and the driver "
+                                   "scenarios (PROFILE:SCENARIO)"))
     parser.add_argument("--scenario", metavar="NAME", default=default(None),
-                        help="with --demo: play a scripted story on the demo machine (starved, nccl-hang, oom, amp, "
-                             "thermal, straggler); same as --demo PROFILE:NAME")
-    parser.add_argument("--no-gpu", action="store_true", default=default(False), help="do not probe GPUs at all")
+                        help=shown(f"with --demo: play a scripted story on the demo machine ({', '.join(STORY_NAMES)});"
+                                   " same as --demo PROFILE:NAME"))
+    parser.add_argument("--no-gpu", action="store_true", default=default(False),
+                        help=shown("do not probe GPUs at all"))
 
 
 def add_job_options(parser: argparse.ArgumentParser, sub: bool = False) -> None:
@@ -113,15 +123,20 @@ EXCLUSIVE = (
     ("--pid", "--replay", "a replay only plays what was recorded"),
     ("--job", "--replay", "a replay only plays what was recorded"),
     ("--job", "replay FILE", "a replay only plays what was recorded"),
+    ("--demo", "fleet", "fleet shows the hosts its exporters or Prometheus report, no machine of its own"),
+    ("--scenario", "fleet", "fleet shows the hosts its exporters or Prometheus report, no machine of its own"),
+    ("--no-gpu", "fleet", "fleet shows the hosts its exporters or Prometheus report, no machine of its own"),
 )
 
 
 def given_options(args: argparse.Namespace) -> set[str]:
     """The options of EXCLUSIVE that this command line gave (by value: an abbreviation or `--x=v` counts)."""
     values = {"--demo": getattr(args, "demo", None) is not None, "--no-gpu": bool(getattr(args, "no_gpu", False)),
+              "--scenario": getattr(args, "scenario", None) is not None,
               "--pid": bool(getattr(args, "pid", None)), "--job": getattr(args, "job", None) is not None,
               "--workload": getattr(args, "workload", None) is not None,
-              "--replay": getattr(args, "replay", None) is not None, "replay FILE": args.command == "replay"}
+              "--replay": getattr(args, "replay", None) is not None, "replay FILE": args.command == "replay",
+              "fleet": args.command == "fleet"}
     return {name for name, given in values.items() if given}
 
 
