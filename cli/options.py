@@ -82,7 +82,7 @@ def pid_number(text: str) -> int:
 def add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub: bool = False,
                        refused: bool = False) -> None:
     """--interval, and the machine to read: this one, a --demo one (with a --scenario story), or no GPUs. With
-    `refused`, a command that reads no machine of its own (fleet) parses the last three unlisted, for
+    `refused`, a command that reads no machine of its own (fleet, replay) parses the last three unlisted, for
     check_exclusive to refuse them with a reason."""
     # On a subcommand the defaults are suppressed, so `hwtop --demo X snapshot` keeps the X.
     default = (lambda value: argparse.SUPPRESS) if sub else (lambda value: value)
@@ -115,6 +115,8 @@ def add_job_options(parser: argparse.ArgumentParser, sub: bool = False) -> None:
 EXCLUSIVE = (
     ("--demo", "--replay", "a recording brings its own machine"),
     ("--demo", "replay FILE", "a recording brings its own machine"),
+    ("--scenario", "replay FILE", "a recording brings its own machine"),
+    ("--no-gpu", "replay FILE", "a recording brings its own machine"),
     ("--pid", "--job", "each names the job to watch: give one of them"),
     ("--workload", "--pid", "watch the embedded job or a running one, not both"),
     ("--workload", "--job", "watch the embedded job or a running one, not both"),

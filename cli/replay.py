@@ -19,7 +19,7 @@ def add_options(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("file", metavar="FILE")
     replay.add_argument("--speed", type=interval_seconds, default=1.0, metavar="X",
                         help="playback speed (default 1: real time)")
-    add_source_options(replay, "refresh interval of the playback (default: the recording's)", sub=True)
+    add_source_options(replay, "refresh interval of the playback (default: the recording's)", sub=True, refused=True)
 
 
 def load_or_exit(path: str) -> Recording:

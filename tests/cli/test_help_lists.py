@@ -50,7 +50,7 @@ def test_the_help_s_lists_are_the_code_s_lists() -> None:
     assert SCENARIOS == [ast.literal_eval(key) for key in job.keys if key is not None]
 
 
-@pytest.mark.parametrize("argv", [[], *([name] for name in COMMANDS if name not in OWN_PARSER | {"fleet"})],
+@pytest.mark.parametrize("argv", [[], *([name] for name in COMMANDS if name not in OWN_PARSER | {"fleet", "replay"})],
                          ids=lambda argv: " ".join(argv) or "hwtop")
 def test_every_help_that_offers_a_demo_names_every_profile_and_story(argv: list[str],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,8 +66,9 @@ def test_each_help_with_workload_names_every_workload_scenario(argv: list[str],
     assert f"this scenario{' meanwhile' if argv else ''}: {', '.join(SCENARIOS)} (needs torch" in text
 
 
-def test_fleet_s_help_offers_no_machine_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
-    text = help_of(["fleet"], monkeypatch)
+@pytest.mark.parametrize("name", ["fleet", "replay"])
+def test_fleet_s_and_replay_s_help_offer_no_machine_of_their_own(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = help_of([name], monkeypatch)
     assert "--interval" in text
     for option in MACHINE_OPTIONS:
         assert option not in text
@@ -95,6 +96,15 @@ def test_fleet_refuses_the_options_it_would_ignore(argv: list[str], capsys: pyte
     assert captured.out == ""
     assert re.fullmatch(r"hwtop: error: --(demo|scenario|no-gpu) and fleet cannot be used together: fleet shows "
                         r"[^\n]+\n", captured.err), captured.err
+
+
+@pytest.mark.parametrize("argv", [["replay", "r.jsonl", "--no-gpu"], ["--scenario", "oom", "replay", "r.jsonl"]])
+def test_replay_refuses_a_machine_of_its_own(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stop:
+        run_command(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (f"hwtop: error: {argv[-1] if argv[0] == 'replay' else argv[0]} and replay FILE "
+                                       "cannot be used together: a recording brings its own machine\n")
 
 
 def test_hwtop_fleet_demo_exits_2_with_one_line() -> None:
