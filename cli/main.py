@@ -11,7 +11,7 @@ import gc
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from hwtop import __version__
 from hwtop.cli import monitor
@@ -35,6 +35,11 @@ COMMANDS: dict[str, str] = {
 }
 # Commands whose arguments go to a parser of their own (the job's, beside torch): no options, no -h here.
 OWN_PARSER = frozenset({"workload"})
+
+if TYPE_CHECKING:  # what `command` casts, checked: each module of the table is a Command
+    from hwtop.cli import doctor, export, fleet, record, replay, report, snapshot, topo
+
+    _MODULES: tuple[Command, ...] = (snapshot, topo, doctor, record, replay, export, fleet, report, monitor)
 
 
 def command(name: str) -> Command:
