@@ -18,6 +18,7 @@ from hwtop.cli import monitor
 from hwtop.cli.machine import check_demo, make_sampler
 from hwtop.cli.options import Command, Invocation, OneLineParser, check_exclusive
 
+# make_sampler too: scripts and tests build a machine as the command line does (screenshots/, tests/).
 __all__ = ["COMMANDS", "build_parser", "main", "make_sampler", "run_command"]
 
 # The subcommands as `hwtop --help` lists them, with a line of help each; `name` runs hwtop.cli.<name>.
