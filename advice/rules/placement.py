@@ -8,6 +8,7 @@ from functools import lru_cache
 
 import msgspec
 
+from hwtop.advice.registry import rule
 from hwtop.advice.text import command, cpus, job_name
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, gpu_numa_node, gpus_in_use, node_cpus
@@ -46,6 +47,8 @@ def _placed(snapshot: Snapshot) -> list[_Placed]:
     return list(out.values())
 
 
+@rule("numa-misplaced", hold_s=2, clear_s=5, order=40, watches="GPU processes' CPU affinity against their GPU's node",
+      reads=("numa_local_memory_share",))
 def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     nodes = node_cpus(latest)
@@ -89,6 +92,8 @@ def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
             cause=f"far from node {home}")
 
 
+@rule("pcie-degraded", hold_s=5, clear_s=10, order=50, watches="PCIe gen and width of busy GPUs",
+      reads=("gpu_busy_util_percent",))
 def pcie_degraded(window: Window, t: Thresholds) -> Iterator[Finding]:
     for gpu in window.latest.gpus:
         link = gpu.pcie
@@ -162,6 +167,8 @@ P2P_FIXES = ("NCCL_DEBUG=INFO prints the transport NCCL chose for each pair (P2P
              "nvidia-smi topo -m shows how every pair is connected.")
 
 
+@rule("topology-slow-p2p", hold_s=5, clear_s=10, order=60, watches="links, models and balance of multi-GPU jobs",
+      reads=("gpu_waiting_util_percent", "straggler_ratio"))
 def topology_slow_p2p(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     links = latest.topology.gpu_links if latest.topology else ()

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from statistics import median
 from typing import TYPE_CHECKING
 
+from hwtop.advice.registry import rule
 from hwtop.advice.rules.health import HARDWARE, POWER, THERMAL
 from hwtop.advice.rules.job_facts import running_job
 from hwtop.advice.thresholds import Thresholds
@@ -106,6 +107,10 @@ def _cause(snapshot: Snapshot, job: JobSnapshot, slow: RankFigures, others: list
     return evidence, fixes
 
 
+@rule("rank-straggler", hold_s=5, clear_s=10, order=220, watches="each rank's collective waits against the others'",
+      reads=("data_wait_fraction", "gpu_busy_util_percent", "numa_local_memory_share", "rank_hang_wait_share",
+             "rank_stale_s", "runqueue_wait_share", "stack_min_samples", "straggler_own_wait_ratio",
+             "straggler_peer_wait_share"))
 def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None or len(job.ranks) < 2:
