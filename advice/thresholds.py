@@ -10,8 +10,6 @@ import math
 
 import msgspec
 
-from hwtop.probes.topology import GPU_BUSY_UTIL_PERCENT
-
 
 class Threshold(msgspec.Struct, frozen=True):
     value: float
@@ -34,8 +32,8 @@ TABLE: dict[str, Threshold] = {
         0.5, "fraction", "hwtop's choice: a rank with under half its resident pages on its GPU's node pays the "
         "inter-socket link on most host-side copies"),
     "gpu_busy_util_percent": Threshold(
-        GPU_BUSY_UTIL_PERCENT, "%", "hwtop's choice: above this a GPU is doing real work; idle GPUs lower clocks "
-        "and PCIe speed on purpose"),
+        30.0, "%", "hwtop's choice: above this a GPU is doing real work; idle GPUs lower clocks "
+        "and PCIe speed on purpose (advice/judge.py: the rules' and the panels' one answer to 'is this GPU busy?')"),
     "data_wait_fraction": Threshold(
         0.3, "fraction", "a step that spends 30% of its time waiting for the next batch is input-bound; the "
         "balanced scenario measures 0.14 here, dataloader-bound 0.83"),

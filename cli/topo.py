@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 
+from hwtop.advice.judge import link_degraded
+from hwtop.advice.thresholds import Thresholds
 from hwtop.model.safe_text import printable_lines
 from hwtop.model.snapshot import GpuSnapshot, NicSnapshot, NumaSnapshot, Topology
 from hwtop.probes.numa import NumaProbe
 from hwtop.probes.sysfs import format_cpulist
-from hwtop.probes.topology import link_degraded
 
 LEGEND = """Legend:
   X    = Self
@@ -80,24 +81,23 @@ def network_lines(nics: tuple[NicSnapshot, ...]) -> list[str]:
     return [f"  {port_line(nic, 200).plain}" for nic in ports] or ["  no network port with a device"]
 
 
-def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...]) -> list[str]:
-    """Each PCIe link below its maximum, flagged only while its GPU is busy (idle GPUs drop speed on purpose)."""
+def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...], t: Thresholds | None = None) -> list[str]:
+    """Each PCIe link below its maximum, flagged only while its GPU is busy (idle GPUs drop speed on purpose), by
+    the pcie-degraded rule's judgement and thresholds."""
+    t = t or Thresholds()
     lines = []
     by_name = {f"GPU{g.index}": g for g in gpus}
     for device in topology.devices:
         gpu = by_name.get(device.name)
-        if gpu is not None and gpu.pcie is not None:
-            gen, width, max_gen, max_width = gpu.pcie.gen, gpu.pcie.width, gpu.pcie.max_gen, gpu.pcie.max_width
-            util = gpu.util_percent
-        else:
-            gen, width, max_gen, max_width = (device.link_gen, device.link_width, device.max_link_gen,
-                                              device.max_link_width)
-            util = None
+        live = gpu.pcie if gpu is not None else None  # NVML's live link, with the utilisation to judge it by
+        link = device.link if live is None else live
+        util = gpu.util_percent if live is not None and gpu is not None else None
+        gen, width, max_gen, max_width = link.gen, link.width, link.max_gen, link.max_width
         if gen is None or max_gen is None:
             continue
         state = f"{device.name:<8} PCIe gen {gen} x{width} of gen {max_gen} x{max_width}"
         below = gen < max_gen or (width or 0) < (max_width or 0)
-        if link_degraded(gen, width, max_gen, max_width, util):
+        if link_degraded(link, util, t):
             lines.append(f"  {state}: DEGRADED while {util:.0f}% busy — reseat the card, check the slot, BIOS "
                          "PCIe speed and riser")
         elif below and util is not None:

@@ -51,7 +51,7 @@ class JobScreen(Screen[None]):
         node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
         series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
         straggler = next((f.pids[0] for f in frame.findings if f.id == rank_straggler.id and f.pids), None)
-        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, straggler)
+        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, straggler, self.context.thresholds)
 
     async def action_dump_stack(self) -> None:
         from hwtop.probes.stack import dump
