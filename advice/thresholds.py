@@ -58,12 +58,6 @@ TABLE: dict[str, Threshold] = {
     "straggler_ratio": Threshold(
         0.7, "fraction", "hwtop's choice: a rank's GPU below 70% of the busiest rank's utilisation; in DDP every "
         "all-reduce waits for the slowest rank"),
-    "scale_drops": Threshold(3, "drops", "GradScaler halves its scale on each inf/NaN step; a few drops at the "
-                                         "start are normal calibration, 3 within the window are not"),
-    "scale_warmup_steps": Threshold(20, "steps", "the scaler starts at 2^16 and halves until it fits the "
-                                                "gradients: drops in the first steps are expected"),
-    "ecc_corrected_growth": Threshold(100, "errors", "hwtop's choice: 100 more corrected errors within two "
-                                                     "minutes is a burst; NVML here gives totals, not addresses"),
     "spin_util_percent": Threshold(
         95.0, "%", "hwtop's choice: NCCL's kernels poll a flag while they wait for a peer, so NVML reports the GPU "
         "busy the whole time"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hwtop.advice.registry import rule
-from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.thresholds import Threshold, Thresholds
 from hwtop.advice.window import Window, compute_pids
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot
@@ -95,7 +95,9 @@ def _xid_finding(gpu: GpuSnapshot) -> Finding:
 
 
 @rule("gpu-errors", severity="critical", hold_s=0, clear_s=60, order=130, watches="ECC errors and lost GPUs",
-      reads=("ecc_corrected_growth",))
+      thresholds={"ecc_corrected_growth": Threshold(
+          100, "errors", "hwtop's choice: 100 more corrected errors within two minutes is a burst; NVML here gives "
+                         "totals, not addresses")})
 def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:
     first = {g.index: g for g in window.snapshots[0].gpus}
     for gpu in window.latest.gpus:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from hwtop.advice.registry import rule
 from hwtop.advice.text import job_name
-from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.thresholds import Threshold, Thresholds
 from hwtop.advice.window import Window, compute_pids, empty_job_config, mean, workload_running
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
@@ -89,8 +89,11 @@ def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
         scope="job", gpus=tuple(g.index for g in _job_gpus(latest)))
 
 
-@rule("amp-overflow", hold_s=0, clear_s=30, order=120, watches="GradScaler scale drops",
-      reads=("scale_drops", "scale_warmup_steps"))
+@rule("amp-overflow", hold_s=0, clear_s=30, order=120, watches="GradScaler scale drops", thresholds={
+    "scale_drops": Threshold(3, "drops", "GradScaler halves its scale on each inf/NaN step; a few drops at the "
+                                         "start are normal calibration, 3 within the window are not"),
+    "scale_warmup_steps": Threshold(20, "steps", "the scaler starts at 2^16 and halves until it fits the "
+                                                "gradients: drops in the first steps are expected")})
 def amp_overflow(window: Window, t: Thresholds) -> Iterator[Finding]:
     workload = window.latest.workload
     for rank in workload.ranks if workload else ():
