@@ -110,7 +110,7 @@ def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...], t: Thresholds
 
 
 def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...] = (),
-           nics: tuple[NicSnapshot, ...] | None = None) -> str:
+           nics: tuple[NicSnapshot, ...] | None = None, thresholds: Thresholds | None = None) -> str:
     names = [d.name for d in topology.devices]
     width = max([6, *(len(n) + 1 for n in names)])
     out = []
@@ -143,7 +143,7 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
         out.append(f"{node.index:>4}:" + "".join(f"{d:>4}" for d in node.distances))
     out.append("")
     out.append("link health:")
-    out += link_health(topology, gpus)
+    out += link_health(topology, gpus, thresholds)
     if nics is not None:
         out.append("")
         out.append("network:")
@@ -151,15 +151,16 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
     return printable_lines(out)  # device names and notes come from sysfs and NVML: shown, never sent
 
 
-def topo_command(demo: str | None, as_json: bool) -> int:
+def topo_command(demo: str | None, as_json: bool, thresholds: Thresholds | None = None) -> int:
+    """`thresholds`: a config file's, so a link is judged as the monitor's pcie-degraded rule judges it."""
     import msgspec
 
     topology, numa, gpus = gather(demo)
     nics = gather_network(demo, topology)
     if as_json:
         print(json.dumps({"topology": msgspec.to_builtins(topology), "numa": msgspec.to_builtins(numa),
-                          "link_health": [line.strip() for line in link_health(topology, gpus)],
+                          "link_health": [line.strip() for line in link_health(topology, gpus, thresholds)],
                           "network": msgspec.to_builtins(nics)}, indent=2))
     else:
-        print(render(topology, numa, gpus, nics))
+        print(render(topology, numa, gpus, nics, thresholds))
     return 0

@@ -85,3 +85,15 @@ def test_the_job_panel_marks_far_memory_by_the_configured_share(tmp_path) -> Non
     assert _marked(panel.lines(200), far, palette.CRIT_STRONG)  # 40% local, under the default half
     panel.show(job, {}, {0: 0}, {0: 0, 1: 0}, None, load(str(config)).thresholds)
     assert far not in "\n".join(line.plain for line in panel.lines(200))
+
+
+def test_topo_link_health_judges_by_the_thresholds_it_is_given(tmp_path) -> None:
+    from hwtop.cli.topo import link_health
+
+    snapshot = _degraded_link_snapshots()[-1]
+    assert snapshot.topology is not None
+    config = tmp_path / "config.toml"
+    config.write_text("[advice.thresholds]\ngpu_busy_util_percent = 95\n")
+    assert "DEGRADED while 90% busy" in link_health(snapshot.topology, snapshot.gpus)[0]
+    assert "below its maximum while idle (90%)" in link_health(snapshot.topology, snapshot.gpus,
+                                                               load(str(config)).thresholds)[0]
