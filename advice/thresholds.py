@@ -2,7 +2,8 @@
 any of them (`[advice.thresholds]` in ~/.config/hwtop/config.toml, read by session.config); unknown names and
 values outside their unit's bounds are refused, not ignored. The numbers several rules or a panel share are
 declared here; a rule may declare its own beside it (`@rule(..., thresholds={...})`, advice/registry.py), which
-joins this table when the rules are imported (`table()` makes sure they are)."""
+joins this table as the rules are imported: the advice package imports them first (advice/__init__.py), so TABLE
+is whole wherever it can be read."""
 
 from __future__ import annotations
 
@@ -140,25 +141,17 @@ BOUNDS_OF_UNIT: dict[str, tuple[float, float]] = {"%": (0.0, 100.0), "fraction":
 ANY_COUNT = (0.0, math.inf)
 
 
-def table() -> dict[str, Threshold]:
-    """TABLE with every rule's own thresholds in it: the rules' modules are imported first."""
-    import hwtop.advice.rules  # noqa: F401 - importing the rules adds their thresholds; below them, hence late
-
-    return TABLE
-
-
 def bounds(name: str) -> tuple[float, float]:
-    return BOUNDS_OF_UNIT.get(table()[name].unit, ANY_COUNT)
+    return BOUNDS_OF_UNIT.get(TABLE[name].unit, ANY_COUNT)
 
 
 class Thresholds:
     """The table with a user's overrides; `t["name"]` is the value in use."""
 
     def __init__(self, overrides: dict[str, float] | None = None, hold_s: dict[str, float] | None = None) -> None:
-        known = table()
-        self.values = {name: entry.value for name, entry in known.items()}
+        self.values = {name: entry.value for name, entry in TABLE.items()}
         for name, value in (overrides or {}).items():
-            if name not in known:
+            if name not in TABLE:
                 raise ValueError(f"unknown advice threshold {name!r}")
             self.values[name] = float(value)
         self.hold_s = dict(hold_s or {})

@@ -50,7 +50,7 @@ def _reads(function: types.FunctionType, seen: set[object]) -> set[str]:
 def test_a_rule_declares_every_threshold_its_check_reads(rule: Rule) -> None:
     assert isinstance(rule.check, types.FunctionType)
     assert _reads(rule.check, set()) <= set(rule.reads)
-    assert set(rule.reads) <= set(thresholds.table())
+    assert set(rule.reads) <= set(thresholds.TABLE)
 
 
 def _raised(module: str) -> list[tuple[str, str | None]]:
@@ -138,7 +138,7 @@ def test_a_new_module_in_the_package_registers_itself_with_its_thresholds(tmp_pa
             sys.modules.pop(name, None)
     assert (found.id, found.reads, found.module) == ("stuck-worker", ("data_wait_fraction", "stuck_worker_s"),
                                                       "extra_rules.stuck")
-    assert "stuck_worker_s" in thresholds.table() and registry._REGISTERED == [found]
+    assert "stuck_worker_s" in thresholds.TABLE and registry._REGISTERED == [found]
     assert list(found(None, thresholds.Thresholds({"stuck_worker_s": 5})))  # type: ignore[arg-type]
     assert not list(found(None, thresholds.Thresholds()))  # type: ignore[arg-type]
 
