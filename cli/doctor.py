@@ -16,6 +16,7 @@ from typing import Any
 
 import msgspec.structs
 
+from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.timeline import clock
 from hwtop.cli.machine import make_sampler
@@ -285,7 +286,7 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
     if facts.get("gpu_message"):
         out.append(f"  GPUs: {facts['gpu_message']}")
     if facts.get("job"):
-        straggler = next((e.finding.pids[0] for e in seen.values() if e.finding.id == "rank-straggler" and
+        straggler = next((e.finding.pids[0] for e in seen.values() if e.finding.id == rank_straggler.id and
                           e.active and e.finding.pids), None)
         out += _job_lines(facts["job"], straggler)
     if not seen:

@@ -118,7 +118,7 @@ class MainScreen(Screen[None]):
             memory=None if "memory" in hidden else MemoryPanel.want(snapshot.memory, snapshot.numa,
                                                                    memory_width - INSIDE),
             gpu=None if "gpu" in hidden else GpuPanel.want(snapshot.gpu_system, gpus, inner),
-            network=NetworkPanel.want(snapshot.nics, inner) if ports else None,
+            network=NetworkPanel.want(snapshot.nics, inner, context.thresholds) if ports else None,
             workload=None if workload is None else WorkloadPanel.want(workload, inner),
             advice=None if "advice" in hidden else Want(natural, headlines, 1, frame=FRAME if framed else 0),
             processes="processes" not in hidden,
@@ -132,13 +132,14 @@ class MainScreen(Screen[None]):
         marked_cores = {c for f in serious for c in f.cores}
         self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"), max_lines=rows.memory)
         self.disks_panel.show(snapshot.disks, room=rows.disks)
-        self.network_panel.show(snapshot.nics, room=rows.network if rows.network > 1 else 0)  # 0: one bare line
+        self.network_panel.show(snapshot.nics, room=rows.network if rows.network > 1 else 0,  # 0: one bare line
+                                thresholds=context.thresholds)
         self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops)
         self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
                             max_lines=rows.cpu)
         numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=rows.gpu, numa_of=numa_of,
-                            marked=marked_gpus, width=inner)
+                            marked=marked_gpus, width=inner, thresholds=context.thresholds)
         self.process_table.show(snapshot.processes, gpus,
                                 marked=set(workload.pids) if workload else None)
 
