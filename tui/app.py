@@ -12,7 +12,6 @@ from textual.screen import ModalScreen, Screen
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
-from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
 from hwtop.session.controls import ControlRefused, ReplayState
 from hwtop.session.session import Session, SnapshotSource
@@ -85,10 +84,6 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         return self.main
 
     # The screens' context (tui/frame_view.py): what they read besides the Frame.
-    @property
-    def history(self) -> History:
-        return self.session.history
-
     @property
     def watching(self) -> tuple[str, ...]:
         return self.session.watching

@@ -112,7 +112,7 @@ class MainScreen(Screen[None]):
     def show(self, frame: Frame) -> None:
         self.frame = frame
         snapshot, context = frame.snapshot, self.context
-        history, status = context.history, context.status()
+        history, status = frame.history, context.status()
         width, height = self.app.size  # the terminal's: this screen's own is unset until its first layout
         gpus, hidden = snapshot.gpus, self.hidden_panels
         narrow = width < NARROW
