@@ -14,9 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hwtop.model.snapshot import DiskKind
 
 GIB = 1024**3
 MIB = 1024**2
+
+
+def _dgx_disks() -> tuple[tuple[str, DiskKind], ...]:
+    """DGX A100: 2 NVMe for the OS (md RAID 1), 8 for data (md RAID 0), and a network mount."""
+    nvme: list[tuple[str, DiskKind]] = [(f"nvme{i}n1", "nvme") for i in range(10)]
+    return (*nvme, ("md0", "raid"), ("md1", "raid"), ("nfs0", "network"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +80,7 @@ class DemoHost:
     l3_cache_bytes: int | None  # None: not known (a capture that did not record it)
     ram_bytes: int
     swap_bytes: int
-    disks: tuple[tuple[str, str], ...]  # (name, kind: nvme | ssd | hdd | raid | network | virtual)
+    disks: tuple[tuple[str, DiskKind], ...]  # (name, kind)
     sockets: int = 1
     numa_nodes: int = 1
     nics: tuple[DemoNic, ...] = ()
@@ -155,8 +165,7 @@ HOSTS = {
     # md RAID 0) (DGX A100 user guide): md devices are "raid" to the disk probe, as on a real box; NUMA as
     # demo/topology.py lays the GPUs out (one node per socket).
     "dgx-a100": DemoHost("AMD EPYC 7742 64-Core Processor", 128, 256, 512 * _MIB_L3, 2048 * GIB, 0,
-                         tuple((f"nvme{i}n1", "nvme") for i in range(10)) + (("md0", "raid"), ("md1", "raid"),
-                                                                               ("nfs0", "network")),
+                         _dgx_disks(),
                          sockets=2, numa_nodes=2, nics=_DGX_NICS, hostname="dgx-a100-demo"),
     "h100-pcie": DemoHost("Intel(R) Xeon(R) Platinum 8480+", 112, 224, 210 * _MIB_L3, 1024 * GIB, 0,
                           (("nvme0n1", "nvme"), ("nvme1n1", "nvme")), sockets=2, numa_nodes=2, nics=_ETH_10G,

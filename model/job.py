@@ -4,7 +4,11 @@ imports this module."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from hwtop.model.record import Record
+
+JobStatus = Literal["running", "ended"]
 
 
 class WorkerBirths(Record, frozen=True):
@@ -133,7 +137,7 @@ class JobSnapshot(Record, frozen=True):
 
     label: str
     roots: tuple[int, ...]
-    status: str  # running | ended
+    status: JobStatus
     processes: tuple[JobProcess, ...]
     cpu_percent: float | None
     rss_bytes: int

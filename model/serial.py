@@ -7,7 +7,7 @@ import math
 import types
 import typing
 from functools import cache
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import msgspec
 
@@ -65,6 +65,10 @@ def decode(kind: Any, value: Any) -> Any:
     if kind is bool:
         if not isinstance(value, bool):
             raise ValueError(f"expected true/false, got {value!r}")
+        return value
+    if origin is Literal:
+        if value not in typing.get_args(kind):
+            raise ValueError(f"expected one of {', '.join(map(repr, typing.get_args(kind)))}, got {value!r}")
         return value
     if kind is str:
         if not isinstance(value, str):
