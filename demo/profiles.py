@@ -216,10 +216,6 @@ PROFILES: dict[str, DemoProfile] = {
 }
 
 
-def profile_names() -> list[str]:
-    return list(PROFILES)
-
-
 def get_profile(name: str) -> DemoProfile:
     try:
         return PROFILES[name]

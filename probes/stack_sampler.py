@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -329,8 +329,3 @@ def _release(running: _Running) -> None:
         os.unlink(running.path)
     except OSError:
         pass
-
-
-def tally_counts(stacks: RankStacks) -> Counter[str]:
-    """Samples per category (rounded back from the fractions), for tests and text."""
-    return Counter({name: round(value * stacks.samples) for name, value in stacks.fractions})

@@ -35,12 +35,6 @@ class Want(Record, frozen=True):
             return max(lower) if lower else None
         return lines - 1 if lines - 1 >= floor else None
 
-    def above(self, lines: int) -> int | None:
-        if self.steps:
-            higher = [s for s in self.steps if lines < s <= self.most]
-            return min(higher) if higher else None
-        return lines + 1 if lines < self.most else None
-
 
 class TextPanel(Widget):
     """Subclasses implement `lines(width)` and call `changed()` after new data. The lines are built once per
