@@ -269,8 +269,8 @@ class MainScreen(Screen[None]):
 
     async def _filter_box(self) -> Input:
         """The filter's input line, mounted above the footer the first time it is wanted: composed hidden, its
-        stylesheet and widget cost 18 M instructions (~4 ms) of the first frame, for a key not every session
-        presses. A second call while the first still mounts waits for the same mount."""
+        stylesheet and widget would cost the first frame for a key not every session presses. A second call while
+        the first still mounts waits for the same mount."""
         mounting = self._filter_mount
         if mounting is None:
             from textual.widgets import Input
