@@ -3,7 +3,7 @@
 Drawn as it looks in Textual's own `Footer`, from one widget instead of the Footer's one per key (nine on the main
 screen): those widgets, their stylesheet and their second composition were a visible part of hwtop's first frame
 (benchmarks/README.md). What a user does with it is kept: the keys shown follow the focused widget and the
-screen (the app's `check_action` hides a key or dims it), and a click on a key presses it."""
+screen (a screen's or the app's `check_action` hides a key or dims it), and a click on a key presses it."""
 
 from __future__ import annotations
 
