@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tests.live_processes import descendants
+
 JOBS = Path(__file__).parents[1] / "jobs"
 HWTOP = [sys.executable, "-m", "hwtop"]
 FOUND_WITHIN_S = 30.0
@@ -71,24 +73,6 @@ class Job:
             except ProcessLookupError:
                 pass
         self.process.wait(30)
-
-
-def descendants(root: int) -> list[int]:
-    parent_of = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                text = Path(f"/proc/{name}/stat").read_text()
-                parent_of[int(name)] = int(text[text.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    out, todo = [], [root]
-    while todo:
-        current = todo.pop()
-        children = [pid for pid, parent in parent_of.items() if parent == current]
-        out += children
-        todo += children
-    return out
 
 
 @contextmanager

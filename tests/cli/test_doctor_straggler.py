@@ -18,30 +18,14 @@ from typing import Any
 
 import pytest
 
+from tests.live_processes import descendants
+
 JOB = Path(__file__).parent.parent / "jobs" / "ddp_straggler.py"
 HWTOP = [sys.executable, "-m", "hwtop"]
 FOUND_WITHIN_S = 30.0
 SECONDS = 15
 torch_missing = importlib.util.find_spec("torch") is None
 slow_torch = [pytest.mark.slow, pytest.mark.skipif(torch_missing, reason="the job needs torch")]
-
-
-def descendants(root: int) -> list[int]:
-    parent_of = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                text = Path(f"/proc/{name}/stat").read_text()
-                parent_of[int(name)] = int(text[text.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    out, todo = [], [root]
-    while todo:
-        current = todo.pop()
-        children = [pid for pid, parent in parent_of.items() if parent == current]
-        out += children
-        todo += children
-    return out
 
 
 def rank_pids(launcher: int) -> dict[int, int]:
