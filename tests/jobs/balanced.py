@@ -4,9 +4,9 @@ epochs and keep ahead of the model. Written as ordinary user code; hwtop's tests
 import argparse
 
 import torch
-from progress import Progress  # tests/jobs/progress.py, beside this script
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import fit  # tests/jobs/training.py, beside this script
 
 
 class Synthetic(Dataset):
@@ -37,15 +37,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
-    progress = Progress(args.time_limit)
-    for epoch in range(args.epochs):
-        for x, y in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            if progress.stepped(loss, epoch):
-                return
+    fit(loader, model, optimizer, loss_fn, args.epochs, args.time_limit)
 
 
 if __name__ == "__main__":

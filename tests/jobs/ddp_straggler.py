@@ -12,9 +12,9 @@ import time
 
 import torch
 import torch.distributed as dist
-from progress import Progress  # tests/jobs/progress.py, beside this script
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+from training import Progress  # tests/jobs/training.py, beside this script
 
 
 def python_augmentation(seconds: float) -> float:

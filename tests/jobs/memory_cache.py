@@ -9,9 +9,9 @@ import argparse
 import os
 
 import torch
-from progress import Progress  # tests/jobs/progress.py, beside this script
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import Progress  # tests/jobs/training.py, beside this script
 
 SAMPLE_BYTES = 16384
 

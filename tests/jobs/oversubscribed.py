@@ -10,11 +10,11 @@ import os
 
 import torch
 import torch.distributed as dist
-from progress import Progress  # tests/jobs/progress.py, beside this script
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
+from training import Progress  # tests/jobs/training.py, beside this script
 
 
 class Synthetic(Dataset):

@@ -6,9 +6,9 @@ import argparse
 
 import numpy as np
 import torch
-from progress import Progress  # tests/jobs/progress.py, beside this script
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import fit  # tests/jobs/training.py, beside this script
 
 
 class Augmented(Dataset):
@@ -48,15 +48,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.CrossEntropyLoss()
 
-    progress = Progress(args.time_limit)
-    for epoch in range(args.epochs):
-        for images, labels in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(images), labels)
-            loss.backward()
-            optimizer.step()
-            if progress.stepped(loss, epoch):
-                return
+    fit(loader, model, optimizer, loss_fn, args.epochs, args.time_limit)
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ import argparse
 import os
 
 import torch
-from progress import Progress  # tests/jobs/progress.py, beside this script
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import fit  # tests/jobs/training.py, beside this script
 
 FRAMES = 16  # files per sample
 FRAME_BYTES = 8192
@@ -87,15 +87,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
-    progress = Progress(args.time_limit)
-    for epoch in range(args.epochs):
-        for x, y in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            if progress.stepped(loss, epoch):
-                return
+    fit(loader, model, optimizer, loss_fn, args.epochs, args.time_limit)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@ new pair of workers (the common default). --persistent-workers is the fix. Ordin
 import argparse
 
 import torch
-from progress import Progress  # tests/jobs/progress.py, beside this script
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import Progress  # tests/jobs/training.py, beside this script
 
 
 class Features(Dataset):

@@ -1,5 +1,6 @@
 """The scripts' shared helper, as a user's own repository keeps one beside its training scripts: the progress line
-(`epoch E step S loss L N steps/s`, at the first step and every two seconds after) and the time limit."""
+(`epoch E step S loss L N steps/s`, at the first step and every two seconds after), the time limit, and the plain
+supervised loop the single-process scripts train with."""
 
 import time
 
@@ -23,3 +24,16 @@ class Progress:
 
     def past(self) -> bool:
         return time.time() - self.start > self.time_limit
+
+
+def fit(loader, model, optimizer, loss_fn, epochs: int, time_limit: float) -> None:
+    """Epochs of the plain loop (zero_grad, forward, loss, backward, step) until `epochs` or the time limit."""
+    progress = Progress(time_limit)
+    for epoch in range(epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            optimizer.step()
+            if progress.stepped(loss, epoch):
+                return
