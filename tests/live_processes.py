@@ -4,6 +4,7 @@ kills at its end (torchrun starts each rank in a session of its own) and where i
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 
@@ -24,3 +25,13 @@ def descendants(root: int) -> list[int]:
         out += children
         todo += children
     return out
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL to `root` and everything under it: torchrun starts each rank in a session of its own, so a process
+    group is not enough."""
+    for pid in [root, *descendants(root)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -11,7 +11,6 @@ import json
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.live_processes import descendants
+from tests.live_processes import kill_tree
 
 JOBS = Path(__file__).parents[1] / "jobs"
 HWTOP = [sys.executable, "-m", "hwtop"]
@@ -66,12 +65,7 @@ class Job:
         raise AssertionError("the job did not start training: " + "".join(self.output[-20:]))
 
     def stop(self) -> None:
-        """The whole tree: torchrun starts each rank in a session of its own, so a process group is not enough."""
-        for pid in [self.process.pid, *descendants(self.process.pid)]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tree(self.process.pid)
         self.process.wait(30)
 
 
