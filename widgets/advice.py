@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
+import msgspec
 from rich.text import Text
 from textual import events
 from textual.message import Message
@@ -191,8 +192,10 @@ class AdvicePanel(TextPanel):
         spare = self.timeline_rows if budget is None else budget - len(rows)
         if self.inline and self.timeline and spare >= 2:  # a tall box: the latest of what changed when
             rows.append((None, Text("what changed", style=palette.DIM)))
+            titles = {f.key: f.title for f in self.findings}  # a finding still shown: its one title, as the pane's
             for change in self.timeline[-(spare - 1):]:
-                line = data(f"  {describe(change)}", palette.DIM)
+                title = titles.get(change.key, change.title)
+                line = data(f"  {describe(msgspec.structs.replace(change, title=title))}", palette.DIM)
                 line.truncate(max(1, width), overflow="ellipsis")
                 rows.append((None, line))
         return rows, headline
