@@ -154,6 +154,17 @@ class MainScreen(Screen[None]):
     def on_resize(self) -> None:
         self.relayout()
 
+    def on_advice_panel_opened(self, message: AdvicePanel.Opened) -> None:
+        """A finding opened in the pane: the rows are shared out again at once; where it still does not fit, it
+        opens on the advice screen instead (the first `a` at 120x40 hid the evidence and opened nothing)."""
+        message.stop()
+        self.relayout()
+        panel = self.advice_panel
+        if panel.folded:
+            panel.close(message.key)
+            self.relayout()
+            self.post_message(AdvicePanel.DetailsWanted())
+
     def on_click(self, event: events.Click) -> None:
         """A click on a finding opens or closes it (the pane's own handler): the rows are shared out again."""
         if event.widget is self.advice_panel:

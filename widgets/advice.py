@@ -56,6 +56,14 @@ class AdvicePanel(TextPanel):
     class DetailsWanted(Message):
         """Posted instead of opening a finding in place when the pane is told there is no room (`inline`)."""
 
+    class Opened(Message):
+        """A finding was opened in place: the screen shares its rows out again and, where the open finding still
+        does not fit (`folded`), closes it and asks for the details screen: one press opens it either way."""
+
+        def __init__(self, key: tuple[str, str]) -> None:
+            super().__init__()
+            self.key = key
+
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.inline = True
@@ -105,6 +113,17 @@ class AdvicePanel(TextPanel):
             return
         self.expanded ^= {key}
         self.changed()
+        if key in self.expanded:
+            self.post_message(self.Opened(key))
+
+    def close(self, key: tuple[str, str]) -> None:
+        self.expanded.discard(key)
+        self.changed()
+
+    @property
+    def folded(self) -> bool:
+        """The rows the budget gave do not hold the open findings: the pane draws headlines only."""
+        return bool(self.expanded) and self.rows is not None and self.needed() > self.rows
 
     def action_move(self, step: int) -> None:
         if self.findings:
