@@ -41,8 +41,9 @@ class DemoRanks:
         self._t = 0.0
         self._seconds: dict[int, dict[str, float]] = {rank: {} for rank in self.ranks}  # rank -> phase -> seconds
 
-    def _processes(self, memory: dict[int, int | None]) -> list[JobProcess]:
-        """The launcher, its ranks and their DataLoader workers, from the host's table of this tick."""
+    def _processes(self, state: JobState, memory: dict[int, int | None]) -> list[JobProcess]:
+        """The launcher, its ranks and their DataLoader workers, from the host's table of this tick; a rank's
+        environment as torchrun sets it (WORLD_SIZE, LOCAL_WORLD_SIZE) with the story's NCCL_* variables."""
         table = self.host.every_process()
         ranks = {RANK_PID + rank: rank for rank in self.ranks}
         node_of = {cpus: node for node, cpus in enumerate(self.host.nodes)}
@@ -59,9 +60,11 @@ class DemoRanks:
             node = node_of.get(p.cpu_affinity) if p.cpu_affinity is not None else None
             pages = None if node is None or p.rss_bytes is None else ((node, p.rss_bytes // PAGE),)
             gpu = ((rank, memory.get(p.pid)),) if rank is not None else ()
+            here = len(self.ranks) if depth else None
             out.append(JobProcess(p.pid, p.ppid, p.name, p.cmdline, role, rank, depth, p.state, p.cpu_percent,
                                   p.rss_bytes, p.threads, p.cpu_affinity, numa_pages=pages, gpus=gpu,
-                                  local_rank=rank))
+                                  local_rank=rank, nccl_env=tuple(sorted(state.nccl_env)) if depth else (),
+                                  world_size=here and here * state.nodes, local_world_size=here))
         return out
 
     def read(self, gpus: tuple[GpuSnapshot, ...] = (), workload: WorkloadState | None = None,
@@ -72,7 +75,7 @@ class DemoRanks:
         seen_at = now if now is not None else self.wall()
         steps = {r.pid: r.step for r in workload.ranks} if workload is not None else {}
         memory = {p.pid: p.used_memory_bytes for g in gpus for p in g.processes}
-        processes = self._processes(memory)
+        processes = self._processes(state, memory)
         if state.status == "crashed":  # torchrun tore the job down: its last figures, and how it ended
             return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "ended", (), None, 0, ended_at=seen_at,
                                message=f"demo: {state.phase}")
