@@ -21,7 +21,7 @@ TOLD_AT = {"steady": 40.0, "starved": 30.0, "nccl-hang": 70.0, "oom": 50.0, "amp
 # for the wrong reason.
 MUST_COMPARE = {"straggler": {"coll"}, "nccl-hang": {"coll"}, "starved": {"data"}, "oom": {"gpu_mem", "pid_mem"},
                 "nccl-ethernet": {"port"}}
-FAST = {("straggler", (120, 40)), ("nccl-hang", (80, 24))}
+FAST = {("straggler", (120, 40))}
 CASES = [(story, size) for story in sorted(TOLD_AT) for size in SIZES]
 
 

@@ -49,6 +49,7 @@ def test_a_wrapped_report_line_continues_under_its_text() -> None:
     assert lines[graded + 1].startswith("  ") and all(len(line) <= 40 for line in lines), lines
 
 
+@pytest.mark.slow  # an app and the report's facts (the rule itself: the test above)
 async def test_at_80x24_every_wrapped_line_of_the_report_is_indented() -> None:
     """Issue 48: the box report's wrapped lines restarted at column 0."""
     from tests.small_screen import screen_lines
