@@ -117,6 +117,7 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
     if not pids and workload is not None:
         pids = workload.pids
-    title = "Ranks wait in a collective" if spinning else "The job stopped making steps"
+    title = (f"Rank {hung.rank.rank} never reached the collective the others wait in"
+             if hung is not None and hung.rank is not None else "The job's ranks wait in a collective")
     yield Finding("collective-hang", "critical", title, tuple(evidence), FIXES, scope="job",
                   gpus=tuple(sorted(spinning)), pids=pids)
