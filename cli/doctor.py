@@ -18,7 +18,8 @@ import msgspec.structs
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.timeline import clock
 from hwtop.model.finding import Finding
-from hwtop.model.job import JobSnapshot
+from hwtop.model.job import JobSnapshot, RankFigures
+from hwtop.model.ras import NcclView
 from hwtop.model.safe_text import printable, printable_lines
 from hwtop.model.snapshot import Snapshot
 from hwtop.session.session import Session
@@ -176,12 +177,48 @@ def job_facts(job: JobSnapshot, watched_s: float) -> dict[str, Any]:
                           "samples": r.samples, "collective": round(r.collective_share, 3), "steps": r.steps,
                           "shares": {LABELS.get(name, name): round(value, 3) for name, value in r.shares},
                           "phase_seconds": {name: round(value, 1) for name, value in r.phase_seconds},
-                          "site": r.site} for r in job.ranks],
+                          "site": r.site, **nccl_rank_facts(r)} for r in job.ranks],
+        "nccl": nccl_facts(job.nccl),
         # what decides NCCL's transport, as the ranks' environment says (the network rules read the same)
         "nccl_env": dict(sorted({k: v for p in ranks for k, v in p.nccl_env}.items())),
         "world_size": next((p.world_size for p in ranks if p.world_size), None),
         "local_world_size": next((p.local_world_size for p in ranks if p.local_world_size), None),
     }
+
+
+def nccl_rank_facts(rank: RankFigures) -> dict[str, Any]:
+    """What NCCL's RAS says of one rank (issue 42): nothing where it was not asked."""
+    if rank.nccl_state is None:
+        return {}
+    return {"nccl_state": rank.nccl_state, "lag": rank.lag, "collectives": dict(rank.collectives),
+            "nccl_only": rank.nccl_only}
+
+
+def nccl_facts(view: NcclView | None) -> dict[str, Any] | None:
+    """Where hwtop asked NCCL's RAS, what it answered and what went wrong asking."""
+    if view is None:
+        return None
+    return {"address": view.address, "source": view.source, "queries": view.queries, "format": view.format,
+            "nccl_version": view.nccl_version, "reply_bytes": view.reply_bytes, "holding": view.holding,
+            "errors": list(view.errors),
+            "communicators": [{"hash": c.comm.hash, "size": c.comm.size, "queries": c.queries,
+                               "unchanged_s": round(c.queried_at - c.same_since, 1), "window": c.window,
+                               "behind": {str(rank): n for rank, n in c.behind},
+                               "missing": [{"rank": r.rank, "host": r.host, "pid": r.pid, "gpu": r.nvml_dev,
+                                            "dead": r.dead, "since": c.missing_from(r.rank)}
+                                           for r in c.comm.ranks if r.missing]} for c in view.comms]}
+
+
+def _nccl_lines(nccl: dict[str, Any] | None) -> list[str]:
+    if not nccl:
+        return []
+    version = f", NCCL {nccl['nccl_version']}" if nccl.get("nccl_version") else ""
+    out = [f"  NCCL RAS at {nccl['address']} ({nccl['source']}): {nccl['queries']} answer(s)"
+           + (f" in {nccl['format']}" if nccl.get("format") else "") + version]
+    if nccl.get("holding"):
+        out.append(f"  NCCL RAS: {nccl['holding']}")
+    out += [f"  NCCL RAS error: {line}" for line in nccl.get("errors", [])[-3:]]
+    return out
 
 
 def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
@@ -202,21 +239,34 @@ def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
                        + ", ".join(f"{name} {100 * value:.0f}%" for name, value in parts))
         elif stacks.get("message"):
             out.append(f"  where {who} spends its time: {stacks['message']}")
-    return out + _rank_lines(job.get("rank_figures") or [], straggler)
+    return out + _nccl_lines(job.get("nccl")) + _rank_lines(job.get("rank_figures") or [], straggler)
+
+
+RANK_LINES = 24  # of a large job, the worst ranks are listed; the JSON has them all
 
 
 def _rank_lines(ranks: list[dict[str, Any]], straggler: int | None) -> list[str]:
-    """The ranks side by side: how much of its time each waits for the others, and what it does otherwise."""
+    """The ranks side by side: how much of its time each waits for the others, and what it does otherwise; with
+    NCCL's RAS, every node's ranks with their state and how many collectives they lag, the worst first."""
     if len(ranks) < 2:
         return []
-    hosts = [printable(r["host"]) for r in ranks]  # a remote label: control characters made visible first
+    nccl = any("nccl_state" in r for r in ranks)
+    if nccl:  # worst first: dead or unresponsive, then the most behind
+        ranks = sorted(ranks, key=lambda r: (r.get("nccl_state") in ("RUNNING", None), -(r.get("lag") or 0),
+                                             r["rank"]))
+    shown = ranks[:RANK_LINES]
+    hosts = [printable(r["host"]) for r in shown]  # a remote label: control characters made visible first
     width = max(4, *(len(host) for host in hosts))
-    out = [f"  ranks: {'rank':>4}  {'host':<{width}}  {'pid':>7}  {'waits in collectives':<20}  busy at"]
-    for r, host in zip(ranks, hosts, strict=True):
+    extra = f"  {'NCCL':<12}  {'lag':>5}" if nccl else ""
+    out = [f"  ranks: {'rank':>4}  {'host':<{width}}  {'pid':>7}{extra}  {'waits in collectives':<20}  busy at"]
+    for r, host in zip(shown, hosts, strict=True):
         wait = f"{100 * r['collective']:.0f}%" if r["samples"] else "N/A"
         mark = " <- straggler" if straggler is not None and r["pid"] == straggler else ""
-        out.append(f"         {r['rank']:>4}  {host:<{width}}  {r['pid'] or '':>7}  {wait + mark:<20}  "
+        cells = f"  {r.get('nccl_state') or '-':<12}  {'' if r.get('lag') is None else r['lag']:>5}" if nccl else ""
+        out.append(f"         {r['rank']:>4}  {host:<{width}}  {r['pid'] or '':>7}{cells}  {wait + mark:<20}  "
                    f"{r['site'] or ''}".rstrip())
+    if len(ranks) > len(shown):
+        out.append(f"         ... and {len(ranks) - len(shown)} more ranks (--json lists them all)")
     return out
 
 

@@ -69,6 +69,9 @@ def _add_job_options(parser: argparse.ArgumentParser, sub: bool = False) -> None
     parser.add_argument("--job", metavar="NAME_OR_PID", default=default,
                         help="a running job by pid, or by a regular expression over command lines (never hwtop "
                              "itself or its shell)")
+    from hwtop.cli.nccl_ras_options import add_nccl_ras_options  # NCCL RAS (issue 42): re-apply after the split
+
+    add_nccl_ras_options(parser, sub)
 
 
 def offset_seconds(text: str) -> float:
@@ -437,6 +440,9 @@ def run_command(argv: list[str]) -> int:
     sampler = make_sampler(args.demo, args.no_gpu)
     if job_probe is not None:  # a demo story about the ranks brings its own focused job
         sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
+        from hwtop.cli.nccl_ras_options import apply_nccl_ras  # NCCL RAS (issue 42): re-apply after the split
+
+        apply_nccl_ras(args, sampler)
     try:
         # The first sample is taken while Textual is still to be imported (0.1-0.3 s); the first tick, after it,
         # before the app runs. The first frame then shows CPU %, disk and process rates, drawn at once rather
@@ -538,6 +544,9 @@ def doctor(args: argparse.Namespace, extra: list[str], thresholds) -> int:  # no
     sampler = make_sampler(args.demo, args.no_gpu)
     if job_probe is not None:
         sampler.job = job_probe
+        from hwtop.cli.nccl_ras_options import apply_nccl_ras  # NCCL RAS (issue 42): re-apply after the split
+
+        apply_nccl_ras(args, sampler)
     return doctor_command(sampler, thresholds, args.seconds, args.interval, job_args, args.json)
 
 

@@ -12,6 +12,7 @@ from hwtop.advice.rules.contention import cpu_oversubscribed, job_memory_pressur
 from hwtop.advice.rules.health import gpu_errors, gpu_throttled
 from hwtop.advice.rules.loader import data_starved, loader_io_bound, single_core_loading, worker_churn
 from hwtop.advice.rules.memory import cuda_oom, host_memory_pressure
+from hwtop.advice.rules.nccl_ras import nccl_error, nccl_rank_lost, nccl_stopped
 from hwtop.advice.rules.network import data_from_network, nccl_wrong_transport, network_saturated, nic_far_from_gpu
 from hwtop.advice.rules.pipeline import cpu_single_core, gpu_starved, io_bound
 from hwtop.advice.rules.placement import numa_misplaced, pcie_degraded, topology_slow_p2p
@@ -65,6 +66,10 @@ RULES: tuple[Rule, ...] = (
     Rule("nic-far-from-gpu", nic_far_from_gpu, 5.0, 10.0, "the NUMA node of busy ports against the job's GPUs"),
     Rule("data-from-network", data_from_network, 5.0, 10.0, "the mounts of the job's open files while it waits "
          "for data"),
+    # NCCL's own view (issue 42): each answer is already 10 s apart, and a lost rank or an error is an event.
+    Rule("nccl-rank-lost", nccl_rank_lost, 0.0, 30.0, "ranks NCCL's RAS cannot reach or considers dead"),
+    Rule("nccl-error", nccl_error, 0.0, 30.0, "NCCL's initialisation and asynchronous errors, aborts"),
+    Rule("nccl-stopped", nccl_stopped, 0.0, 20.0, "collectives launched by every rank, from NCCL's RAS"),
 )
 
 RULE_IDS = tuple(rule.id for rule in RULES)
