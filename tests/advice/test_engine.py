@@ -99,7 +99,9 @@ def test_the_rule_ids_are_exactly_the_documented_set():
                              "loader-io-bound", "job-memory-pressure",
                              "rank-straggler",  # issue 34: one rank holds the job back
                              # issue 35: the network
-                             "network-saturated", "nccl-wrong-transport", "nic-far-from-gpu", "data-from-network"}
+                             "network-saturated", "nccl-wrong-transport", "nic-far-from-gpu", "data-from-network",
+                             # issue 42: NCCL's own view, from its RAS service
+                             "nccl-rank-lost", "nccl-error", "nccl-stopped"}
 
 
 def test_every_threshold_says_where_it_comes_from():
