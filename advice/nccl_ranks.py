@@ -109,6 +109,8 @@ def straggler(view: NcclView, t: Thresholds) -> Straggler | None:
     nc = view.main
     if nc is None or nc.window < t["ras_straggler_min_queries"] or not nc.behind:
         return None
+    if nc.same_since < nc.queried_at:  # nothing launched since the previous answer: stuck, not late
+        return None
     ordered = sorted(nc.behind, key=lambda kv: -kv[1])
     rank, count = ordered[0]
     others = ordered[1][1] if len(ordered) > 1 else 0

@@ -90,7 +90,7 @@ def _nccl_finding(ras: Hang, spinning: dict[int, tuple[float, float]], snapshot:
                 f"no count of communicator {comm.comm.hash} ({comm.comm.size} ranks) changed for {ras.still_s:.0f} s "
                 f"(limit {t['ras_hang_s']:.0f} s)"]
     for r in ras.behind[:3]:
-        evidence.append(f"rank {r.rank}: " + ", ".join(f"{op} {value}" for op, value in r.counts))
+        evidence.append(f"rank {r.rank} has launched " + ", ".join(f"{value} {op}" for op, value in r.counts if value))
     for index, (util, share) in sorted(spinning.items()):
         evidence.append(f"GPU{index} {util:.0f}% busy at {100 * share:.0f}% of its power limit: kernels polling")
     local = {p.pid for p in snapshot.job.processes if p.alive} if snapshot.job is not None else set()

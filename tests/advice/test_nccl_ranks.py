@@ -144,3 +144,8 @@ def test_join_rows() -> None:
     assert rows[0].host == "node-a" and rows[0].samples == 30 and rows[0].nccl_state == "RUNNING"
     assert rows[1].host == "node-a" and not rows[1].nccl_only  # a local pid without stacks yet
     assert rows[5].nccl_only and rows[5].host == "10.0.0.3" and rows[5].lag == 1 and rows[5].gpu == 1
+
+
+def test_a_stuck_rank_is_no_straggler() -> None:
+    answers = [ranks_at(hung_counts())] * 8  # behind in every answer, but nothing moves: collective-hang's
+    assert straggler(view_of(answers), T) is None and hang(view_of(answers), T) is not None
