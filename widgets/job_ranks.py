@@ -16,7 +16,8 @@ from hwtop.widgets.safe_text import data
 
 # (header, phase, width): the phases of probes/stack_classify.py shown as columns, most telling first.
 PHASES: tuple[tuple[str, str, int], ...] = (("WAIT", "collective", 5), ("COMP", "compute", 5), ("DATA", "data", 5),
-                                            ("PY", "other", 5), ("H2D", "copy", 5), ("CKPT", "checkpoint", 5))
+                                            ("PY", "other", 5), ("H2D", "copy", 5), ("CKPT", "checkpoint", 5),
+                                            ("GPU", "gpu-wait", 5))
 NARROW_PHASES = 4  # below WIDE cells: WAIT, COMP, DATA, PY
 WIDE = 120
 SITE_MIN = 14

@@ -36,7 +36,8 @@ def test_at_80_cells_four_phases_the_site_and_the_straggler_marked_before_its_ra
 def test_at_200_cells_every_phase_and_the_straggler_named():
     table = rank_table(job(), 196, straggler=511)
     header, slow = table[1].plain, table[3].plain
-    assert header.split()[:11] == ["RANK", "HOST", "PID", "WAIT", "COMP", "DATA", "PY", "H2D", "CKPT", "BUSY", "AT"]
+    assert header.split()[:12] == ["RANK", "HOST", "PID", "WAIT", "COMP", "DATA", "PY", "H2D", "CKPT", "GPU", "BUSY",
+                                   "AT"]
     assert slow.startswith("◀   1 node-a") and slow.endswith(f"{SITE}  ◀ straggler")
     assert all(line.cell_len <= 196 for line in table)
 
