@@ -60,10 +60,7 @@ def hang(view: NcclView, t: Thresholds) -> Hang | None:
         if still < t["ras_hang_s"]:
             continue
         present = [r for r in comm.ranks if not r.missing]
-        for op in comm.ops():
-            most = comm.most(op)
-            if most is None:
-                continue
+        for op, most in comm.maxima().items():
             behind = tuple(r for r in present if _count(r, op, most) < most)
             if behind:
                 waiting = sum(1 for r in present if r.count(op) == most) + (

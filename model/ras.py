@@ -82,6 +82,16 @@ class RasComm(Record, frozen=True):
             seen.setdefault(name)
         return tuple(seen)
 
+    def maxima(self) -> dict[str, int]:
+        """The most collectives of each operation any rank has launched, in one pass."""
+        top: dict[str, int] = dict(self.rest_counts)
+        for rank in self.ranks:
+            if not rank.missing:
+                for name, value in rank.counts:
+                    if value > top.get(name, -1):
+                        top[name] = value
+        return top
+
     def most(self, op: str) -> int | None:
         """The most collectives of `op` any rank has launched."""
         values = [v for r in self.ranks if not r.missing for v in [r.count(op)] if v is not None]

@@ -10,10 +10,10 @@ from hwtop.model.job import RankFigures
 from hwtop.model.ras import NcclView, RasComm, RasRank
 
 
-def lag_of(rank: RasRank, most: dict[str, int | None]) -> int | None:
+def lag_of(rank: RasRank, most: dict[str, int]) -> int | None:
     if rank.missing:
         return None
-    return sum(max(0, (most.get(op) or 0) - value) for op, value in rank.counts)
+    return sum(most[op] - value for op, value in rank.counts)
 
 
 def join_ranks(ranks: tuple[RankFigures, ...], view: NcclView, local_pids: set[int]) -> tuple[RankFigures, ...]:
@@ -21,7 +21,7 @@ def join_ranks(ranks: tuple[RankFigures, ...], view: NcclView, local_pids: set[i
     if main is None:
         return ranks
     comm: RasComm = main.comm
-    most = {op: comm.most(op) for op in comm.ops()}
+    most = comm.maxima()
     by_pid = {r.pid: r for r in ranks if r.pid is not None}
     out: dict[int, RankFigures] = {}
     used: set[int] = set()

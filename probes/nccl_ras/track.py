@@ -23,9 +23,9 @@ def counts_key(comm: RasComm) -> tuple[tuple[int, tuple[tuple[str, int], ...]], 
 
 def behind_ranks(comm: RasComm) -> frozenset[int]:
     """Ranks that have launched fewer collectives of some kind than the most advanced rank."""
-    most = {op: comm.most(op) for op in comm.ops()}
+    most = comm.maxima()
     return frozenset(r.rank for r in comm.ranks if not r.missing and
-                     any(most.get(op) is not None and value < (most[op] or 0) for op, value in r.counts))
+                     any(value < most[op] for op, value in r.counts))
 
 
 @dataclass(slots=True)
