@@ -73,8 +73,8 @@ def stopped(view: NcclView, t: Thresholds) -> tuple[NcclComm, float] | None:
     """Every rank of the job's communicator has launched as many collectives as the others, and none for
     ras_stopped_s: a checkpoint, an eval, or every rank stuck before a collective."""
     nc = view.main
-    if nc is None or any(r.missing for r in nc.comm.ranks) or nc.queries < 2:
-        return None
+    if nc is None or any(r.missing for r in nc.comm.ranks) or nc.queries < 2 or not nc.comm.maxima():
+        return None  # (the text format gives no counts of a communicator whose ranks agree)
     still = nc.queried_at - nc.same_since
     return (nc, still) if still >= t["ras_stopped_s"] else None
 

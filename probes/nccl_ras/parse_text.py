@@ -152,6 +152,10 @@ def parse_text(text: str) -> RasReply:
         elif (m := _MISSING_LIST.match(line)) and kind == "missing":
             for number in re.findall(r"\d+", m[1]):
                 comm.rank(int(number)).missing = True
+    described = {int(m[1]) for m in (_COMM.match(line) for line in lines) if m}
+    for group, (size, summary, errors) in groups.items():  # groups with nothing to report: their size and status
+        if group not in described:
+            comms[f"group {group}"] = _Comm(f"group {group}", size, summary, errors)
     dead = {(p.pid, p.host) for p in processes if p.dead}
     out = []
     for c in comms.values():

@@ -134,3 +134,19 @@ TIMEOUT
     assert by_rank[21].missing and by_rank[2].nvml_dev == 6 and by_rank[2].cuda_dev == 2
     assert by_rank[0].count("collective") == 6649 and dict(comm.rest_counts) == {"collective": 6650}
     assert reply.processes[0].pid == 3487984 and reply.processes[0].dead
+
+
+def test_text_of_a_healthy_job_lists_its_communicators_and_says_no_stop() -> None:
+    from hwtop.advice.nccl_ranks import stopped
+    from hwtop.advice.thresholds import Thresholds
+    from hwtop.model.ras import NcclView
+    from hwtop.probes.nccl_ras.track import Tracker
+
+    ranks = [StandRank(i, "10.0.0.1", 10 + i, i, {"AllReduce": 7}) for i in range(4)]
+    reply = parse_text(text_reply([StandComm(0xABC, ranks)]))
+    assert [(c.hash, c.size, c.status, c.errors) for c in reply.comms] == [("group 0", 4, "RUNNING", "OK")]
+    tracker = Tracker()
+    comms = ()
+    for n in range(10):
+        comms = tracker.update(reply, 100.0 * n)
+    assert stopped(NcclView("x", "y", comms, 10, 900.0), Thresholds()) is None  # no counts: nothing to say
