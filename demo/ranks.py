@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hwtop.demo.ras import RAS_STORIES, DemoRas
 from hwtop.demo.story import LAUNCHER_PID, RANK_PID, JobState, Story
 from hwtop.model.job import JobProcess, JobSnapshot, RankFigures, RankStacks
 from hwtop.model.snapshot import GpuSnapshot
@@ -22,6 +23,10 @@ GIB = 1024**3
 def _shares(state: JobState, rank: int) -> dict[str, float]:
     """Where a rank's main thread is: a balanced step computes most of the time and waits briefly in NCCL."""
     jitter = 0.01 * (rank % 3)
+    if state.stuck_rank is not None:  # a hang: the others wait in the collective the stuck rank never reached
+        if rank == state.stuck_rank:
+            return {"collective": 0.0, "compute": 0.0, "data": 0.02, "other": 0.98}
+        return {"collective": 0.99, "compute": 0.0, "data": 0.0, "other": 0.01}
     if state.straggler_rank is not None and rank == state.straggler_rank:
         wait = 0.03 + jitter
     else:
@@ -41,10 +46,14 @@ class DemoRanks:
         self._changed_at = 0.0
         self._before: JobState = story.at(0.0)
         self._last: JobState = self._before
+        self.ras = None
+        if story.name in RAS_STORIES:  # told through NCCL's RAS view of a two-node job (demo/ras.py)
+            self.ras = DemoRas(story, ranks, wall)
 
     def _blended(self, t: float, rank: int) -> dict[str, float]:
         state = self.story.at(t)
-        if state.straggler_rank != self._last.straggler_rank:  # the story changed: the window shows it gradually
+        # the story changed: the window shows it gradually
+        if (state.straggler_rank, state.stuck_rank) != (self._last.straggler_rank, self._last.stuck_rank):
             self._before, self._changed_at = self._last, t
         self._last = state
         new = _shares(state, rank)
@@ -81,11 +90,12 @@ class DemoRanks:
                                        samples=samples, seen_at=seen_at))
             stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered if samples else (),
                                      busy_site=BUSY_SITE))
-        return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
+        job = JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),
                            pids_seen=len(processes), stacks=tuple(stacks), ranks=tuple(figures),
                            message=f"demo: {state.phase}")
+        return self.ras.attach(job, t) if self.ras is not None else job
 
     def finish_stacks(self) -> tuple[RankStacks, ...] | None:
         return None

@@ -93,6 +93,9 @@ def _nccl_finding(ras: Hang, spinning: dict[int, tuple[float, float]], snapshot:
         evidence.append(f"rank {r.rank} has launched " + ", ".join(f"{value} {op}" for op, value in r.counts if value))
     for index, (util, share) in sorted(spinning.items()):
         evidence.append(f"GPU{index} {util:.0f}% busy at {100 * share:.0f}% of its power limit: kernels polling")
+    odd = _odd_rank(snapshot)
+    if odd:
+        evidence.append(odd)
     local = {p.pid for p in snapshot.job.processes if p.alive} if snapshot.job is not None else set()
     first = ras.behind[0]
     here = [r for r in ras.behind if r.pid in local]
