@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from hwtop.advice.nccl_ranks import errors, missing, stopped, who
 from hwtop.advice.rules.job_facts import running_job
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
-from hwtop.model.job import JobSnapshot
+
+if TYPE_CHECKING:  # a monitor with no focused job loads neither
+    from hwtop.model.job import JobSnapshot
 
 try:  # the rule registry (advice/registry.py, RULES_API.md) once merged; before it, rules/__init__.py lists these
     from hwtop.advice.registry import rule  # pyright: ignore[reportMissingImports]
@@ -60,6 +62,8 @@ def nccl_rank_lost(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = _job(window)
     if job is None or job.nccl is None:
         return
+    from hwtop.advice.nccl_ranks import missing, who
+
     lost = missing(job.nccl)
     if not lost:
         return
@@ -87,6 +91,8 @@ def nccl_error(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = _job(window)
     if job is None or job.nccl is None:
         return
+    from hwtop.advice.nccl_ranks import errors, who
+
     found = errors(job.nccl)
     if not found:
         return
@@ -105,6 +111,8 @@ def nccl_stopped(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = _job(window)
     if job is None or job.nccl is None:
         return
+    from hwtop.advice.nccl_ranks import stopped
+
     found = stopped(job.nccl, t)
     if found is None:
         return

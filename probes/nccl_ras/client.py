@@ -5,6 +5,7 @@ connection. Every step has a deadline and the answer a size cap; anything amiss 
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import time
 from dataclasses import dataclass
@@ -40,9 +41,16 @@ def parse_address(text: str) -> Address:
         host, _, port_text = text.rpartition(":")
     if not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
         raise ValueError(f"not HOST:PORT: {text[:80]!r}")
-    if host in ("0.0.0.0", "::", "*"):
+    if host == "*" or _unspecified(host):  # NCCL listens on every interface: this host's loopback is one
         host = "localhost"
     return Address(host, int(port_text))
+
+
+def _unspecified(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True, slots=True)
