@@ -64,12 +64,19 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
         end = time.monotonic() + seconds
         ended_ticks = 0
         last_running: JobSnapshot | None = None
+        nccl_extended = False
         while True:
             frame = session.tick()
             snapshot, findings = frame.snapshot, frame.findings
             facts["ticks"] += 1
             if snapshot.job is not None:
                 facts.setdefault("job_since", snapshot.time)
+                if snapshot.job.nccl is not None and not nccl_extended:  # NCCL RAS (issue 42)
+                    nccl_extended = True
+                    longer = nccl_watch_s(sampler, thresholds)
+                    if longer > seconds:
+                        end = max(end, started + longer)
+                        facts["nccl_watch_s"] = longer
                 ended_ticks = ended_ticks + 1 if snapshot.job.status == "ended" else 0
                 if snapshot.job.status == "running":
                     last_running = snapshot.job
@@ -108,7 +115,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
                     whole = msgspec.structs.replace(snapshot, job=msgspec.structs.replace(
                         snapshot.job, stacks=final, ranks=with_stacks(snapshot.job.ranks, final)))
                     settle(seen, session, snapshot, whole, covers_the_watch=watched_s <= STACK_WINDOW_S)
-            facts["job"] = {**job_facts(shown, watched_s),
+            facts["job"] = {**job_facts(shown, watched_s), "nccl_watch_s": facts.pop("nccl_watch_s", None),
                             "status": snapshot.job.status, "message": snapshot.job.message,
                             "exit_codes": job_facts(snapshot.job, 0.0)["exit_codes"]}
     finally:
@@ -117,6 +124,13 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             _full_stderr(sampler.workload, facts.get("workload"))
         facts.pop("job_since", None)
     return seen, facts
+
+
+def nccl_watch_s(sampler: Any, thresholds: Thresholds) -> float:  # noqa: ANN401 - a Sampler
+    """How long doctor watches a job NCCL's RAS answers for: the first answer comes an interval after libnccl is
+    seen, and a hang needs answers spanning ras_hang_s, one interval of slack."""
+    interval = max(5.0, float(getattr(sampler, "nccl_ras_interval_s", 10.0)))
+    return 2 * interval + thresholds["ras_hang_s"] + 2.0
 
 
 def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, whole: Snapshot,
@@ -229,6 +243,9 @@ def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
         out.append(f"  job: {job['message']}")
     if job.get("stack_message"):
         out.append(f"  stacks: {job['stack_message']}")
+    if job.get("nccl_watch_s"):
+        out.append(f"  watched {job['nccl_watch_s']:.0f} s: NCCL's RAS answers come 10 s apart by default, and a "
+                   "hang needs answers spanning 30 s")
     if job.get("nccl_env"):
         out.append("  NCCL: " + " ".join(f"{k}={v}" for k, v in job["nccl_env"].items()))
     for stacks in job["stacks"]:
