@@ -82,12 +82,13 @@ class RasWatch:
     _closed: bool = False
     _running_job: bool = True
     _json: bool = True
+    _disabled: bool = False
     _cache: tuple[object, object, tuple[RankFigures, ...]] | None = None
 
     def attach(self, job: JobSnapshot, now: float) -> JobSnapshot:
         """The job with NCCL's view joined in (the latest answer; never waits for one)."""
         self._running_job = job.status == "running"
-        if self._target is None:
+        if self._target is None and not self._disabled:
             self._find_target(job)
         if self._target is None:
             return job
@@ -126,6 +127,9 @@ class RasWatch:
                 self._nccl_pids.add(process.pid)
         mapping = [p for p in job.processes if p.pid in self._nccl_pids and p.alive]
         if not mapping:
+            return
+        if all(dict(p.nccl_env).get("NCCL_RAS_ENABLE") == "0" for p in mapping):
+            self._disabled = True  # the job turned RAS off: nothing listens (env.rst, NCCL_RAS_ENABLE)
             return
         with_addr = next((p for p in sorted(mapping, key=lambda p: p.rank is None) if dict(p.nccl_env).get(
             "NCCL_RAS_ADDR")), None)

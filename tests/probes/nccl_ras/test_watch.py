@@ -118,3 +118,13 @@ def test_maps_of_a_process_that_mmaps_libnccl(tmp_path: Path) -> None:
 
 def test_interval_never_below_five_seconds() -> None:
     assert watch_module.interval_seconds(0.1) == 5.0 and watch_module.interval_seconds(30) == 30
+
+
+def test_ras_turned_off_by_the_job_is_not_asked(tmp_path: Path, fast) -> None:
+    (tmp_path / "7").mkdir()
+    (tmp_path / "7" / "maps").write_text("x /usr/lib/libnccl.so.2\n")
+    asked = Asked([comms()])
+    w = RasWatch(interval_s=0.05, proc=str(tmp_path), ask=asked)
+    out = w.attach(job(process(7, (("NCCL_RAS_ENABLE", "0"),))), 0.0)
+    assert out.nccl is None and w._thread is None and not asked.calls
+    w.close()
