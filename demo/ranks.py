@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hwtop.demo.host import SimulatedHost
+from hwtop.demo.ras import RAS_STORIES, DemoRas
 from hwtop.demo.story import LAUNCHER_PID, RANK_PID, JobState, Story
 from hwtop.model.job import JobProcess, JobSnapshot, RankFigures, RankStacks
 from hwtop.model.snapshot import GpuSnapshot
@@ -39,6 +40,8 @@ class DemoRanks:
         self.ranks = tuple(host.profile.busy_gpus)
         self.hostname = host.spec.hostname
         self._t = 0.0
+        # a story told through NCCL's RAS view of a two-node job (demo/ras.py)
+        self.ras = DemoRas(story, self.ranks, wall) if story.name in RAS_STORIES else None
         self._seconds: dict[int, dict[str, float]] = {rank: {} for rank in self.ranks}  # rank -> phase -> seconds
 
     def _processes(self, state: JobState, memory: dict[int, int | None]) -> list[JobProcess]:
@@ -94,11 +97,12 @@ class DemoRanks:
                                        samples=samples, seen_at=seen_at))
             stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered if samples else (),
                                      busy_site=BUSY_SITE))
-        return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
+        job = JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),
                            pids_seen=len(processes), stacks=tuple(stacks), ranks=tuple(figures),
                            message=f"demo: {state.phase}")
+        return self.ras.attach(job, t) if self.ras is not None else job
 
     def finish_stacks(self) -> tuple[RankStacks, ...] | None:
         return None

@@ -404,7 +404,8 @@ STORIES: dict[str, Story] = {
         Story("starved", f"DataLoader-bound GPUs (num_workers=1) until {STARVED_FIX_S:g} s, then num_workers=12",
               120.0, _starved, _starved_gpus, finding=gpu_starved.id, clears=True),
         Story("nccl-hang", f"rank {NCCL_STUCK_RANK} never reaches a collective from {NCCL_HANG_S:g} s; the others "
-              "wait in it, GPU utilization flat", 120.0, _nccl_hang, _nccl_gpus),
+              "wait in it, GPU utilization flat; NCCL's RAS names it (j: every node's ranks)", 120.0, _nccl_hang,
+              _nccl_gpus, focused=True),
         Story("oom", f"rank {OOM_RANK}'s device memory climbs until it dies of CUDA OOM at {OOM_AT_S:g} s", 90.0,
               _oom, _oom_gpus, finding=cuda_oom.id),
         Story("amp", f"fp32 until {AMP_SWITCH_S:g} s, then AMP (bf16): memory and step time drop", 120.0, _amp,

@@ -27,6 +27,8 @@ SECONDS = "hwtop_job_rank_seconds_total"
 STEPS = "hwtop_job_rank_steps_total"
 SEEN = "hwtop_job_rank_last_seen_timestamp_seconds"
 INFO = "hwtop_job_rank_info"
+# NCCL RAS (issue 42; exporter/job_metrics.py nccl_families): every node's ranks as NCCL reports them
+NCCL_COUNTS, NCCL_STATE, NCCL_LAG = "hwtop_nccl_rank_collectives_total", "hwtop_nccl_rank_state", "hwtop_nccl_rank_lag"
 JOB_INFO = "hwtop_job_info"  # one per exporter watching a job: its job_name, Hostname, status
 DEFAULT_WINDOW_S = 60.0
 MAX_RANKS = 16384  # a Prometheus answer naming more is not one job's
@@ -48,7 +50,7 @@ def _select(name: str, job: str | None, matchers: str, *extra: str) -> str:
 
 def _rank_queries(prefix: str, job: str | None, matchers: str, window_s: float, *names: str) -> list[Query]:
     window = f"{max(1, round(window_s))}s"
-    wanted = "|".join((SECONDS, STEPS, SEEN, INFO, *names))
+    wanted = "|".join((SECONDS, STEPS, SEEN, INFO, NCCL_COUNTS, NCCL_STATE, NCCL_LAG, *names))
     return [
         Query(f"{prefix}now", "/api/v1/query", (("query", _select("", job, matchers, f'__name__=~"{wanted}"')),)),
         Query(f"{prefix}increase", "/api/v1/query",
@@ -83,6 +85,11 @@ class _Rank:
     seen_at: float | None = None
     pid: int | None = None
     site: str | None = None
+    collectives: dict[str, int] = field(default_factory=dict)  # NCCL RAS (issue 42)
+    nccl_state: str | None = None
+    lag: int | None = None
+    gpu: int | None = None
+    stacks: bool = False  # its own host's hwtop exports its stack figures
 
 
 def _number(text: str | None) -> int | None:
@@ -118,7 +125,8 @@ class JobView:
                        "collective_share": r.collective_share,
                        "phase_seconds": dict(r.phase_seconds), "samples": r.samples, "steps": r.steps,
                        "steps_per_s": self.steps_per_s.get((r.host, r.rank)),
-                       "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1)} for r in self.ranks],
+                       "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1),
+                       "nccl_state": r.nccl_state, "lag": r.lag} for r in self.ranks],
         }
 
 
@@ -152,15 +160,27 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
                 rank.seen_at = value
             elif name == INFO:
                 rank.pid, rank.site = _number(labels.get("pid")), labels.get("site") or None
+            elif name == NCCL_COUNTS:  # NCCL RAS (issue 42)
+                rank.collectives[labels.get("op", "")[:40]] = int(value)
+            elif name == NCCL_STATE:
+                rank.nccl_state, rank.gpu = labels.get("state", "")[:20], _number(labels.get("gpu"))
+                rank.pid = rank.pid if rank.pid is not None else _number(labels.get("pid"))
+            elif name == NCCL_LAG:
+                rank.lag = int(value)
+            rank.stacks = rank.stacks or name in (SECONDS, INFO, SEEN, STEPS) or what != "now"
     figures = []
+    with_stacks = {number for (_, number), rank in ranks.items() if rank.stacks}
     for (host, number), rank in sorted(ranks.items()):
+        if not rank.stacks and number in with_stacks:  # the same rank, named by its address in NCCL's series
+            continue
         observed = sum(rank.window.values())
         shares = tuple(sorted(((p, s / observed) for p, s in rank.window.items()), key=lambda i: -i[1])) \
             if observed > 0 else ()
         figures.append(RankFigures(number, host, phase_seconds=tuple(sorted(rank.phase_seconds.items())),
                                    shares=shares, steps=None if rank.steps is None else int(rank.steps),
                                    samples=round(observed * RATE_HZ), seen_at=rank.seen_at, pid=rank.pid,
-                                   site=rank.site))
+                                   site=rank.site, gpu=rank.gpu, collectives=tuple(sorted(rank.collectives.items())),
+                                   lag=rank.lag, nccl_state=rank.nccl_state, nccl_only=not rank.stacks))
     by_host = {h.name: h for h in hosts}
     if not figures:
         there = sorted({labels.get("job_name", "") for labels, _ in names or ()} - {""})

@@ -34,6 +34,7 @@ NO_GPU = {"main-80x24", "main-200x60", "topology-main-80x24"}  # the "no GPU" sh
 STORY_SHOTS = [
     ("story-starved-160x45", "starved", 45.0),
     ("story-nccl-hang-160x45", "nccl-hang", 50.0),
+    ("story-nccl-hang-job-120x40", "nccl-hang", 70.0, "j"),  # NCCL's RAS view: both nodes' ranks (issue 42)
     ("story-oom-160x45", "oom", 58.0),
     ("story-amp-160x45", "amp", 45.0),
     ("story-thermal-160x45", "thermal", 65.0),
@@ -293,7 +294,8 @@ def main(argv: list[str] | None = None) -> None:
         svg = asyncio.run(capture(name, demo, size, "".join(keys)))
         print(svg, to_png(svg) or "")
     for name, story, at_s, *keys in STORY_SHOTS:
-        size = (80, 24) if name.endswith("80x24") else (160, 45)
+        width, height = name.rsplit("-", 1)[1].split("x")  # the size its name says: 80x24, 120x40, 160x45
+        size = (int(width), int(height))
         svg = asyncio.run(capture_story(name, story, at_s, size, *keys))
         print(svg, to_png(svg) or "")
     for svg in (asyncio.run(capture_replay("replay-dgx-a100-160x45", (160, 45))),

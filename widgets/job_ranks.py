@@ -6,6 +6,8 @@ one repeated, cut-off name says nothing."""
 
 from __future__ import annotations
 
+import heapq
+
 from rich.text import Text
 
 from hwtop.model.job import JobSnapshot, RankFigures
@@ -14,11 +16,44 @@ from hwtop.widgets.safe_text import data
 
 # (header, phase, width): the phases of probes/stack_classify.py shown as columns, most telling first.
 PHASES: tuple[tuple[str, str, int], ...] = (("WAIT", "collective", 5), ("COMP", "compute", 5), ("DATA", "data", 5),
-                                            ("PY", "other", 5), ("H2D", "copy", 5), ("CKPT", "checkpoint", 5))
+                                            ("PY", "other", 5), ("H2D", "copy", 5), ("CKPT", "checkpoint", 5),
+                                            ("GPU", "gpu-wait", 5))
 NARROW_PHASES = 4  # below WIDE cells: WAIT, COMP, DATA, PY
 WIDE = 120
 SITE_MIN = 14
 MARK = "◀ straggler"
+MAX_ROWS = 64  # of a job of thousands of ranks (NCCL RAS), the worst; doctor --json lists them all
+HEALTHY = ("RUNNING", None)
+
+
+def worst_key(rank: RankFigures) -> tuple[bool, int, int]:
+    """Not running first (dead, unresponsive, aborted, erred, initialising), then the most collectives behind."""
+    return (rank.nccl_state in HEALTHY, -(rank.lag or 0), rank.rank)
+
+
+def shown_ranks(ranks: tuple[RankFigures, ...], limit: int = MAX_ROWS) -> list[RankFigures]:
+    """The rows drawn: every rank of a small job in rank order; with NCCL's view, the worst `limit` first."""
+    if not any(r.nccl_state is not None for r in ranks):
+        return list(ranks)
+    return heapq.nsmallest(limit, ranks, key=worst_key)
+
+
+def nccl_lines(job: JobSnapshot, width: int) -> list[Text]:
+    """Where hwtop asks NCCL's RAS and how that goes: one line, and the latest error."""
+    view = job.nccl
+    if view is None:
+        return []
+    line = Text("NCCL RAS ", style="bold")
+    told = f"{view.queries} answer{'s' if view.queries != 1 else ''}" + (f" ({view.format})" if view.format else "")
+    line.append_text(data(f"at {view.address} ({view.source}): {told}", palette.DIM))
+    if view.holding:
+        line.append_text(data(f" · {view.holding}", palette.WARN))
+    out = [line]
+    if view.errors:
+        out.append(data(f"  {view.errors[-1]}", palette.WARN))
+    for text in out:
+        text.truncate(max(1, width), overflow="ellipsis")
+    return out
 
 
 def _percent(rank: RankFigures, phase: str) -> str:
@@ -31,16 +66,18 @@ def _percent(rank: RankFigures, phase: str) -> str:
 def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> list[Text]:
     """The table's lines for `width` cells; nothing for a job of fewer than two ranks. `straggler`: the pid the
     rank-straggler finding names, marked ◀ before its rank (and named after its row on a wide terminal)."""
-    ranks = job.ranks
-    if len(ranks) < 2:
+    if len(job.ranks) < 2:
         return []
+    ranks = shown_ranks(job.ranks)
+    nccl = any(r.nccl_state is not None for r in ranks)
     messages = {s.pid: s.message for s in job.stacks if s.message}
     wide = width >= WIDE
     phases = PHASES if wide else PHASES[:NARROW_PHASES]
     steps = any(r.steps is not None for r in ranks)
     show_host = wide or len({r.host for r in ranks}) > 1
     host_width = max(4, min(24 if wide else 10, max(len(data(r.host).plain) for r in ranks))) if show_host else 0
-    fixed = 6 + (host_width + 1 if show_host else 0) + 8 + (6 if steps else 0) + sum(w + 1 for _, _, w in phases)
+    fixed = 6 + (host_width + 1 if show_host else 0) + 8 + (6 if steps else 0) + sum(w + 1 for _, _, w in phases) \
+        + (19 if nccl else 0)
     site_width = max(SITE_MIN, width - fixed - (len(MARK) + 2 if wide else 0))
     marked = any(straggler is not None and r.pid == straggler for r in ranks)
     title = Text("Ranks", style="bold")
@@ -50,12 +87,15 @@ def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> li
         title.append(" · WAIT: in collectives, waiting for the others", style=palette.DIM)
         title.append(" · ◀ straggler", style=palette.CRIT_STRONG)
     columns = f"{'RANK':>5} " + (f"{'HOST':<{host_width}} " if show_host else "") + f"{'PID':>7} "
-    columns += (f"{'STEPS':>5} " if steps else "") + "".join(f"{name:>{w}} " for name, _, w in phases)
+    columns += (f"{'STEPS':>5} " if steps else "") + (f"{'NCCL':<12} {'LAG':>5} " if nccl else "")
+    columns += "".join(f"{name:>{w}} " for name, _, w in phases)
+    if nccl:
+        title.append(" · LAG: collectives behind the most advanced rank (NCCL RAS), worst first", style=palette.DIM)
     header = Text(columns + "BUSY AT", style="bold reverse")
     header.append(" " * max(0, width - header.cell_len), style="bold reverse")
     title.truncate(max(1, width), overflow="ellipsis")
     header.truncate(max(1, width), overflow="ellipsis")
-    out = [title, header]
+    out = [*nccl_lines(job, width), title, header]
     for rank in ranks:
         slow = straggler is not None and rank.pid == straggler
         line = Text(f"{'◀' if slow else ' '}{rank.rank:>4} ", style=palette.CRIT_STRONG if slow else "bold")
@@ -68,6 +108,10 @@ def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> li
         line.append(f"{'' if rank.pid is None else rank.pid:>7} ")
         if steps:
             line.append(f"{'-' if rank.steps is None else rank.steps:>5} ")
+        if nccl:
+            bad = rank.nccl_state not in HEALTHY
+            line.append(f"{rank.nccl_state or '-':<12} ", style=palette.CRIT_STRONG if bad else "")
+            line.append(f"{'' if rank.lag is None else rank.lag:>5} ", style=palette.WARN if rank.lag else "")
         for _, phase, w in phases:
             style = ""
             if phase == "collective" and rank.samples:
@@ -81,4 +125,7 @@ def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> li
             line.append(f"  {MARK}", style=palette.CRIT_STRONG)
         line.truncate(max(1, width), overflow="ellipsis")
         out.append(line)
+    if len(job.ranks) > len(ranks):
+        out.append(Text(f"  … and {len(job.ranks) - len(ranks)} more ranks, none worse than those above "
+                        "(hwtop doctor --pid PID --json lists them all)", style=palette.DIM))
     return out

@@ -196,3 +196,27 @@ def test_a_window_shorter_than_two_scrapes_says_so():
     now = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["now"]]
     view = assemble_job("train", URL, now, [], [], [], Thresholds())
     assert view.verdict is None and "--rank-window" in (view.message or "")
+
+
+def test_nccl_ranks_of_other_nodes_join_the_job_view():
+    """NCCL RAS series (issue 42): a node's exporter reports every rank NCCL knows; the ranks whose own host
+    exports stack figures keep their rows, the others are rows of their own with NCCL's state and lag."""
+    ranks = [rank_series("node-0", 0, 30.0, 0.5), rank_series("node-0", 1, 29.0, 1.0)]
+    now = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["now"]]
+    window = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["window"]]
+    for rank, host, state, lag in ((0, "node-0", "RUNNING", 0), (5, "10.0.0.3", "RUNNING", 1),
+                                   (6, "10.0.0.4", "DEAD", None)):
+        labels = {"job_name": "train", "rank": str(rank), "Hostname": host}
+        now.append(({"__name__": "hwtop_nccl_rank_state", **labels, "state": state, "pid": str(4050 + rank),
+                     "gpu": "1"}, 1.0))
+        if lag is not None:
+            now.append(({"__name__": "hwtop_nccl_rank_lag", **labels}, float(lag)))
+            now.append(({"__name__": "hwtop_nccl_rank_collectives_total", **labels, "op": "AllReduce"},
+                        6650.0 - lag))
+    view = assemble_job("train", URL, now, window, [], [], Thresholds())
+    rows = {(r.host, r.rank): r for r in view.ranks}
+    assert set(rows) == {("node-0", 0), ("node-0", 1), ("10.0.0.3", 5), ("10.0.0.4", 6)}
+    assert rows[("node-0", 0)].nccl_state == "RUNNING" and not rows[("node-0", 0)].nccl_only
+    assert rows[("10.0.0.3", 5)].lag == 1 and rows[("10.0.0.3", 5)].nccl_only
+    assert rows[("10.0.0.3", 5)].collectives == (("AllReduce", 6649),) and rows[("10.0.0.4", 6)].nccl_state == "DEAD"
+    assert {r["rank"]: r["nccl_state"] for r in view.to_dict(1000.0)["ranks"]}[6] == "DEAD"
