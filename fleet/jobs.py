@@ -5,7 +5,7 @@ hwtop job series, with its hosts, its ranks and its verdict, each judged exactly
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.job import JobView, assemble_job
@@ -65,7 +65,7 @@ def assemble_jobs(url: str, now: Vector, increase: Vector, steps: Vector, hosts:
         where = {r.host for r in view.ranks} | {host for labels, _ in now_by.get(name, ())
                                                  if (host := host_of(labels))}
         if not view.ranks:  # only its exporters' hwtop_job_info: watched, no rank read yet
-            view.message = "its exporters read no rank figures yet"
+            view = replace(view, message="its exporters read no rank figures yet")
         rows.append(JobRow(name, tuple(sorted(where)), view))
     rows.sort(key=lambda row: (VERDICT_ORDER.get(row.view.verdict.kind, 2) if row.view.verdict else 2, row.name))
     return JobList(rows, None, max(0, len(names) - MAX_JOBS))

@@ -14,9 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
+from hwtop.fleet.build import GPU_FIELDS, PORT_METRICS, HostBuild, gpu_key, host_of
 from hwtop.fleet.http import FetchError
 from hwtop.fleet.model import FindingRow, HostView
-from hwtop.fleet.scrape import GPU_FIELDS, PORT_METRICS, add_gpu_sample, add_port_sample, gpu_key, host_of
 
 MAX_BYTES = 64 << 20
 TABLE_METRICS = (*GPU_FIELDS, "hwtop_finding", "hwtop_cpu_busy_percent", "hwtop_info")
@@ -189,10 +189,10 @@ def assemble(answers: Answers, instances: dict[str, str]) -> tuple[list[HostView
         view = views.get(host_of(labels) or instances.get(labels.get("instance", ""), "")
                          or instance_host(labels.get("instance", "")))
         if view is not None:
-            add_port_sample(view, labels.get("__name__", ""), labels, value)
+            view.add_port_sample(labels.get("__name__", ""), labels, value)
     warnings = table.finish()
     _trends(answers, views, instances, by_short)
-    return list(views.values()), warnings
+    return [view.freeze() for view in views.values()], warnings
 
 
 class _Table:
@@ -201,7 +201,7 @@ class _Table:
 
     def __init__(self, instances: dict[str, str]) -> None:
         self.instances = instances
-        self.views: dict[str, HostView] = {}
+        self.views: dict[str, HostBuild] = {}
         self.sources: dict[str, set[str]] = defaultdict(set)  # host → the targets its series came from
         self.gpu_sources: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.findings: set[tuple[str, str, str]] = set()
@@ -213,7 +213,7 @@ class _Table:
             return
         if instance and host_of(labels):
             self.instances[instance] = host
-        view = self.views.setdefault(host, HostView("", hostname=host))
+        view = self.views.setdefault(host, HostBuild("", hostname=host))
         source = f"{labels.get('job', '')}/{instance}"
         name = labels.get("__name__", "")
         if name in GPU_FIELDS:
@@ -221,7 +221,7 @@ class _Table:
             if key is not None and math.isfinite(value):
                 self.gpu_sources[(host, key)].add(source)
                 self.sources[host].add(source)
-            add_gpu_sample(view, name, labels, value)
+            view.add_gpu_sample(name, labels, value)
         elif name.startswith("hwtop_"):
             view.hwtop = True
             self.sources[host].add(source)
@@ -247,7 +247,7 @@ class _Table:
         return warnings
 
 
-def _mark_down(answers: Answers, views: dict[str, HostView], instances: dict[str, str],
+def _mark_down(answers: Answers, views: dict[str, HostBuild], instances: dict[str, str],
                by_short: dict[str, str]) -> None:
     """Targets with up == 0: a row of their own when nothing of their host answers (its series went stale
     with the failed scrapes), else a note on the host's row."""
@@ -265,13 +265,13 @@ def _mark_down(answers: Answers, views: dict[str, HostView], instances: dict[str
     for host, why in reasons.items():
         targets, view = ", ".join(sorted(where[host])), views.get(host)
         if view is None or not view.gpus:
-            view = views[host] = view or HostView(targets, hostname=host)
+            view = views[host] = view or HostBuild(targets, hostname=host)
             view.error = "; ".join(sorted(why))
         else:
             view.notes.append(f"{targets} {'; '.join(sorted(why))}")
 
 
-def _trends(answers: Answers, views: dict[str, HostView], instances: dict[str, str],
+def _trends(answers: Answers, views: dict[str, HostBuild], instances: dict[str, str],
             by_short: dict[str, str]) -> None:
     per_host: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for labels, points in answers.trend or ():
@@ -282,4 +282,4 @@ def _trends(answers: Answers, views: dict[str, HostView], instances: dict[str, s
                 if math.isfinite(value):
                     per_host[host][stamp].append(value)
     for host, stamps in per_host.items():
-        views[host].trend = [sum(v) / len(v) for _, v in sorted(stamps.items())]
+        views[host].trend = tuple(sum(v) / len(v) for _, v in sorted(stamps.items()))

@@ -12,6 +12,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
+
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.http import DaemonPool, FetchError, get
 from hwtop.fleet.job import DEFAULT_WINDOW_S, JobView, assemble_job, job_queries, jobs_queries
@@ -117,9 +119,9 @@ class DirectSource:
         if view.up:
             if view.util_mean is not None:
                 target.trend.append(view.util_mean)
-            view.trend = list(target.trend)
+            view = msgspec.structs.replace(view, trend=tuple(target.trend))
         else:
-            view.hostname = view.hostname or target.view.hostname
+            view = msgspec.structs.replace(view, hostname=view.hostname or target.view.hostname)
         target.view = view
 
     def hosts(self) -> list[HostView]:
@@ -150,27 +152,25 @@ class DirectSource:
 
 
 def merge_same_host(views: list[HostView]) -> tuple[list[HostView], list[str]]:
-    """Two exporters that report the same GPUs (by UUID) are one host seen twice: one row, counted once."""
+    """Two exporters that report the same GPUs (by UUID) are one host seen twice: one row, counted once. The
+    rows given are left as they are: the merged row is a new one."""
     out: list[HostView] = []
-    by_uuid: dict[str, HostView] = {}
+    by_uuid: dict[str, int] = {}  # → its row's place in `out`
     warnings = []
     for view in views:
-        uuids = {g.uuid for g in view.gpus.values() if g.uuid}
-        twin = next((by_uuid[u] for u in uuids if u in by_uuid), None) if view.up else None
-        if twin is None:
-            out.append(view)
+        uuids = {g.uuid for g in view.gpus if g.uuid}
+        place = next((by_uuid[u] for u in uuids if u in by_uuid), None) if view.up else None
+        if place is None:
             for uuid in uuids:
-                by_uuid[uuid] = view
+                by_uuid[uuid] = len(out)
+            out.append(view)
             continue
+        twin = out[place]
         warnings.append(f"{view.address} and {twin.address} report the same GPUs ({twin.name}): shown once")
-        twin.notes.append(f"also read from {view.address}")
-        twin.hwtop = twin.hwtop or view.hwtop
-        if not twin.findings:
-            twin.findings = list(view.findings)
-        if twin.cpu_busy is None:
-            twin.cpu_busy = view.cpu_busy
-        if not twin.ports:
-            twin.ports = dict(view.ports)
+        out[place] = msgspec.structs.replace(
+            twin, notes=(*twin.notes, f"also read from {view.address}"), hwtop=twin.hwtop or view.hwtop,
+            findings=twin.findings or view.findings,
+            cpu_busy=view.cpu_busy if twin.cpu_busy is None else twin.cpu_busy, ports=twin.ports or view.ports)
     return out, warnings
 
 

@@ -127,7 +127,7 @@ class HostScreen(Screen[None]):
                                             plain(f"  {view.error}" if view.error else "", palette.CRIT_STRONG),
                                             plain("".join(f"  · {note}" for note in view.notes), palette.WARN)))
         self.table.clear()
-        for row in view.gpus.values():
+        for row in view.gpus:
             total = row.memory_total_mib
             memory = Text("N/A", style=palette.DIM) if row.fb_used_mib is None or total is None else \
                 Text(f"{row.fb_used_mib / 1024:.1f}/{total / 1024:.0f} GiB")

@@ -15,6 +15,7 @@ import uuid
 from contextlib import redirect_stderr
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from hwtop.fleet.model import FindingRow, GpuRow, HostView, totals, worst_first
@@ -92,7 +93,7 @@ async def test_duplicate_closed_and_silent_endpoints_keep_the_screen_live_and_q_
             assert statuses[closed] == "unreachable: Connection refused"
             assert [r[2] for r in rows[2:]] == ["8", "1"]
             title = str(app.title_bar.render())
-            used = sum(g.fb_used_mib or 0 for v in app.views for g in v.gpus.values())
+            used = sum(g.fb_used_mib or 0 for v in app.views for g in v.gpus)
             # each GPU once, used of FB_TOTAL: 8 x 81920 MiB (A100 80GB) + 143771 MiB (H200), as nvidia-smi
             # reports them (used + free alone would miss the reserve)
             total_mib = 8 * 81920 + 143771
@@ -131,7 +132,7 @@ class _Clock:
 
 
 def _view(url: str, host: str, uuids: tuple[str, ...], util: float = 50.0) -> HostView:
-    gpus = {u: GpuRow(str(i), "H100", u, util, 1000.0, 80000.0, 500.0) for i, u in enumerate(uuids)}
+    gpus = tuple(GpuRow(str(i), "H100", u, util, 1000.0, 80000.0, 500.0) for i, u in enumerate(uuids))
     return HostView(url, host, gpus, hwtop=True)
 
 
@@ -158,7 +159,7 @@ def test_a_request_past_its_deadline_is_shown_without_waiting_for_it():
         assert time.monotonic() - started < 0.05
         views = {v.address: v for v in source.hosts()}
         assert views["http://stuck:9400/metrics"].error == "no answer within 2 s"
-        assert views["http://node1:9400/metrics"].up and views["http://node1:9400/metrics"].trend == [40.0]
+        assert views["http://node1:9400/metrics"].up and views["http://node1:9400/metrics"].trend == (40.0,)
     finally:
         release.set()
         source.close()
@@ -177,16 +178,16 @@ def test_two_exporters_reporting_the_same_gpus_count_once():
 
 def test_worst_first_and_totals():
     ok = _view("u1", "a-ok", ("G1",))
-    warn = _view("u2", "b-warn", ("G2",))
-    warn.findings.append(FindingRow("warning", "gpu-throttled", "GPU0"))
-    crit = _view("u3", "z-crit", ("G3",))
-    crit.findings += [FindingRow("info", "x"), FindingRow("critical", "oom", "job")]
+    warn = msgspec.structs.replace(_view("u2", "b-warn", ("G2",)),
+                                   findings=(FindingRow("warning", "gpu-throttled", "GPU0"),))
+    crit = msgspec.structs.replace(_view("u3", "z-crit", ("G3",)),
+                                   findings=(FindingRow("info", "x"), FindingRow("critical", "oom", "job")))
     down = HostView("http://c:9400/metrics", error="unreachable: Connection refused")
     assert [v.name for v in worst_first([ok, warn, crit, down])] == ["z-crit", "c", "b-warn", "a-ok"]
     assert crit.top_finding == FindingRow("critical", "oom", "job")
     no_total = GpuRow("0", fb_used_mib=100.0, fb_free_mib=900.0)  # an old dcgm-exporter: no FB_RESERVED/TOTAL
     assert no_total.memory_total_mib == 1000.0
-    fleet = totals([ok, warn, crit, down, HostView("u5", "old", {"x": no_total})])
+    fleet = totals([ok, warn, crit, down, HostView("u5", "old", (no_total,))])
     assert (fleet.hosts, fleet.answering, fleet.gpus, fleet.used_mib, fleet.total_mib) == (5, 4, 4, 3100.0, 245500.0)
 
 
@@ -258,8 +259,7 @@ async def test_text_from_outside_is_literal():
 
         def hosts(self) -> list[HostView]:
             view = _view("http://h:1/[red]", "[@click=app.quit]evil\x1b]0;pwn\x07", ("G1",))
-            view.findings.append(FindingRow("warning", "[/x]rule", "GPU0"))
-            return [view]
+            return [msgspec.structs.replace(view, findings=(FindingRow("warning", "[/x]rule", "GPU0"),))]
 
         def problem(self) -> str | None:
             return "[/b]"

@@ -10,6 +10,7 @@ import re
 import time
 import urllib.parse
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -166,9 +167,9 @@ def test_hostile_or_out_of_range_labels_are_skipped_not_trusted():
 
 
 def test_host_rows_name_their_gpu_models():
-    view = HostView("a", gpus={str(i): GpuRow(str(i), "NVIDIA A100-SXM4-80GB") for i in range(8)})
+    view = HostView("a", gpus=tuple(GpuRow(str(i), "NVIDIA A100-SXM4-80GB") for i in range(8)))
     assert view.gpu_models == "8x A100-SXM4-80GB"
-    view.gpus["8"] = GpuRow("8", "NVIDIA L4")
+    view = msgspec.structs.replace(view, gpus=(*view.gpus, GpuRow("8", "NVIDIA L4")))
     assert view.gpu_models == "8x A100-SXM4-80GB, 1x L4"
     assert HostView("b").gpu_models == ""
 

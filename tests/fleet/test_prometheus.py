@@ -86,12 +86,12 @@ def test_recorded_hwtop_fleet_two_hosts_a_dead_target_and_right_totals():
         assert sorted(hosts) == ["127.0.0.1", "node-dgx", "node-h200"]
         dgx, h200, dead = hosts["node-dgx"], hosts["node-h200"], hosts["127.0.0.1"]
         assert dead.error == "down: connection refused" and not dead.gpus
-        assert len(dgx.gpus) == 8 and {g.model for g in dgx.gpus.values()} == {"NVIDIA A100-SXM4-80GB"}
-        assert len(h200.gpus) == 1 and h200.gpus["GPU-7147869c-e2a4-8150-28dd-3b3a9d09ca79"].model == "NVIDIA H200"
+        assert len(dgx.gpus) == 8 and {g.model for g in dgx.gpus} == {"NVIDIA A100-SXM4-80GB"}
+        assert len(h200.gpus) == 1 and h200.gpus[0].model == "NVIDIA H200"
         assert dgx.memory is not None and dgx.memory[1] == 8 * 81920  # FB_TOTAL, whole MiB
         assert h200.memory is not None and h200.memory[1] == 144384  # as recorded (the demo H200 then had 141 GiB)
         assert dgx.hwtop and h200.hwtop and dgx.cpu_busy is not None
-        assert 0 < (h200.gpus["GPU-7147869c-e2a4-8150-28dd-3b3a9d09ca79"].tensor_active or 0) < 1
+        assert 0 < (h200.gpus[0].tensor_active or 0) < 1
         assert len(dgx.trend) >= 2 and all(0 <= x <= 100 for x in dgx.trend)
         fleet = totals(source.hosts())
         assert (fleet.hosts, fleet.answering, fleet.gpus, fleet.total_mib) == (3, 2, 9, 8 * 81920 + 144384)

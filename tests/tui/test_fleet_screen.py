@@ -21,14 +21,14 @@ class StillFleet:
     reads_jobs = False
 
     def __init__(self) -> None:
-        gpus = {str(i): GpuRow(str(i), "NVIDIA A100-SXM4-80GB", util=27.0, fb_used_mib=62_000.0,
-                               fb_total_mib=81_920.0) for i in range(8)}
+        gpus = tuple(GpuRow(str(i), "NVIDIA A100-SXM4-80GB", util=27.0, fb_used_mib=62_000.0,
+                               fb_total_mib=81_920.0) for i in range(8))
         self.views = [
-            HostView("http://127.0.0.1:39000/metrics", "dgx-a100-demo", gpus, [FindingRow("warning", "gpu-starved",
-                                                                                          "GPU0-7")],
-                     hwtop=True, cpu_busy=6.0, trend=[20.0, 27.0]),
+            HostView("http://127.0.0.1:39000/metrics", "dgx-a100-demo", gpus, (FindingRow("warning", "gpu-starved",
+                                                                                          "GPU0-7"),),
+                     hwtop=True, cpu_busy=6.0, trend=(20.0, 27.0)),
             HostView("http://127.0.0.1:39002/metrics", "h200-demo",
-                     {"0": GpuRow("0", "NVIDIA H200", util=96.0, fb_used_mib=98_000.0, fb_total_mib=143_771.0)},
+                     (GpuRow("0", "NVIDIA H200", util=96.0, fb_used_mib=98_000.0, fb_total_mib=143_771.0),),
                      hwtop=True, cpu_busy=3.0),
             HostView(DEAD, error="unreachable: Connection refused"),
         ]

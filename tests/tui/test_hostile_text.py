@@ -225,8 +225,8 @@ async def test_fleet_table_and_host_screen_show_exporter_labels_as_text():
     from hwtop.tui import fleet_app
 
     targets = [f"http://10.0.0.{i}:9400/metrics" for i in range(len(HOSTILE))] + ["http://10.0.1.1:9400/metrics"]
-    views = {target: HostView(target, hostname=text, gpus={"0": GpuRow("0", model=text, util=50.0)},
-                              findings=[FindingRow("critical", text[:20], text)], hwtop=True)
+    views = {target: HostView(target, hostname=text, gpus=(GpuRow("0", model=text, util=50.0),),
+                              findings=(FindingRow("critical", text[:20], text),), hwtop=True)
              for target, text in zip(targets, HOSTILE, strict=False)}
     views[targets[-1]] = HostView(targets[-1], error="unreachable: [b]\x1b]0;pwn\x07 refused")
     app = fleet_app.FleetApp(DirectSource(targets, interval=30, fetcher=lambda target, timeout: views[target]))
