@@ -13,12 +13,15 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import msgspec
+
 from hwtop.advice.ranks import RankVerdict, judge_ranks, missing_figure, worst_first
 from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.build import host_of
 from hwtop.fleet.model import SEVERITY_ORDER, FindingRow, HostView
 from hwtop.fleet.prometheus import Query
-from hwtop.fleet.scrape import host_of
 from hwtop.model.job import RankFigures
+from hwtop.model.record import Record
 from hwtop.probes.stack_sampler import RATE_HZ
 
 SECONDS = "hwtop_job_rank_seconds_total"
@@ -87,17 +90,17 @@ def _number(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() and len(text) < 10 else None
 
 
-@dataclass(slots=True)
-class JobView:
-    """`message` says in one line why there is nothing to judge (no series at the URL, too few samples)."""
+class JobView(Record, frozen=True):
+    """`message` says in one line why there is nothing to judge (no series at the URL, too few samples). A value:
+    its dicts are built once and never changed."""
 
     job: str
-    ranks: list[RankFigures]
+    ranks: tuple[RankFigures, ...]
     steps_per_s: dict[tuple[str, int], float]
     verdict: RankVerdict | None
     message: str | None
     cause: FindingRow | None = None  # the named rank's host's top finding other than the symptom itself
-    hosts: dict[str, HostView] = field(default_factory=dict)
+    hosts: dict[str, HostView] = msgspec.field(default_factory=dict)
 
     def to_dict(self, now: float) -> dict[str, object]:
         verdict = self.verdict
@@ -163,7 +166,7 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
     if not figures:
         there = sorted({labels.get("job_name", "") for labels, _ in names or ()} - {""})
         listed = f" (jobs there: {', '.join(there[:8])}{', …' if len(there) > 8 else ''})" if there else ""
-        return JobView(job, [], {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}{listed}",
+        return JobView(job, (), {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}{listed}",
                        hosts=by_host)
     verdict = judge_ranks(figures, t)
     cause = None
@@ -179,4 +182,4 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
     down = [h for h in hosts if not h.up]
     if verdict is not None and verdict.rank is None and down:  # its ranks' series went stale with its scrapes
         message = "not answering, their ranks unseen: " + "; ".join(f"{h.name} ({h.error})" for h in down)
-    return JobView(job, worst_first(figures, verdict, t), steps_per_s, verdict, message, cause, by_host)
+    return JobView(job, tuple(worst_first(figures, verdict, t)), steps_per_s, verdict, message, cause, by_host)

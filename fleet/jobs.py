@@ -5,12 +5,14 @@ hwtop job series, with its hosts, its ranks and its verdict, each judged exactly
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+
+import msgspec
 
 from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.build import host_of
 from hwtop.fleet.job import JobView, assemble_job
 from hwtop.fleet.model import HostView
-from hwtop.fleet.scrape import host_of
+from hwtop.model.record import Record
 
 MAX_JOBS = 500  # judged and listed; the rest are counted (a Prometheus naming more is not showing jobs to a person)
 VERDICT_ORDER = {"hang": 0, "straggler": 1}
@@ -18,8 +20,7 @@ VERDICT_ORDER = {"hang": 0, "straggler": 1}
 Vector = list[tuple[dict[str, str], float]]
 
 
-@dataclass(slots=True)
-class JobRow:
+class JobRow(Record, frozen=True):
     """One job: the hosts its ranks or its exporters are on, and its view as `--job NAME` would give it."""
 
     name: str
@@ -32,11 +33,10 @@ class JobRow:
                 "verdict": view["verdict"], "message": view["message"]}
 
 
-@dataclass(slots=True)
-class JobList:
+class JobList(Record, frozen=True):
     """`message` says in one line why there is no job to list (no series at the URL, a failed query)."""
 
-    jobs: list[JobRow] = field(default_factory=list)
+    jobs: tuple[JobRow, ...] = ()
     message: str | None = None
     left_out: int = 0  # jobs beyond MAX_JOBS, by name
 
@@ -65,7 +65,7 @@ def assemble_jobs(url: str, now: Vector, increase: Vector, steps: Vector, hosts:
         where = {r.host for r in view.ranks} | {host for labels, _ in now_by.get(name, ())
                                                  if (host := host_of(labels))}
         if not view.ranks:  # only its exporters' hwtop_job_info: watched, no rank read yet
-            view = replace(view, message="its exporters read no rank figures yet")
+            view = msgspec.structs.replace(view, message="its exporters read no rank figures yet")
         rows.append(JobRow(name, tuple(sorted(where)), view))
     rows.sort(key=lambda row: (VERDICT_ORDER.get(row.view.verdict.kind, 2) if row.view.verdict else 2, row.name))
-    return JobList(rows, None, max(0, len(names) - MAX_JOBS))
+    return JobList(tuple(rows), None, max(0, len(names) - MAX_JOBS))
