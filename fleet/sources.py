@@ -67,6 +67,7 @@ class _Target:
     url: str
     view: HostView
     future: Future[HostView] | None = None  # in flight, perhaps from an earlier round past its deadline
+    started: float = 0.0  # when the request in flight was sent
     trend: deque[float] = field(default_factory=lambda: deque(maxlen=TREND_POINTS))
 
 
@@ -88,18 +89,25 @@ class DirectSource:
         self._pool = DaemonPool(min(32, max(1, len(urls))))
 
     def read(self, ask: Ask) -> Round:
+        """Waits for the exporters at most one interval: a slow one keeps its last row (or "waiting") while its
+        request runs on, and says it is late once past its deadline; the others are not held for it."""
+        now = time.monotonic()
         for target in self._targets:
             if target.future is None:
                 url, timeout = target.url, self.timeout
                 target.future = self._pool.submit(lambda u=url, t=timeout: self._fetch(u, t))
+                target.started = now
         pending = [t.future for t in self._targets if t.future is not None]
-        concurrent.futures.wait(pending, timeout=self.timeout + GRACE_S)
+        concurrent.futures.wait(pending, timeout=min(self.timeout + GRACE_S, self.interval))
+        now = time.monotonic()
         for target in self._targets:
             future = target.future
             if future is None:
                 continue
             if not future.done():
-                target.view = HostView(target.url, target.view.hostname, error=f"no answer within {self.timeout:g} s")
+                if now - target.started >= self.timeout + GRACE_S:
+                    target.view = HostView(target.url, target.view.hostname,
+                                           error=f"no answer within {self.timeout:g} s")
                 continue
             try:
                 view = future.result()

@@ -296,7 +296,7 @@ def test_the_command_in_a_terminal_quits_within_a_second_with_an_endpoint_that_n
         screen = pane()
         total_mib = sum((g.memory_total_bytes or 0) // (1 << 20)
                         for e in two_exporters for g in e.latest.frame.snapshot.gpus)
-        assert "2/4 hosts answering · 9 GPUs" in screen and f"/{total_mib / GIB_MIB:,.0f} GiB" in screen, screen
+        assert "2/4 up · 2 down · 9 GPUs" in screen and f"/{total_mib / GIB_MIB:,.0f} GiB" in screen, screen
         assert "waiting for the first answer" in screen  # the silent one, with a 30 s deadline
         started = time.monotonic()
         _tmux("send-keys", "-t", session, "q")
