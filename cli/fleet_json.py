@@ -9,7 +9,7 @@ import time
 
 from hwtop.fleet.model import HostView
 from hwtop.fleet.session import FleetSession
-from hwtop.fleet.sources import FleetSource
+from hwtop.fleet.sources import WAITING, FleetSource
 
 
 def host_dict(view: HostView) -> dict[str, object]:
@@ -22,10 +22,14 @@ def host_dict(view: HostView) -> dict[str, object]:
 
 
 def fleet_json(source: FleetSource, timeout: float) -> int:
-    """One round, on this thread (each request has its own deadline, so it ends)."""
+    """Rounds on this thread until every host has answered or passed its deadline (each request has its own,
+    so this ends)."""
     session = FleetSession(source)
     session.ask(source.job, source.job is None)  # the job list: Prometheus only
     frame = session.round()
+    deadline = time.monotonic() + timeout + 5.0
+    while any(h.error == WAITING for h in frame.hosts) and time.monotonic() < deadline:
+        frame = session.round()
     out: dict[str, object] = {"source": source.description, "problem": frame.problem,
                               "hosts": [host_dict(h) for h in frame.hosts],
                               "summary": {"hosts": frame.summary.hosts, "up": frame.summary.up,
