@@ -48,8 +48,9 @@ def _select(name: str, job: str | None, matchers: str, *extra: str) -> str:
 
 
 def _rank_queries(prefix: str, job: str | None, matchers: str, window_s: float, *names: str) -> list[Query]:
+    """`names`: the series asked as they are now (the rank seconds' window comes from `increase`)."""
     window = f"{max(1, round(window_s))}s"
-    wanted = "|".join((SECONDS, STEPS, SEEN, INFO, *names))
+    wanted = "|".join(names)
     return [
         Query(f"{prefix}now", "/api/v1/query", (("query", _select("", job, matchers, f'__name__=~"{wanted}"')),)),
         Query(f"{prefix}increase", "/api/v1/query",
@@ -61,14 +62,15 @@ def _rank_queries(prefix: str, job: str | None, matchers: str, window_s: float, 
 def jobs_queries(matchers: str, window_s: float) -> list[Query]:
     """Every job's rank series and the `hwtop_job_info` of every exporter watching one: the jobs Prometheus holds
     now. Instant queries, not /api/v1/label/job_name/values: that lists every name in the stored history (jobs
-    that ended days ago) and says nothing of hosts, ranks or who waits for whom."""
-    return _rank_queries("jobs_", None, matchers, window_s, JOB_INFO)
+    that ended days ago) and says nothing of hosts, ranks or who waits for whom. Not each rank's seconds since it
+    began (a series per phase: most of the answer), which only the open job's screen shows."""
+    return _rank_queries("jobs_", None, matchers, window_s, STEPS, SEEN, INFO, JOB_INFO)
 
 
 def job_queries(job: str, matchers: str, window_s: float) -> list[Query]:
     """`matchers` is the inside of the user's --selector, as for the host table."""
     return [
-        *_rank_queries("job_", job, matchers, window_s),
+        *_rank_queries("job_", job, matchers, window_s, SECONDS, STEPS, SEEN, INFO),
         Query("job_names", "/api/v1/query",
               (("query", "group by (job_name) (" + (f"hwtop_job_info{{{matchers}}}" if matchers else "hwtop_job_info")
                 + ")"),)),

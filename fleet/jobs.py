@@ -5,6 +5,7 @@ hwtop job series, with its hosts, its ranks and its verdict, each judged exactly
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 
 import msgspec
 
@@ -41,7 +42,7 @@ class JobList(Record, frozen=True):
     left_out: int = 0  # jobs beyond MAX_JOBS, by name
 
 
-def _by_job(vector: Vector) -> dict[str, Vector]:
+def _by_job(vector: Iterable[tuple[dict[str, str], float]]) -> dict[str, Vector]:
     out: dict[str, Vector] = defaultdict(list)
     for labels, value in vector:
         name = labels.get("job_name", "")
@@ -50,8 +51,9 @@ def _by_job(vector: Vector) -> dict[str, Vector]:
     return out
 
 
-def assemble_jobs(url: str, now: Vector, increase: Vector, steps: Vector, hosts: list[HostView],
-                  t: Thresholds) -> JobList:
+def assemble_jobs(url: str, now: Iterable[tuple[dict[str, str], float]],
+                  increase: Iterable[tuple[dict[str, str], float]], steps: Iterable[tuple[dict[str, str], float]],
+                  hosts: list[HostView], t: Thresholds) -> JobList:
     """One round's answers of the list queries (fleet/job.py's jobs_queries) → every job, hangs first, then
     stragglers, then by name."""
     now_by, increase_by, steps_by = _by_job(now), _by_job(increase), _by_job(steps)

@@ -170,11 +170,14 @@ class _Table:
     def finish(self) -> list[str]:
         """Each view's address (the instances it was read from); a warning per host whose GPUs came twice."""
         warnings = []
+        doubled_by_host: dict[str, set[str]] = defaultdict(set)
+        for (host, _), found in self.gpu_sources.items():
+            if len(found) > 1:
+                doubled_by_host[host] |= found
         for host, view in self.views.items():
             targets = sorted(self.sources.get(host, ()))
             view.address = ", ".join(t.split("/", 1)[1] or t for t in targets) or view.address or host
-            doubled = sorted({s for (h, _), found in self.gpu_sources.items() if h == host and len(found) > 1
-                              for s in found})
+            doubled = sorted(doubled_by_host.get(host, ()))
             if doubled:
                 warnings.append(f"{host}: the same GPUs come from {len(doubled)} targets ({', '.join(doubled)}); "
                                 "counted once")

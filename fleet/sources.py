@@ -8,7 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -216,13 +216,17 @@ class PrometheusSource:
         return self._pool.submit(lambda: self._get(url, self.timeout, MAX_BYTES))
 
     def _list(self, bodies: dict[str, bytes], errors: dict[str, str], views: list[HostView]) -> JobList:
-        """Every job from this round's list answers; one that failed is the list's message."""
-        vectors = _vectors(("jobs_now", "jobs_increase", "jobs_steps"), bodies, errors)
-        failed = [key for key, found in vectors.items() if found is None]
-        if failed:
-            return JobList(message=f"Prometheus: {failed[0]}: {errors.get(failed[0], 'no answer')}")
-        return assemble_jobs(self.base, vectors["jobs_now"] or [], vectors["jobs_increase"] or [],
-                             vectors["jobs_steps"] or [], views, self.thresholds)
+        """Every job from this round's list answers, read series by series (the biggest answers of a round: no
+        list of them all is made); one that failed is the list's message."""
+        keys = ("jobs_now", "jobs_increase", "jobs_steps")
+        missing = next((key for key in keys if key not in bodies), None)
+        if missing is not None:
+            return JobList(message=f"Prometheus: {missing}: {errors.get(missing, 'no answer')}")
+        try:
+            now, increase, steps = (_named(key, bodies.pop(key)) for key in keys)
+            return assemble_jobs(self.base, now, increase, steps, views, self.thresholds)
+        except FetchError as error:
+            return JobList(message=f"Prometheus: {error}")
 
     def _judge(self, job: str, bodies: dict[str, bytes], errors: dict[str, str], views: list[HostView]) -> JobView:
         """The job's view from this round's answers; one that failed is the view's message."""
@@ -241,6 +245,14 @@ class PrometheusSource:
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _named(key: str, body: bytes) -> Iterator[tuple[dict[str, str], float]]:
+    """The answer's series; an unreadable one says which query it answered."""
+    try:
+        yield from vector(body)
+    except FetchError as error:
+        raise FetchError(f"{key}: {error}") from None
 
 
 def _vectors(keys: tuple[str, ...], bodies: dict[str, bytes], errors: dict[str, str]) -> dict[str, Vector | None]:
