@@ -5,10 +5,12 @@ the last good hosts, marked stale with their age."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.frame import FleetFrame, Summary
@@ -29,6 +31,21 @@ def summarise(hosts: tuple[HostView, ...], thresholds: Thresholds) -> Summary:
                    float(sum(g.memory_total_mib or 0.0 for g in known)),
                    sum(utils) / len(utils) if utils else None,
                    tuple(sorted(rules.items(), key=lambda item: (-item[1], item[0]))))
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """A round makes ~10^5 containers (a parsed series each) that die when it ends. While they live, the cyclic
+    collector's full passes walk them all, holding the interpreter's lock, and so the UI's thread, for a tenth of
+    a second and more (benchmarks/README.md). Nothing of a round forms a cycle: automatic collection waits for
+    the round (process-wide; left as found when someone else had turned it off)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class FleetSession:
@@ -56,7 +73,8 @@ class FleetSession:
     def round(self) -> FleetFrame:
         """One round, read and made into the frame it publishes (the worker's step; `--json` calls it once)."""
         ask, started = self._ask, self._clock()
-        got = self.source.read(ask)
+        with collector_paused():
+            got = self.source.read(ask)
         self.frame = self._frame(got, ask, self._clock() - started)
         return self.frame
 
