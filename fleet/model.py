@@ -4,7 +4,6 @@ built on the fleet session's worker (fleet/build.py) and handed to the UI whole.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from hwtop.model.record import Record
@@ -150,23 +149,3 @@ class HostView(Record, frozen=True):
 
 def worst_first(hosts: list[HostView]) -> list[HostView]:
     return sorted(hosts, key=lambda h: (h.badness(), h.name, h.address))
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    hosts: int
-    answering: int
-    gpus: int
-    used_mib: float
-    total_mib: float
-    util_mean: float | None
-
-
-def totals(hosts: list[HostView]) -> Totals:
-    """Each GPU once, memory as used of total (total = FB_TOTAL or used + free + reserved)."""
-    gpus = [g for h in hosts for g in h.gpus]
-    used = [g.fb_used_mib for g in gpus if g.fb_used_mib is not None and g.memory_total_mib is not None]
-    total = [g.memory_total_mib for g in gpus if g.fb_used_mib is not None and g.memory_total_mib is not None]
-    utils = [g.util for g in gpus if g.util is not None]
-    return Totals(len(hosts), sum(1 for h in hosts if h.up), len(gpus), float(sum(used)),
-                  float(sum(t for t in total if t is not None)), sum(utils) / len(utils) if utils else None)

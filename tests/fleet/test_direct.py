@@ -19,8 +19,9 @@ import msgspec
 import pytest
 
 from hwtop.advice.thresholds import Thresholds
-from hwtop.fleet.model import FindingRow, GpuRow, HostView, totals, worst_first
+from hwtop.fleet.model import FindingRow, GpuRow, HostView, worst_first
 from hwtop.fleet.scrape import parse
+from hwtop.fleet.session import summarise
 from hwtop.fleet.sources import Ask, DirectSource, Round, merge_same_host
 from hwtop.fleet.targets import exporter_url, merge, prometheus_url, selector_matchers
 from hwtop.tui.fleet.app import FleetApp
@@ -167,7 +168,7 @@ def test_two_exporters_reporting_the_same_gpus_count_once():
     assert [v.address for v in views] == ["http://a:9400/metrics", "http://b:9400/metrics"]
     assert warnings == ["http://n1.example:9400/metrics and http://a:9400/metrics report the same GPUs (n1): "
                         "shown once"]
-    fleet = totals(views)
+    fleet = summarise(tuple(views), Thresholds())
     assert (fleet.gpus, fleet.used_mib, fleet.total_mib) == (3, 3000.0, 3 * 81500.0)
 
 
@@ -182,8 +183,10 @@ def test_worst_first_and_totals():
     assert crit.top_finding == FindingRow("critical", "oom", "job")
     no_total = GpuRow("0", fb_used_mib=100.0, fb_free_mib=900.0)  # an old dcgm-exporter: no FB_RESERVED/TOTAL
     assert no_total.memory_total_mib == 1000.0
-    fleet = totals([ok, warn, crit, down, HostView("u5", "old", (no_total,))])
-    assert (fleet.hosts, fleet.answering, fleet.gpus, fleet.used_mib, fleet.total_mib) == (5, 4, 4, 3100.0, 245500.0)
+    fleet = summarise((ok, warn, crit, down, HostView("u5", "old", (no_total,))), Thresholds())
+    assert (fleet.hosts, fleet.up, fleet.down, fleet.gpus, fleet.used_mib, fleet.total_mib) == \
+        (5, 4, 1, 4, 3100.0, 245500.0)
+    assert fleet.findings == (("gpu-throttled", 1), ("oom", 1), ("x", 1))
 
 
 def test_a_dcgm_exporter_page_parses_with_either_hostname_spelling_and_counters():
