@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -131,30 +131,58 @@ def _rank_of(labels: dict[str, str]) -> tuple[str, int] | None:
     return (host, int(text)) if text.isascii() and text.isdigit() and len(text) < 9 else None
 
 
-def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], increase: list[tuple[dict[str, str],
-                 float]], steps: list[tuple[dict[str, str], float]], hosts: list[HostView],
-                 t: Thresholds, names: list[tuple[dict[str, str], float]] | None = None) -> JobView:
+class RankFold:
+    """One job's ranks as its series are read, one series at a time (no list of the series is kept)."""
+
+    def __init__(self) -> None:
+        self.ranks: dict[tuple[str, int], _Rank] = {}
+        self.advanced = False  # the increase answer held a series: the window spans two scrapes
+
+    def add(self, labels: dict[str, str], value: float, what: str) -> None:
+        """`what`: now (the series as they are), window (increase of the seconds), steps (rate of the steps)."""
+        key = _rank_of(labels)
+        if key is None or not math.isfinite(value):
+            return
+        rank = self.ranks.get(key)
+        if rank is None:
+            if len(self.ranks) >= MAX_RANKS:
+                return
+            rank = self.ranks[key] = _Rank()
+        name = labels.get("__name__", "")
+        if what == "window":
+            self.advanced = True
+            rank.window[labels.get("phase", "")] = max(0.0, value)
+        elif what == "steps":
+            rank.steps_per_s = value
+        elif name == SECONDS:
+            rank.phase_seconds[labels.get("phase", "")] = value
+        elif name == STEPS:
+            rank.steps = value
+        elif name == SEEN:
+            rank.seen_at = value
+        elif name == INFO:
+            rank.pid, rank.site = _number(labels.get("pid")), labels.get("site") or None
+
+
+Series = Iterable[tuple[dict[str, str], float]]
+
+
+def assemble_job(job: str, url: str, now: Series, increase: Series, steps: Series, hosts: list[HostView],
+                 t: Thresholds, names: Series | None = None) -> JobView:
     """The job answers of one round (each an instant vector) and that round's host rows → the job's view;
     `names` (the job_name of every watched job there) only says which jobs there are when this one is not."""
-    ranks: dict[tuple[str, int], _Rank] = defaultdict(_Rank)
+    fold = RankFold()
     for answer, what in ((now, "now"), (increase, "window"), (steps, "steps")):
         for labels, value in answer:
-            key = _rank_of(labels)
-            if key is None or not math.isfinite(value) or (key not in ranks and len(ranks) >= MAX_RANKS):
-                continue
-            rank, name = ranks[key], labels.get("__name__", "")
-            if what == "window":
-                rank.window[labels.get("phase", "")] = max(0.0, value)
-            elif what == "steps":
-                rank.steps_per_s = value
-            elif name == SECONDS:
-                rank.phase_seconds[labels.get("phase", "")] = value
-            elif name == STEPS:
-                rank.steps = value
-            elif name == SEEN:
-                rank.seen_at = value
-            elif name == INFO:
-                rank.pid, rank.site = _number(labels.get("pid")), labels.get("site") or None
+            fold.add(labels, value, what)
+    return judge_job(job, url, fold, hosts, t, names)
+
+
+def judge_job(job: str, url: str, fold: RankFold, hosts: list[HostView], t: Thresholds,
+              names: Series | None = None) -> JobView:
+    """A job's folded ranks → its figures, verdict, likely cause and message."""
+    ranks = fold.ranks
+    increase = fold.advanced
     figures = []
     for (host, number), rank in sorted(ranks.items()):
         observed = sum(rank.window.values())
