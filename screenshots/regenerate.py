@@ -166,7 +166,7 @@ async def capture_fleet(name: str, size: tuple[int, int]) -> str:
     app = FleetApp(DirectSource([exporter_url(t) for t in targets], interval=1.0, timeout=1.0))
     try:
         async with app.run_test(size=size) as pilot:
-            while any(v.error == "waiting for the first answer" for v in app.views) or not app.views:
+            while any(v.error == "waiting for the first answer" for v in app.frame.hosts) or not app.frame.hosts:
                 await pilot.pause(0.1)
             await pilot.pause(0.3)
             return app.save_screenshot(filename=f"{name}.svg", path=HERE)
@@ -204,7 +204,7 @@ async def capture_fleet_job(name: str, size: tuple[int, int]) -> str | None:
         source = PrometheusSource(prometheus.url, interval=1.0, timeout=5.0, job="pretrain", job_window_s=15)
         app = FleetApp(source)
         async with app.run_test(size=size) as pilot:
-            while source.job_view() is None or source.job_view().verdict is None:  # type: ignore[union-attr]
+            while app.frame.job is None or app.frame.job.verdict is None:
                 await pilot.pause(0.2)
             await pilot.pause(0.5)
             return app.save_screenshot(filename=f"{name}.svg", path=HERE)
