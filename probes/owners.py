@@ -214,6 +214,10 @@ class OwnerReader:
         cache[key] = owner
         return owner
 
+    @property
+    def size(self) -> int:
+        return len(self._cache)
+
     def owner_of_pid(self, pid: int) -> Owner | None:
         """For a pid alone (a GPU's process outside the table): its start time from its stat, then the cache."""
         try:

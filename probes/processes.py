@@ -163,7 +163,8 @@ class ProcessProbe:
         self._seen = current
         for key in [k for k in self._details if (s := current.get(k[0])) is None or s.start_ticks != k[1]]:
             del self._details[key]
-        self.owners.retain(lambda pid, start: (s := current.get(pid)) is not None and s.start_ticks == start)
+        if self.owners.size > len(current):  # some process ended (a reused pid is a new key: never a wrong hit)
+            self.owners.retain(lambda pid, start: (s := current.get(pid)) is not None and s.start_ticks == start)
         out = []
         for percent, _, pid in heapq.nlargest(self.limit, rows):  # by CPU %, then RSS
             entry = current[pid]
