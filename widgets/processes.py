@@ -24,16 +24,19 @@ class Row(msgspec.Struct, frozen=True):
     command: str
     ppid: int | None = None
     depth: int = 0  # in tree view
+    owner: str = ""  # its Slurm job, pod or container (model/owner.py's label); "" for the user's own
 
 
 def filter_rows(rows: list[Row], text: str) -> list[Row]:
-    """Rows whose command, user or pid contains `text` (case-insensitive); `gpu:N` keeps the processes on GPU N."""
+    """Rows whose command, user, owner (`job 4242`, `ns/pod`) or pid contains `text` (case-insensitive); `gpu:N`
+    keeps the processes on GPU N."""
     needle = text.lower().strip()
     if not needle:
         return rows
     if needle.startswith("gpu:") and needle[4:].isdigit():
         return [r for r in rows if needle[4:] in r.gpus.split(",")]
-    return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or needle == str(r.pid)]
+    return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or needle == str(r.pid)
+            or needle in r.owner.lower()]
 
 
 def tree_rows(rows: list[Row]) -> list[Row]:
@@ -64,11 +67,14 @@ def tree_rows(rows: list[Row]) -> list[Row]:
 
 
 SORT_KEYS = ("cpu", "rss", "gpu_memory", "pid")
-COLUMNS = (("PID", "pid"), ("USER", "user"), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", "threads"), ("GPU", "gpus"),
+COLUMNS = (("PID", "pid"), ("USER", "user"), ("OWNER", "owner"), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", "threads"),
+           ("GPU", "gpus"),
            ("GPU MEM", "gpu_memory"), ("SM%", "sm"), ("COMMAND", "command"))
 CLICK_KEYS = tuple(key for _, key in COLUMNS)
 GPU_KEYS = ("gpus", "gpu_memory", "sm")
-SORT_NAMES = {"pid": "PID", "user": "user", "cpu": "CPU", "rss": "memory (RSS)", "threads": "threads",
+OWNER_WIDTH = 16  # a long pod name is cut: the table's width belongs to the command line
+SORT_NAMES = {"pid": "PID", "user": "user", "owner": "owner", "cpu": "CPU", "rss": "memory (RSS)",
+              "threads": "threads",
               "gpus": "GPU", "gpu_memory": "GPU memory", "sm": "GPU SM", "command": "command"}  # as a user says it
 UP, DOWN = "▲", "▼"
 
@@ -76,32 +82,37 @@ UP, DOWN = "▲", "▼"
 def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> list[Row]:
     """One row per pid: host processes, plus GPU processes the host table did not list."""
     gpu_of: dict[int, list[tuple[int, int | None, float | None, str | None]]] = {}
+    owner_of: dict[int, str] = {}
     for gpu in gpus:
         for proc in gpu.processes:
             gpu_of.setdefault(proc.pid, []).append((gpu.index, proc.used_memory_bytes, proc.sm_percent, proc.command))
+            if proc.owner is not None:
+                owner_of[proc.pid] = proc.owner.label
     rows = []
     seen = set()
     for proc in processes:
         seen.add(proc.pid)
         rows.append(_row(proc.pid, proc.user or NA, proc.cpu_percent, proc.rss_bytes, proc.threads,
-                         proc.cmdline or proc.name, gpu_of.get(proc.pid, []), proc.ppid))
+                         proc.cmdline or proc.name, gpu_of.get(proc.pid, []), proc.ppid,
+                         proc.owner.label if proc.owner is not None else ""))
     for pid, entries in gpu_of.items():
         if pid not in seen:
             rows.append(_row(pid, NA, None, None, None, entries[0][3] or "(not visible in this pid namespace)",
-                             entries))
+                             entries, owner=owner_of.get(pid, "")))
     return rows
 
 
 def _row(pid: int, user: str, cpu: float | None, rss: int | None, threads: int | None, command: str,
-         entries: list[tuple[int, int | None, float | None, str | None]], ppid: int | None = None) -> Row:
+         entries: list[tuple[int, int | None, float | None, str | None]], ppid: int | None = None,
+         owner: str = "") -> Row:
     gpus = ",".join(str(e[0]) for e in entries)
     known = [e[1] for e in entries if e[1] is not None]
     sms = [e[2] for e in entries if e[2] is not None]
     return Row(pid, user, cpu, rss, threads, gpus, sum(known) if known else None, max(sms) if sms else None,
-               command, ppid)
+               command, ppid, owner=owner)
 
 
-TEXT_KEYS = ("user", "gpus", "command")
+TEXT_KEYS = ("user", "owner", "gpus", "command")
 ASCENDING_KEYS = ("pid", *TEXT_KEYS)  # read top down from the smallest; the rest from the biggest
 
 
@@ -190,8 +201,10 @@ class ProcessTable(LineTable):
         arrow = DOWN if self.sort_descending else UP
         rows = sort_rows(merge_rows(processes, gpus), self.sort_key, self.sort_descending)
         gpu_columns = bool(gpus) or any(row.gpus for row in rows)  # a GPU-less box: COMMAND takes their room
+        owners = any(row.owner for row in rows)  # no job, pod or container here: no OWNER column at all
         self.set_labels([f"{label} {arrow}" if key == self.sort_key else
-                         label if gpu_columns or key not in GPU_KEYS else "" for label, key in COLUMNS])
+                         "" if (key in GPU_KEYS and not gpu_columns) or (key == "owner" and not owners) else label
+                         for label, key in COLUMNS])
         rows = filter_rows(rows, self.filter_text)
         if self.tree_view:
             rows = tree_rows(rows)
@@ -213,6 +226,7 @@ class ProcessTable(LineTable):
     def _cells(row: Row, marked: set[int]) -> tuple[object, ...]:
         return (
             Text(str(row.pid), style=palette.GROUP if row.pid in marked else ""), row.user[:10],
+            _owner_cell(row.owner),
             Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
             Text(human_bytes(row.rss), justify="right"),
             Text(NA if row.threads is None else str(row.threads), justify="right"),
@@ -226,7 +240,11 @@ class ProcessTable(LineTable):
 
 def _key(row: Row, marked: set[int]) -> tuple[object, ...]:
     """What a row shows, as formatted text: a change below display precision (12.31 % to 12.34 %) is no change."""
-    return (row.pid, row.pid in marked, row.user[:10], NA if row.cpu is None else f"{row.cpu:.1f}",
+    return (row.pid, row.pid in marked, row.user[:10], row.owner, NA if row.cpu is None else f"{row.cpu:.1f}",
             level_style(row.cpu), human_bytes(row.rss), row.threads, row.gpus,
             human_bytes(row.gpu_memory) if row.gpu_memory is not None else ("N/A" if row.gpus else ""),
             "" if row.sm is None else f"{row.sm:.0f}", row.depth, row.command[:160])
+
+
+def _owner_cell(owner: str) -> str:
+    return owner if len(owner) <= OWNER_WIDTH else owner[: OWNER_WIDTH - 1] + "…"
