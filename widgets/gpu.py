@@ -181,7 +181,8 @@ class GpuPanel(TextPanel):
         return line
 
     def _cell_lines(self, width: int) -> list[Text]:
-        """A short cell a GPU, side by side: `GPU0  92% █████░ 9.9G/80G 73°C`."""
+        """A short cell a GPU, side by side: `GPU0  92% █████░ 9.9G/80G 73°C`, or `GPU0  92% 9.9G/80G job 4242` where
+        a job, pod or container holds it."""
         per_line = max(1, width // CELL)
         out = []
         for start in range(0, len(self.gpus), per_line):
@@ -191,14 +192,20 @@ class GpuPanel(TextPanel):
                 if gpu.lost:
                     cell.append(" LOST", style=palette.CRIT_STRONG)
                 else:
+                    owners = gpu_owners(gpu)
                     cell.append(pct(gpu.util_percent, 5), style=level_style(gpu.util_percent))
-                    cell.append(" ")
                     mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
                                if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
-                    cell.append_text(bar(mem_pct, 6))
+                    if not owners:  # an owned GPU's cell says whose it is in the room of the bar and temperature
+                        cell.append(" ")
+                        cell.append_text(bar(mem_pct, 6))
                     cell.append(f" {human_bytes(gpu.memory_used_bytes)}/{human_bytes(gpu.memory_total_bytes, 0)}")
-                    cell.append(f" {_num(gpu.temperature_c, unit='°C')}",
-                                style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
+                    if owners:
+                        cell.append(" ")
+                        cell.append_text(data(owners_label(owners, CELL - 2 - cell.cell_len), palette.TAG))
+                    else:
+                        cell.append(f" {_num(gpu.temperature_c, unit='°C')}",
+                                    style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
                     if [r for r in gpu.throttle_reasons if r != "idle"]:
                         cell.append("⚠", style=palette.WARN_STRONG)
                 cell.truncate(CELL - 1, overflow="ellipsis")
