@@ -50,6 +50,7 @@ ENV_KEYS = ("SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_JOB_NAME", "SLURM_JOB_USER",
 ENV_LIMIT = 1 << 20
 NAME_LIMIT = 253  # a Kubernetes name is at most 253 characters; anything longer is cut
 SERVICE_ACCOUNT_NAMESPACE = "var/run/secrets/kubernetes.io/serviceaccount/namespace"
+TITLE_LOOKS = 16  # processes a job's title looks at for its owner
 CACHE_LIMIT = 65536  # owners kept: pruned by the probe to the live processes, and never beyond this
 
 _users: dict[int, str] = {}
@@ -287,3 +288,52 @@ def matches(owner: Owner | None, target: tuple[str, str]) -> bool:
         return value in (owner.pod, owner.pod_uid, owner.label)
     return value == owner.container_name or bool(owner.container_id and len(value) >= 4
                                                     and owner.container_id.startswith(value))
+
+
+def describe(owner: Owner) -> str:
+    """A job view's title for the owner: `Slurm job 4242 (llama-70b, alice)`, `pod research/bert-7f9`."""
+    if owner.kind == SLURM:
+        extra = ", ".join(x for x in (owner.job_name, owner.user) if x)
+        return f"Slurm job {owner.job_id}" + (f" ({extra})" if extra else "")
+    if owner.kind == POD:
+        return f"pod {owner.label}"
+    return f"container {owner.label}"
+
+
+def describe_target(target: tuple[str, str]) -> str:
+    kind, value = target
+    return {SLURM: "Slurm job", POD: "pod"}.get(kind, "container") + f" {value}"
+
+
+class OwnerFocus:
+    """The job finder's (probes/job.py) use of owners: `--job slurm:ID` or `pod:NAME` finds every process of that
+    owner on this host, and the job view's title names the Slurm job or pod a job's first process belongs to."""
+
+    def __init__(self, proc: str, pattern: str | None) -> None:
+        self.target = parse_target(pattern) if pattern is not None else None
+        self._reader: OwnerReader | None = None
+        self._proc = proc
+
+    def owner(self, pid: int, start: int) -> Owner | None:
+        if self._reader is None:
+            self._reader = OwnerReader(self._proc)
+        return self._reader.owner(pid, start)
+
+    def matches(self, pid: int, start: int) -> bool:
+        return self.target is not None and matches(self.owner(pid, start), self.target)
+
+    def forget(self, starts: dict[int, int]) -> None:
+        """Drop the owners of processes gone (`starts`: pid → start time of every live process)."""
+        if self._reader is not None and self._reader.size > len(starts):
+            self._reader.retain(lambda pid, start: starts.get(pid) == start)
+
+    def title(self, label: str, processes: list[tuple[int, int]]) -> str:
+        """`label`, naming the owner of the job's first processes ((pid, start), roots first): `pid 41000 · Slurm
+        job 4242 (alice)`; for `--job slurm:ID` the owner alone. The best told of the first few is taken: a
+        job's slurmstepd has no SLURM_JOB_NAME in its environment, its tasks do."""
+        found = [o for o in (self.owner(pid, start) for pid, start in processes[:TITLE_LOOKS]) if o is not None]
+        if not found:
+            return label
+        owner = max(found, key=lambda o: (found[0].same(o), o.job_name is not None, o.user is not None,
+                                          o.pod is not None, o.namespace is not None))
+        return describe(owner) if self.target is not None else f"{label} · {describe(owner)}"
