@@ -26,6 +26,7 @@ class Owner(Record, frozen=True):
     container_id: str | None = None  # a pod's container, or a Docker/Podman container (the full id)
     container_name: str | None = None
     runtime: str | None = None  # docker | podman | containerd | cri-o
+    inner_pid: int | None = None  # its pid inside its container's own pid namespace (NSpid), where it has one
 
     @property
     def label(self) -> str:

@@ -35,6 +35,8 @@ import pwd
 import re
 from collections.abc import Callable
 
+import msgspec
+
 from hwtop.model.owner import CONTAINER, POD, SLURM, Owner
 
 _SLURM_V1 = re.compile(r"/slurm[^/]*/uid_(\d+)/job_(\d+)(?:/step_([^/]+))?")
@@ -250,14 +252,32 @@ class OwnerReader:
         if owner.kind == POD and owner.namespace is None:
             namespace = self._in_root(base, SERVICE_ACCOUNT_NAMESPACE)
             if namespace:
-                owner = Owner(POD, pod_uid=owner.pod_uid, qos=owner.qos, pod=owner.pod, namespace=namespace,
-                              container_id=owner.container_id, runtime=owner.runtime)
+                owner = msgspec.structs.replace(owner, namespace=namespace)
+        if owner.kind in (POD, CONTAINER):
+            inner = self._inner_pid(base)
+            if inner is not None:
+                owner = msgspec.structs.replace(owner, inner_pid=inner)
         if owner.kind == CONTAINER and owner.runtime == "podman":
             text = self._in_root(base, "run/.containerenv")
             name = _containerenv_name(text) if text else None
             if name:
-                owner = Owner(CONTAINER, container_id=owner.container_id, container_name=name, runtime="podman")
+                owner = msgspec.structs.replace(owner, container_name=name)
         return owner
+
+    @staticmethod
+    def _inner_pid(base: str) -> int | None:
+        """The process's pid in its innermost pid namespace, from the NSpid line of its status (proc(5): the pid in
+        each namespace it is in, this /proc's first): the pid `ps` shows inside its container for the host pid
+        NVML reports. None where it shares this /proc's namespace (one entry) or the line is missing."""
+        try:
+            text = _read(f"{base}/status", 8192).decode("ascii", "replace")
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if line.startswith("NSpid:"):
+                values = line.split()[1:]
+                return int(values[-1]) if len(values) > 1 and values[-1].isdigit() else None
+        return None
 
     @staticmethod
     def _in_root(base: str, path: str) -> str | None:
@@ -295,9 +315,10 @@ def describe(owner: Owner) -> str:
     if owner.kind == SLURM:
         extra = ", ".join(x for x in (owner.job_name, owner.user) if x)
         return f"Slurm job {owner.job_id}" + (f" ({extra})" if extra else "")
+    inside = f", pid {owner.inner_pid} inside" if owner.inner_pid is not None else ""
     if owner.kind == POD:
-        return f"pod {owner.label}"
-    return f"container {owner.label}"
+        return f"pod {owner.label}{inside}"
+    return f"container {owner.label}{inside}"
 
 
 def describe_target(target: tuple[str, str]) -> str:

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hwtop.model.owner import Owner, distinct, owners_label
-from hwtop.probes.owners import OwnerReader, matches, parse_cgroup, parse_target, user_name, with_environ
+from hwtop.probes.owners import OwnerReader, describe, matches, parse_cgroup, parse_target, user_name, with_environ
 from hwtop.probes.processes import ProcessProbe
 from tests.fakeproc import FakeProc, Proc
 
@@ -242,3 +242,14 @@ def test_any_cgroup_file_parses_or_says_none(lines: list[tuple[int, str, str]]) 
 def test_any_slurm_v2_place(job: int, step: str, task: int, prefix: str, parent: str) -> None:
     owner = parse_cgroup(f"0::/{parent}{prefix}slurmstepd.scope/job_{job}/step_{step}/user/task_{task}\n")
     assert owner is not None and (owner.job_id, owner.step) == (str(job), step)
+
+
+def test_a_containers_process_knows_its_pid_inside(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    (tmp_path / "proc/200/status").write_text("Name:\tpython\nNSpid:\t200\t7\nCpus_allowed_list:\t0-3\n")
+    (tmp_path / "proc/300/status").write_text("Name:\tpython\nNSpid:\t300\nCpus_allowed_list:\t0-3\n")
+    reader = OwnerReader(str(tmp_path / "proc"))
+    pod, podman = reader.owner(200, 1000), reader.owner(300, 1000)
+    assert pod is not None and pod.inner_pid == 7 and pod.namespace == "research"  # the rest kept
+    assert podman is not None and podman.inner_pid is None and podman.label == "notebook"  # one namespace: none
+    assert describe(pod) == "pod research/bert-7f9, pid 7 inside"
