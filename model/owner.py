@@ -40,6 +40,13 @@ class Owner(Record, frozen=True):
         return self.container_name or (self.container_id or "?")[:SHORT_ID]
 
     @property
+    def short_label(self) -> str:
+        """The label where room is short: a pod's name without its namespace."""
+        if self.kind == POD and self.pod:
+            return self.pod
+        return self.label
+
+    @property
     def container(self) -> str | None:
         """The container as dcgm-exporter's `container` label names it: its name, else its short id."""
         if self.container_name:

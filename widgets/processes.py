@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 from rich.text import Text
 
+from hwtop.model.owner import Owner
 from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, level_style
@@ -25,6 +26,7 @@ class Row(msgspec.Struct, frozen=True):
     ppid: int | None = None
     depth: int = 0  # in tree view
     owner: str = ""  # its Slurm job, pod or container (model/owner.py's label); "" for the user's own
+    owner_short: str = ""  # the same where room is short (a pod's name without its namespace)
 
 
 def filter_rows(rows: list[Row], text: str) -> list[Row]:
@@ -72,7 +74,9 @@ COLUMNS = (("PID", "pid"), ("USER", "user"), ("OWNER", "owner"), ("CPU%", "cpu")
            ("GPU MEM", "gpu_memory"), ("SM%", "sm"), ("COMMAND", "command"))
 CLICK_KEYS = tuple(key for _, key in COLUMNS)
 GPU_KEYS = ("gpus", "gpu_memory", "sm")
-OWNER_WIDTH = 16  # a long pod name is cut: the table's width belongs to the command line
+# The OWNER column's widest: a long pod name is cut, the table's width belongs to the command line; below
+# WIDE_TABLE cells it gives up more (`job 4242` still fits) so that 80 columns keep a readable command.
+OWNER_WIDTH, NARROW_OWNER_WIDTH, WIDE_TABLE = 16, 10, 96
 SORT_NAMES = {"pid": "PID", "user": "user", "owner": "owner", "cpu": "CPU", "rss": "memory (RSS)",
               "threads": "threads",
               "gpus": "GPU", "gpu_memory": "GPU memory", "sm": "GPU SM", "command": "command"}  # as a user says it
@@ -82,34 +86,33 @@ UP, DOWN = "▲", "▼"
 def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> list[Row]:
     """One row per pid: host processes, plus GPU processes the host table did not list."""
     gpu_of: dict[int, list[tuple[int, int | None, float | None, str | None]]] = {}
-    owner_of: dict[int, str] = {}
+    owner_of: dict[int, Owner] = {}
     for gpu in gpus:
         for proc in gpu.processes:
             gpu_of.setdefault(proc.pid, []).append((gpu.index, proc.used_memory_bytes, proc.sm_percent, proc.command))
             if proc.owner is not None:
-                owner_of[proc.pid] = proc.owner.label
+                owner_of[proc.pid] = proc.owner
     rows = []
     seen = set()
     for proc in processes:
         seen.add(proc.pid)
         rows.append(_row(proc.pid, proc.user or NA, proc.cpu_percent, proc.rss_bytes, proc.threads,
-                         proc.cmdline or proc.name, gpu_of.get(proc.pid, []), proc.ppid,
-                         proc.owner.label if proc.owner is not None else ""))
+                         proc.cmdline or proc.name, gpu_of.get(proc.pid, []), proc.ppid, proc.owner))
     for pid, entries in gpu_of.items():
         if pid not in seen:
             rows.append(_row(pid, NA, None, None, None, entries[0][3] or "(not visible in this pid namespace)",
-                             entries, owner=owner_of.get(pid, "")))
+                             entries, owner=owner_of.get(pid)))
     return rows
 
 
 def _row(pid: int, user: str, cpu: float | None, rss: int | None, threads: int | None, command: str,
          entries: list[tuple[int, int | None, float | None, str | None]], ppid: int | None = None,
-         owner: str = "") -> Row:
+         owner: Owner | None = None) -> Row:
     gpus = ",".join(str(e[0]) for e in entries)
     known = [e[1] for e in entries if e[1] is not None]
     sms = [e[2] for e in entries if e[2] is not None]
     return Row(pid, user, cpu, rss, threads, gpus, sum(known) if known else None, max(sms) if sms else None,
-               command, ppid, owner=owner)
+               command, ppid, owner=owner.label if owner else "", owner_short=owner.short_label if owner else "")
 
 
 TEXT_KEYS = ("user", "owner", "gpus", "command")
@@ -181,7 +184,9 @@ class ProcessTable(LineTable):
              marked: set[int] | None = None) -> None:
         """`marked`: pids of the embedded job; their descendants (DataLoader workers) are marked too. The same
         data in the same view is not sorted again: the process list is re-read every other tick at a 1 s refresh."""
-        view = (self.sort_key, self.sort_descending, self.filter_text, self.tree_view, frozenset(marked or ()))
+        owner_width = OWNER_WIDTH if (self.size.width or WIDE_TABLE) >= WIDE_TABLE else NARROW_OWNER_WIDTH
+        view = (self.sort_key, self.sort_descending, self.filter_text, self.tree_view, frozenset(marked or ()),
+                owner_width)
         if processes is self._last[0] and gpus is self._last[1] and view == self._view:
             return
         self._last, self._view = (processes, gpus), view
@@ -214,19 +219,19 @@ class ProcessTable(LineTable):
                         (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
         if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
             self.border_subtitle = subtitle
-        keys = [_key(row, marked) for row in rows]
+        keys = [_key(row, marked, owner_width) for row in rows]
         made: dict[tuple[object, ...], tuple[object, ...]] = {}
         for key, row in zip(keys, rows, strict=True):
-            made[key] = self._made.get(key) or made.get(key) or self._cells(row, marked)
+            made[key] = self._made.get(key) or made.get(key) or self._cells(row, marked, owner_width)
         self._made = made  # the rows on show only: it cannot outgrow the process count
         index = next((i for i, row in enumerate(rows) if row.pid == selected), None)
         self.set_rows(keys, [made[key] for key in keys], cursor=index)
 
     @staticmethod
-    def _cells(row: Row, marked: set[int]) -> tuple[object, ...]:
+    def _cells(row: Row, marked: set[int], owner_width: int = OWNER_WIDTH) -> tuple[object, ...]:
         return (
             Text(str(row.pid), style=palette.GROUP if row.pid in marked else ""), row.user[:10],
-            _owner_cell(row.owner),
+            _owner_cell(row, owner_width),
             Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
             Text(human_bytes(row.rss), justify="right"),
             Text(NA if row.threads is None else str(row.threads), justify="right"),
@@ -238,13 +243,15 @@ class ProcessTable(LineTable):
         )
 
 
-def _key(row: Row, marked: set[int]) -> tuple[object, ...]:
+def _key(row: Row, marked: set[int], owner_width: int = OWNER_WIDTH) -> tuple[object, ...]:
     """What a row shows, as formatted text: a change below display precision (12.31 % to 12.34 %) is no change."""
-    return (row.pid, row.pid in marked, row.user[:10], row.owner, NA if row.cpu is None else f"{row.cpu:.1f}",
+    return (row.pid, row.pid in marked, row.user[:10], _owner_cell(row, owner_width),
+            NA if row.cpu is None else f"{row.cpu:.1f}",
             level_style(row.cpu), human_bytes(row.rss), row.threads, row.gpus,
             human_bytes(row.gpu_memory) if row.gpu_memory is not None else ("N/A" if row.gpus else ""),
             "" if row.sm is None else f"{row.sm:.0f}", row.depth, row.command[:160])
 
 
-def _owner_cell(owner: str) -> str:
-    return owner if len(owner) <= OWNER_WIDTH else owner[: OWNER_WIDTH - 1] + "…"
+def _owner_cell(row: Row, width: int) -> str:
+    owner = row.owner if width >= OWNER_WIDTH else row.owner_short
+    return owner if len(owner) <= width else owner[: width - 1] + "…"

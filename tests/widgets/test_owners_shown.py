@@ -95,3 +95,14 @@ async def test_hostile_owner_names_are_shown_as_text() -> None:
         text = "\n".join(screen_lines(app))
         assert "n␊s/␛[31m[bold]…" in text  # control characters visible, markup literal, cut to the column
         assert "\x1b" not in text
+
+
+async def test_at_80_columns_the_owner_gives_way_to_the_command() -> None:
+    snapshot = msgspec.structs.replace(host_snapshot(), processes=_processes())
+    app = HwtopApp(ScriptedSource([snapshot]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        lines = screen_lines(app)
+        assert any("41000" in line and "job 4242" in line and "python train" in line for line in lines)
+        assert any("5000" in line and "bert-7f9" in line for line in lines)  # the pod's name alone
