@@ -7,6 +7,12 @@ a mix of real cgroup layouts. Best of `--reads` runs (a loaded box's noise only 
 - how many owners were read from /proc over all the reads (each process once).
 
     python -m benchmarks.owners [--count 5000] [--reads 15]
+
+Instructions, steadier than time on a loaded box: make a tree once, then count a read under callgrind with and
+without owners, after two warm-up reads and 0 or 4 more (the difference over 4 is one read):
+
+    python -m benchmarks.owners --make-tree /tmp/owners-tree
+    valgrind --tool=callgrind <python> -m benchmarks.owners --tree /tmp/owners-tree --owners on --extra 4
 """
 
 from __future__ import annotations
@@ -55,7 +61,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=5000)
     parser.add_argument("--reads", type=int, default=15)
+    parser.add_argument("--make-tree", metavar="DIR", help="write the synthetic /proc under DIR and exit")
+    parser.add_argument("--tree", metavar="DIR", help="read DIR's tree: two warm-up reads and --extra more, no output")
+    parser.add_argument("--owners", choices=("on", "off"), default="on")
+    parser.add_argument("--extra", type=int, default=0)
     args = parser.parse_args()
+    if args.make_tree:
+        synthetic_proc(args.make_tree, args.count)
+        add_owners(args.make_tree, args.count)
+        return
+    if args.tree:
+        probe = ProcessProbe(args.tree, limit=args.count)
+        if args.owners == "off":
+            probe.owners.owner = lambda pid, start: None  # type: ignore[method-assign]
+        for _ in range(2 + args.extra):
+            probe.read()
+        return
     with tempfile.TemporaryDirectory() as root:
         synthetic_proc(root, args.count)
         add_owners(root, args.count)
