@@ -1,14 +1,15 @@
 """Every number the rules compare against, in one table, with where it comes from. A config file may override
 any of them (`[advice.thresholds]` in ~/.config/hwtop/config.toml, read by session.config); unknown names and
-values outside their unit's bounds are refused, not ignored."""
+values outside their unit's bounds are refused, not ignored. The numbers several rules or a panel share are
+declared here; a rule may declare its own beside it (`@rule(..., thresholds={...})`, advice/registry.py), which
+joins this table as the rules are imported: the advice package imports them first (advice/__init__.py), so TABLE
+is whole wherever it can be read."""
 
 from __future__ import annotations
 
 import math
 
 import msgspec
-
-from hwtop.probes.topology import GPU_BUSY_UTIL_PERCENT
 
 
 class Threshold(msgspec.Struct, frozen=True):
@@ -32,8 +33,8 @@ TABLE: dict[str, Threshold] = {
         0.5, "fraction", "hwtop's choice: a rank with under half its resident pages on its GPU's node pays the "
         "inter-socket link on most host-side copies"),
     "gpu_busy_util_percent": Threshold(
-        GPU_BUSY_UTIL_PERCENT, "%", "hwtop's choice: above this a GPU is doing real work; idle GPUs lower clocks "
-        "and PCIe speed on purpose"),
+        30.0, "%", "hwtop's choice: above this a GPU is doing real work; idle GPUs lower clocks "
+        "and PCIe speed on purpose (advice/judge.py: the rules' and the panels' one answer to 'is this GPU busy?')"),
     "data_wait_fraction": Threshold(
         0.3, "fraction", "a step that spends 30% of its time waiting for the next batch is input-bound; the "
         "balanced scenario measures 0.14 here, dataloader-bound 0.83"),
@@ -58,12 +59,6 @@ TABLE: dict[str, Threshold] = {
     "straggler_ratio": Threshold(
         0.7, "fraction", "hwtop's choice: a rank's GPU below 70% of the busiest rank's utilisation; in DDP every "
         "all-reduce waits for the slowest rank"),
-    "scale_drops": Threshold(3, "drops", "GradScaler halves its scale on each inf/NaN step; a few drops at the "
-                                         "start are normal calibration, 3 within the window are not"),
-    "scale_warmup_steps": Threshold(20, "steps", "the scaler starts at 2^16 and halves until it fits the "
-                                                "gradients: drops in the first steps are expected"),
-    "ecc_corrected_growth": Threshold(100, "errors", "hwtop's choice: 100 more corrected errors within two "
-                                                     "minutes is a burst; NVML here gives totals, not addresses"),
     "spin_util_percent": Threshold(
         95.0, "%", "hwtop's choice: NCCL's kernels poll a flag while they wait for a peer, so NVML reports the GPU "
         "busy the whole time"),

@@ -5,6 +5,7 @@ the embedded workload crashed (the failed rank's exit code and its last stderr l
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import signal
@@ -15,8 +16,11 @@ from typing import Any
 
 import msgspec.structs
 
+from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.timeline import clock
+from hwtop.cli.machine import make_sampler
+from hwtop.cli.options import SCENARIOS, Invocation, add_job_options, add_source_options, interval_seconds
 from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot
 from hwtop.model.safe_text import printable, printable_lines
@@ -35,6 +39,57 @@ class Seen:
     first: float
     last: float
     active: bool = True
+
+
+def add_options(doctor: argparse.ArgumentParser) -> None:
+    doctor.description = (
+        "Sample this box for --seconds (optionally while an embedded scenario runs, or watching a running job: "
+        "--pid PID, --job NAME_OR_PID), apply the advice rules and print each finding with its evidence and fix. "
+        "Exit 0: nothing at warning or above; 1: something was found; 2: bad usage (a pid that does not exist, is "
+        "not Python, or may not be inspected); 3: the --workload crashed (its failed rank's exit code and last "
+        "stderr lines on stderr). Options after --workload SCENARIO that doctor does not know go to the job "
+        "(hwtop workload --help).")
+    doctor.add_argument("--seconds", type=interval_seconds, default=None,
+                        help="how long to sample (default 10; 20 with --pid/--job, as stack samples take time)")
+    add_job_options(doctor, sub=True)
+    doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    doctor.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
+                        help=f"run the embedded job with this scenario meanwhile: {', '.join(SCENARIOS)} (needs "
+                             "torch)")
+    add_source_options(doctor, "seconds between samples (default 1)", sub=True)
+
+
+def run(call: Invocation) -> int:
+    """The job to watch (--pid/--job, checked strictly: doctor's answer is about it) or to run (--workload, with
+    the options doctor does not know), then doctor_command."""
+    args, extra = call.args, call.extra
+    job_args = None
+    job_probe = None
+    if args.pid or args.job:  # --workload with either was refused by check_exclusive
+        from hwtop.probes.job import JobError, JobProbe
+
+        try:
+            job_probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True)
+            job_probe.check(strict=True)
+        except JobError as error:
+            print(f"hwtop: error: {error}", file=sys.stderr)
+            return 2
+    if args.seconds is None:
+        args.seconds = 20.0 if job_probe is not None else 10.0
+    if args.workload is not None:
+        from hwtop.workload.launcher import torch_missing
+
+        missing = torch_missing()
+        if missing:
+            print(f"hwtop: error: {missing}", file=sys.stderr)
+            return 2
+        job_args = ["--scenario", args.workload, *extra]
+        if "--steps" not in extra and "--seconds" not in extra:
+            job_args += ["--seconds", str(args.seconds + 60)]  # outlives the sampling; stopped when it ends
+    sampler = make_sampler(args.demo, args.no_gpu)
+    if job_probe is not None:
+        sampler.job = job_probe
+    return doctor_command(sampler, call.config.thresholds, args.seconds, args.interval, job_args, args.json)
 
 
 def _interrupt(signum: int, _frame: object) -> None:
@@ -231,7 +286,7 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
     if facts.get("gpu_message"):
         out.append(f"  GPUs: {facts['gpu_message']}")
     if facts.get("job"):
-        straggler = next((e.finding.pids[0] for e in seen.values() if e.finding.id == "rank-straggler" and
+        straggler = next((e.finding.pids[0] for e in seen.values() if e.finding.id == rank_straggler.id and
                           e.active and e.finding.pids), None)
         out += _job_lines(facts["job"], straggler)
     if not seen:

@@ -8,11 +8,9 @@ import ipaddress
 import os
 import signal
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the parser is built at every start: the advice tables load only when export runs
-    from hwtop.advice.thresholds import Thresholds
+from hwtop.cli.machine import make_sampler
+from hwtop.cli.options import Invocation, add_job_options, add_source_options
 
 DEFAULT_LISTEN = "127.0.0.1:9400"
 
@@ -52,7 +50,7 @@ def exposure_warning(host: str, port: int) -> str | None:
             "keep 127.0.0.1 or firewall the port to your Prometheus server")
 
 
-def add_options(export: argparse.ArgumentParser, add_source_options: Callable[..., None]) -> None:
+def add_options(export: argparse.ArgumentParser) -> None:
     export.description = (
         "Serve GET /metrics: GPU series named as NVIDIA's dcgm-exporter names them (DCGM_FI_DEV_*, labels gpu, UUID, "
         "pci_bus_id, device, modelName, Hostname) and hwtop_* series for cores, NUMA memory, disks, the workload and "
@@ -67,6 +65,10 @@ def add_options(export: argparse.ArgumentParser, add_source_options: Callable[..
                         help="the Hostname label (default: $NODE_NAME if set, else this machine's name, as "
                              "dcgm-exporter does)")
     add_source_options(export, "seconds between samples (default 1)", sub=True)
+    add_job_options(export, sub=True)
+    export.add_argument("--job-name", metavar="NAME", default=None,
+                        help="with --pid/--job: the job_name label of the job's rank series (default: the --job "
+                             "pattern, else 'pid N'); give every node's exporter the same one")
 
 
 def focus_job(args: argparse.Namespace):  # noqa: ANN201 - a JobProbe, or None (the reason printed)
@@ -86,18 +88,19 @@ def focus_job(args: argparse.Namespace):  # noqa: ANN201 - a JobProbe, or None (
     return probe
 
 
-def export_command(args: argparse.Namespace, make_sampler, thresholds: Thresholds) -> int:  # noqa: ANN001
+def run(call: Invocation) -> int:
     from hwtop.exporter.server import make_exporter
     from hwtop.recording.store import hwtop_version
     from hwtop.session.session import Session
 
+    args = call.args
     job_name = getattr(args, "job_name", None)
     watching = bool(getattr(args, "pid", None) or getattr(args, "job", None))
     if job_name is not None and not watching and args.demo is None:  # a demo story may bring its own job
         print("hwtop: error: --job-name names the job of --pid or --job: give one of them", file=sys.stderr)
         return 2
     if args.replay is not None:
-        from hwtop.cli.record import load_or_exit
+        from hwtop.cli.replay import load_or_exit
         from hwtop.recording.replay import ReplaySource
 
         source = ReplaySource(load_or_exit(args.replay), interval_s=args.interval)
@@ -111,7 +114,7 @@ def export_command(args: argparse.Namespace, make_sampler, thresholds: Threshold
         source = sampler
         if watching:
             job_name = job_name or (args.job if args.job and not args.job.isdigit() else None)
-    session = Session(source, thresholds)
+    session = Session(source, call.config.thresholds)
     host, port = args.listen
     try:
         server, stop, _latest = make_exporter(session.tick, host, port, args.interval, hwtop_version(),

@@ -1,4 +1,4 @@
-"""`hwtop record FILE`, `hwtop replay FILE` and `hwtop snapshot --json --replay FILE --at T`."""
+"""`hwtop record FILE`: one frame (snapshot and findings) per --interval, appended to FILE until stopped."""
 
 from __future__ import annotations
 
@@ -7,20 +7,31 @@ import signal
 import sys
 import time
 
-from hwtop.advice.thresholds import Thresholds
+from hwtop.cli.machine import make_sampler
+from hwtop.cli.options import Invocation, add_source_options, interval_seconds
+
+
+def add_options(record: argparse.ArgumentParser) -> None:
+    record.description = ("Append one snapshot per --interval to FILE, after a header line, until ctrl-c, SIGTERM "
+                          "or --seconds. Each line is flushed as it is written: a killed recorder loses at most its "
+                          "last tick. hwtop replay FILE plays it.")
+    record.add_argument("file", metavar="FILE")
+    record.add_argument("--seconds", type=interval_seconds, metavar="S", help="stop after S seconds")
+    add_source_options(record, "seconds between snapshots (default 1)", sub=True)
 
 
 def _stop(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def record_command(args: argparse.Namespace, make_sampler, thresholds: Thresholds) -> int:  # noqa: ANN001
+def run(call: Invocation) -> int:
     """Tick every --interval and write each frame (snapshot and findings) to FILE until stopped or --seconds
     pass. The file and its header exist before the first tick, so a ctrl-c at any moment leaves a readable
     recording (perhaps of no snapshots) and status 0."""
     from hwtop.recording.store import Recorder, RecordingError
     from hwtop.session.session import Session
 
+    args, thresholds = call.args, call.config.thresholds
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _stop)
     try:
@@ -55,47 +66,3 @@ def record_command(args: argparse.Namespace, make_sampler, thresholds: Threshold
             session.close()
     print(f"{recorder.count} snapshots in {args.file}", file=sys.stderr)
     return code
-
-
-def load_or_exit(path: str):  # -> Recording
-    from hwtop.recording.store import RecordingError, load
-
-    try:
-        recording = load(path)
-    except RecordingError as error:
-        print(f"hwtop: error: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
-    if recording.truncated:
-        print(f"hwtop: note: {path}: {recording.truncated}; replaying the {len(recording)} whole snapshots",
-              file=sys.stderr)
-    return recording
-
-
-def replay_command(args: argparse.Namespace) -> int:
-    recording = load_or_exit(args.file)  # before Textual is imported: a bad file is refused at once
-    from hwtop.recording.replay import ReplaySource
-    from hwtop.tui.app import HwtopApp
-
-    interval = args.interval if args.interval_given else (recording.header.get("interval_s") or 1.0)
-    source = ReplaySource(recording, interval_s=interval, speed=args.speed)
-    try:
-        HwtopApp(source, interval=interval, exit_on_signals=True).run()
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-def snapshot_at_command(args: argparse.Namespace) -> int:
-    """The snapshot at --at T: seconds from the recording's start, or a Unix time."""
-    from hwtop.recording.store import RecordingError
-
-    recording = load_or_exit(args.replay)
-    when = args.at if args.at > 1e9 else recording.start + args.at
-    index = recording.index_at(when)
-    try:
-        snapshot = recording.snapshot(index)
-    except RecordingError as error:
-        print(f"hwtop: error: {error}", file=sys.stderr)
-        return 2
-    print(snapshot.to_json(indent=2))
-    return 0

@@ -4,7 +4,8 @@ fit estimate for a given model."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+
+from hwtop.cli.options import Invocation, add_source_options
 
 
 def positive_number(text: str) -> float:
@@ -27,7 +28,7 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_options(report: argparse.ArgumentParser, add_source_options: Callable[..., None]) -> None:
+def add_options(report: argparse.ArgumentParser) -> None:
     report.description = (
         "This box's GPUs, CPU, memory and storage against the hardware guide's tiers and rules of thumb, each check "
         "with the measured value beside the guide's figure. Measurements run only when asked. JSON schema: "
@@ -49,11 +50,12 @@ def add_options(report: argparse.ArgumentParser, add_source_options: Callable[..
     add_source_options(report, "unused by report", sub=True)
 
 
-def report_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def run(call: Invocation) -> int:
     from hwtop.report.checks import checks, tier
     from hwtop.report.facts import gather
     from hwtop.report.render import as_json, text
 
+    args, parser = call.args, call.parser
     given = [name for name, value in (("--amp", args.amp), ("--batch", args.batch),
                                       ("--activation-gb", args.activation_gb)) if value]
     if given and args.params is None:

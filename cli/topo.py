@@ -4,13 +4,16 @@ sample beside its NUMA node and nearest GPU."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
+from hwtop.advice.judge import link_degraded
+from hwtop.advice.thresholds import Thresholds
+from hwtop.cli.options import Invocation, add_source_options
 from hwtop.model.safe_text import printable_lines
 from hwtop.model.snapshot import GpuSnapshot, NicSnapshot, NumaSnapshot, Topology
 from hwtop.probes.numa import NumaProbe
 from hwtop.probes.sysfs import format_cpulist
-from hwtop.probes.topology import link_degraded
 
 LEGEND = """Legend:
   X    = Self
@@ -20,6 +23,17 @@ LEGEND = """Legend:
   PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
   PIX  = Connection traversing at most a single PCIe bridge
   NV#  = Connection traversing a bonded set of # NVLinks"""
+
+
+def add_options(topo: argparse.ArgumentParser) -> None:
+    topo.description = ("The GPU and NIC connection matrix with CPU and NUMA affinity (as nvidia-smi topo -m), the "
+                        "NUMA table (as numactl --hardware), and PCIe link health.")
+    topo.add_argument("--json", action="store_true", help="print the same as JSON")
+    add_source_options(topo, "unused by topo", sub=True)
+
+
+def run(call: Invocation) -> int:
+    return topo_command(call.args.demo, call.args.json, call.config.thresholds)
 
 
 def gather(demo: str | None) -> tuple[Topology, NumaSnapshot, tuple[GpuSnapshot, ...]]:
@@ -80,24 +94,23 @@ def network_lines(nics: tuple[NicSnapshot, ...]) -> list[str]:
     return [f"  {port_line(nic, 200).plain}" for nic in ports] or ["  no network port with a device"]
 
 
-def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...]) -> list[str]:
-    """Each PCIe link below its maximum, flagged only while its GPU is busy (idle GPUs drop speed on purpose)."""
+def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...], t: Thresholds | None = None) -> list[str]:
+    """Each PCIe link below its maximum, flagged only while its GPU is busy (idle GPUs drop speed on purpose), by
+    the pcie-degraded rule's judgement and thresholds."""
+    t = t or Thresholds()
     lines = []
     by_name = {f"GPU{g.index}": g for g in gpus}
     for device in topology.devices:
         gpu = by_name.get(device.name)
-        if gpu is not None and gpu.pcie is not None:
-            gen, width, max_gen, max_width = gpu.pcie.gen, gpu.pcie.width, gpu.pcie.max_gen, gpu.pcie.max_width
-            util = gpu.util_percent
-        else:
-            gen, width, max_gen, max_width = (device.link_gen, device.link_width, device.max_link_gen,
-                                              device.max_link_width)
-            util = None
+        live = gpu.pcie if gpu is not None else None  # NVML's live link, with the utilisation to judge it by
+        link = device.link if live is None else live
+        util = gpu.util_percent if live is not None and gpu is not None else None
+        gen, width, max_gen, max_width = link.gen, link.width, link.max_gen, link.max_width
         if gen is None or max_gen is None:
             continue
         state = f"{device.name:<8} PCIe gen {gen} x{width} of gen {max_gen} x{max_width}"
         below = gen < max_gen or (width or 0) < (max_width or 0)
-        if link_degraded(gen, width, max_gen, max_width, util):
+        if link_degraded(link, util, t):
             lines.append(f"  {state}: DEGRADED while {util:.0f}% busy — reseat the card, check the slot, BIOS "
                          "PCIe speed and riser")
         elif below and util is not None:
@@ -110,7 +123,7 @@ def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...]) -> list[str]:
 
 
 def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...] = (),
-           nics: tuple[NicSnapshot, ...] | None = None) -> str:
+           nics: tuple[NicSnapshot, ...] | None = None, thresholds: Thresholds | None = None) -> str:
     names = [d.name for d in topology.devices]
     width = max([6, *(len(n) + 1 for n in names)])
     out = []
@@ -143,7 +156,7 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
         out.append(f"{node.index:>4}:" + "".join(f"{d:>4}" for d in node.distances))
     out.append("")
     out.append("link health:")
-    out += link_health(topology, gpus)
+    out += link_health(topology, gpus, thresholds)
     if nics is not None:
         out.append("")
         out.append("network:")
@@ -151,15 +164,16 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
     return printable_lines(out)  # device names and notes come from sysfs and NVML: shown, never sent
 
 
-def topo_command(demo: str | None, as_json: bool) -> int:
+def topo_command(demo: str | None, as_json: bool, thresholds: Thresholds | None = None) -> int:
+    """`thresholds`: a config file's, so a link is judged as the monitor's pcie-degraded rule judges it."""
     import msgspec
 
     topology, numa, gpus = gather(demo)
     nics = gather_network(demo, topology)
     if as_json:
         print(json.dumps({"topology": msgspec.to_builtins(topology), "numa": msgspec.to_builtins(numa),
-                          "link_health": [line.strip() for line in link_health(topology, gpus)],
+                          "link_health": [line.strip() for line in link_health(topology, gpus, thresholds)],
                           "network": msgspec.to_builtins(nics)}, indent=2))
     else:
-        print(render(topology, numa, gpus, nics))
+        print(render(topology, numa, gpus, nics, thresholds))
     return 0

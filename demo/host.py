@@ -322,6 +322,11 @@ class SimulatedHost:
                 and p.pid not in shown]
         return tuple(top)
 
+    def every_process(self) -> list[ProcessInfo]:
+        """Every process of this tick, none left out by `process_limit`: the focused job's view (demo/ranks.py)
+        reads its launcher, ranks and workers from here, as a real job probe reads the same /proc as the table."""
+        return self._all_processes(*self._now())
+
     # ----- the process table -----
 
     def _filler(self, index: int) -> ProcessInfo:

@@ -82,10 +82,8 @@ def demo_sampler(spec: str, scenario: str | None = None, seed: int = 0,
 
     sampler = Sampler(gpu=probe, clock=wall, host=host, process_limit=process_limit, topology_reader=topology)
     sampler.workload = DemoJob(story, library.profile, elapsed, wall)
-    if story.focused:  # a story about the ranks: the job is focused, as --pid focuses a real one
-        from hwtop.demo.host import host_of
+    if story.focused:  # a story with a job: it is focused, as --pid focuses a real one (j, the rank rules)
         from hwtop.demo.ranks import DemoRanks
 
-        sampler.job = DemoRanks(story, tuple(library.profile.busy_gpus), elapsed, wall,
-                                host_of(library.profile).hostname)
+        sampler.job = DemoRanks(story, host, elapsed, wall)
     return sampler

@@ -121,12 +121,15 @@ def base_name(spec: str) -> str:
 
 
 def listing() -> list[str]:
-    """`--demo list`: the profiles, then the scenarios any of them can run."""
-    lines = [f"{name:<10} {profile.description}" for name, profile in PROFILES.items()]
+    """`--demo list`: the profiles, then the scenarios any of them can run; each name in a column as wide as the
+    longest name of its list and a space, so no name runs into its description."""
+    width = max(map(len, PROFILES))
+    lines = [f"{name:<{width}} {profile.description}" for name, profile in PROFILES.items()]
     lines.append("")
     lines.append("scenarios (PROFILE:SCENARIO, e.g. dgx-a100:r470):")
-    lines += [f"  {name:<12} {scenario.description}" for name, scenario in SCENARIOS.items()]
+    width = max(map(len, [*SCENARIOS, *STORIES]))
+    lines += [f"  {name:<{width}} {scenario.description}" for name, scenario in SCENARIOS.items()]
     lines.append("")
     lines.append("stories (--scenario NAME or PROFILE:NAME): a few minutes of a training job, the advice reacting")
-    lines += [f"  {name:<12} {story.description}" for name, story in STORIES.items()]
+    lines += [f"  {name:<{width}} {story.description}" for name, story in STORIES.items()]
     return lines

@@ -14,12 +14,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hwtop.advice.rules.health import gpu_throttled
+from hwtop.advice.rules.memory import cuda_oom
+from hwtop.advice.rules.network import nccl_wrong_transport
+from hwtop.advice.rules.pipeline import gpu_starved
+from hwtop.advice.rules.precision import amp_available
+from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.demo.profiles import DemoProcess, DemoProfile
 
 if TYPE_CHECKING:
     from hwtop.demo.nvml.library import FakeNvmlLibrary
 
 GIB = 1024**3
+STRAGGLER_OWN_WAIT = 0.03  # the rank the others wait for reaches each all-reduce last: it barely waits
 RANK_PID = 41000  # rank r is pid 41000 + r, as the fake NVML library lists it
 LAUNCHER_PID = 40990
 
@@ -125,6 +132,18 @@ class JobState:
             return 100.0 * self.gpu_busy
         return self.rank_cpu_percent or 0.0
 
+    def collective_of(self, rank: int) -> float:
+        """The share of a rank's time spent waiting in collectives, as its stack samples and its telemetry both say
+        it: the straggler hardly waits (the others wait for it); in a hang every rank but the stuck one waits all
+        the time; a dead rank waits for nothing."""
+        if self.status == "crashed" or rank in self.dead_ranks:
+            return 0.0
+        if self.status == "stalled":
+            return 0.0 if rank == self.stuck_rank else 1.0
+        if rank == self.straggler_rank:
+            return STRAGGLER_OWN_WAIT
+        return self.collective_wait
+
     def rank_runs(self, rank: int) -> bool:
         """Its state in the process table: R while on the CPU, else S."""
         return self.cpu_of_rank(rank) >= 50.0
@@ -171,7 +190,7 @@ class Story:
     # The finding this story raises, and whether the story fixes its cause so that it clears.
     finding: str | None = None
     clears: bool = False
-    focused: bool = False  # the job is focused as `--pid` would: the job view, its per-rank figures (demo/ranks.py)
+    focused: bool = True  # the job is focused as `--pid` would: the job view, its per-rank figures (demo/ranks.py)
 
     def state(self, t: float, ranks: tuple[int, ...]) -> JobState:
         """The job at scenario time t on a machine with these ranks."""
@@ -383,21 +402,21 @@ STORIES: dict[str, Story] = {
     s.name: s
     for s in (
         Story("starved", f"DataLoader-bound GPUs (num_workers=1) until {STARVED_FIX_S:g} s, then num_workers=12",
-              120.0, _starved, _starved_gpus, finding="gpu-starved", clears=True),
+              120.0, _starved, _starved_gpus, finding=gpu_starved.id, clears=True),
         Story("nccl-hang", f"rank {NCCL_STUCK_RANK} never reaches a collective from {NCCL_HANG_S:g} s; the others "
               "wait in it, GPU utilization flat", 120.0, _nccl_hang, _nccl_gpus),
         Story("oom", f"rank {OOM_RANK}'s device memory climbs until it dies of CUDA OOM at {OOM_AT_S:g} s", 90.0,
-              _oom, _oom_gpus, finding="cuda-oom"),
+              _oom, _oom_gpus, finding=cuda_oom.id),
         Story("amp", f"fp32 until {AMP_SWITCH_S:g} s, then AMP (bf16): memory and step time drop", 120.0, _amp,
-              _amp_gpus, finding="amp-available", clears=True),
+              _amp_gpus, finding=amp_available.id, clears=True),
         Story("thermal", f"GPU {THERMAL_GPU} heats up; clocks fall from {THERMAL_SLOW_S:g} s until cooling returns "
-              f"at {THERMAL_FIXED_S:g} s", 120.0, _thermal, _thermal_gpus, finding="gpu-throttled", clears=True),
+              f"at {THERMAL_FIXED_S:g} s", 120.0, _thermal, _thermal_gpus, finding=gpu_throttled.id, clears=True),
         Story("straggler", f"GPU {STRAGGLER_RANK} slows down from {STRAGGLER_S:g} s; the other ranks wait for rank "
               f"{STRAGGLER_RANK} in NCCL (the job view, j, shows each rank)", 120.0, _straggler, _straggler_gpus,
-              finding="rank-straggler", focused=True),
+              finding=rank_straggler.id),
         Story("nccl-ethernet", f"two nodes over InfiniBand, then from {NCCL_ETH_FROM_S:g} s NCCL_IB_DISABLE=1: the "
               f"all-reduce saturates the 100 GbE management port until {NCCL_ETH_FIXED_S:g} s", 140.0,
-              _nccl_ethernet, _nccl_ethernet_gpus, finding="nccl-wrong-transport", clears=True),
+              _nccl_ethernet, _nccl_ethernet_gpus, finding=nccl_wrong_transport.id, clears=True),
     )
 }
 

@@ -14,6 +14,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from hwtop.advice.ranks import RankVerdict, judge_ranks, missing_figure, worst_first
+from hwtop.advice.rules.collective import collective_hang
+from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.model import SEVERITY_ORDER, FindingRow, HostView
 from hwtop.fleet.prometheus import Query
@@ -29,7 +31,7 @@ JOB_INFO = "hwtop_job_info"  # one per exporter watching a job: its job_name, Ho
 DEFAULT_WINDOW_S = 60.0
 MAX_RANKS = 16384  # a Prometheus answer naming more is not one job's
 # Findings that restate the symptom rather than a cause on the host: never offered as the likely cause.
-SYMPTOMS = ("rank-straggler", "collective-hang")
+SYMPTOMS = (rank_straggler.id, collective_hang.id)
 
 
 def promql_string(text: str) -> str:
@@ -106,7 +108,7 @@ class JobView:
             "job": self.job,
             "message": self.message,
             "verdict": None if verdict is None else {
-                "kind": verdict.kind, "rule": "collective-hang" if verdict.kind == "hang" else "rank-straggler",
+                "kind": verdict.kind, "rule": collective_hang.id if verdict.kind == "hang" else rank_straggler.id,
                 "rank": None if named is None else named.rank,
                 "host": None if named is None else named.host, "named": verdict.named,
                 "evidence": list(verdict.evidence),

@@ -141,11 +141,25 @@ class ProcessInfo(Record, frozen=True):
     owner: Owner | None = None  # its Slurm job, pod or container (probes/owners.py); None: the user's own
 
 
-class PcieLink(Record, frozen=True):
+class LinkState(Record, frozen=True):
+    """A PCIe link: the generation and width it trained to, and the most it can. The one model of a link: NVML's
+    live one (a GPU's `pcie`, with its throughput) and sysfs's (`TopoDevice.link`); advice/judge.py judges it."""
+
     gen: int | None
     width: int | None
     max_gen: int | None
     max_width: int | None
+
+    @property
+    def below_max(self) -> bool:
+        """Trained below its maximum gen or width (whatever the reason: an idle GPU saves power this way)."""
+        slow = self.gen is not None and self.max_gen is not None and self.gen < self.max_gen
+        return slow or (self.width is not None and self.max_width is not None and self.width < self.max_width)
+
+
+class PcieLink(LinkState, frozen=True):
+    """A GPU's link as NVML reports it, with the bytes it moves."""
+
     tx_bytes_per_s: float | None
     rx_bytes_per_s: float | None
 
@@ -261,6 +275,11 @@ class TopoDevice(Record, frozen=True):
     max_link_width: int | None
     nvlinks: int | None = None  # active NVLinks (GPUs)
     network_speed: str | None = None  # NICs: "200 Gb/sec (4X HDR)", "25 Gb/s"
+
+    @property
+    def link(self) -> LinkState:
+        """Its PCIe link as a LinkState (the four fields stay flat: they are keys of the snapshot schema)."""
+        return LinkState(self.link_gen, self.link_width, self.max_link_gen, self.max_link_width)
 
 
 class Topology(Record, frozen=True):

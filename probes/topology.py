@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from hwtop.model.snapshot import NumaSnapshot, TopoDevice, Topology
+from hwtop.model.snapshot import LinkState, NumaSnapshot, TopoDevice, Topology
 from hwtop.probes.sysfs import parse_cpulist, read_text
 
 PCI_DEVICES = "sys/bus/pci/devices"
@@ -38,10 +38,7 @@ class PciEndpoint(msgspec.Struct, frozen=True):
     chain: tuple[str, ...]  # host bridge first ("pci0000:00"), then each bridge, the device last
     numa_node: int | None
     local_cpus: tuple[int, ...] | None
-    link_gen: int | None
-    link_width: int | None
-    max_link_gen: int | None
-    max_link_width: int | None
+    link: LinkState
 
 
 def normalize_bus_id(bus_id: str) -> str:
@@ -86,10 +83,10 @@ def read_endpoint(root: str, bus_id: str, name: str) -> PciEndpoint | None:
     return PciEndpoint(
         name=name, bus_id=bus_id, chain=tuple(parts[start:]),
         numa_node=None if node is None or node < 0 else node, local_cpus=cpus,
-        link_gen=link_gen(read_text(root, f"{device}/current_link_speed")),
-        link_width=_int(read_text(root, f"{device}/current_link_width")),
-        max_link_gen=link_gen(read_text(root, f"{device}/max_link_speed")),
-        max_link_width=_int(read_text(root, f"{device}/max_link_width")),
+        link=LinkState(link_gen(read_text(root, f"{device}/current_link_speed")),
+                       _int(read_text(root, f"{device}/current_link_width")),
+                       link_gen(read_text(root, f"{device}/max_link_speed")),
+                       _int(read_text(root, f"{device}/max_link_width"))),
     )
 
 
@@ -174,21 +171,6 @@ def link_matrix(endpoints: list[PciEndpoint], nvlinks: dict[tuple[int, int], int
     return matrix
 
 
-GPU_BUSY_UTIL_PERCENT = 30.0  # the one answer to "is this GPU busy?": the advice rules, the GPU panel, topology
-
-
-def link_degraded(gen: int | None, width: int | None, max_gen: int | None, max_width: int | None,
-                  util_percent: float | None, busy_threshold: float = GPU_BUSY_UTIL_PERCENT) -> bool:
-    """A link below its maximum gen or width while the GPU is busy. Idle GPUs drop their link speed to save
-    power (ASPM/dynamic link speed), so an idle GPU's slow link is not flagged. Every view asks this, with the
-    same threshold (a config file's `gpu_busy_util_percent` reaches the rules)."""
-    if util_percent is None or util_percent < busy_threshold:
-        return False
-    slow_gen = gen is not None and max_gen is not None and gen < max_gen
-    narrow = width is not None and max_width is not None and width < max_width
-    return slow_gen or narrow
-
-
 def list_nics(root: str) -> list[tuple[str, str, str | None]]:
     """(name, PCI bus id, link speed) of InfiniBand/RoCE HCAs (mlx5_0, ... as `nvidia-smi topo -m` names them),
     then of network interfaces backed by a PCI device that no HCA already covers (eth0, ens1f0, ...)."""
@@ -231,8 +213,8 @@ def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[in
         endpoint = read_endpoint(root, bus, name)
         if endpoint is None:  # sysfs hides it (container): placed nowhere, compared as SYS
             missing.append(name)
-            endpoint = PciEndpoint(name, normalize_bus_id(bus), (f"unknown-{name}",), None, None, None, None,
-                                   None, None)
+            endpoint = PciEndpoint(name, normalize_bus_id(bus), (f"unknown-{name}",), None, None,
+                                   LinkState(None, None, None, None))
         endpoints.append(endpoint)
         kinds.append("gpu")
     speeds: dict[str, str | None] = {}
@@ -253,8 +235,8 @@ def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[in
         elif matrix[i][j] != nvml_word and i < j:
             disagreements.append(f"{gpus[i][0]}-{gpus[j][0]}: sysfs {matrix[i][j]}, NVML {nvml_word}")
     devices = tuple(
-        TopoDevice(e.name, kind, e.bus_id, e.numa_node, e.local_cpus, e.link_gen, e.link_width, e.max_link_gen,
-                   e.max_link_width, nvlinks[i][0] if kind == "gpu" and i < len(nvlinks) else None,
+        TopoDevice(e.name, kind, e.bus_id, e.numa_node, e.local_cpus, e.link.gen, e.link.width, e.link.max_gen,
+                   e.link.max_width, nvlinks[i][0] if kind == "gpu" and i < len(nvlinks) else None,
                    speeds.get(e.name) if kind == "nic" else None)
         for i, (e, kind) in enumerate(zip(endpoints, kinds, strict=True)))
     links = tuple(tuple(row) for row in matrix)

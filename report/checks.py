@@ -38,8 +38,9 @@ TIERS = {
 }
 
 
-GUIDE = ("the hardware guide hwtop was conceived from (a Chinese-language article on choosing hardware for "
-         "PyTorch; \"the guide\" below)")
+# The guide, cited by what it says; each check below restates the figure of it that it grades against.
+GUIDE = ("a PyTorch hardware guide's tiers and rules of thumb (\"the guide\" below: GPUs from 6 GB for learning, "
+         "16 GB for production, A100/H100 for large-scale work; 8 cores to feed them; NVMe for live data)")
 # Link rates in GB/s each way, the one direction every rate of the report is given in. PCIe per lane after
 # encoding; NVLink 2, 3 and 4 all carry 25 GB/s each way per link (V100 6 links, A100 12, H100/H200 18: 300, 600
 # and 900 GB/s counting both directions, as NVIDIA and the guide state them); a GeForce NVLink bridge (8.6) 14.06.

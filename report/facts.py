@@ -7,6 +7,10 @@ import os
 from dataclasses import dataclass
 
 from hwtop.probes.gpu_caps import GpuCaps, capabilities
+from hwtop.probes.nvml.session import INIT_RETRY_S
+
+# What the monitor's NVML session adds to why it has no GPU; the report reads once and retries nothing.
+RETRYING = f"; retrying every {INIT_RETRY_S:g} s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,11 @@ def _gpu_facts(gpus, topology) -> tuple[GpuFacts, ...]:  # noqa: ANN001 - GpuSna
     return tuple(out)
 
 
+def once(message: str | None) -> str | None:
+    """Why there is no GPU, as a one-shot reading says it: without the monitor's promise to retry."""
+    return None if message is None else message.removesuffix(RETRYING)
+
+
 def gather(demo: str | None = None) -> BoxFacts:
     from hwtop.probes.gpu import NvmlProbe
 
@@ -67,7 +76,7 @@ def gather(demo: str | None = None) -> BoxFacts:
         finally:
             probe.close()
         host = profile.host
-        return BoxFacts(f"demo:{demo}", _gpu_facts(gpus, topology), system.message,
+        return BoxFacts(f"demo:{demo}", _gpu_facts(gpus, topology), once(system.message),
                         host.cpu_model if host else None, host.physical_cores if host else None,
                         host.logical_cores if host else None, host.l3_cache_bytes if host else None,
                         host.ram_bytes if host else None, host.swap_bytes if host else None,
@@ -86,6 +95,6 @@ def gather(demo: str | None = None) -> BoxFacts:
     static = CpuStaticInfo(start=False)
     static.load()  # the report waits for these facts; the monitor reads them in the background
     memory, swap = psutil.virtual_memory(), psutil.swap_memory()
-    return BoxFacts("this machine", _gpu_facts(gpus, topology), system.message, static.model,
+    return BoxFacts("this machine", _gpu_facts(gpus, topology), once(system.message), static.model,
                     static.physical_cores, os.cpu_count(), static.l3_cache_bytes, memory.total, swap.total,
                     tuple((name, disk_kind(name)) for name in whole_disks()))

@@ -69,7 +69,8 @@ def text(facts: BoxFacts, tier: Tier, checks: list[Check], fit: FitEstimate | No
     out.append(f"Tier: {tier.label}  ({tier.why})")
     out.append(f"  typical work: {tier.typical_work}")
     out.append("")
-    out.append("GPUs:" if facts.gpus else f"GPUs: none ({facts.gpu_message or 'no GPU found'})")
+    if facts.gpus:  # else the tier's line has said there is none, and why
+        out.append("GPUs:")
     out += [f"  {line}" for line in _gpu_lines(facts.gpus)]
     ram, swap = gib(facts.ram_bytes), gib(facts.swap_bytes)
     out.append(f"CPU: {facts.cpu_model or 'N/A'} · {facts.physical_cores or 'N/A'} cores / "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from msgspec.structs import replace
 
+from hwtop.advice.thresholds import Thresholds
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.profiles import GIB
 from hwtop.model.history import History
@@ -113,6 +114,7 @@ class StillContext:
 
     history = History()
     watching: tuple[str, ...] = ()
+    thresholds = Thresholds()
 
     def status(self):  # noqa: ANN201 - a tui.frame_view.Status
         from hwtop.tui.frame_view import Status

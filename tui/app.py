@@ -93,6 +93,10 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         return self.session.watching
 
     @property
+    def thresholds(self) -> Thresholds:
+        return self.session.engine.thresholds
+
+    @property
     def paused(self) -> bool:
         return self.session.paused
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
 from hwtop.model.history import History
 from hwtop.model.record import Record
@@ -29,6 +30,11 @@ class ScreenContext(Protocol):
 
     @property
     def watching(self) -> tuple[str, ...]: ...
+
+    @property
+    def thresholds(self) -> Thresholds:
+        """The session's (a config file's): panels mark links, ports and memory by the rules' own judgement."""
+        ...
 
     def status(self) -> Status: ...
 

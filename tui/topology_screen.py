@@ -35,4 +35,4 @@ class TopologyScreen(Screen[None]):
         topology = snapshot.topology
         # The tick's NUMA reading (the memory panel's, a demo's own machine's), the topology's where it has none
         numa = snapshot.numa or (topology.numa if topology is not None else None)
-        self.panel.show(topology, numa, snapshot.gpus, snapshot.nics)
+        self.panel.show(topology, numa, snapshot.gpus, snapshot.nics, self.context.thresholds)

@@ -10,10 +10,11 @@ from rich.text import Text
 from textual import events
 from textual.message import Message
 
+from hwtop.advice.judge import link_degraded
+from hwtop.advice.thresholds import Thresholds
 from hwtop.model.history import History
 from hwtop.model.owner import Owner, distinct, owners_label
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
-from hwtop.probes.topology import link_degraded
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, SPARK, bar, human_bytes, human_rate, level_style, pct, sparkline
 from hwtop.widgets.panel import TextPanel, Want
@@ -42,14 +43,17 @@ class GpuPanel(TextPanel):
         self.mode = "wide"
         self.marked: set[int] = set()
         self.numa_of: dict[int, int] = {}
+        self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "GPU"
 
     def show(self, system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], history: History,
              max_lines: int = 1000, marked: set[int] | None = None, numa_of: dict[int, int] | None = None,
-             width: int | None = None) -> None:
+             width: int | None = None, thresholds: Thresholds | None = None) -> None:
         """`max_lines` is the height this panel may take; the fullest layout that fits is chosen: three lines a
-        GPU (side by side where wide), two lines, one line a GPU, or one line for them all."""
+        GPU (side by side where wide), two lines, one line a GPU, or one line for them all. `thresholds`: those
+        the rules judge by, so a link is marked as the pcie-degraded finding says."""
         self.system, self.gpus, self.history = system, gpus, history
+        self.thresholds = thresholds or self.thresholds
         self.numa_of = numa_of or {}
         width = max(1, width or self.content_size.width or self.size.width or 80)
         wide, compact, dense, cells, _ = mode_lines(gpus, width)
@@ -287,13 +291,10 @@ class GpuPanel(TextPanel):
         line3 = Text(" ")
         pcie = gpu.pcie
         if pcie is not None:
-            degraded = (pcie.gen is not None and pcie.max_gen is not None and pcie.gen < pcie.max_gen) or (
-                pcie.width is not None and pcie.max_width is not None and pcie.width < pcie.max_width)
             link = f"PCIe {pcie.gen or '?'}x{pcie.width or '?'}"
-            if degraded:
+            if pcie.below_max:
                 link += f" (max {pcie.max_gen}x{pcie.max_width})"
-            busy_and_slow = link_degraded(pcie.gen, pcie.width, pcie.max_gen, pcie.max_width, gpu.util_percent)
-            line3.append(link, style=palette.WARN if busy_and_slow else "")
+            line3.append(link, style=palette.WARN if link_degraded(pcie, gpu.util_percent, self.thresholds) else "")
             line3.append(f" ↑{human_rate(pcie.tx_bytes_per_s)} ↓{human_rate(pcie.rx_bytes_per_s)}")
         reasons = [r for r in gpu.throttle_reasons if r != "idle"]
         if reasons:

@@ -8,7 +8,8 @@ from rich.text import Text
 from textual.geometry import Region
 from textual.widget import Widget
 
-from hwtop.advice.thresholds import TABLE
+from hwtop.advice.judge import memory_far
+from hwtop.advice.thresholds import Thresholds
 from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
@@ -69,12 +70,16 @@ class JobPanel(TextPanel):
         self.cursor = 0
         self.stack: list[Text] = []
         self.straggler: int | None = None
+        self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Job"
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
-             node_of_cpu: dict[int, int], straggler: int | None = None) -> None:
-        """`straggler`: the pid the rank-straggler finding names, marked in the rank table."""
+             node_of_cpu: dict[int, int], straggler: int | None = None,
+             thresholds: Thresholds | None = None) -> None:
+        """`straggler`: the pid the rank-straggler finding names, marked in the rank table; `thresholds`: those the
+        rules judge by, so far memory is marked as the numa-misplaced finding says."""
         self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
+        self.thresholds = thresholds or self.thresholds
         self.straggler = straggler
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
@@ -285,7 +290,5 @@ class JobPanel(TextPanel):
         if len(homes) != 1 or not p.numa_pages:
             return None
         home = homes.pop()
-        total = sum(c for _, c in p.numa_pages)
-        local = sum(c for n, c in p.numa_pages if n == home)
-        share = TABLE["numa_local_memory_share"].value  # the numa-misplaced rule's own line
-        return f"only {100 * local / total:.0f}% on the GPU's node {home}" if total and local / total < share else None
+        share = memory_far(p.numa_pages, home, self.thresholds)  # the numa-misplaced rule's own judgement
+        return None if share is None else f"only {100 * share:.0f}% on the GPU's node {home}"

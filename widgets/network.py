@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from hwtop.advice.thresholds import TABLE
+from hwtop.advice.judge import port_busy
+from hwtop.advice.thresholds import Thresholds
 from hwtop.model.snapshot import NicSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_rate, level_style, pct
 from hwtop.widgets.panel import TextPanel, Want
 from hwtop.widgets.safe_text import data
 
-# A port moving less than this either way is quiet (an idle fabric's own traffic stays in kB/s): the same figure
-# the network rules call idle, declared once in advice/thresholds.py.
-QUIET_BYTES_PER_S = TABLE["network_idle_bytes_per_s"].value
 ROWS_PER_PORT_LINE = 12  # a port line per 12 rows of terminal: 2 at 36 rows, 5 at 60; GPUs and disks come first
 ONE_LINE_BELOW = 32  # rows: on a shorter terminal the panel is one bare line, its busiest port and the rest folded
 KIND_LABEL = {"infiniband": "IB", "roce": "RoCE", "ethernet": "Eth", "virtual": "virt", "loopback": "lo"}
@@ -56,8 +54,9 @@ def link_text(speed_gbps: float | None) -> str:
     return f"{min(speed_gbps, 9999):.4g}Gb/s"
 
 
-def busy(nic: NicSnapshot) -> bool:
-    return max(nic.rx_bytes_per_s or 0.0, nic.tx_bytes_per_s or 0.0) >= QUIET_BYTES_PER_S
+def busy(nic: NicSnapshot, t: Thresholds) -> bool:
+    """Not quiet: more than an idle fabric's own traffic (kB/s), the network rules' `network_idle_bytes_per_s`."""
+    return port_busy(nic, t)
 
 
 def candidates(nics: tuple[NicSnapshot, ...]) -> tuple[NicSnapshot, ...]:
@@ -67,11 +66,12 @@ def candidates(nics: tuple[NicSnapshot, ...]) -> tuple[NicSnapshot, ...]:
     return physical or tuple(n for n in nics if n.kind == "virtual")
 
 
-def shown_ports(nics: tuple[NicSnapshot, ...], room: int, per_line: int = 1) -> tuple[tuple[NicSnapshot, ...], int]:
+def shown_ports(nics: tuple[NicSnapshot, ...], room: int, t: Thresholds,
+                per_line: int = 1) -> tuple[tuple[NicSnapshot, ...], int]:
     """The busy ports that fit `room` lines of `per_line` ports, one line left for saying how many more there are
     when they do not all fit (the busiest kept, in their own order), and how many are folded."""
     ports = candidates(nics)
-    busy_ports = [i for i, n in enumerate(ports) if busy(n)]
+    busy_ports = [i for i, n in enumerate(ports) if busy(n, t)]
     cells = room * per_line
     keep = max(1, (room - 1) * per_line) if len(busy_ports) >= cells else len(busy_ports)
     kept = sorted(busy_ports, key=lambda i: -max(ports[i].rx_bytes_per_s or 0.0, ports[i].tx_bytes_per_s or 0.0))
@@ -116,14 +116,17 @@ class NetworkPanel(TextPanel):
         self.nics: tuple[NicSnapshot, ...] = ()
         self.room: int | None = None
         self.quiet = True
+        self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Network"
 
-    def show(self, nics: tuple[NicSnapshot, ...], room: int | None = None) -> None:
+    def show(self, nics: tuple[NicSnapshot, ...], room: int | None = None,
+             thresholds: Thresholds | None = None) -> None:
         """`room`: port lines the screen's row budget allows, 0 for the one bare line (None: the terminal's height
-        decides)."""
+        decides); `thresholds`: those the network rules judge a port idle by."""
         self.nics = nics
+        self.thresholds = thresholds or self.thresholds
         self.room = room if room is not None else self._room()
-        quiet = self.room == 0 or not any(busy(n) for n in candidates(nics))
+        quiet = self.room == 0 or not any(busy(n, self.thresholds) for n in candidates(nics))
         if quiet != self.quiet:
             self.quiet = quiet
             self.set_class(quiet, "quiet")
@@ -131,14 +134,15 @@ class NetworkPanel(TextPanel):
             self.changed()
 
     @staticmethod
-    def want(nics: tuple[NicSnapshot, ...], width: int) -> Want:
+    def want(nics: tuple[NicSnapshot, ...], width: int, thresholds: Thresholds | None = None) -> Want:
         """Every busy port (two a line where wide) and the quiet ones folded (most); the busiest and `+N` (folded);
         one bare line naming the busiest (least). Every port quiet: that one bare line."""
+        t = thresholds or Thresholds()
         ports = candidates(nics)
-        if not any(busy(n) for n in ports):
+        if not any(busy(n, t) for n in ports):
             return Want.fixed(1, frame=0)
         per_line = 2 if width >= 2 * COLUMN else 1
-        shown, folded = shown_ports(nics, len(ports) + 1, per_line)
+        shown, folded = shown_ports(nics, len(ports) + 1, t, per_line)
         most = -(-len(shown) // per_line) + (1 if folded or not shown else 0)
         return Want(most, min(most, 2), 1, bare_line=True)
 
@@ -155,9 +159,9 @@ class NetworkPanel(TextPanel):
             return [Text.assemble(("Network ", "bold"), ("no network ports", palette.DIM))]
         room = len(ports) if self.room is None else self.room
         if room == 0:
-            return [one_line(self.nics, width)]
+            return [one_line(self.nics, width, self.thresholds)]
         per_line = 2 if width >= 2 * COLUMN else 1
-        shown, folded = shown_ports(self.nics, room, per_line)
+        shown, folded = shown_ports(self.nics, room, self.thresholds, per_line)
         if per_line == 1:
             out = [port_line(nic, width) for nic in shown]
         else:
@@ -170,19 +174,20 @@ class NetworkPanel(TextPanel):
                     line.append_text(port_line(shown[i + 1], half))
                 out.append(line)
         if folded or not shown:
-            out.append(quiet_line(self.nics, shown, folded, width))
+            out.append(quiet_line(self.nics, shown, folded, width, self.thresholds))
         if not shown:  # one bare line, no border: it names itself
             out[0] = Text.assemble(("Network ", "bold"), out[0])
         return out
 
 
-def quiet_line(nics: tuple[NicSnapshot, ...], shown: tuple[NicSnapshot, ...], folded: int, width: int) -> Text:
+def quiet_line(nics: tuple[NicSnapshot, ...], shown: tuple[NicSnapshot, ...], folded: int, width: int,
+               t: Thresholds) -> Text:
     """`+N quiet` (every port quiet: `N ports quiet`), with the kinds folded and, where it fits, their names."""
     ports = [n for n in candidates(nics) if n not in shown]
     kinds: dict[str, int] = {}
     for nic in ports:
         kinds[kind_label(nic)] = kinds.get(kind_label(nic), 0) + 1
-    quieter = any(busy(n) for n in ports)  # busy ports the room could not hold are folded too
+    quieter = any(busy(n, t) for n in ports)  # busy ports the room could not hold are folded too
     head = (f"+{folded} {'quieter' if quieter else 'quiet'}" if shown
             else f"{folded} port{'s' if folded != 1 else ''} quiet")
     line = Text(head, style=palette.DIM)
@@ -197,15 +202,15 @@ def quiet_line(nics: tuple[NicSnapshot, ...], shown: tuple[NicSnapshot, ...], fo
     return line
 
 
-def one_line(nics: tuple[NicSnapshot, ...], width: int) -> Text:
+def one_line(nics: tuple[NicSnapshot, ...], width: int, t: Thresholds) -> Text:
     """The whole network in one line for a short terminal: its busiest port, if any is busy, and the rest folded
     (`+N quiet (…)` where it fits, else `+N`)."""
-    shown, folded = shown_ports(nics, 1)
+    shown, folded = shown_ports(nics, 1, t)
     line = Text("Network ", style="bold")
     if not shown:
-        return line.append_text(quiet_line(nics, (), folded, width - line.cell_len))
+        return line.append_text(quiet_line(nics, (), folded, width - line.cell_len, t))
     port = port_line(shown[0], width - line.cell_len)
-    rest = quiet_line(nics, shown, folded, 0) if folded else Text()
+    rest = quiet_line(nics, shown, folded, 0, t) if folded else Text()
     if rest.cell_len and line.cell_len + port.cell_len + 1 + rest.cell_len > width:
         rest = Text(f"+{folded}", style=palette.DIM)
         port = port_line(shown[0], width - line.cell_len - rest.cell_len - 1)

@@ -30,14 +30,14 @@ class Row(msgspec.Struct, frozen=True):
 
 
 def filter_rows(rows: list[Row], text: str) -> list[Row]:
-    """Rows whose command, user, owner (`job 4242`, `ns/pod`) or pid contains `text` (case-insensitive); `gpu:N`
-    keeps the processes on GPU N."""
+    """Rows whose command, user or owner (`job 4242`, `ns/pod`) contains `text` (case-insensitive), or whose pid
+    starts with it (`2443` finds 24437, as a pid is typed from its start); `gpu:N` keeps the processes on GPU N."""
     needle = text.lower().strip()
     if not needle:
         return rows
     if needle.startswith("gpu:") and needle[4:].isdigit():
         return [r for r in rows if needle[4:] in r.gpus.split(",")]
-    return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or needle == str(r.pid)
+    return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or str(r.pid).startswith(needle)
             or needle in r.owner.lower()]
 
 
@@ -157,18 +157,21 @@ class ProcessTable(LineTable):
         return descending_by_default(self.sort_key) != self.sort_reversed
 
     def cycle_sort(self) -> str:
+        self.unchoose()  # a new order is read from its top
         current = SORT_KEYS.index(self.sort_key) if self.sort_key in SORT_KEYS else -1
         self.sort_key, self.sort_reversed = SORT_KEYS[(current + 1) % len(SORT_KEYS)], False
         return self.sort_key
 
     def sort_by(self, key: str) -> None:
         """Sort by `key`; the column already sorted by turns round instead."""
+        self.unchoose()  # a new order is read from its top
         if key == self.sort_key:
             self.sort_reversed = not self.sort_reversed
         else:
             self.sort_key, self.sort_reversed = key, False
 
     def reverse_sort(self) -> None:
+        self.unchoose()  # a new order is read from its top
         self.sort_reversed = not self.sort_reversed
 
     def on_line_table_header_clicked(self, event: LineTable.HeaderClicked) -> None:
@@ -224,7 +227,10 @@ class ProcessTable(LineTable):
         for key, row in zip(keys, rows, strict=True):
             made[key] = self._made.get(key) or made.get(key) or self._cells(row, marked, owner_width)
         self._made = made  # the rows on show only: it cannot outgrow the process count
-        index = next((i for i, row in enumerate(rows) if row.pid == selected), None)
+        # The cursor follows the pid a user put it on; until then it stays on the top row, so the busiest process
+        # stays in sight as processes come and go (it followed whichever pid happened to be first, and the table
+        # began at a 10 % process after `w` started a job).
+        index = next((i for i, row in enumerate(rows) if row.pid == selected), None) if self.chosen else 0
         self.set_rows(keys, [made[key] for key in keys], cursor=index)
 
     @staticmethod

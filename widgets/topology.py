@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from hwtop.advice.judge import link_degraded
+from hwtop.advice.thresholds import Thresholds
 from hwtop.model.snapshot import GpuSnapshot, NicSnapshot, NumaSnapshot, Topology
 from hwtop.probes.sysfs import format_cpulist
-from hwtop.probes.topology import link_degraded
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_bytes, human_rate, pct
 from hwtop.widgets.network import port_line
@@ -30,11 +31,14 @@ class TopologyPanel(TextPanel):
         self.numa: NumaSnapshot | None = None
         self.gpus: tuple[GpuSnapshot, ...] = ()
         self.nics: tuple[NicSnapshot, ...] = ()
+        self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Topology"
 
     def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...],
-             nics: tuple[NicSnapshot, ...] = ()) -> None:
+             nics: tuple[NicSnapshot, ...] = (), thresholds: Thresholds | None = None) -> None:
+        """`thresholds`: those the rules judge by, so a link is marked as the pcie-degraded finding says."""
         self.topology, self.numa, self.gpus, self.nics = topology, numa, gpus, nics
+        self.thresholds = thresholds or self.thresholds
         if topology is not None:
             self.set_title(data(f"Topology · {topology.source} · r refresh"))
         self.changed()
@@ -129,7 +133,7 @@ class TopologyPanel(TextPanel):
                 line.append(f" PCIe {pcie.gen or '?'}x{pcie.width or '?'} (max {pcie.max_gen or '?'}x"
                             f"{pcie.max_width or '?'}) ↑{human_rate(pcie.tx_bytes_per_s):>10} "
                             f"↓{human_rate(pcie.rx_bytes_per_s):>10}")
-                if link_degraded(pcie.gen, pcie.width, pcie.max_gen, pcie.max_width, gpu.util_percent):
+                if link_degraded(pcie, gpu.util_percent, self.thresholds):
                     line.append("  ⚠ degraded while busy", style=palette.CRIT_STRONG)
             if gpu.nvlink_tx_bytes_per_s is not None or gpu.nvlink_rx_bytes_per_s is not None:
                 line.append(f"  NVLink ↑{human_rate(gpu.nvlink_tx_bytes_per_s):>10} "

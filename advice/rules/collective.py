@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from hwtop.advice.grouping import covering
+from hwtop.advice.registry import rule
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
 from hwtop.model.finding import Finding
@@ -71,6 +72,11 @@ def _hung_rank(snapshot: Snapshot, t: Thresholds) -> RankVerdict | None:
     return verdict if verdict is not None and verdict.kind == "hang" else None
 
 
+# The rule itself waits spin_seconds of flat spinning (or the job's 15 s without a step): no extra hold.
+@rule("collective-hang", severity="critical", hold_s=0, clear_s=10, order=140,
+      watches="GPUs busy at idle power, and steps that stop",
+      reads=("rank_hang_wait_share", "rank_stale_s", "spin_power_share", "spin_seconds", "spin_util_percent",
+             "stack_min_samples", "straggler_own_wait_ratio", "straggler_peer_wait_share"))
 def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     spinning = {g.index: found for g in latest.gpus if not g.lost and compute_pids(g)
@@ -111,6 +117,7 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
     if not pids and workload is not None:
         pids = workload.pids
-    title = "Ranks wait in a collective" if spinning else "The job stopped making steps"
+    title = (f"Rank {hung.rank.rank} never reached the collective the others wait in"
+             if hung is not None and hung.rank is not None else "The job's ranks wait in a collective")
     yield Finding("collective-hang", "critical", title, tuple(evidence), FIXES, scope="job",
                   gpus=tuple(sorted(spinning)), pids=pids)

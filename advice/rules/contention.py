@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.registry import rule
 from hwtop.advice.rules.job_facts import (
     WORKER,
     alive,
@@ -28,6 +29,8 @@ GROWTH_SPAN_S = 30.0
 MIB = 1 << 20
 
 
+@rule("cpu-oversubscribed", hold_s=5, clear_s=10, order=190, watches="the job's runnable threads against its cores",
+      reads=("oversubscription_ratio", "runqueue_wait_share", "stack_min_samples"))
 def cpu_oversubscribed(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None or not job.usable_cores:
@@ -96,6 +99,9 @@ def _growth(window: Window) -> list[tuple[int, str, float, float]]:
     return sorted(out, key=lambda g: -g[2])
 
 
+@rule("job-memory-pressure", hold_s=5, clear_s=15, order=210, watches="memory stalls, major faults and what grows",
+      reads=("cgroup_memory_full_share", "major_faults_per_s", "memory_available_percent", "memory_growth_bytes_per_s",
+             "memory_psi_some_percent"))
 def job_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.registry import rule
+from hwtop.advice.thresholds import Threshold, Thresholds
 from hwtop.advice.window import Window, compute_pids
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot
@@ -14,6 +15,8 @@ POWER = {"power cap"}
 HARDWARE = {"HW slowdown", "power brake"}
 
 
+@rule("gpu-throttled", hold_s=5, clear_s=10, order=90, watches="clock event reasons of busy GPUs",
+      reads=("gpu_busy_util_percent",))
 def gpu_throttled(window: Window, t: Thresholds) -> Iterator[Finding]:
     for gpu in window.latest.gpus:
         reasons = set(gpu.throttle_reasons) & (THERMAL | POWER | HARDWARE)
@@ -91,6 +94,10 @@ def _xid_finding(gpu: GpuSnapshot) -> Finding:
                    cause="" if hardware else f"Xid {xid}")
 
 
+@rule("gpu-errors", severity="critical", hold_s=0, clear_s=60, order=130, watches="ECC errors and lost GPUs",
+      thresholds={"ecc_corrected_growth": Threshold(
+          100, "errors", "hwtop's choice: 100 more corrected errors within two minutes is a burst; NVML here gives "
+                         "totals, not addresses")})
 def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:
     first = {g.index: g for g in window.snapshots[0].gpus}
     for gpu in window.latest.gpus:

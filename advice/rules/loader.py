@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from hwtop.advice.grouping import alike
+from hwtop.advice.registry import rule
 from hwtop.advice.rules.job_facts import (
     WORKER,
     alive,
@@ -67,6 +68,11 @@ def churn_cause(window: Window, t: Thresholds, pids: set[int] | None = None) -> 
                       "worker-churn)."]
 
 
+# A focused job (--pid/--job), GPU or not: its stacks, its process tree, its share of the box.
+@rule("data-starved", hold_s=5, clear_s=10, order=160,
+      watches="where the job's ranks spend their time (py-spy samples)",
+      reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "io_psi_some_percent",
+             "stack_min_samples", "worker_births_per_min", "worker_generations"))
 def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     starved = starved_ranks(window, t)
@@ -126,6 +132,9 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
                   gpus=tuple(waiting_gpus), pids=tuple(sorted(pids)))
 
 
+# Workers are re-created between epochs, in bursts: a quiet half minute is not yet a fix.
+@rule("worker-churn", hold_s=5, clear_s=30, order=170, watches="DataLoader workers born per minute",
+      reads=("stack_min_samples", "worker_births_per_min", "worker_generations"))
 def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None:
@@ -153,6 +162,8 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
             measure=per_minute)
 
 
+@rule("single-core-loading", hold_s=5, clear_s=10, order=180, watches="one thread loading data while cores idle",
+      reads=("core_pegged_percent", "data_wait_fraction", "single_core_spare_cores", "stack_min_samples"))
 def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None or not job.usable_cores or job.usable_cores < 2:
@@ -200,6 +211,9 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
                       measure=hot)
 
 
+@rule("loader-io-bound", hold_s=5, clear_s=10, order=200, watches="the job's I/O stalls while its ranks wait for data",
+      reads=("blocked_worker_share", "core_pegged_percent", "data_wait_fraction", "io_psi_some_percent",
+             "major_faults_per_s", "memory_psi_some_percent", "stack_min_samples"))
 def loader_io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.registry import rule
 from hwtop.advice.text import command, gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, gpus_in_use, workload_running
@@ -44,6 +45,9 @@ def _oom_fixes(batch: int | None, fragmented: bool) -> tuple[str, ...]:
     return tuple(fixes)
 
 
+# Events (an OOM, a lost GPU, an uncorrectable error) show at once; levels need a few seconds.
+@rule("cuda-oom", severity="critical", hold_s=0, clear_s=10, order=10, watches="GPU memory and OOM events",
+      reads=("fragmentation_min_bytes", "fragmentation_ratio", "gpu_memory_full_percent"))
 def cuda_oom(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     fragmentation = _fragmentation(window, t)
@@ -75,6 +79,8 @@ def cuda_oom(window: Window, t: Thresholds) -> Iterator[Finding]:
                           cause="memory nearly full", measure=share)
 
 
+@rule("host-memory-pressure", hold_s=5, clear_s=15, order=80, watches="available RAM and swap growth",
+      reads=("memory_available_percent", "swap_growth_bytes"))
 def host_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     memory = latest.memory

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from hwtop.advice.registry import rule
 from hwtop.advice.rules.job_facts import SPAN_S, running_job, sampled
 from hwtop.advice.text import rate
 from hwtop.advice.thresholds import Thresholds
@@ -131,6 +132,10 @@ SATURATED_FIXES = (
 )
 
 
+# The network: port rates are averaged over 10 s already.
+@rule("network-saturated", hold_s=5, clear_s=10, order=230,
+      watches="ports near their line rate while ranks wait in collectives",
+      reads=("collective_wait_fraction", "network_saturated_share", "stack_min_samples"))
 def network_saturated(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = job_network(window, t)
     if job is None or job.collective_share is None or job.collective_share < t["collective_wait_fraction"]:
@@ -201,6 +206,9 @@ def _socket_evidence(spec: str, snapshot: Snapshot, t: Thresholds) -> str | None
     return None
 
 
+@rule("nccl-wrong-transport", hold_s=5, clear_s=10, order=240,
+      watches="NCCL's environment and which ports carry a multi-node job",
+      reads=("network_busy_share", "network_idle_bytes_per_s", "slow_link_share", "stack_min_samples"))
 def nccl_wrong_transport(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = job_network(window, t)
     latest = window.latest
@@ -247,6 +255,8 @@ FAR_FIXES = (
 )
 
 
+@rule("nic-far-from-gpu", hold_s=5, clear_s=10, order=250, watches="the NUMA node of busy ports against the job's GPUs",
+      reads=("network_busy_share", "stack_min_samples"))
 def nic_far_from_gpu(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = job_network(window, t)
     latest = window.latest
@@ -290,6 +300,9 @@ DATA_FIXES = (
 )
 
 
+@rule("data-from-network", hold_s=5, clear_s=10, order=260,
+      watches="the mounts of the job's open files while it waits for data",
+      reads=("data_wait_fraction", "network_idle_bytes_per_s", "stack_min_samples"))
 def data_from_network(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     facts = job_network(window, t)

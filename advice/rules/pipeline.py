@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hwtop.advice.grouping import alike
+from hwtop.advice.registry import rule
 from hwtop.advice.rules.loader import churn_cause
 from hwtop.advice.text import command, rate
 from hwtop.advice.thresholds import Thresholds
@@ -68,6 +69,9 @@ def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: i
     return tuple(fixes)
 
 
+@rule("gpu-starved", hold_s=5, clear_s=10, order=20, watches="data wait against GPU utilisation",
+      reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "worker_births_per_min",
+             "worker_generations"))
 def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     waits = job_data_wait(window)
@@ -136,6 +140,9 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
                           cause="workers re-created" if churning else "workers CPU-bound", measure=100 - util)
 
 
+@rule("cpu-single-core", hold_s=5, clear_s=10, order=30, watches="per-core load while GPUs wait",
+      reads=("core_idle_percent", "core_pegged_percent", "gpu_waiting_util_percent", "idle_core_share",
+             "min_cores_for_single_core"))
 def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     waiting = waiting_gpus(window, t)
@@ -177,6 +184,9 @@ def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
 CLASS_THRESHOLD = {"hdd": "hdd_bytes_per_s", "ssd": "ssd_bytes_per_s", "nvme": "nvme_bytes_per_s"}
 
 
+@rule("io-bound", hold_s=5, clear_s=10, order=70, watches="iowait and disk throughput against its class",
+      reads=("data_wait_fraction", "disk_busy_percent", "disk_class_share", "gpu_waiting_util_percent",
+             "iowait_percent", "hdd_bytes_per_s", "ssd_bytes_per_s", "nvme_bytes_per_s"))
 def io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     waiting = waiting_gpus(window, t)

@@ -8,12 +8,13 @@ from functools import lru_cache
 
 import msgspec
 
+from hwtop.advice.judge import link_degraded, memory_far
+from hwtop.advice.registry import rule
 from hwtop.advice.text import command, cpus, job_name
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, gpu_numa_node, gpus_in_use, node_cpus
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
-from hwtop.probes.topology import link_degraded
 
 SPAN_S = 10.0
 
@@ -46,6 +47,8 @@ def _placed(snapshot: Snapshot) -> list[_Placed]:
     return list(out.values())
 
 
+@rule("numa-misplaced", hold_s=2, clear_s=5, order=40, watches="GPU processes' CPU affinity against their GPU's node",
+      reads=("numa_local_memory_share",))
 def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     nodes = node_cpus(latest)
@@ -62,13 +65,11 @@ def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
         if allowed and home not in allowed:
             evidence.append(f"{placed.label} may run only on CPUs {cpus(placed.affinity or ())} "
                             f"(node {', '.join(map(str, sorted(allowed)))})")
-        if placed.numa_pages:
-            total = sum(count for _, count in placed.numa_pages)
-            local = sum(count for node, count in placed.numa_pages if node == home)
-            if total and local / total < t["numa_local_memory_share"]:
-                far = max(placed.numa_pages, key=lambda nc: nc[1])[0]
-                evidence.append(f"{placed.label} keeps {100 * (1 - local / total):.0f}% of its resident pages off "
-                                f"node {home} (mostly on node {far}, /proc/{placed.pid}/numa_maps)")
+        share = memory_far(placed.numa_pages, home, t)  # the job panel marks the rank with the same judgement
+        if share is not None and placed.numa_pages:
+            far = max(placed.numa_pages, key=lambda nc: nc[1])[0]
+            evidence.append(f"{placed.label} keeps {100 * (1 - share):.0f}% of its resident pages off "
+                            f"node {home} (mostly on node {far}, /proc/{placed.pid}/numa_maps)")
         if not evidence:
             continue
         evidence.append(f"GPU{placed.gpu} is attached to node {home} (CPUs {cpus(nodes[home])})")
@@ -89,13 +90,15 @@ def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
             cause=f"far from node {home}")
 
 
+@rule("pcie-degraded", hold_s=5, clear_s=10, order=50, watches="PCIe gen and width of busy GPUs",
+      reads=("gpu_busy_util_percent",))
 def pcie_degraded(window: Window, t: Thresholds) -> Iterator[Finding]:
     for gpu in window.latest.gpus:
         link = gpu.pcie
         if gpu.lost or link is None:
             continue
         util = window.gpu_mean(gpu.index, lambda g: g.util_percent, 5.0)
-        if not link_degraded(link.gen, link.width, link.max_gen, link.max_width, util, t["gpu_busy_util_percent"]):
+        if not link_degraded(link, util, t):  # the judgement the GPU panel and the topology view mark links by
             continue
         yield Finding(
             "pcie-degraded", "warning", f"GPU{gpu.index} PCIe link below its maximum",
@@ -162,6 +165,8 @@ P2P_FIXES = ("NCCL_DEBUG=INFO prints the transport NCCL chose for each pair (P2P
              "nvidia-smi topo -m shows how every pair is connected.")
 
 
+@rule("topology-slow-p2p", hold_s=5, clear_s=10, order=60, watches="links, models and balance of multi-GPU jobs",
+      reads=("gpu_waiting_util_percent", "straggler_ratio"))
 def topology_slow_p2p(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     links = latest.topology.gpu_links if latest.topology else ()

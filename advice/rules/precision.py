@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.registry import rule
 from hwtop.advice.text import job_name
-from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.thresholds import Threshold, Thresholds
 from hwtop.advice.window import Window, compute_pids, empty_job_config, mean, workload_running
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
@@ -35,6 +36,8 @@ def _job_gpus(snapshot: Snapshot) -> list[GpuSnapshot]:
     return mine or list(snapshot.gpus)
 
 
+@rule("amp-available", severity="info", hold_s=10, clear_s=10, order=100,
+      watches="precision of the job against Tensor Core support", reads=("gpu_waiting_util_percent",))
 def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     workload = latest.workload
@@ -69,6 +72,7 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
             cause=_precision_cause("Tensor Cores idle", capability), measure=sm - tensor)
 
 
+@rule("cudnn-benchmark", severity="info", hold_s=5, clear_s=5, order=110, watches="cuDNN autotuning of conv jobs")
 def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     workload = latest.workload
@@ -85,6 +89,11 @@ def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
         scope="job", gpus=tuple(g.index for g in _job_gpus(latest)))
 
 
+@rule("amp-overflow", hold_s=0, clear_s=30, order=120, watches="GradScaler scale drops", thresholds={
+    "scale_drops": Threshold(3, "drops", "GradScaler halves its scale on each inf/NaN step; a few drops at the "
+                                         "start are normal calibration, 3 within the window are not"),
+    "scale_warmup_steps": Threshold(20, "steps", "the scaler starts at 2^16 and halves until it fits the "
+                                                "gradients: drops in the first steps are expected")})
 def amp_overflow(window: Window, t: Thresholds) -> Iterator[Finding]:
     workload = window.latest.workload
     for rank in workload.ranks if workload else ():
@@ -105,6 +114,8 @@ def amp_overflow(window: Window, t: Thresholds) -> Iterator[Finding]:
             scope=f"rank {rank.rank}", pids=(rank.pid,) if rank.pid else (), cause="fp16 overflow", measure=drops)
 
 
+@rule("training-diverged", severity="critical", hold_s=0, clear_s=60, order=150,
+      watches="NaN/inf losses and gradients of the job")
 def training_diverged(window: Window, t: Thresholds) -> Iterator[Finding]:
     """NaN/inf losses or gradients in the embedded job: data the user needs, never a crash of the job."""
     workload = window.latest.workload

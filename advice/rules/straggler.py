@@ -11,12 +11,13 @@ from collections.abc import Iterator
 from statistics import median
 from typing import TYPE_CHECKING
 
+from hwtop.advice.judge import link_degraded
+from hwtop.advice.registry import rule
 from hwtop.advice.rules.health import HARDWARE, POWER, THERMAL
 from hwtop.advice.rules.job_facts import running_job
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, gpu_numa_node
 from hwtop.model.finding import Finding
-from hwtop.probes.topology import link_degraded
 
 if TYPE_CHECKING:
     from hwtop.model.job import JobProcess, JobSnapshot, RankFigures
@@ -83,8 +84,7 @@ def _cause(snapshot: Snapshot, job: JobSnapshot, slow: RankFigures, others: list
             fixes.append(f"GPU{gpu.index} is held back by its clocks: see gpu-throttled (cooling, power delivery); "
                          f"until then, move rank {slow.rank} off it.")
         link = gpu.pcie
-        if link is not None and link_degraded(link.gen, link.width, link.max_gen, link.max_width,
-                                              gpu.util_percent, t["gpu_busy_util_percent"]):
+        if link is not None and link_degraded(link, gpu.util_percent, t):
             evidence.append(f"its GPU{gpu.index} link is Gen{link.gen} x{link.width} of Gen{link.max_gen} "
                             f"x{link.max_width}")
             fixes.append(f"GPU{gpu.index}'s PCIe link trained below its maximum: see pcie-degraded (reseat, slot, "
@@ -106,6 +106,10 @@ def _cause(snapshot: Snapshot, job: JobSnapshot, slow: RankFigures, others: list
     return evidence, fixes
 
 
+@rule("rank-straggler", hold_s=5, clear_s=10, order=220, watches="each rank's collective waits against the others'",
+      reads=("data_wait_fraction", "gpu_busy_util_percent", "numa_local_memory_share", "rank_hang_wait_share",
+             "rank_stale_s", "runqueue_wait_share", "stack_min_samples", "straggler_own_wait_ratio",
+             "straggler_peer_wait_share"))
 def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None or len(job.ranks) < 2:

@@ -58,11 +58,11 @@ def assert_reported(err: str, state: Path) -> Path:
 
 
 def test_a_crash_in_the_monitor_exits_1_with_a_line_and_a_saved_traceback(state, monkeypatch, capsys):
-    from hwtop.cli import main as main_module
+    from hwtop.cli import monitor
     from hwtop.widgets.processes import ProcessTable
 
     source = ScriptedSource([host_snapshot()])
-    monkeypatch.setattr(main_module, "make_sampler", lambda demo, no_gpu: source)
+    monkeypatch.setattr(monitor, "make_sampler", lambda demo, no_gpu: source)
     monkeypatch.setattr(ProcessTable, "show", boom)  # deep in a tick, on the sampling worker's path
     assert main([]) == 1
     err = capsys.readouterr().err
@@ -95,10 +95,10 @@ def test_a_crash_in_fleet_exits_1(state, monkeypatch, capsys):
 
 
 def test_a_crash_in_record_exits_1(state, tmp_path, monkeypatch, capsys):
-    from hwtop.cli import main as main_module
+    from hwtop.cli import record
     from hwtop.recording.store import Recorder
 
-    monkeypatch.setattr(main_module, "make_sampler", lambda demo, no_gpu: ScriptedSource([host_snapshot()]))
+    monkeypatch.setattr(record, "make_sampler", lambda demo, no_gpu: ScriptedSource([host_snapshot()]))
     monkeypatch.setattr(Recorder, "write", boom)
     assert main(["record", str(tmp_path / "r.jsonl"), "--seconds", "5"]) == 1
     err = capsys.readouterr().err
@@ -108,11 +108,11 @@ def test_a_crash_in_record_exits_1(state, tmp_path, monkeypatch, capsys):
 
 def test_a_crash_in_doctor_exits_1_and_stops_sampling(state, monkeypatch, capsys):
     from hwtop.advice.engine import AdviceEngine
-    from hwtop.cli import main as main_module
+    from hwtop.cli import doctor
 
     source = ScriptedSource([host_snapshot()])
     source.workload = None
-    monkeypatch.setattr(main_module, "make_sampler", lambda demo, no_gpu: source)
+    monkeypatch.setattr(doctor, "make_sampler", lambda demo, no_gpu: source)
     monkeypatch.setattr(AdviceEngine, "update", boom)
     assert main(["doctor", "--seconds", "1"]) == 1
     out, err = capsys.readouterr()

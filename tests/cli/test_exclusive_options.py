@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hwtop.cli.main import EXCLUSIVE, run_command
+from hwtop.cli.main import run_command
+from hwtop.cli.options import EXCLUSIVE
 
 
 @pytest.mark.parametrize(("argv", "first", "second"), [

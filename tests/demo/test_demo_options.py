@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hwtop.cli.main import _check_demo, build_parser, make_sampler
+from hwtop.cli.machine import check_demo, make_sampler
+from hwtop.cli.main import build_parser
 from hwtop.demo.host import SimulatedHost
 from hwtop.demo.job import DemoJob
 
@@ -12,7 +13,7 @@ from hwtop.demo.job import DemoJob
 def checked(*argv: str) -> str | None:
     parser = build_parser()
     args, _ = parser.parse_known_args(list(argv))
-    _check_demo(parser, args)
+    check_demo(parser, args)
     return args.demo
 
 

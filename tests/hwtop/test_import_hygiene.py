@@ -29,7 +29,8 @@ ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hw
                # widened PCIe counters: on a GPU's first 32-bit PCIe reading (R555+; the rtx3090 demo is R550)
                "hwtop.probes.nvml.pcie_wide",
                # the options of subcommands the command line does not name
-               "hwtop.cli.export", "hwtop.cli.report")
+               "hwtop.cli.export", "hwtop.cli.report", "hwtop.cli.snapshot", "hwtop.cli.topo", "hwtop.cli.doctor",
+               "hwtop.cli.record", "hwtop.cli.replay", "hwtop.cli.fleet", "hwtop.cli.workload")
 
 
 def test_monitor_start_path_loads_what_it_draws_only(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path

@@ -10,7 +10,7 @@ from pathlib import Path
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.topology import Endpoint, build, dgx_a100
 from hwtop.probes.gpu import NvmlProbe
-from hwtop.probes.topology import count_nvlinks, link_degraded, nvlink_relations, read_topology
+from hwtop.probes.topology import count_nvlinks, nvlink_relations, read_topology
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "topo"
 
@@ -90,28 +90,6 @@ def test_no_nvlink_card_counts_zero() -> None:
     nvml = FakeNvmlLibrary("rtx3090").pynvml
     nvml.nvmlInit()
     assert count_nvlinks(nvml, nvml.nvmlDeviceGetHandleByIndex(0)) == (0, ())
-
-
-def test_degraded_link_only_flagged_while_busy() -> None:
-    assert link_degraded(3, 16, 4, 16, util_percent=95)
-    assert link_degraded(4, 8, 4, 16, util_percent=60)
-    assert not link_degraded(1, 16, 4, 16, util_percent=0)  # idle: dropped to gen 1 to save power
-    assert not link_degraded(4, 16, 4, 16, util_percent=100)
-    assert not link_degraded(3, 16, 4, 16, util_percent=None)
-
-
-def test_idle_fake_gpu_drops_its_link_and_is_not_flagged() -> None:
-    clock = [0.0]
-    fake = FakeNvmlLibrary("rtx3090", clock=lambda: clock[0])
-    probe = NvmlProbe(fake.pynvml, clock=lambda: clock[0])
-    fake.set_load(0, 0.0)
-    gpu = probe.read()[1][0]
-    assert gpu.pcie.gen == 1 and not link_degraded(gpu.pcie.gen, gpu.pcie.width, gpu.pcie.max_gen,
-                                                    gpu.pcie.max_width, gpu.util_percent)
-    fake.set_load(0, 0.9)
-    fake.set_pcie_link(0, 3, 16)
-    gpu = probe.read()[1][0]
-    assert link_degraded(gpu.pcie.gen, gpu.pcie.width, gpu.pcie.max_gen, gpu.pcie.max_width, gpu.util_percent)
 
 
 def _hwtop(*args: str) -> str:

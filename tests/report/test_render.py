@@ -12,7 +12,7 @@ import pytest
 
 from hwtop.demo.profiles import PROFILES
 from hwtop.probes.disks import disk_kind
-from hwtop.report.checks import checks
+from hwtop.report.checks import GUIDE, checks
 from hwtop.report.facts import gather
 from hwtop.report.render import text
 
@@ -28,8 +28,8 @@ def report(*args: str) -> str:
 
 def _agrees(lines: list[str]) -> None:
     guide = [i for i, line in enumerate(lines) if "guide" in line]
-    assert guide and "the hardware guide hwtop was conceived from" in lines[guide[0]], lines[guide[0]]
-    assert sum("the hardware guide hwtop was conceived from" in line for line in lines) == 1
+    assert guide and lines[guide[0]].startswith(f"Graded against {GUIDE}."), lines[guide[0]]
+    assert sum(GUIDE in line for line in lines) == 1
     ram = next(line for line in lines if line.startswith("Memory: RAM "))
     host_ram = next(line for line in lines if "] Host RAM: " in line)
     assert GIB_FIGURE.search(ram).group(1) == GIB_FIGURE.search(host_ram.split("Host RAM: ")[1]).group(1)
@@ -74,3 +74,26 @@ def test_an_md_array_is_raid_not_an_ssd(tmp_path) -> None:  # noqa: ANN001
         queue.mkdir(parents=True)
         (queue / "rotational").write_text(rotational + "\n")
     assert [disk_kind(n, str(tmp_path)) for n in ("md1", "sda", "sdb")] == ["raid", "ssd", "hdd"]
+
+
+def test_the_guide_is_cited_by_what_it_says_not_by_where_it_came_from() -> None:
+    """A reader cannot look up "the article hwtop was conceived from": the opening line states the guide's tiers
+    and rules instead, with the figures the checks below grade against."""
+    assert not re.search(r"conceived|Chinese|article", GUIDE)
+    for figure in ("6 GB", "16 GB", "A100/H100", "8 cores", "NVMe"):
+        assert figure in GUIDE
+
+
+def test_a_report_without_a_gpu_says_why_once_and_promises_no_retry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report reads once: the monitor's "retrying every 10 s" is not its to promise, and the reason there
+    is no GPU is given on the tier's line only."""
+    from hwtop.probes.nvml import session
+
+    monkeypatch.setattr(session, "nvml_library_loads", lambda: False)
+    facts = gather(None)
+    out = text(facts, *_grade(facts))
+    assert facts.gpus == () and facts.gpu_message == session.NO_LIBRARY
+    assert "retrying" not in out
+    assert out.count(session.NO_LIBRARY) == 1
+    assert next(line for line in out.split("\n") if line.startswith("Tier: ")) == (
+        f"Tier: No GPU: CPU only  ({session.NO_LIBRARY})")

@@ -8,6 +8,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hwtop.advice.thresholds import Thresholds
 from hwtop.model.snapshot import NicSnapshot
 from hwtop.widgets.network import NetworkPanel, fit_name, line_percent, shown_ports
 from hwtop.widgets.safe_text import visible
@@ -72,7 +73,7 @@ def test_a_short_terminal_gets_one_bare_line() -> None:
 
 def test_a_short_room_keeps_the_busiest_in_their_order_and_says_so() -> None:
     nics = (ib(0, 2e9), ib(1, 9e9), ib(2, 5e9))
-    shown, folded = shown_ports(nics, 2)
+    shown, folded = shown_ports(nics, 2, Thresholds())
     assert [n.name for n in shown] == ["mlx5_1"] and folded == 2
     assert panel_lines(nics, 2, 76)[-1] == "+2 quieter (2 IB)"  # busy ones folded: not "quiet"
 

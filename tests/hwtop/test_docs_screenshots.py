@@ -1,4 +1,5 @@
-"""The README's screenshots come from demo machines: none names this machine (hostname, kernel, paths)."""
+"""The screenshots of the README and docs/ exist and come from demo machines: none names this machine (hostname,
+kernel, paths); every story of the demo has its own."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_shots() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return re.findall(r"\]\(screenshots/([\w.-]+)\.png\)", text)
+    """The screenshots the README and the pages of docs/ show."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return [name for page in pages
+            for name in re.findall(r"\]\((?:\.\./)?screenshots/([\w.-]+)\.png\)", page.read_text(encoding="utf-8"))]
 
 
 def svg_text(name: str) -> str:
@@ -21,9 +24,10 @@ def svg_text(name: str) -> str:
 
 
 def test_every_readme_screenshot_has_its_svg_and_png() -> None:
+    from hwtop.demo.story import STORIES
+
     shots = readme_shots()
-    assert len(shots) >= 10 and {f"story-{s}-160x45" for s in ("starved", "nccl-hang", "oom", "amp", "thermal")} \
-        <= set(shots)
+    assert len(shots) >= 10 and {f"story-{story}-160x45" for story in STORIES} <= set(shots)
     for name in shots:
         assert (ROOT / "screenshots" / f"{name}.svg").is_file() and (ROOT / "screenshots" / f"{name}.png").is_file()
 

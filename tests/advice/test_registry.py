@@ -1,0 +1,152 @@
+"""A rule is one file: what it declares with @rule is checked against what it does (the thresholds its check
+reaches, the ids and severities of the findings it raises), every rule is documented and has a test of its own,
+and a new module in the rules' package is found with no edit elsewhere."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pathlib
+import sys
+import textwrap
+import types
+
+import pytest
+
+from hwtop.advice import registry, thresholds
+from hwtop.advice.rules import RULE_IDS, RULES, Rule
+from hwtop.model.finding import SEVERITIES
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MINE = {"test_registry.py", "test_engine.py"}  # tests of the registry and engine name every rule: not a rule's test
+
+
+def _reads(function: types.FunctionType, seen: set[object]) -> set[str]:
+    """The threshold names `function` reads as t["name"], and those of the advice functions it names, transitively."""
+    if function in seen:
+        return set()
+    seen.add(function)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    scope = dict(function.__globals__)
+    for node in ast.walk(tree):  # imports inside the function (the rules import advice.ranks late)
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = importlib.import_module(node.module)
+            scope.update({a.asname or a.name: getattr(module, a.name, None) for a in node.names})
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "t"
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            names.add(node.slice.value)
+        elif isinstance(node, ast.Name):
+            found = scope.get(node.id)
+            found = found.check if isinstance(found, Rule) else found
+            if isinstance(found, types.FunctionType) and found.__module__.startswith("hwtop.advice"):
+                names |= _reads(found, seen)
+    return names
+
+
+@pytest.mark.parametrize("rule", RULES, ids=RULE_IDS)
+def test_a_rule_declares_every_threshold_its_check_reads(rule: Rule) -> None:
+    assert isinstance(rule.check, types.FunctionType)
+    assert _reads(rule.check, set()) <= set(rule.reads)
+    assert set(rule.reads) <= set(thresholds.TABLE)
+
+
+def _raised(module: str) -> list[tuple[str, str | None]]:
+    """(id, severity or None when computed) of every Finding(...) built in `module` with a literal id."""
+    tree = ast.parse(inspect.getsource(importlib.import_module(module)))
+    out = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Finding"
+                and node.args and isinstance(node.args[0], ast.Constant)):
+            severity = node.args[1] if len(node.args) > 1 else None
+            literal = [c.value for c in ast.walk(severity) if isinstance(c, ast.Constant)] if severity else []
+            out += [(node.args[0].value, s) for s in literal if s in SEVERITIES] or [(node.args[0].value, None)]
+    return out
+
+
+def test_the_rules_raise_their_own_ids_at_most_at_their_declared_severity() -> None:
+    """The mirror of the registry is the code itself: the ids the rules' modules raise are the registered ones."""
+    raised: set[str] = set()
+    for module in {rule.module for rule in RULES}:
+        declared = {rule.id: rule.severity for rule in RULES if rule.module == module}
+        for id, severity in _raised(module):
+            assert id in declared, f"{module} raises {id!r}, which no rule of it declares"
+            if severity is not None:
+                assert SEVERITIES.index(severity) >= SEVERITIES.index(declared[id]), (id, severity)
+            raised.add(id)
+    assert raised == set(RULE_IDS)
+    assert len(set(RULE_IDS)) == len(RULE_IDS)
+
+
+def _documents() -> str:
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
+    return "\n".join(page.read_text(encoding="utf-8") for page in pages if page.is_file())
+
+
+@pytest.mark.parametrize("id", RULE_IDS)
+def test_every_rule_is_documented(id: str) -> None:
+    assert f"`{id}`" in _documents() or id in _documents(), f"{id} is in neither README.md nor docs/"
+
+
+def _tests_naming() -> dict[str, set[str]]:
+    """Each test function of tests/advice (this file and the engine's aside) → the strings and names in it."""
+    out: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "tests" / "advice").glob("test_*.py")):
+        if path.name in MINE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test"):
+                words = {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+                words |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                out[f"{path.name}::{node.name}"] = {w for word in words for w in (word, *word.split())}
+    return out
+
+
+@pytest.mark.parametrize("rule", RULES, ids=RULE_IDS)
+def test_every_rule_has_a_test_of_its_own(rule: Rule) -> None:
+    name = rule.check.__name__
+    assert any(rule.id in words or name in words for words in _tests_naming().values()), \
+        f"no test in tests/advice names {rule.id} (or calls {name})"
+
+
+def test_a_new_module_in_the_package_registers_itself_with_its_thresholds(tmp_path, monkeypatch) -> None:
+    """Discovery over a package of one file: its rule is found and its threshold joins the table."""
+    package = tmp_path / "extra_rules"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "stuck.py").write_text(textwrap.dedent('''
+        from hwtop.advice.registry import rule
+        from hwtop.advice.thresholds import Threshold
+        from hwtop.model.finding import Finding
+
+        @rule("stuck-worker", hold_s=1, clear_s=2, watches="workers", reads=("data_wait_fraction",),
+              thresholds={"stuck_worker_s": Threshold(30.0, "s", "a test's choice")})
+        def stuck(window, t):
+            if t["stuck_worker_s"] < 10:
+                yield Finding("stuck-worker", "warning", "stuck", ("e",), ("f",))
+        '''))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry, "_REGISTERED", [])
+    monkeypatch.setattr(registry, "TABLE", dict(thresholds.TABLE))
+    monkeypatch.setattr(thresholds, "TABLE", registry.TABLE)
+    try:
+        (found,) = registry.discover("extra_rules")
+    finally:
+        for name in ("extra_rules", "extra_rules.stuck"):
+            sys.modules.pop(name, None)
+    assert (found.id, found.reads, found.module) == ("stuck-worker", ("data_wait_fraction", "stuck_worker_s"),
+                                                      "extra_rules.stuck")
+    assert "stuck_worker_s" in thresholds.TABLE and registry._REGISTERED == [found]
+    assert list(found(None, thresholds.Thresholds({"stuck_worker_s": 5})))  # type: ignore[arg-type]
+    assert not list(found(None, thresholds.Thresholds()))  # type: ignore[arg-type]
+
+
+def test_a_threshold_declared_twice_with_two_meanings_is_refused(monkeypatch) -> None:
+    monkeypatch.setattr(registry, "_REGISTERED", [])
+    monkeypatch.setattr(registry, "TABLE", dict(thresholds.TABLE))
+    with pytest.raises(ValueError, match="already declared"):
+        registry.rule("x", hold_s=0, clear_s=0, watches="x",
+                      thresholds={"spin_seconds": thresholds.Threshold(1.0, "s", "another meaning")})(
+            lambda window, t: iter(()))
