@@ -439,7 +439,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         if mounting is None:
             from textual.widgets import Input
 
-            box = Input(placeholder="filter processes by name, user or pid (enter keeps it, escape clears)",
+            box = Input(placeholder="filter processes by name, user, owner or pid (enter keeps it, escape clears)",
                         id="filter")
             box.display = False
             self.filter_input = self.main.filter_box = box

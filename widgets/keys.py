@@ -41,7 +41,7 @@ MAIN = (
                                    "column header; ▼ biggest first, ▲ smallest first)", command="Sort processes"),
     Key("r", "reverse_sort", "Reverse", "reverse the process order (as does a second click on the sorted column's "
                                         "header)", show=False, command="Reverse sort"),
-    Key("slash", "filter", "Filter", "filter the processes by name, user or pid (enter keeps it, escape clears)",
+    Key("slash", "filter", "Filter", "filter the processes by name, user, owner or pid (enter keeps it, escape clears)",
         show=False, display="/", command="Filter processes"),
     Key("T", "tree", "Tree", "tree view of the processes: children under their parents", show=False,
         command="Process tree"),
