@@ -34,10 +34,12 @@ class DemoRanks:
     """Stands where `Sampler.job` holds a JobProbe: `read()` once per tick, `close()` at the end."""
 
     def __init__(self, story: Story, ranks: tuple[int, ...], elapsed: Callable[[], float],
-                 wall: Callable[[], float], host: str) -> None:
+                 wall: Callable[[], float], host: str, job_ranks: int = 0) -> None:
         self.story, self.ranks, self.elapsed, self.wall, self.host = story, ranks, elapsed, wall, host
+        # A job larger than this host (job_ranks): ranks len(ranks) on are other nodes', seen as the fleet sees them
+        self.remote = tuple(range(len(ranks), job_ranks)) if ranks else ()
         self._t = 0.0
-        self._seconds = {rank: {} for rank in ranks}  # rank -> phase -> cumulative seconds
+        self._seconds = {rank: {} for rank in (*ranks, *self.remote)}  # rank -> phase -> cumulative seconds
         self._changed_at = 0.0
         self._before: JobState = story.at(0.0)
         self._last: JobState = self._before
@@ -81,6 +83,18 @@ class DemoRanks:
                                        samples=samples, seen_at=seen_at))
             stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered if samples else (),
                                      busy_site=BUSY_SITE))
+        per_node = len(self.ranks)
+        for rank in self.remote:
+            shares = self._blended(t, rank)
+            seconds = self._seconds[rank]
+            for phase, value in shares.items():
+                seconds[phase] = seconds.get(phase, 0.0) + dt * value
+            samples = int(min(t, WINDOW_S) * RATE_HZ)
+            figures.append(RankFigures(rank, f"{self.host}-{rank // per_node:02d}", local_rank=rank % per_node,
+                                       gpu=rank % per_node, phase_seconds=tuple((k, round(v, 1)) for k, v in
+                                                                                seconds.items()),
+                                       shares=tuple(sorted(shares.items(), key=lambda kv: -kv[1])) if samples else (),
+                                       site=BUSY_SITE, samples=samples, seen_at=seen_at))
         return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),
