@@ -43,16 +43,26 @@ class DemoRanks:
         self._changed_at = 0.0
         self._before: JobState = story.at(0.0)
         self._last: JobState = self._before
+        self._memo_t: float | None = None
+        self._memo: dict[tuple[int, bool, bool], dict[str, float]] = {}
 
     def _blended(self, t: float, rank: int) -> dict[str, float]:
-        state = self.story.at(t)
-        if state.straggler_rank != self._last.straggler_rank:  # the story changed: the window shows it gradually
-            self._before, self._changed_at = self._last, t
-        self._last = state
-        new = _shares(state, rank)
-        share = min(1.0, (t - self._changed_at) / BLEND_S) if self._changed_at else 1.0
-        old = _shares(self._before, rank)
-        return {phase: round(share * new[phase] + (1 - share) * old[phase], 3) for phase in new}
+        """A rank's shares at t (shared with the ranks that play the same part: read, never changed)."""
+        if t != self._memo_t:  # the story is asked once a read, not once a rank (256 of them at scale)
+            state = self.story.at(t)
+            if state.straggler_rank != self._last.straggler_rank:  # the story changed: shown gradually
+                self._before, self._changed_at = self._last, t
+            self._last, self._memo_t, self._memo = state, t, {}
+        state = self._last
+        key = (rank % 3, rank == state.straggler_rank, rank == self._before.straggler_rank)  # what _shares reads
+        found = self._memo.get(key)
+        if found is None:
+            new = _shares(state, rank)
+            share = min(1.0, (t - self._changed_at) / BLEND_S) if self._changed_at else 1.0
+            old = _shares(self._before, rank)
+            found = self._memo[key] = {phase: round(share * new[phase] + (1 - share) * old[phase], 3)
+                                       for phase in new}
+        return found
 
     def read(self, gpus: tuple[GpuSnapshot, ...] = (), workload: WorkloadState | None = None,
              now: float | None = None) -> JobSnapshot:
