@@ -81,7 +81,10 @@ class RankFigures(Record, frozen=True):
     # advancing while the others do is a hang (advice/ranks.py), so it compares across hosts
 
     def share(self, phase: str) -> float:
-        return next((value for name, value in self.shares if name == phase), 0.0)
+        for name, value in self.shares:  # a plain loop: the rules ask it of every rank in every recent snapshot
+            if name == phase:
+                return value
+        return 0.0
 
     @property
     def collective_share(self) -> float:
