@@ -4,7 +4,7 @@ Textual (layout, compositor, the write to the terminal, its idle loop until the 
 passes, the compositor's writes and the bytes written per tick. Beside it the floor: a bare Textual app that
 redraws one line a second, counted the same way.
 
-    python -m benchmarks.tick_instructions [--ticks 10] [--warmup 4] [--only idle,big,floor]
+    python -m benchmarks.tick_instructions [--ticks 6] [--warmup 10] [--only floor,idle,dgx,big] [--tree DIR]
 
 Machines: `idle` is this box (`hwtop --interval 1`); `dgx` the demo `--demo dgx-a100 --scenario straggler`;
 `big` the demo `--scenario straggler-256` (a 256-rank job, 2,000 other processes) with the job view open (j).
@@ -43,9 +43,12 @@ MACHINES = {
 
 HARNESS = r'''
 import json, os, sys
-sys.path.insert(0, {root!r})
-from benchmarks.callgrind_marks import Marks
-mark = Marks()
+import importlib.util
+sys.path.insert(0, {tree!r})  # the tree measured: this checkout, or another one's (--tree) for an A/B
+spec = importlib.util.spec_from_file_location("callgrind_marks", {marks!r})  # this checkout's, whatever the tree
+marks_module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(marks_module)
+mark = marks_module.Marks()
 WARMUP, TICKS, OUT, OPEN_JOB = {warmup}, {ticks}, {out!r}, {open_job}
 state = {{"tick": 0}}
 counts = {{}}  # tick -> {{layouts, displays, bytes}}
@@ -180,7 +183,8 @@ Floor().run()
 '''
 
 
-def run(harness: str, label: str, timeout: float) -> tuple[dict[str, list[int]], dict[str, dict[str, int]]]:
+def run(harness: str, label: str, timeout: float, tree: str = ROOT) -> tuple[dict[str, list[int]],
+                                                                          dict[str, dict[str, int]]]:
     """(segment -> instructions per measured tick, tick -> counters) for one harness under callgrind."""
     with tempfile.TemporaryDirectory(prefix="bench-cg-") as work:
         script, out = os.path.join(work, "harness.py"), os.path.join(work, "counts.json")
@@ -188,7 +192,7 @@ def run(harness: str, label: str, timeout: float) -> tuple[dict[str, list[int]],
             handle.write(harness.replace("__OUT__", out))
         dumps = os.path.join(work, "dumps")
         os.mkdir(dumps)
-        command = ["env", f"PYTHONPATH={ROOT}", "valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
+        command = ["env", f"PYTHONPATH={tree}", "valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
                    f"--callgrind-out-file={dumps}/cg.out", f"--log-file={work}/valgrind.log",
                    os.path.realpath(sys.executable), script]
         session = f"bench-{uuid.uuid4().hex[:8]}"
@@ -246,8 +250,9 @@ ORDER = ("probe host", "probe memory", "probe numa", "probe cpu", "probe disks",
          "probe gpu", "probe job", "probe workload", "sampler", "session", "advice", "handoff", "show", "textual")
 
 
-def harness_for(machine: str, warmup: int, ticks: int) -> str:
-    common = {"root": ROOT, "warmup": warmup, "ticks": ticks, "out": "__OUT__"}
+def harness_for(machine: str, warmup: int, ticks: int, tree: str = ROOT) -> str:
+    common = {"tree": tree, "marks": os.path.join(ROOT, "benchmarks", "callgrind_marks.py"), "warmup": warmup,
+              "ticks": ticks, "out": "__OUT__"}
     if machine == "floor":
         return FLOOR_HARNESS.format(open_job=False, **common)
     argv, open_job = MACHINES[machine]
@@ -256,24 +261,31 @@ def harness_for(machine: str, warmup: int, ticks: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ticks", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=4)
+    parser.add_argument("--ticks", type=int, default=6)
+    parser.add_argument("--warmup", type=int, default=10, help="ticks left out: the start and its full repaints")
     parser.add_argument("--only", default="floor,idle,dgx,big", help="comma-separated: floor, idle, dgx, big")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--tree", default=ROOT, help="the checkout whose hwtop is measured (`git archive` of a "
+                        "commit unpacked somewhere, for an A/B); default this one")
     args = parser.parse_args()
     missing = [tool for tool in ("valgrind", "tmux") if shutil.which(tool) is None]
     if missing:
         sys.exit(f"needs {' and '.join(missing)} (apt-get install {' '.join(missing)})")
     compile_checkout()
+    if args.tree != ROOT:
+        import compileall
+
+        compileall.compile_dir(args.tree, quiet=1)
     machines = [name for name in args.only.split(",") if name]
     results = {}
     for machine in machines:
-        segments, counts = run(harness_for(machine, args.warmup, args.ticks), machine, args.timeout)
+        segments, counts = run(harness_for(machine, args.warmup, args.ticks, args.tree), machine, args.timeout,
+                               args.tree)
         results[machine] = per_tick(segments, counts, args.warmup, args.ticks)
     print(f"# instructions per tick — {time.strftime('%Y-%m-%d %H:%M')}, callgrind, 200x50 tmux pane, 1 s refresh, "
           f"mean of ticks {args.warmup + 1}-{args.warmup + args.ticks}")
     print(f"# rerun: python -m benchmarks.tick_instructions --ticks {args.ticks} --warmup {args.warmup} "
-          f"--only {args.only}")
+          f"--only {args.only}" + (f" --tree {args.tree}" if args.tree != ROOT else ""))
     print("| part (M instructions per tick) | " + " | ".join(machines) + " |")
     print("|---|" + "---|" * len(machines))
     labels = [label for label in ORDER if any(label in results[m][0] for m in machines)]
