@@ -8,6 +8,7 @@ jitter), never of wall time: two hosts with the same seed and clock give the sam
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,6 +77,11 @@ _DESKTOP = (
 _FILLER_NAMES = ("python3", "bash", "sleep", "tail", "rsync", "tmux: server", "jupyter-lab", "code-server")
 
 
+def _busiest(process: ProcessInfo) -> tuple[float, int]:
+    """The process table's order (busiest first, then largest), as the real probe returns its top."""
+    return process.cpu_percent or 0.0, process.rss_bytes or 0
+
+
 def host_of(profile: DemoProfile) -> DemoHost:
     return profile.host or _FALLBACK_HOST
 
@@ -127,6 +133,7 @@ class SimulatedHost:
         self._node_of = {cpu: n for n, cpus in enumerate(self.nodes) for cpu in cpus}
         self._table: tuple[float, list[ProcessInfo]] | None = None
         self._fillers = [self._filler(index) for index in range(extra_processes)]  # idle: the same every tick
+        self._fillers_ordered = sorted(self._fillers, key=_busiest, reverse=True)
         self._nic_sums: tuple[int, list[tuple[float, float]]] = (0, [])  # a scenario second, the counters then
 
     # ----- helpers -----
@@ -315,8 +322,10 @@ class SimulatedHost:
         their launcher (the job's name in the advice)."""
         t, job = self._now()
         everything = self._all_processes(t, job)
-        ordered = sorted(everything, key=lambda p: (p.cpu_percent or 0.0, p.rss_bytes or 0), reverse=True)
-        top = ordered[: self.process_limit]
+        moving = everything[: len(everything) - len(self._fillers)]  # the fillers come last and never change
+        ordered = heapq.merge(sorted(moving, key=_busiest, reverse=True), self._fillers_ordered, key=_busiest,
+                              reverse=True)  # as one stable sort of the whole table, without sorting 2,000 idle
+        top = list(itertools.islice(ordered, self.process_limit))
         shown = {p.pid for p in top}
         top += [p for p in everything if (RANK_PID <= p.pid < RANK_PID + 64 or LAUNCHER_PID <= p.pid < RANK_PID)
                 and p.pid not in shown]

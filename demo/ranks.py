@@ -35,14 +35,17 @@ class DemoRanks:
     same /proc as the process table."""
 
     def __init__(self, story: Story, host: SimulatedHost, elapsed: Callable[[], float],
-                 wall: Callable[[], float]) -> None:
+                 wall: Callable[[], float], job_ranks: int = 0) -> None:
         self.story, self.host, self.elapsed, self.wall = story, host, elapsed, wall
         self.ranks = tuple(host.profile.busy_gpus)
         self.hostname = host.spec.hostname
         self._t = 0.0
         # a story told through NCCL's RAS view of a two-node job (demo/ras.py)
         self.ras = DemoRas(story, self.ranks, wall) if story.name in RAS_STORIES else None
-        self._seconds: dict[int, dict[str, float]] = {rank: {} for rank in self.ranks}  # rank -> phase -> seconds
+        # A job larger than this host (job_ranks): ranks len(ranks) on are other nodes', seen as the fleet sees them
+        self.remote = tuple(range(len(self.ranks), job_ranks)) if self.ranks else ()
+        # rank -> phase -> cumulative seconds
+        self._seconds: dict[int, dict[str, float]] = {rank: {} for rank in (*self.ranks, *self.remote)}
 
     def _processes(self, state: JobState, memory: dict[int, int | None]) -> list[JobProcess]:
         """The launcher, its ranks and their DataLoader workers, from the host's table of this tick; a rank's
@@ -97,6 +100,18 @@ class DemoRanks:
                                        samples=samples, seen_at=seen_at))
             stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered if samples else (),
                                      busy_site=BUSY_SITE))
+        per_node = len(self.ranks)
+        for rank in self.remote:
+            shares = _shares(state, rank)
+            seconds = self._seconds[rank]
+            for phase, value in shares.items():
+                seconds[phase] = seconds.get(phase, 0.0) + dt * value
+            samples = int(min(t, WINDOW_S) * RATE_HZ)
+            figures.append(RankFigures(rank, f"{self.hostname}-{rank // per_node:02d}", local_rank=rank % per_node,
+                                       gpu=rank % per_node, phase_seconds=tuple((k, round(v, 1)) for k, v in
+                                                                                seconds.items()),
+                                       shares=tuple(sorted(shares.items(), key=lambda kv: -kv[1])) if samples else (),
+                                       site=BUSY_SITE, samples=samples, seen_at=seen_at))
         job = JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hwtop.demo.profiles import PROFILES, DemoOwner, DemoProfile, get_profile
-from hwtop.demo.story import STORIES
+from hwtop.demo.story import SCALE_STORIES, STORIES, is_story
 from hwtop.model.owner import Owner
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def split(spec: str) -> tuple[DemoProfile, Scenario | None]:
     demo/story.py (`dgx-a100:starved`) is the whole machine's business (demo/machine.py): here, the plain profile."""
     name, _, scenario_name = spec.partition(":")
     profile = get_profile(name)
-    if not scenario_name or scenario_name in STORIES:
+    if not scenario_name or is_story(scenario_name):
         return profile, None
     scenario = SCENARIOS.get(scenario_name)
     if scenario is None:
@@ -127,9 +127,9 @@ def listing() -> list[str]:
     lines = [f"{name:<{width}} {profile.description}" for name, profile in PROFILES.items()]
     lines.append("")
     lines.append("scenarios (PROFILE:SCENARIO, e.g. dgx-a100:r470):")
-    width = max(map(len, [*SCENARIOS, *STORIES]))
+    width = max(map(len, [*SCENARIOS, *STORIES, *SCALE_STORIES]))
     lines += [f"  {name:<{width}} {scenario.description}" for name, scenario in SCENARIOS.items()]
     lines.append("")
     lines.append("stories (--scenario NAME or PROFILE:NAME): a few minutes of a training job, the advice reacting")
-    lines += [f"  {name:<{width}} {story.description}" for name, story in STORIES.items()]
+    lines += [f"  {name:<{width}} {story.description}" for name, story in (STORIES | SCALE_STORIES).items()]
     return lines

@@ -191,6 +191,10 @@ class Story:
     finding: str | None = None
     clears: bool = False
     focused: bool = True  # the job is focused as `--pid` would: the job view, its per-rank figures (demo/ranks.py)
+    # At scale (SCALE_STORIES): the job's ranks over all its nodes (this host runs the GPUs' share), and idle
+    # processes of other users beside it. 0: the job is this host's ranks, no other users.
+    job_ranks: int = 0
+    extra_processes: int = 0
 
     def state(self, t: float, ranks: tuple[int, ...]) -> JobState:
         """The job at scenario time t on a machine with these ranks."""
@@ -423,11 +427,23 @@ STORIES: dict[str, Story] = {
 
 STEADY = Story("steady", "a healthy job", float("inf"), _steady)
 
+# The stories again on a machine at the size hwtop is run on (benchmarks/README.md measures its cost there); kept
+# out of STORIES, whose every story the tests' matrices and screenshots play.
+SCALE_STORIES: dict[str, Story] = {
+    "straggler-256": dataclasses.replace(
+        STORIES["straggler"], name="straggler-256", job_ranks=256, extra_processes=2000,
+        description="straggler in a 256-rank job (32 nodes; this host runs 8 of them), 2,000 other processes"),
+}
+
+
+def is_story(name: str) -> bool:
+    return name in STORIES or name in SCALE_STORIES
+
 
 def get_story(name: str | None) -> Story:
     if name is None:
         return STEADY
-    try:
-        return STORIES[name]
-    except KeyError:
-        raise KeyError(f"unknown demo scenario {name!r}; valid: {', '.join(STORIES)}") from None
+    found = STORIES.get(name) or SCALE_STORIES.get(name)
+    if found is None:
+        raise KeyError(f"unknown demo scenario {name!r}; valid: {', '.join([*STORIES, *SCALE_STORIES])}")
+    return found

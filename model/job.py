@@ -87,7 +87,10 @@ class RankFigures(Record, frozen=True):
     nccl_only: bool = False  # known from RAS alone (another host's rank): no stack figures are expected of it
 
     def share(self, phase: str) -> float:
-        return next((value for name, value in self.shares if name == phase), 0.0)
+        for name, value in self.shares:  # a plain loop: the rules ask it of every rank in every recent snapshot
+            if name == phase:
+                return value
+        return 0.0
 
     @property
     def collective_share(self) -> float:

@@ -96,36 +96,56 @@ def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> li
     title.truncate(max(1, width), overflow="ellipsis")
     header.truncate(max(1, width), overflow="ellipsis")
     out = [*nccl_lines(job, width), title, header]
+    layout = (width, wide, len(phases), steps, show_host, host_width, site_width, nccl)
     for rank in ranks:
         slow = straggler is not None and rank.pid == straggler
-        line = Text(f"{'◀' if slow else ' '}{rank.rank:>4} ", style=palette.CRIT_STRONG if slow else "bold")
-        if show_host:
-            host = data(rank.host)
-            host.truncate(host_width, overflow="ellipsis")
-            host.pad_right(host_width - host.cell_len)
-            line.append_text(host)
-            line.append(" ")
-        line.append(f"{'' if rank.pid is None else rank.pid:>7} ")
-        if steps:
-            line.append(f"{'-' if rank.steps is None else rank.steps:>5} ")
-        if nccl:
-            bad = rank.nccl_state not in HEALTHY
-            line.append(f"{rank.nccl_state or '-':<12} ", style=palette.CRIT_STRONG if bad else "")
-            line.append(f"{'' if rank.lag is None else rank.lag:>5} ", style=palette.WARN if rank.lag else "")
-        for _, phase, w in phases:
-            style = ""
-            if phase == "collective" and rank.samples:
-                style = palette.WARN if rank.collective_share >= 0.5 else ""
-            line.append(f"{_percent(rank, phase):>{w}} ", style=style)
         message = messages.get(rank.pid) if rank.pid is not None and not rank.samples else None
-        site = data(rank.site or message or "", palette.DIM if message or not rank.site else "")
-        site.truncate(site_width, overflow="ellipsis")
-        line.append_text(site)
-        if slow and wide:
-            line.append(f"  {MARK}", style=palette.CRIT_STRONG)
-        line.truncate(max(1, width), overflow="ellipsis")
+        key = (layout, slow, message, rank.rank, rank.host, rank.pid, rank.steps, rank.samples > 0, rank.shares,
+               rank.site, rank.nccl_state, rank.lag)
+        line = _ROWS.get(key)
+        if line is None:
+            if len(_ROWS) >= ROW_CACHE:
+                _ROWS.clear()
+            line = _ROWS[key] = _row(rank, layout, slow, message)
         out.append(line)
     if len(job.ranks) > len(ranks):
         out.append(Text(f"  … and {len(job.ranks) - len(ranks)} more ranks, none worse than those above "
                         "(hwtop doctor --pid PID --json lists them all)", style=palette.DIM))
     return out
+
+
+# A rank's row is built again only when what it draws changes: a 256-rank job's table was most of the job view's
+# cost a tick, for rows whose shares move a few times a minute. Keyed by everything the row draws; bounded.
+ROW_CACHE = 4096
+_ROWS: dict[tuple[object, ...], Text] = {}
+
+
+def _row(rank: RankFigures, layout: tuple[int, bool, int, bool, bool, int, int, bool], slow: bool,
+         message: str | None) -> Text:
+    width, wide, phase_count, steps, show_host, host_width, site_width, nccl = layout
+    line = Text(f"{'◀' if slow else ' '}{rank.rank:>4} ", style=palette.CRIT_STRONG if slow else "bold")
+    if show_host:
+        host = data(rank.host)
+        host.truncate(host_width, overflow="ellipsis")
+        host.pad_right(host_width - host.cell_len)
+        line.append_text(host)
+        line.append(" ")
+    line.append(f"{'' if rank.pid is None else rank.pid:>7} ")
+    if steps:
+        line.append(f"{'-' if rank.steps is None else rank.steps:>5} ")
+    if nccl:
+        bad = rank.nccl_state not in HEALTHY
+        line.append(f"{rank.nccl_state or '-':<12} ", style=palette.CRIT_STRONG if bad else "")
+        line.append(f"{'' if rank.lag is None else rank.lag:>5} ", style=palette.WARN if rank.lag else "")
+    for _, phase, w in PHASES[:phase_count]:
+        style = ""
+        if phase == "collective" and rank.samples:
+            style = palette.WARN if rank.collective_share >= 0.5 else ""
+        line.append(f"{_percent(rank, phase):>{w}} ", style=style)
+    site = data(rank.site or message or "", palette.DIM if message or not rank.site else "")
+    site.truncate(site_width, overflow="ellipsis")
+    line.append_text(site)
+    if slow and wide:
+        line.append(f"  {MARK}", style=palette.CRIT_STRONG)
+    line.truncate(max(1, width), overflow="ellipsis")
+    return line
