@@ -58,6 +58,7 @@ def stale(rank: RankFigures, newest: float | None, t: Thresholds) -> bool:
 
 def missing_figure(ranks: Sequence[RankFigures], t: Thresholds) -> str | None:
     """Why no verdict can be given, in one line, or None when the figures suffice."""
+    ranks = [r for r in ranks if not r.nccl_only]
     if len(ranks) < 2:
         return "fewer than two ranks seen" if ranks else "no rank figures (py-spy missing or ptrace refused?)"
     known = [r for r in ranks if r.samples >= t["stack_min_samples"]]
@@ -74,7 +75,9 @@ def missing_figure(ranks: Sequence[RankFigures], t: Thresholds) -> str | None:
 
 def judge_ranks(ranks: Sequence[RankFigures], t: Thresholds) -> RankVerdict | None:
     """The rank that holds the others back (a straggler), or the one that never reached the collective they all
-    wait in (a hang); None for a balanced job or when the figures do not say."""
+    wait in (a hang); None for a balanced job or when the figures do not say. Ranks known from NCCL RAS alone
+    (`nccl_only`: no stacks expected) are advice/nccl_ranks.py's."""
+    ranks = [r for r in ranks if not r.nccl_only]
     newest = max((r.seen_at for r in ranks if r.seen_at is not None), default=None)
     gone = [r for r in ranks if stale(r, newest, t)]
     live = [r for r in ranks if r not in gone]

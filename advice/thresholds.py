@@ -117,6 +117,22 @@ TABLE: dict[str, Threshold] = {
     "rank_stale_s": Threshold(
         30.0, "s", "hwtop's choice: the stack sampler reports each rank every 10 s (probes/stack_sampler.py); "
                    "three missed reports while the other ranks' arrive is a rank, or its host, that stopped"),
+    # ----- NCCL's own view of a job, from its RAS service (issue 42; advice/nccl_ranks.py) -----
+    "ras_hang_s": Threshold(
+        30.0, "s", "NCCL's ras.rst: a one-operation mismatch is normal while a job runs, but counts that do not "
+                   "change across subsequent queries mean a stuck communicator; 30 s is three queries at hwtop's "
+                   "10 s interval past the first, and RAS's own peer timeouts (ras_internal.h) are 5-20 s"),
+    "ras_stopped_s": Threshold(
+        60.0, "s", "hwtop's choice: no collective launched by any rank for a minute (a checkpoint, an eval, or "
+                   "every rank stuck before one) is said as such; a training step launches many a second"),
+    "ras_straggler_min_queries": Threshold(
+        6, "queries", "hwtop's choice: fewer answers cannot tell a rank that is routinely late (ras.rst: work "
+                      "imbalance) from chance"),
+    "ras_straggler_share": Threshold(
+        0.6, "fraction", "hwtop's choice: behind in most of the recent queries (more than half, with margin)"),
+    "ras_straggler_others_share": Threshold(
+        0.2, "fraction", "hwtop's choice: ...while every other rank is behind in at most a fifth of them (one in "
+                         "nine, say): in a balanced job the rank caught behind changes from query to query"),
     # ----- the network (issue 35) -----
     "network_saturated_share": Threshold(
         0.8, "fraction", "hwtop's choice: a port moving 80% of its line rate in one direction has no headroom; "

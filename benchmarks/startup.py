@@ -21,7 +21,7 @@ import tempfile
 import time
 import uuid
 
-from benchmarks.terminal_runs import HWTOP, compile_checkout
+from benchmarks.terminal_runs import HWTOP, ROOT, compile_checkout
 
 BARE_APP = """
 from textual.app import App
@@ -68,6 +68,77 @@ def paired_first_frames(starts: int) -> tuple[list[float], list[float]]:
         for turn in range(starts):  # who goes first alternates too: the second start finds a warmer cache
             pair = [lambda: bare.append(first_frame([sys.executable, handle.name], lambda p: "BARE-READY" in p)),
                     lambda: ours.append(first_frame(HWTOP, hwtop_ready))]
+            for start in pair if turn % 2 == 0 else reversed(pair):
+                start()
+    finally:
+        os.unlink(handle.name)
+    return ours, bare
+
+
+# Runs a program as `python -m` or a script would, noting (in a file) the wall clock at its first line and at the
+# first write of a frame (over FRAME_BYTES, where Textual writes the screen): the in-process figure, and where the
+# terminal method's time goes. Python's start (interpreter, site and its .pth files) comes before the first line.
+TIMED_START = """
+import os, runpy, sys, time
+began = time.time()
+note = os.environ.pop("HWTOP_BENCH_NOTE")
+class Terminal:
+    def __init__(self, stream): self._stream, self._done = stream, False
+    def write(self, text):
+        if not self._done and len(text) > {frame_bytes}:  # noted first: the pane may show it, and go, at once
+            self._done = True
+            with open(note, "w") as handle:
+                handle.write(f"{{began}} {{time.time()}}")
+        return self._stream.write(text)
+    def __getattr__(self, name): return getattr(self._stream, name)
+sys.__stderr__ = Terminal(sys.__stderr__)
+target = sys.argv[1]
+sys.argv = sys.argv[1:]
+if target.endswith(".py"):
+    runpy.run_path(target, run_name="__main__")
+else:
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+"""
+FRAME_BYTES = 5000  # a write this large is a frame (a 200x50 frame is ~11-15 KB; set-up sequences are tiny)
+
+
+class Start:
+    """One start seen from outside (launch → the frame visible in the pane) and from inside (the interpreter's first
+    line, the frame's write), all on the wall clock."""
+
+    def __init__(self, visible: float, python_up: float, written: float) -> None:
+        self.visible, self.python_up, self.written = visible, python_up, written
+
+    @property
+    def in_process(self) -> float:
+        """From the program's first line to its first frame written: what a timer inside the program reads."""
+        return self.written - self.python_up
+
+
+def timed_first_frame(target: list[str], ready, size=(200, 50)) -> Start:
+    """`target`: a module and its arguments (`hwtop --interval 1`) or a script's path; run under TIMED_START."""
+    with tempfile.TemporaryDirectory(prefix="bench-start-") as work:
+        script, note = os.path.join(work, "timed.py"), os.path.join(work, "note")
+        with open(script, "w") as handle:
+            handle.write(TIMED_START.format(frame_bytes=FRAME_BYTES))
+        launched = time.time()
+        visible = first_frame(["env", f"PYTHONPATH={ROOT}", f"HWTOP_BENCH_NOTE={note}", sys.executable, script,
+                               *target], ready, size)
+        with open(note) as handle:
+            began, written = (float(value) for value in handle.read().split())
+    return Start(visible, began - launched, written - launched)
+
+
+def paired_timed_starts(starts: int) -> tuple[list[Start], list[Start]]:
+    """As paired_first_frames, each start also timed from inside (timed_first_frame)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
+        handle.write(BARE_APP)
+    ours: list[Start] = []
+    bare: list[Start] = []
+    try:
+        for turn in range(starts):
+            pair = [lambda: bare.append(timed_first_frame([handle.name], lambda p: "BARE-READY" in p)),
+                    lambda: ours.append(timed_first_frame(["hwtop"], hwtop_ready))]
             for start in pair if turn % 2 == 0 else reversed(pair):
                 start()
     finally:

@@ -125,8 +125,35 @@ def peers(refresh: float = 1.0) -> dict[str, tuple[list[str], dict[str, str]]]:
     return found
 
 
+# The floor under any Textual monitor: a bare Textual app that redraws one line a second.
+FLOOR_APP = """
+from textual.app import App
+from textual.widgets import Static
+class Floor(App):
+    ticks = 0
+    def compose(self):
+        yield Static("FLOOR 0")
+    def on_mount(self):
+        self.set_interval(1.0, self.tick)
+    def tick(self):
+        self.ticks += 1
+        self.query_one(Static).update(f"FLOOR {self.ticks}")
+Floor().run()
+"""
+
+
+def floor_app() -> list[str]:
+    """argv of the floor app (its script is written once per process, left for the OS's /tmp cleaning)."""
+    path = os.path.join(tempfile.gettempdir(), f"bench-floor-{os.getpid()}.py")
+    if not os.path.exists(path):
+        with open(path, "w") as handle:
+            handle.write(FLOOR_APP)
+    return [sys.executable, path]
+
+
 def measure(name: str, argv: list[str], env: dict[str, str], seconds: float, warmup: float = 6.0,
-            size: tuple[int, int] = (200, 50)) -> Measurement:
+            size: tuple[int, int] = (200, 50), keys: str | None = None) -> Measurement:
+    """`keys`: typed into the pane half-way through the warm-up (`j` opens the job view)."""
     session = f"bench-{uuid.uuid4().hex[:8]}"
     capture = tempfile.NamedTemporaryFile(prefix="bench-pane-", delete=False)
     capture.close()
@@ -145,7 +172,12 @@ def measure(name: str, argv: list[str], env: dict[str, str], seconds: float, war
         pid = int(pane)
         if environment:  # `env` execs the monitor: same pid, once it has
             time.sleep(0.2)
-        time.sleep(warmup)
+        if keys:
+            time.sleep(warmup / 2)
+            tmux("send-keys", "-t", session, keys)
+            time.sleep(warmup / 2)
+        else:
+            time.sleep(warmup)
         tmux("pipe-pane", "-t", session, "-o", f"cat >> {capture.name}")
         size_before = os.path.getsize(capture.name)
         cpu, elapsed = _cpu_seconds(pid, seconds)

@@ -22,7 +22,8 @@ from hwtop.advice.timeline import clock
 from hwtop.cli.machine import make_sampler
 from hwtop.cli.options import SCENARIOS, Invocation, add_job_options, add_source_options, interval_seconds
 from hwtop.model.finding import Finding
-from hwtop.model.job import JobSnapshot
+from hwtop.model.job import JobSnapshot, RankFigures
+from hwtop.model.ras import NcclView
 from hwtop.model.safe_text import printable, printable_lines
 from hwtop.model.snapshot import Snapshot
 from hwtop.session.session import Session
@@ -89,6 +90,9 @@ def run(call: Invocation) -> int:
     sampler = make_sampler(args.demo, args.no_gpu)
     if job_probe is not None:
         sampler.job = job_probe
+        from hwtop.cli.nccl_ras_options import apply_nccl_ras  # NCCL RAS (issue 42)
+
+        apply_nccl_ras(args, sampler)
     return doctor_command(sampler, call.config.thresholds, args.seconds, args.interval, job_args, args.json)
 
 
@@ -118,12 +122,19 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
         end = time.monotonic() + seconds
         ended_ticks = 0
         last_running: JobSnapshot | None = None
+        nccl_extended = False
         while True:
             frame = session.tick()
             snapshot, findings = frame.snapshot, frame.findings
             facts["ticks"] += 1
             if snapshot.job is not None:
                 facts.setdefault("job_since", snapshot.time)
+                if snapshot.job.nccl is not None and not nccl_extended:  # NCCL RAS (issue 42)
+                    nccl_extended = True
+                    longer = nccl_watch_s(sampler, thresholds)
+                    if longer > seconds:
+                        end = max(end, started + longer)
+                        facts["nccl_watch_s"] = longer
                 ended_ticks = ended_ticks + 1 if snapshot.job.status == "ended" else 0
                 if snapshot.job.status == "running":
                     last_running = snapshot.job
@@ -162,7 +173,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
                     whole = msgspec.structs.replace(snapshot, job=msgspec.structs.replace(
                         snapshot.job, stacks=final, ranks=with_stacks(snapshot.job.ranks, final)))
                     settle(seen, session, snapshot, whole, covers_the_watch=watched_s <= STACK_WINDOW_S)
-            facts["job"] = {**job_facts(shown, watched_s),
+            facts["job"] = {**job_facts(shown, watched_s), "nccl_watch_s": facts.pop("nccl_watch_s", None),
                             "status": snapshot.job.status, "message": snapshot.job.message,
                             "exit_codes": job_facts(snapshot.job, 0.0)["exit_codes"]}
     finally:
@@ -171,6 +182,13 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             _full_stderr(sampler.workload, facts.get("workload"))
         facts.pop("job_since", None)
     return seen, facts
+
+
+def nccl_watch_s(sampler: Any, thresholds: Thresholds) -> float:  # noqa: ANN401 - a Sampler
+    """How long doctor watches a job NCCL's RAS answers for: the first answer comes an interval after libnccl is
+    seen, and a hang needs answers spanning ras_hang_s, one interval of slack."""
+    interval = max(5.0, float(getattr(sampler, "nccl_ras_interval_s", 10.0)))
+    return 2 * interval + thresholds["ras_hang_s"] + 2.0
 
 
 def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, whole: Snapshot,
@@ -231,12 +249,48 @@ def job_facts(job: JobSnapshot, watched_s: float) -> dict[str, Any]:
                           "samples": r.samples, "collective": round(r.collective_share, 3), "steps": r.steps,
                           "shares": {LABELS.get(name, name): round(value, 3) for name, value in r.shares},
                           "phase_seconds": {name: round(value, 1) for name, value in r.phase_seconds},
-                          "site": r.site} for r in job.ranks],
+                          "site": r.site, **nccl_rank_facts(r)} for r in job.ranks],
+        "nccl": nccl_facts(job.nccl),
         # what decides NCCL's transport, as the ranks' environment says (the network rules read the same)
         "nccl_env": dict(sorted({k: v for p in ranks for k, v in p.nccl_env}.items())),
         "world_size": next((p.world_size for p in ranks if p.world_size), None),
         "local_world_size": next((p.local_world_size for p in ranks if p.local_world_size), None),
     }
+
+
+def nccl_rank_facts(rank: RankFigures) -> dict[str, Any]:
+    """What NCCL's RAS says of one rank (issue 42): nothing where it was not asked."""
+    if rank.nccl_state is None:
+        return {}
+    return {"nccl_state": rank.nccl_state, "lag": rank.lag, "collectives": dict(rank.collectives),
+            "nccl_only": rank.nccl_only}
+
+
+def nccl_facts(view: NcclView | None) -> dict[str, Any] | None:
+    """Where hwtop asked NCCL's RAS, what it answered and what went wrong asking."""
+    if view is None:
+        return None
+    return {"address": view.address, "source": view.source, "queries": view.queries, "format": view.format,
+            "nccl_version": view.nccl_version, "reply_bytes": view.reply_bytes, "holding": view.holding,
+            "errors": list(view.errors),
+            "communicators": [{"hash": c.comm.hash, "size": c.comm.size, "queries": c.queries,
+                               "unchanged_s": round(c.queried_at - c.same_since, 1), "window": c.window,
+                               "behind": {str(rank): n for rank, n in c.behind},
+                               "missing": [{"rank": r.rank, "host": r.host, "pid": r.pid, "gpu": r.nvml_dev,
+                                            "dead": r.dead, "since": c.missing_from(r.rank)}
+                                           for r in c.comm.ranks if r.missing]} for c in view.comms]}
+
+
+def _nccl_lines(nccl: dict[str, Any] | None) -> list[str]:
+    if not nccl:
+        return []
+    version = f", NCCL {nccl['nccl_version']}" if nccl.get("nccl_version") else ""
+    out = [f"  NCCL RAS at {nccl['address']} ({nccl['source']}): {nccl['queries']} answer(s)"
+           + (f" in {nccl['format']}" if nccl.get("format") else "") + version]
+    if nccl.get("holding"):
+        out.append(f"  NCCL RAS: {nccl['holding']}")
+    out += [f"  NCCL RAS error: {line}" for line in nccl.get("errors", [])[-3:]]
+    return out
 
 
 def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
@@ -247,6 +301,9 @@ def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
         out.append(f"  job: {job['message']}")
     if job.get("stack_message"):
         out.append(f"  stacks: {job['stack_message']}")
+    if job.get("nccl_watch_s"):
+        out.append(f"  watched {job['nccl_watch_s']:.0f} s: NCCL's RAS answers come 10 s apart by default, and a "
+                   "hang needs answers spanning 30 s")
     if job.get("nccl_env"):
         out.append("  NCCL: " + " ".join(f"{k}={v}" for k, v in job["nccl_env"].items()))
     for stacks in job["stacks"]:
@@ -257,21 +314,34 @@ def _job_lines(job: dict[str, Any], straggler: int | None = None) -> list[str]:
                        + ", ".join(f"{name} {100 * value:.0f}%" for name, value in parts))
         elif stacks.get("message"):
             out.append(f"  where {who} spends its time: {stacks['message']}")
-    return out + _rank_lines(job.get("rank_figures") or [], straggler)
+    return out + _nccl_lines(job.get("nccl")) + _rank_lines(job.get("rank_figures") or [], straggler)
+
+
+RANK_LINES = 24  # of a large job, the worst ranks are listed; the JSON has them all
 
 
 def _rank_lines(ranks: list[dict[str, Any]], straggler: int | None) -> list[str]:
-    """The ranks side by side: how much of its time each waits for the others, and what it does otherwise."""
+    """The ranks side by side: how much of its time each waits for the others, and what it does otherwise; with
+    NCCL's RAS, every node's ranks with their state and how many collectives they lag, the worst first."""
     if len(ranks) < 2:
         return []
-    hosts = [printable(r["host"]) for r in ranks]  # a remote label: control characters made visible first
+    nccl = any("nccl_state" in r for r in ranks)
+    if nccl:  # worst first: dead or unresponsive, then the most behind
+        ranks = sorted(ranks, key=lambda r: (r.get("nccl_state") in ("RUNNING", None), -(r.get("lag") or 0),
+                                             r["rank"]))
+    shown = ranks[:RANK_LINES]
+    hosts = [printable(r["host"]) for r in shown]  # a remote label: control characters made visible first
     width = max(4, *(len(host) for host in hosts))
-    out = [f"  ranks: {'rank':>4}  {'host':<{width}}  {'pid':>7}  {'waits in collectives':<20}  busy at"]
-    for r, host in zip(ranks, hosts, strict=True):
+    extra = f"  {'NCCL':<12}  {'lag':>5}" if nccl else ""
+    out = [f"  ranks: {'rank':>4}  {'host':<{width}}  {'pid':>7}{extra}  {'waits in collectives':<20}  busy at"]
+    for r, host in zip(shown, hosts, strict=True):
         wait = f"{100 * r['collective']:.0f}%" if r["samples"] else "N/A"
         mark = " <- straggler" if straggler is not None and r["pid"] == straggler else ""
-        out.append(f"         {r['rank']:>4}  {host:<{width}}  {r['pid'] or '':>7}  {wait + mark:<20}  "
+        cells = f"  {r.get('nccl_state') or '-':<12}  {'' if r.get('lag') is None else r['lag']:>5}" if nccl else ""
+        out.append(f"         {r['rank']:>4}  {host:<{width}}  {r['pid'] or '':>7}{cells}  {wait + mark:<20}  "
                    f"{r['site'] or ''}".rstrip())
+    if len(ranks) > len(shown):
+        out.append(f"         ... and {len(ranks) - len(shown)} more ranks (--json lists them all)")
     return out
 
 

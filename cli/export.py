@@ -111,6 +111,9 @@ def run(call: Invocation) -> int:
         sampler = make_sampler(args.demo, args.no_gpu)
         if job_probe is not None:  # else a demo story about the ranks may bring its own focused job
             sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
+            from hwtop.cli.nccl_ras_options import apply_nccl_ras  # NCCL RAS (issue 42)
+
+            apply_nccl_ras(args, sampler)
         source = sampler
         if watching:
             job_name = job_name or (args.job if args.job and not args.job.isdigit() else None)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import time
 
-from hwtop.fleet.model import HostView, worst_first
+from hwtop.fleet.model import HostView
+from hwtop.fleet.session import FleetSession
 from hwtop.fleet.sources import WAITING, FleetSource
 
 
@@ -15,33 +16,33 @@ def host_dict(view: HostView) -> dict[str, object]:
     top = view.top_finding
     return {"host": view.name, "address": view.address, "up": view.up, "error": view.error, "gpus": len(view.gpus),
             "gpu_models": view.gpu_models, "util_mean": view.util_mean, "cpu_busy": view.cpu_busy,
-            "hwtop": view.hwtop, "top_finding": None if top is None else
+            "hwtop": view.hwtop, "owners": list(view.owners), "top_finding": None if top is None else
             {"rule": top.rule, "severity": top.severity, "scope": top.scope},
             "findings": [{"rule": f.rule, "severity": f.severity, "scope": f.scope} for f in view.findings]}
 
 
 def fleet_json(source: FleetSource, timeout: float) -> int:
-    """Polls until every first answer is in (each request has its own deadline, so this ends), then prints."""
-    source.list_jobs(source.job is None)  # Prometheus only: exporters read directly hold no job list
+    """Rounds on this thread until every host has answered or passed its deadline (each request has its own,
+    so this ends)."""
+    session = FleetSession(source)
+    session.ask(source.job, source.job is None)  # the job list: Prometheus only
+    frame = session.round()
     deadline = time.monotonic() + timeout + 5.0
-    while time.monotonic() < deadline:
-        source.poll()
-        if source.problem() != WAITING and not any(v.error == WAITING for v in source.hosts()):
-            break
-        time.sleep(0.02)
-    hosts = worst_first(source.hosts())
-    job = source.job_view()
-    problem = source.problem()
-    out: dict[str, object] = {"source": source.description, "problem": problem,
-                              "hosts": [host_dict(h) for h in hosts]}
-    if job is not None:
-        out["job"] = job.to_dict(time.time())
-    listed = source.jobs()
-    if listed is not None:
-        out["jobs"] = [row.to_dict(time.time()) for row in listed.jobs]
-        out["jobs_message"] = listed.message
-        out["jobs_left_out"] = listed.left_out
+    while any(h.error == WAITING for h in frame.hosts) and time.monotonic() < deadline:
+        frame = session.round()
+    out: dict[str, object] = {"source": source.description, "problem": frame.problem,
+                              "hosts": [host_dict(h) for h in frame.hosts],
+                              "summary": {"hosts": frame.summary.hosts, "up": frame.summary.up,
+                                          "gpus": frame.summary.gpus, "idle_gpus": frame.summary.idle_gpus,
+                                          "findings": dict(frame.summary.findings)},
+                              "round_s": round(frame.round_s, 3)}
+    if frame.job is not None:
+        out["job"] = frame.job.to_dict(time.time())
+    if frame.jobs is not None:
+        out["jobs"] = [row.to_dict(time.time()) for row in frame.jobs.jobs]
+        out["jobs_message"] = frame.jobs.message
+        out["jobs_left_out"] = frame.jobs.left_out
     print(json.dumps(out, indent=1))
-    if problem is not None and not problem.startswith("partial answer"):
+    if frame.problem is not None and not frame.problem.startswith("partial answer"):
         return 1
-    return 0 if job is not None or listed is not None or any(h.up for h in hosts) else 1
+    return 0 if frame.job is not None or frame.jobs is not None or any(h.up for h in frame.hosts) else 1

@@ -39,6 +39,9 @@ def run(call: Invocation) -> int:
     sampler = make_sampler(args.demo, args.no_gpu)
     if job_probe is not None:  # a demo story about the ranks brings its own focused job
         sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
+        from hwtop.cli.nccl_ras_options import apply_nccl_ras  # NCCL RAS (issue 42)
+
+        apply_nccl_ras(args, sampler)
     try:
         # The first sample is taken while Textual is still to be imported; the first tick, after it, before the
         # app runs. The first frame then shows CPU %, disk and process rates, drawn at once rather than after a

@@ -108,7 +108,11 @@ def add_job_options(parser: argparse.ArgumentParser, sub: bool = False) -> None:
                              "whole job (repeatable)")
     parser.add_argument("--job", metavar="NAME_OR_PID", default=default,
                         help="a running job by pid, or by a regular expression over command lines (never hwtop "
-                             "itself or its shell)")
+                             "itself or its shell); slurm:ID, pod:NAME or container:NAME: every process of that "
+                             "owner on this host")
+    from hwtop.cli.nccl_ras_options import add_nccl_ras_options  # NCCL RAS (issue 42)
+
+    add_nccl_ras_options(parser, sub)
 
 
 # Options that contradict each other, with why: either one alone is fine, both is a mistake to say in one line.

@@ -8,12 +8,14 @@ jitter), never of wall time: two hosts with the same seed and clock give the sam
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from hwtop.demo.profiles import DemoHost, DemoProfile
 from hwtop.demo.story import LAUNCHER_PID, RANK_PID, JobState, Story
+from hwtop.model.owner import Owner
 from hwtop.model.snapshot import (
     CoreLoad,
     CpuSnapshot,
@@ -75,6 +77,11 @@ _DESKTOP = (
 _FILLER_NAMES = ("python3", "bash", "sleep", "tail", "rsync", "tmux: server", "jupyter-lab", "code-server")
 
 
+def _busiest(process: ProcessInfo) -> tuple[float, int]:
+    """The process table's order (busiest first, then largest), as the real probe returns its top."""
+    return process.cpu_percent or 0.0, process.rss_bytes or 0
+
+
 def host_of(profile: DemoProfile) -> DemoHost:
     return profile.host or _FALLBACK_HOST
 
@@ -126,6 +133,7 @@ class SimulatedHost:
         self._node_of = {cpu: n for n, cpus in enumerate(self.nodes) for cpu in cpus}
         self._table: tuple[float, list[ProcessInfo]] | None = None
         self._fillers = [self._filler(index) for index in range(extra_processes)]  # idle: the same every tick
+        self._fillers_ordered = sorted(self._fillers, key=_busiest, reverse=True)
         self._nic_sums: tuple[int, list[tuple[float, float]]] = (0, [])  # a scenario second, the counters then
 
     # ----- helpers -----
@@ -194,8 +202,9 @@ class SimulatedHost:
         free = {n: [(load[c], c) for c in cpus] for n, cpus in enumerate(self.nodes)}
         for heap in free.values():
             heapq.heapify(heap)
+        users = {JOB_USER, *(o.user for o in self.profile.owners)}  # the jobs' users (a shared box has two)
         for process in self._all_processes(t, job):
-            if process.user != JOB_USER or not process.cpu_affinity or not process.cpu_percent:
+            if process.user not in users or not process.cpu_affinity or not process.cpu_percent:
                 continue
             heap, left = free[self._node_of.get(process.cpu_affinity[0], 0)], process.cpu_percent
             while left > 0.05 and heap and heap[0][0] < 100.0:
@@ -313,12 +322,19 @@ class SimulatedHost:
         their launcher (the job's name in the advice)."""
         t, job = self._now()
         everything = self._all_processes(t, job)
-        ordered = sorted(everything, key=lambda p: (p.cpu_percent or 0.0, p.rss_bytes or 0), reverse=True)
-        top = ordered[: self.process_limit]
+        moving = everything[: len(everything) - len(self._fillers)]  # the fillers come last and never change
+        ordered = heapq.merge(sorted(moving, key=_busiest, reverse=True), self._fillers_ordered, key=_busiest,
+                              reverse=True)  # as one stable sort of the whole table, without sorting 2,000 idle
+        top = list(itertools.islice(ordered, self.process_limit))
         shown = {p.pid for p in top}
-        top += [p for p in everything if (RANK_PID <= p.pid < RANK_PID + 64 or p.pid == LAUNCHER_PID)
+        top += [p for p in everything if (RANK_PID <= p.pid < RANK_PID + 64 or LAUNCHER_PID <= p.pid < RANK_PID)
                 and p.pid not in shown]
         return tuple(top)
+
+    def every_process(self) -> list[ProcessInfo]:
+        """Every process of this tick, none left out by `process_limit`: the focused job's view (demo/ranks.py)
+        reads its launcher, ranks and workers from here, as a real job probe reads the same /proc as the table."""
+        return self._all_processes(*self._now())
 
     # ----- the process table -----
 
@@ -328,6 +344,18 @@ class SimulatedHost:
         return ProcessInfo(FILLER_PID + index, 40950, JOB_USER, name, f"{name} /srv/jobs/task-{index:05d}", "S",
                            round(self._rng("filler", index).uniform(0.0, 0.6), 1), (4 + index % 90) * MIB,
                            1 + index % 4, None)
+
+    def _launchers(self, ranks: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], Owner | None, str]]:
+        """(launcher pid, its ranks, their owner, their user): one torchrun for the ranks, or one for each owner's
+        (a box two Slurm jobs share: demo/scenarios.py's shared) from LAUNCHER_PID up."""
+        if not self.profile.owners:
+            return [(LAUNCHER_PID, ranks, None, JOB_USER)]
+        out = []
+        for index, spec in enumerate(self.profile.owners):
+            group = tuple(r for r in ranks if r in spec.gpus)
+            if group:
+                out.append((LAUNCHER_PID + index, group, spec.owner, spec.user))
+        return out
 
     def _daemons(self) -> tuple[_Daemon, ...]:
         extra = _DATA_CENTRE if self.profile.gpu.ecc else _DESKTOP
@@ -352,25 +380,27 @@ class SimulatedHost:
                   f"--workers {job.num_workers}" + ("" if job.amp == "off" else f" --amp {job.amp}"))
         worker_rss = min(2 * GIB, self.spec.ram_bytes // (8 * max(1, len(ranks)) * max(1, job.num_workers)))
         if self._job_running(job) and ranks:
-            out.append(ProcessInfo(LAUNCHER_PID, 40950, JOB_USER, "torchrun",
-                                   f"/usr/bin/python3 /usr/local/bin/torchrun --standalone --nproc_per_node="
-                                   f"{len(ranks)} {script}", "S", round(rng.uniform(0.1, 0.4), 1), 410 * MIB, 6,
-                                   None))
-            for rank in ranks:
-                pid = RANK_PID + rank
-                if rank in job.dead_ranks:
-                    continue
-                affinity = self.nodes[gpu_node(self.profile, rank)]
-                out.append(ProcessInfo(pid, LAUNCHER_PID, JOB_USER, "python",
-                                       f"/usr/bin/python3 -u {script} --local_rank={rank}",
-                                       "R" if job.rank_runs(rank) else "S",
-                                       round(job.cpu_of_rank(rank) * rng.uniform(0.95, 1.0), 1),
-                                       rank_rss(self.spec, len(ranks), rank), 86, affinity))
-                for worker in range(job.num_workers):  # their CPU jitters around what the step consumes
-                    out.append(ProcessInfo(WORKER_PID + 64 * rank + worker, pid, JOB_USER, "pt_data_worker",
+            for launcher, group, owner, user in self._launchers(ranks):
+                out.append(ProcessInfo(launcher, 40950, user, "torchrun",
+                                       f"/usr/bin/python3 /usr/local/bin/torchrun --standalone --nproc_per_node="
+                                       f"{len(group)} {script}", "S", round(rng.uniform(0.1, 0.4), 1), 410 * MIB, 6,
+                                       None, owner=owner))
+                for rank in group:
+                    pid = RANK_PID + rank
+                    if rank in job.dead_ranks:
+                        continue
+                    affinity = self.nodes[gpu_node(self.profile, rank)]
+                    out.append(ProcessInfo(pid, launcher, user, "python",
                                            f"/usr/bin/python3 -u {script} --local_rank={rank}",
-                                           "R" if job.worker_cpu_percent > 50 else "S",
-                                           round(min(100.0, job.worker_cpu_percent * rng.uniform(0.97, 1.03)), 1),
-                                           worker_rss + worker * 11 * MIB, 3, affinity))
+                                           "R" if job.rank_runs(rank) else "S",
+                                           round(job.cpu_of_rank(rank) * rng.uniform(0.95, 1.0), 1),
+                                           rank_rss(self.spec, len(ranks), rank), 86, affinity, owner=owner))
+                    for worker in range(job.num_workers):  # their CPU jitters around what the step consumes
+                        out.append(ProcessInfo(WORKER_PID + 64 * rank + worker, pid, user, "pt_data_worker",
+                                               f"/usr/bin/python3 -u {script} --local_rank={rank}",
+                                               "R" if job.worker_cpu_percent > 50 else "S",
+                                               round(min(100.0, job.worker_cpu_percent * rng.uniform(0.97, 1.03)),
+                                                     1),
+                                               worker_rss + worker * 11 * MIB, 3, affinity, owner=owner))
         out += self._fillers
         return out

@@ -80,7 +80,7 @@ class DemoJob:
             amp=job.amp, scale=65536.0 if job.amp == "fp16" else None, batch_size=job.batch_size,
             rss_bytes=rank_rss(host_of(self.profile), len(self.ranks), rank), cuda_allocated_bytes=int(held * 0.82),
             cuda_reserved_bytes=held, cuda_peak_bytes=held,
-            step_times=tuple(self._times), collective_fraction=None if stalled else job.collective_wait,
+            step_times=tuple(self._times), collective_fraction=job.collective_of(rank),
             throughput=tuple(round(job.batch_size / s, 1) for s in self._times))
 
     def stop(self) -> None:

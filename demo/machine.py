@@ -10,7 +10,7 @@ import msgspec
 
 from hwtop.demo.host import SimulatedHost
 from hwtop.demo.job import DemoJob
-from hwtop.demo.story import STORIES, get_story
+from hwtop.demo.story import get_story, is_story
 from hwtop.model.snapshot import Topology
 from hwtop.session.sampler import Sampler
 
@@ -23,7 +23,7 @@ def split_story(spec: str, scenario: str | None = None) -> tuple[str, str | None
     """`dgx-a100:starved` (or `dgx-a100` with scenario `starved`) -> ("dgx-a100", "starved"); a driver scenario
     of demo/scenarios.py (`dgx-a100:r470`) stays in the spec. KeyError for an unknown scenario."""
     name, _, tail = spec.partition(":")
-    if tail in STORIES:
+    if is_story(tail):
         if scenario is not None and scenario != tail:
             raise KeyError(f"two demo scenarios: {tail!r} and {scenario!r}")
         return name, tail
@@ -75,17 +75,15 @@ def demo_sampler(spec: str, scenario: str | None = None, seed: int = 0,
     source = source_of(gpu_spec, story.name if story_name else None)
     probe = NvmlProbe(library.pynvml, proc_root=NO_PROC, source=source, clock=clock)
     host = SimulatedHost(library.profile, story, elapsed, seed=seed, process_limit=process_limit,
-                         extra_processes=extra_processes)
+                         extra_processes=max(extra_processes, story.extra_processes))
     def topology() -> Topology:  # its NUMA memory figures the host's, as every other reading of them
         layout = read_demo_topology(gpu_spec, probe)[0]
         return msgspec.structs.replace(layout, numa=host.numa())
 
     sampler = Sampler(gpu=probe, clock=wall, host=host, process_limit=process_limit, topology_reader=topology)
     sampler.workload = DemoJob(story, library.profile, elapsed, wall)
-    if story.focused:  # a story about the ranks: the job is focused, as --pid focuses a real one
-        from hwtop.demo.host import host_of
+    if story.focused:  # a story with a job: it is focused, as --pid focuses a real one (j, the rank rules)
         from hwtop.demo.ranks import DemoRanks
 
-        sampler.job = DemoRanks(story, tuple(library.profile.busy_gpus), elapsed, wall,
-                                host_of(library.profile).hostname)
+        sampler.job = DemoRanks(story, host, elapsed, wall, job_ranks=story.job_ranks)
     return sampler

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hwtop.model.snapshot import DiskKind
 
+from hwtop.model.owner import Owner
+
 GIB = 1024**3
 MIB = 1024**2
 
@@ -61,6 +63,16 @@ class DemoProcess:
 
 
 @dataclass(frozen=True, slots=True)
+class DemoOwner:
+    """Whose the ranks on `gpus` are (a Slurm job, a pod): their processes carry it, as probes/owners.py would
+    read it from their cgroups; `user` runs them."""
+
+    gpus: tuple[int, ...]
+    owner: Owner
+    user: str
+
+
+@dataclass(frozen=True, slots=True)
 class DemoNic:
     """A network port of a demo machine: `infiniband` for HCAs (mlx5_N), else an Ethernet port."""
 
@@ -100,6 +112,10 @@ class DemoProfile:
     mig_gpus: tuple[int, ...] = ()  # GPUs in MIG mode (two 1g/3g slices each in the demo)
     bus_ids: tuple[str, ...] = field(default=())
     host: DemoHost | None = None
+    owners: tuple[DemoOwner, ...] = ()  # none: the ranks are the user's own (demo/scenarios.py's shared, pod)
+
+    def owner_of_gpu(self, gpu: int) -> DemoOwner | None:
+        return next((o for o in self.owners if gpu in o.gpus), None)
 
     def bus_id(self, index: int) -> str:
         if index < len(self.bus_ids):

@@ -1,12 +1,14 @@
-"""The demo machine's job as a focused job (`--pid` on a real box): its launcher and ranks, and each rank's
-figures as the stack sampler would give them (shares of its time per phase, collective waits included,
-cumulative phase seconds, its busy site), from the story's JobState. For the stories that are about the ranks
-(`straggler`): the job view's rank table and the rank-straggler rule read these as they read a real job's."""
+"""The demo machine's job as a focused job (`--pid` on a real box): its launcher, ranks and workers, and each
+rank's figures as the stack sampler would give them (shares of its time per phase, collective waits included,
+cumulative phase seconds, its busy site), from the story's JobState: the job view's rank table and the rank
+rules (rank-straggler, collective-hang) read these as they read a real job's."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from hwtop.demo.host import SimulatedHost
+from hwtop.demo.ras import RAS_STORIES, DemoRas
 from hwtop.demo.story import LAUNCHER_PID, RANK_PID, JobState, Story
 from hwtop.model.job import JobProcess, JobSnapshot, RankFigures, RankStacks
 from hwtop.model.snapshot import GpuSnapshot
@@ -14,78 +16,108 @@ from hwtop.model.workload import WorkloadState
 
 RATE_HZ = 10.0  # the stack sampler's rate: samples = seconds watched x rate, up to its window
 WINDOW_S = 30.0
-BLEND_S = 10.0  # a change shows in the shares over one sampler chunk
 BUSY_SITE = "train.py:188 forward"
-GIB = 1024**3
+PAGE = 4096
+WORKER = "DataLoader worker"  # the role probes/job.py gives a rank's DataLoader worker
 
 
 def _shares(state: JobState, rank: int) -> dict[str, float]:
-    """Where a rank's main thread is: a balanced step computes most of the time and waits briefly in NCCL."""
-    jitter = 0.01 * (rank % 3)
-    if state.straggler_rank is not None and rank == state.straggler_rank:
-        wait = 0.03 + jitter
-    else:
-        wait = state.collective_wait + jitter
-    data, other = 0.05, 0.03
-    return {"collective": wait, "compute": 1.0 - wait - data - other, "data": data, "other": other}
+    """Where a rank's main thread is: the collective and data waits the story's JobState gives its telemetry
+    too (one source for the workload pane and the job view), the rest computing, a little elsewhere."""
+    wait, data = state.collective_of(rank), state.data_wait
+    other = min(0.03, max(0.0, 1.0 - wait - data))
+    return {"collective": wait, "compute": max(0.0, 1.0 - wait - data - other), "data": data, "other": other}
 
 
 class DemoRanks:
-    """Stands where `Sampler.job` holds a JobProbe: `read()` once per tick, `close()` at the end."""
+    """Stands where `Sampler.job` holds a JobProbe: `read()` once per tick, `close()` at the end. Its processes are
+    the demo host's own rows (the process table's threads, workers, CPU and memory), as a real JobProbe reads the
+    same /proc as the process table."""
 
-    def __init__(self, story: Story, ranks: tuple[int, ...], elapsed: Callable[[], float],
-                 wall: Callable[[], float], host: str) -> None:
-        self.story, self.ranks, self.elapsed, self.wall, self.host = story, ranks, elapsed, wall, host
+    def __init__(self, story: Story, host: SimulatedHost, elapsed: Callable[[], float],
+                 wall: Callable[[], float], job_ranks: int = 0) -> None:
+        self.story, self.host, self.elapsed, self.wall = story, host, elapsed, wall
+        self.ranks = tuple(host.profile.busy_gpus)
+        self.hostname = host.spec.hostname
         self._t = 0.0
-        self._seconds = {rank: {} for rank in ranks}  # rank -> phase -> cumulative seconds
-        self._changed_at = 0.0
-        self._before: JobState = story.at(0.0)
-        self._last: JobState = self._before
+        # a story told through NCCL's RAS view of a two-node job (demo/ras.py)
+        self.ras = DemoRas(story, self.ranks, wall) if story.name in RAS_STORIES else None
+        # A job larger than this host (job_ranks): ranks len(ranks) on are other nodes', seen as the fleet sees them
+        self.remote = tuple(range(len(self.ranks), job_ranks)) if self.ranks else ()
+        # rank -> phase -> cumulative seconds
+        self._seconds: dict[int, dict[str, float]] = {rank: {} for rank in (*self.ranks, *self.remote)}
 
-    def _blended(self, t: float, rank: int) -> dict[str, float]:
-        state = self.story.at(t)
-        if state.straggler_rank != self._last.straggler_rank:  # the story changed: the window shows it gradually
-            self._before, self._changed_at = self._last, t
-        self._last = state
-        new = _shares(state, rank)
-        share = min(1.0, (t - self._changed_at) / BLEND_S) if self._changed_at else 1.0
-        old = _shares(self._before, rank)
-        return {phase: round(share * new[phase] + (1 - share) * old[phase], 3) for phase in new}
+    def _processes(self, state: JobState, memory: dict[int, int | None]) -> list[JobProcess]:
+        """The launcher, its ranks and their DataLoader workers, from the host's table of this tick; a rank's
+        environment as torchrun sets it (WORLD_SIZE, LOCAL_WORLD_SIZE) with the story's NCCL_* variables."""
+        table = self.host.every_process()
+        ranks = {RANK_PID + rank: rank for rank in self.ranks}
+        node_of = {cpus: node for node, cpus in enumerate(self.host.nodes)}
+        out = []
+        for p in table:
+            if p.pid == LAUNCHER_PID:
+                role, rank, depth = "launcher", None, 0
+            elif p.pid in ranks:
+                role, rank, depth = f"rank {ranks[p.pid]}", ranks[p.pid], 1
+            elif p.ppid in ranks:
+                role, rank, depth = WORKER, None, 2
+            else:
+                continue
+            node = node_of.get(p.cpu_affinity) if p.cpu_affinity is not None else None
+            pages = None if node is None or p.rss_bytes is None else ((node, p.rss_bytes // PAGE),)
+            gpu = ((rank, memory.get(p.pid)),) if rank is not None else ()
+            here = len(self.ranks) if depth else None
+            out.append(JobProcess(p.pid, p.ppid, p.name, p.cmdline, role, rank, depth, p.state, p.cpu_percent,
+                                  p.rss_bytes, p.threads, p.cpu_affinity, numa_pages=pages, gpus=gpu,
+                                  local_rank=rank, nccl_env=tuple(sorted(state.nccl_env)) if depth else (),
+                                  world_size=here and here * state.nodes, local_world_size=here))
+        return out
 
     def read(self, gpus: tuple[GpuSnapshot, ...] = (), workload: WorkloadState | None = None,
              now: float | None = None) -> JobSnapshot:
         t = max(0.0, self.elapsed())
         dt, self._t = max(0.0, t - self._t), t
-        state = self.story.at(t)
+        state = self.story.state(t, self.ranks)
         seen_at = now if now is not None else self.wall()
         steps = {r.pid: r.step for r in workload.ranks} if workload is not None else {}
         memory = {p.pid: p.used_memory_bytes for g in gpus for p in g.processes}
-        processes = [JobProcess(LAUNCHER_PID, 1, "torchrun", "torchrun --standalone --nproc-per-node 8 train.py",
-                                "launcher", None, 0, "S", 0.3, GIB // 4, 6, None)]
+        processes = self._processes(state, memory)
+        if state.status == "crashed":  # torchrun tore the job down: its last figures, and how it ended
+            return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "ended", (), None, 0, ended_at=seen_at,
+                               message=f"demo: {state.phase}")
         figures, stacks = [], []
         for rank in self.ranks:
             pid = RANK_PID + rank
-            shares = self._blended(t, rank)
+            shares = _shares(state, rank)
             seconds = self._seconds[rank]
             for phase, value in shares.items():
                 seconds[phase] = seconds.get(phase, 0.0) + dt * value
             samples = int(min(t, WINDOW_S) * RATE_HZ)
             ordered = tuple(sorted(shares.items(), key=lambda kv: -kv[1]))
-            waiting = shares["collective"] >= 0.3
-            processes.append(JobProcess(pid, LAUNCHER_PID, "python", "python train.py --arch resnet50", f"rank {rank}",
-                                        rank, 1, "S" if waiting else "R", round(100.0 * (1 - shares["collective"])),
-                                        14 * GIB, 24, None, gpus=((rank, memory.get(pid)),), local_rank=rank))
-            figures.append(RankFigures(rank, self.host, pid=pid, local_rank=rank, gpu=rank,
+            figures.append(RankFigures(rank, self.hostname, pid=pid, local_rank=rank, gpu=rank,
                                        phase_seconds=tuple((k, round(v, 1)) for k, v in seconds.items()),
                                        shares=ordered if samples else (), steps=steps.get(pid), site=BUSY_SITE,
                                        samples=samples, seen_at=seen_at))
             stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered if samples else (),
                                      busy_site=BUSY_SITE))
-        return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
+        per_node = len(self.ranks)
+        for rank in self.remote:
+            shares = _shares(state, rank)
+            seconds = self._seconds[rank]
+            for phase, value in shares.items():
+                seconds[phase] = seconds.get(phase, 0.0) + dt * value
+            samples = int(min(t, WINDOW_S) * RATE_HZ)
+            figures.append(RankFigures(rank, f"{self.hostname}-{rank // per_node:02d}", local_rank=rank % per_node,
+                                       gpu=rank % per_node, phase_seconds=tuple((k, round(v, 1)) for k, v in
+                                                                                seconds.items()),
+                                       shares=tuple(sorted(shares.items(), key=lambda kv: -kv[1])) if samples else (),
+                                       site=BUSY_SITE, samples=samples, seen_at=seen_at))
+        job = JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),
                            pids_seen=len(processes), stacks=tuple(stacks), ranks=tuple(figures),
                            message=f"demo: {state.phase}")
+        return self.ras.attach(job, t) if self.ras is not None else job
 
     def finish_stacks(self) -> tuple[RankStacks, ...] | None:
         return None

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hwtop.demo.profiles import PROFILES, DemoProfile, get_profile
-from hwtop.demo.story import STORIES
+from hwtop.demo.profiles import PROFILES, DemoOwner, DemoProfile, get_profile
+from hwtop.demo.story import SCALE_STORIES, STORIES, is_story
+from hwtop.model.owner import Owner
 
 if TYPE_CHECKING:
     from hwtop.demo.nvml.library import FakeNvmlLibrary
@@ -27,6 +28,7 @@ class Scenario:
     driver_version: str | None = None  # None: the profile's
     cuda_driver_version: int | None = None
     setup: Callable[[FakeNvmlLibrary], None] | None = None
+    owners: Callable[[DemoProfile], tuple[DemoOwner, ...]] | None = None  # whose the ranks are (a shared box)
 
 
 def _fan_unknown(library: FakeNvmlLibrary) -> None:
@@ -44,6 +46,24 @@ def _mig_toggle(library: FakeNvmlLibrary) -> None:
         library.at(phase * MIG_PHASE_S, lambda lib, on=phase % 2 == 1: lib.set_mig(0, on))
 
 
+def _two_slurm_jobs(profile: DemoProfile) -> tuple[DemoOwner, ...]:
+    """The busy GPUs split in two halves, one Slurm job each of two users: a shared box as Slurm places jobs
+    (the cgroup v2 layout, step 0 of each)."""
+    gpus = tuple(profile.busy_gpus)
+    half = max(1, len(gpus) // 2)
+    jobs = ((gpus[:half], "4242", "alice", "llama-70b-sft"), (gpus[half:], "5151", "bob", "vit-huge-pretrain"))
+    return tuple(DemoOwner(ranks, Owner("slurm", job_id=job, step="0", user=user, job_name=name), user)
+                 for ranks, job, user, name in jobs if ranks)
+
+
+def _one_pod(profile: DemoProfile) -> tuple[DemoOwner, ...]:
+    """The job in one Kubernetes pod (burstable, containerd), its name and namespace from the downward API."""
+    pod = Owner("pod", pod_uid="6b0a2f4e-1c3d-4e5f-8a9b-0c1d2e3f4a5b", qos="burstable", pod="llama-ft-0",
+                namespace="ml-research", container_id="3f1c0d5e9a7b" + "0123456789abcdef" * 3 + "0a1b",
+                runtime="containerd")
+    return (DemoOwner(tuple(profile.busy_gpus), pod, "1000"),)  # a pod's user has no name on the node
+
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -59,6 +79,9 @@ SCENARIOS: dict[str, Scenario] = {
                  setup=_every_link_busy),
         Scenario("mig-toggle", f"GPU 0 switches MIG mode on and off every {MIG_PHASE_S:g} s",
                  setup=_mig_toggle),
+        Scenario("shared", "two Slurm jobs of two users share the box, half the GPUs each (alice's job 4242, bob's "
+                 "5151)", owners=_two_slurm_jobs),
+        Scenario("pod", "the job runs in a Kubernetes pod (ml-research/llama-ft-0)", owners=_one_pod),
     )
 }
 
@@ -68,7 +91,7 @@ def split(spec: str) -> tuple[DemoProfile, Scenario | None]:
     demo/story.py (`dgx-a100:starved`) is the whole machine's business (demo/machine.py): here, the plain profile."""
     name, _, scenario_name = spec.partition(":")
     profile = get_profile(name)
-    if not scenario_name or scenario_name in STORIES:
+    if not scenario_name or is_story(scenario_name):
         return profile, None
     scenario = SCENARIOS.get(scenario_name)
     if scenario is None:
@@ -76,6 +99,8 @@ def split(spec: str) -> tuple[DemoProfile, Scenario | None]:
     if scenario.driver_version is not None:
         profile = dataclasses.replace(profile, driver_version=scenario.driver_version,
                                       cuda_driver_version=scenario.cuda_driver_version or profile.cuda_driver_version)
+    if scenario.owners is not None:
+        profile = dataclasses.replace(profile, owners=scenario.owners(profile))
     return profile, scenario
 
 
@@ -94,9 +119,9 @@ def listing() -> list[str]:
     lines = [f"{name:<{width}} {profile.description}" for name, profile in PROFILES.items()]
     lines.append("")
     lines.append("scenarios (PROFILE:SCENARIO, e.g. dgx-a100:r470):")
-    width = max(map(len, [*SCENARIOS, *STORIES]))
+    width = max(map(len, [*SCENARIOS, *STORIES, *SCALE_STORIES]))
     lines += [f"  {name:<{width}} {scenario.description}" for name, scenario in SCENARIOS.items()]
     lines.append("")
     lines.append("stories (--scenario NAME or PROFILE:NAME): a few minutes of a training job, the advice reacting")
-    lines += [f"  {name:<{width}} {story.description}" for name, story in STORIES.items()]
+    lines += [f"  {name:<{width}} {story.description}" for name, story in (STORIES | SCALE_STORIES).items()]
     return lines

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from hwtop.model.workload import Amp
 
 GIB = 1024**3
+STRAGGLER_OWN_WAIT = 0.03  # the rank the others wait for reaches each all-reduce last: it barely waits
 RANK_PID = 41000  # rank r is pid 41000 + r, as the fake NVML library lists it
 LAUNCHER_PID = 40990
 
@@ -132,6 +133,18 @@ class JobState:
             return 100.0 * self.gpu_busy
         return self.rank_cpu_percent or 0.0
 
+    def collective_of(self, rank: int) -> float:
+        """The share of a rank's time spent waiting in collectives, as its stack samples and its telemetry both say
+        it: the straggler hardly waits (the others wait for it); in a hang every rank but the stuck one waits all
+        the time; a dead rank waits for nothing."""
+        if self.status == "crashed" or rank in self.dead_ranks:
+            return 0.0
+        if self.status == "stalled":
+            return 0.0 if rank == self.stuck_rank else 1.0
+        if rank == self.straggler_rank:
+            return STRAGGLER_OWN_WAIT
+        return self.collective_wait
+
     def rank_runs(self, rank: int) -> bool:
         """Its state in the process table: R while on the CPU, else S."""
         return self.cpu_of_rank(rank) >= 50.0
@@ -178,7 +191,11 @@ class Story:
     # The finding this story raises, and whether the story fixes its cause so that it clears.
     finding: str | None = None
     clears: bool = False
-    focused: bool = False  # the job is focused as `--pid` would: the job view, its per-rank figures (demo/ranks.py)
+    focused: bool = True  # the job is focused as `--pid` would: the job view, its per-rank figures (demo/ranks.py)
+    # At scale (SCALE_STORIES): the job's ranks over all its nodes (this host runs the GPUs' share), and idle
+    # processes of other users beside it. 0: the job is this host's ranks, no other users.
+    job_ranks: int = 0
+    extra_processes: int = 0
 
     def state(self, t: float, ranks: tuple[int, ...]) -> JobState:
         """The job at scenario time t on a machine with these ranks."""
@@ -392,7 +409,8 @@ STORIES: dict[str, Story] = {
         Story("starved", f"DataLoader-bound GPUs (num_workers=1) until {STARVED_FIX_S:g} s, then num_workers=12",
               120.0, _starved, _starved_gpus, finding=gpu_starved.id, clears=True),
         Story("nccl-hang", f"rank {NCCL_STUCK_RANK} never reaches a collective from {NCCL_HANG_S:g} s; the others "
-              "wait in it, GPU utilization flat", 120.0, _nccl_hang, _nccl_gpus),
+              "wait in it, GPU utilization flat; NCCL's RAS names it (j: every node's ranks)", 120.0, _nccl_hang,
+              _nccl_gpus, focused=True),
         Story("oom", f"rank {OOM_RANK}'s device memory climbs until it dies of CUDA OOM at {OOM_AT_S:g} s", 90.0,
               _oom, _oom_gpus, finding=cuda_oom.id),
         Story("amp", f"fp32 until {AMP_SWITCH_S:g} s, then AMP (bf16): memory and step time drop", 120.0, _amp,
@@ -401,7 +419,7 @@ STORIES: dict[str, Story] = {
               f"at {THERMAL_FIXED_S:g} s", 120.0, _thermal, _thermal_gpus, finding=gpu_throttled.id, clears=True),
         Story("straggler", f"GPU {STRAGGLER_RANK} slows down from {STRAGGLER_S:g} s; the other ranks wait for rank "
               f"{STRAGGLER_RANK} in NCCL (the job view, j, shows each rank)", 120.0, _straggler, _straggler_gpus,
-              finding=rank_straggler.id, focused=True),
+              finding=rank_straggler.id),
         Story("nccl-ethernet", f"two nodes over InfiniBand, then from {NCCL_ETH_FROM_S:g} s NCCL_IB_DISABLE=1: the "
               f"all-reduce saturates the 100 GbE management port until {NCCL_ETH_FIXED_S:g} s", 140.0,
               _nccl_ethernet, _nccl_ethernet_gpus, finding=nccl_wrong_transport.id, clears=True),
@@ -410,11 +428,23 @@ STORIES: dict[str, Story] = {
 
 STEADY = Story("steady", "a healthy job", float("inf"), _steady)
 
+# The stories again on a machine at the size hwtop is run on (benchmarks/README.md measures its cost there); kept
+# out of STORIES, whose every story the tests' matrices and screenshots play.
+SCALE_STORIES: dict[str, Story] = {
+    "straggler-256": dataclasses.replace(
+        STORIES["straggler"], name="straggler-256", job_ranks=256, extra_processes=2000,
+        description="straggler in a 256-rank job (32 nodes; this host runs 8 of them), 2,000 other processes"),
+}
+
+
+def is_story(name: str) -> bool:
+    return name in STORIES or name in SCALE_STORIES
+
 
 def get_story(name: str | None) -> Story:
     if name is None:
         return STEADY
-    try:
-        return STORIES[name]
-    except KeyError:
-        raise KeyError(f"unknown demo scenario {name!r}; valid: {', '.join(STORIES)}") from None
+    found = STORIES.get(name) or SCALE_STORIES.get(name)
+    if found is None:
+        raise KeyError(f"unknown demo scenario {name!r}; valid: {', '.join([*STORIES, *SCALE_STORIES])}")
+    return found

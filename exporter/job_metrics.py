@@ -41,7 +41,8 @@ def job_families(job: JobSnapshot | None, job_name: str, host: str) -> Iterator[
     about = Family("hwtop_job_rank_info", "1 for each rank: its pid, local rank, GPU and commonest own-code site "
                    "outside waits (file:line function), where known",
                    (*RANK_LABELS, "pid", "local_rank", "gpu", "site"))
-    ranks = sorted(job.ranks, key=lambda r: r.rank)[:MAX_RANKS]
+    # this host's ranks: another host's, known from NCCL alone, are that host's exporter's to report
+    ranks = sorted((r for r in job.ranks if not r.nccl_only), key=lambda r: r.rank)[:MAX_RANKS]
     for rank in ranks:
         labels = (job_name, str(rank.rank), host)
         about.add((*labels, _text(rank.pid), _text(rank.local_rank), _text(rank.gpu), (rank.site or "")[:MAX_SITE]), 1)
@@ -56,6 +57,51 @@ def job_families(job: JobSnapshot | None, job_name: str, host: str) -> Iterator[
     yield steps
     yield seen
     yield about
+    yield from nccl_families(job, job_name)
+
+
+NCCL_OPS_KEPT = 8  # NCCL has five collective kinds today (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)
+NCCL_STATES = ("RUNNING", "INIT", "FINALIZE", "ABORT", "ERROR", "NOCOMM", "UNRESPONSIVE", "DEAD")
+
+
+def nccl_families(job: JobSnapshot, job_name: str) -> Iterator[Family]:
+    """What NCCL's RAS says of every rank of the job, on every node (issue 42). `Hostname` is the rank's own host
+    as NCCL names it (its address), so the same rank read by the exporters of two nodes is one series apart from
+    `instance`. Absent when the job's RAS was never read."""
+    if job.nccl is None or not any(r.nccl_state is not None for r in job.ranks):
+        return
+    counts = Family("hwtop_nccl_rank_collectives_total",
+                    "Collectives each rank has launched, per operation, as NCCL's RAS reports them", (
+                        *RANK_LABELS, "op"), "counter")
+    state = Family("hwtop_nccl_rank_state",
+                   "1 for each rank in its NCCL state (" + ", ".join(NCCL_STATES) + "): UNRESPONSIVE and DEAD are "
+                   "ranks NCCL's RAS cannot reach or has given up on", (*RANK_LABELS, "state", "pid", "gpu"))
+    lag = Family("hwtop_nccl_rank_lag", "Collectives each rank is behind the most advanced rank of the job's "
+                 "largest communicator, summed over operations", RANK_LABELS)
+    missing = Family("hwtop_nccl_missing_ranks", "Ranks of the job's communicators NCCL's RAS cannot reach (state: "
+                     "UNRESPONSIVE or DEAD)", ("job_name", "state"))
+    tally = {"UNRESPONSIVE": 0, "DEAD": 0}
+    ops: set[str] = set()
+    for rank in sorted(job.ranks, key=lambda r: r.rank)[:MAX_RANKS]:
+        if rank.nccl_state is None:
+            continue
+        labels = (job_name, str(rank.rank), rank.host)
+        name = rank.nccl_state if rank.nccl_state in NCCL_STATES else "ERROR"
+        state.add((*labels, name, _text(rank.pid), _text(rank.gpu)), 1)
+        if name in tally:
+            tally[name] += 1
+        if rank.lag is not None:
+            lag.add(labels, rank.lag)
+        for op, value in rank.collectives:
+            if op in ops or len(ops) < NCCL_OPS_KEPT:
+                ops.add(op)
+                counts.add((*labels, op), value)
+    for name, value in tally.items():
+        missing.add((job_name, name), value)
+    yield counts
+    yield state
+    yield lag
+    yield missing
 
 
 def _text(value: int | None) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from hwtop.exporter.text import Family, Kind
 from hwtop.model.finding import Finding
+from hwtop.model.owner import POD, SLURM, Owner, distinct
 from hwtop.model.snapshot import GpmMetrics, GpuSnapshot, NicSnapshot, Snapshot
 
 MIB = 1 << 20
@@ -100,6 +101,51 @@ def gpu_labels(gpu: GpuSnapshot, hostname: str) -> tuple[str, ...]:
     return (str(gpu.index), gpu.uuid or "", gpu.pci_bus_id or "", f"nvidia{gpu.index}", gpu.name or "", hostname)
 
 
+# Whose a GPU is, as dcgm-exporter labels it (internal/pkg/transformation/const.go: hpc_job from its HPC job mapping
+# directory, pod/namespace/container from the kubelet's pod-resources API). hwtop reads the owners of the GPU's
+# processes (probes/owners.py) instead; a plain Docker/Podman container is `container` alone. A GPU two owners
+# share gets a series per owner, each with the GPU's whole value, as dcgm-exporter's HPC mapper copies a metric
+# for each job a GPU's mapping file lists (hpc.go) and its Kubernetes mapper for each pod sharing a GPU
+# (kubernetes.go, shared GPUs): sum a figure by gpu, not by owner. The labels appear only where some GPU of this
+# box has such an owner, so a box without Slurm or Kubernetes keeps dcgm-exporter's plain label set.
+OWNER_LABELS = ("hpc_job", "pod", "namespace", "container")
+
+
+def owner_label_names(gpus: tuple[GpuSnapshot, ...]) -> tuple[str, ...]:
+    """The owner labels this box's GPU series carry: hpc_job where a Slurm job holds a GPU, pod, namespace and
+    container where a pod does, container where a container does."""
+    kinds = {p.owner.kind for g in gpus for p in g.processes if p.owner is not None}
+    wanted = set()
+    if SLURM in kinds:
+        wanted.add("hpc_job")
+    if POD in kinds:
+        wanted.update(("pod", "namespace", "container"))
+    if kinds - {SLURM, POD}:
+        wanted.add("container")
+    return tuple(name for name in OWNER_LABELS if name in wanted)
+
+
+def _owner_values(owner: Owner | None) -> dict[str, str]:
+    if owner is None:
+        return {}
+    if owner.kind == SLURM:
+        return {"hpc_job": owner.job_id or ""}
+    if owner.kind == POD:  # the pod's name where its environment said it, else its uid (never two pods as one)
+        return {"pod": owner.pod or owner.pod_uid or "", "namespace": owner.namespace or "",
+                "container": owner.container or ""}
+    return {"container": owner.container or ""}
+
+
+def gpu_series_labels(gpu: GpuSnapshot, hostname: str, names: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """A GPU's label values: one set, or one per owner where `names` carries owner labels (empty values, which
+    Prometheus reads as no label, for a GPU nobody owns)."""
+    base = gpu_labels(gpu, hostname)
+    if not names:
+        return [base]
+    owners: list[Owner | None] = list(distinct([p.owner for p in gpu.processes])) or [None]
+    return [(*base, *(_owner_values(owner).get(name, "") for name in names)) for owner in owners]
+
+
 def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: str,
              hostname: str | None = None, job_name: str | None = None) -> Iterator[Family]:
     """`hostname` overrides the snapshot's (dcgm-exporter takes $NODE_NAME the same way); `job_name` the focused
@@ -116,21 +162,26 @@ def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: 
     stamp.add((host,), snapshot.time)
     yield stamp
     live = [g for g in snapshot.gpus if not g.lost]
+    names = owner_label_names(snapshot.gpus)
+    labels = (*GPU_LABELS, *names)
+    series = {gpu.index: gpu_series_labels(gpu, host, names) for gpu in snapshot.gpus}
     for spec in DCGM_FIELDS:
-        family = Family(spec.name, spec.help, GPU_LABELS, spec.kind)
+        family = Family(spec.name, spec.help, labels, spec.kind)
         for gpu in live:
             value = spec.read(gpu)
             if value is not None:
-                family.add(gpu_labels(gpu, host), value)
+                for values in series[gpu.index]:
+                    family.add(values, value)
         yield family
-    lost = Family("hwtop_gpu_lost", "1 while the GPU stops answering NVML", GPU_LABELS)
+    lost = Family("hwtop_gpu_lost", "1 while the GPU stops answering NVML", labels)
     nvlink = Family("hwtop_gpu_nvlink_bytes_per_second", "NVLink throughput, all links together",
-                    (*GPU_LABELS, "direction"))
+                    (*labels, "direction"))
     for gpu in snapshot.gpus:
-        lost.add(gpu_labels(gpu, host), 1 if gpu.lost else 0)
-        for direction, value in (("tx", gpu.nvlink_tx_bytes_per_s), ("rx", gpu.nvlink_rx_bytes_per_s)):
-            if value is not None:
-                nvlink.add((*gpu_labels(gpu, host), direction), value)
+        for values in series[gpu.index]:
+            lost.add(values, 1 if gpu.lost else 0)
+            for direction, value in (("tx", gpu.nvlink_tx_bytes_per_s), ("rx", gpu.nvlink_rx_bytes_per_s)):
+                if value is not None:
+                    nvlink.add((*values, direction), value)
     yield lost
     yield nvlink
     yield from _host_families(snapshot, host)

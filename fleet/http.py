@@ -97,6 +97,8 @@ def get(url: str, timeout: float, max_bytes: int, accept: str = "*/*") -> bytes:
             if size > max_bytes:
                 raise FetchError(f"answer larger than {max_bytes >> 20} MiB")
             chunks.append(chunk)
+        if response.length:  # the connection ended before the Content-Length it promised
+            raise FetchError(f"answer cut short: {size:,} of {size + response.length:,} bytes")
         body = b"".join(chunks)
         if response.status != 200:
             detail = body[:300].decode("utf-8", "replace").strip() if len(body) <= 300 else ""

@@ -10,23 +10,28 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+import msgspec
 
 from hwtop.advice.ranks import RankVerdict, judge_ranks, missing_figure, worst_first
 from hwtop.advice.rules.collective import collective_hang
 from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.build import host_of
 from hwtop.fleet.model import SEVERITY_ORDER, FindingRow, HostView
 from hwtop.fleet.prometheus import Query
-from hwtop.fleet.scrape import host_of
 from hwtop.model.job import RankFigures
+from hwtop.model.record import Record
 from hwtop.probes.stack_sampler import RATE_HZ
 
 SECONDS = "hwtop_job_rank_seconds_total"
 STEPS = "hwtop_job_rank_steps_total"
 SEEN = "hwtop_job_rank_last_seen_timestamp_seconds"
 INFO = "hwtop_job_rank_info"
+# NCCL RAS (issue 42; exporter/job_metrics.py nccl_families): every node's ranks as NCCL reports them
+NCCL_COUNTS, NCCL_STATE, NCCL_LAG = "hwtop_nccl_rank_collectives_total", "hwtop_nccl_rank_state", "hwtop_nccl_rank_lag"
 JOB_INFO = "hwtop_job_info"  # one per exporter watching a job: its job_name, Hostname, status
 DEFAULT_WINDOW_S = 60.0
 MAX_RANKS = 16384  # a Prometheus answer naming more is not one job's
@@ -47,8 +52,9 @@ def _select(name: str, job: str | None, matchers: str, *extra: str) -> str:
 
 
 def _rank_queries(prefix: str, job: str | None, matchers: str, window_s: float, *names: str) -> list[Query]:
+    """`names`: the series asked as they are now (the rank seconds' window comes from `increase`)."""
     window = f"{max(1, round(window_s))}s"
-    wanted = "|".join((SECONDS, STEPS, SEEN, INFO, *names))
+    wanted = "|".join(names)
     return [
         Query(f"{prefix}now", "/api/v1/query", (("query", _select("", job, matchers, f'__name__=~"{wanted}"')),)),
         Query(f"{prefix}increase", "/api/v1/query",
@@ -60,14 +66,15 @@ def _rank_queries(prefix: str, job: str | None, matchers: str, window_s: float, 
 def jobs_queries(matchers: str, window_s: float) -> list[Query]:
     """Every job's rank series and the `hwtop_job_info` of every exporter watching one: the jobs Prometheus holds
     now. Instant queries, not /api/v1/label/job_name/values: that lists every name in the stored history (jobs
-    that ended days ago) and says nothing of hosts, ranks or who waits for whom."""
-    return _rank_queries("jobs_", None, matchers, window_s, JOB_INFO)
+    that ended days ago) and says nothing of hosts, ranks or who waits for whom. Not each rank's seconds since it
+    began (a series per phase: most of the answer), which only the open job's screen shows."""
+    return _rank_queries("jobs_", None, matchers, window_s, STEPS, SEEN, INFO, JOB_INFO)
 
 
 def job_queries(job: str, matchers: str, window_s: float) -> list[Query]:
     """`matchers` is the inside of the user's --selector, as for the host table."""
     return [
-        *_rank_queries("job_", job, matchers, window_s),
+        *_rank_queries("job_", job, matchers, window_s, SECONDS, STEPS, SEEN, INFO, NCCL_COUNTS, NCCL_STATE, NCCL_LAG),
         Query("job_names", "/api/v1/query",
               (("query", "group by (job_name) (" + (f"hwtop_job_info{{{matchers}}}" if matchers else "hwtop_job_info")
                 + ")"),)),
@@ -83,23 +90,28 @@ class _Rank:
     seen_at: float | None = None
     pid: int | None = None
     site: str | None = None
+    collectives: dict[str, int] = field(default_factory=dict)  # NCCL RAS (issue 42)
+    nccl_state: str | None = None
+    lag: int | None = None
+    gpu: int | None = None
+    stacks: bool = False  # its own host's hwtop exports its stack figures
 
 
 def _number(text: str | None) -> int | None:
     return int(text) if text is not None and text.isdigit() and len(text) < 10 else None
 
 
-@dataclass(slots=True)
-class JobView:
-    """`message` says in one line why there is nothing to judge (no series at the URL, too few samples)."""
+class JobView(Record, frozen=True):
+    """`message` says in one line why there is nothing to judge (no series at the URL, too few samples). A value:
+    its dicts are built once and never changed."""
 
     job: str
-    ranks: list[RankFigures]
+    ranks: tuple[RankFigures, ...]
     steps_per_s: dict[tuple[str, int], float]
     verdict: RankVerdict | None
     message: str | None
     cause: FindingRow | None = None  # the named rank's host's top finding other than the symptom itself
-    hosts: dict[str, HostView] = field(default_factory=dict)
+    hosts: dict[str, HostView] = msgspec.field(default_factory=dict)
 
     def to_dict(self, now: float) -> dict[str, object]:
         verdict = self.verdict
@@ -118,7 +130,8 @@ class JobView:
                        "collective_share": r.collective_share,
                        "phase_seconds": dict(r.phase_seconds), "samples": r.samples, "steps": r.steps,
                        "steps_per_s": self.steps_per_s.get((r.host, r.rank)),
-                       "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1)} for r in self.ranks],
+                       "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1),
+                       "nccl_state": r.nccl_state, "lag": r.lag} for r in self.ranks],
         }
 
 
@@ -128,44 +141,84 @@ def _rank_of(labels: dict[str, str]) -> tuple[str, int] | None:
     return (host, int(text)) if text.isascii() and text.isdigit() and len(text) < 9 else None
 
 
-def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], increase: list[tuple[dict[str, str],
-                 float]], steps: list[tuple[dict[str, str], float]], hosts: list[HostView],
-                 t: Thresholds, names: list[tuple[dict[str, str], float]] | None = None) -> JobView:
+class RankFold:
+    """One job's ranks as its series are read, one series at a time (no list of the series is kept)."""
+
+    def __init__(self) -> None:
+        self.ranks: dict[tuple[str, int], _Rank] = {}
+        self.advanced = False  # the increase answer held a series: the window spans two scrapes
+
+    def add(self, labels: dict[str, str], value: float, what: str) -> None:
+        """`what`: now (the series as they are), window (increase of the seconds), steps (rate of the steps)."""
+        key = _rank_of(labels)
+        if key is None or not math.isfinite(value):
+            return
+        rank = self.ranks.get(key)
+        if rank is None:
+            if len(self.ranks) >= MAX_RANKS:
+                return
+            rank = self.ranks[key] = _Rank()
+        name = labels.get("__name__", "")
+        if what == "window":
+            self.advanced = True
+            rank.window[labels.get("phase", "")] = max(0.0, value)
+        elif what == "steps":
+            rank.steps_per_s = value
+        elif name == SECONDS:
+            rank.phase_seconds[labels.get("phase", "")] = value
+        elif name == STEPS:
+            rank.steps = value
+        elif name == SEEN:
+            rank.seen_at = value
+        elif name == INFO:
+            rank.pid, rank.site = _number(labels.get("pid")), labels.get("site") or None
+        elif name == NCCL_COUNTS:  # NCCL RAS (issue 42)
+            rank.collectives[labels.get("op", "")[:40]] = int(value)
+        elif name == NCCL_STATE:
+            rank.nccl_state, rank.gpu = labels.get("state", "")[:20], _number(labels.get("gpu"))
+            rank.pid = rank.pid if rank.pid is not None else _number(labels.get("pid"))
+        elif name == NCCL_LAG:
+            rank.lag = int(value)
+        rank.stacks = rank.stacks or name in (SECONDS, INFO, SEEN, STEPS) or what != "now"
+
+
+Series = Iterable[tuple[dict[str, str], float]]
+
+
+def assemble_job(job: str, url: str, now: Series, increase: Series, steps: Series, hosts: list[HostView],
+                 t: Thresholds, names: Series | None = None) -> JobView:
     """The job answers of one round (each an instant vector) and that round's host rows → the job's view;
     `names` (the job_name of every watched job there) only says which jobs there are when this one is not."""
-    ranks: dict[tuple[str, int], _Rank] = defaultdict(_Rank)
+    fold = RankFold()
     for answer, what in ((now, "now"), (increase, "window"), (steps, "steps")):
         for labels, value in answer:
-            key = _rank_of(labels)
-            if key is None or not math.isfinite(value) or (key not in ranks and len(ranks) >= MAX_RANKS):
-                continue
-            rank, name = ranks[key], labels.get("__name__", "")
-            if what == "window":
-                rank.window[labels.get("phase", "")] = max(0.0, value)
-            elif what == "steps":
-                rank.steps_per_s = value
-            elif name == SECONDS:
-                rank.phase_seconds[labels.get("phase", "")] = value
-            elif name == STEPS:
-                rank.steps = value
-            elif name == SEEN:
-                rank.seen_at = value
-            elif name == INFO:
-                rank.pid, rank.site = _number(labels.get("pid")), labels.get("site") or None
+            fold.add(labels, value, what)
+    return judge_job(job, url, fold, hosts, t, names)
+
+
+def judge_job(job: str, url: str, fold: RankFold, hosts: list[HostView], t: Thresholds,
+              names: Series | None = None) -> JobView:
+    """A job's folded ranks → its figures, verdict, likely cause and message."""
+    ranks = fold.ranks
+    increase = fold.advanced
     figures = []
+    with_stacks = {number for (_, number), rank in ranks.items() if rank.stacks}
     for (host, number), rank in sorted(ranks.items()):
+        if not rank.stacks and number in with_stacks:  # the same rank, named by its address in NCCL's series
+            continue
         observed = sum(rank.window.values())
         shares = tuple(sorted(((p, s / observed) for p, s in rank.window.items()), key=lambda i: -i[1])) \
             if observed > 0 else ()
         figures.append(RankFigures(number, host, phase_seconds=tuple(sorted(rank.phase_seconds.items())),
                                    shares=shares, steps=None if rank.steps is None else int(rank.steps),
                                    samples=round(observed * RATE_HZ), seen_at=rank.seen_at, pid=rank.pid,
-                                   site=rank.site))
+                                   site=rank.site, gpu=rank.gpu, collectives=tuple(sorted(rank.collectives.items())),
+                                   lag=rank.lag, nccl_state=rank.nccl_state, nccl_only=not rank.stacks))
     by_host = {h.name: h for h in hosts}
     if not figures:
         there = sorted({labels.get("job_name", "") for labels, _ in names or ()} - {""})
         listed = f" (jobs there: {', '.join(there[:8])}{', …' if len(there) > 8 else ''})" if there else ""
-        return JobView(job, [], {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}{listed}",
+        return JobView(job, (), {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}{listed}",
                        hosts=by_host)
     verdict = judge_ranks(figures, t)
     cause = None
@@ -181,4 +234,4 @@ def assemble_job(job: str, url: str, now: list[tuple[dict[str, str], float]], in
     down = [h for h in hosts if not h.up]
     if verdict is not None and verdict.rank is None and down:  # its ranks' series went stale with its scrapes
         message = "not answering, their ranks unseen: " + "; ".join(f"{h.name} ({h.error})" for h in down)
-    return JobView(job, worst_first(figures, verdict, t), steps_per_s, verdict, message, cause, by_host)
+    return JobView(job, tuple(worst_first(figures, verdict, t)), steps_per_s, verdict, message, cause, by_host)

@@ -1,17 +1,19 @@
 """What the fleet view shows, whichever way it was read (exporters polled directly, or Prometheus): one
-HostView per host with its GPUs and findings, its state, and the fleet's totals. Plain data, no I/O."""
+HostView per host with its GPUs and findings, its state, and the fleet's totals. Frozen values, no I/O: they are
+built on the fleet session's worker (fleet/build.py) and handed to the UI whole."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from hwtop.model.record import Record
 
 SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
 
 
-@dataclass(slots=True)
-class GpuRow:
-    """One GPU as its exporter reports it, memory in MiB (dcgm-exporter's unit)."""
+class GpuRow(Record, frozen=True):
+    """One GPU as its exporter reports it, memory in MiB (dcgm-exporter's unit). `owner` is who runs on it where
+    the exporter says (a `hpc_job`, or a `namespace/pod` label), else empty."""
 
     index: str
     model: str = ""
@@ -24,6 +26,7 @@ class GpuRow:
     temperature: float | None = None
     power: float | None = None
     tensor_active: float | None = None  # ratio 0-1 (GPM / DCGM profiling), where the GPU has it
+    owner: str = ""
 
     @property
     def memory_total_mib(self) -> float | None:
@@ -35,8 +38,7 @@ class GpuRow:
         return self.fb_used_mib + self.fb_free_mib + (self.fb_reserved_mib or 0.0)
 
 
-@dataclass(slots=True)
-class PortRow:
+class PortRow(Record, frozen=True):
     """One physical network port as the exporter reports it (hwtop_network_port_*)."""
 
     device: str
@@ -55,33 +57,40 @@ class PortRow:
         return self.device if self.port in ("", "1") else f"{self.device}/{self.port}"
 
 
-@dataclass(frozen=True, slots=True)
-class FindingRow:
+class FindingRow(Record, frozen=True):
     severity: str
     rule: str
     scope: str = ""
 
 
-@dataclass(slots=True)
-class HostView:
-    """`address` is where it was read (an exporter URL, or the Prometheus targets that carry it); `error` says
-    why it is not answering now; `stale_s` how old the values shown are when the last read failed."""
+class HostView(Record, frozen=True):
+    """One host's row: a value, made once a round and never changed (a merge or a note makes a new one).
+    `address` is where it was read (an exporter URL, or the Prometheus targets that carry it); `error` says
+    why it is not answering now."""
 
     address: str
     hostname: str | None = None
-    gpus: dict[str, GpuRow] = field(default_factory=dict)
-    findings: list[FindingRow] = field(default_factory=list)
+    gpus: tuple[GpuRow, ...] = ()
+    findings: tuple[FindingRow, ...] = ()
     hwtop: bool = False  # an hwtop exporter (findings known), not a bare dcgm-exporter
     cpu_busy: float | None = None
     error: str | None = None
-    trend: list[float] = field(default_factory=list)  # mean GPU utilisation over the recent past, oldest first
-    notes: list[str] = field(default_factory=list)  # e.g. "also scraped as ..."
-    ports: dict[str, PortRow] = field(default_factory=dict)  # physical network ports, by device/port
+    trend: tuple[float, ...] = ()  # mean GPU utilisation over the recent past, oldest first
+    notes: tuple[str, ...] = ()  # e.g. "also read from ..."
+    ports: tuple[PortRow, ...] = ()  # physical network ports
+
+    def gpu(self, uuid: str) -> GpuRow | None:
+        return next((g for g in self.gpus if g.uuid == uuid), None)
+
+    @property
+    def owners(self) -> tuple[str, ...]:
+        """Who runs on its GPUs, where the exporter labels them (hpc_job, namespace/pod), each once."""
+        return tuple(dict.fromkeys(g.owner for g in self.gpus if g.owner))
 
     @property
     def busiest_port(self) -> PortRow | None:
         """The port moving the most bytes either way, where any port reports a rate."""
-        known = [p for p in self.ports.values() if p.rx is not None or p.tx is not None]
+        known = [p for p in self.ports if p.rx is not None or p.tx is not None]
         return max(known, key=lambda p: p.busiest) if known else None
 
     @property
@@ -101,13 +110,13 @@ class HostView:
 
     @property
     def util_mean(self) -> float | None:
-        known = [g.util for g in self.gpus.values() if g.util is not None]
+        known = [g.util for g in self.gpus if g.util is not None]
         return sum(known) / len(known) if known else None
 
     @property
     def memory(self) -> tuple[float, float] | None:
         """(used, total) MiB over the GPUs that report both."""
-        pairs = [(g.fb_used_mib, g.memory_total_mib) for g in self.gpus.values()]
+        pairs = [(g.fb_used_mib, g.memory_total_mib) for g in self.gpus]
         known = [(u, t) for u, t in pairs if u is not None and t is not None]
         return (sum(u for u, _ in known), sum(t for _, t in known)) if known else None
 
@@ -116,7 +125,7 @@ class HostView:
         """`8x A100-SXM4-80GB` from dcgm-exporter's modelName labels (mixed: `4x A100-SXM4-80GB, 2x L4`), most
         numerous first; the vendor's `NVIDIA ` prefix dropped, as nvidia-smi's own table does not need it."""
         counts: dict[str, int] = {}
-        for gpu in self.gpus.values():
+        for gpu in self.gpus:
             model = gpu.model.removeprefix("NVIDIA ").strip() or "unknown model"
             counts[model] = counts.get(model, 0) + 1
         ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
@@ -140,23 +149,3 @@ class HostView:
 
 def worst_first(hosts: list[HostView]) -> list[HostView]:
     return sorted(hosts, key=lambda h: (h.badness(), h.name, h.address))
-
-
-@dataclass(frozen=True, slots=True)
-class Totals:
-    hosts: int
-    answering: int
-    gpus: int
-    used_mib: float
-    total_mib: float
-    util_mean: float | None
-
-
-def totals(hosts: list[HostView]) -> Totals:
-    """Each GPU once, memory as used of total (total = FB_TOTAL or used + free + reserved)."""
-    gpus = [g for h in hosts for g in h.gpus.values()]
-    used = [g.fb_used_mib for g in gpus if g.fb_used_mib is not None and g.memory_total_mib is not None]
-    total = [g.memory_total_mib for g in gpus if g.fb_used_mib is not None and g.memory_total_mib is not None]
-    utils = [g.util for g in gpus if g.util is not None]
-    return Totals(len(hosts), sum(1 for h in hosts if h.up), len(gpus), float(sum(used)),
-                  float(sum(t for t in total if t is not None)), sum(utils) / len(utils) if utils else None)

@@ -3,20 +3,20 @@
 One instant query fetches every series the table needs (dcgm-exporter's GPU fields and hwtop's findings);
 `up` says which targets are down; node-exporter's CPU and `node_uname_info` fill the CPU column on hosts that run
 a plain dcgm-exporter; one range query gives each host's utilisation sparkline. A host is its `Hostname` label
-(dcgm-exporter's and hwtop's), else the host part of `instance`. Answers are untrusted: sizes are capped, shapes
-checked, and anything unexpected is a FetchError with one line."""
+(dcgm-exporter's and hwtop's), else the host part of `instance`. Answers are read by fleet/promjson.py."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
+from hwtop.fleet.build import GPU_FIELDS, PORT_METRICS, HostBuild, gpu_key, host_of
 from hwtop.fleet.http import FetchError
 from hwtop.fleet.model import FindingRow, HostView
-from hwtop.fleet.scrape import GPU_FIELDS, PORT_METRICS, add_gpu_sample, add_port_sample, gpu_key, host_of
+from hwtop.fleet.promjson import parse_matrix, parse_targets, parse_vector
 
 MAX_BYTES = 64 << 20
 TABLE_METRICS = (*GPU_FIELDS, "hwtop_finding", "hwtop_cpu_busy_percent", "hwtop_info")
@@ -64,75 +64,6 @@ def queries(matchers: str, end: float, window_s: float = 600.0, points: int = 30
     return out
 
 
-def _data(body: bytes) -> object:
-    try:
-        answer = json.loads(body)
-    except (ValueError, RecursionError):
-        raise FetchError("not a Prometheus API answer (not JSON)") from None
-    if not isinstance(answer, dict):
-        raise FetchError("not a Prometheus API answer")
-    if answer.get("status") != "success":
-        raise FetchError(f"Prometheus: {str(answer.get('error') or answer.get('status'))[:200]}")
-    return answer.get("data")
-
-
-def _labels(item: object) -> dict[str, str]:
-    metric = item.get("metric") if isinstance(item, dict) else None
-    if not isinstance(metric, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in metric.items()):
-        raise FetchError("Prometheus answer: a series without string labels")
-    return metric
-
-
-def _value(pair: object) -> float:
-    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
-        raise FetchError("Prometheus answer: a sample is not [time, \"value\"]")
-    try:
-        return float(pair[1])  # "NaN", "+Inf" included: callers skip what is not finite
-    except ValueError:
-        raise FetchError("Prometheus answer: a value is not a number") from None
-
-
-def parse_vector(body: bytes) -> list[tuple[dict[str, str], float]]:
-    data = _data(body)
-    if not isinstance(data, dict) or data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-        raise FetchError("Prometheus answer: expected an instant vector")
-    return [(_labels(item), _value(item.get("value"))) for item in data["result"]]
-
-
-def parse_matrix(body: bytes) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
-    data = _data(body)
-    if not isinstance(data, dict) or data.get("resultType") != "matrix" or not isinstance(data.get("result"), list):
-        raise FetchError("Prometheus answer: expected a range vector")
-    out = []
-    for item in data["result"]:
-        values = item.get("values")
-        if not isinstance(values, list):
-            raise FetchError("Prometheus answer: a range series without values")
-        points = []
-        for pair in values:
-            value = _value(pair)
-            if not isinstance(pair[0], int | float):
-                raise FetchError("Prometheus answer: a sample time is not a number")
-            points.append((float(pair[0]), value))
-        out.append((_labels(item), points))
-    return out
-
-
-def parse_targets(body: bytes) -> dict[tuple[str, str], str]:
-    """(job, instance) → the last scrape error of each active target that has one."""
-    data = _data(body)
-    active = data.get("activeTargets") if isinstance(data, dict) else None
-    if not isinstance(active, list):
-        raise FetchError("Prometheus answer: expected activeTargets")
-    errors: dict[tuple[str, str], str] = {}
-    for target in active:
-        labels = target.get("labels") if isinstance(target, dict) else None
-        error = target.get("lastError") if isinstance(target, dict) else None
-        if isinstance(labels, dict) and isinstance(error, str) and error:
-            errors[(str(labels.get("job", "")), str(labels.get("instance", "")))] = error
-    return errors
-
-
 def instance_host(instance: str) -> str:
     """`node7:9400` → `node7`, `[::1]:9400` → `::1`."""
     if not instance:
@@ -148,7 +79,6 @@ def _short(name: str) -> str:
 class Answers:
     """What one round of queries returned (None: that query failed, and `errors` says why)."""
 
-    table: list[tuple[dict[str, str], float]] | None = None
     up: list[tuple[dict[str, str], float]] | None = None
     node_cpu: list[tuple[dict[str, str], float]] | None = None
     uname: list[tuple[dict[str, str], float]] | None = None
@@ -158,23 +88,27 @@ class Answers:
 
 
 def parse_answers(bodies: dict[str, bytes]) -> tuple[Answers, dict[str, str]]:
-    """Raw bodies by query key → parsed answers, and a one-line error for each that did not parse."""
+    """Raw bodies by query key → parsed answers (all but the table, which `assemble` reads series by series), and
+    a one-line error for each that did not parse."""
     answers, errors = Answers(), {}
-    parsers = {"table": parse_vector, "up": parse_vector, "node_cpu": parse_vector, "uname": parse_vector,
-               "trend": parse_matrix, "ports": parse_vector, "targets": parse_targets}
+    parsers = {"up": parse_vector, "node_cpu": parse_vector, "uname": parse_vector, "trend": parse_matrix,
+               "ports": parse_vector, "targets": parse_targets}
     for key, body in bodies.items():
-        try:
-            setattr(answers, key, parsers[key](body))
-        except FetchError as error:
-            errors[key] = str(error)
+        if key in parsers:
+            try:
+                setattr(answers, key, parsers[key](body))
+            except FetchError as error:
+                errors[key] = str(error)
     return answers, errors
 
 
-def assemble(answers: Answers, instances: dict[str, str]) -> tuple[list[HostView], list[str]]:
-    """Host rows from one round, and warnings. `instances` maps each `instance` seen carrying a Hostname to
-    it; it is updated here and kept by the caller, so a target that goes down keeps its host's name."""
+def assemble(table_series: Iterable[tuple[dict[str, str], float]], answers: Answers,
+             instances: dict[str, str]) -> tuple[list[HostView], list[str]]:
+    """Host rows from one round (the table query's series folded one at a time as they are read), and warnings.
+    `instances` maps each `instance` seen carrying a Hostname to it; it is updated here and kept by the caller,
+    so a target that goes down keeps its host's name. A FetchError from the table's series ends the round."""
     table = _Table(instances)
-    for labels, value in answers.table or ():
+    for labels, value in table_series:
         table.add(labels, value)
     views = table.views
     by_short = {_short(h): h for h in views}
@@ -189,10 +123,10 @@ def assemble(answers: Answers, instances: dict[str, str]) -> tuple[list[HostView
         view = views.get(host_of(labels) or instances.get(labels.get("instance", ""), "")
                          or instance_host(labels.get("instance", "")))
         if view is not None:
-            add_port_sample(view, labels.get("__name__", ""), labels, value)
+            view.add_port_sample(labels.get("__name__", ""), labels, value)
     warnings = table.finish()
     _trends(answers, views, instances, by_short)
-    return list(views.values()), warnings
+    return [view.freeze() for view in views.values()], warnings
 
 
 class _Table:
@@ -201,7 +135,7 @@ class _Table:
 
     def __init__(self, instances: dict[str, str]) -> None:
         self.instances = instances
-        self.views: dict[str, HostView] = {}
+        self.views: dict[str, HostBuild] = {}
         self.sources: dict[str, set[str]] = defaultdict(set)  # host → the targets its series came from
         self.gpu_sources: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.findings: set[tuple[str, str, str]] = set()
@@ -213,7 +147,7 @@ class _Table:
             return
         if instance and host_of(labels):
             self.instances[instance] = host
-        view = self.views.setdefault(host, HostView("", hostname=host))
+        view = self.views.setdefault(host, HostBuild("", hostname=host))
         source = f"{labels.get('job', '')}/{instance}"
         name = labels.get("__name__", "")
         if name in GPU_FIELDS:
@@ -221,7 +155,7 @@ class _Table:
             if key is not None and math.isfinite(value):
                 self.gpu_sources[(host, key)].add(source)
                 self.sources[host].add(source)
-            add_gpu_sample(view, name, labels, value)
+            view.add_gpu_sample(name, labels, value)
         elif name.startswith("hwtop_"):
             view.hwtop = True
             self.sources[host].add(source)
@@ -236,18 +170,21 @@ class _Table:
     def finish(self) -> list[str]:
         """Each view's address (the instances it was read from); a warning per host whose GPUs came twice."""
         warnings = []
+        doubled_by_host: dict[str, set[str]] = defaultdict(set)
+        for (host, _), found in self.gpu_sources.items():
+            if len(found) > 1:
+                doubled_by_host[host] |= found
         for host, view in self.views.items():
             targets = sorted(self.sources.get(host, ()))
             view.address = ", ".join(t.split("/", 1)[1] or t for t in targets) or view.address or host
-            doubled = sorted({s for (h, _), found in self.gpu_sources.items() if h == host and len(found) > 1
-                              for s in found})
+            doubled = sorted(doubled_by_host.get(host, ()))
             if doubled:
                 warnings.append(f"{host}: the same GPUs come from {len(doubled)} targets ({', '.join(doubled)}); "
                                 "counted once")
         return warnings
 
 
-def _mark_down(answers: Answers, views: dict[str, HostView], instances: dict[str, str],
+def _mark_down(answers: Answers, views: dict[str, HostBuild], instances: dict[str, str],
                by_short: dict[str, str]) -> None:
     """Targets with up == 0: a row of their own when nothing of their host answers (its series went stale
     with the failed scrapes), else a note on the host's row."""
@@ -265,13 +202,13 @@ def _mark_down(answers: Answers, views: dict[str, HostView], instances: dict[str
     for host, why in reasons.items():
         targets, view = ", ".join(sorted(where[host])), views.get(host)
         if view is None or not view.gpus:
-            view = views[host] = view or HostView(targets, hostname=host)
+            view = views[host] = view or HostBuild(targets, hostname=host)
             view.error = "; ".join(sorted(why))
         else:
             view.notes.append(f"{targets} {'; '.join(sorted(why))}")
 
 
-def _trends(answers: Answers, views: dict[str, HostView], instances: dict[str, str],
+def _trends(answers: Answers, views: dict[str, HostBuild], instances: dict[str, str],
             by_short: dict[str, str]) -> None:
     per_host: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for labels, points in answers.trend or ():
@@ -282,4 +219,4 @@ def _trends(answers: Answers, views: dict[str, HostView], instances: dict[str, s
                 if math.isfinite(value):
                     per_host[host][stamp].append(value)
     for host, stamps in per_host.items():
-        views[host].trend = [sum(v) / len(v) for _, v in sorted(stamps.items())]
+        views[host].trend = tuple(sum(v) / len(v) for _, v in sorted(stamps.items()))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hwtop.model.ras import NcclView
 from hwtop.model.record import Record
 
 JobStatus = Literal["running", "ended"]
@@ -83,9 +84,17 @@ class RankFigures(Record, frozen=True):
     samples: int = 0  # stack samples behind `shares`
     seen_at: float | None = None  # wall-clock time (epoch s) these figures were last updated: a rank that stops
     # advancing while the others do is a hang (advice/ranks.py), so it compares across hosts
+    # From NCCL RAS (issue 42; model/ras.py): what NCCL says of the rank in the job's largest communicator.
+    collectives: tuple[tuple[str, int], ...] = ()  # (operation, collectives launched): AllReduce, ...
+    lag: int | None = None  # collectives behind the most advanced rank, summed over operations
+    nccl_state: str | None = None  # RUNNING, INIT, ABORT, UNRESPONSIVE, DEAD, ... (model/ras.py RasRank.state)
+    nccl_only: bool = False  # known from RAS alone (another host's rank): no stack figures are expected of it
 
     def share(self, phase: str) -> float:
-        return next((value for name, value in self.shares if name == phase), 0.0)
+        for name, value in self.shares:  # a plain loop: the rules ask it of every rank in every recent snapshot
+            if name == phase:
+                return value
+        return 0.0
 
     @property
     def collective_share(self) -> float:
@@ -157,3 +166,4 @@ class JobSnapshot(Record, frozen=True):
     dataset_devices: tuple[tuple[str, int], ...] = ()  # (disk, files seen open on it by any process of the job)
     swap_in_pages_per_s: float | None = None  # the box's pages read back from swap (/proc/vmstat pswpin)
     ranks: tuple[RankFigures, ...] = ()  # per-rank figures (rank order); ranks of other hosts come from the fleet
+    nccl: NcclView | None = None  # NCCL's own view of the job from its RAS service, where it answers (issue 42)

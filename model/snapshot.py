@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from hwtop.model.owner import Owner
 from hwtop.model.record import Record
 
 if TYPE_CHECKING:  # a focused job's and the embedded workload's models load with them, not with every tick
@@ -144,6 +145,7 @@ class ProcessInfo(Record, frozen=True):
     rss_bytes: int | None
     threads: int | None
     cpu_affinity: tuple[int, ...] | None = None
+    owner: Owner | None = None  # its Slurm job, pod or container (probes/owners.py); None: the user's own
 
 
 class LinkState(Record, frozen=True):
@@ -212,6 +214,7 @@ class GpuProcess(Record, frozen=True):
     cpu_percent: float | None = None
     rss_bytes: int | None = None
     kinds: tuple[str, ...] = ()  # the NVML lists it is in: ("compute", "graphics") for a C+G process, once
+    owner: Owner | None = None  # its Slurm job, pod or container, joined by pid as the user and command are
 
 
 class GpuSnapshot(Record, frozen=True):

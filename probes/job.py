@@ -23,7 +23,7 @@ import msgspec.structs
 from hwtop.model.job import JobProcess, JobSnapshot, Pressure, RankFigures, RankStacks, WorkerBirths
 from hwtop.model.snapshot import GpuSnapshot
 from hwtop.model.workload import WorkloadState
-from hwtop.probes import proctree
+from hwtop.probes import owners, proctree
 from hwtop.probes.cgroup import Cgroups, cgroups_of, cpu_quota_cores, memory_of
 from hwtop.probes.processes import CLOCK_TICKS, PAGE_SIZE
 from hwtop.probes.procfiles import open_file_devices, parse_numa_maps, parse_pss, read_bytes
@@ -155,13 +155,17 @@ class JobProbe:
     _env_launchers: set[int] = field(default_factory=set)
     _python: set[int] = field(default_factory=set)
     note: str | None = None  # how the named pid led to the job (a rank → its launcher)
+    _owners: owners.OwnerFocus | None = None  # --job slurm:ID / pod:NAME; the title's Slurm job or pod
     proc: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
         self.proc = os.path.join(self.root, "proc")
         if self.exclude is None:
             self.exclude = proctree.own_lineage(self.proc) if self.root == "/" else frozenset()
-        if self.pattern is not None:
+        self._owners = owners.OwnerFocus(self.proc, self.pattern)
+        if self._owners.target is not None:
+            self.label = self.label or owners.describe_target(self._owners.target)
+        elif self.pattern is not None:
             number, pattern = proctree.parse_target(self.pattern)
             if number is not None:
                 self.roots, self.pattern = (*self.roots, number), None
@@ -194,7 +198,10 @@ class JobProbe:
                 raise JobError(f"cannot read {base}/stat: permission denied") from None
             except (FileNotFoundError, ProcessLookupError):
                 raise JobError(f"no process with pid {pid}") from None
-        if self._regex is not None and not self._find_matches(stats):
+        if self._searching and not self._find_matches(stats):
+            if self._owners is not None and self._owners.target is not None:
+                raise JobError(f"no process of {owners.describe_target(self._owners.target)} on this host (hwtop "
+                               "itself and its shell never count)")
             raise JobError(f"no process matches --job {self.pattern!r} (hwtop itself and its shell never do)")
         self._climb(stats)
         if strict:
@@ -279,7 +286,6 @@ class JobProbe:
     def _find_matches(self, stats: dict[int, _Stat]) -> list[int]:
         """The topmost processes whose command line matches: never hwtop, its ancestors or its children. Only
         command lines are read (kept per process between scans), not every process's environment."""
-        assert self._regex is not None
         exclude = self.exclude or frozenset()
         own = os.getpid()
         found = []
@@ -288,6 +294,11 @@ class JobProbe:
             if pid in exclude or stat.ppid == own or stat.state == "Z":
                 continue
             key = (pid, stat.start)
+            if self._owners is not None and self._owners.target is not None:
+                if self._owners.matches(pid, stat.start):
+                    found.append(pid)
+                continue
+            assert self._regex is not None
             text = self._cmdlines.get(key)
             if text is None:
                 try:
@@ -298,6 +309,8 @@ class JobProbe:
             if self._regex.search(text or stat.name):
                 found.append(pid)
         self._cmdlines = cmdlines
+        if self._owners is not None:
+            self._owners.forget({pid: stat.start for pid, stat in stats.items()})
         matched = set(found)
         tops = []
         for pid in found:
@@ -329,7 +342,7 @@ class JobProbe:
 
     def _current_roots(self, stats: dict[int, _Stat]) -> list[int]:
         roots = [pid for pid in self.roots if pid in stats]
-        if self._regex is not None:
+        if self._searching:
             roots += [pid for pid in self._matched if pid in stats and pid not in roots]
         return roots
 
@@ -341,7 +354,7 @@ class JobProbe:
         mono = self.clock()
         self._ticks += 1
         uptime = self._uptime()
-        if self._regex is not None and mono - self._matched_at >= PATTERN_RESCAN_S:
+        if self._searching and mono - self._matched_at >= PATTERN_RESCAN_S:
             self._matched_at = mono
             self._find_matches(self._stats())
         stats, order = self._walk()
@@ -396,7 +409,7 @@ class JobProbe:
         cpu = [p.cpu_percent for p in alive if p.cpu_percent is not None]
         stacks, stack_message = self._stacks(alive)
         return JobSnapshot(
-            self.label, tuple(roots) or self.roots, status, tuple(ordered),
+            self._title(roots), tuple(roots) or self.roots, status, tuple(ordered),
             round(sum(cpu), 1) if cpu else None, sum(p.rss_bytes or 0 for p in alive),
             tuple(sorted(gpu_memory.items())), self._ended_at, message, self._seen,
             pss_bytes=sum((p.pss_bytes if p.pss_bytes is not None else p.rss_bytes or 0) for p in alive)
@@ -410,6 +423,15 @@ class JobProbe:
             stacks=stacks, stack_message=stack_message,
             dataset_devices=self._dataset_devices(mono), swap_in_pages_per_s=self._swap_in(mono),
             ranks=self._ranks(ordered, stacks, workload))
+
+    @property
+    def _searching(self) -> bool:  # a pattern or an owner (--job slurm:ID) chooses the roots
+        return self._regex is not None or (self._owners is not None and self._owners.target is not None)
+
+    def _title(self, roots: list[int]) -> str:
+        members = self._members
+        order = [(pid, members[pid]) for pid in dict.fromkeys([*roots, *members]) if pid in members]
+        return self._owners.title(self.label, order) if self._owners is not None else self.label
 
     def finish_stacks(self) -> tuple[RankStacks, ...] | None:
         """Where each rank's time went, with the samples of the chunks still running; sampling ends. For a report

@@ -4,7 +4,8 @@ psutil's generic path reads several files and makes several objects per process;
 thousands. So a tick reads at most one file per process (`/proc/PID/stat`: state, ppid, CPU times,
 threads, RSS), a process whose CPU ticks stood still only one tick in COLD_EVERY (a woken sleeper shows its CPU
 at its next turn, measured over the whole gap), and only the rows that make the table (the top N by CPU) pay
-for their command line, user and affinity. A process that vanishes or is forbidden mid-read is skipped or
+for their command line, user, affinity and owner (Slurm job, pod, container: probes/owners.py, read once per
+process). A process that vanishes or is forbidden mid-read is skipped or
 shown with what was readable.
 """
 
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import heapq
 import os
-import pwd
 import time
 from collections.abc import Callable
 
 import msgspec
 
 from hwtop.model.snapshot import ProcessInfo
+from hwtop.probes.owners import OwnerReader, user_name
 from hwtop.probes.sysfs import parse_cpulist
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -76,18 +77,7 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
-_users: dict[int, str] = {}
-
-
-def user_name(uid: int) -> str:
-    name = _users.get(uid)
-    if name is None:
-        try:
-            name = pwd.getpwuid(uid).pw_name
-        except KeyError:
-            name = str(uid)
-        _users[uid] = name
-    return name
+__all__ = ["ProcessProbe", "parse_stat", "user_name"]
 
 
 def _affinity(status: str) -> tuple[int, ...] | None:
@@ -139,6 +129,7 @@ class ProcessProbe:
         self._reads = 0
         # user, command line and affinity rarely change: read per process (pid + start time), again on a rename
         self._details: dict[tuple[int, int], _Details] = {}
+        self.owners = OwnerReader(self.proc)  # a row's Slurm job, pod or container: read once per process
 
     def pids(self) -> list[int]:
         return [int(n) for n in os.listdir(self.proc) if n.isdigit()]
@@ -172,6 +163,8 @@ class ProcessProbe:
         self._seen = current
         for key in [k for k in self._details if (s := current.get(k[0])) is None or s.start_ticks != k[1]]:
             del self._details[key]
+        if self.owners.size > len(current):  # some process ended (a reused pid is a new key: never a wrong hit)
+            self.owners.retain(lambda pid, start: (s := current.get(pid)) is not None and s.start_ticks == start)
         out = []
         for percent, _, pid in heapq.nlargest(self.limit, rows):  # by CPU %, then RSS
             entry = current[pid]
@@ -226,6 +219,7 @@ class ProcessProbe:
             pid=stat.pid, ppid=stat.ppid, user=details.user, name=stat.name, cmdline=details.cmdline,
             state=stat.state, cpu_percent=None if percent < 0 else round(percent, 1),
             rss_bytes=stat.rss_pages * PAGE_SIZE, threads=stat.threads, cpu_affinity=details.affinity,
+            owner=self.owners.owner(stat.pid, stat.start_ticks),
         )
 
     def _read_details(self, pid: int) -> tuple[str | None, str | None, tuple[int, ...] | None]:

@@ -5,16 +5,20 @@ these ("other": the job's own Python). Only Python frames are visible (py-spy wi
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-CATEGORIES = ("data", "compute", "collective", "copy", "workers", "checkpoint", "other")
+CATEGORIES = ("data", "compute", "collective", "copy", "workers", "checkpoint", "other", "gpu-wait")
 LABELS = {"data": "waiting for data", "compute": "compute", "collective": "collective", "copy": "host<->device",
-          "workers": "worker start/join", "checkpoint": "checkpoint I/O", "other": "other Python"}
+          "workers": "worker start/join", "checkpoint": "checkpoint I/O", "other": "other Python",
+          "gpu-wait": "waiting for the GPU"}
 # When a stack holds frames of several kinds, the first kind here names it: joining workers happens inside
 # DataLoader.__next__ (data), a transform's torch ops inside the loader (data, not compute), and so on.
-PRECEDENCE = ("workers", "checkpoint", "collective", "data", "copy", "compute")
+PRECEDENCE = ("workers", "checkpoint", "collective", "data", "gpu-wait", "copy", "compute")
 
 _LOADER = "torch/utils/data/dataloader.py"
 _WORKER_CALLS = ("__iter__", "_get_iterator", "__init__", "_shutdown_workers", "__del__")
@@ -65,8 +69,9 @@ def kind_of(frame: Frame) -> str | None:
         return "checkpoint"
     if path.endswith("distributed_c10d.py") or path.endswith("torch/distributed/_functional_collectives.py"):
         return "collective"
-    if (path.endswith("torch/cuda/__init__.py") and method == "synchronize") or \
-            (path.endswith("torch/cuda/streams.py") and method in ("synchronize", "wait_event", "wait_stream")) or \
+    if gpu_wait_frame(path, method):
+        return "gpu-wait"
+    if (path.endswith("torch/cuda/streams.py") and method in ("wait_event", "wait_stream")) or \
             (path.endswith("torch/distributed/utils.py") and method in ("_to_kwargs", "_recursive_to")):
         return "copy"
     if any(part in path for part in _COMPUTE_FILES):
@@ -74,10 +79,58 @@ def kind_of(frame: Frame) -> str | None:
     return None
 
 
-def classify(frames: list[Frame]) -> str:
-    """The category of one stack (outermost frame first)."""
+def classify(frames: list[Frame], source: SourceLine | None = None) -> str:
+    """The category of one stack (outermost frame first). `source` reads a line of the job's code: a CUDA sync
+    called from it has no Python frame of its own (see the block below)."""
     kinds = {kind for kind in map(kind_of, frames) if kind is not None}
+    if source is not None and frames and syncs_on_its_line(frames[-1], source):
+        kinds.add("gpu-wait")
     return next((kind for kind in PRECEDENCE if kind in kinds), "other")
+
+
+# ----- A GPU rank's own wait (issue 42): the main thread blocked until the GPU has finished -----------------
+# torch.cuda.synchronize and Event/Stream.synchronize are Python functions (a frame of their own); .item(),
+# .cpu(), .tolist(), .numpy() and a copy without non_blocking=True are C methods: py-spy (no --native) shows only
+# the job's line that calls them, innermost. So that line is read, as py-spy's own `dump` prints it. On a CPU
+# build the same lines wait for nothing but a copy, and a CPU rank seldom sits in them.
+SourceLine = Callable[[str, int], "str | None"]
+_SYNC_CALL = re.compile(r"\.(?:item|cpu|tolist|numpy)\(\s*\)|\bsynchronize\(|"
+                        r"\.(?:to|copy_)\((?![^)]*non_blocking\s*=\s*True)")
+
+
+def gpu_wait_frame(path: str, method: str) -> bool:
+    return (path.endswith("torch/cuda/__init__.py") and method == "synchronize") or \
+        (path.endswith("torch/cuda/streams.py") and method == "synchronize")
+
+
+def syncs_on_its_line(frame: Frame, source: SourceLine) -> bool:
+    """The innermost frame is the job's own and its line calls a CUDA sync."""
+    if frame.line is None or not frame.filename or _library(frame.filename):
+        return False
+    text = source(frame.filename, frame.line)
+    return text is not None and _SYNC_CALL.search(text.split("#", 1)[0]) is not None
+
+
+def source_of(pid: int) -> SourceLine:
+    """Reads the job's lines as the job sees its files (its mount namespace, through /proc/PID/root)."""
+    def line(path: str, number: int) -> str | None:
+        for candidate in (f"/proc/{pid}/root{path}", path):
+            lines = _lines(candidate)
+            if lines is not None:
+                return lines[number - 1] if 0 < number <= len(lines) else None
+        return None
+    return line
+
+
+@functools.lru_cache(maxsize=64)
+def _lines(path: str) -> tuple[str, ...] | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(1 << 20)
+    except OSError:
+        return None
+    return tuple(data.decode("utf-8", "replace").splitlines())
+# ----- end of a GPU rank's own wait --------------------------------------------------------------------------
 
 
 def loader_kind(frames: list[Frame]) -> str | None:
@@ -112,8 +165,8 @@ class Tally:
     def samples(self) -> int:
         return sum(self.counts.values())
 
-    def add(self, frames: list[Frame], count: int) -> None:
-        category = classify(frames)
+    def add(self, frames: list[Frame], count: int, source: SourceLine | None = None) -> None:
+        category = classify(frames, source)
         self.counts[category] += count
         site = site_of(frames)
         if site is not None:
@@ -129,10 +182,12 @@ class Tally:
         self.loaders.update(other.loaders)
 
 
-def parse_raw(text: str, pid: int) -> Tally:
+def parse_raw(text: str, pid: int, source: SourceLine | None = None) -> Tally:
     """py-spy `record --format raw --threads` output → the main thread's tally. Lines read
-    'thread (TID): NAME;frame;frame;... COUNT' (outermost frame first); the main thread's TID is the pid."""
+    'thread (TID): NAME;frame;frame;... COUNT' (outermost frame first); the main thread's TID is the pid.
+    `source` reads the job's lines (default: through /proc/PID/root), for the CUDA syncs called from them."""
     tally = Tally()
+    source = source_of(pid) if source is None else source
     for line in text.splitlines():
         stack, _, count_text = line.rstrip().rpartition(" ")
         if not count_text.isdigit() or not stack.startswith("thread ("):
@@ -146,5 +201,5 @@ def parse_raw(text: str, pid: int) -> Tally:
         if tid != pid and not head.endswith(": MainThread"):
             continue
         frames = [parse_frame(part) for part in rest.split(";") if part] if rest else []
-        tally.add(frames, int(count_text))
+        tally.add(frames, int(count_text), source)
     return tally

@@ -34,6 +34,7 @@ NO_GPU = {"main-80x24", "main-200x60", "topology-main-80x24"}  # the "no GPU" sh
 STORY_SHOTS = [
     ("story-starved-160x45", "starved", 45.0),
     ("story-nccl-hang-160x45", "nccl-hang", 50.0),
+    ("story-nccl-hang-job-120x40", "nccl-hang", 70.0, "j"),  # NCCL's RAS view: both nodes' ranks (issue 42)
     ("story-oom-160x45", "oom", 58.0),
     ("story-amp-160x45", "amp", 45.0),
     ("story-thermal-160x45", "thermal", 65.0),
@@ -165,7 +166,7 @@ async def capture_fleet(name: str, size: tuple[int, int]) -> str:
     app = FleetApp(DirectSource([exporter_url(t) for t in targets], interval=1.0, timeout=1.0))
     try:
         async with app.run_test(size=size) as pilot:
-            while any(v.error == "waiting for the first answer" for v in app.views) or not app.views:
+            while any(v.error == "waiting for the first answer" for v in app.frame.hosts) or not app.frame.hosts:
                 await pilot.pause(0.1)
             await pilot.pause(0.3)
             return app.save_screenshot(filename=f"{name}.svg", path=HERE)
@@ -203,7 +204,7 @@ async def capture_fleet_job(name: str, size: tuple[int, int]) -> str | None:
         source = PrometheusSource(prometheus.url, interval=1.0, timeout=5.0, job="pretrain", job_window_s=15)
         app = FleetApp(source)
         async with app.run_test(size=size) as pilot:
-            while source.job_view() is None or source.job_view().verdict is None:  # type: ignore[union-attr]
+            while app.frame.job is None or app.frame.job.verdict is None:
                 await pilot.pause(0.2)
             await pilot.pause(0.5)
             return app.save_screenshot(filename=f"{name}.svg", path=HERE)
@@ -293,7 +294,8 @@ def main(argv: list[str] | None = None) -> None:
         svg = asyncio.run(capture(name, demo, size, "".join(keys)))
         print(svg, to_png(svg) or "")
     for name, story, at_s, *keys in STORY_SHOTS:
-        size = (80, 24) if name.endswith("80x24") else (160, 45)
+        width, height = name.rsplit("-", 1)[1].split("x")  # the size its name says: 80x24, 120x40, 160x45
+        size = (int(width), int(height))
         svg = asyncio.run(capture_story(name, story, at_s, size, *keys))
         print(svg, to_png(svg) or "")
     for svg in (asyncio.run(capture_replay("replay-dgx-a100-160x45", (160, 45))),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from hwtop.model.history import History
 from hwtop.model.snapshot import (
@@ -34,6 +34,10 @@ from hwtop.probes.network import NetworkProbe, place_nics
 from hwtop.probes.numa import NumaProbe, node_of_cpu
 from hwtop.probes.processes import ProcessProbe
 from hwtop.session.controls import JobReader, WorkloadRunner
+
+if TYPE_CHECKING:  # NCCL RAS (issue 42): imported only when a job is focused
+    from hwtop.probes.nccl_ras.client import Address
+    from hwtop.probes.nccl_ras.watch import RasWatch
 
 T = TypeVar("T")
 
@@ -128,6 +132,10 @@ class Sampler:
         self._processes_at: float | None = None
         self._process_reads = 0
         self._lock = threading.Lock()  # ticks never overlap, even if two callers race
+        # --- NCCL RAS (issue 42): the focused job's NCCL view (probes/nccl_ras/watch.py) ---
+        self.nccl_ras_address: Address | None = None  # --nccl-ras HOST:PORT
+        self.nccl_ras_interval_s = 10.0
+        self._ras: tuple[JobReader, RasWatch] | None = None
 
     @property
     def simulated(self) -> bool:
@@ -186,6 +194,9 @@ class Sampler:
         if nics and topology is not None:
             nics = guarded("nics", lambda: place_nics(nics, topology), nics)
         job = guarded("job", lambda: focused.read(gpus, workload, now), None) if focused is not None else None
+        if job is not None and focused is not None and not self.simulated:  # --- NCCL RAS (issue 42) ---
+            watch, read = self._nccl_ras(focused), job
+            job = guarded("nccl-ras", lambda: watch.attach(read, now), read)
         snapshot = Snapshot(
             time=now, interval_s=interval, host=host, cpu=cpu, memory=memory, numa=numa, disks=disks,
             processes=processes, gpus=gpus, gpu_system=gpu_system, topology=self.topology, workload=workload,
@@ -193,6 +204,16 @@ class Sampler:
         )
         self.history.push(snapshot)
         return snapshot
+
+    def _nccl_ras(self, focused: JobReader) -> RasWatch:
+        """The NCCL RAS watch of the focused job, new when the job is (issue 42)."""
+        if self._ras is None or self._ras[0] is not focused:
+            from hwtop.probes.nccl_ras.watch import RasWatch
+
+            if self._ras is not None:
+                self._ras[1].close()
+            self._ras = (focused, RasWatch(self.nccl_ras_address, self.nccl_ras_interval_s))
+        return self._ras[1]
 
     def refresh_topology(self, reader: Callable[[], Topology] | None = None) -> None:
         """Read the topology again at the next tick."""
@@ -208,3 +229,5 @@ class Sampler:
             self.gpu.close()
         if self.job is not None:
             self.job.close()  # a focused job's stack sampler: its py-spy children
+        if self._ras is not None:  # NCCL RAS (issue 42): its query thread
+            self._ras[1].close()

@@ -35,6 +35,7 @@ class Proc:
     fds: tuple[str, ...] = ()
     threads: list[Thread] = field(default_factory=list)
     affinity: str = "0-3"
+    cgroup: str = "0::/\n"  # /proc/PID/cgroup as the kernel writes it (probes/owners.py reads the owner from it)
 
 
 class FakeProc:
@@ -80,7 +81,7 @@ class FakeProc:
         if p.pss_kb is not None:
             (base / "smaps_rollup").write_text(f"00400000-7fff [rollup]\nRss: 1 kB\nPss: {p.pss_kb} kB\n")
         (base / "numa_maps").write_text("7f00 default anon=3 N0=3\n")
-        (base / "cgroup").write_text("0::/\n")
+        (base / "cgroup").write_text(p.cgroup)
         fd_dir = base / "fd"
         fd_dir.mkdir(exist_ok=True)
         for old in fd_dir.iterdir():

@@ -139,6 +139,9 @@ class MainScreen(Screen[None]):
         natural = panel.natural(inner)  # the lines the pane would draw at this width, built once: drawn from below
         headlines = min(natural, len(findings)) if findings else 1  # one per cause: the pane folded
         workload = snapshot.workload
+        gpu_memory: dict[int, int] = {}  # a pid's device memory over its GPUs, as the process table sums it
+        for process in (p for g in gpus for p in g.processes if p.used_memory_bytes is not None):
+            gpu_memory[process.pid] = gpu_memory.get(process.pid, 0) + (process.used_memory_bytes or 0)
         rows = layout.rows(layout.Shown(
             width=width, height=height,
             cpu=None if "cpu" in hidden else CpuPanel.want(snapshot.cpu, snapshot.numa, left),
@@ -147,7 +150,7 @@ class MainScreen(Screen[None]):
                                                                    memory_width - INSIDE),
             gpu=None if "gpu" in hidden else GpuPanel.want(snapshot.gpu_system, gpus, inner),
             network=NetworkPanel.want(snapshot.nics, inner, context.thresholds) if ports else None,
-            workload=None if workload is None else WorkloadPanel.want(workload, inner),
+            workload=None if workload is None else WorkloadPanel.want(workload, inner, gpu_memory),
             advice=None if "advice" in hidden else Want(natural, headlines, 1, frame=FRAME if framed else 0),
             processes="processes" not in hidden,
             filter=self.filter_box is not None and bool(self.filter_box.display)))
@@ -162,7 +165,8 @@ class MainScreen(Screen[None]):
         self.disks_panel.show(snapshot.disks, room=rows.disks)
         self.network_panel.show(snapshot.nics, room=rows.network if rows.network > 1 else 0,  # 0: one bare line
                                 thresholds=context.thresholds)
-        self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops)
+        self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops,
+                                 gpu_memory=gpu_memory)
         self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
                             max_lines=rows.cpu)
         numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
@@ -183,6 +187,17 @@ class MainScreen(Screen[None]):
         if action in ("focus_process", "signal_process") and self.context.replaying:
             return False  # a recording's processes are not this machine's
         return True
+
+    def on_advice_panel_opened(self, message: AdvicePanel.Opened) -> None:
+        """A finding opened in the pane: the rows are shared out again at once; where it still does not fit, it
+        opens on the advice screen instead (the first `a` at 120x40 hid the evidence and opened nothing)."""
+        message.stop()
+        self.relayout()
+        panel = self.advice_panel
+        if panel.folded:
+            panel.close(message.key)
+            self.relayout()
+            self.post_message(AdvicePanel.DetailsWanted())
 
     def on_click(self, event: events.Click) -> None:
         """A click on a finding opens or closes it (the pane's own handler): the rows are shared out again."""
@@ -275,7 +290,7 @@ class MainScreen(Screen[None]):
         if mounting is None:
             from textual.widgets import Input
 
-            box = Input(placeholder="filter processes by name, user or pid (enter keeps it, escape clears)",
+            box = Input(placeholder="filter processes by name, user, owner or pid (enter keeps it, escape clears)",
                         id="filter")
             box.display = False
             self.filter_box = box

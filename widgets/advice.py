@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
+import msgspec
 from rich.text import Text
 from textual import events
 from textual.message import Message
@@ -54,6 +55,14 @@ class AdvicePanel(TextPanel):
 
     class DetailsWanted(Message):
         """Posted instead of opening a finding in place when the pane is told there is no room (`inline`)."""
+
+    class Opened(Message):
+        """A finding was opened in place: the screen shares its rows out again and, where the open finding still
+        does not fit (`folded`), closes it and asks for the details screen: one press opens it either way."""
+
+        def __init__(self, key: tuple[str, str]) -> None:
+            super().__init__()
+            self.key = key
 
     def __init__(self, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -104,6 +113,17 @@ class AdvicePanel(TextPanel):
             return
         self.expanded ^= {key}
         self.changed()
+        if key in self.expanded:
+            self.post_message(self.Opened(key))
+
+    def close(self, key: tuple[str, str]) -> None:
+        self.expanded.discard(key)
+        self.changed()
+
+    @property
+    def folded(self) -> bool:
+        """The rows the budget gave do not hold the open findings: the pane draws headlines only."""
+        return bool(self.expanded) and self.rows is not None and self.needed() > self.rows
 
     def action_move(self, step: int) -> None:
         if self.findings:
@@ -191,8 +211,10 @@ class AdvicePanel(TextPanel):
         spare = self.timeline_rows if budget is None else budget - len(rows)
         if self.inline and self.timeline and spare >= 2:  # a tall box: the latest of what changed when
             rows.append((None, Text("what changed", style=palette.DIM)))
+            titles = {f.key: f.title for f in self.findings}  # a finding still shown: its one title, as the pane's
             for change in self.timeline[-(spare - 1):]:
-                line = data(f"  {describe(change)}", palette.DIM)
+                title = titles.get(change.key, change.title)
+                line = data(f"  {describe(msgspec.structs.replace(change, title=title))}", palette.DIM)
                 line.truncate(max(1, width), overflow="ellipsis")
                 rows.append((None, line))
         return rows, headline

@@ -3,6 +3,7 @@ busiest are kept and the others folded into one `+N quieter` line; given one lin
 
 from __future__ import annotations
 
+from rich.cells import cell_len
 from rich.text import Text
 
 from hwtop.model.snapshot import DiskSnapshot
@@ -68,14 +69,19 @@ class DisksPanel(TextPanel):
 
 
 def all_disks_line(disks: tuple[DiskSnapshot, ...], width: int) -> Text:
-    """`13 disks r 301.4MB/s w 21.7kB/s · busiest md1 9%`: every disk on one line."""
+    """`13 disks r 301.4MB/s w 21.7kB/s · busiest md1 9%`: every disk on one line. Where it is too wide the
+    busiest disk is said shorter (`· md1 9%`), then left out: a word is drawn whole or not at all."""
     read = sum(d.read_bytes_per_s or 0.0 for d in disks)
     write = sum(d.write_bytes_per_s or 0.0 for d in disks)
     line = Text(f"{len(disks)} disks ", style="bold")
     line.append(f"r {human_rate(read):>9} w {human_rate(write):>9}")
     busiest = max(disks, key=lambda d: d.busy_percent if d.busy_percent is not None else -1.0)
     if busiest.busy_percent is not None:
-        line.append_text(data(f" · busiest {busiest.name}", palette.DIM))
-        line.append(pct(busiest.busy_percent, 5), style=level_style(busiest.busy_percent))
-    line.truncate(max(1, width), overflow="ellipsis")
+        busy = pct(busiest.busy_percent, 0)
+        for said in (f" · busiest {busiest.name} ", f" · {busiest.name} "):
+            if line.cell_len + cell_len(said) + len(busy) <= width:
+                line.append_text(data(said, palette.DIM))
+                line.append(busy, style=level_style(busiest.busy_percent))
+                break
+    line.truncate(max(1, width), overflow="ellipsis")  # only where the sums alone are too wide
     return line

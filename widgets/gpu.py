@@ -13,6 +13,7 @@ from textual.message import Message
 from hwtop.advice.judge import link_degraded
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.history import Recent
+from hwtop.model.owner import Owner, distinct, owners_label
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, SPARK, bar, human_bytes, human_rate, level_style, pct, sparkline
@@ -136,40 +137,56 @@ class GpuPanel(TextPanel):
 
     def _summary(self, width: int) -> Text:
         """Every GPU on one line: `8× A100-SXM4-80GB util 88% ▇▇▇▇▆▆▇▇ mem 77G/640G ▁▁▁▁▁▁▁▁ 68-75°C 2.7kW`, a cell
-        a GPU in each strip (a marked GPU's cell reversed)."""
+        a GPU in each strip (a marked GPU's cell reversed), then whose they are (`· job 4242 (alice) GPU0-3`).
+        Where the line is too short for its owners, pieces give way in SUMMARY_GIVE_WAY's order before any is cut."""
         gpus = [g for g in self.gpus if not g.lost]
         names = {short_name(g.name) for g in self.gpus}
-        line = data(f"{len(self.gpus)}× {names.pop()}" if len(names) == 1 else f"{len(self.gpus)} GPUs", "bold")
+        pieces: dict[str, Text] = {}
+        pieces["name"] = data(f"{len(self.gpus)}× {names.pop()}" if len(names) == 1 else f"{len(self.gpus)} GPUs",
+                              "bold")
         utils = [g.util_percent for g in gpus if g.util_percent is not None]
         average = sum(utils) / len(utils) if utils else None
-        line.append(" util")
-        line.append(pct(average, 5), style=level_style(average))
-        line.append(" ")
+        pieces["util"] = Text(" util") + Text(pct(average, 5), style=level_style(average))
+        pieces["util strip"] = Text(" ") + self._cells(lambda g: g.util_percent)
         used = [g.memory_used_bytes for g in gpus if g.memory_used_bytes is not None]
         total = [g.memory_total_bytes for g in gpus if g.memory_total_bytes]
-        line.append_text(self._cells(lambda g: g.util_percent))
         memory = f"{human_bytes(sum(used) if used else None, 0)}/{human_bytes(sum(total) if total else None, 0)}"
-        line.append(f" mem {memory} ")
-        line.append_text(self._cells(lambda g: 100.0 * g.memory_used_bytes / g.memory_total_bytes
-                                     if g.memory_used_bytes is not None and g.memory_total_bytes else None))
+        pieces["mem"] = Text(f" mem {memory}")
+        pieces["mem strip"] = Text(" ") + self._cells(
+            lambda g: 100.0 * g.memory_used_bytes / g.memory_total_bytes
+            if g.memory_used_bytes is not None and g.memory_total_bytes else None)
         temps = [g.temperature_c for g in gpus if g.temperature_c is not None]
         if temps:
-            line.append(f" {min(temps):.0f}-{max(temps):.0f}°C" if min(temps) != max(temps) else f" {temps[0]:.0f}°C",
-                        style=level_style(max(temps) + 10))
+            pieces["temperature"] = Text(f" {min(temps):.0f}-{max(temps):.0f}°C" if min(temps) != max(temps)
+                                         else f" {temps[0]:.0f}°C", style=level_style(max(temps) + 10))
         power = [g.power_w for g in gpus if g.power_w is not None]
         if power:
-            line.append(f" {sum(power) / 1000:.1f}kW" if sum(power) >= 1000 else f" {sum(power):.0f}W")
+            pieces["power"] = Text(f" {sum(power) / 1000:.1f}kW" if sum(power) >= 1000 else f" {sum(power):.0f}W")
         throttled = sum(1 for g in gpus if [r for r in g.throttle_reasons if r != "idle"])
         if throttled:
-            line.append(f" ⚠{throttled}", style=palette.WARN_STRONG)
+            pieces["throttled"] = Text(f" ⚠{throttled}", style=palette.WARN_STRONG)
         lost = len(self.gpus) - len(gpus)
         if lost:
-            line.append(f" {lost} LOST", style=palette.CRIT_STRONG)
+            pieces["lost"] = Text(f" {lost} LOST", style=palette.CRIT_STRONG)
+        spans = owner_spans(self.gpus)
+        if spans:
+            pieces["owners"] = _owner_piece(spans, users=True)
+        for name in SUMMARY_GIVE_WAY if spans else ():  # without owners, the figures are cut as they always were
+            if sum(piece.cell_len for piece in pieces.values()) <= width:
+                break
+            if name == "owner users" and spans:
+                pieces["owners"] = _owner_piece(spans, users=False)
+            else:
+                pieces.pop(name, None)
+        line = Text()
+        for piece in pieces.values():
+            line.append_text(piece)
         line.truncate(max(1, width), overflow="ellipsis")
         return line
 
     def _cell_lines(self, width: int) -> list[Text]:
-        """A short cell a GPU, side by side: `GPU0  92% █████░ 9.9G/80G 73°C`."""
+        """A short cell a GPU, side by side: `GPU0  92% █████░ 9.9G/80G 73°C`, or `GPU0  92% 9.9G/80G job 4242` where
+        a job, pod or container holds it."""
         per_line = max(1, width // CELL)
         out = []
         for start in range(0, len(self.gpus), per_line):
@@ -179,14 +196,20 @@ class GpuPanel(TextPanel):
                 if gpu.lost:
                     cell.append(" LOST", style=palette.CRIT_STRONG)
                 else:
+                    owners = gpu_owners(gpu)
                     cell.append(pct(gpu.util_percent, 5), style=level_style(gpu.util_percent))
-                    cell.append(" ")
                     mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
                                if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
-                    cell.append_text(bar(mem_pct, 6))
+                    if not owners:  # an owned GPU's cell says whose it is in the room of the bar and temperature
+                        cell.append(" ")
+                        cell.append_text(bar(mem_pct, 6))
                     cell.append(f" {human_bytes(gpu.memory_used_bytes)}/{human_bytes(gpu.memory_total_bytes, 0)}")
-                    cell.append(f" {_num(gpu.temperature_c, unit='°C')}",
-                                style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
+                    if owners:
+                        cell.append(" ")
+                        cell.append_text(data(owners_label(owners, CELL - 2 - cell.cell_len), palette.TAG))
+                    else:
+                        cell.append(f" {_num(gpu.temperature_c, unit='°C')}",
+                                    style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
                     if [r for r in gpu.throttle_reasons if r != "idle"]:
                         cell.append("⚠", style=palette.WARN_STRONG)
                 cell.truncate(CELL - 1, overflow="ellipsis")
@@ -210,6 +233,10 @@ class GpuPanel(TextPanel):
     def _block(self, gpu: GpuSnapshot, width: int) -> list[Text]:
         head = Text(f"GPU{gpu.index} ", style=palette.CRIT_STRONG if gpu.index in self.marked else "bold")
         head.append_text(data(short_name(gpu.name)[: 14 if self.mode == "dense" else 24], palette.INFO_STRONG))
+        owners = gpu_owners(gpu)
+        if owners:  # whose it is, next to its name: the first thing cut off a narrow line is the clocks
+            head.append(" ")
+            head.append_text(data(owners_label(owners, OWNER_WIDTH), palette.TAG))
         if gpu.lost:
             return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)",
                                 style=palette.CRIT_STRONG)]
@@ -285,6 +312,46 @@ class GpuPanel(TextPanel):
         if gpu.mig_enabled:
             line3.append(f"  MIG {len(gpu.mig)} slices", style=palette.TAG)
         return line3
+
+
+# What the summary line gives up first when it is too short; whose the GPUs are goes after every figure but the
+# name, utilisation and memory, and keeps its jobs after its users.
+SUMMARY_GIVE_WAY = ("mem strip", "util strip", "power", "temperature", "owner users")
+OWNER_WIDTH = 28  # `job 4242 (alice)`, `research/bert-7f9`; two owners of one GPU are cut to `... +1`
+
+
+def gpu_owners(gpu: GpuSnapshot) -> tuple[Owner, ...]:
+    """The Slurm jobs, pods or containers of the GPU's processes, each once."""
+    return distinct([p.owner for p in gpu.processes])
+
+
+def owner_spans(gpus: tuple[GpuSnapshot, ...]) -> list[tuple[Owner, list[int]]]:
+    """Each owner and the GPUs it holds, in GPU order: what the summary line says after the figures."""
+    spans: list[tuple[Owner, list[int]]] = []
+    for gpu in gpus:
+        for owner in gpu_owners(gpu):
+            found = next((span for span in spans if span[0].same(owner)), None)
+            if found is None:
+                spans.append((owner, [gpu.index]))
+            else:
+                found[1].append(gpu.index)
+    return spans
+
+
+def _owner_piece(spans: list[tuple[Owner, list[int]]], users: bool) -> Text:
+    piece = Text(" ·")
+    for position, (owner, indices) in enumerate(spans):
+        label = owners_label((owner,)) if users else owner.label
+        piece.append_text(data(f"{',' if position else ''} {label} GPU{gpu_numbers(indices)}", palette.TAG))
+    return piece
+
+
+def gpu_numbers(indices: list[int]) -> str:
+    """0-3 for a run, 0,2,5 otherwise: how nvidia-smi -i and CUDA_VISIBLE_DEVICES list GPUs."""
+    ordered = sorted(set(indices))
+    if len(ordered) >= 2 and ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ",".join(map(str, ordered))
 
 
 def _no_gpu_lines(system: GpuSystem | None, width: int) -> list[str]:

@@ -55,7 +55,7 @@ MAIN = (
         screen=True),
     Key("r", "reverse_sort", "Reverse", "reverse the process order (as does a second click on the sorted column's "
                                         "header)", show=False, command="Reverse sort", screen=True),
-    Key("slash", "filter", "Filter", "filter the processes by name, user or pid (enter keeps it, escape clears)",
+    Key("slash", "filter", "Filter", "filter the processes by name, user, owner or pid (enter keeps it, escape clears)",
         show=False, display="/", command="Filter processes", screen=True),
     Key("T", "tree", "Tree", "tree view of the processes: children under their parents", show=False,
         command="Process tree", screen=True),
@@ -124,12 +124,19 @@ REPORT_SCREEN = (Key("b,q", "dismiss", "close"),)
 
 # The fleet view
 FLEET = (Key("q", "quit", "Quit", "quit"),
-         Key("enter", "open_host", "GPUs of the host", "open the selected host: its GPUs and every finding (or a "
-                                                       "click on its row)"),
          Key("j", "open_job", "Jobs", "the ranks of --job across hosts, worst first: the straggler or the hang "
                                       "named, with its host's likely cause; without --job, the jobs Prometheus "
                                       "holds (hangs and stragglers first), enter opens one"),
          Key("question_mark", "help", "Help", "this help", display="?"))
+FLEET_HOSTS = (Key("enter", "open_host", "GPUs of the host", "open the selected host: its GPUs and every finding "
+                                                             "(or a click on its row)"),
+               Key("s", "cycle_sort", "Sort", "sort the hosts by the next column: findings first, host, "
+                                              "utilisation, GPU memory, CPU"),
+               Key("slash", "filter", "Filter", "filter the hosts by host, GPU model, job or finding (enter keeps "
+                                                "it, escape clears)", display="/"))
+FLEET_HOST_TABLE = (Key("right", "scroll_columns(1)", "Right", show=False),
+                    Key("left", "scroll_columns(-1)", "Left", show=False))
+FLEET_FILTER = (Key("escape", "clear_filter", "Clear", show=False),)
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
 FLEET_JOB = (Key("escape,q", "app.pop_screen", "Back"),)
 FLEET_JOBS = (Key("enter", "open_selected", "Job's ranks"), Key("escape,q", "app.pop_screen", "Hosts"))
@@ -142,7 +149,7 @@ FLEET_HELP_ONLY = (
 
 def fleet_help_lines() -> tuple[tuple[str, str], ...]:
     """(key as written, what it does) for the fleet's ? screen."""
-    return tuple((key.shown, key.help) for key in FLEET if key.help) + FLEET_HELP_ONLY
+    return tuple((key.shown, key.help) for key in (*FLEET_HOSTS, *FLEET) if key.help) + FLEET_HELP_ONLY
 
 # Widgets
 LINE_TABLE = (

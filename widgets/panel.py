@@ -120,7 +120,11 @@ class TextPanel(Widget):
             self.refresh(layout=True)
             return
         width, rows = self._height
-        if self._row_count(width) != rows:
+        # lines compared row by row at the laid-out width are one row each: their count is the height (a 256-rank
+        # job table measured again every tick was a tenth of the job view's show)
+        count = len(self._cache[1]) if dirty is not None and dirty_width == width and self._cache else \
+            self._row_count(width)
+        if count != rows:
             self.refresh(layout=True)
         elif dirty and dirty_width == width:
             # only the rows that read differently are drawn again and sent to the terminal (rows compared at the
@@ -187,5 +191,5 @@ def _changed_rows(new: list[Text], old: list[Text], width: int) -> list[int] | N
 def _same(new: list[Text], old: list[Text]) -> bool:
     """Drawn alike: the same characters in the same styles (Text's own `==` leaves out the base style)."""
     return len(new) == len(old) and all(
-        a.plain == b.plain and a.style == b.style and a.spans == b.spans and a.justify == b.justify
-        for a, b in zip(new, old, strict=True))
+        a is b or (a.plain == b.plain and a.style == b.style and a.spans == b.spans and a.justify == b.justify)
+        for a, b in zip(new, old, strict=True))  # `is`: a line a widget kept from the last tick (job_ranks' rows)

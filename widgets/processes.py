@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 from rich.text import Text
 
+from hwtop.model.owner import Owner
 from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, level_style
@@ -24,16 +25,20 @@ class Row(msgspec.Struct, frozen=True):
     command: str
     ppid: int | None = None
     depth: int = 0  # in tree view
+    owner: str = ""  # its Slurm job, pod or container (model/owner.py's label); "" for the user's own
+    owner_short: str = ""  # the same where room is short (a pod's name without its namespace)
 
 
 def filter_rows(rows: list[Row], text: str) -> list[Row]:
-    """Rows whose command, user or pid contains `text` (case-insensitive); `gpu:N` keeps the processes on GPU N."""
+    """Rows whose command, user or owner (`job 4242`, `ns/pod`) contains `text` (case-insensitive), or whose pid
+    starts with it (`2443` finds 24437, as a pid is typed from its start); `gpu:N` keeps the processes on GPU N."""
     needle = text.lower().strip()
     if not needle:
         return rows
     if needle.startswith("gpu:") and needle[4:].isdigit():
         return [r for r in rows if needle[4:] in r.gpus.split(",")]
-    return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or needle == str(r.pid)]
+    return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or str(r.pid).startswith(needle)
+            or needle in r.owner.lower()]
 
 
 def tree_rows(rows: list[Row]) -> list[Row]:
@@ -64,11 +69,16 @@ def tree_rows(rows: list[Row]) -> list[Row]:
 
 
 SORT_KEYS = ("cpu", "rss", "gpu_memory", "pid")
-COLUMNS = (("PID", "pid"), ("USER", "user"), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", "threads"), ("GPU", "gpus"),
+COLUMNS = (("PID", "pid"), ("USER", "user"), ("OWNER", "owner"), ("CPU%", "cpu"), ("RSS", "rss"), ("THR", "threads"),
+           ("GPU", "gpus"),
            ("GPU MEM", "gpu_memory"), ("SM%", "sm"), ("COMMAND", "command"))
 CLICK_KEYS = tuple(key for _, key in COLUMNS)
 GPU_KEYS = ("gpus", "gpu_memory", "sm")
-SORT_NAMES = {"pid": "PID", "user": "user", "cpu": "CPU", "rss": "memory (RSS)", "threads": "threads",
+# The OWNER column's widest: a long pod name is cut, the table's width belongs to the command line; below
+# WIDE_TABLE cells it gives up more (`job 4242` still fits) so that 80 columns keep a readable command.
+OWNER_WIDTH, NARROW_OWNER_WIDTH, WIDE_TABLE = 16, 10, 96
+SORT_NAMES = {"pid": "PID", "user": "user", "owner": "owner", "cpu": "CPU", "rss": "memory (RSS)",
+              "threads": "threads",
               "gpus": "GPU", "gpu_memory": "GPU memory", "sm": "GPU SM", "command": "command"}  # as a user says it
 UP, DOWN = "▲", "▼"
 
@@ -76,32 +86,36 @@ UP, DOWN = "▲", "▼"
 def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> list[Row]:
     """One row per pid: host processes, plus GPU processes the host table did not list."""
     gpu_of: dict[int, list[tuple[int, int | None, float | None, str | None]]] = {}
+    owner_of: dict[int, Owner] = {}
     for gpu in gpus:
         for proc in gpu.processes:
             gpu_of.setdefault(proc.pid, []).append((gpu.index, proc.used_memory_bytes, proc.sm_percent, proc.command))
+            if proc.owner is not None:
+                owner_of[proc.pid] = proc.owner
     rows = []
     seen = set()
     for proc in processes:
         seen.add(proc.pid)
         rows.append(_row(proc.pid, proc.user or NA, proc.cpu_percent, proc.rss_bytes, proc.threads,
-                         proc.cmdline or proc.name, gpu_of.get(proc.pid, []), proc.ppid))
+                         proc.cmdline or proc.name, gpu_of.get(proc.pid, []), proc.ppid, proc.owner))
     for pid, entries in gpu_of.items():
         if pid not in seen:
             rows.append(_row(pid, NA, None, None, None, entries[0][3] or "(not visible in this pid namespace)",
-                             entries))
+                             entries, owner=owner_of.get(pid)))
     return rows
 
 
 def _row(pid: int, user: str, cpu: float | None, rss: int | None, threads: int | None, command: str,
-         entries: list[tuple[int, int | None, float | None, str | None]], ppid: int | None = None) -> Row:
+         entries: list[tuple[int, int | None, float | None, str | None]], ppid: int | None = None,
+         owner: Owner | None = None) -> Row:
     gpus = ",".join(str(e[0]) for e in entries)
     known = [e[1] for e in entries if e[1] is not None]
     sms = [e[2] for e in entries if e[2] is not None]
     return Row(pid, user, cpu, rss, threads, gpus, sum(known) if known else None, max(sms) if sms else None,
-               command, ppid)
+               command, ppid, owner=owner.label if owner else "", owner_short=owner.short_label if owner else "")
 
 
-TEXT_KEYS = ("user", "gpus", "command")
+TEXT_KEYS = ("user", "owner", "gpus", "command")
 ASCENDING_KEYS = ("pid", *TEXT_KEYS)  # read top down from the smallest; the rest from the biggest
 
 
@@ -143,18 +157,21 @@ class ProcessTable(LineTable):
         return descending_by_default(self.sort_key) != self.sort_reversed
 
     def cycle_sort(self) -> str:
+        self.unchoose()  # a new order is read from its top
         current = SORT_KEYS.index(self.sort_key) if self.sort_key in SORT_KEYS else -1
         self.sort_key, self.sort_reversed = SORT_KEYS[(current + 1) % len(SORT_KEYS)], False
         return self.sort_key
 
     def sort_by(self, key: str) -> None:
         """Sort by `key`; the column already sorted by turns round instead."""
+        self.unchoose()  # a new order is read from its top
         if key == self.sort_key:
             self.sort_reversed = not self.sort_reversed
         else:
             self.sort_key, self.sort_reversed = key, False
 
     def reverse_sort(self) -> None:
+        self.unchoose()  # a new order is read from its top
         self.sort_reversed = not self.sort_reversed
 
     def on_line_table_header_clicked(self, event: LineTable.HeaderClicked) -> None:
@@ -170,7 +187,9 @@ class ProcessTable(LineTable):
              marked: set[int] | None = None) -> None:
         """`marked`: pids of the embedded job; their descendants (DataLoader workers) are marked too. The same
         data in the same view is not sorted again: the process list is re-read every other tick at a 1 s refresh."""
-        view = (self.sort_key, self.sort_descending, self.filter_text, self.tree_view, frozenset(marked or ()))
+        owner_width = OWNER_WIDTH if (self.size.width or WIDE_TABLE) >= WIDE_TABLE else NARROW_OWNER_WIDTH
+        view = (self.sort_key, self.sort_descending, self.filter_text, self.tree_view, frozenset(marked or ()),
+                owner_width)
         if processes is self._last[0] and gpus is self._last[1] and view == self._view:
             return
         self._last, self._view = (processes, gpus), view
@@ -190,8 +209,10 @@ class ProcessTable(LineTable):
         arrow = DOWN if self.sort_descending else UP
         rows = sort_rows(merge_rows(processes, gpus), self.sort_key, self.sort_descending)
         gpu_columns = bool(gpus) or any(row.gpus for row in rows)  # a GPU-less box: COMMAND takes their room
+        owners = any(row.owner for row in rows)  # no job, pod or container here: no OWNER column at all
         self.set_labels([f"{label} {arrow}" if key == self.sort_key else
-                         label if gpu_columns or key not in GPU_KEYS else "" for label, key in COLUMNS])
+                         "" if (key in GPU_KEYS and not gpu_columns) or (key == "owner" and not owners) else label
+                         for label, key in COLUMNS])
         rows = filter_rows(rows, self.filter_text)
         if self.tree_view:
             rows = tree_rows(rows)
@@ -201,18 +222,22 @@ class ProcessTable(LineTable):
                         (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
         if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
             self.border_subtitle = subtitle
-        keys = [_key(row, marked) for row in rows]
+        keys = [_key(row, marked, owner_width) for row in rows]
         made: dict[tuple[object, ...], tuple[object, ...]] = {}
         for key, row in zip(keys, rows, strict=True):
-            made[key] = self._made.get(key) or made.get(key) or self._cells(row, marked)
+            made[key] = self._made.get(key) or made.get(key) or self._cells(row, marked, owner_width)
         self._made = made  # the rows on show only: it cannot outgrow the process count
-        index = next((i for i, row in enumerate(rows) if row.pid == selected), None)
+        # The cursor follows the pid a user put it on; until then it stays on the top row, so the busiest process
+        # stays in sight as processes come and go (it followed whichever pid happened to be first, and the table
+        # began at a 10 % process after `w` started a job).
+        index = next((i for i, row in enumerate(rows) if row.pid == selected), None) if self.chosen else 0
         self.set_rows(keys, [made[key] for key in keys], cursor=index)
 
     @staticmethod
-    def _cells(row: Row, marked: set[int]) -> tuple[object, ...]:
+    def _cells(row: Row, marked: set[int], owner_width: int = OWNER_WIDTH) -> tuple[object, ...]:
         return (
             Text(str(row.pid), style=palette.GROUP if row.pid in marked else ""), row.user[:10],
+            _owner_cell(row, owner_width),
             Text(NA if row.cpu is None else f"{row.cpu:.1f}", style=level_style(row.cpu), justify="right"),
             Text(human_bytes(row.rss), justify="right"),
             Text(NA if row.threads is None else str(row.threads), justify="right"),
@@ -224,9 +249,15 @@ class ProcessTable(LineTable):
         )
 
 
-def _key(row: Row, marked: set[int]) -> tuple[object, ...]:
+def _key(row: Row, marked: set[int], owner_width: int = OWNER_WIDTH) -> tuple[object, ...]:
     """What a row shows, as formatted text: a change below display precision (12.31 % to 12.34 %) is no change."""
-    return (row.pid, row.pid in marked, row.user[:10], NA if row.cpu is None else f"{row.cpu:.1f}",
+    return (row.pid, row.pid in marked, row.user[:10], _owner_cell(row, owner_width),
+            NA if row.cpu is None else f"{row.cpu:.1f}",
             level_style(row.cpu), human_bytes(row.rss), row.threads, row.gpus,
             human_bytes(row.gpu_memory) if row.gpu_memory is not None else ("N/A" if row.gpus else ""),
             "" if row.sm is None else f"{row.sm:.0f}", row.depth, row.command[:160])
+
+
+def _owner_cell(row: Row, width: int) -> str:
+    owner = row.owner if width >= OWNER_WIDTH else row.owner_short
+    return owner if len(owner) <= width else owner[: width - 1] + "…"

@@ -1,8 +1,10 @@
-"""The workload panel: the embedded job's state, per-rank step time and throughput with history, data-wait
-fraction, memory, and the last event (or why it crashed)."""
+"""The workload panel: the embedded job's state, per-rank step time and throughput with history, its two waits
+named apart (for data, in collectives), memory, and the last event (or why it crashed). A rank whose figures
+differ from its neighbours' (the straggler, the hung rank, one at another step) has a line of its own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from rich.cells import cell_len
@@ -17,13 +19,15 @@ if TYPE_CHECKING:
     from hwtop.model.workload import RankState, WorkloadState
 
 # A rank line's fields, left to right, each in a column as wide as its widest value and at least MIN_WIDTHS.
-FIELDS = ("step", "time", "rate", "wait", "loss", "amp", "mem")
-MIN_WIDTHS = {"step": 5, "time": 7, "rate": 8, "wait": 4, "loss": 6, "amp": 4, "mem": 6}
+FIELDS = ("step", "time", "rate", "data", "coll", "loss", "amp", "mem")
+MIN_WIDTHS = {"step": 5, "time": 7, "rate": 8, "data": 4, "coll": 4, "loss": 6, "amp": 4, "mem": 6}
 # What gives way, in this order, while the rank lines are wider than the pane: the long units (` samples/s` becomes
-# `/s`, ` ms` `ms`), the sparklines (history: the figure beside each stays), then whole fields, the least telling
-# first: the precision (the job's, in its configuration), the loss, the step count, the data wait, the memory, the
-# throughput. The step time stays. A figure is drawn whole or not at all, never cut.
-GIVE_WAY = ("units", "sparks", "amp", "loss", "step", "wait", "mem", "rate")
+# `/s`, ` ms` `ms`, `data wait` `data`), the sparklines (history: the figure beside each stays), then whole fields,
+# the least telling first: the precision (the job's, in its configuration), the loss, the step count, the memory,
+# the throughput, the data wait. The step time and the wait in collectives stay: the one figure that tells a
+# straggler or a hung rank from the others. A figure is drawn whole or not at all, never cut.
+GIVE_WAY = ("units", "sparks", "amp", "loss", "step", "mem", "rate", "data")
+HOT_WAIT = 0.5  # a wait over this share of each step is drawn in the warning colour
 SPARK_LEAST, SPARK_MOST = 4, 20  # cells of each sparkline: narrower than SPARK_LEAST, none is drawn
 STATUS_STYLE = {"running": palette.OK_STRONG, "starting": palette.WARN, "stalled": palette.WARN_STRONG,
                 "finished": palette.INFO, "crashed": palette.CRIT_STRONG, "stopped": palette.DIM}
@@ -34,38 +38,45 @@ class WorkloadPanel(TextPanel):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.state: WorkloadState | None = None
         self.room: int | None = None  # lines the row budget allows; None: all
+        self.gpu_memory: dict[int, int] = {}
         self.border_title = "Workload"
 
-    def show(self, state: WorkloadState | None, room: int | None = None, stoppable: bool = True) -> None:
-        """`stoppable`: x stops the job here (a live session's own job, not a recording's or a demo's story)."""
+    def show(self, state: WorkloadState | None, room: int | None = None, stoppable: bool = True,
+             gpu_memory: Mapping[int, int] | None = None) -> None:
+        """`stoppable`: x stops the job here (a live session's own job, not a recording's or a demo's story).
+        `gpu_memory`: each pid's device memory as NVML lists it, the process table's GPU MEM: a rank's `mem`."""
         self.state, self.room = state, room
+        self.gpu_memory = dict(gpu_memory or {})
         self.display = state is not None
         if state is not None:
             self.set_title(data(f"Workload · {state.scenario}" + (" · x stop" if stoppable else "")))
-        if not self.same_as_shown((state, room)):
+        if not self.same_as_shown((state, room, tuple(sorted(self.gpu_memory.items())))):
             self.changed()
 
     @staticmethod
-    def want(state: WorkloadState | None, width: int) -> Want:
+    def want(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int] | None = None) -> Want:
         """Every line, the ranks whose lines read alike folded into one (`x8`); at the least the status line and
         one rank's."""
-        count = len(workload_lines(state, width).lines)
+        count = len(workload_lines(state, width, gpu_memory).lines)
         return Want(count, count, min(count, 2))
 
     def lines(self, width: int) -> list[Text]:
-        drawn = workload_lines(self.state, width)
+        drawn = workload_lines(self.state, width, self.gpu_memory)
         lines, room = drawn.lines, self.room
         if room is None or len(lines) <= room:
             return lines
         head, ranks, tail = lines[:drawn.ranks_at], lines[drawn.ranks_at:drawn.ranks_end], lines[drawn.ranks_end:]
         keep = room - len(head) - len(tail) - 1  # one line says how many ranks are not shown
+        sizes = drawn.group_sizes
+        # The lines kept are the smallest groups first (a rank that reads unlike the others: the straggler, the
+        # hung rank), shown in rank order.
+        kept = sorted(sorted(range(len(ranks)), key=lambda i: (sizes[i], i))[:max(1, keep)])
+        hidden = sum(sizes) - sum(sizes[i] for i in kept)
         if keep == 0 and ranks:  # room for one rank's line: the status line says how many more there are
-            hidden = sum(drawn.group_sizes[1:])
-            return [_counting(head[0], hidden, width), *head[1:], ranks[0], *tail]
+            return [_counting(head[0], hidden, width), *head[1:], ranks[kept[0]], *tail]
         if keep <= 0:
             return (head + tail)[: max(1, room)]
-        hidden = sum(drawn.group_sizes[keep:])
-        return head + ranks[:keep] + [Text(f"+{hidden} more rank(s)", style=palette.DIM)] + tail
+        return head + [ranks[i] for i in kept] + [Text(f"+{hidden} more rank(s)", style=palette.DIM)] + tail
 
 
 def _counting(status: Text, hidden: int, width: int) -> Text:
@@ -84,20 +95,21 @@ class Drawn(NamedTuple):
     group_sizes: list[int]  # ranks on each rank line
 
 
-_last: list[tuple[object, int, Drawn]] = []  # the one state last drawn: want() and lines() share it each tick
+_last: list[tuple[object, int, dict[int, int], Drawn]] = []  # the state last drawn: want() and lines() share it
 
 
-def workload_lines(state: WorkloadState | None, width: int) -> Drawn:
-    """The pane's lines for this state at this width (the last answer kept, by identity: the budget asks first,
-    then the pane draws the same state)."""
-    if _last and _last[0][0] is state and _last[0][1] == width:
-        return _last[0][2]
-    drawn = _workload_lines(state, width)
-    _last[:] = [(state, width, drawn)]
+def workload_lines(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int] | None = None) -> Drawn:
+    """The pane's lines for this state at this width (the last answer kept, the state by identity: the budget
+    asks first, then the pane draws the same state)."""
+    memory = dict(gpu_memory or {})
+    if _last and _last[0][0] is state and _last[0][1] == width and _last[0][2] == memory:
+        return _last[0][3]
+    drawn = _workload_lines(state, width, memory)
+    _last[:] = [(state, width, memory, drawn)]
     return drawn
 
 
-def _workload_lines(state: WorkloadState | None, width: int) -> Drawn:
+def _workload_lines(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int]) -> Drawn:
     if state is None:
         return Drawn([Text("no workload (w starts one)", style=palette.DIM)], 1, 1, [])
     head = Text(state.status.upper(), style=STATUS_STYLE.get(state.status, ""))
@@ -113,7 +125,7 @@ def _workload_lines(state: WorkloadState | None, width: int) -> Drawn:
                         f"{'N/A' if saving is None else f'{100 * saving:.1f}%'} less "
                         f"{summary.memory_metric or 'memory'}", palette.OK))
     ranks_at = len(out)
-    lines, group_sizes = _rank_lines(state.ranks, width)
+    lines, group_sizes = _rank_lines(state.ranks, width, gpu_memory)
     out += lines
     ranks_end = len(out)
     for tail in state.stderr_tail:
@@ -130,21 +142,28 @@ def _label(members: list[tuple[int, int]]) -> str:
     return f"rank {members[0][1]}-{members[-1][1]} x{len(members)}"
 
 
-def _cells(rank: RankState) -> dict[str, str]:
+def _cells(rank: RankState, gpu_memory: Mapping[int, int]) -> dict[str, str]:
     """A rank's figures as its line writes them, each field's value without its label or unit. Before the first
-    step completes (step 0) there is no step time or throughput to show."""
+    step completes (step 0) there is no step time or throughput to show. Its memory is what NVML lists for its
+    pid (the process table's GPU MEM) where it is listed, else what PyTorch reserved, else its RSS (a CPU job)."""
     stepped = bool(rank.step)
-    wait = rank.data_wait_fraction
-    memory = rank.cuda_allocated_bytes if rank.cuda_allocated_bytes is not None else rank.rss_bytes
+    listed = gpu_memory.get(rank.pid) if rank.pid is not None else None
+    memory = next((m for m in (listed, rank.cuda_reserved_bytes, rank.cuda_allocated_bytes, rank.rss_bytes)
+                   if m is not None), None)
     step_time = rank.step_time_s if stepped else None
     samples = rank.samples_per_s if stepped else None
     return {"step": NA if rank.step is None else str(rank.step),
             "time": NA if step_time is None else f"{step_time * 1000:.1f}",
             "rate": NA if samples is None else f"{samples:.1f}",
-            "wait": NA if wait is None else f"{100 * wait:.0f}%",
+            "data": _percent(rank.data_wait_fraction),
+            "coll": _percent(rank.collective_fraction),
             "loss": NA if rank.loss is None else f"{rank.loss:.3f}",
             "amp": rank.amp or "",
             "mem": human_bytes(memory)}
+
+
+def _percent(share: float | None) -> str:
+    return NA if share is None else f"{100 * share:.0f}%"
 
 
 class _Form(NamedTuple):
@@ -178,20 +197,31 @@ def _form(label_width: int, widths: dict[str, int], width: int, sparks: bool = T
 
 def _decoration(name: str, long_units: bool) -> int:
     """Cells a field takes besides its value: its label or its unit."""
-    return cell_len(_UNITS[name][0 if long_units else 1]) if name in _UNITS else len(_LABELS.get(name, ""))
+    if name in _UNITS:
+        return cell_len(_UNITS[name][0 if long_units else 1])
+    return len(_label_of(name, long_units))
 
 
-_LABELS = {"step": "step ", "wait": "wait ", "loss": "loss ", "mem": "mem "}
+def _label_of(name: str, long_units: bool) -> str:
+    label = _LABELS.get(name, "")
+    return label if long_units or name not in _SHORT_LABELS else _SHORT_LABELS[name]
+
+
+_LABELS = {"step": "step ", "data": "data wait ", "coll": "coll wait ", "loss": "loss ", "mem": "mem "}
+_SHORT_LABELS = {"data": "data ", "coll": "coll "}  # given way with the long units
 _UNITS = {"time": (" ms", "ms"), "rate": (" samples/s", "/s")}
 
 
-def _rank_lines(ranks: tuple[RankState, ...], width: int) -> tuple[list[Text], list[int]]:
+def _rank_lines(ranks: tuple[RankState, ...], width: int,
+                gpu_memory: Mapping[int, int]) -> tuple[list[Text], list[int]]:
     """One line per run of ranks whose lines read alike (`rank 0-7 x8`), in columns as wide as their widest value
     (a value that is N/A keeps its column's place), in the richest form that fits `width`; and how many ranks
     each line stands for. Whether two lines read alike depends on the sparklines drawn, whose width depends on
     the labels': the two are settled together, or the lines go without sparklines."""
-    cells = [_cells(rank) for rank in ranks]
+    cells = [_cells(rank, gpu_memory) for rank in ranks]
     widths = {name: max((cell_len(c[name]) for c in cells), default=0) for name in FIELDS}
+    if all(c["coll"] == NA for c in cells):  # telemetry that does not report collective waits: no column
+        widths["coll"] = 0
     widths = {name: max(wide, MIN_WIDTHS.get(name, 0)) if wide else 0 for name, wide in widths.items()}
     spark = 0
     for _ in range(3):
@@ -215,17 +245,13 @@ def _groups(ranks: tuple[RankState, ...], cells: list[dict[str, str]], spark: in
     groups: list[list[tuple[int, int]]] = []
     last: object = None
     for index, rank in enumerate(ranks):
-        key = (cells[index], _hot(rank), _sparks(rank, spark))
+        key = (cells[index], _sparks(rank, spark))
         if groups and key == last:
             groups[-1].append((index, rank.rank))
         else:
             groups.append([(index, rank.rank)])
         last = key
     return groups
-
-
-def _hot(rank: RankState) -> bool:
-    return rank.data_wait_fraction is not None and rank.data_wait_fraction > 0.5
 
 
 def _sparks(rank: RankState, spark: int) -> tuple[str, str]:
@@ -242,7 +268,9 @@ def _rank_line(label: str, label_width: int, rank: RankState, figures: dict[str,
         line.append(" ")
         value = figures[name]
         if name in _UNITS:
-            line.append(value.rjust(widths[name]) + _UNITS[name][0 if form.long_units else 1])
+            unit = _UNITS[name][0 if form.long_units else 1]
+            # N/A takes no unit (`N/Ams` reads as a figure): it keeps the column's place
+            line.append(value.rjust(widths[name]) + unit if value != NA else value.rjust(widths[name] + len(unit)))
             if form.spark:
                 series = rank.step_times if name == "time" else rank.throughput
                 line.append(" ")
@@ -250,7 +278,9 @@ def _rank_line(label: str, label_width: int, rank: RankState, figures: dict[str,
         elif name == "amp":
             line.append(value.ljust(widths[name]))
         else:
-            line.append(_LABELS[name] + value.rjust(widths[name]), style=palette.CRIT_STRONG if
-                        name == "wait" and _hot(rank) else "")
+            share = rank.data_wait_fraction if name == "data" else rank.collective_fraction if name == "coll" \
+                else None
+            line.append(_label_of(name, form.long_units) + value.rjust(widths[name]),
+                        style=palette.CRIT_STRONG if share is not None and share > HOT_WAIT else "")
     line.truncate(max(1, width), overflow="ellipsis")  # only where the step time alone does not fit
     return line

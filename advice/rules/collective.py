@@ -15,6 +15,7 @@ from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
 
 if TYPE_CHECKING:
+    from hwtop.advice.nccl_ranks import Hang
     from hwtop.advice.ranks import RankVerdict
 
 FIXES = (
@@ -72,15 +73,54 @@ def _hung_rank(snapshot: Snapshot, t: Thresholds) -> RankVerdict | None:
     return verdict if verdict is not None and verdict.kind == "hang" else None
 
 
+def _ras_hang(snapshot: Snapshot, t: Thresholds) -> Hang | None:
+    """From NCCL's own counts (its RAS service, issue 42): the rank that has not launched the collective the
+    others have, with nothing launched since."""
+    job = snapshot.job
+    if job is None or job.status != "running" or job.nccl is None or not job.nccl.comms:
+        return None
+    from hwtop.advice.nccl_ranks import hang
+
+    return hang(job.nccl, t)
+
+
+def _nccl_finding(ras: Hang, spinning: dict[int, tuple[float, float]], snapshot: Snapshot,
+                  t: Thresholds) -> Finding:
+    comm = ras.comm
+    evidence = [f"NCCL RAS: {ras.sentence}",
+                f"no count of communicator {comm.comm.hash} ({comm.comm.size} ranks) changed for {ras.still_s:.0f} s "
+                f"(limit {t['ras_hang_s']:.0f} s)"]
+    for r in ras.behind[:3]:
+        evidence.append(f"rank {r.rank} has launched " + ", ".join(f"{value} {op}" for op, value in r.counts if value))
+    for index, (util, share) in sorted(spinning.items()):
+        evidence.append(f"GPU{index} {util:.0f}% busy at {100 * share:.0f}% of its power limit: kernels polling")
+    odd = _odd_rank(snapshot)
+    if odd:
+        evidence.append(odd)
+    local = {p.pid for p in snapshot.job.processes if p.alive} if snapshot.job is not None else set()
+    first = ras.behind[0]
+    here = [r for r in ras.behind if r.pid in local]
+    fixes = ((f"py-spy dump --pid {first.pid} shows where rank {first.rank} is instead." if here else
+              f"On {first.host}: py-spy dump --pid {first.pid} shows where rank {first.rank} is instead."),
+             *FIXES[1:])
+    return Finding("collective-hang", "critical", ras.sentence[0].upper() + ras.sentence[1:], tuple(evidence), fixes,
+                   scope="job", gpus=tuple(sorted({*spinning, *(r.nvml_dev for r in here if r.nvml_dev is not None)})),
+                   pids=tuple(sorted({r.pid for r in here if r.pid is not None})))
+
+
 # The rule itself waits spin_seconds of flat spinning (or the job's 15 s without a step): no extra hold.
 @rule("collective-hang", severity="critical", hold_s=0, clear_s=10, order=140,
       watches="GPUs busy at idle power, and steps that stop",
-      reads=("rank_hang_wait_share", "rank_stale_s", "spin_power_share", "spin_seconds", "spin_util_percent",
-             "stack_min_samples", "straggler_own_wait_ratio", "straggler_peer_wait_share"))
+      reads=("rank_hang_wait_share", "rank_stale_s", "ras_hang_s", "spin_power_share", "spin_seconds",
+             "spin_util_percent", "stack_min_samples", "straggler_own_wait_ratio", "straggler_peer_wait_share"))
 def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     spinning = {g.index: found for g in latest.gpus if not g.lost and compute_pids(g)
                 for found in [_spinning(window, g, t)] if found is not None}
+    ras = _ras_hang(latest, t)
+    if ras is not None:  # NCCL names the rank: the strongest figure there is
+        yield _nccl_finding(ras, spinning, latest, t)
+        return
     workload = latest.workload
     stalled = workload is not None and workload.status == "stalled"
     hung = _hung_rank(latest, t)
@@ -117,6 +157,7 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
     if not pids and workload is not None:
         pids = workload.pids
-    title = "Ranks wait in a collective" if spinning else "The job stopped making steps"
+    title = (f"Rank {hung.rank.rank} never reached the collective the others wait in"
+             if hung is not None and hung.rank is not None else "The job's ranks wait in a collective")
     yield Finding("collective-hang", "critical", title, tuple(evidence), FIXES, scope="job",
                   gpus=tuple(sorted(spinning)), pids=pids)

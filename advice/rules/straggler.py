@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from statistics import median
 from typing import TYPE_CHECKING
 
+import msgspec.structs
+
 from hwtop.advice.judge import link_degraded
 from hwtop.advice.registry import rule
 from hwtop.advice.rules.health import HARDWARE, POWER, THERMAL
@@ -43,7 +45,7 @@ def missing_figures(job: JobSnapshot, t: Thresholds) -> list[str]:
     why = {s.pid: s.message for s in job.stacks if s.message and s.message not in SAMPLING and not s.samples}
     out = []
     for rank in job.ranks:
-        if rank.samples >= t["stack_min_samples"]:
+        if rank.samples >= t["stack_min_samples"] or rank.nccl_only:
             continue
         reason = why.get(rank.pid) if rank.pid is not None else None
         reason = reason or (job.stack_message if job.stack_message and not rank.samples else None)
@@ -106,15 +108,60 @@ def _cause(snapshot: Snapshot, job: JobSnapshot, slow: RankFigures, others: list
     return evidence, fixes
 
 
+def _from_nccl(job: JobSnapshot, t: Thresholds) -> Finding | None:
+    """The rank NCCL's RAS answers find behind in most queries while the others rarely are (issue 42)."""
+    if job.nccl is None or not job.nccl.comms:
+        return None
+    from hwtop.advice.nccl_ranks import hang, straggler, who
+
+    found = straggler(job.nccl, t)
+    if found is None or hang(job.nccl, t) is not None:  # a hang is collective-hang's
+        return None
+    r = found.rank
+    others = "no other rank more than once" if found.others_most <= 1 else \
+        f"no other rank in more than {found.others_most}"
+    evidence = (f"NCCL RAS: {who(r)} had launched fewer collectives than the most advanced rank in {found.behind} "
+                f"of the last {found.window} queries; {others} (limits {100 * t['ras_straggler_share']:.0f}% and "
+                f"{100 * t['ras_straggler_others_share']:.0f}% of the queries)",)
+    local = {p.pid for p in job.processes if p.alive}
+    here = r.pid in local
+    fix = (f"py-spy dump --pid {r.pid} (in hwtop: j, the rank, then d) shows what it does between collectives."
+           if here else f"On {r.host}: py-spy dump --pid {r.pid} shows what rank {r.rank} does between collectives.")
+    return Finding("rank-straggler", "warning", f"Rank {r.rank} holds the job back: NCCL finds it behind",
+                   evidence, (fix, "A rank that is routinely late does more work, or works slower: balance the shards "
+                              "(DistributedSampler, length-bucketed batches), or look at its GPU's clocks and its "
+                              "host's load."), scope="job",
+                   gpus=(r.nvml_dev,) if here and r.nvml_dev is not None else (),
+                   pids=(r.pid,) if here and r.pid is not None else ())
+
+
 @rule("rank-straggler", hold_s=5, clear_s=10, order=220, watches="each rank's collective waits against the others'",
       reads=("data_wait_fraction", "gpu_busy_util_percent", "numa_local_memory_share", "rank_hang_wait_share",
-             "rank_stale_s", "runqueue_wait_share", "stack_min_samples", "straggler_own_wait_ratio",
+             "rank_stale_s", "ras_hang_s", "ras_straggler_min_queries", "ras_straggler_others_share",
+             "ras_straggler_share", "runqueue_wait_share", "stack_min_samples", "straggler_own_wait_ratio",
              "straggler_peer_wait_share"))
 def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
-    if job is None or len(job.ranks) < 2:
+    if job is None:
         return
-    read = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
+    nccl = _from_nccl(job, t)
+    from_stacks = list(_from_stacks(window, job, t))
+    if nccl is None:
+        yield from from_stacks
+        return
+    for finding in from_stacks:  # the same rank named by both: one finding, with NCCL's figure added
+        if finding.severity == "warning" and nccl.pids and finding.pids == nccl.pids:
+            yield msgspec.structs.replace(finding, evidence=(*nccl.evidence, *finding.evidence))
+            return
+    yield nccl
+
+
+def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Finding]:
+    """One rank's stacks wait in collectives far less than the others' (this host's ranks, or the fleet's)."""
+    ranks = [r for r in job.ranks if not r.nccl_only]
+    if len(ranks) < 2:
+        return
+    read = [r for r in ranks if r.samples >= t["stack_min_samples"]]
     missing = missing_figures(job, t)
     if missing:  # which figure is missing, said once; no straggler is named from half the ranks
         yield Finding("rank-straggler", "info", "Stragglers cannot be judged: some ranks' stacks are unreadable",
@@ -123,11 +170,11 @@ def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
                        "as root (ptrace; in a container, --cap-add SYS_PTRACE).",),
                       scope="job ranks unreadable")
         return
-    if len(read) < 2 or len(read) < len(job.ranks):
+    if len(read) < 2 or len(read) < len(ranks):
         return
     from hwtop.advice.ranks import judge_ranks  # the fleet's judgement too: the same rank for the same numbers
 
-    verdict = judge_ranks(job.ranks, t)
+    verdict = judge_ranks(ranks, t)
     if verdict is None or verdict.kind != "straggler" or verdict.rank is None:
         return  # balanced, or a hang: collective-hang names the rank that never arrived
     slow, others = verdict.rank, list(verdict.waiting)

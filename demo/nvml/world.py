@@ -137,6 +137,15 @@ class Card:
 
 
 @lru_cache(maxsize=4096)
+def _power_jitter(seed: int, index: int, second: int) -> tuple[float, float]:
+    """A card's power noise in one second: the first two draws of that second's generator (a busy card's, then a
+    spinning one's). Cached: seeding a generator from text hashes it, and truth() is asked a dozen times a tick."""
+    rng = random.Random(f"{seed}:{index}:{second}")
+    busy = rng.uniform(-2, 2)
+    return busy, rng.uniform(-1, 1)
+
+
+@lru_cache(maxsize=4096)
 def _training_load(seed: int, index: int, second: int) -> float:
     """A training step rhythm: high utilization with a dip at each (simulated) eval or checkpoint."""
     rng = random.Random(f"{seed}:{index}:{second}")
@@ -217,17 +226,17 @@ class World:
         """Everything the card holds at t; without `counters`, the cumulative counters read 0 (cheaper)."""
         model = card.model
         load = self.load(card, t)
-        rng = random.Random(f"{self.seed}:{card.index}:{math.floor(t)}")
+        busy_jitter, spin_jitter = _power_jitter(self.seed, card.index, math.floor(t))
         util = round(100 * load)
         ramp = memory_ramp(t)
         working = card.busy or bool(self.forced_load(card, t))
         used = int(min(model.memory_bytes - model.reserved_bytes,
                        (self.job_memory(card) * ramp if working else 0) + 4 * MIB + (card.index * 3 % 7) * MIB))
         power = model.idle_power_w + (model.power_limit_w - model.idle_power_w) * load * 0.93
-        power += rng.uniform(-2, 2) if load else 0
+        power += busy_jitter if load else 0
         power = max(model.idle_power_w * 0.8, min(model.power_limit_w, power))
         if card.spin_power_w is not None and load:
-            power = card.spin_power_w + rng.uniform(-1, 1)
+            power = card.spin_power_w + spin_jitter
         reasons = card.forced_reasons
         if load == 0:
             reasons |= EVENT["idle"]

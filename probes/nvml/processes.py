@@ -23,6 +23,7 @@ from hwtop.probes.nvml.calls import INSUFFICIENT_SIZE, Verdict, error_code, verd
 from hwtop.probes.nvml.capabilities import Query
 from hwtop.probes.nvml.handle import DeviceHandle
 from hwtop.probes.nvml.holders import Holders, cmdline
+from hwtop.probes.owners import OwnerReader
 
 NOT_AVAILABLE = 0xFFFFFFFFFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE as unsigned long long (WDDM, some containers)
 VERSIONS = ("_v3", "_v2", "")
@@ -118,6 +119,7 @@ class ProcessReader:
         self._gpu = gpu
         self._holders = holders
         self._last_sample_us = 0  # the newest utilization sample seen
+        self._owners = OwnerReader(holders.proc_root)  # for a GPU process the host table did not list
 
     def read(self, by_pid: dict[int, ProcessInfo], minor: int | None) -> tuple[tuple[GpuProcess, ...], str | None]:
         """(the processes, why some cannot be shown or None); `minor` is the GPU's /dev/nvidiaN."""
@@ -131,6 +133,8 @@ class ProcessReader:
             if samples:
                 utilization, self._last_sample_us = pick_samples(list(samples), self._last_sample_us)
         result = [self._process(entry, minor, by_pid, utilization.get(entry.pid)) for entry in listed]
+        listed_pids = {entry.pid for entry in listed}
+        self._owners.retain(lambda pid, _start: pid in listed_pids)
         hidden = sum(not p.visible for p in result)
         if Verdict.DENIED in (compute_error, graphics_error):
             return tuple(result), "process list: no permission (NVML NO_PERMISSION)"
@@ -189,7 +193,8 @@ class ProcessReader:
         host = by_pid.get(pid)
         proc_root = self._holders.proc_root
         visible = host is not None or os.path.exists(f"{proc_root}/{pid}")
-        if visible and minor is not None and not self._gpu.session.source.startswith("demo"):
+        demo = self._gpu.session.source.startswith("demo")  # its pids are not this host's processes
+        if visible and minor is not None and not demo:
             # A pid of ours that does not hold this GPU's device file is another process (container pid
             # namespace): not the one NVML means.
             held = self._holders.minors_held(pid)
@@ -206,4 +211,5 @@ class ProcessReader:
             command=command,
             cpu_percent=host.cpu_percent if host else None,
             rss_bytes=host.rss_bytes if host else None,
+            owner=host.owner if host else (self._owners.owner_of_pid(pid) if visible and not demo else None),
         )

@@ -87,9 +87,9 @@ def test_a_crash_in_replay_exits_1(state, tmp_path, monkeypatch, capsys):
 
 
 def test_a_crash_in_fleet_exits_1(state, monkeypatch, capsys):
-    from hwtop.tui import fleet_app
+    from hwtop.fleet import session
 
-    monkeypatch.setattr(fleet_app, "worst_first", boom)  # in the UI (a failed request is a row, not a crash)
+    monkeypatch.setattr(session, "worst_first", boom)  # on the session's worker (a failed request is a row)
     assert main(["fleet", "127.0.0.1:9"]) == 1
     assert_reported(capsys.readouterr().err, state)
 

@@ -107,7 +107,10 @@ def test_nccl_hang_freezes_steps_and_flattens_gpu_utilization() -> None:
     raised = first_with(frames, "collective-hang")
     assert raised is not None and NCCL_HANG_S <= raised <= NCCL_HANG_S + 25  # within the spin window
     finding = next(f for f in frames[-1].findings if f.id == "collective-hang")
-    assert finding.title == "Ranks wait in a collective" and finding.severity == "critical"
+    assert finding.title == f"Rank {NCCL_STUCK_RANK} never reached the collective the others wait in"
+    assert finding.severity == "critical"
+    titles = {f.title for frame in frames for f in frame.findings if f.id == "collective-hang"}
+    assert titles == {finding.title}  # one title from its raising on, in the pane as in "what changed"
     assert any(f"rank {NCCL_STUCK_RANK} (pid {41000 + NCCL_STUCK_RANK})" in line for line in finding.evidence)
     assert "collective-hang" not in ids(frames[(int(NCCL_HANG_S) - 4) // 2])  # not before the hang
 

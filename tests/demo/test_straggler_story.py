@@ -63,8 +63,33 @@ async def test_the_job_view_marks_the_straggler_and_reads_no_real_stack():
         assert isinstance(screen, JobScreen)
         text = [line.plain for line in screen.panel.lines(76)]
         marked = [line for line in text if line.startswith("◀")]
-        # one host: at 80 cells its name is the header's, not a column (widgets/job_ranks.py)
-        assert len(marked) == 1 and marked[0].startswith(f"◀   {STRAGGLER_RANK}   {RANK_PID + STRAGGLER_RANK} ")
+        # two nodes (NCCL's RAS view, demo/ras.py): a HOST column; the straggler first, behind the others
+        assert len(marked) == 1 and marked[0].startswith(f"◀   {STRAGGLER_RANK} ")
+        assert f" {RANK_PID + STRAGGLER_RANK} " in marked[0]
+        assert any("10.0.0.2" in line for line in text)  # the other node's ranks
         await pilot.press("d")
         await pilot.pause()
         assert any("is simulated" in line.plain for line in screen.panel.stack)
+
+
+def test_the_job_view_and_the_process_table_read_one_table() -> None:
+    """Issue 48: the job view said 24 threads where the table said 86, listed no DataLoader workers and no
+    memory node; its processes are now the table's rows of the launcher, the ranks and their workers."""
+    from tests.tui.screens import story_snapshots
+
+    snapshot = story_snapshots("dgx-a100:straggler", seconds=30.0, step=10.0)[-1]
+    job = snapshot.job
+    assert job is not None and snapshot.workload is not None and snapshot.workload.config is not None
+    table = {p.pid: p for p in snapshot.processes}
+    shown = [p for p in job.processes if p.pid in table]  # the table lists the busiest (process_limit)
+    assert len(shown) >= 9
+    for process in shown:
+        row = table[process.pid]
+        assert (process.threads, process.cpu_percent, process.rss_bytes, process.state) == \
+            (row.threads, row.cpu_percent, row.rss_bytes, row.state), process.pid
+    workers = [p for p in job.processes if p.role == "DataLoader worker"]
+    listed = [p for p in snapshot.processes if p.name == "pt_data_worker"]
+    assert len(workers) == 8 * (snapshot.workload.config.num_workers or 0)
+    assert {p.pid for p in listed} <= {p.pid for p in workers} and listed
+    ranks = [p for p in job.processes if p.rank is not None]
+    assert len(ranks) == 8 and all(p.numa_pages for p in ranks)

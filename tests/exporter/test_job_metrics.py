@@ -84,3 +84,26 @@ def test_export_refuses_a_job_it_cannot_focus_in_one_line():
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "hwtop: error:" in done.stderr, done.stderr
     done = subprocess.run([*HWTOP, "export", "--job-name", "train"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "--job-name" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_nccl_ranks_of_every_node_as_counters_states_and_missing():
+    from hwtop.model.ras import NcclView
+
+    here = replace(RANK0, collectives=(("AllReduce", 6650), ("Broadcast", 1)), lag=0, nccl_state="RUNNING", gpu=0)
+    late = RankFigures(5, "10.0.0.3", pid=4055, gpu=1, collectives=(("AllReduce", 6649),), lag=1,
+                       nccl_state="RUNNING", nccl_only=True)
+    gone = RankFigures(6, 'evil"\n', pid=4056, gpu=2, nccl_state="DEAD", nccl_only=True)
+    job = replace(job_with(here, late, gone), nccl=NcclView("localhost:28028", "test"))
+    series = page(job, job_name="train")
+    counts = {(s["rank"], s["Hostname"], s["op"]): v for s, v in series["hwtop_nccl_rank_collectives_total"]}
+    assert counts == {("0", "box", "AllReduce"): 6650, ("0", "box", "Broadcast"): 1,
+                      ("5", "10.0.0.3", "AllReduce"): 6649}
+    states = {s["rank"]: (s["state"], s["Hostname"], s["pid"], s["gpu"]) for s, _ in series["hwtop_nccl_rank_state"]}
+    assert states["6"] == ("DEAD", 'evil"\n', "4056", "2") and states["5"] == ("RUNNING", "10.0.0.3", "4055", "1")
+    assert {s["state"]: v for s, v in series["hwtop_nccl_missing_ranks"]} == {"UNRESPONSIVE": 0, "DEAD": 1}
+    assert {s["rank"]: v for s, v in series["hwtop_nccl_rank_lag"]} == {"0": 0, "5": 1}
+    assert {s["rank"] for s, _ in series["hwtop_job_rank_info"]} == {"0"}  # other hosts' ranks: theirs to report
+
+
+def test_no_nccl_view_no_nccl_series():
+    assert not any(name.startswith("hwtop_nccl_") for name in page(job_with(RANK0, RANK1)))

@@ -6,7 +6,7 @@ from hwtop.exporter.metrics import families
 from hwtop.exporter.text import render
 from hwtop.fleet.scrape import parse
 from hwtop.model.snapshot import NicSnapshot, Snapshot
-from hwtop.tui.fleet_app import _port
+from hwtop.tui.fleet.cells import port as _port
 
 
 def page(nics: tuple[NicSnapshot, ...]) -> str:
@@ -34,13 +34,14 @@ def test_through_prometheus_each_host_names_its_busiest_port() -> None:
     from pathlib import Path
 
     from hwtop.fleet.prometheus import assemble, parse_answers
+    from hwtop.fleet.promjson import vector
 
     recording = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "prometheus" /
                             "hwtop-two-hosts.json").read_text())
     bodies = {key: json.dumps(answer["body"]).encode() for key, answer in recording["answers"].items()}
     answers, errors = parse_answers(bodies)
     assert not errors
-    views = {v.name: v for v in assemble(answers, {})[0]}
+    views = {v.name: v for v in assemble(vector(bodies["table"]), answers, {})[0]}
     dgx, h200 = views["node-dgx"].busiest_port, views["node-h200"].busiest_port
     assert dgx is not None and dgx.label == "enp225s0f0" and dgx.kind == "ethernet"  # the dataset share's reads
     assert dgx.busiest > 1e6 and dgx.line_ratio is not None and dgx.line_ratio < 0.01

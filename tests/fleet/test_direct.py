@@ -15,13 +15,17 @@ import uuid
 from contextlib import redirect_stderr
 from pathlib import Path
 
+import msgspec
 import pytest
 
-from hwtop.fleet.model import FindingRow, GpuRow, HostView, totals, worst_first
+from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.model import FindingRow, GpuRow, HostView, worst_first
 from hwtop.fleet.scrape import parse
-from hwtop.fleet.sources import DirectSource, merge_same_host
+from hwtop.fleet.session import summarise
+from hwtop.fleet.sources import Ask, DirectSource, Round, merge_same_host
 from hwtop.fleet.targets import exporter_url, merge, prometheus_url, selector_matchers
-from hwtop.tui.fleet_app import FleetApp, HostScreen
+from hwtop.tui.fleet.app import FleetApp
+from hwtop.tui.fleet.host_screen import FleetHostScreen
 from tests.exporter.test_exporter import StaticExporter, free_port
 
 GIB_MIB = 1024
@@ -64,7 +68,8 @@ def two_exporters():
 
 
 def _rows(app: FleetApp) -> list[list[str]]:
-    return [[str(getattr(cell, "plain", cell)) for cell in app.table.get_row_at(i)] for i in range(app.table.row_count)]
+    table = app.hosts_screen.table
+    return [[str(getattr(cell, "plain", cell)) for cell in table.get_row_at(i)] for i in range(table.row_count)]
 
 
 @pytest.mark.slow  # a long subprocess or network wait; CI runs it as a second step
@@ -91,27 +96,27 @@ async def test_duplicate_closed_and_silent_endpoints_keep_the_screen_live_and_q_
             assert statuses[f"127.0.0.1:{silent.port}"] == "no answer within 1 s"
             assert statuses[closed] == "unreachable: Connection refused"
             assert [r[2] for r in rows[2:]] == ["8", "1"]
-            title = str(app.title_bar.render())
-            used = sum(g.fb_used_mib or 0 for v in app.views for g in v.gpus.values())
+            title = str(app.hosts_screen.summary.render())
+            used = sum(g.fb_used_mib or 0 for v in app.frame.hosts for g in v.gpus)
             # each GPU once, used of FB_TOTAL: 8 x 81920 MiB (A100 80GB) + 143771 MiB (H200), as nvidia-smi
             # reports them (used + free alone would miss the reserve)
             total_mib = 8 * 81920 + 143771
-            assert f"2/4 hosts answering · 9 GPUs · GPU memory {used / GIB_MIB:,.0f}/{total_mib / GIB_MIB:,.0f} GiB" \
-                in title, title
+            assert "2/4 up · 2 down · 9 GPUs" in title and \
+                f"{used / GIB_MIB:,.0f}/{total_mib / GIB_MIB:,.0f} GiB" in title, title
             assert 0 < used < total_mib
-            assert "same exporter" in str(app.warning_bar.render())
+            assert "same exporter" in str(app.hosts_screen.warning_bar.render())
             # the UI answers while the silent endpoint's request is in flight: a tick that waited on it would take
             # its whole 1 s timeout; half of that leaves room for a loaded box
             started = time.monotonic()
             app.tick()
             assert time.monotonic() - started < 0.5
-            app.table.move_cursor(row=2)
+            app.hosts_screen.table.move_cursor(row=2)
             await pilot.press("enter")
             await pilot.pause()
-            assert isinstance(app.screen, HostScreen) and app.screen.table.row_count >= 8
+            assert isinstance(app.screen, FleetHostScreen) and app.screen.table.row_count >= 8
             await pilot.press("escape")
             await pilot.pause()
-            assert not isinstance(app.screen, HostScreen)
+            assert not isinstance(app.screen, FleetHostScreen)
             await pilot.press("down")
             quit_at = time.monotonic()
             await pilot.press("q")
@@ -131,12 +136,12 @@ class _Clock:
 
 
 def _view(url: str, host: str, uuids: tuple[str, ...], util: float = 50.0) -> HostView:
-    gpus = {u: GpuRow(str(i), "H100", u, util, 1000.0, 80000.0, 500.0) for i, u in enumerate(uuids)}
+    gpus = tuple(GpuRow(str(i), "H100", u, util, 1000.0, 80000.0, 500.0) for i, u in enumerate(uuids))
     return HostView(url, host, gpus, hwtop=True)
 
 
 def test_a_request_past_its_deadline_is_shown_without_waiting_for_it():
-    clock, release = _Clock(), threading.Event()
+    release = threading.Event()
 
     def fetcher(url: str, timeout: float) -> HostView:
         if "stuck" in url:
@@ -144,21 +149,13 @@ def test_a_request_past_its_deadline_is_shown_without_waiting_for_it():
             return HostView(url, error="late")
         return _view(url, "node1", ("GPU-1",), util=40.0)
 
-    source = DirectSource(["http://stuck:9400/metrics", "http://node1:9400/metrics"], interval=1.0, timeout=2.0,
-                          fetcher=fetcher, clock=clock)
+    source = DirectSource(["http://stuck:9400/metrics", "http://node1:9400/metrics"], interval=1.0, timeout=0.1,
+                          fetcher=fetcher)
     try:
-        source.poll()
-        for _ in range(50):
-            if source.poll():
-                break
-            time.sleep(0.01)
-        clock.now += 2.6
-        started = time.monotonic()
-        assert source.poll() is True
-        assert time.monotonic() - started < 0.05
-        views = {v.address: v for v in source.hosts()}
-        assert views["http://stuck:9400/metrics"].error == "no answer within 2 s"
-        assert views["http://node1:9400/metrics"].up and views["http://node1:9400/metrics"].trend == [40.0]
+        for _ in range(2):  # the second round does not ask the stuck exporter again, nor wait for it
+            views = {v.address: v for v in source.read(Ask()).hosts or ()}
+            assert views["http://stuck:9400/metrics"].error == "no answer within 0.1 s"
+        assert views["http://node1:9400/metrics"].up and views["http://node1:9400/metrics"].trend == (40.0, 40.0)
     finally:
         release.set()
         source.close()
@@ -171,23 +168,25 @@ def test_two_exporters_reporting_the_same_gpus_count_once():
     assert [v.address for v in views] == ["http://a:9400/metrics", "http://b:9400/metrics"]
     assert warnings == ["http://n1.example:9400/metrics and http://a:9400/metrics report the same GPUs (n1): "
                         "shown once"]
-    fleet = totals(views)
+    fleet = summarise(tuple(views), Thresholds())
     assert (fleet.gpus, fleet.used_mib, fleet.total_mib) == (3, 3000.0, 3 * 81500.0)
 
 
 def test_worst_first_and_totals():
     ok = _view("u1", "a-ok", ("G1",))
-    warn = _view("u2", "b-warn", ("G2",))
-    warn.findings.append(FindingRow("warning", "gpu-throttled", "GPU0"))
-    crit = _view("u3", "z-crit", ("G3",))
-    crit.findings += [FindingRow("info", "x"), FindingRow("critical", "oom", "job")]
+    warn = msgspec.structs.replace(_view("u2", "b-warn", ("G2",)),
+                                   findings=(FindingRow("warning", "gpu-throttled", "GPU0"),))
+    crit = msgspec.structs.replace(_view("u3", "z-crit", ("G3",)),
+                                   findings=(FindingRow("info", "x"), FindingRow("critical", "oom", "job")))
     down = HostView("http://c:9400/metrics", error="unreachable: Connection refused")
     assert [v.name for v in worst_first([ok, warn, crit, down])] == ["z-crit", "c", "b-warn", "a-ok"]
     assert crit.top_finding == FindingRow("critical", "oom", "job")
     no_total = GpuRow("0", fb_used_mib=100.0, fb_free_mib=900.0)  # an old dcgm-exporter: no FB_RESERVED/TOTAL
     assert no_total.memory_total_mib == 1000.0
-    fleet = totals([ok, warn, crit, down, HostView("u5", "old", {"x": no_total})])
-    assert (fleet.hosts, fleet.answering, fleet.gpus, fleet.used_mib, fleet.total_mib) == (5, 4, 4, 3100.0, 245500.0)
+    fleet = summarise((ok, warn, crit, down, HostView("u5", "old", (no_total,))), Thresholds())
+    assert (fleet.hosts, fleet.up, fleet.down, fleet.gpus, fleet.used_mib, fleet.total_mib) == \
+        (5, 4, 1, 4, 3100.0, 245500.0)
+    assert fleet.findings == (("gpu-throttled", 1), ("oom", 1), ("x", 1))
 
 
 def test_a_dcgm_exporter_page_parses_with_either_hostname_spelling_and_counters():
@@ -250,43 +249,28 @@ def test_bad_fleet_usage_exits_2_with_one_line(args, message):
 
 async def test_text_from_outside_is_literal():
     class Hostile:
-        description, interval, warnings, job = "[b]desc[/b]", 1.0, ["[@click=app.quit]warn"], None
-        reads_jobs = False
+        description, interval, job, reads_jobs = "[b]desc[/b]", 1.0, None, False
+        thresholds = Thresholds()
 
-        def poll(self) -> bool:
-            return True
-
-        def hosts(self) -> list[HostView]:
+        def read(self, ask: Ask) -> Round:
             view = _view("http://h:1/[red]", "[@click=app.quit]evil\x1b]0;pwn\x07", ("G1",))
-            view.findings.append(FindingRow("warning", "[/x]rule", "GPU0"))
-            return [view]
-
-        def problem(self) -> str | None:
-            return "[/b]"
-
-        def job_view(self) -> None:
-            return None
-
-        def select_job(self, job: str | None) -> None:
-            pass
-
-        def list_jobs(self, wanted: bool) -> None:
-            pass
-
-        def jobs(self) -> None:
-            return None
+            return Round((msgspec.structs.replace(view, findings=(FindingRow("warning", "[/x]rule", "GPU0"),)),),
+                         "[/b]", ("[@click=app.quit]warn",))
 
         def close(self) -> None:
             pass
 
     app = FleetApp(Hostile())
-    async with app.run_test(size=(170, 20)) as pilot:
-        await pilot.pause()
-        row = app.table.get_row_at(0)
+    async with app.run_test(size=(250, 20)) as pilot:
+        screen = app.hosts_screen
+        while screen.table.row_count == 0:
+            await pilot.pause(0.05)
+        row = screen.table.get_row_at(0)
         assert row[0].plain == "[@click=app.quit]evil␛]0;pwn␇"
         assert row[9].plain == "http://h:1/[red]" and "[/x]rule" in row[7].plain
         assert not any("@click" in str(span.style) for cell in row for span in getattr(cell, "spans", []))
-        assert "[b]desc[/b]" in str(app.title_bar.render()) and "[/b]" in str(app.title_bar.render())
+        assert "[b]desc[/b]" in str(screen.title_bar.render()) and "[/b]" in str(screen.title_bar.render())
+        assert "[@click=app.quit]warn" in str(screen.warning_bar.render())
         await pilot.press("q")
 
 
@@ -315,7 +299,7 @@ def test_the_command_in_a_terminal_quits_within_a_second_with_an_endpoint_that_n
         screen = pane()
         total_mib = sum((g.memory_total_bytes or 0) // (1 << 20)
                         for e in two_exporters for g in e.latest.frame.snapshot.gpus)
-        assert "2/4 hosts answering · 9 GPUs" in screen and f"/{total_mib / GIB_MIB:,.0f} GiB" in screen, screen
+        assert "2/4 up · 2 down · 9 GPUs" in screen and f"/{total_mib / GIB_MIB:,.0f} GiB" in screen, screen
         assert "waiting for the first answer" in screen  # the silent one, with a 30 s deadline
         started = time.monotonic()
         _tmux("send-keys", "-t", session, "q")

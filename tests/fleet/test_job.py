@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import urllib.parse
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.job import assemble_job, job_queries, promql_string
 from hwtop.fleet.model import FindingRow, GpuRow, HostView
-from hwtop.fleet.sources import PrometheusSource
+from hwtop.fleet.sources import Ask, PrometheusSource, Round
 
 URL = "http://prom:9090"
 
@@ -83,14 +83,12 @@ class FakePrometheus:
         return vector()
 
 
-def one_round(prometheus: FakePrometheus, job: str = "train") -> PrometheusSource:
+def one_round(prometheus: FakePrometheus, job: str = "train") -> Round:
     source = PrometheusSource(URL, "", interval=1.0, timeout=2.0, getter=prometheus, job=job, job_window_s=30)
-    source.poll()
-    deadline = time.monotonic() + 10
-    while not source.poll():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    return source
+    try:
+        return source.read(Ask(job))
+    finally:
+        source.close()
 
 
 def finding(host: str, rule: str, severity: str, scope: str = "") -> dict:
@@ -103,7 +101,7 @@ def test_the_straggler_and_its_host_with_that_hosts_own_top_finding_as_the_cause
     ranks = [rank_series("node-0", 0, 18.0, 12.0), rank_series("node-0", 1, 17.0, 13.0),
              rank_series("node-1", 2, 19.0, 11.0), rank_series("node-1", 3, 1.0, 29.0)]
     source = one_round(FakePrometheus(table, ranks))
-    view = source.job_view()
+    view = source.job
     assert view is not None and view.verdict is not None and view.message is None
     assert view.verdict.kind == "straggler" and view.verdict.named == "rank 3 on node-1 (pid 103)"
     assert "at train.py:43 step" in view.verdict.evidence[0]
@@ -119,17 +117,17 @@ def test_the_straggler_and_its_host_with_that_hosts_own_top_finding_as_the_cause
 
 def test_the_rank_that_never_reached_the_collective_is_named_as_the_hang():
     ranks = [rank_series("node-0", 0, 29.5, 0.5), rank_series("node-1", 1, 0.0, 30.0)]
-    view = one_round(FakePrometheus([], ranks)).job_view()
+    view = one_round(FakePrometheus([], ranks)).job
     assert view is not None and view.verdict is not None
     assert (view.verdict.kind, view.verdict.named) == ("hang", "rank 1 on node-1 (pid 101)")
     assert view.cause is None
 
 
 def test_a_prometheus_without_job_series_says_so_in_one_line():
-    view = one_round(FakePrometheus([finding("node-0", "io-bound", "warning")], [])).job_view()
-    assert view is not None and view.ranks == [] and view.verdict is None
+    view = one_round(FakePrometheus([finding("node-0", "io-bound", "warning")], [])).job
+    assert view is not None and view.ranks == () and view.verdict is None
     assert view.message == 'no hwtop job series at http://prom:9090 for job_name="train"'
-    view = one_round(FakePrometheus([], [], names=("gpt", "bert"))).job_view()
+    view = one_round(FakePrometheus([], [], names=("gpt", "bert"))).job
     assert view is not None and view.message == \
         'no hwtop job series at http://prom:9090 for job_name="train" (jobs there: bert, gpt)'
 
@@ -137,12 +135,9 @@ def test_a_prometheus_without_job_series_says_so_in_one_line():
 def test_without_a_job_the_rounds_ask_no_job_queries():
     prometheus = FakePrometheus([], [])
     source = PrometheusSource(URL, "", interval=1.0, timeout=2.0, getter=prometheus)
-    source.poll()
-    deadline = time.monotonic() + 10
-    while not source.poll():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    assert source.job_view() is None and not [q for q in prometheus.asked if "hwtop_job" in q]
+    got = source.read(Ask())
+    source.close()
+    assert got.job is None and not [q for q in prometheus.asked if "hwtop_job" in q]
 
 
 def test_a_hostile_job_name_is_one_promql_string_and_the_selector_is_kept():
@@ -166,9 +161,9 @@ def test_hostile_or_out_of_range_labels_are_skipped_not_trusted():
 
 
 def test_host_rows_name_their_gpu_models():
-    view = HostView("a", gpus={str(i): GpuRow(str(i), "NVIDIA A100-SXM4-80GB") for i in range(8)})
+    view = HostView("a", gpus=tuple(GpuRow(str(i), "NVIDIA A100-SXM4-80GB") for i in range(8)))
     assert view.gpu_models == "8x A100-SXM4-80GB"
-    view.gpus["8"] = GpuRow("8", "NVIDIA L4")
+    view = msgspec.structs.replace(view, gpus=(*view.gpus, GpuRow("8", "NVIDIA L4")))
     assert view.gpu_models == "8x A100-SXM4-80GB, 1x L4"
     assert HostView("b").gpu_models == ""
 
@@ -196,3 +191,27 @@ def test_a_window_shorter_than_two_scrapes_says_so():
     now = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["now"]]
     view = assemble_job("train", URL, now, [], [], [], Thresholds())
     assert view.verdict is None and "--rank-window" in (view.message or "")
+
+
+def test_nccl_ranks_of_other_nodes_join_the_job_view():
+    """NCCL RAS series (issue 42): a node's exporter reports every rank NCCL knows; the ranks whose own host
+    exports stack figures keep their rows, the others are rows of their own with NCCL's state and lag."""
+    ranks = [rank_series("node-0", 0, 30.0, 0.5), rank_series("node-0", 1, 29.0, 1.0)]
+    now = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["now"]]
+    window = [(s["metric"], float(s["value"][1])) for r in ranks for s in r["window"]]
+    for rank, host, state, lag in ((0, "node-0", "RUNNING", 0), (5, "10.0.0.3", "RUNNING", 1),
+                                   (6, "10.0.0.4", "DEAD", None)):
+        labels = {"job_name": "train", "rank": str(rank), "Hostname": host}
+        now.append(({"__name__": "hwtop_nccl_rank_state", **labels, "state": state, "pid": str(4050 + rank),
+                     "gpu": "1"}, 1.0))
+        if lag is not None:
+            now.append(({"__name__": "hwtop_nccl_rank_lag", **labels}, float(lag)))
+            now.append(({"__name__": "hwtop_nccl_rank_collectives_total", **labels, "op": "AllReduce"},
+                        6650.0 - lag))
+    view = assemble_job("train", URL, now, window, [], [], Thresholds())
+    rows = {(r.host, r.rank): r for r in view.ranks}
+    assert set(rows) == {("node-0", 0), ("node-0", 1), ("10.0.0.3", 5), ("10.0.0.4", 6)}
+    assert rows[("node-0", 0)].nccl_state == "RUNNING" and not rows[("node-0", 0)].nccl_only
+    assert rows[("10.0.0.3", 5)].lag == 1 and rows[("10.0.0.3", 5)].nccl_only
+    assert rows[("10.0.0.3", 5)].collectives == (("AllReduce", 6649),) and rows[("10.0.0.4", 6)].nccl_state == "DEAD"
+    assert {r["rank"]: r["nccl_state"] for r in view.to_dict(1000.0)["ranks"]}[6] == "DEAD"

@@ -9,9 +9,8 @@ import json
 import subprocess
 import sys
 import threading
-import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -20,9 +19,9 @@ from hypothesis import strategies as st
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.jobs import MAX_JOBS, assemble_jobs
-from hwtop.fleet.sources import LIST_EVERY_S, PrometheusSource
+from hwtop.fleet.session import FleetSession
+from hwtop.fleet.sources import Ask, PrometheusSource, Round
 from tests.fleet.test_job import URL, FakePrometheus, finding, job_info, rank_series
-from tests.fleet.test_prometheus import Clock
 
 HWTOP = [sys.executable, "-m", "hwtop"]
 
@@ -38,24 +37,16 @@ def three_jobs() -> FakePrometheus:
                                                job_info("idle", "node-3")])
 
 
-def one_round(source: PrometheusSource) -> None:
-    source.poll()
-    deadline = time.monotonic() + 10
-    while not source.poll():
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-
-
-def listed(prometheus: FakePrometheus, clock: Callable[[], float] = time.monotonic) -> PrometheusSource:
-    source = PrometheusSource(URL, "", interval=1.0, timeout=2.0, getter=prometheus, job_window_s=30, clock=clock)
-    source.list_jobs(True)
-    one_round(source)
-    return source
+def listed(prometheus: FakePrometheus) -> Round:
+    source = PrometheusSource(URL, "", interval=1.0, timeout=2.0, getter=prometheus, job_window_s=30)
+    try:
+        return source.read(Ask(jobs=True))
+    finally:
+        source.close()
 
 
 def test_every_job_with_its_hosts_ranks_and_verdict_hangs_and_stragglers_first():
-    source = listed(three_jobs())
-    jobs = source.jobs()
+    jobs = listed(three_jobs()).jobs
     assert jobs is not None and jobs.message is None and jobs.left_out == 0
     assert [(row.name, row.hosts, len(row.view.ranks)) for row in jobs.jobs] == [
         ("bert", ("node-2",), 2), ("train", ("node-0", "node-1"), 2), ("eval", ("node-0",), 2),
@@ -71,30 +62,29 @@ def test_every_job_with_its_hosts_ranks_and_verdict_hangs_and_stragglers_first()
                                      "verdict": train.view.to_dict(1010.0)["verdict"], "message": None}
 
 
-def test_the_list_asks_every_job_at_once_then_every_few_seconds_and_only_while_it_is_wanted():
-    prometheus, clock = three_jobs(), Clock()
-    source = listed(prometheus, clock)
+def test_the_list_is_asked_in_the_rounds_that_want_it_and_only_those():
+    prometheus = three_jobs()
+    session = FleetSession(PrometheusSource(URL, "", interval=1.0, timeout=2.0, getter=prometheus, job_window_s=30))
 
-    def asked_after(seconds: float) -> list[str]:
+    def asked(jobs: bool) -> list[str]:
         prometheus.asked.clear()
-        clock.now += seconds
-        one_round(source)
+        session.ask(None, jobs)
+        session.round()
         return [q for q in prometheus.asked if "hwtop_job" in q]
 
-    first = [q for q in prometheus.asked if "hwtop_job" in q]
-    assert len(first) == 3 and all('job_name!=""' in q for q in first), first
-    assert any("hwtop_job_info" in q for q in first)
-    assert asked_after(1.0) == []  # the next round, a second later: the list is not asked again yet
-    assert len(asked_after(LIST_EVERY_S)) == 3
-    source.list_jobs(False)
-    assert asked_after(LIST_EVERY_S) == []
-    source.list_jobs(True)  # opened again: asked in the very next round
-    assert len(asked_after(1.0)) == 3
+    try:
+        first = asked(True)
+        assert len(first) == 3 and all('job_name!=""' in q for q in first), first
+        assert any("hwtop_job_info" in q for q in first) and session.frame.jobs is not None
+        assert len(asked(True)) == 3  # every round while the list is open: it costs the worker, not the UI
+        assert asked(False) == [] and session.frame.jobs is None
+    finally:
+        session.close()
 
 
 def test_a_prometheus_without_job_series_says_so_in_one_line():
-    jobs = listed(FakePrometheus([finding("node-0", "io-bound", "warning")], [])).jobs()
-    assert jobs is not None and jobs.jobs == [] and jobs.message == "no hwtop job series at http://prom:9090"
+    jobs = listed(FakePrometheus([finding("node-0", "io-bound", "warning")], [])).jobs
+    assert jobs is not None and jobs.jobs == () and jobs.message == "no hwtop job series at http://prom:9090"
 
 
 def test_a_failed_list_query_is_the_lists_message():
@@ -105,8 +95,8 @@ def test_a_failed_list_query_is_the_lists_message():
             return b"<html>"
         return prometheus(url, timeout, limit)
 
-    jobs = listed(getter).jobs()  # type: ignore[arg-type]
-    assert jobs is not None and jobs.jobs == []
+    jobs = listed(getter).jobs  # type: ignore[arg-type]
+    assert jobs is not None and jobs.jobs == ()
     assert jobs.message == "Prometheus: jobs_increase: not a Prometheus API answer (not JSON)"
 
 

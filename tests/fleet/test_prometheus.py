@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import uuid
@@ -18,8 +19,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from hwtop.fleet.frame import FleetFrame
 from hwtop.fleet.http import FetchError
-from hwtop.fleet.model import totals, worst_first
+from hwtop.fleet.session import FleetSession
 from hwtop.fleet.sources import PrometheusSource
 from hwtop.tui.fleet_app import FleetApp
 from tests.exporter.test_exporter import StaticExporter, scrape
@@ -59,56 +61,57 @@ class Replay:
                              "(rerecord: python -m tests.prometheus_rig)")
 
 
-def run_rounds(source: PrometheusSource, clock: Clock, rounds: int = 1) -> None:
-    """Drives the source as the UI's timer does, each round's requests answered by the replay thread."""
+def run_rounds(session: FleetSession, clock: Clock, rounds: int = 1) -> FleetFrame:
+    """Rounds as the session's worker runs them, each request answered on the source's own threads."""
     for _ in range(rounds):
-        source.poll()  # starts a round
-        deadline = time.monotonic() + 10
-        while not source.poll():
-            assert time.monotonic() < deadline, "the round never finished"
-            time.sleep(0.01)
-        clock.now += source.interval
+        session.round()
+        clock.now += session.source.interval
+    return session.frame
 
 
-def replayed(name: str, matchers: str) -> tuple[PrometheusSource, Replay]:
-    replay, clock = Replay(name), Clock()
+def replayed(name: str, matchers: str) -> tuple[FleetSession, Replay]:
+    replay = Replay(name)
     source = PrometheusSource("http://prometheus:9090", matchers, interval=2.0, timeout=3.0, getter=replay,
-                              clock=clock, wall=lambda: replay.recording["now"])
-    run_rounds(source, clock, 2)  # the second round also asks /api/v1/targets: a target was down
-    return source, replay
+                              wall=lambda: replay.recording["now"])
+    session = FleetSession(source)
+    session.round()
+    session.round()  # the second round also asks /api/v1/targets: a target was down
+    return session, replay
 
 
 def test_recorded_hwtop_fleet_two_hosts_a_dead_target_and_right_totals():
-    source, replay = replayed("hwtop-two-hosts", 'job="train"')
+    session, replay = replayed("hwtop-two-hosts", 'job="train"')
+    frame = session.frame
     try:
-        assert "targets" in replay.asked and source.problem() is None and source.warnings == []
-        hosts = {v.name: v for v in source.hosts()}
+        assert "targets" in replay.asked and frame.problem is None and frame.warnings == ()
+        hosts = {v.name: v for v in frame.hosts}
         assert sorted(hosts) == ["127.0.0.1", "node-dgx", "node-h200"]
         dgx, h200, dead = hosts["node-dgx"], hosts["node-h200"], hosts["127.0.0.1"]
         assert dead.error == "down: connection refused" and not dead.gpus
-        assert len(dgx.gpus) == 8 and {g.model for g in dgx.gpus.values()} == {"NVIDIA A100-SXM4-80GB"}
-        assert len(h200.gpus) == 1 and h200.gpus["GPU-7147869c-e2a4-8150-28dd-3b3a9d09ca79"].model == "NVIDIA H200"
+        assert len(dgx.gpus) == 8 and {g.model for g in dgx.gpus} == {"NVIDIA A100-SXM4-80GB"}
+        assert len(h200.gpus) == 1 and h200.gpus[0].model == "NVIDIA H200"
         assert dgx.memory is not None and dgx.memory[1] == 8 * 81920  # FB_TOTAL, whole MiB
         assert h200.memory is not None and h200.memory[1] == 144384  # as recorded (the demo H200 then had 141 GiB)
         assert dgx.hwtop and h200.hwtop and dgx.cpu_busy is not None
-        assert 0 < (h200.gpus["GPU-7147869c-e2a4-8150-28dd-3b3a9d09ca79"].tensor_active or 0) < 1
+        assert 0 < (h200.gpus[0].tensor_active or 0) < 1
         assert len(dgx.trend) >= 2 and all(0 <= x <= 100 for x in dgx.trend)
-        fleet = totals(source.hosts())
-        assert (fleet.hosts, fleet.answering, fleet.gpus, fleet.total_mib) == (3, 2, 9, 8 * 81920 + 144384)
+        fleet = frame.summary
+        assert (fleet.hosts, fleet.up, fleet.gpus, fleet.total_mib) == (3, 2, 9, 8 * 81920 + 144384)
         table = replay.recording["answers"]["table"]["body"]["data"]["result"]
         used = sum(float(r["value"][1]) for r in table if r["metric"]["__name__"] == "DCGM_FI_DEV_FB_USED")
         assert fleet.used_mib == used
-        assert [v.name for v in worst_first(source.hosts())][0] == "127.0.0.1"
+        assert frame.hosts[0].name == "127.0.0.1"  # worst first
     finally:
-        source.close()
+        session.close()
 
 
 def test_recorded_dcgm_and_node_exporter_fleet():
     """What most clusters have: dcgm-exporter (one box scraped twice, one with the lower-case label) and
     node-exporter (one dead): one row per box, GPUs once, CPU from node-exporter, no findings column."""
-    source, _ = replayed("dcgm-node-exporter", "")
+    session, _ = replayed("dcgm-node-exporter", "")
+    frame = session.frame
     try:
-        hosts = {v.name: v for v in source.hosts()}
+        hosts = {v.name: v for v in frame.hosts}
         assert sorted(hosts) == ["node-a", "node-b", "node-c"]
         a, b, c = hosts["node-a"], hosts["node-b"], hosts["node-c"]
         assert len(a.gpus) == 2 and a.memory == (61440 + 1024, 2 * (61440 + 19520 + 545))  # used+free+reserved
@@ -117,23 +120,27 @@ def test_recorded_dcgm_and_node_exporter_fleet():
         assert a.cpu_busy == pytest.approx(25, abs=3) and b.cpu_busy == pytest.approx(60, abs=3)
         assert not a.hwtop and not a.findings
         assert c.error == "down: connection refused" and c.address == "node-c/node-c:9100"
-        assert source.warnings == ["node-a: the same GPUs come from 2 targets (dcgm-a/node-a:9400, "
-                                   "dcgm-again/node-a.example.com:9400); counted once"]
-        fleet = totals(source.hosts())
+        assert frame.warnings == ("node-a: the same GPUs come from 2 targets (dcgm-a/node-a:9400, "
+                                  "dcgm-again/node-a.example.com:9400); counted once",)
+        fleet = frame.summary
         assert (fleet.gpus, fleet.used_mib, fleet.total_mib) == (3, 92464.0, 163010.0 + 40536.0)
     finally:
-        source.close()
+        session.close()
 
 
 async def test_the_view_from_recorded_answers():
-    source, _ = replayed("hwtop-two-hosts", 'job="train"')
-    app = FleetApp(source)
+    session, _ = replayed("hwtop-two-hosts", 'job="train"')
+    app = FleetApp(session.source)
     async with app.run_test(size=(170, 20)) as pilot:
-        await pilot.pause()
-        title = str(app.title_bar.render())
+        screen = app.hosts_screen
+        while screen.table.row_count < 3:
+            await pilot.pause(0.05)
+        title = str(screen.title_bar.render())
         assert 'Prometheus http://prometheus:9090 {job="train"}' in title
-        assert "2/3 hosts answering · 9 GPUs · GPU memory" in title and "/781 GiB" in title
-        rows = [[str(getattr(c, "plain", c)) for c in app.table.get_row_at(i)] for i in range(app.table.row_count)]
+        summary = str(screen.summary.render())
+        assert "2/3 up · 1 down · 9 GPUs" in summary and "/781 GiB" in summary, summary
+        rows = [[str(getattr(c, "plain", c)) for c in screen.table.get_row_at(i)]
+                for i in range(screen.table.row_count)]
         assert [r[0] for r in rows] == ["127.0.0.1", "node-dgx", "node-h200"]
         assert rows[0][1] == "down: connection refused" and rows[1][2] == "8" and rows[2][2] == "1"
         assert rows[1][10] == "8x A100-SXM4-80GB" and rows[2][10] == "1x H200"  # the GPU models, counted
@@ -153,29 +160,29 @@ def test_prometheus_down_slow_or_wrong_is_a_line_not_a_crash():
             raise answer[0]
         return _replay_any(good, url) if answer[0] is good else answer[0]  # type: ignore[return-value]
 
-    source = PrometheusSource("http://p:9090", "", interval=1.0, timeout=3.0, getter=getter, clock=clock,
-                              wall=lambda: 1.8e9)
+    source = PrometheusSource("http://p:9090", "", interval=1.0, timeout=3.0, getter=getter, wall=lambda: 1.8e9)
+    session = FleetSession(source, clock=clock)
     try:
-        run_rounds(source, clock)
-        assert source.problem() == "unreachable: Connection refused" and source.hosts() == []
+        frame = run_rounds(session, clock)
+        assert frame.problem == "unreachable: Connection refused" and frame.hosts == ()
         answer[0] = good
-        run_rounds(source, clock)
-        assert source.problem() is None and len(source.hosts()) == 3
+        frame = run_rounds(session, clock)
+        assert frame.problem is None and len(frame.hosts) == 3
         answer[0] = b'{"status":"error","errorType":"bad_data","error":"1:5: parse error: unexpected \\"}\\""}'
         clock.now += 7
-        run_rounds(source, clock)
-        problem = source.problem() or ""
-        assert problem.startswith('Prometheus: 1:5: parse error: unexpected "}"; showing what it said'), problem
-        assert len(source.hosts()) == 3  # the last answer stays on screen
+        frame = run_rounds(session, clock)
+        problem = frame.problem or ""
+        assert problem == 'Prometheus: 1:5: parse error: unexpected "}"; showing what it said 8 s ago', problem
+        assert len(frame.hosts) == 3 and frame.stale_s == 8  # the last answer stays on screen, its age said
         for body in (b"<html>502 Bad Gateway</html>", b'{"status":"success","data":{"resultType":"matrix"}}',
                      b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":1},"value":[1,"x"]}]}}',
                      b"[" * 100000):
             answer[0] = body
-            run_rounds(source, clock)
-            problem = source.problem() or ""
-            assert problem and "\n" not in problem and len(source.hosts()) == 3, (body[:40], problem)
+            frame = run_rounds(session, clock)
+            problem = frame.problem or ""
+            assert problem and "\n" not in problem and len(frame.hosts) == 3, (body[:40], problem)
     finally:
-        source.close()
+        session.close()
 
 
 def _replay_any(replay: Replay, url: str) -> bytes:
@@ -189,23 +196,21 @@ def _replay_any(replay: Replay, url: str) -> bytes:
     raise AssertionError(promql)
 
 
-def test_a_prometheus_that_never_answers_does_not_hold_the_ui():
-    clock = Clock()
+def test_a_prometheus_that_never_answers_ends_the_round_at_its_deadline():
+    """A request stuck past its deadline (the getter ignores it) does not hold the round: the round ends at the
+    deadline and says so; the request ends on its own thread."""
+    release = threading.Event()
 
     def getter(url: str, timeout: float, limit: int) -> bytes:
-        time.sleep(5)
+        release.wait(30)
         raise FetchError("late")
 
-    source = PrometheusSource("http://p:9090", "", interval=1.0, timeout=3.0, getter=getter, clock=clock)
+    session = FleetSession(PrometheusSource("http://p:9090", "", interval=1.0, timeout=0.2, getter=getter))
     try:
-        started = time.monotonic()
-        assert source.poll() is False and source.poll() is False
-        clock.now += 3.6
-        assert source.poll() is True
-        assert time.monotonic() - started < 0.1
-        assert source.problem() == "no answer within 3 s"
+        assert session.round().problem == "no answer within 0.2 s"
     finally:
-        source.close()
+        release.set()
+        session.close()
 
 
 # ----- NVIDIA's DCGM dashboard, and ours -----
@@ -313,22 +318,21 @@ def hwtop_fleet():
 @pytest.mark.slow
 @needs_prometheus
 def test_fleet_through_a_real_prometheus_shows_both_hosts_with_right_totals(hwtop_fleet):
-    source = PrometheusSource(hwtop_fleet.prometheus.url, 'job="train"', interval=1.0, timeout=5.0)
+    session = FleetSession(PrometheusSource(hwtop_fleet.prometheus.url, 'job="train"', interval=1.0, timeout=5.0))
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            source.poll()
-            hosts = {v.name: v for v in source.hosts()}
+            frame = session.round()
+            hosts = {v.name: v for v in frame.hosts}
             if {"node-dgx", "node-h200"} <= set(hosts) and len(hosts) == 3:
                 break
-            time.sleep(0.1)
-        assert source.problem() is None, source.problem()
+        assert frame.problem is None, frame.problem
         assert len(hosts["node-dgx"].gpus) == 8 and len(hosts["node-h200"].gpus) == 1
-        fleet = totals(list(hosts.values()))
-        assert (fleet.answering, fleet.gpus, fleet.total_mib) == (2, 9, fb_total_mib(hwtop_fleet))
+        fleet = frame.summary
+        assert (fleet.up, fleet.gpus, fleet.total_mib) == (2, 9, fb_total_mib(hwtop_fleet))
         assert "down" in (next(v for v in hosts.values() if not v.up).error or "")
     finally:
-        source.close()
+        session.close()
 
 
 @pytest.mark.slow
@@ -350,7 +354,7 @@ def test_the_fleet_command_against_a_real_prometheus(hwtop_fleet, tmp_path: Path
         screen = pane()
         assert "node-dgx" in screen and "node-h200" in screen, screen
         total = f"/{fb_total_mib(hwtop_fleet) / MIB_PER_GIB:,.0f} GiB"
-        assert "2/3 hosts answering · 9 GPUs · GPU memory" in screen and total in screen, screen
+        assert "2/3 up · 1 down · 9 GPUs" in screen and total in screen, screen
         started = time.monotonic()
         subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=True)
         while time.monotonic() - started < 5 and not marker.exists():

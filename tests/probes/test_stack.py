@@ -74,7 +74,7 @@ def test_main_thread_samples_by_category_with_sites():
     tally = parse_raw(RAW, 4242)
     assert tally.samples == 100  # the pin-memory thread's 99 are not the main thread's
     assert dict(tally.counts) == {"data": 40, "compute": 30, "collective": 6, "checkpoint": 4, "workers": 10,
-                                  "copy": 2, "other": 8}
+                                  "gpu-wait": 2, "other": 8}  # torch.cuda.synchronize: waiting for the GPU
     assert tally.sites["data"].most_common(1)[0][0] == "train.py:57 <module>"
     assert tally.sites["other"].most_common(1)[0][0] == "metrics.py:12 log_metrics"
     assert tally.loaders.most_common(1)[0][0] == "multi-process"

@@ -8,6 +8,7 @@ from hwtop.tui.app import HwtopApp
 from hwtop.widgets.advice import AdvicePanel
 from tests.advice_timeline import play_story
 from tests.factories import ScriptedSource
+from tests.matrix import fast_few
 
 
 def warmed_app(snapshots) -> HwtopApp:
@@ -73,3 +74,23 @@ async def test_a_tall_box_shows_the_latest_of_what_changed_in_the_pane(size: tup
         if told:
             assert [line.split()[1:3] for line in lines[3:]] == [["raised", "WARNING"], ["raised", "WARNING"]]
             assert panel.region.height == len(lines) + 2  # the layout gave it the rows it drew
+
+
+@pytest.mark.parametrize("size", fast_few([(80, 24), (120, 40), (200, 60)], lambda size: size == (120, 40)))
+async def test_one_a_shows_the_selected_finding_open_at_every_size(size: tuple[int, int]) -> None:
+    """The first `a` opens the selected finding where it fits in the pane, else on the advice screen: at 120x40
+    it closed the evidence drawn inline and opened nothing; a second `a` was needed (issue 48)."""
+    from hwtop.tui.advice_screen import AdviceScreen
+    from tests.small_screen import started
+    from tests.tui.screens import lived_through, story_snapshots
+
+    app = lived_through(story_snapshots("dgx-a100:straggler", seconds=60.0, step=5.0))
+    async with app.run_test(size=size) as pilot:
+        await started(app, pilot)
+        assert app.frame is not None and len(app.frame.findings) >= 2
+        await pilot.press("a")
+        await pilot.pause()
+        await pilot.pause()
+        panel = app.main.advice_panel
+        opened_here = bool(panel.expanded) and "seen" in text_of(panel)  # its evidence drawn, under its label
+        assert isinstance(app.screen, AdviceScreen) or opened_here, (app.screen, panel.expanded, text_of(panel))

@@ -93,7 +93,7 @@ def topology_whole(lines: list[str]) -> str | None:
 def fleet_whole(lines: list[str], dead: int) -> str | None:
     if not lines or not lines[0].startswith(" hwtop fleet "):
         return "no title on the first line"
-    if "2/3" not in lines[0]:
+    if len(lines) < 2 or "2/3 up" not in lines[1]:
         return "the two exporters are not both answering yet"
     header = next((line for line in lines if "HOST" in line and "STATUS" in line), "")
     if "TOP FINDING" not in header:

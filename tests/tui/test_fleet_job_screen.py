@@ -4,7 +4,8 @@ first), escape shows the hosts (their GPU models named), `j` the ranks again; te
 from __future__ import annotations
 
 from hwtop.fleet.sources import PrometheusSource
-from hwtop.tui.fleet_app import FleetApp, JobScreen
+from hwtop.tui.fleet.app import FleetApp
+from hwtop.tui.fleet.job_screen import FleetJobScreen as JobScreen
 from tests.fleet.test_job import URL, FakePrometheus, finding, rank_series, series
 
 
@@ -37,7 +38,8 @@ async def test_the_job_screen_names_the_straggler_its_host_and_the_likely_cause(
         assert first[6].plain == "WARNING gpu-throttled"
         await pilot.press("escape")
         await pilot.pause()
-        rows = [app.table.get_row_at(i) for i in range(app.table.row_count)]
+        table = app.hosts_screen.table
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
         assert any(r[0].plain == "node-0" and r[2].plain == "8" and r[10].plain == "8x A100-SXM4-80GB" for r in rows)
         await pilot.press("j")
         await pilot.pause()

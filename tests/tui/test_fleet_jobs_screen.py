@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from textual.pilot import Pilot
 
-from hwtop.fleet import sources
 from hwtop.fleet.sources import PrometheusSource
-from hwtop.tui.fleet_app import FleetApp, JobListScreen, JobScreen
+from hwtop.tui.fleet.app import FleetApp
+from hwtop.tui.fleet.job_screen import FleetJobScreen as JobScreen
+from hwtop.tui.fleet.jobs_screen import FleetJobsScreen as JobListScreen
 from tests.fleet.test_job import URL, FakePrometheus, finding, rank_series
 from tests.fleet.test_jobs import three_jobs
 
@@ -59,17 +59,18 @@ async def test_j_lists_the_jobs_enter_opens_one_escape_goes_back():
         assert "STRAGGLER rank 1 on node-1 (pid 101)" in str(job.verdict.render())  # the list's view, at once
         prometheus.asked.clear()
         await until(pilot, lambda: any('job_name="train"' in q for q in prometheus.asked)
-                    and app.source.job_view() is not None)
+                    and app.frame.job is not None)
         verdict = str(job.verdict.render())
         assert "STRAGGLER rank 1 on node-1 (pid 101)" in verdict and "gpu-throttled · GPU3" in verdict, verdict
         assert job.table.get_row_at(0)[0].plain.strip() == "▶ 1"
         await pilot.press("escape")
         assert app.screen is listing
+        await until(pilot, lambda: app.frame.job is None)  # a round that began after escape
         prometheus.asked.clear()
         await until(pilot, lambda: len(prometheus.asked) > 8)
         assert not any('job_name="train"' in q for q in prometheus.asked), "the closed job is still asked"
         await pilot.press("escape")
-        assert not isinstance(app.screen, JobListScreen | JobScreen) and app.table.row_count > 0
+        assert not isinstance(app.screen, JobListScreen | JobScreen) and app.hosts_screen.table.row_count > 0
         await pilot.press("q")
 
 
@@ -99,8 +100,7 @@ async def test_a_prometheus_without_job_series_says_so_in_one_line():
 
 
 
-async def test_the_selected_job_stays_selected_when_the_rows_move(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(sources, "LIST_EVERY_S", 0.2)  # the list asked again soon, not every 5 s
+async def test_the_selected_job_stays_selected_when_the_rows_move():
     prometheus = three_jobs()
     app = FleetApp(source(prometheus))
     async with app.run_test(size=(120, 24)) as pilot:

@@ -3,8 +3,10 @@ that never answered named by its address and port, and `?` answering as everywhe
 
 from __future__ import annotations
 
+from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.model import FindingRow, GpuRow, HostView
-from hwtop.tui.fleet_app import FleetApp
+from hwtop.fleet.sources import Ask, Round
+from hwtop.tui.fleet.app import FleetApp
 from hwtop.tui.help import HelpScreen
 from tests.small_screen import screen_lines
 
@@ -16,56 +18,42 @@ class StillFleet:
 
     description = "3 exporters"
     interval = 1.0
-    warnings: list[str] = []
     job = None
     reads_jobs = False
+    thresholds = Thresholds()
 
     def __init__(self) -> None:
-        gpus = {str(i): GpuRow(str(i), "NVIDIA A100-SXM4-80GB", util=27.0, fb_used_mib=62_000.0,
-                               fb_total_mib=81_920.0) for i in range(8)}
-        self.views = [
-            HostView("http://127.0.0.1:39000/metrics", "dgx-a100-demo", gpus, [FindingRow("warning", "gpu-starved",
-                                                                                          "GPU0-7")],
-                     hwtop=True, cpu_busy=6.0, trend=[20.0, 27.0]),
+        gpus = tuple(GpuRow(str(i), "NVIDIA A100-SXM4-80GB", util=27.0, fb_used_mib=62_000.0,
+                            fb_total_mib=81_920.0) for i in range(8))
+        self.views = (
+            HostView("http://127.0.0.1:39000/metrics", "dgx-a100-demo", gpus, (FindingRow("warning", "gpu-starved",
+                                                                                          "GPU0-7"),),
+                     hwtop=True, cpu_busy=6.0, trend=(20.0, 27.0)),
             HostView("http://127.0.0.1:39002/metrics", "h200-demo",
-                     {"0": GpuRow("0", "NVIDIA H200", util=96.0, fb_used_mib=98_000.0, fb_total_mib=143_771.0)},
+                     (GpuRow("0", "NVIDIA H200", util=96.0, fb_used_mib=98_000.0, fb_total_mib=143_771.0),),
                      hwtop=True, cpu_busy=3.0),
             HostView(DEAD, error="unreachable: Connection refused"),
-        ]
+        )
 
-    def poll(self) -> bool:
-        return False
-
-    def hosts(self) -> list[HostView]:
-        return list(self.views)
-
-    def problem(self) -> str | None:
-        return None
+    def read(self, ask: Ask) -> Round:
+        return Round(self.views)
 
     def close(self) -> None:
         pass
-
-    def job_view(self) -> None:
-        return None
-
-    def select_job(self, job: str | None) -> None:
-        pass
-
-    def list_jobs(self, wanted: bool) -> None:
-        pass
-
-    def jobs(self) -> None:
-        return None
 
 
 async def test_the_fleet_at_80x24_keeps_its_columns_readable_and_answers_help() -> None:
     app = FleetApp(StillFleet())
     async with app.run_test(size=(80, 24)) as pilot:
+        while app.hosts_screen.table.row_count < 3:
+            await pilot.pause(0.05)
         await pilot.pause()
         lines = screen_lines(app)
-        assert lines[0].rstrip().endswith("2/3 up · 9 GPUs · 580/780 GiB · util 35% · every 1s"), lines[0]
+        assert lines[0].rstrip().endswith("3 exporters · every 1s"), lines[0]
+        assert lines[1].rstrip() == "2/3 up · 1 down · 9 GPUs · 8 idle · 580/780 GiB · util 35% · gpu-starved 1", \
+            lines[1]
         header = next(line for line in lines if "HOST" in line)
-        assert "GPU MEM" in header and header.rstrip().endswith("TOP FINDING"), header
+        assert "GPU MEM" in header and header.rstrip().endswith("TOP FINDING ▼"), header
         dgx = next(line for line in lines if "dgx-a100-demo" in line)
         assert "484/640G" in dgx and "WARNING gpu-starved" in dgx
         assert any(line.startswith(" 127.0.0.1:39001 ") for line in lines), "\n".join(lines)

@@ -222,26 +222,28 @@ async def test_advice_evidence_quotes_hostile_commands_as_text(size):
 async def test_fleet_table_and_host_screen_show_exporter_labels_as_text():
     from hwtop.fleet.model import FindingRow, GpuRow, HostView
     from hwtop.fleet.sources import DirectSource
-    from hwtop.tui import fleet_app
+    from hwtop.tui.fleet.app import FleetApp
+    from hwtop.tui.fleet.host_screen import FleetHostScreen
 
     targets = [f"http://10.0.0.{i}:9400/metrics" for i in range(len(HOSTILE))] + ["http://10.0.1.1:9400/metrics"]
-    views = {target: HostView(target, hostname=text, gpus={"0": GpuRow("0", model=text, util=50.0)},
-                              findings=[FindingRow("critical", text[:20], text)], hwtop=True)
+    views = {target: HostView(target, hostname=text, gpus=(GpuRow("0", model=text, util=50.0),),
+                              findings=(FindingRow("critical", text[:20], text),), hwtop=True)
              for target, text in zip(targets, HOSTILE, strict=False)}
     views[targets[-1]] = HostView(targets[-1], error="unreachable: [b]\x1b]0;pwn\x07 refused")
-    app = fleet_app.FleetApp(DirectSource(targets, interval=30, fetcher=lambda target, timeout: views[target]))
+    app = FleetApp(DirectSource(targets, interval=30, fetcher=lambda target, timeout: views[target]))
     async with app.run_test(size=(250, 40)) as pilot:
-        while len(app.views) < len(targets) or any(v.error == "waiting for the first answer" for v in app.views):
+        while app.hosts_screen.table.row_count < len(targets):
             await pilot.pause(0.05)
         await pilot.pause()
         screen, segments = rendered(app)
         assert_shown(screen, HOSTILE, chars=12)
         assert "unreachable: [b]␛]0;pwn␇ refused" in screen
         assert_clean(segments)
-        app.table.move_cursor(row=[v.name for v in app.views].index("[/x]"))
+        table = app.hosts_screen.table
+        table.move_cursor(row=[v.name for v in table.hosts].index("[/x]"))
         await pilot.press("enter")  # that host's GPUs
         await pilot.pause()
-        assert isinstance(app.screen, fleet_app.HostScreen)
+        assert isinstance(app.screen, FleetHostScreen)
         screen, segments = rendered(app)
         assert " [/x] " in screen and "CRITICAL [/x]" in screen
         assert_clean(segments)

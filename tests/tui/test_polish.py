@@ -190,9 +190,18 @@ def test_tree_rows_is_a_permutation_with_parents_first(rows) -> None:
 def test_filter_rows_keeps_only_matches(rows, text) -> None:
     kept = filter_rows(rows, text)
     needle = text.lower().strip()
-    assert all(not needle or needle in r.command.lower() or needle in r.user.lower() or needle == str(r.pid)
+    assert all(not needle or needle in r.command.lower() or needle in r.user.lower() or str(r.pid).startswith(needle)
                for r in kept)
     assert len(kept) <= len(rows)
+    assert all(r in kept for r in rows if needle and str(r.pid).startswith(needle))
+
+
+def test_a_pid_is_found_from_its_first_digits() -> None:
+    """Issue 48: `2443` found nothing, `24437` found it."""
+    rows = [Row(24437, "alice", None, None, None, "", None, None, "python train.py"),
+            Row(1244, "bob", None, None, None, "", None, None, "sshd")]
+    assert [r.pid for r in filter_rows(rows, "2443")] == [24437]
+    assert [r.pid for r in filter_rows(rows, "24437")] == [24437]
 
 
 async def test_a_click_on_a_gpu_shows_its_processes() -> None:

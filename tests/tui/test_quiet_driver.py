@@ -73,7 +73,7 @@ def keys(seen: list[events.Event]) -> list[str]:
     return [e.key for e in seen if isinstance(e, events.Key)]
 
 
-def wait_for(predicate, timeout: float = 2.0) -> bool:
+def wait_for(predicate, timeout: float = 10.0) -> bool:  # a bound, not a pace: it returns at the event
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if predicate():
@@ -83,6 +83,7 @@ def wait_for(predicate, timeout: float = 2.0) -> bool:
 
 
 def test_with_no_input_the_thread_sleeps(terminal) -> None:
+    assert wait_for(lambda: CountingSelector.calls >= 1)  # the thread is waiting (a busy box starts it late)
     time.sleep(0.8)
     assert CountingSelector.calls == 1  # one wait, still blocked (Textual's thread: 8 by now)
 

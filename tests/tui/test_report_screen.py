@@ -36,3 +36,36 @@ async def test_b_opens_the_report_of_the_demo_machine_in_every_story(spec: str) 
     ("demo:h200", "h200"), ("nvml", None), ("none", None), ("", None)])
 def test_the_demo_machine_is_read_back_from_a_snapshot_source(source: str, machine: str | None) -> None:
     assert machine_of_source(source) == machine
+
+
+def test_a_wrapped_report_line_continues_under_its_text() -> None:
+    from hwtop.tui.report_screen import hanging
+
+    report = ("Checks:\n  [ok   ] NVLink between GPUs: 8 of 8 GPU(s) with active NVLinks (12 links each) · NVLink 600 "
+              "GB/s\nGraded against the guide's figures: where the guide is wrong, the check says so, in words.")
+    lines = hanging(report, 40).plain.split("\n")
+    assert lines[1].startswith("  [ok   ] NVLink") and lines[2].startswith(" " * 10) and lines[2][10] != " "
+    graded = next(i for i, line in enumerate(lines) if line.startswith("Graded"))
+    assert lines[graded + 1].startswith("  ") and all(len(line) <= 40 for line in lines), lines
+
+
+@pytest.mark.slow  # an app and the report's facts (the rule itself: the test above)
+async def test_at_80x24_every_wrapped_line_of_the_report_is_indented() -> None:
+    """Issue 48: the box report's wrapped lines restarted at column 0."""
+    from tests.small_screen import screen_lines
+
+    app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.2)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.first_frame.wait()
+        await pilot.press("b")
+        screen = app.screen
+        assert isinstance(screen, ReportScreen)
+        while screen.text is None:
+            await pilot.pause(0.05)
+        await pilot.pause()
+        starts = {line.strip()[:20] for line in screen.text.split("\n") if line.strip()}
+        shown = [line[2:-3].rstrip() for line in screen_lines(app)[1:-2] if line.startswith("│")]
+        assert shown
+        for line in shown:
+            assert not line or line.startswith("  ") or line.strip()[:20] in starts or \
+                any(start.startswith(line.strip()[:20]) for start in starts), line

@@ -16,7 +16,7 @@ from tests.tui.screens import lived_through, story_snapshots
 # Each story played to where it shows what it is about: starving, stalled (no step time), a rank's memory climbing.
 TOLD_AT = {"steady": 40.0, "starved": 30.0, "nccl-hang": 40.0, "oom": 50.0, "amp": 70.0, "thermal": 60.0,
            "straggler": 40.0, "nccl-ethernet": 60.0}
-FIGURE = {"step": r"\d+|N/A", "wait": r"\d+%|N/A", "loss": r"-?\d+\.\d{3}|nan|inf|N/A",
+FIGURE = {"step": r"\d+|N/A", "data": r"\d+%|N/A", "coll": r"\d+%|N/A", "loss": r"-?\d+\.\d{3}|nan|inf|N/A",
           "mem": r"\d+(\.\d)?[BKMGTP]|N/A"}
 
 
@@ -43,9 +43,10 @@ async def test_each_rank_line_shows_every_figure_whole(story: str, size: tuple[i
         assert ranks, "\n".join(pane)
         for line in ranks:
             assert "…" not in line, line
-            assert re.search(r"(\d+\.\d|N/A) ?ms", line), line  # the step time, always
+            assert re.search(r"\d+\.\d ?ms|N/A", line), line  # the step time, always
+            assert "N/Ams" not in line and "N/A/s" not in line, line  # N/A takes no unit
             for label, figure in FIGURE.items():
-                found = re.search(rf" {label} +(\S+)", line)
+                found = re.search(rf" {label}(?: wait)? +(\S+)", line)
                 assert found is None or re.fullmatch(figure, found.group(1)), (label, line)
             assert " mem " in line, line  # memory gives way late: there is room for it from 80 columns
 
@@ -56,6 +57,7 @@ async def test_two_ranks_apart_on_eight_gpus_at_80x24_show_one_and_count_the_oth
     from msgspec.structs import replace
 
     from hwtop.model.workload import WorkloadState
+    from hwtop.widgets.format import human_bytes
     from tests.widgets.test_workload import rank
 
     ranks = (rank(0, step_time=0.068, samples=235.2), rank(1, step_time=0.074, samples=216.3))
@@ -69,4 +71,6 @@ async def test_two_ranks_apart_on_eight_gpus_at_80x24_show_one_and_count_the_oth
         pane = workload_pane(screen_lines(app))
         assert app.main.rows.workload == 2
         assert pane == ["RUNNING  last: rank 0 started: batch size 16  +1 more rank(s)",
-                        "rank 0 step   129    68.0ms    235.2/s wait   0% loss  7.581 bf16 mem  50.0G"], pane
+                        "rank 0 step   129    68.0ms    235.2/s data   0% loss  7.581 bf16 mem  30.5G"], pane
+        table = next(row for row in app.main.process_table.rows_shown if row.pid == ranks[0].pid)
+        assert table.gpu_memory is not None and human_bytes(table.gpu_memory) == "30.5G"  # the table's GPU MEM

@@ -125,3 +125,19 @@ def test_the_watching_line_is_clipped_to_its_cells(text: str, cells: int, shown:
     from hwtop.widgets.advice import _clip
 
     assert _clip(text, cells) == shown and cell_len(shown) <= max(0, cells)
+
+
+def test_what_changed_names_a_finding_still_shown_by_its_one_title() -> None:
+    """A finding whose title grew more exact after it was raised (the rank it waits for named once the stacks
+    say it) reads the same in the pane and on its "what changed" line (issue 48)."""
+    from hwtop.model.finding import Change, Finding
+
+    finding = Finding("collective-hang", "critical", "Rank 5 never reached the collective the others wait in",
+                      ("rank 5 is running",), (), scope="job")
+    raised = Change(1_800_000_000.0, "raised", "collective-hang", "critical", "The job's ranks wait in a collective",
+                    scope="job", figure="stalled")
+    panel = AdvicePanel()
+    panel.inline, panel.timeline_rows = True, 4
+    panel.take((finding,), 1_800_000_010.0, (), None, (raised,))
+    text = "\n".join(line.plain for line in panel.lines(300))
+    assert text.count("Rank 5 never reached the collective") == 2 and "The job's ranks wait" not in text, text

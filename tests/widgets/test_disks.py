@@ -3,11 +3,15 @@ busiest disks are shown, in their own order, and a line says how many quieter on
 
 from __future__ import annotations
 
-from hwtop.cli.main import make_sampler
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hwtop.demo.machine import demo_sampler
 from hwtop.model.snapshot import DiskSnapshot
 from hwtop.tui.app import HwtopApp
-from hwtop.widgets.disks import shown_disks
+from hwtop.widgets.disks import all_disks_line, shown_disks
 from tests.small_screen import screen_lines
+from tests.tui.screens import EPOCH, FakeClock
 
 
 def disk(name: str, read: float) -> DiskSnapshot:
@@ -22,7 +26,11 @@ def test_the_busiest_are_kept_in_their_own_order():
 
 
 async def test_at_80x24_a_dgx_shows_its_gpus_and_says_how_many_disks_are_left_out():
-    app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.2)
+    """Past its first seconds (while the ranks' memory ramps up they read apart, each on a line of its own)."""
+    clock = FakeClock()
+    sampler = demo_sampler("dgx-a100", seed=5, clock=clock, wall=lambda: EPOCH + clock.t)
+    clock.t = 30.0
+    app = HwtopApp(sampler, interval=0.2)
     async with app.run_test(size=(80, 24)) as pilot:
         while app.ticks < 2:
             await pilot.pause(0.05)
@@ -32,3 +40,20 @@ async def test_at_80x24_a_dgx_shows_its_gpus_and_says_how_many_disks_are_left_ou
         assert 2 <= len(lines) == room < 13 and lines[-1] == folded
         screen = "\n".join(screen_lines(app))
         assert "8× A100-SXM4-80GB util" in screen and folded in screen
+
+
+@given(busy=st.floats(1.0, 100.0), name=st.text(alphabet="abcdefmnpv0123456789", min_size=1, max_size=16),
+       width=st.integers(34, 80))
+def test_the_one_line_summary_draws_each_word_whole(busy: float, name: str, width: int) -> None:
+    """Where `· busiest md1 8%` does not fit, `· md1 8%`, else nothing: never `· busies…` (issue 48)."""
+    disks = (DiskSnapshot("nvme0n1", "nvme", 3.1e6, 2e3, 10.0, 1.0, 0.0), DiskSnapshot(name, "raid", 2.6e8, 3e3,
+                                                                                        2000.0, 10.0, busy))
+    line = all_disks_line(disks, width).plain
+    assert len(line) <= width and "…" not in line, line
+    assert line.endswith((f" · busiest {name} {busy:.0f}%", f" · {name} {busy:.0f}%", "kB/s")), line
+
+
+def test_the_disk_summary_at_80x24_names_the_busiest_disk_whole() -> None:
+    disks = tuple(DiskSnapshot(f"nvme{i}n1", "nvme", 3e7, 3e3, 274.0, 1.0, 1.0) for i in range(12)) + \
+        (DiskSnapshot("md1", "raid", 2.6e8, 3.9e3, 2010.0, 1.0, 8.0),)
+    assert all_disks_line(disks, 42).plain == "13 disks r 620.0MB/s w  39.9kB/s · md1 8%"

@@ -36,7 +36,8 @@ def test_at_80_cells_four_phases_the_site_and_the_straggler_marked_before_its_ra
 def test_at_200_cells_every_phase_and_the_straggler_named():
     table = rank_table(job(), 196, straggler=511)
     header, slow = table[1].plain, table[3].plain
-    assert header.split()[:11] == ["RANK", "HOST", "PID", "WAIT", "COMP", "DATA", "PY", "H2D", "CKPT", "BUSY", "AT"]
+    assert header.split()[:12] == ["RANK", "HOST", "PID", "WAIT", "COMP", "DATA", "PY", "H2D", "CKPT", "GPU", "BUSY",
+                                   "AT"]
     assert slow.startswith("◀   1 node-a") and slow.endswith(f"{SITE}  ◀ straggler")
     assert all(line.cell_len <= 196 for line in table)
 
@@ -83,3 +84,37 @@ def test_ranks_all_on_one_host_give_the_host_column_to_busy_at_below_wide():
     assert narrow[2] == "    0   41000   12%   80%     ·     · train.py:188 forward_backward"
     wide = rank_table(job(ranks), 196)
     assert wide[1].plain.split()[:2] == ["RANK", "HOST"] and "dgx-a100-demo" in wide[2].plain
+
+
+def nccl_job(size: int, stuck: int, dead: int) -> JobSnapshot:
+    """A job NCCL's RAS describes: two ranks here, the rest on other hosts, one behind and one dead."""
+    from msgspec.structs import replace
+
+    from hwtop.model.ras import NcclView
+
+    ranks = tuple(RankFigures(i, "here" if i < 2 else f"10.0.{i // 256}.{i % 256}", (1000 if i < 2 else 50000) + i,
+                              gpu=i % 8, collectives=(("AllReduce", 6650 - (i == stuck)),), lag=int(i == stuck),
+                              nccl_state="DEAD" if i == dead else "RUNNING", nccl_only=i >= 2,
+                              samples=40 if i < 2 else 0, shares=(("collective", 0.9),) if i < 2 else ())
+                  for i in range(size))
+    job = JobSnapshot("pid 1000", (1000,), "running", (), None, 0, ranks=ranks)
+    return replace(job, nccl=NcclView("127.0.0.1:28028", "NCCL_RAS_ADDR of pid 1000", (), 3, 0.0, "json",
+                                      errors=("01:02:03 broken JSON answer (x)",)))
+
+
+def test_every_node_ranks_worst_first_with_nccl_state_and_lag():
+    lines = [line.plain for line in rank_table(nccl_job(8, stuck=5, dead=6), 120)]
+    assert lines[0].startswith("NCCL RAS at 127.0.0.1:28028") and "broken JSON answer" in lines[1]
+    rows = [line for line in lines if line[:5].strip().isdigit()]
+    assert [int(line[:5]) for line in rows] == [6, 5, 0, 1, 2, 3, 4, 7]  # dead, then one behind, then the rest
+    assert "DEAD" in rows[0] and "10.0.0.6" in rows[0] and "50006" in rows[0]
+    assert "10.0.0.5" in rows[1] and rows[1].split()[4] == "1"
+
+
+def test_thousands_of_ranks_draw_a_bounded_table():
+    from hwtop.widgets.job_ranks import MAX_ROWS
+
+    lines = [line.plain for line in rank_table(nccl_job(4096, stuck=4000, dead=3000), 120)]
+    rows = [line for line in lines if line[:5].strip().isdigit()]
+    assert len(rows) == MAX_ROWS and int(rows[0][:5]) == 3000 and int(rows[1][:5]) == 4000
+    assert lines[-1].strip().startswith(f"… and {4096 - MAX_ROWS} more ranks")

@@ -149,3 +149,28 @@ async def test_processes_coming_and_going_cost_no_layout_pass_of_the_screen(monk
         passes = len(layouts)
         await tick(8)  # fits before and after (an idle box's few processes): none, and the new rows are drawn
         assert len(layouts) == passes and "70007" in "".join(table.render_line(y).text for y in range(10))
+
+
+async def test_the_cpu_sorted_table_starts_at_the_top_when_busier_processes_appear() -> None:
+    """Issue 48: after `w` started a job, its eight busy processes sorted above the pid the cursor happened to be
+    on; the cursor followed that pid down and the table scrolled past the busiest. Until a user puts the cursor on
+    a row it stays on the top one, and the view at the top."""
+    from hwtop.model.snapshot import ProcessInfo
+
+    base = host_snapshot()
+    app = HwtopApp(ScriptedSource([base]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(app, pilot)
+        table = app.main.process_table
+        first = table.rows_shown[0].pid
+        ranks = tuple(ProcessInfo(61000 + i, 1, "trainer", "python", "python train.py", "R", 100.0 - i / 10,
+                                  1 << 30, 86) for i in range(8))
+        table.show(base.processes + ranks, base.gpus)
+        await pilot.pause()
+        assert [row.pid for row in table.rows_shown[:2]] == [61000, 61001] and first != 61000
+        assert table.cursor_row == 0 and table.scroll_y == 0, (table.cursor_row, table.scroll_y)
+        table.show(base.processes + ranks[:4], base.gpus)  # some go; the panels resize
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        busiest = max(row.cpu or 0.0 for row in table.rows_shown)
+        assert table.cursor_row == 0 and table.scroll_y == 0 and table.rows_shown[0].cpu == busiest

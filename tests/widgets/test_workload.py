@@ -32,10 +32,11 @@ def expected(rank: RankState) -> dict[str, str]:
     """Each field's figure as it must read whole, worked out here from the rank's values."""
     stepped = bool(rank.step)
     figures = {"step": NA if rank.step is None else str(rank.step),
-               "wait": NA if rank.data_wait_fraction is None else f"{100 * rank.data_wait_fraction:.0f}%",
+               "data": NA if rank.data_wait_fraction is None else f"{100 * rank.data_wait_fraction:.0f}%",
+               "coll": NA if rank.collective_fraction is None else f"{100 * rank.collective_fraction:.0f}%",
                "loss": NA if rank.loss is None else f"{rank.loss:.3f}",
-               "mem": human_bytes(rank.cuda_allocated_bytes if rank.cuda_allocated_bytes is not None
-                                  else rank.rss_bytes)}
+               "mem": human_bytes(next((m for m in (rank.cuda_reserved_bytes, rank.cuda_allocated_bytes,
+                                                    rank.rss_bytes) if m is not None), None))}
     figures["time"] = NA if not stepped or rank.step_time_s is None else f"{rank.step_time_s * 1000:.1f}"
     return figures
 
@@ -43,17 +44,18 @@ def expected(rank: RankState) -> dict[str, str]:
 def assert_whole(line: str, rank: RankState, width: int) -> None:
     assert len(line) <= width and "…" not in line, line
     figures = expected(rank)
-    for label in ("step", "wait", "loss", "mem"):
-        found = re.search(rf" {label} +(\S+)", line)
+    for label in ("step", "data", "coll", "loss", "mem"):
+        found = re.search(rf" {label}(?: wait)? +(\S+)", line)
         assert found is None or found.group(1) == figures[label], (label, line)
-    assert re.search(rf" {re.escape(figures['time'])}(?: ?ms| )", line), line  # the step time is never dropped
+    assert re.search(rf" {re.escape(figures['time'])}(?: ?ms| |$)", line), line  # the step time is never dropped
+    assert "N/Ams" not in line and "N/A/s" not in line, line  # N/A takes no unit
 
 
 def test_eight_ranks_alike_at_80_columns_keep_memory_and_give_up_the_precision_first() -> None:
     [line] = rank_lines(tuple(rank(i) for i in range(8)), WIDTH)
-    assert line == "rank 0-7 x8 step   129   310.0ms    825.8/s wait   0% loss  7.581 mem  50.0G"
+    assert line == "rank 0-7 x8 step   129   310.0ms    825.8/s data   0% loss  7.581 mem  50.0G"
     [single] = rank_lines((rank(0),), WIDTH)  # a shorter label leaves room for the precision
-    assert single == "rank 0 step   129   310.0ms    825.8/s wait   0% loss  7.581 bf16 mem  50.0G"
+    assert single == "rank 0 step   129   310.0ms    825.8/s data   0% loss  7.581 bf16 mem  50.0G"
 
 
 def test_fields_give_way_in_the_declared_order_as_the_pane_narrows() -> None:
@@ -63,8 +65,8 @@ def test_fields_give_way_in_the_declared_order_as_the_pane_narrows() -> None:
         [line] = rank_lines(ranks, width)
         assert len(line) <= width and "…" not in line, (width, line)
         shown = {"units": " samples/s" in line, "sparks": "▁" in line or "█" in line, "amp": "bf16" in line,
-                 "loss": " loss " in line, "step": " step " in line, "wait": " wait " in line,
-                 "mem": " mem " in line, "rate": "/s" in line}
+                 "loss": " loss " in line, "step": " step " in line,
+                 "mem": " mem " in line, "rate": "/s" in line, "data": " data " in line}
         for name, present in shown.items():
             if not present:
                 gone_at.setdefault(name, width)
@@ -76,7 +78,7 @@ def test_a_rank_apart_keeps_the_columns_of_the_folded_others_at_80_columns() -> 
                        samples=None if i == 5 else 825.8) for i in range(8))
     lines = rank_lines(ranks, WIDTH, status="stalled")
     assert [line.split(" step")[0].strip() for line in lines] == ["rank 0-4 x5", "rank 5", "rank 6-7 x2"]
-    for word in (" step", "ms ", "/s ", " wait", " loss", " mem"):
+    for word in (" step", " data", " loss", " mem"):
         assert len({line.index(word) for line in lines}) == 1, (word, lines)
     for line, member in zip(lines, (ranks[0], ranks[5], ranks[6]), strict=True):
         assert_whole(line, member, WIDTH)
@@ -121,7 +123,7 @@ def test_at_the_least_the_status_line_counts_the_ranks_beside_the_one_shown() ->
     panel.show(WorkloadState("balanced", "running", None, ranks, "rank 0 started: batch size 16"), room=2)
     lines = [line.plain for line in panel.lines(WIDTH)]
     assert lines == ["RUNNING  last: rank 0 started: batch size 16  +1 more rank(s)",
-                     "rank 0 step   129    68.0ms    235.2/s wait   0% loss  7.581 bf16 mem  50.0G"]
+                     "rank 0 step   129    68.0ms    235.2/s data   0% loss  7.581 bf16 mem  50.0G"]
     panel.show(WorkloadState("balanced", "running", None, ranks, "x" * 200), room=2)
     status = panel.lines(WIDTH)[0].plain
     assert len(status) == WIDTH and status.endswith("…  +1 more rank(s)")

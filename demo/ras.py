@@ -1,0 +1,83 @@
+"""The demo's job as NCCL's RAS would describe it: a two-node job, this node's ranks and those of a second node
+(10.0.0.2), answering every QUERY_S of story time. Each answer is written in NCCL's JSON layout (ras.rst) and
+read back through hwtop's own parser, tracker and join, so the job view, the rank table and the rules see what
+they would see on a cluster: in `straggler` the slow rank behind in most answers, in `nccl-hang` the stuck rank
+one AllReduce behind while nothing moves, the other node's ranks in the table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import msgspec.structs
+
+from hwtop.demo.story import RANK_PID, JobState, Story
+from hwtop.model.job import JobSnapshot
+from hwtop.model.ras import NcclView
+from hwtop.probes.nccl_ras.join import join_ranks
+from hwtop.probes.nccl_ras.parse_json import parse_json
+from hwtop.probes.nccl_ras.track import Tracker
+
+QUERY_S = 10.0  # hwtop's default interval
+THIS_NODE, OTHER_NODE = "10.0.0.1", "10.0.0.2"
+OTHER_PID = 52000  # the other node's rank r is pid 52000 + r there
+ALLREDUCES_PER_STEP = 4  # DDP's gradient buckets
+OPS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
+RAS_STORIES = ("straggler", "nccl-hang")
+
+
+def answer(state: JobState, query: int, local: tuple[int, ...], frozen_at: int | None) -> str:
+    """One STATUS answer in NCCL's JSON layout for the `query`th query (every QUERY_S seconds)."""
+    world = len(local) * 2
+    base = 1000 + ALLREDUCES_PER_STEP * 5 * (query if frozen_at is None else frozen_at)
+    ranks = []
+    for rank in range(world):
+        here = rank < len(local)
+        count = base
+        if state.stuck_rank is not None and rank == state.stuck_rank:
+            count -= 1  # never launched the all-reduce the others wait in
+        elif state.straggler_rank is not None and rank == state.straggler_rank and query % 5 != 4:
+            count -= 1  # the one they wait for: behind when asked, but for now and then
+        elif frozen_at is None and rank == (query * 7 + 3) % world and rank != state.straggler_rank:
+            count -= 1  # a balanced job: whoever is caught one behind changes from answer to answer
+        ranks.append({"rank": rank, "host": THIS_NODE if here else OTHER_NODE,
+                      "pid": RANK_PID + local[rank] if here else OTHER_PID + rank - len(local),
+                      "cuda_dev": local[rank] if here else rank - len(local),
+                      "nvml_dev": local[rank] if here else rank - len(local),
+                      "status": {"init_state": 0, "async_error": 0, "finalize_called": False, "destroy_flag": False,
+                                 "abort_flag": False},
+                      "collective_counts": {op: count if op == "AllReduce" else 1 for op in OPS}})
+    return json.dumps({"nccl_version": "2.30.3", "cuda_runtime_version": 13000, "cuda_driver_version": 13000,
+                       "timestamp": "", "communicators_count": 1,
+                       "communicators": [{"hash": "0x27a079b828ff1a75", "secondary_hash": "0x1:0x2", "size": world,
+                                          "ranks_count": world, "missing_ranks_count": 0, "ranks": ranks,
+                                          "missing_ranks": []}],
+                       "ras": {"collection_time_sec": 0.004, "timeouts_count": 0}}, indent=2)
+
+
+class DemoRas:
+    """Joins the demo's RAS view into the focused job each tick; a new answer every QUERY_S of story time."""
+
+    def __init__(self, story: Story, local: tuple[int, ...], wall: Callable[[], float]) -> None:
+        self.story, self.local, self.wall = story, local, wall
+        self.tracker = Tracker()
+        self.view: NcclView | None = None
+        self.asked = 0
+        self.frozen_at: int | None = None
+
+    def attach(self, job: JobSnapshot, t: float) -> JobSnapshot:
+        due = int(t // QUERY_S)
+        while self.asked < due:  # each answer as it would have come, in order
+            self.asked += 1
+            state = self.story.state(self.asked * QUERY_S, self.local)
+            if state.stuck_rank is not None and self.frozen_at is None:
+                self.frozen_at = self.asked
+            text = answer(state, self.asked, self.local, self.frozen_at)
+            at = self.wall() - (t - self.asked * QUERY_S)
+            comms = self.tracker.update(parse_json(text), at)
+            self.view = NcclView(f"{THIS_NODE}:28028", "demo: NCCL_RAS_ADDR of the ranks", comms, self.asked, at,
+                                 "json", "2.30.3", reply_bytes=len(text))
+        if self.view is None:
+            return job
+        local = {p.pid for p in job.processes if p.alive}
+        return msgspec.structs.replace(job, nccl=self.view, ranks=join_ranks(job.ranks, self.view, local))

@@ -1,0 +1,219 @@
+"""Prometheus' HTTP API answers read one series at a time. A `json.loads` of a whole answer is one C call that
+holds the interpreter lock for as long as it takes (tens of MiB at a thousand hosts): the UI's thread, waiting on
+that lock, would freeze for all of it. Here the answer's frame is walked and each series decoded on its own, so
+the lock changes hands between series, and each series is folded and dropped (no tree of every answer at once).
+Prometheus writes `{"status":"success","data":{"resultType":...,"result":[...]}}` in that order; an answer in
+another order is read whole. Answers are untrusted: shapes are checked, and anything unexpected is a FetchError
+with one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Generator, Iterator
+
+from hwtop.fleet.http import FetchError
+
+Vector = list[tuple[dict[str, str], float]]  # an instant vector: (labels, value) a series
+Matrix = list[tuple[dict[str, str], list[tuple[float, float]]]]
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\n\r]*")
+_BLANK = frozenset(" \t\n\r")
+NOT_JSON = "not a Prometheus API answer (not JSON)"
+
+
+def _skip(text: str, at: int) -> int:
+    if text[at:at + 1] not in _BLANK:  # Prometheus writes none: the usual case costs one look
+        return at
+    match = _SPACE.match(text, at)
+    return match.end() if match else at
+
+
+def _expect(text: str, at: int, char: str) -> int:
+    at = _skip(text, at)
+    if text[at:at + 1] != char:
+        raise ValueError(f"expected {char!r}")
+    return at + 1
+
+
+def _next(text: str, at: int, close: str) -> tuple[int, bool]:
+    """After a member: past its comma (True: another follows) or its closing bracket (False)."""
+    at = _skip(text, at)
+    char = text[at:at + 1]
+    if char == ",":
+        return at + 1, True
+    if char == close:
+        return at + 1, False
+    raise ValueError(f"expected ',' or {close!r}")
+
+
+def _key(text: str, at: int) -> tuple[str, int]:
+    key, at = _DECODER.raw_decode(text, _skip(text, at))
+    if not isinstance(key, str):
+        raise ValueError("a key is not a string")
+    return key, _skip(text, _expect(text, at, ":"))
+
+
+class _OutOfOrder(Exception):
+    """data.result came before data.resultType: read the answer whole."""
+
+
+def _expected(kind: str) -> FetchError:
+    return FetchError(f"Prometheus answer: expected {'an instant' if kind == 'vector' else 'a range'} vector")
+
+
+def _array(text: str, at: int) -> Generator[object, None, int]:
+    """Each member of the array at `at` ('['), decoded on its own; returns where the array ends."""
+    at = _skip(text, _expect(text, at, "["))
+    if text[at:at + 1] == "]":
+        return at + 1
+    more = True
+    while more:
+        item, at = _DECODER.raw_decode(text, _skip(text, at))
+        yield item
+        at, more = _next(text, at, "]")
+    return at
+
+
+def _data(text: str, at: int, kind: str) -> Generator[object, None, int]:
+    """The members of data.result, data.resultType being `kind`; returns where data ends."""
+    at = _skip(text, _expect(text, at, "{"))
+    found, result = None, False
+    more = text[at:at + 1] != "}"
+    at = at if more else at + 1
+    while more:
+        key, at = _key(text, at)
+        if key == "result":
+            if found is None:
+                raise _OutOfOrder
+            if found != kind:
+                raise _expected(kind)
+            at = yield from _array(text, at)
+            result = True
+        else:
+            value, at = _DECODER.raw_decode(text, at)
+            if key == "resultType":
+                found = value
+        at, more = _next(text, at, "}")
+    if found != kind or not result:
+        raise _expected(kind)
+    return at
+
+
+def _whole(text: str, kind: str) -> Iterator[object]:
+    """An answer in an order other than Prometheus's, decoded in one piece."""
+    answer = json.loads(text)
+    if not isinstance(answer, dict):
+        raise FetchError("not a Prometheus API answer")
+    if answer.get("status") != "success":
+        raise FetchError(f"Prometheus: {str(answer.get('error') or answer.get('status'))[:200]}")
+    data = answer.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != kind or not isinstance(data.get("result"), list):
+        raise _expected(kind)
+    yield from data["result"]
+
+
+def series(body: bytes, kind: str) -> Iterator[object]:
+    """Each member of an answer's data.result, where data.resultType is `kind` (vector | matrix)."""
+    text = body.decode("utf-8", "replace")
+    status: object = None
+    error: object = None
+    streamed = False
+    try:
+        at = _skip(text, _expect(text, 0, "{"))
+        more = text[at:at + 1] != "}"
+        while more:
+            key, at = _key(text, at)
+            if key == "data" and status == "success":
+                try:
+                    at = yield from _data(text, at, kind)
+                except _OutOfOrder:
+                    yield from _whole(text, kind)
+                    return
+                streamed = True
+            elif key == "data" and status is None:
+                yield from _whole(text, kind)
+                return
+            else:
+                value, at = _DECODER.raw_decode(text, at)
+                if key == "status":
+                    status = value
+                elif key == "error":
+                    error = value
+            at, more = _next(text, at, "}")
+    except (ValueError, RecursionError, IndexError):
+        raise FetchError(NOT_JSON) from None
+    if status != "success":
+        raise FetchError(f"Prometheus: {str(error or status)[:200]}")
+    if not streamed:
+        raise _expected(kind)
+
+
+_STRINGS = {str}
+
+
+def labels_of(item: object) -> dict[str, str]:
+    """A JSON object's keys are strings already: only the values are checked (in C: a set of their types)."""
+    metric = item.get("metric") if type(item) is dict else None
+    if type(metric) is not dict or not set(map(type, metric.values())) <= _STRINGS:
+        raise FetchError("Prometheus answer: a series without string labels")
+    return metric
+
+
+def value_of(pair: object) -> float:
+    if not isinstance(pair, list) or len(pair) != 2 or not isinstance(pair[1], str):
+        raise FetchError("Prometheus answer: a sample is not [time, \"value\"]")
+    try:
+        return float(pair[1])  # "NaN", "+Inf" included: callers skip what is not finite
+    except ValueError:
+        raise FetchError("Prometheus answer: a value is not a number") from None
+
+
+def vector(body: bytes) -> Iterator[tuple[dict[str, str], float]]:
+    """An instant vector's series, one at a time."""
+    for item in series(body, "vector"):
+        yield labels_of(item), value_of(item.get("value") if isinstance(item, dict) else None)
+
+
+def parse_vector(body: bytes) -> Vector:
+    return list(vector(body))
+
+
+def parse_matrix(body: bytes) -> Matrix:
+    out = []
+    for item in series(body, "matrix"):
+        values = item.get("values") if isinstance(item, dict) else None
+        if not isinstance(values, list):
+            raise FetchError("Prometheus answer: a range series without values")
+        points = []
+        for pair in values:
+            value = value_of(pair)
+            if not isinstance(pair[0], int | float):
+                raise FetchError("Prometheus answer: a sample time is not a number")
+            points.append((float(pair[0]), value))
+        out.append((labels_of(item), points))
+    return out
+
+
+def parse_targets(body: bytes) -> dict[tuple[str, str], str]:
+    """(job, instance) → the last scrape error of each active target that has one (a small answer: read whole)."""
+    try:
+        answer = json.loads(body)
+    except (ValueError, RecursionError):
+        raise FetchError(NOT_JSON) from None
+    if not isinstance(answer, dict):
+        raise FetchError("not a Prometheus API answer")
+    if answer.get("status") != "success":
+        raise FetchError(f"Prometheus: {str(answer.get('error') or answer.get('status'))[:200]}")
+    data = answer.get("data")
+    active = data.get("activeTargets") if isinstance(data, dict) else None
+    if not isinstance(active, list):
+        raise FetchError("Prometheus answer: expected activeTargets")
+    errors: dict[tuple[str, str], str] = {}
+    for target in active:
+        labels = target.get("labels") if isinstance(target, dict) else None
+        error = target.get("lastError") if isinstance(target, dict) else None
+        if isinstance(labels, dict) and isinstance(error, str) and error:
+            errors[(str(labels.get("job", "")), str(labels.get("instance", "")))] = error
+    return errors

@@ -1,0 +1,163 @@
+"""NCCL's own view of a job, from its RAS service (NCCL >= 2.24; docs/userguide/source/troubleshooting/ras.rst):
+every communicator, each rank's host, pid, GPU, init/abort state and how many collectives of each kind it has
+launched, and the ranks RAS could not reach. One query's answer is a `RasReply`; `NcclView` is what hwtop keeps
+across queries, because the signal lies in the change: counts that stop moving mean a stuck communicator, and a
+rank found behind in most queries is a straggler (the same document says so).
+
+Host names, versions and error lines here are text from the job's RAS thread: untrusted, shown through
+safe_text. Kept apart from model/job.py so a monitor with no NCCL job never imports it."""
+
+from __future__ import annotations
+
+from hwtop.model.record import Record
+
+# ncclResult_t values (nccl.h): the names NCCL's own text output and ncclGetErrorString use.
+NCCL_RESULTS: dict[int, str] = {
+    0: "ncclSuccess", 1: "ncclUnhandledCudaError", 2: "ncclSystemError", 3: "ncclInternalError",
+    4: "ncclInvalidArgument", 5: "ncclInvalidUsage", 6: "ncclRemoteError", 7: "ncclInProgress",
+}
+IN_PROGRESS = 7  # init_state while a communicator initialises (ras.rst, "init_state")
+
+
+def result_name(code: int) -> str:
+    return NCCL_RESULTS.get(code, f"ncclResult {code}")
+
+
+class RasRank(Record, frozen=True):
+    """One rank of a communicator as one query saw it. A missing rank (`missing`) has no status or counts:
+    RAS could not reach its process (`unresponsive`), or has given up on it (`dead`, after 60 s)."""
+
+    rank: int
+    host: str
+    pid: int | None = None
+    cuda_dev: int | None = None
+    nvml_dev: int | None = None
+    init_state: int = 0
+    async_error: int = 0
+    finalize_called: bool = False
+    destroy_flag: bool = False
+    abort_flag: bool = False
+    counts: tuple[tuple[str, int], ...] = ()  # (operation, collectives launched): AllReduce, Broadcast, ...
+    missing: bool = False
+    unresponsive: bool = False
+    dead: bool = False
+
+    def count(self, op: str) -> int | None:
+        return next((value for name, value in self.counts if name == op), None)
+
+    @property
+    def state(self) -> str:
+        """In NCCL's words (client_support.cc's status names), with hwtop's for a missing rank."""
+        if self.dead:
+            return "DEAD"
+        if self.missing:
+            return "UNRESPONSIVE" if self.unresponsive else "NOCOMM"
+        if self.abort_flag:
+            return "ABORT"
+        if self.finalize_called or self.destroy_flag:
+            return "FINALIZE"
+        if self.init_state == 0:
+            return "RUNNING"
+        return "INIT" if self.init_state == IN_PROGRESS else "ERROR"
+
+
+class RasComm(Record, frozen=True):
+    """A communicator: its hash (NCCL's debug output prints the same), its size and the ranks the reply lists.
+    The JSON format lists every rank; the text format only the outliers, and `rest_counts` holds what the
+    others have launched (empty for JSON)."""
+
+    hash: str
+    size: int
+    ranks: tuple[RasRank, ...]
+    rest_counts: tuple[tuple[str, int], ...] = ()
+    status: str | None = None  # the text format's summary column (RUNNING, INIT, FINALIZE, ...)
+    errors: str | None = None  # ... and its Errors column (OK, MISMATCH, INCOMPLETE, ...)
+
+    def ops(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for rank in self.ranks:
+            for name, _ in rank.counts:
+                seen.setdefault(name)
+        for name, _ in self.rest_counts:
+            seen.setdefault(name)
+        return tuple(seen)
+
+    def maxima(self) -> dict[str, int]:
+        """The most collectives of each operation any rank has launched, in one pass."""
+        top: dict[str, int] = dict(self.rest_counts)
+        for rank in self.ranks:
+            if not rank.missing:
+                for name, value in rank.counts:
+                    if value > top.get(name, -1):
+                        top[name] = value
+        return top
+
+    def most(self, op: str) -> int | None:
+        """The most collectives of `op` any rank has launched."""
+        values = [v for r in self.ranks if not r.missing for v in [r.count(op)] if v is not None]
+        values += [v for name, v in self.rest_counts if name == op]
+        return max(values, default=None)
+
+
+class RasProcess(Record, frozen=True):
+    """A process the text format names in its INCOMPLETE or DEAD section."""
+
+    pid: int
+    host: str
+    gpus: str  # as NCCL prints them: "1" or "0,1 (NVML 2,3)"
+    dead: bool
+
+
+class RasReply(Record, frozen=True):
+    """One STATUS answer, parsed."""
+
+    format: str  # json | text
+    comms: tuple[RasComm, ...]
+    nccl_version: str | None = None
+    processes: tuple[RasProcess, ...] = ()  # text: unreachable and dead processes
+    timeouts: int = 0
+    collection_s: float | None = None
+    size_bytes: int = 0
+
+
+class NcclComm(Record, frozen=True):
+    """A communicator across queries. `same_since`: the time of the first query whose counts equal the latest's
+    (so `queried_at - same_since` is how long nothing was launched); `behind`: per rank, in how many of the last
+    `window` queries it had launched fewer collectives of some kind than the most advanced rank."""
+
+    comm: RasComm
+    same_since: float
+    queried_at: float
+    queries: int  # queries that saw this communicator
+    window: int
+    behind: tuple[tuple[int, int], ...] = ()  # (rank, queries behind), ranks behind at least once
+    missing_since: tuple[tuple[int, float], ...] = ()  # (rank, first query that found it missing)
+
+    def behind_in(self, rank: int) -> int:
+        return next((n for r, n in self.behind if r == rank), 0)
+
+    def missing_from(self, rank: int) -> float | None:
+        return next((t for r, t in self.missing_since if r == rank), None)
+
+
+class NcclView(Record, frozen=True):
+    """What hwtop knows of a job from NCCL RAS: where it asks, its latest answer per communicator and what went
+    wrong asking (one line each, newest last)."""
+
+    address: str
+    source: str  # how the address was chosen: "NCCL_RAS_ADDR of pid N", "the default", "--nccl-ras"
+    comms: tuple[NcclComm, ...] = ()
+    queries: int = 0  # answered
+    queried_at: float | None = None  # wall time of the latest answer
+    format: str | None = None
+    nccl_version: str | None = None
+    processes: tuple[RasProcess, ...] = ()
+    errors: tuple[str, ...] = ()
+    holding: str | None = None  # why hwtop does not ask now (a communicator initialises)
+    reply_bytes: int = 0
+
+    @property
+    def main(self) -> NcclComm | None:
+        """The largest communicator: the job's world (DDP's default process group), whose rank numbers are the
+        job's."""
+        return max(self.comms, key=lambda c: (c.comm.size, -self.comms.index(c)), default=None)

@@ -1,0 +1,51 @@
+"""Prometheus answers read series by series (fleet/promjson.py) give what a whole-document read gives: in
+Prometheus's own order and spacing, pretty-printed, with keys in another order, and as one line of error for
+anything else."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hwtop.fleet.http import FetchError
+from hwtop.fleet.promjson import parse_matrix, parse_vector
+
+SERIES = [{"metric": {"__name__": "up", "instance": f"h{i}:9400", "job": "dcgm"}, "value": [1.8e9, str(i % 2)]}
+          for i in range(5)]
+EXPECTED = [(s["metric"], float(s["value"][1])) for s in SERIES]
+
+
+@pytest.mark.parametrize("body", [
+    json.dumps({"status": "success", "data": {"resultType": "vector", "result": SERIES}}, separators=(",", ":")),
+    json.dumps({"status": "success", "data": {"resultType": "vector", "result": SERIES}}, indent=2),
+    json.dumps({"data": {"result": SERIES, "resultType": "vector"}, "status": "success"}),
+    json.dumps({"status": "success", "data": {"result": SERIES, "resultType": "vector"}, "warnings": ["x"]}),
+])
+def test_every_spelling_of_an_answer_reads_the_same(body: str) -> None:
+    assert parse_vector(body.encode()) == EXPECTED
+
+
+def test_an_empty_vector_and_a_matrix() -> None:
+    assert parse_vector(b'{"status":"success","data":{"resultType":"vector","result":[]}}') == []
+    body = b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"a":"b"},"values":[[1,"2"]]}]}}'
+    assert parse_matrix(body) == [({"a": "b"}, [(1.0, 2.0)])]
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    (b'{"status":"error","errorType":"bad_data","error":"parse error"}', "Prometheus: parse error"),
+    (b'{"status":"success","data":{"resultType":"matrix","result":[]}}', "expected an instant vector"),
+    (b'{"status":"success","data":{"resultType":"vector"}}', "expected an instant vector"),
+    (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":1},"value":[1,"2"]}]}}',
+     "a series without string labels"),
+    (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"x"]}]}}',
+     "a value is not a number"),
+    (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"2"]},', "not JSON"),
+    (b"<html>502</html>", "not JSON"),
+    (b"[" * 100000, "not JSON"),
+    (b"", "not JSON"),
+])
+def test_anything_else_is_one_line(body: bytes, said: str) -> None:
+    with pytest.raises(FetchError) as raised:
+        parse_vector(body)
+    assert said in str(raised.value) and "\n" not in str(raised.value)
