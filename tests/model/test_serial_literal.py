@@ -29,3 +29,19 @@ def test_a_word_outside_the_set_is_a_wrong_shape() -> None:
 def test_the_jobs_telemetry_keeps_what_it_knows() -> None:
     config = lenient_record(JobConfig, {"amp": "fp8", "backend": "nccl", "device": "tpu", "model": "resnet50"})
     assert config == JobConfig(backend="nccl", model="resnet50")  # fp8 and tpu: N/A, not a wrong word
+
+
+def test_a_process_owner_comes_back_from_a_recording() -> None:
+    """An Owner's kind is a Literal of its own module (model/owner.py): the decoder finds it there."""
+    import json
+
+    from msgspec.structs import replace
+
+    from hwtop.model.owner import Owner
+    from hwtop.model.serial import snapshot_from_dict
+    from tests.factories import host_snapshot
+
+    base = host_snapshot()
+    owned = replace(base.processes[0], owner=Owner("pod", pod_uid="1234abcd", qos="burstable"))
+    snapshot = replace(base, processes=(owned, *base.processes[1:]))
+    assert snapshot_from_dict(json.loads(snapshot.to_json())) == snapshot
