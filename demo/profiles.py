@@ -114,9 +114,6 @@ class DemoProfile:
     host: DemoHost | None = None
     owners: tuple[DemoOwner, ...] = ()  # none: the ranks are the user's own (demo/scenarios.py's shared, pod)
 
-    def owner_of_gpu(self, gpu: int) -> DemoOwner | None:
-        return next((o for o in self.owners if gpu in o.gpus), None)
-
     def bus_id(self, index: int) -> str:
         if index < len(self.bus_ids):
             return self.bus_ids[index]

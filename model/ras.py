@@ -135,9 +135,6 @@ class NcclComm(Record, frozen=True):
     behind: tuple[tuple[int, int], ...] = ()  # (rank, queries behind), ranks behind at least once
     missing_since: tuple[tuple[int, float], ...] = ()  # (rank, first query that found it missing)
 
-    def behind_in(self, rank: int) -> int:
-        return next((n for r, n in self.behind if r == rank), 0)
-
     def missing_from(self, rank: int) -> float | None:
         return next((t for r, t in self.missing_since if r == rank), None)
 
