@@ -158,7 +158,7 @@ async def test_the_cpu_sorted_table_starts_at_the_top_when_busier_processes_appe
     from hwtop.model.snapshot import ProcessInfo
 
     base = host_snapshot()
-    app = HwtopApp(ScriptedSource([base]))
+    app = HwtopApp(ScriptedSource([base]), interval=3600.0)  # no tick of its own meanwhile
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
         table = app.main.process_table
