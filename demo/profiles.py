@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hwtop.model.snapshot import DiskKind
 
 from hwtop.model.owner import Owner
 
 GIB = 1024**3
 MIB = 1024**2
+
+
+def _dgx_disks() -> tuple[tuple[str, DiskKind], ...]:
+    """DGX A100: 2 NVMe for the OS (md RAID 1), 8 for data (md RAID 0), and a network mount."""
+    nvme: list[tuple[str, DiskKind]] = [(f"nvme{i}n1", "nvme") for i in range(10)]
+    return (*nvme, ("md0", "raid"), ("md1", "raid"), ("nfs0", "network"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +92,7 @@ class DemoHost:
     l3_cache_bytes: int | None  # None: not known (a capture that did not record it)
     ram_bytes: int
     swap_bytes: int
-    disks: tuple[tuple[str, str], ...]  # (name, kind: nvme | ssd | hdd | raid | network | virtual)
+    disks: tuple[tuple[str, DiskKind], ...]  # (name, kind)
     sockets: int = 1
     numa_nodes: int = 1
     nics: tuple[DemoNic, ...] = ()
@@ -103,9 +113,6 @@ class DemoProfile:
     bus_ids: tuple[str, ...] = field(default=())
     host: DemoHost | None = None
     owners: tuple[DemoOwner, ...] = ()  # none: the ranks are the user's own (demo/scenarios.py's shared, pod)
-
-    def owner_of_gpu(self, gpu: int) -> DemoOwner | None:
-        return next((o for o in self.owners if gpu in o.gpus), None)
 
     def bus_id(self, index: int) -> str:
         if index < len(self.bus_ids):
@@ -171,8 +178,7 @@ HOSTS = {
     # md RAID 0) (DGX A100 user guide): md devices are "raid" to the disk probe, as on a real box; NUMA as
     # demo/topology.py lays the GPUs out (one node per socket).
     "dgx-a100": DemoHost("AMD EPYC 7742 64-Core Processor", 128, 256, 512 * _MIB_L3, 2048 * GIB, 0,
-                         tuple((f"nvme{i}n1", "nvme") for i in range(10)) + (("md0", "raid"), ("md1", "raid"),
-                                                                               ("nfs0", "network")),
+                         _dgx_disks(),
                          sockets=2, numa_nodes=2, nics=_DGX_NICS, hostname="dgx-a100-demo"),
     "h100-pcie": DemoHost("Intel(R) Xeon(R) Platinum 8480+", 112, 224, 210 * _MIB_L3, 1024 * GIB, 0,
                           (("nvme0n1", "nvme"), ("nvme1n1", "nvme")), sockets=2, numa_nodes=2, nics=_ETH_10G,
@@ -221,10 +227,6 @@ PROFILES: dict[str, DemoProfile] = {
                     bus_ids=("00000000:00:06.0",)),
     )
 }
-
-
-def profile_names() -> list[str]:
-    return list(PROFILES)
 
 
 def get_profile(name: str) -> DemoProfile:

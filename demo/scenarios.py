@@ -104,14 +104,6 @@ def split(spec: str) -> tuple[DemoProfile, Scenario | None]:
     return profile, scenario
 
 
-def is_demo(spec: str) -> bool:
-    try:
-        split(spec)
-    except KeyError:
-        return False
-    return True
-
-
 def profile_of(spec: str) -> DemoProfile:
     return split(spec)[0]
 

@@ -24,6 +24,7 @@ from hwtop.demo.profiles import DemoProcess, DemoProfile
 
 if TYPE_CHECKING:
     from hwtop.demo.nvml.library import FakeNvmlLibrary
+    from hwtop.model.workload import Amp
 
 GIB = 1024**3
 STRAGGLER_OWN_WAIT = 0.03  # the rank the others wait for reaches each all-reduce last: it barely waits
@@ -44,7 +45,7 @@ class JobState:
     num_workers: int = 8  # DataLoader workers per rank
     cpu_ms_per_sample: float = 6.0  # a worker's CPU time to read, decode and augment one sample
     compute_s: float | None = None  # the GPU's part of a step (forward, backward, all-reduce); 0.31 s if not given
-    amp: str = "bf16"  # off | bf16 | fp16
+    amp: Amp = "bf16"
     batch_size: int = 256
     gpu_memory_scale: float = 1.0  # each rank's device memory, as a share of what its profile's rank holds
     stuck_rank: int | None = None  # a rank that never reached the collective the others wait in

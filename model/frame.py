@@ -4,6 +4,7 @@ that made it and the UI, exporter or recorder that read it never share anything 
 from __future__ import annotations
 
 from hwtop.model.finding import Change, Finding
+from hwtop.model.history import Recent
 from hwtop.model.record import Record
 from hwtop.model.snapshot import Snapshot
 
@@ -14,6 +15,7 @@ class Frame(Record, frozen=True):
     rule_errors: tuple[tuple[str, str], ...] = ()  # (rule id, what it raised): named in the pane, never a crash
     recorded: bool = False  # the findings come from a recording, as the live run showed them
     timeline: tuple[Change, ...] = ()  # what was raised and cleared up to this tick (advice/timeline.py)
+    history: Recent = Recent()  # the sparklines' values up to this tick (not recorded: a replay warms its own)
 
     @property
     def time(self) -> float:

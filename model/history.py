@@ -1,10 +1,22 @@
-"""Bounded history rings for sparklines: a fixed number of recent values per metric, nothing more."""
+"""Bounded history rings for sparklines: a fixed number of recent values per metric, nothing more. The source's
+ring (`History`) is filled as it ticks; each Frame carries it frozen (`Recent`), so the widgets draw a sparkline
+from the Frame alone, never from a ring that moved on since."""
 
 from __future__ import annotations
 
 from collections import deque
 
+from hwtop.model.record import Record
 from hwtop.model.snapshot import Snapshot
+
+
+class Recent(Record, frozen=True):
+    """Each metric's last values (at most the ring's length), oldest first, as of one tick."""
+
+    rings: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+    def series(self, key: str) -> tuple[float, ...]:
+        return next((values for name, values in self.rings if name == key), ())
 
 
 class History:
@@ -26,6 +38,10 @@ class History:
 
     def keys(self) -> list[str]:
         return list(self._series)
+
+    def frozen(self) -> Recent:
+        """The rings as they are now, for a Frame."""
+        return Recent(tuple((key, tuple(ring)) for key, ring in self._series.items()))
 
     def push(self, snapshot: Snapshot) -> None:
         """Record the metrics the widgets draw as sparklines."""

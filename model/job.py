@@ -4,8 +4,12 @@ imports this module."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from hwtop.model.ras import NcclView
 from hwtop.model.record import Record
+
+JobStatus = Literal["running", "ended"]
 
 
 class WorkerBirths(Record, frozen=True):
@@ -142,7 +146,7 @@ class JobSnapshot(Record, frozen=True):
 
     label: str
     roots: tuple[int, ...]
-    status: str  # running | ended
+    status: JobStatus
     processes: tuple[JobProcess, ...]
     cpu_percent: float | None
     rss_bytes: int

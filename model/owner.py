@@ -7,14 +7,19 @@ untrusted text, shown through safe_text. The labels are the short forms the proc
 
 from __future__ import annotations
 
+from typing import Final, Literal
+
 from hwtop.model.record import Record
 
-SLURM, POD, CONTAINER = "slurm", "pod", "container"
+OwnerKind = Literal["slurm", "pod", "container"]
+SLURM: Final = "slurm"
+POD: Final = "pod"
+CONTAINER: Final = "container"
 SHORT_ID = 12  # a container id as `docker ps` and `podman ps` print it
 
 
 class Owner(Record, frozen=True):
-    kind: str  # slurm | pod | container
+    kind: OwnerKind
     job_id: str | None = None  # Slurm: the job (digits), step (0, batch, extern, interactive) and user
     step: str | None = None
     user: str | None = None

@@ -9,6 +9,8 @@ safe_text. Kept apart from model/job.py so a monitor with no NCCL job never impo
 
 from __future__ import annotations
 
+from typing import Literal
+
 from hwtop.model.record import Record
 
 # ncclResult_t values (nccl.h): the names NCCL's own text output and ncclGetErrorString use.
@@ -111,7 +113,7 @@ class RasProcess(Record, frozen=True):
 class RasReply(Record, frozen=True):
     """One STATUS answer, parsed."""
 
-    format: str  # json | text
+    format: Literal["json", "text"]
     comms: tuple[RasComm, ...]
     nccl_version: str | None = None
     processes: tuple[RasProcess, ...] = ()  # text: unreachable and dead processes
@@ -132,9 +134,6 @@ class NcclComm(Record, frozen=True):
     window: int
     behind: tuple[tuple[int, int], ...] = ()  # (rank, queries behind), ranks behind at least once
     missing_since: tuple[tuple[int, float], ...] = ()  # (rank, first query that found it missing)
-
-    def behind_in(self, rank: int) -> int:
-        return next((n for r, n in self.behind if r == rank), 0)
 
     def missing_from(self, rank: int) -> float | None:
         return next((t for r, t in self.missing_since if r == rank), None)

@@ -1,8 +1,8 @@
 """The base of every record in the model (snapshots, findings, frames, a job's and the workload's state).
 
 Records are msgspec Structs rather than dataclasses: a frozen slotted dataclass compiles six methods from source
-when its class is made (~0.7 ms a class here; the 20 snapshot records alone cost ~15 ms of the first frame),
-while a Struct class is made in C. Instances are also quicker to build and compare. Being trees of immutable
+when its class is made (the snapshot's twenty records, on the first frame's path; benchmarks/README.md), while a
+Struct class is made in C. Instances are also quicker to build and compare. Being trees of immutable
 values that never form a cycle, they stay out of the garbage collector's walks (`gc=False`). Each subclass says
 `frozen=True` again: type checkers do not inherit it.
 

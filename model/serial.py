@@ -4,10 +4,11 @@ a recording replays into exactly the objects the live monitor made. Wrong shapes
 from __future__ import annotations
 
 import math
+import sys
 import types
 import typing
 from functools import cache
-from typing import Any, Union
+from typing import Any, Literal, Union
 
 import msgspec
 
@@ -17,7 +18,10 @@ from hwtop.model import snapshot as model
 
 @cache
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls, {**vars(model), **vars(job), **vars(workload)})  # Snapshot names all three
+    """The record's field types, its names looked up where Snapshot's are (the snapshot, job and workload modules)
+    and in the record's own module (an Owner's kind, a RAS reply's format)."""
+    own = vars(sys.modules[cls.__module__])
+    return typing.get_type_hints(cls, {**vars(model), **vars(job), **vars(workload), **own})
 
 
 def decode(kind: Any, value: Any) -> Any:
@@ -65,6 +69,10 @@ def decode(kind: Any, value: Any) -> Any:
     if kind is bool:
         if not isinstance(value, bool):
             raise ValueError(f"expected true/false, got {value!r}")
+        return value
+    if origin is Literal:
+        if value not in typing.get_args(kind):
+            raise ValueError(f"expected one of {', '.join(map(repr, typing.get_args(kind)))}, got {value!r}")
         return value
     if kind is str:
         if not isinstance(value, str):

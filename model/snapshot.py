@@ -9,7 +9,7 @@ Records are msgspec Structs (model/record.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -91,9 +91,16 @@ class NumaSnapshot(Record, frozen=True):
     source: str  # "sysfs", or "fallback" where the kernel exposes no NUMA sysfs (one node)
 
 
+DiskKind = Literal["nvme", "ssd", "hdd", "raid", "virtual", "network", "unknown"]  # raid: an md array
+NicKind = Literal["infiniband", "roce", "ethernet", "virtual", "loopback"]
+# compute when it is both (see GpuProcess.kinds); holder: holds the GPU's device file, unlisted by NVML
+GpuProcessKind = Literal["compute", "graphics", "holder"]
+TopoKind = Literal["gpu", "nic"]
+
+
 class DiskSnapshot(Record, frozen=True):
     name: str
-    kind: str  # nvme | ssd | hdd | raid (an md array) | virtual | network | unknown
+    kind: DiskKind
     read_bytes_per_s: float | None
     write_bytes_per_s: float | None
     read_iops: float | None
@@ -109,7 +116,7 @@ class NicSnapshot(Record, frozen=True):
     backwards, a vanished file); the totals are the counters as read, for exporters that publish counters."""
 
     name: str  # the interface (eth0) or the HCA (mlx5_0); untrusted text: render through safe_text
-    kind: str  # infiniband | roce | ethernet | virtual | loopback
+    kind: NicKind
     speed_gbps: float | None
     rx_bytes_per_s: float | None
     tx_bytes_per_s: float | None
@@ -196,7 +203,7 @@ class MigInstance(Record, frozen=True):
 
 class GpuProcess(Record, frozen=True):
     pid: int
-    kind: str  # compute | graphics (compute when it is both: see kinds)
+    kind: GpuProcessKind
     used_memory_bytes: int | None
     sm_percent: float | None = None
     mem_percent: float | None = None
@@ -265,7 +272,7 @@ class TopoDevice(Record, frozen=True):
     """A GPU or NIC placed in the machine: its PCI address, NUMA node, local CPUs and PCIe link from sysfs."""
 
     name: str
-    kind: str  # gpu | nic
+    kind: TopoKind
     bus_id: str
     numa_node: int | None
     local_cpus: tuple[int, ...] | None

@@ -3,7 +3,15 @@ Kept apart from model/snapshot.py, so a monitor with no workload never imports t
 
 from __future__ import annotations
 
+from typing import Literal
+
 from hwtop.model.record import Record
+
+# How the embedded job trains (its options, workload/job.py)
+Device = Literal["cpu", "cuda"]
+Backend = Literal["gloo", "nccl"]
+Amp = Literal["off", "fp16", "bf16"]
+OnNonfinite = Literal["skip", "stop"]
 
 
 class RankState(Record, frozen=True):
@@ -35,17 +43,17 @@ class JobConfig(Record, frozen=True):
 
     scenario: str | None = None
     world_size: int | None = None
-    device: str | None = None  # cpu | cuda
-    backend: str | None = None  # gloo | nccl
-    model: str | None = None  # mlp | convnet
-    amp: str | None = None  # off | fp16 | bf16
+    device: Device | None = None
+    backend: Backend | None = None
+    model: str | None = None  # its name: mlp or convnet (the embedded job), a story's resnet50 (the demo)
+    amp: Amp | None = None
     batch_size: int | None = None
     num_workers: int | None = None
     pin_memory: bool | None = None
     transform_cost_ms: float | None = None
     cudnn_benchmark: bool | None = None
     grad_accum: int | None = None
-    on_nonfinite: str | None = None  # skip | stop
+    on_nonfinite: OnNonfinite | None = None
     lr: float | None = None
     nodes: int | None = None  # hosts the job's ranks span (torchrun --nnodes), where reported
     nccl_env: tuple[tuple[str, str], ...] = ()  # the ranks' NCCL_* environment variables, where reported

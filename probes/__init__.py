@@ -1,9 +1,6 @@
-"""Headless readers of the machine and the typed snapshot model (no Textual, no torch).
+"""Headless readers of the machine (/proc, /sys, NVML, cgroups, py-spy): each returns typed records of `hwtop.model`
+and never draws, advises or imports Textual or torch. The Sampler (session/sampler.py) calls them once a tick:
 
     from hwtop.session.sampler import Sampler
     snapshot = Sampler().sample()
 """
-
-from hwtop.model.snapshot import SCHEMA, Snapshot
-
-__all__ = ["SCHEMA", "Snapshot"]

@@ -50,7 +50,7 @@ def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tu
 
 class CpuStaticInfo:
     """The CPU's model and cache sizes: read once, off the first frame. The kernel's own files first
-    (probes/cpu_facts.py, a millisecond); py-cpuinfo only for what they do not state, as it costs ~1.3 s of CPU."""
+    (probes/cpu_facts.py); py-cpuinfo only for what they do not state, as its subprocess costs far more CPU."""
 
     def __init__(self, start: bool = True, delay_s: float = 2.0, root: str = "/") -> None:
         self.model: str | None = None

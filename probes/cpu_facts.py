@@ -1,9 +1,9 @@
 """The CPU's model name and cache sizes as the kernel states them (/proc/cpuinfo, sysfs cache directories).
 
-Chosen over py-cpuinfo for the monitor: `cpuinfo.get_cpu_info()` runs a Python subprocess that costs about
-1.3 s of CPU on a 2-core box (measured: RUSAGE_CHILDREN after one call), on the very host being watched, and on
-a VM it reported an L3 of 1 MiB where the kernel (and lscpu) say 32 MiB. py-cpuinfo stays the fallback for
-what the kernel does not state (e.g. a model name on some ARM kernels)."""
+Chosen over py-cpuinfo for the monitor: `cpuinfo.get_cpu_info()` runs a Python subprocess that costs seconds of
+CPU (benchmarks/README.md), on the very host being watched, and on a VM it reported an L3 of 1 MiB where the
+kernel (and lscpu) say 32 MiB. py-cpuinfo stays the fallback for what the kernel does not state (e.g. a model
+name on some ARM kernels)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import psutil
 
-from hwtop.model.snapshot import DiskSnapshot
+from hwtop.model.snapshot import DiskKind, DiskSnapshot
 from hwtop.probes.rates import RateMeter
 from hwtop.probes.sysfs import read_text
 
@@ -23,7 +23,7 @@ CountersSource = Callable[[], Mapping[str, Any]]
 _RAID = re.compile(r"^md\d+$")
 
 
-def disk_kind(name: str, root: str = "/") -> str:
+def disk_kind(name: str, root: str = "/") -> DiskKind:
     """nvme, ssd or hdd as the kernel sees the device; virtio/Xen disks say nothing real, so "virtual"; an md
     array is "raid" (its rotational flag is 0 whatever it is built of: its members are listed as themselves)."""
     if name.startswith("nvme"):
@@ -70,7 +70,7 @@ class DiskProbe:
         self._counters = counters or (lambda: psutil.disk_io_counters(perdisk=True, nowrap=True) or {})
         self._clock = clock or time.monotonic
         self._rates = RateMeter()
-        self._kinds: dict[str, str] = {}
+        self._kinds: dict[str, DiskKind] = {}
         self._names: list[str] | None = None
 
     def read(self) -> tuple[DiskSnapshot, ...]:

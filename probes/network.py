@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Mapping
 
 import msgspec
 
-from hwtop.model.snapshot import NicSnapshot, TopoDevice, Topology
+from hwtop.model.snapshot import NicKind, NicSnapshot, TopoDevice, Topology
 from hwtop.probes.rates import RateMeter
 from hwtop.probes.sysfs import read_text
 from hwtop.probes.topology import QUALITY, normalize_bus_id
@@ -108,6 +108,7 @@ class _Netdev:
     """What does not change while an interface exists."""
 
     __slots__ = ("bus_id", "kind", "numa_node")
+    kind: NicKind
 
     def __init__(self, root: str, name: str) -> None:
         base = f"sys/class/net/{name}"
@@ -127,6 +128,7 @@ class _Netdev:
 
 class _IbPort:
     __slots__ = ("bus_id", "hca", "kind", "netdev", "numa_node", "port")
+    kind: NicKind
 
     def __init__(self, root: str, hca: str, port: int) -> None:
         base = f"sys/class/infiniband/{hca}"

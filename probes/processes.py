@@ -1,7 +1,7 @@
 """The process table, read straight from /proc.
 
-psutil's generic path costs 7-9 ms for ~70 processes (several files and objects per process); a training
-node has thousands. So a tick reads at most one file per process (`/proc/PID/stat`: state, ppid, CPU times,
+psutil's generic path reads several files and makes several objects per process; a training node has
+thousands. So a tick reads at most one file per process (`/proc/PID/stat`: state, ppid, CPU times,
 threads, RSS), a process whose CPU ticks stood still only one tick in COLD_EVERY (a woken sleeper shows its CPU
 at its next turn, measured over the whole gap), and only the rows that make the table (the top N by CPU) pay
 for their command line, user, affinity and owner (Slurm job, pod, container: probes/owners.py, read once per

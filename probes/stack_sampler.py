@@ -1,8 +1,8 @@
 """Samples the Python stacks of a job's ranks in the background, so the rules can say where each rank's time
 goes. One `py-spy record` child per rank at a time, for a bounded chunk (3 s first, then 10 s) at a low rate,
 `--nonblocking` (the rank is never paused), `--idle` (a thread blocked on a queue is a sample too). One
-`py-spy dump` per sample would cost ~0.08 s of CPU each, ten times the cost of a whole 10 s chunk measured on
-the same box, so chunks it is. The thread ends when nobody has asked for stacks for IDLE_STOP_S.
+`py-spy dump` per sample costs more CPU than a whole chunk of `record` (benchmarks/README.md, issue 20), so chunks
+it is. The thread ends when nobody has asked for stacks for IDLE_STOP_S.
 
 DDP's hidden wait. A CPU rank waiting for the gradient all-reduce is blocked inside `loss.backward()`: the wait
 happens in the autograd engine and c10d, below the Python frames, so the stack alone reads "compute". The signal
@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -329,8 +329,3 @@ def _release(running: _Running) -> None:
         os.unlink(running.path)
     except OSError:
         pass
-
-
-def tally_counts(stacks: RankStacks) -> Counter[str]:
-    """Samples per category (rounded back from the fractions), for tests and text."""
-    return Counter({name: round(value * stacks.samples) for name, value in stacks.fractions})

@@ -25,7 +25,7 @@ def main_thread_times(pid: int, proc: str = "/proc") -> tuple[float, float] | No
 
 def uses_cuda(pid: int, proc: str = "/proc") -> bool:
     """Whether the process has loaded the CUDA driver (libcuda in its maps): a GPU rank even where NVML cannot
-    list its processes (a container's pid namespace). Read once a chunk (~1 ms for a torch process's maps)."""
+    list its processes (a container's pid namespace). Read once a chunk: a torch process's maps are long."""
     try:
         with open(f"{proc}/{pid}/maps", "rb") as handle:
             return any(b"libcuda.so" in line for line in handle)

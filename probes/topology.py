@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from hwtop.model.snapshot import LinkState, NumaSnapshot, TopoDevice, Topology
+from hwtop.model.snapshot import LinkState, NumaSnapshot, TopoDevice, TopoKind, Topology
 from hwtop.probes.sysfs import parse_cpulist, read_text
 
 PCI_DEVICES = "sys/bus/pci/devices"
@@ -207,7 +207,7 @@ def read_topology(root: str, gpus: list[tuple[str, str]], nvlinks: list[tuple[in
     `nvml_relations`: NVML's common-ancestor answer per GPU pair, the cross-check of the sysfs reading and the
     fallback where sysfs hides a GPU (a container)."""
     endpoints: list[PciEndpoint] = []
-    kinds: list[str] = []
+    kinds: list[TopoKind] = []
     missing = []
     for name, bus in gpus:
         endpoint = read_endpoint(root, bus, name)

@@ -109,7 +109,8 @@ class Session:
             errors = () if recorded is not None else tuple(sorted(self.engine.rule_errors.items()))
             told = self.source.recorded_timeline() if isinstance(self.source, RecordedTimeline) else None
             timeline = self.timeline.update(snapshot.time, findings) if told is None else told
-            frame = Frame(snapshot, findings, errors, recorded=recorded is not None, timeline=timeline)
+            frame = Frame(snapshot, findings, errors, recorded=recorded is not None, timeline=timeline,
+                          history=self.source.history.frozen())
             self.latest = frame
             return frame
 

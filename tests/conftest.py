@@ -3,8 +3,12 @@
 Hypothesis' per-example deadline is off: on a loaded 2-core CI box a 200 ms deadline fails tests for the box's
 load, not for the code (the properties themselves are unchanged).
 
-A room imported by its bare name (`import model.snapshot`) fails the test that does it (tests/import_names.py)."""
+A room imported by its bare name (`import model.snapshot`) fails the test that does it (tests/import_names.py).
+`utc`: a test that reads clock times as the screen writes them runs in UTC."""
 
+import time
+
+import pytest
 from hypothesis import settings
 
 from tests import import_names
@@ -12,3 +16,12 @@ from tests import import_names
 settings.register_profile("hwtop", deadline=None)
 settings.load_profile("hwtop")
 import_names.install()
+
+
+@pytest.fixture
+def utc(monkeypatch):
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

@@ -76,6 +76,23 @@ class ScriptedSource:
         self.closed = True
 
 
+class SequenceSource:
+    """Each sample is the next snapshot (the last one repeats), pushed into the history as the sampler does: the
+    app lives through them one tick at a time."""
+
+    def __init__(self, snapshots: list[Snapshot]) -> None:
+        self.snapshots, self.index, self.history = snapshots, 0, History()
+
+    def sample(self) -> Snapshot:
+        snapshot = self.snapshots[min(self.index, len(self.snapshots) - 1)]
+        self.index += 1
+        self.history.push(snapshot)
+        return snapshot
+
+    def close(self) -> None:
+        pass
+
+
 def demo_snapshots(profile: str, count: int = 12, cores: int = 2, nodes: int = 1) -> list[Snapshot]:
     """`count` ticks of a demo machine, GPUs read through the real probe from the fake at a manual clock."""
     now = [30.0]

@@ -12,16 +12,16 @@ from textual.screen import ModalScreen, Screen
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
-from hwtop.model.history import History
 from hwtop.model.snapshot import Snapshot
 from hwtop.session.controls import ControlRefused, ReplayState
 from hwtop.session.session import Session, SnapshotSource
 from hwtop.tui.frame_view import FrameView, Status
 from hwtop.tui.guarded_app import GuardedApp
+from hwtop.tui.main_screen import DEMO_PIDS as DEMO_PIDS  # the app's words too: re-exported
+from hwtop.tui.main_screen import NO_FINDINGS as NO_FINDINGS
 from hwtop.tui.main_screen import MainScreen
 from hwtop.widgets import keys
 from hwtop.widgets.advice import AdvicePanel
-from hwtop.widgets.gpu import GpuPanel
 
 if TYPE_CHECKING:
     from textual.widgets import Input
@@ -33,18 +33,15 @@ if TYPE_CHECKING:
     from hwtop.tui.topology_screen import TopologyScreen
 
 EXIT_GRACE_S = 10.0  # after SIGTERM/SIGHUP, the most a shutdown may take before the watchdog ends the process
-DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
 DEMO_JOB_VIEW = "a demo machine has no job to focus: its story's job is in the workload pane"
 DEMO_JOB = "a demo machine runs its story's job, not a real one: --scenario picks the story"
-NO_FINDINGS = "no problems seen: no finding to open (the advice pane names what the rules watch)"
-MAIN_SCREEN_ACTIONS = {"cycle_sort", "reverse_sort", "filter", "tree", "advice", "focus_process", "signal_process"}
 PALETTE = keys.palette_commands()  # (title, help, action): what ctrl+p lists, from widgets/keys.py
 
 
 class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run() raises a crash, terminal restored
     CSS_PATH = "hwtop.tcss"
     TITLE = "hwtop"
-    BINDINGS = keys.bindings(keys.MAIN)
+    BINDINGS = keys.app_bindings()  # every screen's; the main screen binds its own (tui/main_screen.py)
     REPLAY_ACTIONS = {"replay_step", "replay_seek", "replay_speed"}
 
     def __init__(self, source: SnapshotSource, interval: float = 1.0, workload_args: list[str] | None = None,
@@ -70,8 +67,6 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.first_frame = asyncio.Event()
         self.ticked_before_run: Frame | None = None  # see tick_before_run
         self.topology_screen: TopologyScreen | None = None  # made on first use (t): not on the first frame's path
-        self.filter_input: Input | None = None  # made on first use (/, a click on a GPU), as the topology screen
-        self._filter_mount: asyncio.Future[Input] | None = None
         self.advice_screen: AdviceScreen | None = None  # the last one opened; shown to while it is on top
         self.workload_args = workload_args
         self.exit_on_signals = exit_on_signals
@@ -80,14 +75,15 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.recorder: Recorder | None = None  # while R records
         self._record_lock = threading.Lock()  # the worker thread writes, the key closes
 
+    @property
+    def filter_input(self) -> Input | None:
+        """The process filter's line: made on first use (/, a click on a GPU), as the topology screen."""
+        return self.main.filter_box
+
     def get_default_screen(self) -> Screen[None]:
         return self.main
 
     # The screens' context (tui/frame_view.py): what they read besides the Frame.
-    @property
-    def history(self) -> History:
-        return self.session.history
-
     @property
     def watching(self) -> tuple[str, ...]:
         return self.session.watching
@@ -191,10 +187,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in self.REPLAY_ACTIONS and not self.replaying:
             return False  # hidden and inert outside a replay
-        if action in MAIN_SCREEN_ACTIONS and self.screen is not self.main:
-            return False  # the process table's and advice pane's keys: not under another screen (s on topology)
-        if action in ("start_workload", "stop_workload", "record", "focus_process", "signal_process") and \
-                self.replaying:
+        if action in ("start_workload", "stop_workload", "record") and self.replaying:
             return False
         return True
 
@@ -251,16 +244,6 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         self.session.paused = not self.session.paused
         if self.frame is not None:
             self._draw(self.frame)  # the header says so at once
-
-    def action_cycle_sort(self) -> None:
-        table = self.main.process_table
-        table.cycle_sort()
-        table.redraw()  # the last data, the job's marks kept
-
-    def action_reverse_sort(self) -> None:
-        table = self.main.process_table
-        table.reverse_sort()
-        table.redraw()
 
     def _bring_up(self, screen: Screen[None]) -> None:
         """Show an installed screen: back down to it when it is already open under another (j, t, j, t… would
@@ -332,23 +315,6 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
             return
         self.notify("workload stopped: its whole process group was terminated")
 
-    def action_advice(self) -> None:
-        """Focus the advice pane and open (or close) its selected finding; on a short terminal, where an open
-        finding would push the panels off screen, and at a second `a`, every finding opens on a screen of its own,
-        with the timeline of what was raised and cleared when."""
-        panel = self.main.advice_panel
-        if self.screen is not self.main:
-            return
-        if self.frame is not None and not self.frame.findings and not self.frame.timeline:
-            self.notify(NO_FINDINGS)  # nothing raised, nothing cleared: no screen to open
-            return
-        if self.main.short and self.frame is not None and self.frame.findings or panel.has_focus:
-            self.open_advice_screen()  # a second `a`: every finding, and the timeline of what changed when
-            return
-        panel.focus()
-        panel.action_toggle_finding()
-        self.main.relayout()  # an open finding takes rows: the budget is made again at once, not at the next tick
-
     def on_advice_panel_details_wanted(self, _message: AdvicePanel.DetailsWanted) -> None:
         self.open_advice_screen()
 
@@ -380,127 +346,14 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
                 self.notify(f"{ended_summary(job)}: its last view; escape, then f on a process picks another job",
                             timeout=8)
 
-    def action_focus_process(self) -> None:
-        """f: the highlighted process and its descendants become the focused job."""
-        table = self.main.process_table
-        if self.session.simulated:
-            self.notify(DEMO_PIDS, severity="warning")
-            return
-        focus = self.session.job
-        if focus is None:
-            self.notify("this source cannot focus a job (replay or test source)", severity="warning")
-            return
-        rows = table.rows_shown
-        if not rows or not 0 <= table.cursor_row < len(rows):
-            return
-        pid = rows[table.cursor_row].pid
-        try:
-            focus.focus(pid)
-        except ControlRefused as refused:
-            self.notify(str(refused), severity="error")
-            return
-        self.notify(f"focused on pid {pid} and its descendants: j shows the job")
-        self.action_job()
-
-    def action_signal_process(self) -> None:
-        """k: signal the highlighted process, after a confirmation that shows its user and command."""
-        from hwtop.probes.signals import describe, may_signal, send
-        from hwtop.tui.signal_dialog import SignalDialog
-
-        if self.replaying:
-            return
-        if self.session.simulated:
-            self.notify(DEMO_PIDS, severity="warning")
-            return
-        table = self.main.process_table
-        rows = table.rows_shown
-        if not rows or not 0 <= table.cursor_row < len(rows):
-            return
-        target = describe(rows[table.cursor_row].pid)
-        if target is None:
-            self.notify("that process has already exited", severity="warning")
-            return
-        refusal = may_signal(target)
-        if refusal:
-            self.notify(refusal, severity="error")
-            return
-
-        def chosen(sig: int | None) -> None:
-            if sig is not None:
-                self.notify(send(target, sig))
-
-        self.push_screen(SignalDialog(target), chosen)
-
-    async def _filter_box(self) -> Input:
-        """The filter's input line, mounted above the footer the first time it is wanted: composed hidden, its
-        stylesheet and widget cost 18 M instructions (~4 ms) of the first frame, for a key not every session
-        presses. A second call while the first still mounts waits for the same mount."""
-        mounting = self._filter_mount
-        if mounting is None:
-            from textual.widgets import Input
-
-            box = Input(placeholder="filter processes by name, user, owner or pid (enter keeps it, escape clears)",
-                        id="filter")
-            box.display = False
-            self.filter_input = self.main.filter_box = box
-
-            async def mounted() -> Input:
-                await self.main.mount(box, before=self.main.footer)
-                return box
-
-            mounting = self._filter_mount = asyncio.ensure_future(mounted())
-        return await mounting
-
-    async def action_filter(self) -> None:
-        box = await self._filter_box()
-        box.display = True
-        box.focus()
-        self.main.relayout()  # the filter's line takes a row
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input is self.filter_input:
-            self.main.process_table.filter_text = event.value
-            self.main.process_table.redraw()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input is self.filter_input:
-            event.input.display = bool(event.value)
-            self.main.process_table.focus()
-            self.main.relayout()
-
-    def on_key(self, event) -> None:  # noqa: ANN001 - textual.events.Key
-        box = self.filter_input
-        if event.key == "escape" and box is not None and box.has_focus:
-            box.value = ""
-            box.display = False
-            self.main.process_table.focus()
-            self.main.relayout()
-            event.stop()
-
-    async def on_gpu_panel_gpu_clicked(self, message: GpuPanel.GpuClicked) -> None:
-        """A click on a GPU shows its processes; a second click on it shows everything again."""
-        table = self.main.process_table
-        wanted = f"gpu:{message.index}"
-        value = "" if table.filter_text == wanted else wanted
-        box = await self._filter_box()
-        box.value = value  # the Input's change event applies it to the table
-        box.display = bool(value)
-        table.filter_text = value
-        table.redraw()
-        self.main.relayout()
-
-    def action_tree(self) -> None:
-        table = self.main.process_table
-        table.tree_view = not table.tree_view
-        table.redraw()
-
     def get_system_commands(self, screen):  # noqa: ANN001, ANN201 - Textual's signature
         """The command palette (ctrl+p) lists every hwtop action, not only Textual's own."""
         from textual.app import SystemCommand
 
         yield from super().get_system_commands(screen)
         for title, help_text, action in PALETTE:
-            yield SystemCommand(title, help_text, getattr(self, f"action_{action}"))
+            owner = self.main if action in keys.MAIN_SCREEN_OWN else self
+            yield SystemCommand(title, help_text, getattr(owner, f"action_{action}"))
 
     def action_report(self) -> None:
         from hwtop.demo.machine import machine_of_source

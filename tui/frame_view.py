@@ -1,5 +1,5 @@
 """What every screen of the monitor shares: it is shown a Frame through one `show(frame)`, and reads what the
-Frame does not hold (the refresh interval, pause, the replay's clock, the file being recorded, the history) from
+Frame does not hold (the refresh interval, pause, the replay's clock, the file being recorded) from
 its context, the app."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from typing import Protocol, runtime_checkable
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
-from hwtop.model.history import History
 from hwtop.model.record import Record
 
 
@@ -24,9 +23,6 @@ class Status(Record, frozen=True):
 
 class ScreenContext(Protocol):
     """What a screen reads besides the Frame (the app implements it)."""
-
-    @property
-    def history(self) -> History: ...
 
     @property
     def watching(self) -> tuple[str, ...]: ...

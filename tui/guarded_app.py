@@ -35,8 +35,8 @@ class Crashed(Exception):
 
 
 # How long the thread that writes to the terminal may wait for the interpreter's lock while the first frame is
-# out: Python's default, 5 ms, is what the first frame waited, queued, while the main thread went on with Textual's
-# two start-up Resize events (a trace of the start: queued at 215.3 ms, written at 220.8).
+# out: with Python's default switch interval the first frame waited, queued, while the main thread went on with
+# Textual's two start-up Resize events (a trace of the start: benchmarks/README.md).
 FIRST_FRAME_SWITCH_INTERVAL_S = 0.0005
 
 
@@ -73,10 +73,9 @@ class GuardedApp(ExceptionHookApp[ReturnType]):
         """Textual's run; after a crash, the crash itself, raised once the terminal is restored.
 
         The garbage collector is off until the first frame is drawn (the monitor's command line turns it off
-        earlier, before its imports): start-up makes ~70,000 objects and ~200 KB of garbage, and the collector's
-        passes over them cost 23 M of the 1,405 M instructions to the first frame (cachegrind, 1.6 %). Once the
-        frame is out, one collection, then what is alive (modules, classes, widgets) is frozen out of later walks:
-        it lives as long as the app.
+        earlier, before its imports): start-up makes tens of thousands of objects, and the collector's passes over
+        them are time the first frame waits for (benchmarks/README.md). Once the frame is out, one collection, then
+        what is alive (modules, classes, widgets) is frozen out of later walks: it lives as long as the app.
 
         Until then too, a thread waiting for the interpreter's lock gets it within FIRST_FRAME_SWITCH_INTERVAL_S:
         the output thread, holding the first frame."""

@@ -44,7 +44,7 @@ class JobScreen(Screen[None]):
         self.panel.focus()
 
     def show(self, frame: Frame) -> None:
-        snapshot, status, history = frame.snapshot, self.context.status(), self.context.history
+        snapshot, status, history = frame.snapshot, self.context.status(), frame.history
         self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
         node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         numa = snapshot.numa

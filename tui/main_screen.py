@@ -4,16 +4,20 @@ from what each panel says it could be drawn in at this width (its `want`)."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import TYPE_CHECKING, Protocol
+
 from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.scalar import Scalar
 from textual.screen import Screen
-from textual.widget import Widget
 
 from hwtop.model.frame import Frame
+from hwtop.session.controls import ControlRefused
 from hwtop.tui import layout
 from hwtop.tui.frame_view import ScreenContext
+from hwtop.widgets import keys
 from hwtop.widgets.advice import AdvicePanel
 from hwtop.widgets.cpu import CpuPanel
 from hwtop.widgets.disks import DisksPanel
@@ -26,20 +30,43 @@ from hwtop.widgets.panel import FRAME, Want
 from hwtop.widgets.processes import ProcessTable
 from hwtop.widgets.workload import WorkloadPanel
 
+if TYPE_CHECKING:
+    from textual.widgets import Input
+
+    from hwtop.session.session import Session
+
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 ROOMY = 50  # rows: from this on the advice pane also shows the latest of what changed when
 TIMELINE_ROWS = 4  # its heading and three changes
 NARROW = 100  # columns: below this the memory panel narrows
 MEMORY_WIDE, MEMORY_NARROW = 44, 34  # the memory panel's columns, border included
 INSIDE = 4  # a panel's border and padding, left and right
+DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
+NO_FINDINGS = "no problems seen: no finding to open (the advice pane names what the rules watch)"
+
+
+class MainContext(ScreenContext, Protocol):
+    """What the main screen's keys reach besides the Frame (the app implements it): the session's controls
+    (focus a job, the demo's refusals), the last Frame and the screens the keys open."""
+
+    session: Session
+    frame: Frame | None
+
+    @property
+    def replaying(self) -> bool: ...
+
+    def action_job(self) -> None: ...
+
+    def open_advice_screen(self) -> None: ...
 
 
 class MainScreen(Screen[None]):
     AUTO_FOCUS = "ProcessTable"  # the advice pane takes focus only when asked (a, tab, a click)
+    BINDINGS = keys.main_screen_bindings()  # its own keys (the processes, the advice pane), and the app's
 
-    def __init__(self, context: ScreenContext, hide: tuple[str, ...] = ()) -> None:
+    def __init__(self, context: MainContext, hide: tuple[str, ...] = ()) -> None:
         super().__init__()
-        self.context = context
+        self.context = context  # the app: what the screen reads besides the Frame, and its session's controls
         self.hidden_panels = set(hide)
         self.header, self.cpu_panel = HeaderBar(id="header"), CpuPanel(id="cpu")
         self.disks_panel = DisksPanel(id="disks")
@@ -51,7 +78,8 @@ class MainScreen(Screen[None]):
         self.advice_panel = AdvicePanel(id="advice", classes="empty")  # as the first show finds it, mostly: no restyle
         self.top = Horizontal(id="top")
         self.footer = KeyBar()
-        self.filter_box: Widget | None = None  # the process filter's line, once the app has mounted it
+        self.filter_box: Input | None = None  # the process filter's line, once mounted (/, a click on a GPU)
+        self._filter_mount: asyncio.Future[Input] | None = None
         self.frame: Frame | None = None  # the last shown
         self.rows = layout.Rows()  # the row budget it was shown with
 
@@ -84,7 +112,7 @@ class MainScreen(Screen[None]):
     def show(self, frame: Frame) -> None:
         self.frame = frame
         snapshot, context = frame.snapshot, self.context
-        history, status = context.history, context.status()
+        history, status = frame.history, context.status()
         width, height = self.app.size  # the terminal's: this screen's own is unset until its first layout
         gpus, hidden = snapshot.gpus, self.hidden_panels
         narrow = width < NARROW
@@ -155,6 +183,11 @@ class MainScreen(Screen[None]):
     def on_resize(self) -> None:
         self.relayout()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("focus_process", "signal_process") and self.context.replaying:
+            return False  # a recording's processes are not this machine's
+        return True
+
     def on_advice_panel_opened(self, message: AdvicePanel.Opened) -> None:
         """A finding opened in the pane: the rows are shared out again at once; where it still does not fit, it
         opens on the advice screen instead (the first `a` at 120x40 hid the evidence and opened nothing)."""
@@ -170,3 +203,144 @@ class MainScreen(Screen[None]):
         """A click on a finding opens or closes it (the pane's own handler): the rows are shared out again."""
         if event.widget is self.advice_panel:
             self.call_after_refresh(self.relayout)
+
+    def action_cycle_sort(self) -> None:
+        table = self.process_table
+        table.cycle_sort()
+        table.redraw()  # the last data, the job's marks kept
+
+    def action_reverse_sort(self) -> None:
+        table = self.process_table
+        table.reverse_sort()
+        table.redraw()
+
+    def action_advice(self) -> None:
+        """Focus the advice pane and open (or close) its selected finding; on a short terminal, where an open
+        finding would push the panels off screen, and at a second `a`, every finding opens on a screen of its own,
+        with the timeline of what was raised and cleared when."""
+        panel = self.advice_panel
+        if self.app.screen is not self:
+            return
+        if self.context.frame is not None and not self.context.frame.findings and not self.context.frame.timeline:
+            self.notify(NO_FINDINGS)  # nothing raised, nothing cleared: no screen to open
+            return
+        if self.short and self.context.frame is not None and self.context.frame.findings or panel.has_focus:
+            self.context.open_advice_screen()  # a second `a`: every finding, and the timeline of what changed when
+            return
+        panel.focus()
+        panel.action_toggle_finding()
+        self.relayout()  # an open finding takes rows: the budget is made again at once, not at the next tick
+
+    def action_focus_process(self) -> None:
+        """f: the highlighted process and its descendants become the focused job."""
+        table = self.process_table
+        if self.context.session.simulated:
+            self.notify(DEMO_PIDS, severity="warning")
+            return
+        focus = self.context.session.job
+        if focus is None:
+            self.notify("this source cannot focus a job (replay or test source)", severity="warning")
+            return
+        rows = table.rows_shown
+        if not rows or not 0 <= table.cursor_row < len(rows):
+            return
+        pid = rows[table.cursor_row].pid
+        try:
+            focus.focus(pid)
+        except ControlRefused as refused:
+            self.notify(str(refused), severity="error")
+            return
+        self.notify(f"focused on pid {pid} and its descendants: j shows the job")
+        self.context.action_job()
+
+    def action_signal_process(self) -> None:
+        """k: signal the highlighted process, after a confirmation that shows its user and command."""
+        from hwtop.probes.signals import describe, may_signal, send
+        from hwtop.tui.signal_dialog import SignalDialog
+
+        if self.context.replaying:
+            return
+        if self.context.session.simulated:
+            self.notify(DEMO_PIDS, severity="warning")
+            return
+        table = self.process_table
+        rows = table.rows_shown
+        if not rows or not 0 <= table.cursor_row < len(rows):
+            return
+        target = describe(rows[table.cursor_row].pid)
+        if target is None:
+            self.notify("that process has already exited", severity="warning")
+            return
+        refusal = may_signal(target)
+        if refusal:
+            self.notify(refusal, severity="error")
+            return
+
+        def chosen(sig: int | None) -> None:
+            if sig is not None:
+                self.notify(send(target, sig))
+
+        self.app.push_screen(SignalDialog(target), chosen)
+
+    async def _filter_box(self) -> Input:
+        """The filter's input line, mounted above the footer the first time it is wanted: composed hidden, its
+        stylesheet and widget would cost the first frame for a key not every session presses. A second call while
+        the first still mounts waits for the same mount."""
+        mounting = self._filter_mount
+        if mounting is None:
+            from textual.widgets import Input
+
+            box = Input(placeholder="filter processes by name, user, owner or pid (enter keeps it, escape clears)",
+                        id="filter")
+            box.display = False
+            self.filter_box = box
+
+            async def mounted() -> Input:
+                await self.mount(box, before=self.footer)
+                return box
+
+            mounting = self._filter_mount = asyncio.ensure_future(mounted())
+        return await mounting
+
+    async def action_filter(self) -> None:
+        box = await self._filter_box()
+        box.display = True
+        box.focus()
+        self.relayout()  # the filter's line takes a row
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input is self.filter_box:
+            self.process_table.filter_text = event.value
+            self.process_table.redraw()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input is self.filter_box:
+            event.input.display = bool(event.value)
+            self.process_table.focus()
+            self.relayout()
+
+    def on_key(self, event) -> None:  # noqa: ANN001 - textual.events.Key
+        box = self.filter_box
+        if event.key == "escape" and box is not None and box.has_focus:
+            box.value = ""
+            box.display = False
+            self.process_table.focus()
+            self.relayout()
+            event.stop()
+
+    async def on_gpu_panel_gpu_clicked(self, message: GpuPanel.GpuClicked) -> None:
+        """A click on a GPU shows its processes; a second click on it shows everything again."""
+        table = self.process_table
+        wanted = f"gpu:{message.index}"
+        value = "" if table.filter_text == wanted else wanted
+        box = await self._filter_box()
+        box.value = value  # the Input's change event applies it to the table
+        box.display = bool(value)
+        table.filter_text = value
+        table.redraw()
+        self.relayout()
+
+    def action_tree(self) -> None:
+        table = self.process_table
+        table.tree_view = not table.tree_view
+        table.redraw()

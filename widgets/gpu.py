@@ -12,7 +12,7 @@ from textual.message import Message
 
 from hwtop.advice.judge import link_degraded
 from hwtop.advice.thresholds import Thresholds
-from hwtop.model.history import History
+from hwtop.model.history import Recent
 from hwtop.model.owner import Owner, distinct, owners_label
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
 from hwtop.widgets import palette
@@ -39,14 +39,14 @@ class GpuPanel(TextPanel):
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.system: GpuSystem | None = None
         self.gpus: tuple[GpuSnapshot, ...] = ()
-        self.history: History | None = None
+        self.history: Recent | None = None
         self.mode = "wide"
         self.marked: set[int] = set()
         self.numa_of: dict[int, int] = {}
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "GPU"
 
-    def show(self, system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], history: History,
+    def show(self, system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], history: Recent,
              max_lines: int = 1000, marked: set[int] | None = None, numa_of: dict[int, int] | None = None,
              width: int | None = None, thresholds: Thresholds | None = None) -> None:
         """`max_lines` is the height this panel may take; the fullest layout that fits is chosen: three lines a
@@ -78,7 +78,7 @@ class GpuPanel(TextPanel):
             if self.same_as_shown(system):  # no GPU: its line says why, and that rarely changes
                 return
         else:
-            self.forget_shown()  # GPU lines draw the history, which is updated in place: never compared
+            self.forget_shown()  # GPU lines draw the history, which moves on every tick: never compared
         self.changed()
 
     @staticmethod

@@ -1,9 +1,9 @@
 """The footer: one line of the screen's keys, ` q Quit  p Pause …`, and the command palette's key at the right.
 
 Drawn as it looks in Textual's own `Footer`, from one widget instead of the Footer's one per key (nine on the main
-screen): those widgets, their stylesheet and their second composition were 7 ms of hwtop's first frame on this 2-core
-box (benchmarks/README.md). What a user does with it is kept: the keys shown follow the focused widget and the
-screen (the app's `check_action` hides a key or dims it), and a click on a key presses it."""
+screen): those widgets, their stylesheet and their second composition were a visible part of hwtop's first frame
+(benchmarks/README.md). What a user does with it is kept: the keys shown follow the focused widget and the
+screen (a screen's or the app's `check_action` hides a key or dims it), and a click on a key presses it."""
 
 from __future__ import annotations
 

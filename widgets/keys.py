@@ -19,6 +19,7 @@ class Key(msgspec.Struct, frozen=True):
     display: str | None = None  # how the key is written when its name is not the character ("?" for question_mark)
     priority: bool = False
     command: str = ""  # its title in the command palette (ctrl+p); empty: not listed there
+    screen: bool = False  # the main screen's own (its processes, its advice pane); else the app's, on every screen
 
     @property
     def shown(self) -> str:
@@ -33,30 +34,46 @@ def bindings(keys: Sequence[Key]) -> list[BindingType]:
     return [key.binding() for key in keys]
 
 
+def app_bindings() -> list[BindingType]:
+    """The app's: the main screen's keys that every screen has (q, p, t, ?, the replay's …)."""
+    return bindings([key for key in MAIN if not key.screen])
+
+
+def main_screen_bindings() -> list[BindingType]:
+    """The main screen's: its own keys, and the app's as `app.` actions, all in the order declared, the order its
+    footer lists them in (Textual lists a screen's bindings before the app's)."""
+    return bindings([key if key.screen else msgspec.structs.replace(key, action=f"app.{key.action}")
+                     for key in MAIN])
+
+
 # The monitor's main screen, in the order the ? screen lists them.
 MAIN = (
     Key("q", "quit", "Quit", "quit (the terminal is restored, no child process is left)"),
     Key("p", "toggle_pause", "Pause", "pause / resume sampling", command="Pause / resume"),
     Key("s", "cycle_sort", "Sort", "sort the processes by the next column: CPU, memory, GPU memory, PID (or click a "
-                                   "column header; ▼ biggest first, ▲ smallest first)", command="Sort processes"),
+                                   "column header; ▼ biggest first, ▲ smallest first)", command="Sort processes",
+        screen=True),
     Key("r", "reverse_sort", "Reverse", "reverse the process order (as does a second click on the sorted column's "
-                                        "header)", show=False, command="Reverse sort"),
+                                        "header)", show=False, command="Reverse sort", screen=True),
     Key("slash", "filter", "Filter", "filter the processes by name, user, owner or pid (enter keeps it, escape clears)",
-        show=False, display="/", command="Filter processes"),
+        show=False, display="/", command="Filter processes", screen=True),
     Key("T", "tree", "Tree", "tree view of the processes: children under their parents", show=False,
-        command="Process tree"),
+        command="Process tree", screen=True),
     Key("t", "topology", "Topology", "topology: GPU/NIC connection matrix, NUMA nodes, live PCIe/NVLink (r re-reads "
                                      "it, t/escape back)", command="Topology"),
     Key("a", "advice", "Advice", "advice: focus the pane and expand the selected finding (up/down select, enter or "
-                                 "click toggles); a again: every finding and what changed when", command="Advice"),
+                                 "click toggles); a again: every finding and what changed when", command="Advice",
+        screen=True),
     Key("b", "report", "Report", "box report: what this box can train and what limits it (hwtop report for "
                                  "measurements)", show=False, command="Box report"),
     Key("j", "job", "Job", "the focused job's view: process tree, roles, affinity, where threads ran, NUMA memory "
                            "(--pid/--job)", show=False, command="Job view"),
     Key("f", "focus_process", "Focus", "focus the highlighted process and its descendants as the job; in the job "
-                                       "view d reads a stack", show=False, command="Focus process as job"),
+                                       "view d reads a stack", show=False, command="Focus process as job",
+        screen=True),
     Key("k", "signal_process", "Signal", "signal the highlighted process: shows its user and command, enter or y "
-                                         "SIGTERM, K SIGKILL, n cancels", show=False, command="Signal process"),
+                                         "SIGTERM, K SIGKILL, n cancels", show=False, command="Signal process",
+        screen=True),
     Key("w", "start_workload", "Workload", "start the embedded PyTorch DDP/AMP job: pick a scenario and options",
         command="Start workload"),
     Key("x", "stop_workload", "Stop job", "stop the job (its whole process group: SIGTERM, then SIGKILL)",
@@ -72,6 +89,7 @@ MAIN = (
     Key("plus,equals_sign", "replay_speed(2)", "Faster", "replay: twice as fast", display="+"),
     Key("minus", "replay_speed(0.5)", "Slower", "replay: half as fast", display="-"),
 )
+MAIN_SCREEN_OWN = frozenset(key.action for key in MAIN if key.screen)  # the actions the main screen owns
 # Lines of the ? screen that are not keys of the main screen.
 HELP_ONLY = (
     ("enter", "confirm a dialog (start the workload, send SIGTERM); on the advice pane, open a finding"),

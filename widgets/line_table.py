@@ -1,6 +1,6 @@
 """A table drawn with Textual's line API: one `Strip` per visible row, cached by the row's content and the column
 widths, so a tick that changes ten rows of five thousand renders ten strips and repaints ten lines. DataTable
-re-rendered every cell of the table on each `clear()`/`add_row` (43 % of hwtop's CPU in a profile, issue 21).
+re-rendered every cell of the table on each `clear()`/`add_row` (most of hwtop's CPU in a profile, issue 21).
 Rows arrive already sorted and filtered; the widget only draws them, keeps a row cursor and reports header clicks.
 Every cell passes `safe_text.cell`: outside text is literal and its control characters are shown."""
 

@@ -36,6 +36,7 @@ class Want(Record, frozen=True):
         return lines - 1 if lines - 1 >= floor else None
 
     def above(self, lines: int) -> int | None:
+        """The next height over `lines`, not over `most`; None where there is none."""
         if self.steps:
             higher = [s for s in self.steps if lines < s <= self.most]
             return min(higher) if higher else None

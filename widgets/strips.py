@@ -1,7 +1,7 @@
 """One line of Rich Text as the row Textual would draw for it, without Textual's Content path.
 
-Textual draws a widget's text by converting it to its own Content and rendering that: about 0.35 ms a row on this
-2-core box, most of a tick's drawing. Rich renders the same line to segments in about 0.06 ms; what Textual adds
+Textual draws a widget's text by converting it to its own Content and rendering that, most of a tick's drawing;
+Rich renders the same line to segments several times faster (benchmarks/README.md). What Textual adds
 is its colours (a Rich colour goes through Textual's own: an 8-bit grey becomes truecolour) on the widget's base
 style, and click offsets. Both are done here, the colour conversion cached per style
 (tests/widgets/test_strips.py compares every row with Textual's own drawing, cell by cell)."""

@@ -19,7 +19,7 @@ def release(version: str) -> tuple[int, ...]:
 
 def installed() -> str | None:
     """The installed nvidia-ml-py's version, from the dist-info beside its pynvml module (importlib.metadata
-    would add ~50 ms of imports to the demo's start); None when it cannot be told."""
+    would add its own imports to the demo's start); None when it cannot be told."""
     spec = importlib.util.find_spec("pynvml")
     if spec is None or spec.origin is None:
         return None

@@ -287,9 +287,6 @@ class FakeNvmlLibrary:
         """Export fewer symbols than the branch does (an older driver: R450 lacks the _v2 process queries)."""
         self.hidden_symbols.update(symbols)
 
-    def clear_faults(self) -> None:
-        self._faults.clear()
-
     def lose_gpu(self, index: int, lost: bool = True) -> None:
         """The GPU falls off the bus (every call on it: GPU_IS_LOST), or comes back after a reset."""
         self.world.cards[index].lost = lost

@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from hwtop.model.snapshot import GpuProcess, ProcessInfo
+from hwtop.model.snapshot import GpuProcess, GpuProcessKind, ProcessInfo
 from hwtop.probes.nvml.calls import INSUFFICIENT_SIZE, Verdict, error_code, verdict
 from hwtop.probes.nvml.capabilities import Query
 from hwtop.probes.nvml.handle import DeviceHandle
@@ -33,7 +33,7 @@ FIRST_SAMPLES_WINDOW_US = 5_000_000  # on the first read, samples older than thi
 class Listed(msgspec.Struct, frozen=True):
     pid: int
     used_memory_bytes: int | None
-    kinds: tuple[str, ...]  # ("compute",), ("graphics",) or both
+    kinds: tuple[GpuProcessKind, ...]  # ("compute",), ("graphics",) or both
 
 
 class _ProcessInfoV1(ctypes.Structure):
@@ -81,9 +81,11 @@ def _memory(value: Any) -> int | None:
 
 def merge(compute: list[tuple[int, int | None]], graphics: list[tuple[int, int | None]]) -> list[Listed]:
     """One entry per pid: a C+G process appears in both lists with the same memory, and is counted once."""
-    kinds: dict[int, list[str]] = {}
+    kinds: dict[int, list[GpuProcessKind]] = {}
     memory: dict[int, int | None] = {}
-    for kind, entries in (("compute", compute), ("graphics", graphics)):
+    lists: tuple[tuple[GpuProcessKind, list[tuple[int, int | None]]], ...] = (("compute", compute),
+                                                                            ("graphics", graphics))
+    for kind, entries in lists:
         for pid, used in entries:
             if kind not in kinds.setdefault(pid, []):
                 kinds[pid].append(kind)

@@ -92,7 +92,7 @@ class NvmlSession:
             if not nvml_library_loads():
                 return GpuSystem(False, NO_LIBRARY + retry, source="none")
             try:
-                import pynvml  # lazy, and only where the library loads: ~10 ms of a CPU-only box's first frame
+                import pynvml  # lazy, and only where the library loads: not on a CPU-only box's first frame
             except ImportError:
                 self.retry_at = None
                 return GpuSystem(False, "nvidia-ml-py is not installed: no GPU monitoring", source="none")

@@ -14,15 +14,6 @@ from tests.advice_timeline import play_story
 from tests.factories import T0
 
 
-@pytest.fixture
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
-
-
 @pytest.mark.slow  # a whole machine for 55 ticks: ~2 s
 def test_the_starved_story_leaves_its_raise_and_its_clear_with_times(utc) -> None:
     frames = play_story("starved", 100)

@@ -11,7 +11,6 @@ import json
 import os
 import queue
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.live_processes import kill_tree
 
 JOBS = Path(__file__).parents[1] / "jobs"
 HWTOP = [sys.executable, "-m", "hwtop"]
@@ -64,31 +65,8 @@ class Job:
         raise AssertionError("the job did not start training: " + "".join(self.output[-20:]))
 
     def stop(self) -> None:
-        """The whole tree: torchrun starts each rank in a session of its own, so a process group is not enough."""
-        for pid in [self.process.pid, *descendants(self.process.pid)]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tree(self.process.pid)
         self.process.wait(30)
-
-
-def descendants(root: int) -> list[int]:
-    parent_of = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                text = Path(f"/proc/{name}/stat").read_text()
-                parent_of[int(name)] = int(text[text.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    out, todo = [], [root]
-    while todo:
-        current = todo.pop()
-        children = [pid for pid, parent in parent_of.items() if parent == current]
-        out += children
-        todo += children
-    return out
 
 
 @contextmanager

@@ -11,6 +11,7 @@ from msgspec.structs import replace
 from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
 from hwtop.cli.doctor import run_doctor
+from hwtop.model.history import History
 from hwtop.model.job import RankStacks
 from hwtop.model.snapshot import Snapshot
 from tests.advice.test_job_rules import BALANCED, stacks
@@ -25,6 +26,7 @@ class FirstChunkStarved:
 
     def __init__(self, whole_watch: float | None, step_s: float) -> None:
         self.timeline, self.step_s = Timeline(cores=2), step_s
+        self.history = History()  # a snapshot source's (session.SnapshotSource): the Frame carries it
         self.first_chunk = replace(BALANCED, stacks=(stacks(data=0.72, samples=29),))
         final = () if whole_watch is None else (stacks(data=whole_watch, samples=150),)
         self.job = _Job(final)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,30 +17,14 @@ from typing import Any
 
 import pytest
 
+from tests.live_processes import descendants, kill_tree
+
 JOB = Path(__file__).parent.parent / "jobs" / "ddp_straggler.py"
 HWTOP = [sys.executable, "-m", "hwtop"]
 FOUND_WITHIN_S = 30.0
 SECONDS = 15
 torch_missing = importlib.util.find_spec("torch") is None
 slow_torch = [pytest.mark.slow, pytest.mark.skipif(torch_missing, reason="the job needs torch")]
-
-
-def descendants(root: int) -> list[int]:
-    parent_of = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                text = Path(f"/proc/{name}/stat").read_text()
-                parent_of[int(name)] = int(text[text.rindex(")") + 2:].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    out, todo = [], [root]
-    while todo:
-        current = todo.pop()
-        children = [pid for pid, parent in parent_of.items() if parent == current]
-        out += children
-        todo += children
-    return out
 
 
 def rank_pids(launcher: int) -> dict[int, int]:
@@ -74,11 +57,7 @@ def ddp_job(*args: str) -> Iterator[subprocess.Popen[str]]:
         assert process.poll() is None, "the job did not start"
         yield process
     finally:
-        for pid in [process.pid, *descendants(process.pid)]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tree(process.pid)
         process.wait(30)
 
 
@@ -167,11 +146,7 @@ def test_ranks_whose_stacks_cannot_be_read_are_named_and_no_straggler_is_guessed
         result = subprocess.run([*HWTOP, "doctor", "--pid", str(launcher.pid), "--seconds", "8", "--json"],
                                 capture_output=True, text=True, timeout=120, env=env)
     finally:
-        for pid in [launcher.pid, *descendants(launcher.pid)]:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_tree(launcher.pid)
         launcher.wait(10)
     report = json.loads(result.stdout)
     found = [f for f in report["findings"] if f["id"] == "rank-straggler"]

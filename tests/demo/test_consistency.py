@@ -14,30 +14,23 @@ from hwtop.model.frame import Frame
 from hwtop.session.sampler import Sampler
 from hwtop.session.session import Session
 from tests.demo.consistency import contradictions
+from tests.manual_clock import ManualClock
 from tests.matrix import fast_few
 
 EPOCH = 1_800_000_000.0
 STEADY_S = 60.0
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def play(profile: str, story: str | None, step: float) -> list[Frame]:
     """The whole story (a minute of the steady job), a tick every `step` seconds of its clock."""
-    clock = FakeClock()
-    session = Session(demo_sampler(profile, story, seed=3, clock=clock, wall=lambda: EPOCH + clock.t))
+    clock = ManualClock()
+    session = Session(demo_sampler(profile, story, seed=3, clock=clock, wall=lambda: EPOCH + clock.now))
     duration = STORIES[story].duration_s if story else STEADY_S
     frames = []
     try:
-        while clock.t <= duration:
+        while clock.now <= duration:
             frames.append(session.tick())
-            clock.t += step
+            clock.now += step
     finally:
         session.close()
     return frames

@@ -9,33 +9,26 @@ import pytest
 from hwtop.demo.machine import demo_sampler
 from hwtop.demo.story import NCCL_HANG_S, NCCL_STUCK_RANK, RANK_PID
 from hwtop.tui.app import HwtopApp
+from tests.manual_clock import ManualClock
 
 pytestmark = pytest.mark.slow  # a story's first minute, a tick per 0.15 s of real time
 EPOCH = 1_800_000_000.0
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-async def _play_until(app: HwtopApp, pilot, clock: FakeClock, until: float, step: float = 3.0) -> None:  # noqa: ANN001
+async def _play_until(app: HwtopApp, pilot, clock: ManualClock, until: float, step: float = 3.0) -> None:  # noqa: ANN001
     await app.first_frame.wait()
-    while clock.t < until:
-        clock.t += step
+    while clock.now < until:
+        clock.now += step
         ticks = app.ticks
         for _ in range(100):
             await pilot.pause(0.05)
-            if app.ticks > ticks and app.snapshot is not None and app.snapshot.time >= EPOCH + clock.t:
+            if app.ticks > ticks and app.snapshot is not None and app.snapshot.time >= EPOCH + clock.now:
                 break
 
 
 async def test_nccl_hang_the_rank_the_advice_names_is_alone_on_the_cpu_in_the_table() -> None:
-    clock = FakeClock()
-    app = HwtopApp(demo_sampler("dgx-a100", "nccl-hang", seed=5, clock=clock, wall=lambda: EPOCH + clock.t),
+    clock = ManualClock()
+    app = HwtopApp(demo_sampler("dgx-a100", "nccl-hang", seed=5, clock=clock, wall=lambda: EPOCH + clock.now),
                    interval=0.1)
     async with app.run_test(size=(160, 50)) as pilot:
         await _play_until(app, pilot, clock, NCCL_HANG_S + 33)
@@ -56,8 +49,8 @@ async def test_nccl_hang_the_rank_the_advice_names_is_alone_on_the_cpu_in_the_ta
 
 
 async def test_amp_advice_names_the_torchrun_job_and_md_arrays_are_raid() -> None:
-    clock = FakeClock()
-    app = HwtopApp(demo_sampler("dgx-a100", "amp", seed=5, clock=clock, wall=lambda: EPOCH + clock.t),
+    clock = ManualClock()
+    app = HwtopApp(demo_sampler("dgx-a100", "amp", seed=5, clock=clock, wall=lambda: EPOCH + clock.now),
                    interval=0.1)
     async with app.run_test(size=(200, 60)) as pilot:
         await _play_until(app, pilot, clock, 30)

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import re
-import threading
-import time
-import urllib.request
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwtop.exporter.server import make_exporter
 from hwtop.exporter.text import number
 from hwtop.model.frame import Frame
+from tests.exporter.scrape import scrape_once
 from tests.factories import demo_snapshots
 
 SAMPLE = re.compile(r"^[A-Za-z_:][\w:]*(\{.*\})? (\S+)$")
@@ -25,18 +22,7 @@ def _significant_digits(text: str) -> int:
 
 def test_a_scrape_of_a_gpm_card_carries_no_float_noise() -> None:
     frame = Frame(demo_snapshots("h200", count=3)[-1])  # GPM percentages become DCGM's 0-1 ratios: x / 100
-    server, stop, latest = make_exporter(lambda: frame, "127.0.0.1", 0, 3600.0, "test")
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        deadline = time.monotonic() + 10
-        while latest.frame is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/metrics", timeout=10) as response:
-            text = response.read().decode()
-    finally:
-        stop.set()
-        server.shutdown()
-        server.server_close()
+    text = scrape_once(frame)
     values = [m.group(2) for line in text.splitlines() if (m := SAMPLE.match(line)) and not line.startswith("#")]
     ratios = [v for v in values if "." in v]
     assert ratios, text  # the card's GPM activity is there, as fractions

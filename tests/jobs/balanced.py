@@ -2,11 +2,11 @@
 epochs and keep ahead of the model. Written as ordinary user code; hwtop's tests watch it from outside."""
 
 import argparse
-import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import fit  # tests/jobs/training.py, beside this script
 
 
 class Synthetic(Dataset):
@@ -37,22 +37,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
-    start = last = time.time()
-    step = last_step = 0
-    for epoch in range(args.epochs):
-        for x, y in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            step += 1
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
-                return
+    fit(loader, model, optimizer, loss_fn, args.epochs, args.time_limit)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
+from training import Progress  # tests/jobs/training.py, beside this script
 
 
 def python_augmentation(seconds: float) -> float:
@@ -45,8 +46,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
 
-    start = last = time.time()
-    step = last_step = 0
+    progress = Progress(args.time_limit, show=rank == 0)
     while True:
         index = torch.randint(0, len(x), (args.batch_size,), generator=generator)
         batch, target = x[index], y[index]
@@ -56,13 +56,9 @@ def main() -> None:
         loss = loss_fn(model(batch), target)
         loss.backward()
         optimizer.step()
-        step += 1
-        now = time.time()
-        if rank == 0 and (now - last >= 2.0 or step == 1):
-            print(f"step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} steps/s", flush=True)
-            last, last_step = now, step
-        if step % 10 == 0:  # every rank stops at the same step, or the others would wait for it forever
-            stop = torch.tensor([float(now - start > args.time_limit)])
+        past = progress.stepped(loss)
+        if progress.step % 10 == 0:  # every rank stops at the same step, or the others would wait for it forever
+            stop = torch.tensor([float(past)])
             dist.all_reduce(stop, op=dist.ReduceOp.MAX)
             if stop.item():
                 break

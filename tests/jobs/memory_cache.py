@@ -7,11 +7,11 @@ user code.
 
 import argparse
 import os
-import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import Progress  # tests/jobs/training.py, beside this script
 
 SAMPLE_BYTES = 16384
 
@@ -60,21 +60,14 @@ def main() -> None:
     model = nn.Sequential(nn.Linear(SAMPLE_BYTES, 64), nn.ReLU(), nn.Linear(64, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
-    start = last = time.time()
-    step = last_step = 0
+    progress = Progress(args.time_limit)
     for epoch in range(args.epochs):
         for x in loader:
             optimizer.zero_grad()
             loss = model(x).pow(2).mean()
             loss.backward()
             optimizer.step()
-            step += 1
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
+            if progress.stepped(loss, epoch):
                 return
 
 

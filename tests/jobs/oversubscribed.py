@@ -7,7 +7,6 @@ compute threads as cores. --threads N is the fix. Ordinary user code.
 
 import argparse
 import os
-import time
 
 import torch
 import torch.distributed as dist
@@ -15,6 +14,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
+from training import Progress  # tests/jobs/training.py, beside this script
 
 
 class Synthetic(Dataset):
@@ -47,8 +47,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
-    start = last = time.time()
-    step = last_step = 0
+    progress = Progress(args.time_limit, show=rank == 0)
     for epoch in range(args.epochs):
         loader.sampler.set_epoch(epoch)
         for x, y in loader:
@@ -56,13 +55,7 @@ def main() -> None:
             loss = loss_fn(model(x), y)
             loss.backward()
             optimizer.step()
-            step += 1
-            now = time.time()
-            if rank == 0 and (now - last >= 2.0 or step == 1):
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
+            if progress.stepped(loss, epoch):
                 dist.destroy_process_group()
                 return
 

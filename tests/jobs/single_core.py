@@ -3,12 +3,12 @@ default num_workers=0: the main process decodes and augments every sample itself
 model waits. --num-workers N is the fix. Ordinary user code."""
 
 import argparse
-import time
 
 import numpy as np
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import fit  # tests/jobs/training.py, beside this script
 
 
 class Augmented(Dataset):
@@ -48,22 +48,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.CrossEntropyLoss()
 
-    start = last = time.time()
-    step = last_step = 0
-    for epoch in range(args.epochs):
-        for images, labels in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(images), labels)
-            loss.backward()
-            optimizer.step()
-            step += 1
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
-                return
+    fit(loader, model, optimizer, loss_fn, args.epochs, args.time_limit)
 
 
 if __name__ == "__main__":

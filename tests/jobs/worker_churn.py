@@ -2,11 +2,11 @@
 new pair of workers (the common default). --persistent-workers is the fix. Ordinary user code."""
 
 import argparse
-import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import Progress  # tests/jobs/training.py, beside this script
 
 
 class Features(Dataset):
@@ -36,21 +36,15 @@ def main() -> None:
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
 
-    start = last = time.time()
-    step = last_step = 0
+    progress = Progress(args.time_limit)
     for epoch in range(args.epochs):
         for x, y in loader:
             optimizer.zero_grad()
             loss = loss_fn(model(x), y)
             loss.backward()
             optimizer.step()
-            step += 1
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-        if time.time() - start > args.time_limit:
+            progress.stepped(loss, epoch)
+        if progress.past():  # at an epoch's end: the next epoch forks its workers again
             return
 
 

@@ -25,6 +25,7 @@ from hwtop.probes.network import (
     place_nics,
     printable_name,
 )
+from tests.manual_clock import ManualClock
 from tests.sysfs_trees import ib_port, netdev, pci_device, write
 
 
@@ -36,14 +37,6 @@ class Counters:
 
     def __call__(self) -> dict[str, tuple[int, int]]:
         return dict(self.values)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _box(root: Path) -> None:
@@ -64,9 +57,9 @@ def _box(root: Path) -> None:
     netdev(root, "docker0", operstate="down", speed_mbps=-1)
 
 
-def _probe(root: Path) -> tuple[NetworkProbe, Counters, Clock]:
+def _probe(root: Path) -> tuple[NetworkProbe, Counters, ManualClock]:
     counters = Counters({"lo": (0, 0), "eno1": (0, 0), "ens1f0": (0, 0), "veth1a2b": (0, 0), "docker0": (0, 0)})
-    clock = Clock()
+    clock = ManualClock(1000.0)
     return NetworkProbe(str(root), counters=counters, clock=clock), counters, clock
 
 
@@ -167,16 +160,16 @@ def test_vanished_files_and_interfaces_mid_read(tmp_path: Path) -> None:
 
 
 def test_no_network_sysfs_at_all(tmp_path: Path) -> None:
-    probe = NetworkProbe(str(tmp_path), counters=Counters({"eth0": (1, 2)}), clock=Clock())
+    probe = NetworkProbe(str(tmp_path), counters=Counters({"eth0": (1, 2)}), clock=ManualClock(1000.0))
     (nic,) = probe.read()
     assert (nic.name, nic.kind, nic.speed_gbps, nic.state) == ("eth0", "virtual", None, None)
-    assert NetworkProbe(str(tmp_path), counters=Counters({}), clock=Clock()).read() == ()
+    assert NetworkProbe(str(tmp_path), counters=Counters({}), clock=ManualClock(1000.0)).read() == ()
 
 
 def test_hostile_names_stay_text_a_record_can_carry(tmp_path: Path) -> None:
     hostile = "ev\x1b[31mil\udcff"  # an escape sequence and a byte that is not UTF-8, as os.listdir hands it over
     netdev(tmp_path, "ev\x1b[31mil\udcff".encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape"))
-    probe = NetworkProbe(str(tmp_path), counters=Counters({hostile: (1, 2)}), clock=Clock())
+    probe = NetworkProbe(str(tmp_path), counters=Counters({hostile: (1, 2)}), clock=ManualClock(1000.0))
     (nic,) = probe.read()
     assert nic.name == "ev\x1b[31mil\\xff"
     assert nic.state == "up"  # the sysfs files were found under the real name
@@ -264,7 +257,7 @@ def test_any_name_bytes_become_encodable_text(raw: bytes) -> None:
 def test_hundreds_of_veths_keep_the_busiest_in_the_snapshot(tmp_path: Path) -> None:
     _box(tmp_path)
     counters = Counters({"lo": (0, 0), "eno1": (0, 0), **{f"veth{i:03d}": (0, 0) for i in range(300)}})
-    clock = Clock()
+    clock = ManualClock(1000.0)
     probe = NetworkProbe(str(tmp_path), counters=counters, clock=clock)
     assert len(probe.read()) == 2 + MAX_VIRTUAL + 3  # lo, eno1, 32 veths, the three HCA ports
     clock.now += 1
@@ -278,5 +271,5 @@ def test_a_vms_virtio_nic_is_placed_by_the_pci_function_above_it(tmp_path: Path)
     function = pci_device(tmp_path, "0000:00:03.0", 1)
     (tmp_path / function / "virtio2").mkdir()
     netdev(tmp_path, "eth0", device=f"{function}/virtio2")
-    (nic,) = NetworkProbe(str(tmp_path), counters=Counters({"eth0": (1, 1)}), clock=Clock()).read()
+    (nic,) = NetworkProbe(str(tmp_path), counters=Counters({"eth0": (1, 1)}), clock=ManualClock(1000.0)).read()
     assert (nic.kind, nic.bus_id, nic.numa_node) == ("ethernet", "0000:00:03.0", 1)

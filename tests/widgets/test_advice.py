@@ -6,11 +6,10 @@ from __future__ import annotations
 import pytest
 from textual.geometry import Offset
 
-from hwtop.model.history import History
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.advice import AdvicePanel
 from tests.advice_timeline import Timeline, rank, workload
-from tests.factories import ScriptedSource, host_snapshot
+from tests.factories import ScriptedSource, SequenceSource, host_snapshot
 
 
 def text_of(widget) -> str:
@@ -82,22 +81,6 @@ async def test_empty_pane_says_what_it_watches() -> None:
         text = text_of(panel)
         assert "no problems seen" in text and "GPU memory and OOM events" in text
         assert panel.has_class("empty") and not panel.has_focus
-
-
-class SequenceSource:
-    """Each sample is the next frame (the last one repeats): the app lives through the timeline."""
-
-    def __init__(self, frames) -> None:
-        self.frames, self.index, self.history = frames, 0, History()
-
-    def sample(self):
-        frame = self.frames[min(self.index, len(self.frames) - 1)]
-        self.index += 1
-        self.history.push(frame)
-        return frame
-
-    def close(self) -> None:
-        pass
 
 
 async def test_a_finding_appears_then_clears_while_the_app_runs() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,15 +14,6 @@ from hwtop.tui.app import HwtopApp
 from hwtop.widgets.advice import AdvicePanel
 from tests.advice_timeline import Timeline
 from tests.factories import ScriptedSource
-
-
-@pytest.fixture
-def utc(monkeypatch):
-    monkeypatch.setenv("TZ", "UTC")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 def cooled_down_frames():
