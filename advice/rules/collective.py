@@ -85,25 +85,25 @@ def _ras_hang(snapshot: Snapshot, t: Thresholds) -> Hang | None:
 
 
 def _nccl_finding(ras: Hang, spinning: dict[int, tuple[float, float]], snapshot: Snapshot,
-                  t: Thresholds) -> Finding:
+                  t: Thresholds, local_evidence: list[str]) -> Finding:
+    """NCCL's figures first, then what this host's own figures say of the same hang (its steps, its GPUs, its
+    ranks' stacks), as the finding reads without RAS: one finding, one title, whichever figures named the rank."""
     comm = ras.comm
     evidence = [f"NCCL RAS: {ras.sentence}",
                 f"no count of communicator {comm.comm.hash} ({comm.comm.size} ranks) changed for {ras.still_s:.0f} s "
                 f"(limit {t['ras_hang_s']:.0f} s)"]
     for r in ras.behind[:3]:
         evidence.append(f"rank {r.rank} has launched " + ", ".join(f"{value} {op}" for op, value in r.counts if value))
-    for index, (util, share) in sorted(spinning.items()):
-        evidence.append(f"GPU{index} {util:.0f}% busy at {100 * share:.0f}% of its power limit: kernels polling")
-    odd = _odd_rank(snapshot)
-    if odd:
-        evidence.append(odd)
+    evidence.extend(line for line in local_evidence if line not in evidence)
     local = {p.pid for p in snapshot.job.processes if p.alive} if snapshot.job is not None else set()
     first = ras.behind[0]
     here = [r for r in ras.behind if r.pid in local]
     fixes = ((f"py-spy dump --pid {first.pid} shows where rank {first.rank} is instead." if here else
               f"On {first.host}: py-spy dump --pid {first.pid} shows where rank {first.rank} is instead."),
              *FIXES[1:])
-    return Finding("collective-hang", "critical", ras.sentence[0].upper() + ras.sentence[1:], tuple(evidence), fixes,
+    where = "" if here and here[0] is first else f" on {first.host}"  # one title whichever figures name the rank
+    title = f"Rank {first.rank}{where} never reached the collective the others wait in"
+    return Finding("collective-hang", "critical", title, tuple(evidence), fixes,
                    scope="job", gpus=tuple(sorted({*spinning, *(r.nvml_dev for r in here if r.nvml_dev is not None)})),
                    pids=tuple(sorted({r.pid for r in here if r.pid is not None})))
 
@@ -118,15 +118,12 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     spinning = {g.index: found for g in latest.gpus if not g.lost and compute_pids(g)
                 for found in [_spinning(window, g, t)] if found is not None}
     ras = _ras_hang(latest, t)
-    if ras is not None:  # NCCL names the rank: the strongest figure there is
-        yield _nccl_finding(ras, spinning, latest, t)
-        return
     workload = latest.workload
     stalled = workload is not None and workload.status == "stalled"
     hung = _hung_rank(latest, t)
-    if not spinning and not stalled and hung is None:
+    if ras is None and not spinning and not stalled and hung is None:
         return
-    if hung is not None and not spinning and not stalled:  # the ranks' own figures say it, GPU or not
+    if ras is None and hung is not None and not spinning and not stalled:  # the ranks' own figures say it
         named = hung.rank
         yield Finding("collective-hang", "critical",
                       f"Rank {named.rank} on {named.host} never reached the collective the others wait in"
@@ -134,8 +131,26 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
                       scope="job", gpus=(named.gpu,) if named is not None and named.gpu is not None else (),
                       pids=(named.pid,) if named is not None and named.pid is not None else ())
         return
+    evidence = _local_evidence(latest, spinning, hung, t)
+    if ras is not None:  # NCCL names the rank: the strongest figure there is, checked against this host's
+        yield _nccl_finding(ras, spinning, latest, t, evidence)
+        return
+    pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
+    if not pids and workload is not None:
+        pids = workload.pids
+    title = (f"Rank {hung.rank.rank} never reached the collective the others wait in"
+             if hung is not None and hung.rank is not None else "The job's ranks wait in a collective")
+    yield Finding("collective-hang", "critical", title, tuple(evidence), FIXES, scope="job",
+                  gpus=tuple(sorted(spinning)), pids=pids)
+
+
+def _local_evidence(latest: Snapshot, spinning: dict[int, tuple[float, float]], hung: RankVerdict | None,
+                    t: Thresholds) -> list[str]:
+    """What this host's own figures say of a hang: the steps that stopped, the GPUs polling, the odd rank on a
+    CPU, the ranks' stacks."""
+    workload = latest.workload
     evidence = []
-    if stalled and workload is not None:
+    if workload is not None and workload.status == "stalled":
         at_step: dict[int, list[str]] = {}
         for r in workload.ranks:
             if r.step is not None:
@@ -154,10 +169,4 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence.append(odd)
     if hung is not None:
         evidence.extend(hung.evidence)
-    pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
-    if not pids and workload is not None:
-        pids = workload.pids
-    title = (f"Rank {hung.rank.rank} never reached the collective the others wait in"
-             if hung is not None and hung.rank is not None else "The job's ranks wait in a collective")
-    yield Finding("collective-hang", "critical", title, tuple(evidence), FIXES, scope="job",
-                  gpus=tuple(sorted(spinning)), pids=pids)
+    return evidence

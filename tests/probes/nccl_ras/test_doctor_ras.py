@@ -113,8 +113,9 @@ def test_doctor_names_remote_ranks_from_nccl_ras(tmp_path: Path) -> None:
 
     text = out["hang"][0]
     assert codes["hang"] == 1, text
-    assert "Rank 5 (pid 4055 on 10.0.0.3, GPU 1) has not launched AllReduce #6650, which the other 7 ranks wait in" \
-        in text
+    assert "Rank 5 on 10.0.0.3 never reached the collective the others wait in" in text  # the title
+    assert "rank 5 (pid 4055 on 10.0.0.3, GPU 1) has not launched AllReduce #6650, which the other 7 ranks wait in" \
+        in text  # NCCL's figure, the first evidence
     assert "(collective-hang, active)" in text
     assert "10.0.0.3" in text and "4055" in text  # the remote rank's row in the rank table
     hang_facts = text.split("What changed:")[1]
