@@ -9,14 +9,17 @@ import msgspec
 
 from hwtop.advice.rules.collective import collective_hang
 from hwtop.advice.rules.contention import cpu_oversubscribed, job_memory_pressure
+from hwtop.advice.rules.growth import memory_growing
 from hwtop.advice.rules.health import gpu_errors, gpu_throttled
 from hwtop.advice.rules.loader import data_starved, loader_io_bound, single_core_loading, worker_churn
+from hwtop.advice.rules.main_loop import work_in_loop
 from hwtop.advice.rules.memory import cuda_oom, host_memory_pressure
 from hwtop.advice.rules.network import data_from_network, nccl_wrong_transport, network_saturated, nic_far_from_gpu
 from hwtop.advice.rules.pipeline import cpu_single_core, gpu_starved, io_bound
 from hwtop.advice.rules.placement import numa_misplaced, pcie_degraded, topology_slow_p2p
 from hwtop.advice.rules.precision import amp_available, amp_overflow, cudnn_benchmark, training_diverged
 from hwtop.advice.rules.straggler import rank_straggler
+from hwtop.advice.rules.stuck import loop_stuck, worker_stuck
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
@@ -57,6 +60,11 @@ RULES: tuple[Rule, ...] = (
     Rule("loader-io-bound", loader_io_bound, 5.0, 10.0, "the job's I/O stalls while its ranks wait for data"),
     Rule("job-memory-pressure", job_memory_pressure, 5.0, 15.0, "memory stalls, major faults and what grows"),
     Rule("rank-straggler", rank_straggler, 5.0, 10.0, "each rank's collective waits against the others'"),
+    # The user's own job (issue 47): the stuck rules wait stuck_stack_s themselves, memory-growing its span.
+    Rule("worker-stuck", worker_stuck, 0.0, 10.0, "DataLoader workers whose stack stopped while the loop waits"),
+    Rule("loop-stuck", loop_stuck, 0.0, 10.0, "main threads whose stack stopped outside the loader"),
+    Rule("work-in-loop", work_in_loop, 5.0, 10.0, "the main thread's own Python outside the model and the loader"),
+    Rule("memory-growing", memory_growing, 0.0, 30.0, "the job's memory (PSS) climbing steadily"),
     # The network: port rates are averaged over 10 s already.
     Rule("network-saturated", network_saturated, 5.0, 10.0, "ports near their line rate while ranks wait in "
          "collectives"),

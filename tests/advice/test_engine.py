@@ -99,7 +99,9 @@ def test_the_rule_ids_are_exactly_the_documented_set():
                              "loader-io-bound", "job-memory-pressure",
                              "rank-straggler",  # issue 34: one rank holds the job back
                              # issue 35: the network
-                             "network-saturated", "nccl-wrong-transport", "nic-far-from-gpu", "data-from-network"}
+                             "network-saturated", "nccl-wrong-transport", "nic-far-from-gpu", "data-from-network",
+                             # issue 47: the user's own job
+                             "worker-stuck", "loop-stuck", "work-in-loop", "memory-growing"}
 
 
 def test_every_threshold_says_where_it_comes_from():
