@@ -116,6 +116,10 @@ TABLE: dict[str, Threshold] = {
     "stuck_cpu_percent": Threshold(
         5.0, "%", "hwtop's choice: a blocked thread uses no CPU; under 5% of a core (py-spy's own sampling and "
                   "a queue's timed poll included) is waiting, not working"),
+    "stuck_switches_per_s": Threshold(
+        1.0, "switches/s", "hwtop's choice: a thread blocked on a lock or a dead mount is never put on a CPU; a "
+                           "worker that sleeps between slow reads has one stack too, but is woken for each read "
+                           "(tests/jobs/slow_store.py's worker: ~50/s)"),
     "loop_python_share": Threshold(
         0.5, "fraction", "hwtop's choice: a main thread in the job's own Python (outside torch's modules, the "
                          "optimizer and the DataLoader) half its samples does per step as much outside the model "

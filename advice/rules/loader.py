@@ -76,10 +76,11 @@ def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStac
 
 
 def stuck_worker_of(window: Window, t: Thresholds, job: JobSnapshot, pid: int) -> bool:
-    """A worker of this rank whose stack stopped inside its Dataset (worker-stuck names it)."""
+    """A worker of this rank whose stack stopped inside its Dataset, however briefly watched: more workers would
+    not help a hang (worker-stuck names it once it has held stuck_stack_s)."""
     from hwtop.advice.rules.stuck import stuck_workers
 
-    return any(w.parent == pid for w, _ in stuck_workers(window, t, job))
+    return any(w.parent == pid for w, _ in stuck_workers(window, t, job, for_s=0.0))
 
 
 def starved_ranks(window: Window, t: Thresholds) -> list[RankStacks]:

@@ -28,16 +28,21 @@ SPAN_S = 10.0
 NOT_HERE = ("data", "collective", "workers")  # a main thread waiting there: the loader's and collectives' rules
 
 
-def stuck_workers(window: Window, t: Thresholds, job: JobSnapshot) -> list[tuple[WorkerStacks, float | None]]:
-    """(worker, its CPU %) for each worker whose stack stopped inside its fetch, using (next to) no CPU."""
+def stuck_workers(window: Window, t: Thresholds, job: JobSnapshot,
+                  for_s: float | None = None) -> list[tuple[WorkerStacks, float | None]]:
+    """(worker, its CPU %) for each worker whose stack stopped inside its fetch (for `for_s`, stuck_stack_s
+    unless given), using (next to) no CPU and never woken: blocked, not sleeping between slow reads."""
     out = []
     for w in job.worker_stacks:
         still = w.still
-        if still is None or not still.fetching or still.seconds < t["stuck_stack_s"]:
+        if still is None or not still.fetching or still.seconds < (t["stuck_stack_s"] if for_s is None else for_s):
             continue
         cpu = process_mean(window, w.pid, lambda p: p.cpu_percent, SPAN_S)
         if cpu is not None and cpu > t["stuck_cpu_percent"]:
             continue  # one line at full CPU: a loop that has not finished, not a wait
+        woken = process_mean(window, w.pid, lambda p: p.switches_per_s, SPAN_S)
+        if woken is not None and woken > t["stuck_switches_per_s"]:
+            continue  # the same line, but woken again and again: a slow read per sample, still moving
         out.append((w, cpu))
     return out
 
@@ -63,7 +68,8 @@ def worker_stuck(window: Window, t: Thresholds) -> Iterator[Finding]:
             f"DataLoader worker pid {w.pid} has not moved for {still.seconds:.0f} s: all {still.samples} stack "
             f"samples at {where}" + (f" (innermost frame {still.frame})" if still.frame and still.frame != where
                                      else "")
-            + f", using {_cpu(cpu)} of a core (limits {t['stuck_stack_s']:.0f} s, {t['stuck_cpu_percent']:.0f}%)",
+            + f", using {_cpu(cpu)} of a core, never woken (limits {t['stuck_stack_s']:.0f} s, "
+            f"{t['stuck_cpu_percent']:.0f}%, {t['stuck_switches_per_s']:.0f} wake-up/s)",
             f"{who(by_pid.get(main.pid), main.pid)}'s main thread waits for data in {100 * main.fraction('data'):.0f}% "
             f"of {main.samples} stack samples" + (f", at {main.site('data')}" if main.site("data") else "")
             + ": for that worker's batch, which will not come"]
