@@ -79,7 +79,7 @@ def memory_growing(window: Window, t: Thresholds) -> Iterator[Finding]:
         return
     processes = alive(job)
     evidence = [
-        f"the job's memory (PSS of its {len(processes)} processes) grew from {gib(points[0][1])} to "
+        f"the job's memory (PSS of its {len(processes)} process(es)) grew from {gib(points[0][1])} to "
         f"{gib(points[-1][1])} in {span:.0f} s: {slope / MIB:.1f} MiB/s, steadily (a straight line fits, R² "
         f"{fit:.2f}; the last third grew at {recent / MIB:.1f} MiB/s)",
         f"at that rate {what} run out in {duration(exhausted_s)}"]

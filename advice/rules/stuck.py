@@ -102,10 +102,11 @@ def loop_stuck(window: Window, t: Thresholds) -> Iterator[Finding]:
         still = s.still
         if still is None or still.seconds < t["stuck_stack_s"] or still.category in NOT_HERE:
             continue
-        if s.main_running is not None:
-            busy = 100.0 * s.main_running
-        else:
-            busy = process_mean(window, s.pid, lambda p: p.cpu_percent, SPAN_S)
+        # its main thread's share on a CPU covers the sampler's window, its process's CPU the last SPAN_S: a thread
+        # that stopped after working has the first high and the second near 0; one that spins has both high
+        shares = [100.0 * s.main_running if s.main_running is not None else None,
+                  process_mean(window, s.pid, lambda p: p.cpu_percent, SPAN_S)]
+        busy = min((v for v in shares if v is not None), default=None)
         if busy is None or busy > t["stuck_cpu_percent"]:
             continue
         where = still.site or still.frame or "?"
