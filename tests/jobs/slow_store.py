@@ -38,7 +38,7 @@ def main() -> None:
 
     loader = DataLoader(RemoteSamples(4096, 1024, args.read_ms), batch_size=16, shuffle=True,
                         num_workers=args.num_workers, persistent_workers=True)
-    model = nn.Sequential(nn.Linear(1024, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10))
+    model = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
