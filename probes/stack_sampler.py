@@ -145,7 +145,8 @@ class StackSampler:
                 if self.py_spy is None:
                     self.message = MISSING
                     return
-            if targets and (self._thread is None or not self._thread.is_alive()) and not self._stop.is_set():
+            if (targets or workers) and (self._thread is None or not self._thread.is_alive()) and \
+                    not self._stop.is_set():
                 self._thread = threading.Thread(target=self._run, name="hwtop-stacks", daemon=True)
                 self._thread.start()
 
