@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hwtop.advice.grouping import alike
 from hwtop.advice.rules.loader import churn_cause
@@ -21,7 +22,9 @@ from hwtop.advice.window import (
 )
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
-from hwtop.model.workload import WorkloadState
+
+if TYPE_CHECKING:
+    from hwtop.model.workload import WorkloadState
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
 WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much
@@ -67,9 +70,11 @@ def telemetry_supply(window: Window, workload: WorkloadState, waits: dict[int, f
     batch_s = batch * cost / 1000.0
     cpu = window.latest.cpu
     cores = cpu.logical_cores if cpu else None
+    smt = cpu is not None and cpu.physical_cores and cpu.physical_cores != cpu.logical_cores
+    what = f"{cores} logical CPUs on {cpu.physical_cores} cores" if smt and cpu else None
     text = (f"a batch takes one worker {batch} samples x {cost:g} ms = {batch_s:.2f} s; the step's own time is "
             f"{own:.2f} s ({step:.2f} s a step, {100 * wait:.0f}% of it waiting): {batch_s / own:.1f}x")
-    return Supply(workers, batch_s / own, 1.0, cores, config.world_size or len(workload.ranks) or 1, text)
+    return Supply(workers, batch_s / own, 1.0, cores, config.world_size or len(workload.ranks) or 1, text, what)
 
 
 def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: int | None) -> tuple[str, ...]:

@@ -23,6 +23,7 @@ class Supply(msgspec.Struct, frozen=True):
     cores: int | None  # usable cores of the job, where known
     ranks: int
     arithmetic: str  # how `ratio` was measured, for the evidence
+    cores_text: str | None = None  # what `cores` counts, where it is not plain ("256 logical CPUs on 128 cores")
 
     @property
     def loading_cores(self) -> int | None:
@@ -48,7 +49,8 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
     """(evidence, fixes) for a step that waits for its batches."""
     evidence = [supply.arithmetic]
     cores, needed = supply.loading_cores, supply.cpu_needed
-    share = f"{supply.cores} usable cores / {supply.ranks} rank(s), one left for the main thread"
+    share = (f"{supply.cores_text or f'{supply.cores} usable cores'} / {supply.ranks} rank(s), one left for the main "
+             "thread")
     if cores is not None:
         evidence.append(f"keeping up takes {supply.ratio:.1f} workers x {supply.worker_cores:.2f} of a core each = "
                         f"{needed:.1f} cores for loading; the job has {cores} ({share})")
@@ -67,6 +69,8 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
         if supply.worker_cores < 0.5:
             why += (f"; they wait more than they compute ({100 * supply.worker_cores:.0f}% of a core each while "
                     "making a batch), so more of them cost little CPU")
+        if cores is not None:
+            why += f"; they take {needed:.1f} of the {cores} cores it has for loading ({share})"
         fixes.append(f"DataLoader(num_workers={target}) (now {supply.workers}): {why}.")
         if supply.workers == 0:
             fixes.append("persistent_workers=True with it, so the workers are not re-created each epoch.")
