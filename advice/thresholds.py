@@ -125,8 +125,10 @@ TABLE: dict[str, Threshold] = {
                          "optimizer and the DataLoader) half its samples does per step as much outside the model "
                          "as in it; tests/jobs/tokenize_in_loop.py measures ~0.9, its fixed twin under 0.1"),
     "loop_running_share": Threshold(
-        0.5, "fraction", "hwtop's choice: ...and is on a CPU at least half the time (schedstat): work, not a "
-                         "sleep or a wait in the job's own code"),
+        0.5, "fraction", "hwtop's choice: ...and is on a CPU at least half the time (schedstat), and beyond its "
+                         "compute share for at least half its own Python's: work, not a sleep or a wait in the job's "
+                         "own code (tests/jobs/stuck_worker.py --no-hang sleeps 20 ms a step: 52% 'other', 15% "
+                         "running beyond compute)"),
     "memory_growth_span_s": Threshold(
         15.0, "s", "hwtop's choice: the job's PSS is read every 2 s (probes/job.py PSS_EVERY_S): 15 s gives the "
                    "line seven points or more"),

@@ -24,7 +24,7 @@ from hwtop.advice.rules.job_facts import (
     who,
     workers_of,
 )
-from hwtop.advice.rules.supply import BUSY_WORKERS, Supply, cores_are_the_limit, supply_lines
+from hwtop.advice.rules.supply import Supply, supply_lines
 from hwtop.advice.text import percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
@@ -145,22 +145,14 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     single = [s for s in starved if s.data_loader == "single-process" or not workers_of(job, s.pid)]
     if single:
         evidence.append(f"{len(single)} of them load(s) data in the main thread: DataLoader num_workers=0")
-    keeping_up = False
     for s in starved[:1] if len(starved) > 1 and alike_ranks(job, starved) else starved:
-        supply = measured_supply(window, t, job, s)
-        lines, supply_fixes = supply_lines(supply, t)
-        evidence += lines
+        lines, supply_fixes = supply_lines(measured_supply(window, t, job, s), t)  # a deeper prefetch only where
+        evidence += lines  # the workers keep up: it delays the stall of workers that cannot
         fixes += supply_fixes
-        sampled_workers = [w for w in job.worker_stacks if w.parent == s.pid]
-        keeping_up = keeping_up or (supply.workers > 0 and bool(sampled_workers) and not cores_are_the_limit(supply)
-                                    and all(w.busy < BUSY_WORKERS for w in sampled_workers))
     io = job_mean(window, lambda j: j.pressure.io_some if j.pressure else None)
     if io is not None and io >= t["io_psi_some_percent"]:
         evidence.append(f"I/O pressure: some task stalled on storage {io:.0f}% of the time (see loader-io-bound)")
         fixes.append("Storage is slow for this access pattern: see loader-io-bound.")
-    if keeping_up:  # the workers idle between batches, yet the step waits: batches arrive unevenly
-        fixes.append("The workers keep up on average but batches arrive unevenly: a deeper prefetch_factor "
-                     "(default 2 batches per worker) smooths that.")
     if any(p.gpus for p in alive(job)) or waiting_gpus:
         fixes.append("pin_memory=True in DataLoader(...) and .to(device, non_blocking=True), so the copy to the GPU "
                      "overlaps compute.")

@@ -26,8 +26,9 @@ def work_in_loop(window: Window, t: Thresholds) -> Iterator[Finding]:
         share = s.fraction("other")
         if share < t["loop_python_share"] or (s.still is not None and s.still.seconds >= t["stuck_stack_s"]):
             continue  # a main thread that stopped is loop-stuck's
-        if s.main_running is not None and s.main_running < t["loop_running_share"]:
-            continue  # it sleeps or waits in its own code: not work
+        if s.main_running is not None and (s.main_running < t["loop_running_share"] or
+                                           s.main_running - s.fraction("compute") < t["loop_running_share"] * share):
+            continue  # beyond its compute, on a CPU for under half its own Python's share: it sleeps or waits there
         site = s.site("other") or s.busy_site or "?"
         process = by_pid.get(s.pid)
         workers = len(workers_of(job, s.pid))

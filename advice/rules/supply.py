@@ -13,8 +13,6 @@ import msgspec
 
 from hwtop.advice.thresholds import Thresholds
 
-BUSY_WORKERS = 0.8  # workers making batches at least this share of the time cannot keep up: not a prefetch case
-
 
 class Supply(msgspec.Struct, frozen=True):
     workers: int  # DataLoader workers now (0: the main thread loads its own batches)
@@ -40,11 +38,6 @@ def target_workers(supply: Supply, t: Thresholds) -> int:
     return max(supply.workers + 1, math.ceil(supply.ratio * t["loader_headroom"]))
 
 
-def cores_are_the_limit(supply: Supply) -> bool:
-    cores = supply.loading_cores
-    return cores is not None and supply.cpu_needed > cores
-
-
 def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
     """(evidence, fixes) for a step that waits for its batches."""
     evidence = [supply.arithmetic]
@@ -55,7 +48,13 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
         evidence.append(f"keeping up takes {supply.ratio:.1f} workers x {supply.worker_cores:.2f} of a core each = "
                         f"{needed:.1f} cores for loading; the job has {cores} ({share})")
     fixes: list[str] = []
-    if cores is not None and needed > cores:  # the cores are the limit
+    if 0 < supply.workers and supply.ratio <= supply.workers:  # they make batches faster than the step uses them
+        evidence.append(f"its {supply.workers} worker(s) keep up: {supply.ratio:.1f} would")
+        fixes.append("The workers keep up, so more of them would not help: the step waits for each batch's hand-over "
+                     "to the main process, or for batches that arrive unevenly. A larger batch_size makes the "
+                     "hand-over a smaller share of each step; a deeper prefetch_factor (default 2 batches per "
+                     "worker) smooths uneven batches.")
+    elif cores is not None and needed > cores:  # the cores are the limit
         fixes.append(f"The cores are the limit: making batches as fast as the step uses them takes {needed:.1f} "
                      f"cores and the job has {cores} for loading. Make each sample about {needed / max(cores, 1):.1f}x "
                      "cheaper (decode once and cache tensors, smaller inputs, fewer augmentation passes), or "

@@ -55,13 +55,16 @@ def test_cpu_bound_workers_on_too_few_cores_are_told_the_cores_are_the_limit():
     assert not any("prefetch" in fix or "num_workers=5" in fix for fix in finding.fix)
 
 
-def test_workers_that_keep_up_on_average_get_a_deeper_prefetch_and_a_gpu_job_pin_memory():
+def test_workers_that_keep_up_get_no_number_but_the_hand_over_and_a_gpu_job_pin_memory():
     t = Timeline(cores=8)
     uneven = waiting(0.35, worker(WORKER_PID, cpu=30.0), worker(4102, cpu=30.0),
                      worker_stacks=(worker_stacks(0.4), worker_stacks(0.4, pid=4102)), usable=8)
     gpu = (plain_gpu(0, 30.0, pids=(RANK,)),)
     finding = find(run(ticks(t, 8, uneven, gpus=gpu))[-1], "data-starved")
-    assert any("prefetch_factor" in fix for fix in finding.fix)
+    # 2 workers x 0.40 busy / 0.65 = 1.2 workers' worth of work: the 2 there keep up
+    assert "its 2 worker(s) keep up: 1.2 would" in finding.evidence
+    assert finding.fix[0].startswith("The workers keep up, so more of them would not help")
+    assert "prefetch_factor" in finding.fix[0] and not any("num_workers=" in fix for fix in finding.fix)
     assert any(fix.startswith("pin_memory=True") for fix in finding.fix)
 
 
@@ -161,6 +164,9 @@ def test_a_loop_mostly_in_the_model_or_asleep_in_its_own_code_is_not_work_in_loo
     assert "work-in-loop" not in ids(run(ticks(t, 8, job(proc(), stacks=(busy_loop(0.3, 0.97),))))[-1])
     asleep = job(proc(cpu=3.0), stacks=(busy_loop(0.9, 0.05),))
     assert "work-in-loop" not in ids(run(ticks(Timeline(cores=2), 8, asleep))[-1])
+    # a 20 ms sleep each step: 52% of samples in its own code, but on a CPU 60% of the time with 48% computing
+    sleeping = job(proc(cpu=60.0), stacks=(busy_loop(0.52, 0.6),))
+    assert "work-in-loop" not in ids(run(ticks(Timeline(cores=2), 8, sleeping))[-1])
 
 
 # ----- memory-growing -----

@@ -45,7 +45,7 @@ def main() -> None:
     parser.add_argument("--no-hang", action="store_true")
     args = parser.parse_args()
 
-    dataset = Store(4096, 64, None if args.no_hang else 1000)
+    dataset = Store(4096, 64, None if args.no_hang else 100)  # in the second batch
     loader = DataLoader(dataset, batch_size=64, num_workers=args.num_workers, persistent_workers=True)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -27,7 +27,7 @@ def tokenize(text: str, vocab: dict[str, int]) -> list[int]:
     ids = []
     for word in text.lower().split():
         word = word.strip(".,;:!?\"'")
-        for _ in range(300):  # a normalisation pass per word: unicode forms, accents, a few rules
+        for _ in range(600):  # a normalisation pass per word: unicode forms, accents, a few rules
             word = word.replace("--", "-")
         ids.append(vocab.get(word, 0))
     return (ids + [0] * MAX_LEN)[:MAX_LEN]
@@ -63,7 +63,8 @@ def main() -> None:
     workers = 1 if args.pretokenize else 0
     loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=workers, persistent_workers=workers > 0)
     vocab = build_vocab()
-    model = nn.Sequential(nn.EmbeddingBag(len(WORDS) + 1, 32, mode="mean"), nn.Linear(32, 2))
+    model = nn.Sequential(nn.EmbeddingBag(len(WORDS) + 1, 64, mode="mean"), nn.Linear(64, 256), nn.ReLU(),
+                          nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.CrossEntropyLoss()
 
