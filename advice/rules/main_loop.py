@@ -5,7 +5,8 @@ core, on every step. That work belongs in the Dataset, where the DataLoader's wo
 # When advice/registry.py lands (branch `rules`):
 # @rule("work-in-loop", severity="warning", hold_s=5.0, clear_s=10.0,
 #       watches="the main thread's own Python outside the model and the loader",
-#       reads=("loop_python_share", "loop_running_share", "stack_min_samples"))
+#       reads=("loop_python_share", "loop_running_share", "loop_training_share", "stuck_stack_s",
+#              "stack_min_samples"))
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ def work_in_loop(window: Window, t: Thresholds) -> Iterator[Finding]:
         share = s.fraction("other")
         if share < t["loop_python_share"] or (s.still is not None and s.still.seconds >= t["stuck_stack_s"]):
             continue  # a main thread that stopped is loop-stuck's
+        if s.fraction("compute") + s.fraction("data") < t["loop_training_share"]:
+            continue  # not training yet: its imports and set-up are not a loop
         if s.main_running is not None and (s.main_running < t["loop_running_share"] or
                                            s.main_running - s.fraction("compute") < t["loop_running_share"] * share):
             continue  # beyond its compute, on a CPU for under half its own Python's share: it sleeps or waits there

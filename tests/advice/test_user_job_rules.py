@@ -167,6 +167,8 @@ def test_a_loop_mostly_in_the_model_or_asleep_in_its_own_code_is_not_work_in_loo
     # a 20 ms sleep each step: 52% of samples in its own code, but on a CPU 60% of the time with 48% computing
     sleeping = job(proc(cpu=60.0), stacks=(busy_loop(0.52, 0.6),))
     assert "work-in-loop" not in ids(run(ticks(Timeline(cores=2), 8, sleeping))[-1])
+    importing = job(proc(cpu=99.0), stacks=(busy_loop(1.0, 0.99),))  # `import torch` at start-up: no loop yet
+    assert "work-in-loop" not in ids(run(ticks(Timeline(cores=2), 8, importing))[-1])
 
 
 # ----- memory-growing -----

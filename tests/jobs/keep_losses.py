@@ -24,7 +24,7 @@ def main() -> None:
     images = torch.rand(1024, 3, 64, 64, generator=generator)
     labels = torch.randint(0, 10, (1024,), generator=generator)
     loader = DataLoader(TensorDataset(images, labels), batch_size=64, shuffle=True)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 64 * 64, 10))
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 64 * 64, 256), nn.ReLU(), nn.Linear(256, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     losses: collections.deque | list = collections.deque(maxlen=args.recent) if args.recent else []
