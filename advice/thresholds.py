@@ -142,8 +142,9 @@ TABLE: dict[str, Threshold] = {
         1 << 20, "B/s", "hwtop's choice: under 1 MiB/s a day adds under 84 GiB: left to job-memory-pressure "
                         "when it bites"),
     "memory_growth_fit": Threshold(
-        0.9, "fraction", "hwtop's choice: the job's memory over the window fits a straight line (R^2 >= 0.9): a "
-                         "steady climb, not a step up and a plateau"),
+        0.8, "fraction", "hwtop's choice: the job's memory over the window fits a straight line (R^2 >= 0.8): a "
+                         "climb, not one step up (a step and a plateau fits worse; tests/jobs/keep_losses.py on a "
+                         "quiet box climbs fast, then a little slower: R^2 0.92)"),
     "memory_growth_level_share": Threshold(
         0.5, "fraction", "hwtop's choice: growth that levels off (a cache that fills, the allocator warming up) "
                          "grows in the last third of the window at under half its rate over the whole: quiet"),

@@ -1,7 +1,7 @@
-"""A training loop that keeps every step's loss, and the batch it came from, in lists "for logging": each loss
-holds its whole autograd graph (the activations saved for backward), so the process grows on every step until the
-box swaps or the OOM killer ends it. --log-floats keeps loss.item() instead (the healthy twin); --recent N keeps
-only the last N steps, with their graphs (a warm-up: it grows for N steps, then stays flat). Ordinary user code."""
+"""A training loop that keeps every step's loss (a tensor, with its autograd graph) and a copy of half its batch in
+lists "for logging", so the process grows on every step until the box swaps or the OOM killer ends it.
+--log-floats keeps loss.item() instead (the healthy twin); --recent N keeps only the last N steps (a warm-up: it
+grows for N steps, then stays flat). Ordinary user code."""
 
 import argparse
 import collections
@@ -21,10 +21,10 @@ def main() -> None:
     args = parser.parse_args()
 
     generator = torch.Generator().manual_seed(0)
-    images = torch.rand(1024, 3, 64, 64, generator=generator)
+    images = torch.rand(1024, 3, 32, 32, generator=generator)
     labels = torch.randint(0, 10, (1024,), generator=generator)
     loader = DataLoader(TensorDataset(images, labels), batch_size=64, shuffle=True)
-    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 64 * 64, 256), nn.ReLU(), nn.Linear(256, 10))
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 32 * 32, 256), nn.ReLU(), nn.Linear(256, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
     losses: collections.deque | list = collections.deque(maxlen=args.recent) if args.recent else []
@@ -42,7 +42,7 @@ def main() -> None:
                 losses.append(loss.item())
             else:
                 losses.append(loss)  # "for the plot at the end"
-                batches.append(inputs * 1.0)  # normalised copy, "to look at the worst ones later"
+                batches.append(inputs[:32] * 1.0)  # half the batch, normalised, "to look at later"
             step += 1
             now = time.time()
             if now - last >= 2.0 or step == 1:
