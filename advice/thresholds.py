@@ -99,6 +99,53 @@ TABLE: dict[str, Threshold] = {
                           "longer fits"),
     "cgroup_memory_full_share": Threshold(
         0.9, "fraction", "hwtop's choice: a cgroup at 90% of its memory limit reclaims its own page cache"),
+    # ----- the user's own job: the loader's arithmetic, hangs, work in the loop, memory that grows (issue 47) -----
+    "loader_headroom": Threshold(
+        1.25, "x", "hwtop's choice: workers that make batches 25% faster than the step uses them absorb a slow "
+                   "sample or a slow step without a stall; exactly enough workers stall on every hiccup"),
+    "stuck_stack_s": Threshold(
+        10.0, "s", "hwtop's choice: a sample or a step takes milliseconds to seconds; a thread whose every stack "
+                   "sample shows the same frames and lines for 10 s (two of the sampler's chunks, "
+                   "probes/stack_sampler.py) while the loop waits on it has stopped. DataLoader's own timeout "
+                   "defaults to 0: it would wait forever"),
+    "stuck_cpu_percent": Threshold(
+        5.0, "%", "hwtop's choice: a blocked thread uses no CPU; under 5% of a core (py-spy's own sampling and "
+                  "a queue's timed poll included) is waiting, not working"),
+    "stuck_switches_per_s": Threshold(
+        1.0, "switches/s", "hwtop's choice: a thread blocked on a lock or a dead mount is never put on a CPU; a "
+                           "worker that sleeps between slow reads has one stack too, but is woken for each read "
+                           "(tests/jobs/slow_store.py's worker: ~50/s)"),
+    "loop_python_share": Threshold(
+        0.5, "fraction", "hwtop's choice: a main thread in the job's own Python (outside torch's modules, the "
+                         "optimizer and the DataLoader) half its samples does per step as much outside the model "
+                         "as in it; tests/jobs/tokenize_in_loop.py measures ~0.9, its fixed twin under 0.1"),
+    "loop_running_share": Threshold(
+        0.5, "fraction", "hwtop's choice: ...and is on a CPU at least half the time (schedstat), and beyond its "
+                         "compute share for at least half its own Python's: work, not a sleep or a wait in the job's "
+                         "own code (tests/jobs/stuck_worker.py --no-hang sleeps 20 ms a step: 52% 'other', 15% "
+                         "running beyond compute)"),
+    "loop_training_share": Threshold(
+        0.05, "fraction", "hwtop's choice: a main thread that computed or waited for data in under 5% of its samples "
+                          "is not in its training loop yet (importing torch, building its dataset)"),
+    "memory_growth_span_s": Threshold(
+        15.0, "s", "hwtop's choice: the job's PSS is read every 2 s (probes/job.py PSS_EVERY_S): 15 s gives the "
+                   "line seven points or more"),
+    "memory_growth_min_bytes": Threshold(
+        64 * (1 << 20), "B", "hwtop's choice: a job's memory moves by tens of MiB as the allocator and the "
+                             "prefetch queues breathe; 64 MiB more, steadily, is growth"),
+    "memory_growth_floor_bytes_per_s": Threshold(
+        1 << 20, "B/s", "hwtop's choice: under 1 MiB/s a day adds under 84 GiB: left to job-memory-pressure "
+                        "when it bites"),
+    "memory_growth_fit": Threshold(
+        0.8, "fraction", "hwtop's choice: the job's memory over the window fits a straight line (R^2 >= 0.8): a "
+                         "climb, not one step up (a step and a plateau fits worse; tests/jobs/keep_losses.py on a "
+                         "quiet box climbs fast, then a little slower: R^2 0.92)"),
+    "memory_growth_level_share": Threshold(
+        0.5, "fraction", "hwtop's choice: growth that levels off (a cache that fills, the allocator warming up) "
+                         "grows in the last third of the window at under half its rate over the whole: quiet"),
+    "memory_exhaustion_s": Threshold(
+        24 * 3600.0, "s", "hwtop's choice: a job that would run the box (or its cgroup) out of memory within a day "
+                          "at its rate is named now, long before pressure; the OOM killer ends it otherwise"),
     # ----- the ranks of a job (issue 34) -----
     "straggler_peer_wait_share": Threshold(
         0.4, "fraction", "hwtop's choice, measured on tests/jobs/ddp_straggler.py (gloo, 2 ranks, a 2-core box at "

@@ -41,6 +41,33 @@ class CgroupMemory(Record, frozen=True):
     limit_bytes: int | None
 
 
+class Stillness(Record, frozen=True):
+    """A main thread whose every stack sample was the same stack (frames and lines) for `seconds` up to its last
+    samples: a thread that is blocked, or spins on one line. `frame` is its innermost frame, `site` the innermost
+    frame of the job's own code (`file:line function`); `category` is the stack's (probes/stack_classify.py)."""
+
+    seconds: float
+    samples: int
+    frame: str | None = None
+    site: str | None = None
+    category: str = "other"
+    fetching: bool = False  # a DataLoader worker's stack inside its fetch (the Dataset, collate), not its idle wait
+
+
+class WorkerStacks(Record, frozen=True):
+    """Samples of one DataLoader worker's main thread over the last `window_s`: the share it spent making a batch
+    (inside the loader's fetch: the Dataset's __getitem__ and collate) rather than waiting for the next index,
+    the commonest site of the job's own code while making one, and whether its stack has stopped moving."""
+
+    pid: int
+    parent: int | None
+    samples: int
+    window_s: float
+    busy: float  # share of the samples inside the fetch
+    site: str | None = None
+    still: Stillness | None = None
+
+
 class RankStacks(Record, frozen=True):
     """Samples of one rank's main thread over the last `window_s`, sorted into categories. `fractions` and
     `sites` are (category, value) pairs; a site is the innermost frame of the job's own code in that category."""
@@ -57,6 +84,7 @@ class RankStacks(Record, frozen=True):
     busy_site: str | None = None  # the commonest own-code site outside waits (collective, data, workers)
     main_running: float | None = None  # share of the window its main thread was on a CPU or queued for one
     updated_at: float | None = None  # wall-clock time of the last samples read
+    still: Stillness | None = None  # its main thread's stack has not moved: for how long, and where
 
     def fraction(self, category: str) -> float:
         return next((value for name, value in self.fractions if name == category), 0.0)
@@ -167,3 +195,4 @@ class JobSnapshot(Record, frozen=True):
     swap_in_pages_per_s: float | None = None  # the box's pages read back from swap (/proc/vmstat pswpin)
     ranks: tuple[RankFigures, ...] = ()  # per-rank figures (rank order); ranks of other hosts come from the fleet
     nccl: NcclView | None = None  # NCCL's own view of the job from its RAS service, where it answers (issue 42)
+    worker_stacks: tuple[WorkerStacks, ...] = ()  # DataLoader workers sampled beside the ranks, where slots allow

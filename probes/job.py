@@ -20,7 +20,7 @@ from typing import Protocol
 
 import msgspec.structs
 
-from hwtop.model.job import JobProcess, JobSnapshot, Pressure, RankFigures, RankStacks, WorkerBirths
+from hwtop.model.job import JobProcess, JobSnapshot, Pressure, RankFigures, RankStacks, WorkerBirths, WorkerStacks
 from hwtop.model.snapshot import GpuSnapshot
 from hwtop.model.workload import WorkloadState
 from hwtop.probes import owners, proctree
@@ -34,7 +34,7 @@ from hwtop.probes.threads import ThreadProbe
 MAX_PROCESSES = 256
 MAX_GONE_ROWS = 32  # ended ranks/launchers kept as rows (with exit codes); workers are only counted
 NUMA_EVERY_S = 10.0  # numa_maps walks the page tables: ranks only, not every tick
-PSS_EVERY_S = 5.0  # smaps_rollup too
+PSS_EVERY_S = 2.0  # smaps_rollup too: often enough to draw a line through a growing job's memory
 PSS_PER_TICK = 8
 FDS_PER_TICK = 16
 DEVICE_MEMORY_S = 120.0  # a disk a short-lived worker read from stays listed this long
@@ -51,9 +51,12 @@ class JobError(Exception):
 class StackSource(Protocol):
     """What the job probe needs of a stack sampler (probes/stack_sampler.py, or a test's script)."""
 
-    def want(self, targets: dict[int, int | None], on_gpu: frozenset[int] = frozenset()) -> None: ...
+    def want(self, targets: dict[int, int | None], on_gpu: frozenset[int] = frozenset(),
+             workers: dict[int, int | None] | None = None) -> None: ...
 
     def results(self) -> tuple[tuple[RankStacks, ...], str | None]: ...
+
+    def worker_results(self) -> tuple[WorkerStacks, ...]: ...
 
     def finish(self) -> None: ...
 
@@ -421,6 +424,7 @@ class JobProbe:
             pressure=self._read_pressure(roots),
             cgroup_memory=memory_of(self._cgroups, self.root) if self._cgroups is not None else None,
             stacks=stacks, stack_message=stack_message,
+            worker_stacks=self.stacks.worker_results() if self.stacks is not None else (),
             dataset_devices=self._dataset_devices(mono), swap_in_pages_per_s=self._swap_in(mono),
             ranks=self._ranks(ordered, stacks, workload))
 
@@ -708,7 +712,9 @@ class JobProbe:
             from hwtop.probes.stack_sampler import StackSampler
 
             self.stacks = StackSampler()
-        self.stacks.want(main_processes(alive, self._python), frozenset(p.pid for p in alive if p.gpus))
+        mains = main_processes(alive, self._python)
+        workers: dict[int, int | None] = {p.pid: p.ppid for p in alive if p.role == WORKER and p.ppid in mains}
+        self.stacks.want(mains, frozenset(p.pid for p in alive if p.gpus), workers)
         return self.stacks.results()
 
     def _ranks(self, ordered: list[JobProcess], stacks: tuple[RankStacks, ...],

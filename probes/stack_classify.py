@@ -21,6 +21,7 @@ LABELS = {"data": "waiting for data", "compute": "compute", "collective": "colle
 PRECEDENCE = ("workers", "checkpoint", "collective", "data", "gpu-wait", "copy", "compute")
 
 _LOADER = "torch/utils/data/dataloader.py"
+_FETCH = "torch/utils/data/_utils/fetch.py"
 _WORKER_CALLS = ("__iter__", "_get_iterator", "__init__", "_shutdown_workers", "__del__")
 _DATA_CALLS = ("__next__", "_next_data", "_get_data", "_try_get_data", "_process_data")
 _COMPUTE_FILES = ("torch/nn/", "torch/autograd/", "torch/_tensor.py", "torch/optim/", "torch/functional.py",
@@ -153,22 +154,49 @@ def site_of(frames: list[Frame]) -> str | None:
     return None
 
 
+def fetching(frames: list[Frame]) -> bool:
+    """A DataLoader worker making a batch (its Dataset's __getitem__, collate), not waiting for an index. Its
+    stack also holds the parent's frames up to the fork (DataLoader.__iter__), so `classify` cannot tell."""
+    return any(frame.filename.replace("\\", "/").endswith(_FETCH) for frame in frames)
+
+
+def frame_text(frame: Frame) -> str:
+    """'queues.py:113 Queue.get': a frame as the evidence prints it."""
+    where = os.path.basename(frame.filename) + (f":{frame.line}" if frame.line is not None else "")
+    return f"{where} {frame.function}" if frame.filename else frame.function
+
+
 @dataclass(slots=True)
 class Tally:
-    """Main-thread samples of one process, by category, with the commonest site in each."""
+    """Main-thread samples of one process, by category, with the commonest site in each; how many were inside a
+    DataLoader worker's fetch; and `only`, the stack every sample showed where they all showed the same one."""
 
     counts: Counter[str] = field(default_factory=Counter)
     sites: dict[str, Counter[str]] = field(default_factory=dict)
     loaders: Counter[str] = field(default_factory=Counter)
+    fetches: int = 0
+    fetch_sites: Counter[str] = field(default_factory=Counter)  # where the job's own code was, inside them
+    only: tuple[Frame, ...] | None = None
+    mixed: bool = False
 
     @property
     def samples(self) -> int:
         return sum(self.counts.values())
 
     def add(self, frames: list[Frame], count: int, source: SourceLine | None = None) -> None:
+        if not self.mixed:
+            stack = tuple(frames)
+            if self.only is None and not self.samples:
+                self.only = stack
+            elif stack != self.only:
+                self.only, self.mixed = None, True
         category = classify(frames, source)
         self.counts[category] += count
         site = site_of(frames)
+        if fetching(frames):
+            self.fetches += count
+            if site is not None:
+                self.fetch_sites[site] += count
         if site is not None:
             self.sites.setdefault(category, Counter())[site] += count
         loader = loader_kind(frames)
@@ -180,6 +208,9 @@ class Tally:
         for category, sites in other.sites.items():
             self.sites.setdefault(category, Counter()).update(sites)
         self.loaders.update(other.loaders)
+        self.fetches += other.fetches
+        self.fetch_sites.update(other.fetch_sites)
+        self.only, self.mixed = None, True  # the stack of one span, not of several
 
 
 def parse_raw(text: str, pid: int, source: SourceLine | None = None) -> Tally:

@@ -32,9 +32,18 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hwtop.model.job import RankStacks
+from hwtop.model.job import RankStacks, Stillness, WorkerStacks
 from hwtop.probes.stack import MISSING, explain, find_py_spy
-from hwtop.probes.stack_classify import CATEGORIES, Tally, parse_raw
+from hwtop.probes.stack_classify import (
+    CATEGORIES,
+    Frame,
+    Tally,
+    classify,
+    fetching,
+    frame_text,
+    parse_raw,
+    site_of,
+)
 from hwtop.probes.stack_waits import busy_site, main_thread_times, move_hidden_wait, uses_cuda
 
 RATE_HZ = 10.0  # 10 samples a second per rank: benchmarks/stack_overhead.py measures its cost on a job
@@ -75,6 +84,20 @@ class _Target:
     seconds: dict[str, float] = field(default_factory=dict)  # cumulative seconds per category since first sampled
     updated_at: float | None = None  # wall-clock time of the last chunk read
     on_gpu: bool = False
+    parent: int | None = None  # a DataLoader worker's parent: sampled only in the slots the ranks leave
+    worker: bool = False
+    still_stack: tuple[Frame, ...] | None = None  # the one stack of its last chunks, while they all showed one
+    still_since: float | None = None
+    still_until: float = 0.0
+    still_samples: int = 0
+
+    def stillness(self, now: float, window_s: float) -> Stillness | None:
+        if self.still_stack is None or self.still_since is None or self.still_until < now - window_s:
+            return None
+        frames = list(self.still_stack)
+        return Stillness(round(self.still_until - self.still_since, 1), self.still_samples,
+                         frame_text(frames[-1]) if frames else None, site_of(frames), classify(frames),
+                         fetching(frames))
 
 
 class StackSampler:
@@ -96,26 +119,34 @@ class StackSampler:
         self._keep_partial = False  # set by finish(): the running chunks are interrupted and read, not killed
         self._directory: str | None = None
         self._turn = 0
+        self._worker_turn = 0
 
     # ----- the monitor's side -----
 
-    def want(self, targets: dict[int, int | None], on_gpu: frozenset[int] = frozenset()) -> None:
+    def want(self, targets: dict[int, int | None], on_gpu: frozenset[int] = frozenset(),
+             workers: dict[int, int | None] | None = None) -> None:
         """The processes to sample now (pid → rank); others are dropped. Starts the worker if needed. `on_gpu`:
-        those that hold a GPU (their blocked time is not read as a collective wait)."""
+        those that hold a GPU (their blocked time is not read as a collective wait). `workers` (pid → parent):
+        DataLoader workers, sampled in the slots the ranks leave free, in turn."""
+        workers = {pid: parent for pid, parent in (workers or {}).items() if pid not in targets}
         with self._lock:
             self._asked_at = self.clock()
-            for pid in [p for p in self._targets if p not in targets]:
+            for pid in [p for p in self._targets if p not in targets and p not in workers]:
                 del self._targets[pid]
             for pid, rank in targets.items():
                 target = self._targets.setdefault(pid, _Target(rank))
-                target.rank = rank
+                target.rank, target.worker, target.parent = rank, False, None
                 target.on_gpu = pid in on_gpu
+            for pid, parent in workers.items():
+                target = self._targets.setdefault(pid, _Target(None))
+                target.rank, target.worker, target.parent = None, True, parent
             if self.py_spy is None:
                 self.py_spy = find_py_spy()
                 if self.py_spy is None:
                     self.message = MISSING
                     return
-            if targets and (self._thread is None or not self._thread.is_alive()) and not self._stop.is_set():
+            if (targets or workers) and (self._thread is None or not self._thread.is_alive()) and \
+                    not self._stop.is_set():
                 self._thread = threading.Thread(target=self._run, name="hwtop-stacks", daemon=True)
                 self._thread.start()
 
@@ -124,6 +155,8 @@ class StackSampler:
         out = []
         with self._lock:
             for pid, target in sorted(self._targets.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank, kv[0])):
+                if target.worker:
+                    continue
                 recent = [c for c in target.chunks if c.end >= now - self.window_s]
                 tally = Tally()
                 for chunk in recent:
@@ -147,12 +180,34 @@ class StackSampler:
                                       if target.seconds.get(name, 0.0) > 0)
                 out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message,
                                       phase_seconds=phase_seconds, busy_site=busy_site(tally),
-                                      main_running=running, updated_at=target.updated_at))
-        sampled = len(self._targets)
+                                      main_running=running, updated_at=target.updated_at,
+                                      still=target.stillness(now, self.window_s)))
+        sampled = sum(1 for t in self._targets.values() if not t.worker)
         note = self.message
         if note is None and sampled > MAX_TARGETS:
             note = f"sampling {MAX_TARGETS} of {sampled} ranks at a time, in turn"
         return tuple(out), note
+
+    def worker_results(self) -> tuple[WorkerStacks, ...]:
+        """What the DataLoader workers' samples say: how busy each is making batches, and whether it moves."""
+        now = self.clock()
+        out = []
+        with self._lock:
+            for pid, target in sorted(self._targets.items()):
+                if not target.worker:
+                    continue
+                recent = [c for c in target.chunks if c.end >= now - self.window_s]
+                tally = Tally()
+                for chunk in recent:
+                    tally.merge(chunk.tally)
+                if not tally.samples:
+                    continue
+                span = round(sum(c.end - c.start for c in recent), 1)
+                site = tally.fetch_sites.most_common(1)[0][0] if tally.fetch_sites else None
+                out.append(WorkerStacks(pid, target.parent, tally.samples, span,
+                                        round(tally.fetches / tally.samples, 3), site,
+                                        target.stillness(now, self.window_s)))
+        return tuple(out)
 
     def finish(self, timeout: float = 5.0) -> None:
         """Stops sampling but keeps what the running chunks have sampled so far (py-spy writes its samples when
@@ -197,15 +252,24 @@ class StackSampler:
                 self._directory = None
 
     def _start_due(self, now: float, wanted: dict[int, _Target]) -> None:
-        candidates = [pid for pid, t in wanted.items() if pid not in self._running and
-                      (t.refused_at is None or now - t.refused_at >= RETRY_S)]
+        due = [pid for pid, t in wanted.items() if pid not in self._running and
+               (t.refused_at is None or now - t.refused_at >= RETRY_S)]
         room = MAX_TARGETS - len(self._running)
-        if room <= 0 or not candidates:
+        if room <= 0 or not due:
             return
-        if len(candidates) > room:  # more ranks than children: take turns
-            self._turn = (self._turn + room) % len(candidates)
-            candidates = (candidates[self._turn:] + candidates[:self._turn])[:room]
-        for pid in candidates:
+        ranks = [pid for pid in due if not wanted[pid].worker]
+        if len(ranks) > room:  # more ranks than children: take turns
+            self._turn = (self._turn + room) % len(ranks)
+            ranks = (ranks[self._turn:] + ranks[:self._turn])[:room]
+        room -= len(ranks)
+        ranks_sampled = len(ranks) + sum(1 for pid in self._running if pid in wanted and not wanted[pid].worker)
+        workers = [pid for pid in due if wanted[pid].worker]
+        if ranks_sampled < sum(1 for t in wanted.values() if not t.worker):
+            workers = []  # a rank still waits for a slot: workers only take what the ranks leave
+        if len(workers) > room > 0:
+            self._worker_turn = (self._worker_turn + room) % len(workers)
+            workers = workers[self._worker_turn:] + workers[:self._worker_turn]
+        for pid in ranks + workers[:max(0, room)]:
             self._start(pid, wanted[pid], now)
 
     def _start(self, pid: int, target: _Target, now: float) -> None:
@@ -264,6 +328,13 @@ class StackSampler:
                     if target.rank is not None and not target.on_gpu and not uses_cuda(pid):
                         move_hidden_wait(tally, 1.0 - share)
                 target.chunks.append(_Chunk(start, end, tally, share))
+                if tally.only is not None and tally.samples:
+                    if tally.only != target.still_stack or target.still_since is None:
+                        target.still_stack, target.still_since, target.still_samples = tally.only, start, 0
+                    target.still_samples += tally.samples
+                    target.still_until = end
+                else:
+                    target.still_stack, target.still_since, target.still_samples = None, None, 0
                 if tally.samples:
                     for name, count in tally.counts.items():
                         target.seconds[name] = target.seconds.get(name, 0.0) + (end - start) * count / tally.samples

@@ -25,6 +25,7 @@ from hwtop.advice.rules.job_facts import (
     who,
     workers_of,
 )
+from hwtop.advice.rules.supply import Supply, supply_lines
 from hwtop.advice.text import percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
@@ -43,6 +44,44 @@ def _workers_target(job: JobSnapshot) -> tuple[int | None, int]:
     if not cores:
         return None, 0
     return max(1, cores // rank_count(job) - 1), cores
+
+
+MAX_RATIO = 64.0  # a step that waits all the time: the ratio says "far more", not a figure to trust
+
+
+def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStacks) -> Supply:
+    """What one rank's loading can do, from its main thread's samples (the share it waits for data), its
+    workers' samples (the share they make batches) and their CPU."""
+    wait = s.fraction("data")
+    own = max(1.0 - wait, 1.0 / max(1, s.samples))
+    workers = workers_of(job, s.pid)
+    if not workers:
+        ratio = min(MAX_RATIO, wait / own)
+        running = s.main_running if s.main_running is not None else 1.0
+        text = (f"the main thread loads its own batches (num_workers=0) in {100 * wait:.0f}% of its samples and "
+                f"does the rest of the step in {100 * own:.0f}%: a batch takes {ratio:.1f}x the step's own time")
+        return Supply(0, ratio, min(1.0, running), job.usable_cores, rank_count(job), text)
+    sampled_workers = [w for w in job.worker_stacks if w.parent == s.pid and w.samples >= t["stack_min_samples"]]
+    cpu = mean(process_mean(window, w.pid, lambda p: p.cpu_percent, SPAN_S) for w in workers)
+    busy = mean(w.busy for w in sampled_workers)
+    how = f"in {100 * busy:.0f}% of their stack samples" if busy is not None else "(not sampled: taken as always)"
+    if busy is None:
+        busy = 1.0
+    cores = (cpu or 0.0) / 100.0
+    ratio = min(MAX_RATIO, len(workers) * busy / own)
+    text = (f"the main thread waits for data {100 * wait:.0f}% of the time and does the rest of the step in "
+            f"{100 * own:.0f}%; its {len(workers)} DataLoader worker(s) make batches {how}, at {percent(cpu)} of "
+            f"a core each: a batch takes a worker {len(workers)} x {busy:.2f} / {own:.2f} = {ratio:.1f}x the step's "
+            "own time")
+    return Supply(len(workers), ratio, min(1.0, cores / max(busy, 0.05)), job.usable_cores, rank_count(job), text)
+
+
+def stuck_worker_of(window: Window, t: Thresholds, job: JobSnapshot, pid: int) -> bool:
+    """A worker of this rank whose stack stopped inside its Dataset, however briefly watched: more workers would
+    not help a hang (worker-stuck names it once it has held stuck_stack_s)."""
+    from hwtop.advice.rules.stuck import stuck_workers
+
+    return any(w.parent == pid for w, _ in stuck_workers(window, t, job, for_s=0.0))
 
 
 def starved_ranks(window: Window, t: Thresholds) -> list[RankStacks]:
@@ -68,15 +107,24 @@ def churn_cause(window: Window, t: Thresholds, pids: set[int] | None = None) -> 
                       "worker-churn)."]
 
 
+def alike_ranks(job: JobSnapshot, starved: list[RankStacks]) -> bool:
+    """Ranks of one job load alike (one DataLoader each, the same code): one rank's arithmetic stands for all."""
+    return len({len(workers_of(job, s.pid)) for s in starved}) == 1
+
+
 # A focused job (--pid/--job), GPU or not: its stacks, its process tree, its share of the box.
 @rule("data-starved", hold_s=5, clear_s=10, order=160,
       watches="where the job's ranks spend their time (py-spy samples)",
       reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "io_psi_some_percent",
-             "stack_min_samples", "worker_births_per_min", "worker_generations"))
+             "loader_headroom", "stack_min_samples", "stuck_cpu_percent", "stuck_stack_s",
+             "stuck_switches_per_s", "worker_births_per_min", "worker_generations"))
 def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     starved = starved_ranks(window, t)
     if job is None or not starved:
+        return
+    starved = [s for s in starved if not stuck_worker_of(window, t, job, s.pid)]  # a hang: worker-stuck says so
+    if not starved:
         return
     latest = window.latest
     by_pid = {p.pid: p for p in alive(job)}
@@ -101,30 +149,20 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     churn_evidence, churn_fix = churn_cause(window, t, pids)
     evidence += churn_evidence
     fixes += churn_fix
-    target, cores = _workers_target(job)
     single = [s for s in starved if s.data_loader == "single-process" or not workers_of(job, s.pid)]
     if single:
         evidence.append(f"{len(single)} of them load(s) data in the main thread: DataLoader num_workers=0")
-        if target is not None:
-            fixes.append(f"DataLoader(num_workers={target}): {cores} usable cores / {rank_count(job)} rank(s), one "
-                         "left for the main thread (see single-core-loading).")
-    busy = []
-    for s in starved:
-        workers = workers_of(job, s.pid)
-        loads = [process_mean(window, w.pid, lambda p: p.cpu_percent, SPAN_S) for w in workers]
-        known = [v for v in loads if v is not None]
-        if known and all(v >= t["core_pegged_percent"] for v in known):
-            busy.append((s.pid, len(known), sum(known) / len(known)))
-    for pid, count, load in busy:
-        evidence.append(f"all {count} DataLoader workers of pid {pid} are CPU-bound (mean {load:.0f}%)")
-        fixes.append("The workers are CPU-bound: more of them if cores are free, else make each sample cheaper "
-                     "(decode once and cache tensors, smaller inputs, augmentation on the GPU).")
+    for s in starved[:1] if len(starved) > 1 and alike_ranks(job, starved) else starved:
+        lines, supply_fixes = supply_lines(measured_supply(window, t, job, s), t)  # a deeper prefetch only where
+        evidence += lines  # the workers keep up: it delays the stall of workers that cannot
+        fixes += supply_fixes
     io = job_mean(window, lambda j: j.pressure.io_some if j.pressure else None)
     if io is not None and io >= t["io_psi_some_percent"]:
         evidence.append(f"I/O pressure: some task stalled on storage {io:.0f}% of the time (see loader-io-bound)")
         fixes.append("Storage is slow for this access pattern: see loader-io-bound.")
-    fixes.append("prefetch_factor (default 2 batches per worker) deeper, pin_memory=True with non_blocking copies "
-                 "on a GPU, so loading overlaps compute.")
+    if any(p.gpus for p in alive(job)) or waiting_gpus:
+        fixes.append("pin_memory=True in DataLoader(...) and .to(device, non_blocking=True), so the copy to the GPU "
+                     "overlaps compute.")
     names = ", ".join(who(by_pid.get(s.pid), s.pid) for s in starved)
     title = (f"GPU{','.join(map(str, waiting_gpus))} starved: {names} waits for data" if waiting_gpus else
              f"{names} waits for data")
@@ -163,7 +201,8 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
 
 
 @rule("single-core-loading", hold_s=5, clear_s=10, order=180, watches="one thread loading data while cores idle",
-      reads=("core_pegged_percent", "data_wait_fraction", "single_core_spare_cores", "stack_min_samples"))
+      reads=("core_pegged_percent", "data_wait_fraction", "loader_headroom", "single_core_spare_cores",
+             "stack_min_samples"))
 def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None or not job.usable_cores or job.usable_cores < 2:
@@ -200,13 +239,17 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
         if cpu is not None:
             evidence.append("cores now: " + ", ".join(f"{c.index} {percent(c.percent)}" for c in cpu.cores[:16]))
         fixes = []
-        if target is not None:
+        if s is not None:  # the workers it takes, from the samples: the same arithmetic as data-starved's
+            lines, fixes = supply_lines(measured_supply(window, t, job, s), t)
+            evidence += lines
+        elif target is not None:
             fixes.append(f"DataLoader(num_workers={target}): {cores} usable cores / {rank_count(job)} rank(s), one "
                          "left for the main thread; loading then runs beside the training step.")
         fixes += ["persistent_workers=True with it, so the workers are not re-created each epoch.",
                   "Keep heavy per-sample work (decoding, augmentation) in Dataset.__getitem__, which the workers run, "
                   "not in the training loop."]
-        yield Finding("single-core-loading", "warning", "One core loads all the data", tuple(evidence), tuple(fixes),
+        yield Finding("single-core-loading", "warning", "One core loads all the data", tuple(evidence),
+                      tuple(dict.fromkeys(fixes)),
                       scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread",
                       measure=hot)
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hwtop.advice.grouping import alike
 from hwtop.advice.registry import rule
 from hwtop.advice.rules.loader import churn_cause
+from hwtop.advice.rules.supply import Supply, supply_lines
 from hwtop.advice.text import command, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import (
@@ -21,6 +23,9 @@ from hwtop.advice.window import (
 )
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot, Snapshot
+
+if TYPE_CHECKING:
+    from hwtop.model.workload import WorkloadState
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
 WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much
@@ -49,6 +54,30 @@ def job_data_wait(window: Window) -> dict[int, float]:
     return out
 
 
+def telemetry_supply(window: Window, workload: WorkloadState, waits: dict[int, float]) -> Supply | None:
+    """What the workers can do, from the job's own telemetry: a worker's time per batch (batch size x the
+    transform's CPU per sample) against the step's own time (its step time less the share it waits)."""
+    config = workload.config or empty_job_config()
+    workers, cost = config.num_workers, config.transform_cost_ms
+    steps = [(r.step_time_s, waits.get(r.rank)) for r in workload.ranks if r.step_time_s]
+    batch = config.batch_size or next((r.batch_size for r in workload.ranks if r.batch_size), None)
+    if workers is None or not cost or not batch or not steps:
+        return None
+    step = sum(s for s, _ in steps) / len(steps)
+    wait = sum(w or 0.0 for _, w in steps) / len(steps)
+    own = step * (1.0 - wait)
+    if own <= 0:
+        return None
+    batch_s = batch * cost / 1000.0
+    cpu = window.latest.cpu
+    cores = cpu.logical_cores if cpu else None
+    smt = cpu is not None and cpu.physical_cores and cpu.physical_cores != cpu.logical_cores
+    what = f"{cores} logical CPUs on {cpu.physical_cores} cores" if smt and cpu else None
+    text = (f"a batch takes one worker {batch} samples x {cost:g} ms = {batch_s:.2f} s; the step's own time is "
+            f"{own:.2f} s ({step:.2f} s a step, {100 * wait:.0f}% of it waiting): {batch_s / own:.1f}x")
+    return Supply(workers, batch_s / own, 1.0, cores, config.world_size or len(workload.ranks) or 1, text, what)
+
+
 def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: int | None) -> tuple[str, ...]:
     cpu = snapshot.cpu
     cores = affinity or (cpu.logical_cores if cpu else None)
@@ -70,8 +99,8 @@ def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: i
 
 
 @rule("gpu-starved", hold_s=5, clear_s=10, order=20, watches="data wait against GPU utilisation",
-      reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "worker_births_per_min",
-             "worker_generations"))
+      reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "loader_headroom",
+             "worker_births_per_min", "worker_generations"))
 def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     waits = job_data_wait(window)
@@ -100,11 +129,17 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
                 line += (f": {workers} worker(s) make at most {supply:.0f} samples/s per rank, the ranks train "
                          f"{sum(trained) / len(trained):.0f} samples/s each")
             evidence.append(line)
-        fixes = list(_worker_fix(latest, workers, config.world_size or len(waits) or 1, None))
+        supply = telemetry_supply(window, workload, waits)
+        if supply is not None:  # the same arithmetic as an attached job's (advice/rules/supply.py)
+            lines, supply_fixes = supply_lines(supply, t)
+            evidence += lines
+            fixes = supply_fixes
+        else:
+            fixes = list(_worker_fix(latest, workers, config.world_size or len(waits) or 1, None))
+            if workers == 0:
+                fixes.append("persistent_workers=True once num_workers > 0, so workers survive across epochs.")
         if config.device == "cuda" and not config.pin_memory:
             fixes.append("pin_memory=True, and .to(device, non_blocking=True), so copies overlap compute.")
-        if workers == 0:
-            fixes.append("persistent_workers=True once num_workers > 0, so workers survive across epochs.")
         fixes.append("Check storage: if iowait is high or the dataset disk is near its class's throughput, see "
                      "io-bound.")
         churn_evidence, churn_fix = churn_cause(window, t, set(workload.pids))

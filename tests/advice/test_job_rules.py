@@ -142,7 +142,22 @@ def test_one_core_loading_with_num_workers_0_names_the_workers_to_start():
                                    "time) and it has no DataLoader workers (num_workers=0)")
     assert finding.evidence[1] == "the job uses 1.0 of the 4 cores it may use: 3.0 idle"
     assert "(_SingleProcessDataLoaderIter), at train.py:57 <module>" in finding.evidence[2]
-    assert finding.fix[0].startswith("DataLoader(num_workers=3): 4 usable cores / 1 rank(s)")
+    # loading 85% and the rest of the step 15%: a batch takes 5.7x the step's own time, at a whole core
+    assert finding.evidence[-1] == ("keeping up takes 5.7 workers x 1.00 of a core each = 5.7 cores for loading; the "
+                                   "job has 3 (4 usable cores / 1 rank(s), one left for the main thread)")
+    assert finding.fix[0].startswith("The cores are the limit: making batches as fast as the step uses them takes "
+                                     "5.7 cores and the job has 3 for loading. Make each sample about 1.9x cheaper")
+    assert finding.fix[1].startswith("Meanwhile DataLoader(num_workers=3)")
+
+
+def test_one_core_loading_with_cores_to_spare_names_the_workers_that_keep_up():
+    t = Timeline(cores=8)
+    lighter = replace(SINGLE, stacks=(stacks(data=0.6, loader="single-process"),), usable_cores=8)
+    finding = find(run(ticks(t, 7, lighter))[-1], "single-core-loading")
+    # 0.6 / 0.4 = 1.5 workers keep up, 2 with 25% headroom; 1.5 cores of the 7 it has for loading
+    assert finding.fix[0].startswith("DataLoader(num_workers=2) (now 0): a batch takes one worker 1.5x the step's "
+                                     "own time, so 1.5 workers keep up; 2 leaves 25% headroom")
+    assert len([f for f in finding.fix if f.startswith("persistent_workers=True")]) == 1
 
 
 @pytest.mark.parametrize("change", [

@@ -112,7 +112,8 @@ def window_of(job: JobSnapshot) -> Window:
 def test_rules_say_it() -> None:
     hung = window_of(job_with(view_of([ranks_at(hung_counts())] * 4)))
     [finding] = collective_hang(hung, T)
-    assert finding.severity == "critical" and finding.title == "Rank 5 on 10.0.0.3 never reached the collective the others wait in"
+    assert finding.severity == "critical"
+    assert finding.title == "Rank 5 on 10.0.0.3 never reached the collective the others wait in"
     assert finding.evidence[0].startswith("NCCL RAS: rank 5 (pid 4055 on 10.0.0.3, GPU 1) has not launched")
     assert finding.pids == ()  # a remote pid is not this host's
     comms = ranks_at([10] * 8)

@@ -4,7 +4,7 @@ stacks cannot be read still has its row, with no shares."""
 
 from __future__ import annotations
 
-from hwtop.model.job import RankStacks
+from hwtop.model.job import RankStacks, WorkerStacks
 from hwtop.probes.job import JobProbe, with_stacks
 from tests.fakeproc import FakeProc, Proc
 
@@ -26,8 +26,12 @@ class ScriptedStacks:
     def __init__(self) -> None:
         self.asked: list[tuple[dict[int, int | None], frozenset[int]]] = []
 
-    def want(self, targets: dict[int, int | None], on_gpu: frozenset[int] = frozenset()) -> None:
+    def want(self, targets: dict[int, int | None], on_gpu: frozenset[int] = frozenset(),
+             workers: dict[int, int | None] | None = None) -> None:
         self.asked.append((targets, on_gpu))
+
+    def worker_results(self) -> tuple[WorkerStacks, ...]:
+        return ()
 
     def results(self) -> tuple[tuple[RankStacks, ...], str | None]:
         return (RankStacks(510, 0, 300, 30.0, (("collective", 0.8), ("compute", 0.2)),

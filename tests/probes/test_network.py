@@ -211,6 +211,8 @@ def test_known_load_on_loopback_is_measured_within_ten_percent() -> None:
         target = receiver.getsockname()
         probe = NetworkProbe()
         probe.read()
+        time.sleep(0.5)  # the half second before: what else talks on loopback now (other tests' HTTP, a scrape)
+        quiet = next(n for n in probe.read() if n.name == "lo").tx_bytes_per_s or 0.0
         start = time.monotonic()
         sent = 0
         while (now := time.monotonic()) - start < 1.0:
@@ -226,7 +228,8 @@ def test_known_load_on_loopback_is_measured_within_ten_percent() -> None:
     assert lo.tx_bytes_per_s is not None
     achieved = sent / elapsed
     assert achieved > 0.5 * rate_wanted  # the box kept up well enough for the comparison to mean something
-    assert abs(lo.tx_bytes_per_s - achieved) <= 0.1 * achieved, (lo.tx_bytes_per_s, achieved)
+    # never less than was sent; more only by what else talked on loopback, as much as in the half second before
+    assert 0.9 * achieved <= lo.tx_bytes_per_s <= 1.1 * achieved + 2 * quiet, (lo.tx_bytes_per_s, achieved, quiet)
 
 
 @given(st.text(max_size=30))

@@ -116,7 +116,10 @@ async def test_processes_coming_and_going_cost_no_layout_pass_of_the_screen(monk
     async def tick(count: int) -> None:
         source.snapshots[-1] = replace(base, processes=processes_like(base, count))
         app.show(app.session.tick())
-        await pilot.pause()
+        for _ in range(100):  # until the table has taken the rows in (a loaded box takes more than one pause)
+            await pilot.pause()
+            if table.virtual_size.height == count + 1:
+                break
 
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)

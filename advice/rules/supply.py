@@ -1,0 +1,76 @@
+"""How many DataLoader workers a starved step needs, from what was measured: the one computation behind the fix
+of every loader rule, whatever the job (the demo's stories and the embedded workload from their telemetry, an
+attached job from its stack samples). A batch takes one worker `ratio` times the step's own time (everything
+the training loop does besides waiting for data), so `ratio` workers keep up; each uses `worker_cores` of a CPU
+while it makes a batch, so keeping up takes `ratio * worker_cores` cores. Where that is more than the cores the
+rank has for loading, the cores are the limit and each sample must get cheaper; otherwise the fix is a number."""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from hwtop.advice.thresholds import Thresholds
+
+
+class Supply(msgspec.Struct, frozen=True):
+    workers: int  # DataLoader workers now (0: the main thread loads its own batches)
+    ratio: float  # one batch's time in one worker, over the step's own time
+    worker_cores: float  # CPU a worker uses while making a batch, in cores: ~1 computes, ~0 waits (storage, sleep)
+    cores: int | None  # usable cores of the job, where known
+    ranks: int
+    arithmetic: str  # how `ratio` was measured, for the evidence
+    cores_text: str | None = None  # what `cores` counts, where it is not plain ("256 logical CPUs on 128 cores")
+
+    @property
+    def loading_cores(self) -> int | None:
+        """Cores one rank has for its workers: its share of the usable cores, one left for its main thread."""
+        return None if self.cores is None else max(1, self.cores // max(1, self.ranks) - 1)
+
+    @property
+    def cpu_needed(self) -> float:
+        """Cores of CPU the workers burn to make batches as fast as the step uses them."""
+        return self.ratio * self.worker_cores
+
+
+def target_workers(supply: Supply, t: Thresholds) -> int:
+    return max(supply.workers + 1, math.ceil(supply.ratio * t["loader_headroom"]))
+
+
+def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
+    """(evidence, fixes) for a step that waits for its batches."""
+    evidence = [supply.arithmetic]
+    cores, needed = supply.loading_cores, supply.cpu_needed
+    share = (f"{supply.cores_text or f'{supply.cores} usable cores'} / {supply.ranks} rank(s), one left for the main "
+             "thread")
+    if cores is not None:
+        evidence.append(f"keeping up takes {supply.ratio:.1f} workers x {supply.worker_cores:.2f} of a core each = "
+                        f"{needed:.1f} cores for loading; the job has {cores} ({share})")
+    fixes: list[str] = []
+    if 0 < supply.workers and supply.ratio <= supply.workers:  # they make batches faster than the step uses them
+        evidence.append(f"its {supply.workers} worker(s) keep up: {supply.ratio:.1f} would")
+        fixes.append("The workers keep up, so more of them would not help: the step waits for each batch's hand-over "
+                     "to the main process, or for batches that arrive unevenly. A larger batch_size makes the "
+                     "hand-over a smaller share of each step; a deeper prefetch_factor (default 2 batches per "
+                     "worker) smooths uneven batches.")
+    elif cores is not None and needed > cores:  # the cores are the limit
+        fixes.append(f"The cores are the limit: making batches as fast as the step uses them takes {needed:.1f} "
+                     f"cores and the job has {cores} for loading. Make each sample about {needed / max(cores, 1):.1f}x "
+                     "cheaper (decode once and cache tensors, smaller inputs, fewer augmentation passes), or "
+                     "run on more cores.")
+        if supply.workers < cores:
+            fixes.append(f"Meanwhile DataLoader(num_workers={cores}) uses every core there is for loading.")
+    else:
+        target = target_workers(supply, t)
+        why = (f"a batch takes one worker {supply.ratio:.1f}x the step's own time, so {supply.ratio:.1f} workers "
+               f"keep up; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom")
+        if supply.worker_cores < 0.5:
+            why += (f"; they wait more than they compute ({100 * supply.worker_cores:.0f}% of a core each while "
+                    "making a batch), so more of them cost little CPU")
+        if cores is not None:
+            why += f"; they take {needed:.1f} of the {cores} cores it has for loading ({share})"
+        fixes.append(f"DataLoader(num_workers={target}) (now {supply.workers}): {why}.")
+        if supply.workers == 0:
+            fixes.append("persistent_workers=True with it, so the workers are not re-created each epoch.")
+    return evidence, fixes
