@@ -28,6 +28,8 @@ SHOTS = [
     ("topology-dgx-a100-80x24", "dgx-a100", (80, 24), "t"),
     ("topology-ws-2x3090-120x40", "ws-2x3090", (120, 40), "t"),
     ("topology-main-80x24", "gtx1660s", (80, 24), "t"),
+    ("dgx-a100-shared-80x24", "dgx-a100:shared", (80, 24)),  # two Slurm jobs of two users (issue 44)
+    ("dgx-a100-shared-200x60", "dgx-a100:shared", (200, 60)),
 ]
 NO_GPU = {"main-80x24", "main-200x60", "topology-main-80x24"}  # the "no GPU" shots: a desktop with GPUs off
 # One shot per story (demo/story.py), at the scenario second where its finding shows, the advice pane open.

@@ -185,8 +185,10 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
                     "samples" for r in others]
     else:
         low, high = min(r.collective_share for r in others), max(r.collective_share for r in others)
-        evidence = [f"the other {len(others)} ranks wait in collectives {100 * low:.0f}-{100 * high:.0f}% of "
-                    f"their stack samples (median {100 * waiting:.0f}%)"]
+        spread = f"{100 * low:.0f}-{100 * high:.0f}%" if f"{100 * low:.0f}" != f"{100 * high:.0f}" else \
+            f"{100 * high:.0f}%"  # a range only where they differ: "55-55%" reads as a typo
+        evidence = [f"the other {len(others)} ranks wait in collectives {spread} of their stack samples (median "
+                    f"{100 * waiting:.0f}%)"]
     evidence.append(f"{_label(slow)} waits in them {100 * slow.collective_share:.0f}% (limit "
                     f"{100 * t['straggler_own_wait_ratio']:.0f}% of the others'): it is the one they wait for")
     evidence.append(f"where its time goes: {_shares(slow)}" + (f"; commonest site {slow.site}" if slow.site else ""))

@@ -33,7 +33,7 @@ class Figures:
 _RANK_SPENT = re.compile(r"rank (\d+) \(pid \d+[^)]*\)[^:]*: (\d+)% in collectives")
 _RANK_WAITS_IN_THEM = re.compile(r"rank (\d+) \(pid \d+[^)]*\) waits in them (\d+)%")
 _RANK_WAITS = re.compile(r"rank (\d+) \(pid \d+[^)]*\) waits in (?:collectives|a collective) (\d+)%")
-_OTHERS = re.compile(r"the other (\d+) ranks wait in (?:collectives|a collective) (\d+)-(\d+)%")
+_OTHERS = re.compile(r"the other (\d+) ranks wait in (?:collectives|a collective) (\d+)(?:-(\d+))?%")
 _DATA = re.compile(r"rank (\d+) \(pid \d+\): main thread waiting for data in (\d+)%")
 _RANKS_DATA = re.compile(r"\(ranks (\d+)-(\d+) (\d+)%")
 _GPU_MEMORY = re.compile(r"GPU(\d+) memory (\d+(?:\.\d+)?) GiB of")
@@ -69,7 +69,7 @@ def cited(findings: tuple[Finding, ...], ranks: list[int]) -> Figures:
                 if len(others) == int(count):
                     for rank in others:
                         out.add("coll_range", str(rank), float(low), f"{finding.id}: {line}")
-                        out.add("coll_range", str(rank), float(high), f"{finding.id}: {line}")
+                        out.add("coll_range", str(rank), float(high or low), f"{finding.id}: {line}")
     return out
 
 
