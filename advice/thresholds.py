@@ -128,8 +128,8 @@ TABLE: dict[str, Threshold] = {
         0.05, "fraction", "hwtop's choice: a main thread that computed or waited for data in under 5% of its samples "
                           "is not in its training loop yet (importing torch, building its dataset)"),
     "memory_growth_span_s": Threshold(
-        15.0, "s", "hwtop's choice: the job's PSS is read every 2 s (probes/job.py PSS_EVERY_S): 15 s gives the "
-                   "line seven points or more"),
+        15.0, "s", "hwtop's choice: the job's PSS is read every 2 s (probes/job/figures.py PSS_EVERY_S): 15 s gives "
+                   "the line seven points or more"),
     "memory_growth_min_bytes": Threshold(
         64 * (1 << 20), "B", "hwtop's choice: a job's memory moves by tens of MiB as the allocator and the "
                              "prefetch queues breathe; 64 MiB more, steadily, is growth"),

@@ -18,7 +18,7 @@ RATE_HZ = 10.0  # the stack sampler's rate: samples = seconds watched x rate, up
 WINDOW_S = 30.0
 BUSY_SITE = "train.py:188 forward"
 PAGE = 4096
-WORKER = "DataLoader worker"  # the role probes/job.py gives a rank's DataLoader worker
+WORKER = "DataLoader worker"  # the role probes/job/tree.py gives a rank's DataLoader worker
 
 
 def _shares(state: JobState, rank: int) -> dict[str, float]:

@@ -327,7 +327,7 @@ def describe_target(target: tuple[str, str]) -> str:
 
 
 class OwnerFocus:
-    """The job finder's (probes/job.py) use of owners: `--job slurm:ID` or `pod:NAME` finds every process of that
+    """The job finder's (probes/job/focus.py) use of owners: `--job slurm:ID` or `pod:NAME` finds every process of that
     owner on this host, and the job view's title names the Slurm job or pod a job's first process belongs to."""
 
     def __init__(self, proc: str, pattern: str | None) -> None:

@@ -1,4 +1,4 @@
-"""The costlier per-process /proc files of a job, each read on its own schedule by probes/job.py: PSS from
+"""The costlier per-process /proc files of a job, each read on its own schedule by probes/job/figures.py: PSS from
 smaps_rollup, NUMA placement from numa_maps, the disks under the files it has open."""
 
 from __future__ import annotations

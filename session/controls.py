@@ -35,7 +35,7 @@ class WorkloadRunner(Protocol):
 
 
 class JobReader(Protocol):
-    """A focused job, read each tick: probes/job.py's JobProbe."""
+    """A focused job, read each tick: probes/job/'s JobProbe."""
 
     def read(self, gpus: tuple[GpuSnapshot, ...] = (), workload: WorkloadState | None = None,
              now: float | None = None) -> JobSnapshot: ...

@@ -125,7 +125,7 @@ class Sampler:
         self._topology_reader = topology_reader
         self._initial_topology_reader = topology_reader
         self.workload: WorkloadRunner | None = None  # a WorkloadMonitor once the user starts the job, a demo's job
-        self.job: JobReader | None = None  # a JobProbe (probes/job.py) while a job is focused (--pid, --job, f)
+        self.job: JobReader | None = None  # a JobProbe (probes/job/) while a job is focused (--pid, --job, f)
         self.topology: Topology | None = None  # read once (first tick) and on refresh(), kept in every snapshot
         self._last_time: float | None = None
         self._last_processes: tuple[ProcessInfo, ...] = ()

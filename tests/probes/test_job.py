@@ -150,7 +150,7 @@ def test_bad_targets_are_refused_with_one_line(tmp_path):
 
 
 def test_no_permission_is_refused_in_strict_mode(tmp_path, monkeypatch):
-    import hwtop.probes.job as job_module
+    import hwtop.probes.job.focus as job_module
 
     proc = FakeProc(tmp_path)
     proc.add(Proc(950, 1, "python3", (PY, "train.py")))
