@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -200,6 +201,7 @@ def test_this_machine_reads_without_error() -> None:
     assert all(n.rx_bytes_per_s is None for n in nics)
 
 
+@pytest.mark.slow  # loopback is shared: the fast suite's other workers talk on it in bursts (HTTP stand-ins)
 def test_known_load_on_loopback_is_measured_within_ten_percent() -> None:
     """A sender at a fixed rate on 127.0.0.1 for one second: the probe's rate on lo matches what was sent. The rate
     is high (300 MB/s) so that what else talks on loopback meanwhile (other tests' HTTP) stays in the noise."""
