@@ -168,8 +168,11 @@ async def test_the_cpu_sorted_table_starts_at_the_top_when_busier_processes_appe
         first = table.rows_shown[0].pid
         ranks = tuple(ProcessInfo(61000 + i, 1, "trainer", "python", "python train.py", "R", 100.0 - i / 10,
                                   1 << 30, 86) for i in range(8))
-        table.show(base.processes + ranks, base.gpus)
-        await pilot.pause()
+        for _ in range(100):  # on a loaded box the app's own show of its first ticks may land after this one
+            table.show(base.processes + ranks, base.gpus)
+            await pilot.pause()
+            if any(row.pid == 61000 for row in table.rows_shown):
+                break
         assert [row.pid for row in table.rows_shown[:2]] == [61000, 61001] and first != 61000
         assert table.cursor_row == 0 and table.scroll_y == 0, (table.cursor_row, table.scroll_y)
         table.show(base.processes + ranks[:4], base.gpus)  # some go; the panels resize
