@@ -34,7 +34,6 @@ class RankState(Record, frozen=True):
     step_times: tuple[float, ...] = ()
     throughput: tuple[float, ...] = ()
     scales: tuple[float, ...] = ()  # GradScaler scale per step (fp16): repeated drops mean inf/NaN gradients
-    collective_fraction: float | None = None  # share of each step spent waiting in collectives, where reported
 
 
 class JobConfig(Record, frozen=True):
@@ -55,8 +54,6 @@ class JobConfig(Record, frozen=True):
     grad_accum: int | None = None
     on_nonfinite: OnNonfinite | None = None
     lr: float | None = None
-    nodes: int | None = None  # hosts the job's ranks span (torchrun --nnodes), where reported
-    nccl_env: tuple[tuple[str, str], ...] = ()  # the ranks' NCCL_* environment variables, where reported
 
 
 class AmpSummary(Record, frozen=True):
