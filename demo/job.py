@@ -83,5 +83,10 @@ class DemoJob:
             step_times=tuple(self._times),
             throughput=tuple(round(job.batch_size / s, 1) for s in self._times))
 
+    @property
+    def root(self) -> int | None:
+        """None: the story's job has no process of this host; the demo sampler focuses it as DemoRanks."""
+        return None
+
     def stop(self) -> None:
         """Nothing runs: the job is a story."""
