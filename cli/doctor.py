@@ -110,9 +110,9 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
         from hwtop.session.controls import workload_job
         from hwtop.workload.monitor import WorkloadMonitor
 
-        sampler.workload = WorkloadMonitor(job_args)
-        if sampler.job is None:  # the embedded job is watched as --pid watches one, its telemetry besides
-            sampler.job = workload_job(sampler.workload, sample_stacks=True)
+        monitor = sampler.workload = WorkloadMonitor(job_args)
+        if sampler.job is None:  # from its first step, the embedded job is watched as --pid watches one
+            sampler.job_at_first_step = lambda: workload_job(monitor, sample_stacks=True)
     try:
         started = time.monotonic()
         while job_args is not None:  # wait for the job's first step: its start-up is not its steady state

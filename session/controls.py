@@ -60,6 +60,7 @@ class LiveSource(Protocol):
 
     workload: WorkloadRunner | None
     job: JobReader | None
+    job_at_first_step: Callable[[], JobReader | None] | None  # the job to focus once the workload has stepped
 
     @property
     def simulated(self) -> bool: ...
@@ -171,7 +172,9 @@ def workload_job(runner: WorkloadRunner, sample_stacks: bool = False) -> JobRead
 
 class Workload:
     """The live source's workload: at most one, started by the user (w, --workload), stopped by x or on exit.
-    Started, it is also the focused job (unless the user focused another), as f on its process would make it."""
+    Once it has taken its first step it is also the focused job (unless the user focused another), as f on its
+    process would make it: its start-up (torch's imports, the ranks' spawn, their memory filling) is not its
+    steady state, and the job rules would judge it as one (doctor waits for the first step too)."""
 
     def __init__(self, source: LiveSource) -> None:
         self._source = source
@@ -196,9 +199,12 @@ class Workload:
         self._source.workload = monitor
         previous = self._source.job
         if previous is None or previous is self._job:  # a job the user focused stays focused
-            self._job = self._source.job = workload_job(monitor)
-            if previous is not None:
-                previous.close()
+
+            def focus() -> JobReader | None:
+                self._job = workload_job(monitor)
+                return self._job
+
+            self._source.job_at_first_step = focus
 
     def stop(self) -> bool:
         """Stop the job's whole process group; False when there was none."""
@@ -228,6 +234,7 @@ class JobFocus:
             probe.check()
         except JobError as error:
             raise ControlRefused(str(error)) from None
+        self._source.job_at_first_step = None  # the user's choice: the workload's own job is not focused later
         previous, self._source.job = self._source.job, probe
         if previous is not None:
             previous.close()

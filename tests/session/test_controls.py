@@ -88,7 +88,10 @@ for rank in ranks:
 
 class StandInMonitor:
     """Stands for workload/monitor.py's WorkloadMonitor (torch aside): a launcher that starts two ranks with the
-    environment workload/job.py's spawn_ranks gives them, and telemetry that says it runs."""
+    environment workload/job.py's spawn_ranks gives them, and telemetry that says it runs (and, once `stepped`,
+    that its ranks took a step)."""
+
+    stepped = False
 
     def __init__(self, args: list[str]) -> None:
         import subprocess
@@ -103,9 +106,11 @@ class StandInMonitor:
         return self.process.pid
 
     def state(self):  # noqa: ANN201 - a WorkloadState
-        from hwtop.model.workload import WorkloadState
+        from hwtop.model.workload import RankState, WorkloadState
 
-        return WorkloadState("balanced", "running" if self.process.poll() is None else "stopped", None, (), None)
+        ranks = tuple(RankState(r, None, 1 if self.stepped else 0, None, None, None, None, None, None, None, None)
+                      for r in range(2))
+        return WorkloadState("balanced", "running" if self.process.poll() is None else "stopped", None, ranks, None)
 
     def stop(self) -> None:
         import os
@@ -116,8 +121,8 @@ class StandInMonitor:
 
 
 def test_the_embedded_workload_is_focused_as_a_job_from_its_pid_unless_the_user_focused_another(monkeypatch) -> None:
-    """Started, the workload is the focused job (its ranks found from their environment, as --pid finds a
-    torchrun job's); a job the user focuses replaces it, and the next workload leaves the user's job focused."""
+    """From its first step, the workload is the focused job (its ranks found from their environment, as --pid
+    finds a torchrun job's); a job the user focuses replaces it, and the next workload leaves the user's job."""
     import subprocess
     import sys
 
@@ -133,15 +138,32 @@ def test_the_embedded_workload_is_focused_as_a_job_from_its_pid_unless_the_user_
         workload, focus = session.workload, session.job
         assert workload is not None and focus is not None
         workload.start(["--scenario", "balanced"])
-        assert isinstance(sampler.workload, StandInMonitor) and focus.focused
+        assert isinstance(sampler.workload, StandInMonitor)
+        assert session.tick().snapshot.job is None and not focus.focused  # starting up: not yet its steady state
+        sampler.workload.stepped = True
         job = session.tick().snapshot.job
         assert job is not None and job.roots == (sampler.workload.root,) and job.status == "running"
         assert [(p.role, p.rank) for p in job.processes if p.rank is not None] == [("rank 0", 0), ("rank 1", 1)]
         assert workload.stop()
         focus.focus(other.pid)  # the user's own choice
         workload.start(["--scenario", "balanced"])
+        assert isinstance(sampler.workload, StandInMonitor)
+        sampler.workload.stepped = True
         mine = session.tick().snapshot.job
         assert mine is not None and mine.roots == (other.pid,)
+        assert workload.stop()
+        fresh = Session(Sampler(gpu=None))  # the user focuses another job while the workload starts up
+        try:
+            assert fresh.workload is not None and fresh.job is not None
+            fresh.workload.start(["--scenario", "balanced"])
+            fresh.job.focus(other.pid)
+            started = fresh.source.workload  # type: ignore[attr-defined]
+            assert isinstance(started, StandInMonitor)
+            started.stepped = True
+            mine = fresh.tick().snapshot.job
+            assert mine is not None and mine.roots == (other.pid,)
+        finally:
+            fresh.close()
     finally:
         session.close()
         other.kill()
