@@ -92,7 +92,7 @@ def add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub:
     parser.add_argument("--demo", metavar="PROFILE", default=default(None),
                         help=shown(f"run on a built-in machine (a faithful fake NVML) instead of this one: "
                                    f"{', '.join(PROFILE_NAMES)}; '--demo list' describes each, and the driver "
-                                   "scenarios (PROFILE:SCENARIO)"))
+                                   "variants (PROFILE:VARIANT)"))
     parser.add_argument("--scenario", metavar="NAME", default=default(None),
                         help=shown(f"with --demo: play a scripted story on the demo machine ({', '.join(STORY_NAMES)});"
                                    " same as --demo PROFILE:NAME"))

@@ -17,9 +17,8 @@ from hwtop.cli import doctor, export, fleet, record, replay, report, snapshot, t
 from hwtop.cli.main import COMMANDS, OWN_PARSER, build_parser, command, run_command
 from hwtop.cli.options import PROFILE_NAMES, SCENARIOS, STORY_NAMES
 from hwtop.demo.profiles import PROFILES
-from hwtop.demo.scenarios import SCENARIOS as DRIVER_SCENARIOS
-from hwtop.demo.scenarios import listing
 from hwtop.demo.story import STORIES
+from hwtop.demo.variants import VARIANTS, listing
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND_MODULES = {"snapshot": snapshot, "topo": topo, "doctor": doctor, "record": record, "replay": replay,
@@ -74,10 +73,10 @@ def test_fleet_s_and_replay_s_help_offer_no_machine_of_their_own(name: str, monk
 
 def test_demo_list_keeps_every_name_apart_from_its_description() -> None:
     lines = listing()
-    for name in (*PROFILES, *DRIVER_SCENARIOS, *STORIES):
+    for name in (*PROFILES, *VARIANTS, *STORIES):
         line = next(line for line in lines if line.split(" ", 1)[0] == name or line.strip().split(" ", 1)[0] == name)
         assert re.match(rf"\s*{re.escape(name)} +\S", line), line
-    indented = [line for line in lines if line.startswith("  ")]  # driver scenarios and stories: one column
+    indented = [line for line in lines if line.startswith("  ")]  # driver variants and stories: one column
     assert len({re.match(r"\s*\S+ +", line).end() for line in indented}) == 1  # type: ignore[union-attr]
 
 

@@ -154,11 +154,11 @@ def test_every_command_and_option_is_documented() -> None:
 def test_every_demo_profile_scenario_story_and_workload_scenario_is_documented() -> None:
     from hwtop.cli.options import SCENARIOS as WORKLOAD_SCENARIOS
     from hwtop.demo.profiles import PROFILES
-    from hwtop.demo.scenarios import SCENARIOS
     from hwtop.demo.story import STORIES
+    from hwtop.demo.variants import VARIANTS
 
     documented = quoted(page("demo.md"))
-    for names in (PROFILES, SCENARIOS, STORIES, WORKLOAD_SCENARIOS):
+    for names in (PROFILES, VARIANTS, STORIES, WORKLOAD_SCENARIOS):
         missing = [name for name in names if name not in documented]
         assert not missing, f"docs/demo.md does not name {missing}"
 
