@@ -15,7 +15,7 @@ from hwtop.model.snapshot import Topology
 from hwtop.session.sampler import Sampler
 
 NO_PROC = "/nonexistent/hwtop-demo-proc"  # the GPU probe's /proc: a demo GPU pid must never meet a real process
-SOURCE_PREFIX = "demo:"  # a demo snapshot's GPU source: demo:PROFILE[:SCENARIO][+STORY]
+SOURCE_PREFIX = "demo:"  # a demo snapshot's GPU source: demo:PROFILE[:VARIANT][+STORY]
 STORY_MARK = "+"
 
 

@@ -1,4 +1,4 @@
-"""One list per fact: every profile, story and workload scenario the code has is named in each help that offers it
+"""One list per fact: every profile, story and workload kind the code has is named in each help that offers it
 (tested against the code's own lists, which the start does not load), `--demo list` keeps every name apart from
 its description, and `fleet` refuses the options that mean nothing to it instead of ignoring them."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from hwtop.cli import doctor, export, fleet, record, replay, report, snapshot, topo
 from hwtop.cli.main import COMMANDS, OWN_PARSER, build_parser, command, run_command
-from hwtop.cli.options import PROFILE_NAMES, SCENARIOS, STORY_NAMES
+from hwtop.cli.options import PROFILE_NAMES, STORY_NAMES, WORKLOAD_KINDS
 from hwtop.demo.profiles import PROFILES
 from hwtop.demo.story import STORIES
 from hwtop.demo.variants import VARIANTS, listing
@@ -42,9 +42,9 @@ def test_the_help_s_lists_are_the_code_s_lists() -> None:
     # the job's own list sits beside torch: read from its source, not imported
     tree = ast.parse((ROOT / "workload" / "job.py").read_text())
     job = next(node.value for node in tree.body if isinstance(node, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == "SCENARIOS" for t in node.targets))
+               and any(isinstance(t, ast.Name) and t.id == "KINDS" for t in node.targets))
     assert isinstance(job, ast.Dict)
-    assert SCENARIOS == [ast.literal_eval(key) for key in job.keys if key is not None]
+    assert WORKLOAD_KINDS == [ast.literal_eval(key) for key in job.keys if key is not None]
 
 
 @pytest.mark.parametrize("argv", [[], *([name] for name in COMMANDS if name not in OWN_PARSER | {"fleet", "replay"})],
@@ -57,10 +57,10 @@ def test_every_help_that_offers_a_demo_names_every_profile_and_story(argv: list[
 
 
 @pytest.mark.parametrize("argv", [[], ["doctor"]], ids=["hwtop", "doctor"])
-def test_each_help_with_workload_names_every_workload_scenario(argv: list[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_help_with_workload_names_every_workload_kind(argv: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     text = help_of(argv, monkeypatch)
-    assert f"this scenario{' meanwhile' if argv else ''}: {', '.join(SCENARIOS)} (needs torch" in text
+    assert f"of this kind{' meanwhile' if argv else ''}: {', '.join(WORKLOAD_KINDS)} (needs torch" in text
 
 
 @pytest.mark.parametrize("name", ["fleet", "replay"])
