@@ -1,6 +1,6 @@
-"""The demo machine's training job as the monitor's workload pane sees it: a WorkloadState per tick, from the
-story's JobState, so the job-level advice (gpu-starved, amp-available, cuda-oom) reacts to the story as it would
-to the embedded job's own telemetry."""
+"""The demo machine's training job's telemetry: a WorkloadState per tick, from the story's JobState, so the
+telemetry rules (gpu-starved, amp-available, cuda-oom) react to the story as they would to the embedded job's own.
+The job itself (its processes, ranks and their stack figures) is demo/ranks.py's, as the job probe reads a real one."""
 
 from __future__ import annotations
 
