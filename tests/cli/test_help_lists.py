@@ -45,6 +45,9 @@ def test_the_help_s_lists_are_the_code_s_lists() -> None:
                and any(isinstance(t, ast.Name) and t.id == "KINDS" for t in node.targets))
     assert isinstance(job, ast.Dict)
     assert WORKLOAD_KINDS == [ast.literal_eval(key) for key in job.keys if key is not None]
+    from hwtop.tui.workload_dialog import KINDS  # the w dialog's list, below cli/ in the layers
+
+    assert list(KINDS) == WORKLOAD_KINDS
 
 
 @pytest.mark.parametrize("argv", [[], *([name] for name in COMMANDS if name not in OWN_PARSER | {"fleet", "replay"})],
