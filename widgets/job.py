@@ -4,17 +4,20 @@ where each rank's time goes; sparklines; and a stack when asked. Ended workers l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.text import Text
 from textual.geometry import Region
 from textual.widget import Widget
 
+from hwtop.advice.grouping import covering
 from hwtop.advice.judge import memory_far
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
-from hwtop.widgets.job_ranks import rank_table
+from hwtop.widgets.job_ranks import parts_lines, rank_table
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
@@ -69,18 +72,19 @@ class JobPanel(TextPanel):
         self.node_of_cpu: dict[int, int] = {}
         self.cursor = 0
         self.stack: list[Text] = []
-        self.straggler: int | None = None
+        self.named: Mapping[int, str] = {}
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Job"
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
-             node_of_cpu: dict[int, int], straggler: int | None = None,
+             node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
              thresholds: Thresholds | None = None) -> None:
-        """`straggler`: the pid the rank-straggler finding names, marked in the rank table; `thresholds`: those the
-        rules judge by, so far memory is marked as the numa-misplaced finding says."""
+        """`named`: rank -> what a finding says of it (job_ranks.named_ranks: the straggler, the hung rank),
+        marked in the rank table; `thresholds`: those the rules judge by, so far memory is marked as the
+        numa-misplaced finding says."""
         self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
         self.thresholds = thresholds or self.thresholds
-        self.straggler = straggler
+        self.named = named or {}
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
             self.set_title(data(f"Job · {job.label} · d: Python stack of the selected process · escape: back"))
@@ -140,11 +144,16 @@ class JobPanel(TextPanel):
         cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
         memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else \
             f"RSS {human_bytes(job.rss_bytes)}"
-        head.append(f"{alive} process(es) ({job.pids_seen} seen) · CPU {cpu}"
-                    + (f" of {job.usable_cores} cores" if job.usable_cores else "") + f" · {memory}")
-        for index, used in job.gpu_memory:
-            head.append(f" · GPU{index} {human_bytes(used)}")
-        out = [head]
+        head.append(f"{alive} process(es) ({job.pids_seen} seen)")
+        parts = [head, Text(f"CPU {cpu}" + (f" of {job.usable_cores} cores" if job.usable_cores else "")),
+                 Text(memory)]
+        by_figure: dict[str, list[int]] = {}
+        for index, used in job.gpu_memory:  # eight GPUs holding alike: one figure, not eight to compare
+            by_figure.setdefault(human_bytes(used), []).append(index)
+        for shown, indices in by_figure.items():
+            gpus = covering([f"GPU{i}" for i in indices])[0]
+            parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
+        out = parts_lines(parts, width, sep_style="")  # wrapped between its figures, never inside one
         out += self._job_lines(job, width)
         spark = max(8, min(40, (width - 30) // 3))
         marks = Text()
@@ -197,7 +206,7 @@ class JobPanel(TextPanel):
             if group is not None and group.limit_bytes:
                 line.append(f" · cgroup memory {human_bytes(group.used_bytes)} of {human_bytes(group.limit_bytes)}")
             out.append(line)
-        table = rank_table(job, width, self.straggler)
+        table = rank_table(job, width, self.named)
         if (job.stacks or job.stack_message) and not table:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:
