@@ -155,10 +155,10 @@ def test_every_demo_profile_scenario_story_and_workload_scenario_is_documented()
     from hwtop.cli.options import SCENARIOS as WORKLOAD_SCENARIOS
     from hwtop.demo.profiles import PROFILES
     from hwtop.demo.scenarios import SCENARIOS
-    from hwtop.demo.story import STORIES
+    from hwtop.demo.story import SCALE_STORIES, STORIES
 
     documented = quoted(page("demo.md"))
-    for names in (PROFILES, SCENARIOS, STORIES, WORKLOAD_SCENARIOS):
+    for names in (PROFILES, SCENARIOS, STORIES, SCALE_STORIES, WORKLOAD_SCENARIOS):
         missing = [name for name in names if name not in documented]
         assert not missing, f"docs/demo.md does not name {missing}"
 
