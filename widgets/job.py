@@ -17,7 +17,7 @@ from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
-from hwtop.widgets.job_ranks import parts_lines, rank_table
+from hwtop.widgets.job_ranks import fit_words, parts_lines, rank_table
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
@@ -176,8 +176,8 @@ class JobPanel(TextPanel):
         out.append(header)
         for index, process in enumerate(job.processes):
             out.append(self._row(process, width, columns, selected=index == self.cursor and self.has_focus))
-        placement = [self._placement(p) for p in job.processes
-                     if p.alive and (p.role.startswith("rank") or p.gpus)]
+        placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
+                     for line in self._placement(p, width)]
         if placement:
             out.append(Text("Placement", style="bold"))
             out += placement
@@ -265,34 +265,39 @@ class JobPanel(TextPanel):
             else:
                 line.append(cell)
         # One row whatever the command line holds: a newline or a tab in it shows as a symbol, never breaks it.
-        line.append_text(data(p.cmdline or p.name, palette.DIM if not p.alive else ""))
+        command = data(p.cmdline or p.name, palette.DIM if not p.alive else "")
+        line.append_text(fit_words(command, max(1, width - line.cell_len)))  # cut after a whole word
         line.truncate(max(1, width), overflow="ellipsis")
         return line
 
-    def _placement(self, p: JobProcess) -> Text:
+    def _placement(self, p: JobProcess, width: int) -> list[Text]:
+        """Where a rank runs: its GPUs and their nodes, its CPUs, its memory; wrapped between its parts, indented."""
         who = f"rank {p.rank}" if p.rank is not None else p.role
-        line = Text(f"  {who} (pid {p.pid}): ", style="bold")
+        head = Text(f"  {who} (pid {p.pid}): ", style="bold")
         gpus = [i for i, _ in p.gpus]
         if gpus:
-            line.append(", ".join(f"GPU{i}" + (f" (node {self.node_of_gpu[i]})" if i in self.node_of_gpu else "")
+            head.append(", ".join(f"GPU{i}" + (f" (node {self.node_of_gpu[i]})" if i in self.node_of_gpu else "")
                                   for i in gpus))
         elif p.cuda_visible_devices is not None:
-            line.append_text(data(f"CUDA_VISIBLE_DEVICES={p.cuda_visible_devices}"))  # the process's environment
+            head.append_text(data(f"CUDA_VISIBLE_DEVICES={p.cuda_visible_devices}"))  # the process's environment
         else:
-            line.append("no GPU")
+            head.append("no GPU")
+        parts = [head]
         if p.local_rank is not None:
-            line.append(f" · LOCAL_RANK={p.local_rank}")
+            parts.append(Text(f"LOCAL_RANK={p.local_rank}"))
+        allowed = f"{format_cpulist(p.cpu_affinity)}{self._node_label(p.cpu_affinity)}" if p.cpu_affinity else ""
         if p.thread_cpus:
-            line.append(f" · threads ran on {format_cpulist(p.thread_cpus)}{self._node_label(p.thread_cpus)}")
-        if p.cpu_affinity:
-            line.append(f" of allowed {format_cpulist(p.cpu_affinity)}{self._node_label(p.cpu_affinity)}")
-        line.append(f" · memory {numa_share(p.numa_pages)}")
+            parts.append(Text(f"threads ran on {format_cpulist(p.thread_cpus)}{self._node_label(p.thread_cpus)}"
+                              + (f" of allowed {allowed}" if allowed else "")))
+        elif allowed:
+            parts.append(Text(f"allowed CPUs {allowed}"))
+        parts.append(Text(f"memory {numa_share(p.numa_pages)}"))
         far = self._far_memory(p)
         if far:
-            line.append(f"  {far}", style=palette.CRIT_STRONG)
+            parts.append(Text(far, style=palette.CRIT_STRONG))
         if p.dataset_devices:
-            line.append_text(data(" · open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices)))
-        return line
+            parts.append(data("open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices)))
+        return parts_lines(parts, width, indent=4, sep_style="")
 
     def _far_memory(self, p: JobProcess) -> str | None:
         homes = {self.node_of_gpu[i] for i, _ in p.gpus if i in self.node_of_gpu}

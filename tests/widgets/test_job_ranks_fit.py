@@ -94,3 +94,25 @@ def test_words_are_cut_whole_and_parts_wrap_between_them() -> None:
     assert fit_words(Text("/a/very/long/path/without/spaces"), 10).plain == "/a/very/l…"
     lines = parts_lines([Text("one two"), Text("three four"), Text("five")], 12)
     assert [line.plain for line in lines] == ["one two", "  three four", "  five"]
+
+
+def test_the_job_panel_wraps_its_summary_and_placement_between_parts_indented() -> None:
+    """On a narrow terminal the summary's eight GPUs read once, and a rank's placement line wraps between its parts,
+    indented; `LOCAL_RANK=0 of allowed …` read as one phrase where no thread was seen running."""
+    from hwtop.model.job import JobProcess
+    from hwtop.widgets.job import JobPanel
+
+    ranks = tuple(JobProcess(41000 + i, 40990, "python3", "/usr/bin/python3 -u train.py --arch resnet50", f"rank {i}",
+                             i, 1, "S", 44.0, 14 << 30, 86, tuple(range(64)), gpus=((i, 61 << 30),), local_rank=i,
+                             numa_pages=((0, 100),)) for i in range(8))
+    job = JobSnapshot("pid 40990", (40990,), "running", ranks, 352.0, 112 << 30,
+                      tuple((i, 61 << 30) for i in range(8)))
+    panel = JobPanel()
+    panel.show(job, {}, {i: 0 for i in range(8)}, {c: 0 for c in range(64)})
+    lines = [line.plain for line in panel.lines(70)]
+    assert all(len(line) <= 70 for line in lines)
+    assert lines[:2] == ["RUNNING 8 process(es) (0 seen) · CPU 352% · RSS 112.0G", "  GPU0-7 61.0G each"]
+    placement = lines[lines.index("Placement") + 1:]
+    assert placement[:2] == ["  rank 0 (pid 41000): GPU0 (node 0) · LOCAL_RANK=0",
+                             "    allowed CPUs 0-63 (node 0) · memory n0 100%"]
+    assert not any("LOCAL_RANK=0 of allowed" in line for line in lines)
