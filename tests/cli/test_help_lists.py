@@ -17,7 +17,7 @@ from hwtop.cli import doctor, export, fleet, record, replay, report, snapshot, t
 from hwtop.cli.main import COMMANDS, OWN_PARSER, build_parser, command, run_command
 from hwtop.cli.options import PROFILE_NAMES, STORY_NAMES, WORKLOAD_KINDS
 from hwtop.demo.profiles import PROFILES
-from hwtop.demo.story import STORIES
+from hwtop.demo.story import SCALE_STORIES, STORIES
 from hwtop.demo.variants import VARIANTS, listing
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def help_of(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_the_help_s_lists_are_the_code_s_lists() -> None:
     assert PROFILE_NAMES == tuple(PROFILES)
-    assert STORY_NAMES == tuple(STORIES)
+    assert STORY_NAMES == (*STORIES, *SCALE_STORIES)  # every story `--demo list` names
     # the job's own list sits beside torch: read from its source, not imported
     tree = ast.parse((ROOT / "workload" / "job.py").read_text())
     job = next(node.value for node in tree.body if isinstance(node, ast.Assign)
@@ -55,7 +55,7 @@ def test_the_help_s_lists_are_the_code_s_lists() -> None:
 def test_every_help_that_offers_a_demo_names_every_profile_and_story(argv: list[str],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     text = help_of(argv, monkeypatch)
-    for name in (*PROFILES, *STORIES):
+    for name in (*PROFILES, *STORIES, *SCALE_STORIES):
         assert re.search(rf"[ (]{re.escape(name)}[,;)]", text), f"{name} is not in hwtop {' '.join(argv)} --help"
 
 
@@ -76,7 +76,7 @@ def test_fleet_s_and_replay_s_help_offer_no_machine_of_their_own(name: str, monk
 
 def test_demo_list_keeps_every_name_apart_from_its_description() -> None:
     lines = listing()
-    for name in (*PROFILES, *VARIANTS, *STORIES):
+    for name in (*PROFILES, *VARIANTS, *STORIES, *SCALE_STORIES):
         line = next(line for line in lines if line.split(" ", 1)[0] == name or line.strip().split(" ", 1)[0] == name)
         assert re.match(rf"\s*{re.escape(name)} +\S", line), line
     indented = [line for line in lines if line.startswith("  ")]  # driver variants and stories: one column

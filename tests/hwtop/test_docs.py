@@ -154,11 +154,11 @@ def test_every_command_and_option_is_documented() -> None:
 def test_every_demo_profile_variant_story_and_workload_kind_is_documented() -> None:
     from hwtop.cli.options import WORKLOAD_KINDS
     from hwtop.demo.profiles import PROFILES
-    from hwtop.demo.story import STORIES
+    from hwtop.demo.story import SCALE_STORIES, STORIES
     from hwtop.demo.variants import VARIANTS
 
     documented = quoted(page("demo.md"))
-    for names in (PROFILES, VARIANTS, STORIES, WORKLOAD_KINDS):
+    for names in (PROFILES, VARIANTS, STORIES, SCALE_STORIES, WORKLOAD_KINDS):
         missing = [name for name in names if name not in documented]
         assert not missing, f"docs/demo.md does not name {missing}"
 
