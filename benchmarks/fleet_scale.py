@@ -466,6 +466,7 @@ def main() -> int:
     began, load = time.perf_counter(), os.getloadavg()
     print(f"load average at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)", flush=True)
     signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGINT, _interrupted)  # also where a shell started it with SIGINT ignored (in the background)
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="hwtop-fleet-scale-"))
     server: Server | None = None
     try:
