@@ -1,11 +1,11 @@
 """Prometheus' HTTP API answers, read so that the UI's thread is never held long. A decode of a whole answer is one
 C call that holds the interpreter lock for as long as it takes: the UI's thread, waiting on that lock, freezes for
-all of it. An answer of at most WHOLE_BYTES is decoded in one call by msgspec into typed records (the labels and the
-value only, checked in C; a few milliseconds). A bigger one is walked and each series decoded on its own, so the
-lock changes hands between series, and each series is folded and dropped (no tree of every answer at once).
-Prometheus writes `{"status":"success","data":{"resultType":...,"result":[...]}}` in that order; an answer in
-another order is read whole. Answers are untrusted: shapes are checked, and anything unexpected is a FetchError
-with one line (an answer msgspec refuses is read again by the walk, which says what is wrong with it)."""
+all of it. Here msgspec scans the answer's frame without decoding the series (each kept as its bytes), then decodes
+them into typed records (the labels and the value only, checked in C) a batch of BATCH_BYTES at a time, so the lock
+changes hands between batches, and `vector` yields a batch's series before the next is made (no tree of every
+answer at once). An answer msgspec refuses is walked instead, series by series, by the json module: Prometheus
+writes `{"status":"success","data":{"resultType":...,"result":[...]}}` in that order (another order is read whole),
+and the walk says in one line what is wrong. Answers are untrusted: anything unexpected is a FetchError."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def value_of(pair: object) -> float:
 
 
 T = TypeVar("T")
-BATCH_BYTES = 1 << 18  # of series decoded in one call: a millisecond or two of the interpreter lock
+BATCH_BYTES = 1 << 18  # of series decoded in one call, holding the interpreter lock (benchmarks/README.md)
 
 
 class _Instant(msgspec.Struct, gc=False):

@@ -55,9 +55,9 @@ ROUND_SWITCH_INTERVAL_S = 0.001
 @contextmanager
 def lock_shared() -> Iterator[None]:
     """While a round's parse and assembly (Python, on the worker) compete with the UI's thread for the interpreter
-    lock, a thread that wakes (a key read, a frame to write) waits for it at most this long, not Python's 5 ms at
-    each of the several times a redraw gives the lock up (benchmarks/README.md). Put back after the round unless
-    someone else changed it meanwhile (the app's first frame has its own)."""
+    lock, a thread that wakes (a key read, a frame to write) waits for it at most this long, not Python's default
+    interval at each of the several times a redraw gives the lock up (benchmarks/README.md). Put back after the
+    round unless someone else changed it meanwhile (the app's first frame has its own)."""
     before = sys.getswitchinterval()
     mine = min(before, ROUND_SWITCH_INTERVAL_S)
     sys.setswitchinterval(mine)
