@@ -183,6 +183,9 @@ class PrometheusSource:
     def read(self, ask: Ask) -> Round:
         now, step = self._wall(), trend_step(self.window_s, TREND_POINTS)
         last = math.floor(now / step) * step
+        if self._trend_end is not None and last < self._trend_end:  # the clock went back: read the window again
+            self._trend_end = None
+            self._trends.clear()
         fresh = self._trend_end is None or last > self._trend_end  # a point was added since the last round
         asked = queries(self.matchers, now, self.window_s, TREND_POINTS, self._want_targets,
                         None if self._trend_end is None else self._trend_end + step, fresh)
