@@ -17,6 +17,7 @@ redraw during a round (Pilot, headless, in a fresh process); that process's peak
 --prometheus URL --json`, whose hosts and GPUs are counted and checked (1,000 and 8,000).
 
     python -m benchmarks.fleet_scale [--hosts 1000] [--gpus 8] [--jobs 50] [--ranks 256] [--rounds 5] [--keep DIR]
+                                     [--queries]
 """
 
 from __future__ import annotations
@@ -288,6 +289,32 @@ def prometheus_round(urls: list[str]) -> float:
     return time.perf_counter() - started if sum(sizes) else float("nan")
 
 
+def profile_queries(url: str) -> None:
+    """Each query of a round asked alone (best of two), with Prometheus's own time beside the whole answer's: its
+    evaluation (`stats=all`) and the time to the last byte, which adds writing the JSON; bytes and series."""
+    from hwtop.fleet.job import job_queries, jobs_queries
+    from hwtop.fleet.prometheus import queries
+
+    asked = [*queries("", time.time(), 600.0, 30, True), *job_queries("pretrain-03", "", 60.0),
+             *jobs_queries("", 60.0)]
+    print(f"{'query':<38} {'Prometheus':>10} {'answered':>9} {'MB':>6} {'series':>7}")
+    for query in asked:
+        best: tuple[float, float | None, bytes] | None = None
+        for _ in range(2):
+            address = query.url(url) + ("&" if query.params else "?") + "stats=all"
+            started = time.perf_counter()
+            with urllib.request.urlopen(address, timeout=120) as answer:  # noqa: S310 - loopback
+                body = answer.read()
+            took = time.perf_counter() - started
+            if best is None or took < best[0]:
+                best = (took, prometheus_seconds(body), body)
+        assert best is not None
+        took, own, body = best
+        series = json.loads(body).get("data", {}).get("result", ())
+        print(f"{query.key:<38} {'' if own is None else f'{own * 1000:.0f} ms':>10} {took * 1000:>6.0f} ms "
+              f"{len(body) / 1e6:>6.2f} {len(series) if isinstance(series, list) else '':>7}", flush=True)
+
+
 ROUNDS = (("hosts", None, False), ("hosts + job list", None, True), ("hosts + one job", "pretrain-03", False))
 
 
@@ -455,6 +482,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--minutes", type=float, default=12.0, help="how long the data reaches past now")
     parser.add_argument("--keep", type=Path, help="build the Prometheus data here once and reuse it while it lasts")
+    parser.add_argument("--queries", action="store_true", help="also each query of a round alone, with its cost")
     parser.add_argument("--measure", metavar="URL", help=argparse.SUPPRESS)  # the measuring child
     args = parser.parse_args()
     if args.measure:
@@ -475,6 +503,8 @@ def main() -> int:
             shutil.rmtree(workdir / "tsdb", ignore_errors=True)
             build(workdir, args)
         server = Server(workdir / "tsdb")
+        if args.queries:
+            profile_queries(server.url)
         child = subprocess.run([sys.executable, "-m", "benchmarks.fleet_scale", "--measure", server.url,
                                 "--rounds", str(args.rounds)], capture_output=True, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=1800)
