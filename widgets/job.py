@@ -72,6 +72,9 @@ class JobPanel(TextPanel):
         self.straggler: int | None = None
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Job"
+        # A process's row kept while what it draws is the same (its formatted cells, role, command, width): a
+        # 256-rank job's dozens of rows were built again every tick, each cell a new Text, most of them unchanged.
+        self._rows: dict[tuple[object, ...], Text] = {}
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], straggler: int | None = None,
@@ -165,8 +168,9 @@ class JobPanel(TextPanel):
                       style="bold reverse")
         header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
         out.append(header)
+        rows, self._rows = self._rows, {}
         for index, process in enumerate(job.processes):
-            out.append(self._row(process, width, columns, selected=index == self.cursor and self.has_focus))
+            out.append(self._row(process, width, columns, index == self.cursor and self.has_focus, rows))
         placement = [self._placement(p) for p in job.processes
                      if p.alive and (p.role.startswith("rank") or p.gpus)]
         if placement:
@@ -226,7 +230,8 @@ class JobPanel(TextPanel):
             line.append_text(data(f" at {site}", palette.DIM))
         return line
 
-    def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool) -> Text:
+    def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool,
+             last: dict[tuple[object, ...], Text]) -> Text:
         state = p.state or "?"
         if not p.alive:
             state = "gone" if p.exit_code is None else f"x{p.exit_code}"
@@ -245,6 +250,11 @@ class JobPanel(TextPanel):
             "IO r/w": "N/A" if p.read_bytes_per_s is None else
             f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
         }
+        key = (*values.values(), p.role, p.rank is not None, p.alive, p.cmdline or p.name, width, columns, selected)
+        kept = last.get(key) or self._rows.get(key)
+        if kept is not None:
+            self._rows[key] = kept
+            return kept
         line = Text()
         for name, w, right in columns:
             value = values[name][:w]
@@ -258,6 +268,7 @@ class JobPanel(TextPanel):
         # One row whatever the command line holds: a newline or a tab in it shows as a symbol, never breaks it.
         line.append_text(data(p.cmdline or p.name, palette.DIM if not p.alive else ""))
         line.truncate(max(1, width), overflow="ellipsis")
+        self._rows[key] = line
         return line
 
     def _placement(self, p: JobProcess) -> Text:
