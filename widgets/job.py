@@ -75,6 +75,9 @@ class JobPanel(TextPanel):
         self.named: Mapping[int, str] = {}
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Job"
+        # A process's row kept while what it draws is the same (its formatted cells, role, command, width): a
+        # 256-rank job's dozens of rows were built again every tick, each cell a new Text, most of them unchanged.
+        self._rows: dict[tuple[object, ...], Text] = {}
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
@@ -174,8 +177,9 @@ class JobPanel(TextPanel):
                       style="bold reverse")
         header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
         out.append(header)
+        rows, self._rows = self._rows, {}
         for index, process in enumerate(job.processes):
-            out.append(self._row(process, width, columns, selected=index == self.cursor and self.has_focus))
+            out.append(self._row(process, width, columns, index == self.cursor and self.has_focus, rows))
         placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
                      for line in self._placement(p, width)]
         if placement:
@@ -235,7 +239,8 @@ class JobPanel(TextPanel):
             line.append_text(data(f" at {site}", palette.DIM))
         return line
 
-    def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool) -> Text:
+    def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool,
+             last: dict[tuple[object, ...], Text]) -> Text:
         state = p.state or "?"
         if not p.alive:
             state = "gone" if p.exit_code is None else f"x{p.exit_code}"
@@ -254,6 +259,11 @@ class JobPanel(TextPanel):
             "IO r/w": "N/A" if p.read_bytes_per_s is None else
             f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
         }
+        key = (*values.values(), p.role, p.rank is not None, p.alive, p.cmdline or p.name, width, columns, selected)
+        kept = last.get(key) or self._rows.get(key)
+        if kept is not None:
+            self._rows[key] = kept
+            return kept
         line = Text()
         for name, w, right in columns:
             value = values[name][:w]
@@ -268,6 +278,7 @@ class JobPanel(TextPanel):
         command = data(p.cmdline or p.name, palette.DIM if not p.alive else "")
         line.append_text(fit_words(command, max(1, width - line.cell_len)))  # cut after a whole word
         line.truncate(max(1, width), overflow="ellipsis")
+        self._rows[key] = line
         return line
 
     def _placement(self, p: JobProcess, width: int) -> list[Text]:

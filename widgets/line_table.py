@@ -90,6 +90,7 @@ class LineTable(ScrollView, can_focus=True):
         # (4096 of them, ~4 KiB each at 200 columns, grew a 1 s monitor from 42.5 to 58.8 MiB over its first 20 min).
         self._strips: LRUCache[tuple[Hashable, ...], Strip] = LRUCache(STRIP_CACHE_ROWS)
         self._fitted: tuple[tuple[tuple[int, ...], int] | None, tuple[int, ...]] = (None, ())  # for, widths drawn
+        self._base: tuple[object, Style] | None = None  # (the visual style it was made for, the Rich style)
 
     # ----- data -----
 
@@ -244,7 +245,7 @@ class LineTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = int(self.scroll_offset.x), int(self.scroll_offset.y)
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base_style()
         if y == 0:
             over: Style | None = self.get_component_rich_style("linetable--header")
             strip = self._strip(("header", *(label.plain for label in self._labels)), self._labels, base, over)
@@ -276,6 +277,14 @@ class LineTable(ScrollView, can_focus=True):
                 fitted = (*widths[:last], max(1, left), *widths[last + 1:])
         self._fitted = ((widths, room), fitted)
         return fitted
+
+    def _base_style(self) -> Style:
+        """The table's Rich style, made again only when Textual makes its visual style again (a style change,
+        focus, the theme): `rich_style` walks every ancestor's styles on each call, and each row drawn asked."""
+        visual = self.visual_style
+        if self._base is None or self._base[0] is not visual:
+            self._base = (visual, self.rich_style)
+        return self._base[1]
 
     def _strip(self, key: Hashable, cells: Cells, style: Style, over: Style | None) -> Strip:
         widths = self._drawn_widths()
