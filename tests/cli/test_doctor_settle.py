@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from msgspec.structs import replace
 
+import hwtop.cli.doctor as doctor_module
 from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
 from hwtop.cli.doctor import run_doctor
@@ -46,12 +48,29 @@ class _Job:
         return self.final or None
 
 
-SHORT_S, LONG_S = 0.4, 3.0  # snapshot time per tick: 0.3 s of ticks every 5 ms span ~8-24 s, or ~60-180 s
+SHORT_S, LONG_S = 0.4, 3.0  # snapshot time per tick: 40 ticks span 16 s, or 120 s
+
+
+class WatchClock:
+    """doctor's clock, moved by its own sleeps: a watch of 0.2 s at 5 ms is 40 ticks whatever the box's load
+    (on the wall clock a loaded box fitted fewer ticks in, and the finding never held)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def watch(whole_watch: float | None, step_s: float = SHORT_S):
     """doctor's watch; the data-starved entry it reports (None when there is none) and its facts."""
-    seen, facts = run_doctor(FirstChunkStarved(whole_watch, step_s), Thresholds(), 0.3, 0.005, None)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(doctor_module, "time", WatchClock())
+        seen, facts = run_doctor(FirstChunkStarved(whole_watch, step_s), Thresholds(), 0.2, 0.005, None)
+    assert facts["ticks"] == 41, facts["ticks"]
     starved = [entry for key, entry in seen.items() if key[0] == "data-starved"]
     assert len(starved) <= 1, seen
     return (starved[0] if starved else None), facts
