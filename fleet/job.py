@@ -127,7 +127,7 @@ class JobView(Record, frozen=True):
                 "likely_cause": None if self.cause is None else
                 {"rule": self.cause.rule, "severity": self.cause.severity, "scope": self.cause.scope}},
             "ranks": [{"rank": r.rank, "host": r.host, "pid": r.pid, "site": r.site, "shares": dict(r.shares),
-                       "collective_share": r.collective_share,
+                       "collective_share": r.collective_share if r.samples else None,  # no samples: unknown
                        "phase_seconds": dict(r.phase_seconds), "samples": r.samples, "steps": r.steps,
                        "steps_per_s": self.steps_per_s.get((r.host, r.rank)),
                        "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1),
