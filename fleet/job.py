@@ -8,7 +8,6 @@ data and parsing, no I/O."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.build import host_of
 from hwtop.fleet.model import SEVERITY_ORDER, FindingRow, HostView
-from hwtop.fleet.prometheus import Query
+from hwtop.fleet.prometheus import Query, promql_string
 from hwtop.model.job import RankFigures
 from hwtop.model.record import Record
 from hwtop.probes.stack_sampler import RATE_HZ
@@ -37,11 +36,6 @@ DEFAULT_WINDOW_S = 60.0
 MAX_RANKS = 16384  # a Prometheus answer naming more is not one job's
 # Findings that restate the symptom rather than a cause on the host: never offered as the likely cause.
 SYMPTOMS = (rank_straggler.id, collective_hang.id)
-
-
-def promql_string(text: str) -> str:
-    """A PromQL string literal (Go's quoting): quotes, backslashes and control characters escaped."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 def _select(name: str, job: str | None, matchers: str, *extra: str) -> str:

@@ -22,7 +22,7 @@ from hwtop.fleet.http import DaemonPool, FetchError, get
 from hwtop.fleet.job import DEFAULT_WINDOW_S, JobView, assemble_job, job_queries, jobs_queries
 from hwtop.fleet.jobs import JobList, assemble_jobs
 from hwtop.fleet.model import HostView
-from hwtop.fleet.prometheus import GPU_QUERY, MAX_BYTES, assemble, parse_answers, queries, trend_step
+from hwtop.fleet.prometheus import GPU_QUERY, HOST_GPUS, MAX_BYTES, assemble, parse_answers, queries, trend_step
 from hwtop.fleet.promjson import Vector, parse_vector, vector
 from hwtop.fleet.scrape import fetch
 from hwtop.model.record import Record
@@ -37,6 +37,7 @@ class Ask(Record, frozen=True):
 
     job: str | None = None
     jobs: bool = False
+    host: str | None = None  # the host whose screen is open: its GPUs' temperature, power, tensor activity
 
 
 class Round(Record, frozen=True):
@@ -188,7 +189,7 @@ class PrometheusSource:
             self._trends.clear()
         fresh = self._trend_end is None or last > self._trend_end  # a point was added since the last round
         asked = queries(self.matchers, now, self.window_s, TREND_POINTS, self._want_targets,
-                        None if self._trend_end is None else self._trend_end + step, fresh)
+                        None if self._trend_end is None else self._trend_end + step, fresh, ask.host)
         if ask.job is not None:
             asked += job_queries(ask.job, self.matchers, self.job_window_s)
         if ask.jobs:
@@ -214,6 +215,8 @@ class PrometheusSource:
         answers, parse_errors = parse_answers(bodies)
         errors.update(parse_errors)
         gpus = [(name, vector(bodies[f"{GPU_QUERY}{name}"])) for name in GPU_FIELDS if f"{GPU_QUERY}{name}" in bodies]
+        if HOST_GPUS in bodies:
+            gpus.append(("", vector(bodies[HOST_GPUS])))  # its series carry their names
         try:
             views, warnings = assemble(vector(bodies["table"]), answers, self._instances, self._trends,
                                        last - self.window_s, gpus)
