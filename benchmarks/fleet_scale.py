@@ -17,7 +17,7 @@ redraw during a round (Pilot, headless, in a fresh process); that process's peak
 --prometheus URL --json`, whose hosts and GPUs are counted and checked (1,000 and 8,000).
 
     python -m benchmarks.fleet_scale [--hosts 1000] [--gpus 8] [--jobs 50] [--ranks 256] [--rounds 5] [--keep DIR]
-                                     [--queries]
+                                     [--queries] [--round-bytes [--tree DIR]]
 """
 
 from __future__ import annotations
@@ -315,6 +315,35 @@ def profile_queries(url: str) -> None:
               f"{len(body) / 1e6:>6.2f} {len(series) if isinstance(series, list) else '':>7}", flush=True)
 
 
+def round_bytes(url: str, rounds: int, tree: Path | None) -> None:
+    """What a hosts round asks Prometheus, with no host open and with one open: queries, bytes and Prometheus's
+    own time a round (`--tree`: another checkout's hwtop, for an A/B of what its rounds ask)."""
+    if tree is not None:
+        sys.path.insert(0, str(tree))
+    from hwtop.fleet.session import FleetSession
+    from hwtop.fleet.sources import PrometheusSource
+
+    print(f"hwtop from {sys.modules['hwtop.fleet.sources'].__file__}")
+    print(f"{'hosts round':<22} {'round':>5} {'queries':>7} {'bytes':>11} {'Prom. own sum':>14}")
+    for name, open_host in (("no host open", None), (f"{host(0)} open", host(0))):
+        getter = StatsGetter()
+        session = FleetSession(PrometheusSource(url, interval=2.0, timeout=30.0, getter=getter))
+        try:
+            session.ask(None, False, *(() if open_host is None else (open_host,)))
+        except TypeError:  # an older tree: its rounds ask the same whichever screen is open
+            print(f"{name:<22} (this tree's rounds do not depend on the screen open)")
+            session.close()
+            break
+        for number in range(rounds):
+            frame = session.round()
+            asked = getter.take()
+            own = sum(s for _, s, _ in asked if s is not None)
+            print(f"{name:<22} {number + 1:>5} {len(asked):>7} {sum(b for _, _, b in asked):>11,} "
+                  f"{own * 1000:>11.0f} ms   ({len(frame.hosts)} hosts, {frame.summary.gpus} GPUs"
+                  f"{', ' + frame.problem if frame.problem else ''})", flush=True)
+        session.close()
+
+
 ROUNDS = (("hosts", None, False), ("hosts + job list", None, True), ("hosts + one job", "pretrain-03", False))
 
 
@@ -483,6 +512,9 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=12.0, help="how long the data reaches past now")
     parser.add_argument("--keep", type=Path, help="build the Prometheus data here once and reuse it while it lasts")
     parser.add_argument("--queries", action="store_true", help="also each query of a round alone, with its cost")
+    parser.add_argument("--round-bytes", action="store_true",
+                        help="only what a hosts round asks, with no host open and with one open (bytes, queries)")
+    parser.add_argument("--tree", type=Path, help="with --round-bytes: the hwtop of another checkout")
     parser.add_argument("--measure", metavar="URL", help=argparse.SUPPRESS)  # the measuring child
     args = parser.parse_args()
     if args.measure:
@@ -503,6 +535,9 @@ def main() -> int:
             shutil.rmtree(workdir / "tsdb", ignore_errors=True)
             build(workdir, args)
         server = Server(workdir / "tsdb")
+        if args.round_bytes:
+            round_bytes(server.url, args.rounds, args.tree)
+            return 0
         if args.queries:
             profile_queries(server.url)
         child = subprocess.run([sys.executable, "-m", "benchmarks.fleet_scale", "--measure", server.url,

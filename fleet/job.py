@@ -8,7 +8,6 @@ data and parsing, no I/O."""
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.build import host_of
 from hwtop.fleet.model import SEVERITY_ORDER, FindingRow, HostView
-from hwtop.fleet.prometheus import Query
+from hwtop.fleet.prometheus import Query, promql_string
 from hwtop.model.job import RankFigures
 from hwtop.model.record import Record
 from hwtop.probes.stack_sampler import RATE_HZ
@@ -37,11 +36,6 @@ DEFAULT_WINDOW_S = 60.0
 MAX_RANKS = 16384  # a Prometheus answer naming more is not one job's
 # Findings that restate the symptom rather than a cause on the host: never offered as the likely cause.
 SYMPTOMS = (rank_straggler.id, collective_hang.id)
-
-
-def promql_string(text: str) -> str:
-    """A PromQL string literal (Go's quoting): quotes, backslashes and control characters escaped."""
-    return json.dumps(text, ensure_ascii=False)
 
 
 def _select(name: str, job: str | None, matchers: str, *extra: str) -> str:
@@ -127,7 +121,7 @@ class JobView(Record, frozen=True):
                 "likely_cause": None if self.cause is None else
                 {"rule": self.cause.rule, "severity": self.cause.severity, "scope": self.cause.scope}},
             "ranks": [{"rank": r.rank, "host": r.host, "pid": r.pid, "site": r.site, "shares": dict(r.shares),
-                       "collective_share": r.collective_share,
+                       "collective_share": r.collective_share if r.samples else None,  # no samples: unknown
                        "phase_seconds": dict(r.phase_seconds), "samples": r.samples, "steps": r.steps,
                        "steps_per_s": self.steps_per_s.get((r.host, r.rank)),
                        "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1),

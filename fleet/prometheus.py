@@ -10,6 +10,7 @@ fleet/promjson.py."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable
@@ -40,6 +41,11 @@ class Query:
         return dict(self.params).get("query", "")
 
 
+def promql_string(text: str) -> str:
+    """A PromQL string literal (Go's quoting): quotes, backslashes and control characters escaped."""
+    return json.dumps(text, ensure_ascii=False)
+
+
 def _select(name: str, matchers: str, *extra: str) -> str:
     inner = ", ".join(m for m in (*extra, matchers) if m)
     return f"{name}{{{inner}}}" if inner else name
@@ -52,6 +58,19 @@ def _select(name: str, matchers: str, *extra: str) -> str:
 GPU_LABELS = ("Hostname", "hostname", "instance", "UUID", "gpu")
 ROW_FIELD = "DCGM_FI_DEV_GPU_UTIL"
 ROW_LABELS = (*GPU_LABELS, "job", "modelName", "hpc_job", "pod", "namespace")
+# Drawn only on one host's screen (tui/fleet/host_screen.py): asked for the host that is open, not for the fleet.
+HOST_FIELDS = ("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
+TABLE_FIELDS = tuple(name for name in GPU_FIELDS if name not in HOST_FIELDS)
+HOST_GPUS = "host_gpus"  # the key of the open host's own fields' query
+
+
+def host_fields_query(host: str, matchers: str) -> Query:
+    """The open host's temperature, power and tensor activity: one query, by either spelling of dcgm-exporter's
+    host label (the host's name is a label's text: one PromQL string, never part of the query's syntax)."""
+    fields = f'__name__=~"{"|".join(HOST_FIELDS)}"'
+    either = " or ".join(_select("", matchers, fields, f"{label}={promql_string(host)}")
+                         for label in ("Hostname", "hostname"))
+    return Query(HOST_GPUS, "/api/v1/query", (("query", f"max by (__name__, {', '.join(GPU_LABELS)}) ({either})"),))
 
 
 def trend_step(window_s: float, points: int) -> float:
@@ -59,10 +78,12 @@ def trend_step(window_s: float, points: int) -> float:
 
 
 def queries(matchers: str, end: float, window_s: float = 600.0, points: int = 30,
-            with_targets: bool = False, trend_from: float | None = None, trend: bool = True) -> list[Query]:
+            with_targets: bool = False, trend_from: float | None = None, trend: bool = True,
+            host: str | None = None) -> list[Query]:
     """`matchers` is the inside of the user's selector (`job="train"`), added to every series selected. The trend's
     range ends at the last whole step before `end` and starts at `trend_from` (the points not yet read) or a window
-    back; `trend` False leaves it out (no new point since the last round)."""
+    back; `trend` False leaves it out (no new point since the last round). `host`: the host whose screen is open,
+    whose GPUs' own fields are asked too."""
     step = trend_step(window_s, points)
     last = math.floor(end / step) * step
     first = last - window_s if trend_from is None else max(trend_from, last - window_s)
@@ -71,7 +92,7 @@ def queries(matchers: str, end: float, window_s: float = 600.0, points: int = 30
               (("query", _select("", matchers, f'__name__=~"{"|".join(HWTOP_METRICS)}"')),)),
         *(Query(f"{GPU_QUERY}{name}", "/api/v1/query",
                 (("query", f"max by ({', '.join(ROW_LABELS if name == ROW_FIELD else GPU_LABELS)}) "
-                           f"({_select(name, matchers)})"),)) for name in GPU_FIELDS),
+                           f"({_select(name, matchers)})"),)) for name in TABLE_FIELDS),
         Query("up", "/api/v1/query", (("query", _select("up", matchers) + " == 0"),)),
         Query("node_cpu", "/api/v1/query", (("query", "100 * (1 - avg by (instance, job) (rate("
                                              + _select("node_cpu_seconds_total", matchers, 'mode="idle"')
@@ -85,6 +106,8 @@ def queries(matchers: str, end: float, window_s: float = 600.0, points: int = 30
                             (("query", "avg by (Hostname, hostname, instance, job) ("
                               + _select("DCGM_FI_DEV_GPU_UTIL", matchers) + ")"),
                              ("start", f"{first:.3f}"), ("end", f"{last:.3f}"), ("step", f"{step:g}"))))
+    if host is not None:
+        out.append(host_fields_query(host, matchers))
     if with_targets:
         out.append(Query("targets", "/api/v1/targets", (("state", "active"),)))
     return out

@@ -83,9 +83,10 @@ class FleetSession:
         self.failure: BaseException | None = None  # a bug in a round: the UI raises it (a crash, reported)
         self.frame = FleetFrame(0, source.description, source.interval, (), Summary(), WAITING)
 
-    def ask(self, job: str | None, jobs: bool) -> None:
-        """From the UI: read this job's ranks and the job list (or not); a change starts a round at once."""
-        wanted = Ask(job, jobs and self.source.reads_jobs)
+    def ask(self, job: str | None, jobs: bool, host: str | None = None) -> None:
+        """From the UI: read this job's ranks, the job list (or not) and the open host's own GPU fields; a change
+        starts a round at once."""
+        wanted = Ask(job, jobs and self.source.reads_jobs, host)
         if wanted != self._ask:
             self._ask = wanted
             self._wake.set()

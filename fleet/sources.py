@@ -22,7 +22,7 @@ from hwtop.fleet.http import DaemonPool, FetchError, get
 from hwtop.fleet.job import DEFAULT_WINDOW_S, JobView, assemble_job, job_queries, jobs_queries
 from hwtop.fleet.jobs import JobList, assemble_jobs
 from hwtop.fleet.model import HostView
-from hwtop.fleet.prometheus import GPU_QUERY, MAX_BYTES, assemble, parse_answers, queries, trend_step
+from hwtop.fleet.prometheus import GPU_QUERY, HOST_GPUS, MAX_BYTES, assemble, parse_answers, queries, trend_step
 from hwtop.fleet.promjson import Vector, parse_vector, vector
 from hwtop.fleet.scrape import fetch
 from hwtop.model.record import Record
@@ -37,6 +37,7 @@ class Ask(Record, frozen=True):
 
     job: str | None = None
     jobs: bool = False
+    host: str | None = None  # the host whose screen is open: its GPUs' temperature, power, tensor activity
 
 
 class Round(Record, frozen=True):
@@ -179,6 +180,11 @@ class PrometheusSource:
         self._want_targets = False
         self._trends: dict[str, dict[float, float]] = {}  # worker-only: each host's trend points read so far
         self._trend_end: float | None = None  # the last trend point read
+        # The job list's queries (the slowest of a round, by far) run on their own cadence: a hosts round does not
+        # wait for them, and joins the list they make once they have all answered (worker-only).
+        self._listing: dict[Future[bytes], str] = {}
+        self._listing_since = 0.0  # when they were sent (monotonic)
+        self._listed: JobList | None = None  # the last list made
 
     def read(self, ask: Ask) -> Round:
         now, step = self._wall(), trend_step(self.window_s, TREND_POINTS)
@@ -188,11 +194,10 @@ class PrometheusSource:
             self._trends.clear()
         fresh = self._trend_end is None or last > self._trend_end  # a point was added since the last round
         asked = queries(self.matchers, now, self.window_s, TREND_POINTS, self._want_targets,
-                        None if self._trend_end is None else self._trend_end + step, fresh)
+                        None if self._trend_end is None else self._trend_end + step, fresh, ask.host)
         if ask.job is not None:
             asked += job_queries(ask.job, self.matchers, self.job_window_s)
-        if ask.jobs:
-            asked += jobs_queries(self.matchers, self.job_window_s)
+        self._send_list(ask.jobs)
         futures = {self._submit(query.url(self.base)): query.key for query in asked}
         bodies: dict[str, bytes] = {}
         errors: dict[str, str] = {}
@@ -214,6 +219,8 @@ class PrometheusSource:
         answers, parse_errors = parse_answers(bodies)
         errors.update(parse_errors)
         gpus = [(name, vector(bodies[f"{GPU_QUERY}{name}"])) for name in GPU_FIELDS if f"{GPU_QUERY}{name}" in bodies]
+        if HOST_GPUS in bodies:
+            gpus.append(("", vector(bodies[HOST_GPUS])))  # its series carry their names
         try:
             views, warnings = assemble(vector(bodies["table"]), answers, self._instances, self._trends,
                                        last - self.window_s, gpus)
@@ -222,11 +229,44 @@ class PrometheusSource:
         if "trend" in bodies and "trend" not in errors:
             self._trend_end = last
         job = self._judge(ask.job, bodies, errors, views) if ask.job is not None else None
-        jobs = self._list(bodies, errors, views) if ask.jobs else None
+        jobs = self._join_list(views) if ask.jobs else None
         self._want_targets = any(v == 0 for _, v in answers.up or ())
         partial = sorted(k for k in errors if k != "targets")
         problem = f"partial answer ({', '.join(f'{k}: {errors[k]}' for k in partial)})" if partial else None
         return Round(tuple(views), problem, tuple(warnings), job, jobs)
+
+    def _send_list(self, wanted: bool) -> None:
+        """The job list's queries, sent when none are in flight and one interval after the last were sent."""
+        if not wanted:  # the list was closed: what is in flight is not read, the next list is made afresh
+            self._listing, self._listed = {}, None
+        elif not self._listing and time.monotonic() - self._listing_since >= self.interval:
+            self._listing_since = time.monotonic()
+            self._listing = {self._submit(query.url(self.base)): query.key
+                             for query in jobs_queries(self.matchers, self.job_window_s)}
+
+    def _join_list(self, views: list[HostView]) -> JobList | None:
+        """The list, made with this round's hosts once its queries have all answered; until then the last one.
+        The first list of all is waited for (within the timeout): it is what the screen just opened shows."""
+        if not self._listing:
+            return self._listed
+        left = self.timeout + GRACE_S - (time.monotonic() - self._listing_since)
+        done, _ = concurrent.futures.wait(self._listing, timeout=max(0.0, left) if self._listed is None else 0)
+        if len(done) < len(self._listing) and left > 0:
+            return self._listed
+        bodies, errors = {}, {}
+        for future, key in self._listing.items():
+            if future not in done:
+                errors[key] = f"no answer within {self.timeout:g} s"
+                continue
+            try:
+                bodies[key] = future.result()
+            except FetchError as error:
+                errors[key] = str(error)
+            except Exception as error:  # noqa: BLE001 - one bad answer is a message, never a crash
+                errors[key] = f"{type(error).__name__}: {error}"[:200]
+        self._listing = {}
+        self._listed = self._list(bodies, errors, views)
+        return self._listed
 
     def _submit(self, url: str) -> Future[bytes]:
         return self._pool.submit(lambda: self._get(url, self.timeout, MAX_BYTES))

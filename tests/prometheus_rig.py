@@ -247,8 +247,10 @@ class DcgmFleet:
         self.pages.close()
 
 
-def record(fleet: HwtopFleet | DcgmFleet, matchers: str, out: Path, note: str, settle_s: float) -> None:
-    """Asks the fleet view's own queries and stores each answer, as the fast suite replays them."""
+def record(fleet: HwtopFleet | DcgmFleet, matchers: str, out: Path, note: str, settle_s: float,
+           host: str | None = None) -> None:
+    """Asks the fleet view's own queries and stores each answer, as the fast suite replays them (`host`: with
+    that host's screen open)."""
     from hwtop.fleet.prometheus import queries
 
     prometheus = fleet.prometheus
@@ -257,7 +259,7 @@ def record(fleet: HwtopFleet | DcgmFleet, matchers: str, out: Path, note: str, s
     now = time.time()
     version = get_json(f"{prometheus.url}/api/v1/status/buildinfo")["data"]["version"]
     answers = {}
-    for query in queries(matchers, now, with_targets=True):
+    for query in queries(matchers, now, with_targets=True, host=host):
         answers[query.key] = {"query": query.promql, "path": query.path, "body": get_json(query.url(prometheus.url))}
     out.write_text(json.dumps({"note": note, "prometheus": version, "matchers": matchers, "now": now,
                                "answers": answers}, indent=1) + "\n")
@@ -271,7 +273,8 @@ def main() -> int:
     try:
         record(hwtop, 'job="train"', out / "hwtop-two-hosts.json",
                "Prometheus scraping two `hwtop export` demo processes (dgx-a100 as node-dgx, h200 as node-h200) "
-               "and a closed port, job train; recorded by python -m tests.prometheus_rig", settle_s=45)
+               "and a closed port, job train, node-h200's screen open; recorded by python -m tests.prometheus_rig",
+               settle_s=45, host="node-h200")
     finally:
         hwtop.close()
     dcgm = DcgmFleet()
@@ -279,7 +282,8 @@ def main() -> int:
         record(dcgm, "", out / "dcgm-node-exporter.json",
                "Prometheus scraping dcgm-exporter-format pages (node-a twice, under two jobs; node-b with the "
                "lower-case hostname label) and node-exporter pages (node-c dead); recorded by "
-               "python -m tests.prometheus_rig", settle_s=130)  # rate(...[2m]) needs 2 minutes of samples
+               "python -m tests.prometheus_rig; node-b's screen open (its lower-case label)",
+               settle_s=130, host="node-b")  # rate(...[2m]) needs 2 minutes of samples
     finally:
         dcgm.close()
     print(f"recorded into {out}")

@@ -215,3 +215,5 @@ def test_nccl_ranks_of_other_nodes_join_the_job_view():
     assert rows[("10.0.0.3", 5)].lag == 1 and rows[("10.0.0.3", 5)].nccl_only
     assert rows[("10.0.0.3", 5)].collectives == (("AllReduce", 6649),) and rows[("10.0.0.4", 6)].nccl_state == "DEAD"
     assert {r["rank"]: r["nccl_state"] for r in view.to_dict(1000.0)["ranks"]}[6] == "DEAD"
+    shares = {r["rank"]: r["collective_share"] for r in view.to_dict(1000.0)["ranks"]}
+    assert shares[5] is None and shares[0] is not None and shares[0] > 0.9  # NCCL alone: unknown, not 0

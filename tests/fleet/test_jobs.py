@@ -76,7 +76,6 @@ def test_the_list_is_asked_in_the_rounds_that_want_it_and_only_those():
         first = asked(True)
         assert len(first) == 3 and all('job_name!=""' in q for q in first), first
         assert any("hwtop_job_info" in q for q in first) and session.frame.jobs is not None
-        assert len(asked(True)) == 3  # every round while the list is open: it costs the worker, not the UI
         assert asked(False) == [] and session.frame.jobs is None
     finally:
         session.close()
@@ -160,3 +159,37 @@ def test_the_command_without_a_job_lists_the_jobs_as_json():
     assert nothing.returncode == 0, nothing.stderr
     bare_answer = json.loads(nothing.stdout)
     assert bare_answer["jobs"] == [] and bare_answer["jobs_message"] == f"no hwtop job series at {bare}"
+
+
+def test_a_hosts_round_does_not_wait_for_the_job_list_once_one_is_shown():
+    """The list's queries (the slowest of a round) run on their own: the first list is waited for (the screen
+    that just opened shows it), later rounds publish their hosts with the last list while the next is asked,
+    and join it once it has answered."""
+    prometheus, hold, release, answered = three_jobs(), threading.Event(), threading.Event(), threading.Event()
+    held: list[str] = []
+
+    def getter(url: str, timeout: float, limit: int) -> bytes:
+        if hold.is_set() and "hwtop_job_rank" in urllib.parse.unquote(url):
+            release.wait(10)
+            held.append(url)
+            if len(held) == 3:  # the list's three queries
+                answered.set()
+        return prometheus(url, timeout, limit)
+
+    source = PrometheusSource(URL, "", interval=0.0, timeout=20.0, getter=getter, job_window_s=30)
+    try:
+        first = source.read(Ask(jobs=True))
+        assert first.jobs is not None and len(first.jobs.jobs) == 4
+        hold.set()
+        second = source.read(Ask(jobs=True))  # the next list asked, held by Prometheus: not waited for
+        assert second.hosts is not None and second.jobs is first.jobs
+        release.set()
+        assert answered.wait(10)
+        for _ in range(100):  # joined by a later round once its futures are done (just after the answers)
+            third = source.read(Ask(jobs=True))
+            if third.jobs is not first.jobs:
+                break
+        assert third.jobs is not None and third.jobs is not first.jobs and len(third.jobs.jobs) == 4
+    finally:
+        release.set()
+        source.close()

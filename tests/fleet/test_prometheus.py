@@ -69,18 +69,20 @@ def run_rounds(session: FleetSession, clock: Clock, rounds: int = 1) -> FleetFra
     return session.frame
 
 
-def replayed(name: str, matchers: str) -> tuple[FleetSession, Replay]:
+def replayed(name: str, matchers: str, host: str | None = None) -> tuple[FleetSession, Replay]:
+    """`host`: that host's screen open (the recordings hold its own GPU fields' query)."""
     replay = Replay(name)
     source = PrometheusSource("http://prometheus:9090", matchers, interval=2.0, timeout=3.0, getter=replay,
                               wall=lambda: replay.recording["now"])
     session = FleetSession(source)
+    session.ask(None, False, host)
     session.round()
     session.round()  # the second round also asks /api/v1/targets: a target was down
     return session, replay
 
 
 def test_recorded_hwtop_fleet_two_hosts_a_dead_target_and_right_totals():
-    session, replay = replayed("hwtop-two-hosts", 'job="train"')
+    session, replay = replayed("hwtop-two-hosts", 'job="train"', "node-h200")
     frame = session.frame
     try:
         assert "targets" in replay.asked and frame.problem is None and frame.warnings == ()
@@ -96,7 +98,9 @@ def test_recorded_hwtop_fleet_two_hosts_a_dead_target_and_right_totals():
                     for r in answers["gpu:DCGM_FI_DEV_FB_TOTAL"]["body"]["data"]["result"]}
         assert h200.memory is not None and h200.memory[1] == recorded["node-h200"] == 143771  # as recorded
         assert dgx.hwtop and h200.hwtop and dgx.cpu_busy is not None
-        assert 0 < (h200.gpus[0].tensor_active or 0) < 1
+        assert 0 < (h200.gpus[0].tensor_active or 0) < 1  # its screen is open: its own fields were asked
+        assert h200.gpus[0].temperature is not None and h200.gpus[0].power is not None
+        assert all(g.temperature is None and g.power is None for g in dgx.gpus)  # not asked for the fleet
         assert len(dgx.trend) >= 2 and all(0 <= x <= 100 for x in dgx.trend)
         fleet = frame.summary
         assert (fleet.hosts, fleet.up, fleet.gpus, fleet.total_mib) == (3, 2, 9, 8 * 81920 + 143771)
@@ -110,7 +114,7 @@ def test_recorded_hwtop_fleet_two_hosts_a_dead_target_and_right_totals():
 def test_recorded_dcgm_and_node_exporter_fleet():
     """What most clusters have: dcgm-exporter (one box scraped twice, one with the lower-case label) and
     node-exporter (one dead): one row per box, GPUs once, CPU from node-exporter, no findings column."""
-    session, _ = replayed("dcgm-node-exporter", "")
+    session, _ = replayed("dcgm-node-exporter", "", "node-b")
     frame = session.frame
     try:
         hosts = {v.name: v for v in frame.hosts}
@@ -118,6 +122,8 @@ def test_recorded_dcgm_and_node_exporter_fleet():
         a, b, c = hosts["node-a"], hosts["node-b"], hosts["node-c"]
         assert len(a.gpus) == 2 and a.memory == (61440 + 1024, 2 * (61440 + 19520 + 545))  # used+free+reserved
         assert b.memory == (30000, 30000 + 10536)  # an exporter without FB_RESERVED
+        assert [g.temperature for g in b.gpus] == [60]  # open: asked by its lower-case `hostname` label
+        assert all(g.temperature is None for g in a.gpus)
         assert a.util_mean == (97 + 12) / 2 and b.util_mean == 55
         assert a.cpu_busy == pytest.approx(25, abs=3) and b.cpu_busy == pytest.approx(60, abs=3)
         assert not a.hwtop and not a.findings

@@ -62,3 +62,26 @@ async def test_a_hostile_host_label_is_shown_literally_on_the_job_screen():
         assert "[@click=app.quit]n␛]0;x␇" in str(screen.verdict.render())
         await pilot.press("escape")
         await pilot.press("q")
+
+
+async def test_a_rank_known_only_from_nccl_reads_unknown_not_zero():
+    """A remote rank named by NCCL alone has no stack figures: its share, phase, samples and steps are unknown,
+    which the row says with `-`, not `0%`; the ranks with figures keep theirs."""
+    from textual.app import App
+
+    from hwtop.fleet.job import JobView
+    from hwtop.model.job import RankFigures
+
+    ranks = (RankFigures(0, "node-0", shares=(("collective", 0.9), ("compute", 0.1)), samples=300),
+             RankFigures(5, "10.0.0.3", nccl_state="RUNNING", lag=1, nccl_only=True))
+    screen = JobScreen("train", JobView("train", ranks, {}, None, None))
+
+    class Bare(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    async with Bare().run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        known, remote = (screen.table.get_row_at(i) for i in range(2))
+        assert [cell.plain for cell in known[2:6]] == ["90%", "90% collective", "N/A", "300"]
+        assert [cell.plain for cell in remote[2:7]] == ["-", "-", "-", "-", "-"], [c.plain for c in remote]

@@ -34,7 +34,11 @@ class Thousand:
     description, interval, job, reads_jobs = "1000 exporters", 60.0, None, False
     thresholds = Thresholds()
 
+    def __init__(self) -> None:
+        self.asks: list[Ask] = []
+
     def read(self, ask: Ask) -> Round:
+        self.asks.append(ask)
         return Round(tuple(_host(i) for i in range(HOSTS)))
 
     def close(self) -> None:
@@ -117,3 +121,25 @@ async def test_enter_shows_the_hosts_gpus_and_findings() -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.hosts_screen
+
+
+async def _asked(pilot: Pilot, source: Thousand, host: str | None) -> bool:
+    """Until a round asks for `host`'s own GPU fields (the ask changed: a round at once, not after 60 s)."""
+    for _ in range(200):
+        if source.asks and source.asks[-1].host == host:
+            return True
+        await pilot.pause(0.02)
+    return False
+
+
+async def test_a_round_asks_the_open_hosts_own_fields_and_none_once_it_is_closed() -> None:
+    source = Thousand()
+    app = FleetApp(source)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(app, pilot)
+        assert all(ask.host is None for ask in source.asks)
+        app.hosts_screen.table.move_cursor(row=2)  # gpu0000
+        await pilot.press("enter")
+        assert await _asked(pilot, source, "gpu0000"), source.asks
+        await pilot.press("escape")
+        assert await _asked(pilot, source, None), source.asks

@@ -56,7 +56,8 @@ class FleetApp(GuardedApp[None]):
             raise self.session.failure
         screen = self.screen
         self.session.ask(screen.job if isinstance(screen, FleetJobScreen) else self.given_job,
-                         isinstance(screen, FleetJobsScreen))
+                         isinstance(screen, FleetJobsScreen),
+                         screen.host if isinstance(screen, FleetHostScreen) else None)
         frame = self.session.frame
         if frame is self.frame and screen is self._drawn:
             return

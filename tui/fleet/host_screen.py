@@ -27,6 +27,11 @@ class FleetHostScreen(Screen[None]):
         self.view: HostView | None = None
         self.ready = False  # columns exist
 
+    @property
+    def host(self) -> str:
+        """The host's name (its Hostname label): what the session asks its GPUs' own fields of."""
+        return self.key.split("\x00", 1)[0]
+
     def compose(self) -> ComposeResult:
         yield self.title_bar
         yield self.table

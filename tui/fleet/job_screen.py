@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from hwtop.fleet.frame import FleetFrame
 from hwtop.fleet.job import JobView
+from hwtop.model.job import RankFigures
 from hwtop.tui.fleet.cells import LABEL_WIDTH, SEVERITY_STYLE, SEVERITY_TEXT, num, plain
 from hwtop.widgets import keys, palette
 from hwtop.widgets.key_bar import KeyBar
@@ -78,14 +79,25 @@ class FleetJobScreen(Screen[None]):
         named = verdict.rank if verdict is not None else None
         self.table.clear()
         for rank in view.ranks:
-            phase, share = max(rank.shares, key=lambda item: item[1], default=("", 0.0))
-            host = view.hosts.get(rank.host)
-            top = host.top_finding if host is not None else None
-            steps = view.steps_per_s.get((rank.host, rank.rank))
-            mark = "▶ " if rank is named else "  "
-            self.table.add_row(Text(f"{mark}{rank.rank}", style="bold" if rank is named else ""),
-                               plain(rank.host, "", LABEL_WIDTH), Text(f"{100 * rank.collective_share:.0f}%"),
-                               plain(f"{100 * share:.0f}% {phase}" if phase else "", "", 24),
-                               num(steps, "{:.1f}"), Text(str(rank.samples)),
-                               plain(f"{top.severity.upper()} {top.rule}" if top else "", SEVERITY_TEXT.get(
-                                   top.severity, "") if top else "", LABEL_WIDTH))
+            self.table.add_row(*_row(rank, view, rank is named))
+
+
+def _unknown() -> Text:
+    """No figure at all: a rank NCCL names but whose host exports no stacks (a new Text: cells are mutable)."""
+    return Text("-", style=palette.DIM)
+
+
+def _row(rank: RankFigures, view: JobView, named: bool) -> tuple[Text, ...]:
+    """A share over no samples is unknown, not 0% (monitor's job view: widgets/job_ranks.py `_percent`)."""
+    phase, share = max(rank.shares, key=lambda item: item[1], default=("", 0.0))
+    host = view.hosts.get(rank.host)
+    top = host.top_finding if host is not None else None
+    steps = view.steps_per_s.get((rank.host, rank.rank))
+    return (Text(f"{'▶ ' if named else '  '}{rank.rank}", style="bold" if named else ""),
+            plain(rank.host, "", LABEL_WIDTH),
+            Text(f"{100 * rank.collective_share:.0f}%") if rank.samples else _unknown(),
+            plain(f"{100 * share:.0f}% {phase}", "", 24) if rank.samples and phase else _unknown(),
+            _unknown() if rank.nccl_only and steps is None else num(steps, "{:.1f}"),
+            _unknown() if rank.nccl_only else Text(str(rank.samples)),
+            _unknown() if host is None else plain(f"{top.severity.upper()} {top.rule}" if top else "",
+                                               SEVERITY_TEXT.get(top.severity, "") if top else "", LABEL_WIDTH))
