@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
 from msgspec.structs import replace
 
 from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
-from hwtop.cli import doctor
 from hwtop.cli.doctor import run_doctor
 from hwtop.model.history import History
 from hwtop.model.job import RankStacks
@@ -48,26 +46,7 @@ class _Job:
         return self.final or None
 
 
-class SleepClock:
-    """doctor's clock, moved by its own sleeps only: a 0.3 s watch every 5 ms is 60 ticks whatever the box's load
-    (on the box's clock a loaded box fitted too few ticks in it for a finding to hold)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture(autouse=True)
-def _ticks_not_seconds(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(doctor, "time", SleepClock())
-
-
-SHORT_S, LONG_S = 0.4, 3.0  # snapshot time per tick: the 60 ticks of a 0.3 s watch every 5 ms span 24 s, or 180 s
+SHORT_S, LONG_S = 0.4, 3.0  # snapshot time per tick: 0.3 s of ticks every 5 ms span ~8-24 s, or ~60-180 s
 
 
 def watch(whole_watch: float | None, step_s: float = SHORT_S):
