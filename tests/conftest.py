@@ -4,8 +4,14 @@ Hypothesis' per-example deadline is off: on a loaded 2-core CI box a 200 ms dead
 load, not for the code (the properties themselves are unchanged).
 
 A room imported by its bare name (`import model.snapshot`) fails the test that does it (tests/import_names.py).
-`utc`: a test that reads clock times as the screen writes them runs in UTC."""
+`utc`: a test that reads clock times as the screen writes them runs in UTC.
 
+Bytecode is written (`__pycache__/`, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: without it every
+process of the suite, each xdist worker included, rewrote the asserts of every test module and compiled the checkout
+again (~3 s of CPU a worker, a tenth of the fast suite's work at four workers); pytest checks each cached file against
+its source's size and time."""
+
+import sys
 import time
 
 import pytest
@@ -13,6 +19,7 @@ from hypothesis import settings
 
 from tests import import_names
 
+sys.dont_write_bytecode = False
 settings.register_profile("hwtop", deadline=None)
 settings.load_profile("hwtop")
 import_names.install()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from msgspec.structs import replace
 
 from hwtop.advice.thresholds import Thresholds
@@ -15,10 +17,12 @@ from hwtop.model.snapshot import (
     GpuSystem,
     HostInfo,
     MemorySnapshot,
+    NicSnapshot,
     NumaNode,
     NumaSnapshot,
     ProcessInfo,
     Snapshot,
+    Topology,
 )
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.probes.nvml.slow import BackgroundCalls
@@ -94,7 +98,13 @@ class SequenceSource:
 
 
 def demo_snapshots(profile: str, count: int = 12, cores: int = 2, nodes: int = 1) -> list[Snapshot]:
-    """`count` ticks of a demo machine, GPUs read through the real probe from the fake at a manual clock."""
+    """`count` ticks of a demo machine, GPUs read through the real probe from the fake at a manual clock (played
+    once per process: the snapshots are frozen, the list is the caller's own)."""
+    return list(_demo_snapshots(profile, count, cores, nodes))
+
+
+@cache
+def _demo_snapshots(profile: str, count: int, cores: int, nodes: int) -> tuple[Snapshot, ...]:
     now = [30.0]
     fake = FakeNvmlLibrary(profile, seed=7, clock=lambda: now[0])
     probe = NvmlProbe(fake.pynvml, source=f"demo:{profile}", clock=lambda: now[0],
@@ -106,13 +116,18 @@ def demo_snapshots(profile: str, count: int = 12, cores: int = 2, nodes: int = 1
         out.append(Snapshot(T0 + tick, 1.0, base.host, base.cpu, base.memory, base.numa, base.disks,
                             base.processes, gpus, system))
         now[0] += 1.0
-    return out
+    return tuple(out)
 
 
 def with_demo_topology(snapshots: list[Snapshot], profile: str) -> list[Snapshot]:
     """The same snapshots carrying the demo profile's topology, read by the real code from its sysfs tree, and its
     network ports (as its simulated host has them 30 s in), placed against that topology."""
+    topology, numa, nics = _demo_topology(profile)
+    return [replace(s, topology=topology, numa=numa, nics=nics) for s in snapshots]
 
+
+@cache
+def _demo_topology(profile: str) -> tuple[Topology, NumaSnapshot, tuple[NicSnapshot, ...]]:
     from hwtop.demo.host import SimulatedHost
     from hwtop.demo.profiles import get_profile
     from hwtop.demo.story import STEADY
@@ -123,7 +138,7 @@ def with_demo_topology(snapshots: list[Snapshot], profile: str) -> list[Snapshot
     topology, numa = read_demo_topology(profile, probe)
     probe.close()
     nics = place_nics(SimulatedHost(get_profile(profile), STEADY, lambda: 30.0).nics(), topology)
-    return [replace(s, topology=topology, numa=numa, nics=nics) for s in snapshots]
+    return topology, numa, nics
 
 
 class StillContext:

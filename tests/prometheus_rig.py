@@ -36,6 +36,15 @@ def get_json(url: str, timeout: float = 10.0) -> dict:
         return json.loads(response.read())
 
 
+def stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM, then SIGKILL for a process still there after `grace_s` seconds."""
+    process.terminate()
+    try:
+        process.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 class HwtopExporter:
     """`hwtop --demo PROFILE export` as its own process, named `hostname`."""
 
@@ -54,11 +63,7 @@ class HwtopExporter:
         return f"127.0.0.1:{self.port}"
 
     def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stop(self.process, grace_s=10)
 
 
 # A dcgm-exporter page as dcgm-exporter 3.x/4.x writes one (its label order; `hostname` spelt in lower case on
@@ -190,11 +195,7 @@ class Prometheus:
         raise TimeoutError(f"Prometheus did not scrape {targets} targets {scrapes} times in {timeout:g} s")
 
     def close(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        stop(self.process, grace_s=20)
         self.log.close()
         self.dir.cleanup()
 

@@ -11,6 +11,7 @@ import pathlib
 import sys
 import textwrap
 import types
+from functools import cache
 
 import pytest
 
@@ -80,6 +81,7 @@ def test_the_rules_raise_their_own_ids_at_most_at_their_declared_severity() -> N
     assert len(set(RULE_IDS)) == len(RULE_IDS)
 
 
+@cache
 def _documents() -> str:
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("**/*.md"))]
     return "\n".join(page.read_text(encoding="utf-8") for page in pages if page.is_file())
@@ -90,8 +92,10 @@ def test_every_rule_is_documented(id: str) -> None:
     assert f"`{id}`" in _documents() or id in _documents(), f"{id} is in neither README.md nor docs/"
 
 
+@cache
 def _tests_naming() -> dict[str, set[str]]:
-    """Each test function of tests/advice (this file and the engine's aside) → the strings and names in it."""
+    """Each test function of tests/advice (this file and the engine's aside) → the strings and names in it (read
+    once: the files do not change during a run)."""
     out: dict[str, set[str]] = {}
     for path in sorted((ROOT / "tests" / "advice").glob("test_*.py")):
         if path.name in MINE:

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.usage import assert_one_line_error
+
 pytestmark = pytest.mark.slow  # real torch jobs / a real terminal
 
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
@@ -48,10 +50,7 @@ def test_doctor_text_without_a_workload():
     (("--workload", "balanced", "--bad-job-opt", "1"), "unrecognized arguments: --bad-job-opt"),
 ])
 def test_doctor_bad_usage_exits_2_with_one_line(args, message):
-    result = doctor(*args)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0]
+    assert_one_line_error(doctor(*args), message)
 
 
 def test_broken_config_file_exits_2(tmp_path):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from hwtop.demo.machine import demo_sampler
 from hwtop.demo.profiles import PROFILES
 from hwtop.demo.story import NCCL_STUCK_RANK, RANK_PID, STARVED_BEFORE, STORIES
 from hwtop.demo.variants import VARIANTS
@@ -14,26 +13,16 @@ from hwtop.model.frame import Frame
 from hwtop.session.sampler import Sampler
 from hwtop.session.session import Session
 from tests.demo.consistency import contradictions
-from tests.manual_clock import ManualClock
+from tests.demo.played import EPOCH
+from tests.demo.played import play as played
 from tests.matrix import fast_few
 
-EPOCH = 1_800_000_000.0
 STEADY_S = 60.0
 
 
 def play(profile: str, story: str | None, step: float) -> list[Frame]:
     """The whole story (a minute of the steady job), a tick every `step` seconds of its clock."""
-    clock = ManualClock()
-    session = Session(demo_sampler(profile, story, seed=3, clock=clock, wall=lambda: EPOCH + clock.now))
-    duration = STORIES[story].duration_s if story else STEADY_S
-    frames = []
-    try:
-        while clock.now <= duration:
-            frames.append(session.tick())
-            clock.now += step
-    finally:
-        session.close()
-    return frames
+    return played(story, STORIES[story].duration_s if story else STEADY_S, profile, step, seed=3)
 
 
 def _check(frames: list[Frame]) -> None:

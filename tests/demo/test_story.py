@@ -5,29 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from hwtop.demo.machine import demo_sampler
 from hwtop.demo.story import NCCL_HANG_S, NCCL_STUCK_RANK, STORIES
 from hwtop.model.frame import Frame
-from hwtop.session.session import Session
-from tests.manual_clock import ManualClock
+from tests.demo.played import EPOCH, play
 
 pytestmark = pytest.mark.slow  # each plays a whole machine (fake NVML library and all) for 60-110 ticks: ~1 s
-
-EPOCH = 1_800_000_000.0
-
-
-def play(story: str, seconds: float, profile: str = "dgx-a100", step: float = 2.0, seed: int = 7) -> list[Frame]:
-    clock = ManualClock()
-    sampler = demo_sampler(profile, story, seed=seed, clock=clock, wall=lambda: EPOCH + clock.now)
-    session = Session(sampler)
-    frames = []
-    try:
-        while clock.now <= seconds:
-            frames.append(session.tick())
-            clock.now += step
-    finally:
-        session.close()
-    return frames
 
 
 def ids(frame: Frame) -> set[str]:

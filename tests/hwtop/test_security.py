@@ -208,12 +208,10 @@ def test_a_writable_config_is_refused(tmp_path):
 
 def test_recordings_are_0600_and_refuse_symlinks(tmp_path):
     from hwtop.recording.store import Recorder, RecordingError
+    from tests.umask import umask
 
-    old = os.umask(0o022)
-    try:
+    with umask(0o022):
         Recorder(str(tmp_path / "a.jsonl")).close()
-    finally:
-        os.umask(old)
     assert (tmp_path / "a.jsonl").stat().st_mode & 0o777 == 0o600
     (tmp_path / "victim").write_text("x")
     (tmp_path / "b.jsonl").symlink_to(tmp_path / "victim")

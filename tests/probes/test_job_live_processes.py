@@ -14,6 +14,7 @@ import pytest
 
 from hwtop.probes.job import JobError, JobProbe, parse_numa_maps
 from hwtop.probes.stack import dump
+from tests.usage import assert_one_line_error
 
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 TWO_CPUS = len(os.sched_getaffinity(0)) >= 2
@@ -210,10 +211,7 @@ def test_py_spy_missing_forbidden_and_gone_say_what_is_missing(tmp_path, monkeyp
     (("--pid", "abc"), "invalid int value"),
 ])
 def test_bad_focus_exits_2_with_one_line(args, message):
-    result = subprocess.run([*HWTOP, *args], capture_output=True, text=True, timeout=30)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0]
+    assert_one_line_error(subprocess.run([*HWTOP, *args], capture_output=True, text=True, timeout=30), message)
 
 
 def test_check_refuses_nothing_to_focus():

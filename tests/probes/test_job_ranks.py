@@ -7,17 +7,10 @@ from __future__ import annotations
 from hwtop.model.job import RankStacks, WorkerStacks
 from hwtop.probes.job import JobProbe, with_stacks
 from tests.fakeproc import FakeProc, Proc
+from tests.manual_clock import ManualClock
 
 PY = "/usr/bin/python3"
 LAUNCHER = (PY, "-m", "torch.distributed.run", "--nproc-per-node", "2", "train.py")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class ScriptedStacks:
@@ -53,7 +46,7 @@ def test_each_rank_of_the_job_gets_its_figures_in_rank_order(tmp_path):
         proc.add(Proc(pid, 500, "python3", (PY, "-u", "train.py"),
                       env={"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2"}))
     proc.write()
-    clock = Clock()
+    clock = ManualClock(100.0)
     stacks = ScriptedStacks()
     probe = JobProbe(roots=(500,), root=str(tmp_path), clock=clock, stacks=stacks, host="node-a")
     job = probe.read(now=clock.now)

@@ -26,6 +26,7 @@ from hwtop.exporter.text import render
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.session.sampler import RealHost, Sampler
 from tests.exporter.test_owner_labels import series
+from tests.tmux_pane import hwtop_command, tmux
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = "4242"
@@ -87,12 +88,7 @@ def _tmux_screen(args: str, wanted: list[str], tmp_path: Path) -> str:
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
     session = f"hwtop-owner-{uuid.uuid4().hex[:8]}"
-    command = (f"env -u COLUMNS -u LINES PYTHONPATH={ROOT} XDG_CONFIG_HOME={tmp_path} {sys.executable} -m hwtop "
-               f"{args}; sleep 30")
-
-    def tmux(*words: str) -> str:
-        return subprocess.run(["tmux", *words], capture_output=True, text=True, check=False).stdout
-
+    command = hwtop_command(args, tmp_path)
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "60", command], check=True)
     try:
         end = time.monotonic() + 40

@@ -18,6 +18,7 @@ from hwtop.recording.store import Recorder, RecordingError, load
 from hwtop.session.session import Session
 from tests.advice_timeline import Timeline, rank, workload
 from tests.factories import ScriptedSource, demo_snapshots, with_demo_topology
+from tests.umask import umask
 
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 
@@ -244,11 +245,8 @@ def test_a_symlink_is_never_followed_over_an_existing_file(tmp_path):
 def test_recordings_are_private_and_never_overwrite(tmp_path):
     """A recording holds every user's command lines: 0600 whatever the umask, and never an existing file
     (nor a FIFO, which would block a reader-less recorder)."""
-    old = os.umask(0o000)
-    try:
+    with umask(0o000):
         Recorder(str(tmp_path / "run.jsonl")).close()
-    finally:
-        os.umask(old)
     assert (tmp_path / "run.jsonl").stat().st_mode & 0o777 == 0o600
     with pytest.raises(RecordingError, match="it exists"):
         Recorder(str(tmp_path / "run.jsonl"))

@@ -16,6 +16,7 @@ from hwtop.report.checks import checks, tier
 from hwtop.report.facts import gather
 from hwtop.report.fit import GIB, estimate
 from hwtop.report.storage import measure
+from tests.usage import assert_one_line_error
 
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 
@@ -178,27 +179,18 @@ def test_measurements_on_a_cpu_only_machine():
     (("--optimizer", "lamb", "--params", "1e6"), "invalid choice: 'lamb'"),
 ])
 def test_bad_report_usage_exits_2_with_one_line(args, message):
-    result = run(*args)
-    assert result.returncode == 2
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0]
+    assert_one_line_error(run(*args), message)
 
 
 async def test_report_screen_in_the_tui():
     from hwtop.tui.app import HwtopApp
     from hwtop.tui.report_screen import ReportScreen
     from tests.factories import ScriptedSource, demo_snapshots
+    from tests.tui.screens import opened_report
 
     app = HwtopApp(ScriptedSource(demo_snapshots("h200")))
     async with app.run_test(size=(140, 45)) as pilot:
-        await app.first_frame.wait()
-        await pilot.press("b")
-        screen = app.screen
-        assert isinstance(screen, ReportScreen)
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if screen.text is not None:
-                break
+        screen = await opened_report(app, pilot, polls=100)
         assert "hwtop report · demo:h200" in screen.text and "Tier: Enterprise" in screen.text
         assert "FP8" in screen.text and "Hopper" in screen.text
         await pilot.press("escape")

@@ -7,13 +7,13 @@ import functools
 import os
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hwtop.session.sampler import Sampler
+from tests.waiting import wait_until
 
 
 def fake_job(tmp_path: Path, body: str) -> str:
@@ -31,15 +31,6 @@ def monitor_with(tmp_path: Path, body: str, monkeypatch, stall_s: float = 15.0):
     monkeypatch.setattr(monitor, "WorkloadProcess", functools.partial(launcher.WorkloadProcess, python=python))
     monkeypatch.setattr(monitor, "STALL_S", stall_s)
     return monitor.WorkloadMonitor(["--scenario", "balanced"])
-
-
-def wait_until(predicate, timeout: float = 20.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_a_hung_workload_is_shown_as_stalled(tmp_path, monkeypatch):

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -44,8 +43,8 @@ from hwtop.tui.app import HwtopApp
 from hwtop.widgets.processes import ProcessTable, Row
 from hwtop.widgets.safe_text import cell, data, visible
 from tests.factories import T0, ScriptedSource, host_snapshot
+from tests.tmux_pane import hwtop_command, tmux
 
-ROOT = Path(__file__).resolve().parents[2]
 CORPUS = {
     "close-tag": "[/x]",
     "click": "[@click=app.quit]",
@@ -443,13 +442,7 @@ def test_hostile_processes_under_tmux_are_text_and_hwtop_stays_up(tmp_path):
     titled = subprocess.Popen([sys.executable, "-c", busy, "\x1b]0;PWNED\x07"])
     session = f"hwtop-hostile-{uuid.uuid4().hex[:8]}"
     marker = tmp_path / "status"
-    # -u COLUMNS -u LINES: a tmux server started under pytest hands its panes COLUMNS=80, which Textual believes
-    command = (f"env -u COLUMNS -u LINES PYTHONPATH={ROOT} XDG_CONFIG_HOME={tmp_path} {sys.executable} -m hwtop "
-               f"--no-gpu --interval 0.5; echo $? > {marker}; sleep 30")
-
-    def tmux(*args: str) -> str:
-        return subprocess.run(["tmux", *args], capture_output=True, text=True, check=False).stdout
-
+    command = hwtop_command("--no-gpu --interval 0.5", tmp_path, then=f"echo $? > {marker}; ")
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "220", "-y", "60", command], check=True)
     try:
         title = tmux("display", "-p", "-t", session, "#{pane_title}")

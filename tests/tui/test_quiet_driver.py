@@ -20,6 +20,7 @@ from textual import events
 
 from hwtop.tui import quiet_driver, textual_compat
 from hwtop.tui.quiet_driver import POLL_S, QuietLinuxDriver, wait_s
+from tests.waiting import wait_until
 
 
 class CountingSelector(selectors.SelectSelector):
@@ -74,12 +75,7 @@ def keys(seen: list[events.Event]) -> list[str]:
 
 
 def wait_for(predicate, timeout: float = 10.0) -> bool:  # a bound, not a pace: it returns at the event
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    return False
+    return wait_until(predicate, timeout, poll=0.01)
 
 
 def test_with_no_input_the_thread_sleeps(terminal) -> None:

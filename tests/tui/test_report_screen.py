@@ -11,6 +11,7 @@ from hwtop.demo.story import STORIES
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.report_screen import ReportScreen
 from tests.matrix import fast_few
+from tests.tui.screens import opened_report
 
 
 @pytest.mark.parametrize("spec", fast_few([f"dgx-a100:{story}" for story in STORIES] + ["h200", "dgx-a100:r470"],
@@ -18,14 +19,7 @@ from tests.matrix import fast_few
 async def test_b_opens_the_report_of_the_demo_machine_in_every_story(spec: str) -> None:
     app = HwtopApp(make_sampler(spec, no_gpu=False), interval=0.2)
     async with app.run_test(size=(120, 40)) as pilot:
-        await app.first_frame.wait()
-        await pilot.press("b")
-        screen = app.screen
-        assert isinstance(screen, ReportScreen)
-        for _ in range(200):
-            await pilot.pause(0.05)
-            if screen.text is not None:
-                break
+        screen = await opened_report(app, pilot)
         machine = spec.partition(":")[0] if spec.partition(":")[2] in STORIES else spec
         assert screen.text is not None and "could not be made" not in screen.text, screen.text
         assert screen.text.startswith(f"hwtop report · demo:{machine}\n")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until
+
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")]
 
 
@@ -19,12 +21,7 @@ def tmux(*args: str) -> str:
 
 
 def wait_for(predicate, timeout: float = 20.0) -> bool:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
+    return wait_until(predicate, timeout, poll=0.2)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)])

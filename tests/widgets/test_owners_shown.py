@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from hwtop.model.owner import Owner
-from hwtop.model.snapshot import GpuProcess, GpuSnapshot, ProcessInfo
+from hwtop.model.snapshot import GpuProcess, GpuSnapshot, ProcessInfo, Snapshot
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.gpu import gpu_numbers, owner_spans
 from hwtop.widgets.processes import filter_rows, merge_rows
@@ -36,6 +36,15 @@ def _gpus() -> tuple[GpuSnapshot, ...]:
     return tuple(gpu(i, ALICE if i < 4 else BOB, 41000 + i) for i in range(8))
 
 
+async def shown(snapshot: Snapshot, size: tuple[int, int]) -> list[str]:
+    """The screen a user sees of `snapshot` at `size`, once its first frame is drawn."""
+    app = HwtopApp(ScriptedSource([snapshot]))
+    async with app.run_test(size=size) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        return screen_lines(app)
+
+
 def test_rows_carry_owner_labels_and_filter_by_them() -> None:
     rows = merge_rows(_processes(), ())
     assert {r.pid: r.owner for r in rows} == {41000: "job 4242", 41004: "job 5151", 5000: "research/bert-7f9",
@@ -57,52 +66,29 @@ def test_owner_spans_and_gpu_numbers() -> None:
 
 
 async def test_owner_column_shown_only_when_someone_owns_a_process() -> None:
-    plain = HwtopApp(ScriptedSource([host_snapshot()]))
-    async with plain.run_test(size=(100, 30)) as pilot:
-        await plain.first_frame.wait()
-        await pilot.pause()
-        assert not any("OWNER" in line for line in screen_lines(plain))
-    snapshot = msgspec.structs.replace(host_snapshot(), processes=_processes())
-    app = HwtopApp(ScriptedSource([snapshot]))
-    async with app.run_test(size=(100, 30)) as pilot:
-        await app.first_frame.wait()
-        await pilot.pause()
-        lines = screen_lines(app)
-        assert any("OWNER" in line for line in lines)
-        assert any("41000" in line and "job 4242" in line for line in lines)
-        assert any("5000" in line and "research/bert-7…" in line for line in lines)  # cut to the column
+    assert not any("OWNER" in line for line in await shown(host_snapshot(), (100, 30)))
+    lines = await shown(msgspec.structs.replace(host_snapshot(), processes=_processes()), (100, 30))
+    assert any("OWNER" in line for line in lines)
+    assert any("41000" in line and "job 4242" in line for line in lines)
+    assert any("5000" in line and "research/bert-7…" in line for line in lines)  # cut to the column
 
 
 async def test_gpus_say_whose_they_are_at_80x24_and_200x60() -> None:
     snapshot = msgspec.structs.replace(host_snapshot(), processes=_processes(), gpus=_gpus())
     for size, wanted in (((80, 24), ("job 4242", "job 5151")), ((200, 60), ("job 4242 (alice)", "job 5151 (bob)"))):
-        app = HwtopApp(ScriptedSource([snapshot]))
-        async with app.run_test(size=size) as pilot:
-            await app.first_frame.wait()
-            await pilot.pause()
-            gpu_lines = [line for line in screen_lines(app) if "GPU" in line and "job" in line]
-            for owner in wanted:
-                assert any(owner in line for line in gpu_lines), (size, owner, gpu_lines)
+        gpu_lines = [line for line in await shown(snapshot, size) if "GPU" in line and "job" in line]
+        for owner in wanted:
+            assert any(owner in line for line in gpu_lines), (size, owner, gpu_lines)
 
 
 async def test_hostile_owner_names_are_shown_as_text() -> None:
     hostile = (ProcessInfo(7, 1, "eve", "python", "python x.py", "R", 50.0, 1 << 20, 1, None, owner=HOSTILE),)
-    snapshot = msgspec.structs.replace(host_snapshot(), processes=hostile)
-    app = HwtopApp(ScriptedSource([snapshot]))
-    async with app.run_test(size=(120, 30)) as pilot:
-        await app.first_frame.wait()
-        await pilot.pause()
-        text = "\n".join(screen_lines(app))
-        assert "n␊s/␛[31m[bold]…" in text  # control characters visible, markup literal, cut to the column
-        assert "\x1b" not in text
+    text = "\n".join(await shown(msgspec.structs.replace(host_snapshot(), processes=hostile), (120, 30)))
+    assert "n␊s/␛[31m[bold]…" in text  # control characters visible, markup literal, cut to the column
+    assert "\x1b" not in text
 
 
 async def test_at_80_columns_the_owner_gives_way_to_the_command() -> None:
-    snapshot = msgspec.structs.replace(host_snapshot(), processes=_processes())
-    app = HwtopApp(ScriptedSource([snapshot]))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await app.first_frame.wait()
-        await pilot.pause()
-        lines = screen_lines(app)
-        assert any("41000" in line and "job 4242" in line and "python train" in line for line in lines)
-        assert any("5000" in line and "bert-7f9" in line for line in lines)  # the pod's name alone
+    lines = await shown(msgspec.structs.replace(host_snapshot(), processes=_processes()), (80, 24))
+    assert any("41000" in line and "job 4242" in line and "python train" in line for line in lines)
+    assert any("5000" in line and "bert-7f9" in line for line in lines)  # the pod's name alone
