@@ -139,9 +139,10 @@ def test_finish_keeps_what_the_running_chunk_sampled(tmp_path):
     sampler = StackSampler(py_spy=tool, first_chunk_s=30.0, chunk_s=30.0)
     try:
         sampler.want({os.getpid(): 0})
-        deadline = time.monotonic() + 10.0
+        deadline = time.monotonic() + 60.0  # a bound for a hang only: under load the fake tool starts late
         while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.02)
+        assert started.exists()  # its trap is set: an interrupt now writes its samples
         assert sampler.results()[0][0].samples == 0
         sampler.finish()
         stacks = sampler.results()[0][0]
