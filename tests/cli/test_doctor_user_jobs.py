@@ -104,7 +104,8 @@ def test_a_stuck_worker_is_a_hang_named_with_its_pid_line_and_time():
 def test_a_main_thread_stuck_outside_the_loader_is_named_with_its_line():
     line = line_of("stuck_main.py", "records.join()")
     with running("stuck_main.py", "--time-limit", "120") as job:
-        rc, report = doctor(job.process.pid)
+        job.wait_for(re.compile(r"epoch 0 done at step \d+: waiting"), "the job did not reach its epoch's end")
+        rc, report = doctor(job.process.pid)  # its main thread is in records.join() from here on
     found = findings(report)
     assert rc == 1 and "loop-stuck" in found, report["findings"]
     finding = found["loop-stuck"]

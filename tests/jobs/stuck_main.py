@@ -58,6 +58,7 @@ def main() -> None:
                 return
         accuracy = loss.detach() if not args.no_hang else loss.item()  # the tensor the uploader cannot serialise
         records.put({"epoch": epoch, "step": step, "loss": accuracy})
+        print(f"epoch {epoch} done at step {step}: waiting for its metrics to upload", flush=True)
         records.join()  # wait until the epoch's metrics are uploaded
 
 
