@@ -128,11 +128,7 @@ def test_tokenizing_in_the_training_loop_is_named_with_its_line_and_moved_to_the
     assert share and int(share.group(1)) >= 50, finding["evidence"]
     assert finding["fix"][0].startswith(f"Move the work at tokenize_in_loop.py:{line} tokenize into the Dataset's "
                                         "__getitem__")
-    # Tokenized in the Dataset: work-in-loop clears. On a quiet 2-core box its one worker's hand-over still leaves
-    # the loop waiting for data ~37% of the time (data-starved, with the hand-over's advice): not asserted quiet.
-    with running("tokenize_in_loop.py", "--time-limit", "120", "--pretokenize") as job:
-        _, moved = doctor(job.process.pid)
-    assert "work-in-loop" not in findings(moved), moved["findings"]
+    quiet("tokenize_in_loop.py", "--pretokenize")  # tokenized once, before training: a healthy job
 
 
 def test_memory_that_grows_is_named_with_its_rate_and_when_the_box_runs_out():
