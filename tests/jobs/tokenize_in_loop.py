@@ -4,13 +4,12 @@ step is spent there, on one core, while the model waits. --pretokenize is the he
 once, before training, in the Dataset, and the DataLoader hands out the token ids it kept (in the main process:
 indexing a tensor needs no workers). Ordinary user code."""
 
-import argparse
 import random
-import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import Progress, arguments, train_step  # tests/jobs/training.py, beside this script
 
 WORDS = [f"w{i}" for i in range(5000)]
 MAX_LEN = 64
@@ -54,9 +53,7 @@ class Texts(Dataset):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=1000)
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = arguments()
     parser.add_argument("--pretokenize", action="store_true")
     args = parser.parse_args()
 
@@ -68,25 +65,14 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.CrossEntropyLoss()
 
-    start = last = time.time()
-    step = last_step = 0
+    progress = Progress(args.time_limit)
     for epoch in range(args.epochs):
         for texts, labels in loader:
             if isinstance(texts, torch.Tensor):
                 ids = texts
             else:
                 ids = torch.tensor([tokenize(text, vocab) for text in texts])
-            optimizer.zero_grad()
-            loss = loss_fn(model(ids), labels)
-            loss.backward()
-            optimizer.step()
-            step += 1
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
+            if progress.stepped(train_step(model, optimizer, loss_fn, ids, labels), epoch):
                 return
 
 
