@@ -27,7 +27,7 @@ def main() -> None:
     args = parser.parse_args()
 
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(512, 64, generator=generator)
+    x = torch.randn(2048, 64, generator=generator)
     y = (x.sum(dim=1) > 0).long()
     loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True, num_workers=1, persistent_workers=True)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 2))
