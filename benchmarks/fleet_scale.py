@@ -17,6 +17,7 @@ redraw during a round (Pilot, headless, in a fresh process); that process's peak
 --prometheus URL --json`, whose hosts and GPUs are counted and checked (1,000 and 8,000).
 
     python -m benchmarks.fleet_scale [--hosts 1000] [--gpus 8] [--jobs 50] [--ranks 256] [--rounds 5] [--keep DIR]
+                                     [--queries]
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ import asyncio
 import concurrent.futures
 import json
 import os
+import re
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -97,8 +100,10 @@ class Writer:
         self.out.close()
 
 
-def write_fleet(path: Path, hosts: int, gpus: int, jobs: int, ranks: int, now: float, minutes: float) -> int:
-    """The whole fleet as OpenMetrics; returns the number of samples."""
+def write_fleet(path: Path, hosts: int, gpus: int, jobs: int, ranks: int, now: float, minutes: float,
+                held: bool = True, cpus: int = CPUS) -> int:
+    """The whole fleet as OpenMetrics; returns the number of samples. `held` False leaves out the series nobody
+    asks for (the other DCGM counters, the other CPU modes): a lighter Prometheus for the slow test."""
     out = Writer(path, now - 11 * 60, now + minutes * 60)
     names = [host(i) for i in range(hosts)]
 
@@ -120,15 +125,15 @@ def write_fleet(path: Path, hosts: int, gpus: int, jobs: int, ranks: int, now: f
     out.family("DCGM_FI_DEV_FB_FREE", [(lab, f"{FB_TOTAL_MIB - 545 - used[h, g]:.0f}") for lab, h, g in every], 60)
     out.family("DCGM_FI_DEV_GPU_TEMP", [(lab, 40 + (h + g) % 40) for lab, h, g in every], 60)
     out.family("DCGM_FI_DEV_POWER_USAGE", [(lab, f"{100 + util(h, g) * 5:.1f}") for lab, h, g in every], 60)
-    for name in DCGM_HELD:
+    for name in DCGM_HELD if held else ():
         out.family(name, [(lab, 0) for lab, _, _ in every], 300)
     node = [f'instance="{names[h]}:9100",job="node"' for h in range(hosts)]
     out.family("node_cpu_seconds_total", [(f'{node[h]},cpu="{c}",mode="idle"',
                                            lambda t, c=c: t * (0.4 + c % 3 * 0.1) - 1.7e9 * 0.3)
-                                          for h in range(hosts) for c in range(CPUS)], 60)
-    for mode in MODES[1:]:
+                                          for h in range(hosts) for c in range(cpus)], 60)
+    for mode in MODES[1:] if held else ():
         out.family("node_cpu_seconds_total", [(f'{node[h]},cpu="{c}",mode="{mode}"', lambda t: t * 0.1 - 1.7e8)
-                                              for h in range(hosts) for c in range(CPUS)], 300)
+                                              for h in range(hosts) for c in range(cpus)], 300)
     out.family("node_uname_info", [(f'{node[h]},domainname="(none)",machine="x86_64",nodename="{names[h]}",'
                                     f'release="6.1.0-28-amd64",sysname="Linux",version="#1 SMP Debian"', 1)
                                    for h in range(hosts)], 60)
@@ -223,6 +228,7 @@ class Server:
             except OSError:
                 pass
             if time.monotonic() > deadline or self.process.poll() is not None:
+                self.close()
                 raise RuntimeError(f"prometheus did not start: see {tsdb.parent / 'prometheus.log'}")
             time.sleep(0.5)
 
@@ -239,25 +245,74 @@ class Server:
         self.log.close()
 
 
-def prometheus_round(url: str, job: str | None, jobs: bool) -> float:
-    """Prometheus answering one round's queries, asked at once as hwtop asks them, bodies read, not parsed."""
-    from hwtop.fleet.job import job_queries, jobs_queries
-    from hwtop.fleet.prometheus import queries
+_EXEC = re.compile(rb'"execTotalTime":([0-9.eE+-]+)')
 
-    asked = queries("", time.time(), 600.0, 30, False)
-    if job is not None:
-        asked += job_queries(job, "", 60.0)
-    if jobs:
-        asked += jobs_queries("", 60.0)
+
+def prometheus_seconds(body: bytes) -> float | None:
+    """Prometheus's own time for a query (`stats=all`: data.stats.timings.execTotalTime, its queue included)."""
+    found = _EXEC.search(body, max(0, len(body) - 4096))
+    return float(found.group(1)) if found else None
+
+
+class StatsGetter:
+    """hwtop's own getter, each query asked with `stats=all`: the URLs a round asked and Prometheus's own time for
+    each (the benchmark's probe, passed as PrometheusSource's getter; the product never asks for stats)."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, float | None, int]] = []  # (url, Prometheus's seconds, bytes)
+        self.lock = threading.Lock()
+
+    def __call__(self, url: str, timeout: float, limit: int) -> bytes:
+        from hwtop.fleet.http import get
+
+        body = get(url + ("&" if "?" in url else "?") + "stats=all", timeout, limit, "application/json")
+        with self.lock:
+            self.asked.append((url, prometheus_seconds(body), len(body)))
+        return body
+
+    def take(self) -> list[tuple[str, float | None, int]]:
+        with self.lock:
+            asked, self.asked = self.asked, []
+        return asked
+
+
+def prometheus_round(urls: list[str]) -> float:
+    """Prometheus answering one round's queries (the URLs hwtop asked), asked at once, bodies read, not parsed."""
 
     def fetch(address: str) -> int:
         with urllib.request.urlopen(address, timeout=60) as answer:  # noqa: S310 - loopback
             return len(answer.read())
 
     started = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(len(asked)) as pool:
-        sizes = list(pool.map(fetch, [q.url(url) for q in asked]))
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(urls))) as pool:
+        sizes = list(pool.map(fetch, urls))
     return time.perf_counter() - started if sum(sizes) else float("nan")
+
+
+def profile_queries(url: str) -> None:
+    """Each query of a round asked alone (best of two), with Prometheus's own time beside the whole answer's: its
+    evaluation (`stats=all`) and the time to the last byte, which adds writing the JSON; bytes and series."""
+    from hwtop.fleet.job import job_queries, jobs_queries
+    from hwtop.fleet.prometheus import queries
+
+    asked = [*queries("", time.time(), 600.0, 30, True), *job_queries("pretrain-03", "", 60.0),
+             *jobs_queries("", 60.0)]
+    print(f"{'query':<38} {'Prometheus':>10} {'answered':>9} {'MB':>6} {'series':>7}")
+    for query in asked:
+        best: tuple[float, float | None, bytes] | None = None
+        for _ in range(2):
+            address = query.url(url) + ("&" if query.params else "?") + "stats=all"
+            started = time.perf_counter()
+            with urllib.request.urlopen(address, timeout=120) as answer:  # noqa: S310 - loopback
+                body = answer.read()
+            took = time.perf_counter() - started
+            if best is None or took < best[0]:
+                best = (took, prometheus_seconds(body), body)
+        assert best is not None
+        took, own, body = best
+        series = json.loads(body).get("data", {}).get("result", ())
+        print(f"{query.key:<38} {'' if own is None else f'{own * 1000:.0f} ms':>10} {took * 1000:>6.0f} ms "
+              f"{len(body) / 1e6:>6.2f} {len(series) if isinstance(series, list) else '':>7}", flush=True)
 
 
 ROUNDS = (("hosts", None, False), ("hosts + job list", None, True), ("hosts + one job", "pretrain-03", False))
@@ -270,17 +325,25 @@ def measure(url: str, rounds: int) -> dict[str, object]:
 
     out: dict[str, object] = {}
     for name, job, jobs in ROUNDS:
-        session = FleetSession(PrometheusSource(url, interval=2.0, timeout=30.0))
+        getter = StatsGetter()
+        session = FleetSession(PrometheusSource(url, interval=2.0, timeout=30.0, getter=getter))
         session.ask(job, jobs)
-        took, cpu, frame = [], [], session.frame
+        took, cpu, own, slowest, sizes, frame, urls = [], [], [], [], [], session.frame, []
         for _ in range(rounds):
             started, on_cpu = time.perf_counter(), time.thread_time()
             frame = session.round()  # on this thread, as on the worker: fetch (other threads), parse, assemble
             took.append(time.perf_counter() - started)
             cpu.append(time.thread_time() - on_cpu)
+            asked = getter.take()
+            seconds = [s for _, s, _ in asked if s is not None]
+            own.append(sum(seconds))
+            slowest.append(max(seconds, default=0.0))
+            sizes.append(sum(size for _, _, size in asked))
+            urls = [u for u, _, _ in asked]
         session.close()
-        out[name] = {"hwtop_round_s": took, "hwtop_cpu_s": cpu, "hosts": len(frame.hosts),
-                     "gpus": frame.summary.gpus, "problem": frame.problem,
+        out[name] = {"hwtop_round_s": took, "hwtop_cpu_s": cpu, "prometheus_sum_s": own,
+                     "prometheus_slowest_s": slowest, "bytes": sizes, "queries": len(urls), "urls": urls,
+                     "hosts": len(frame.hosts), "gpus": frame.summary.gpus, "problem": frame.problem,
                      "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                      "jobs": None if frame.jobs is None else len(frame.jobs.jobs),
                      "verdict": None if frame.job is None or frame.job.verdict is None else frame.job.verdict.named}
@@ -292,7 +355,9 @@ def measure(url: str, rounds: int) -> dict[str, object]:
 async def _ui(url: str, rounds: int) -> dict[str, object]:
     """The app's event loop while the session's worker reads rounds: the longest gap between ticks of a 5 ms
     heartbeat (how long a key would wait to be read), and `s` pressed while a round is being read until the
-    header shows the new sort."""
+    header shows the new sort. The collector's passes are timed too (gc.callbacks), whichever thread ran them."""
+    import gc
+
     from hwtop.fleet import sources
     from hwtop.fleet.sources import PrometheusSource
     from hwtop.tui.fleet.app import FleetApp
@@ -300,6 +365,14 @@ async def _ui(url: str, rounds: int) -> dict[str, object]:
 
     reading = threading.Event()
     real_read = PrometheusSource.read
+    passes: list[tuple[int, float]] = []
+    began: list[float] = [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            passes.append((info["generation"], time.perf_counter() - began[0]))
 
     def read(self: PrometheusSource, ask: sources.Ask) -> sources.Round:
         reading.set()
@@ -315,14 +388,18 @@ async def _ui(url: str, rounds: int) -> dict[str, object]:
     async with app.run_test(size=(160, 50)) as pilot:
         while app.frame.seq == 0:
             await pilot.pause(0.05)
+        gc.callbacks.append(timed)
         stop = time.monotonic()
         seen = app.frame.seq
-        last = time.perf_counter()
-        while app.frame.seq < seen + rounds:
+        last, last_cpu = time.perf_counter(), time.thread_time()
+        own: list[float] = []  # the UI thread's own CPU in each gap: its work, not a wait for the lock or a CPU
+        give_up = time.monotonic() + 60 * rounds
+        while (app.frame.seq < seen + rounds or len(keys) < rounds) and time.monotonic() < give_up:
             await asyncio.sleep(0.005)
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.thread_time()
             gaps.append(now - last - 0.005)
-            last = now
+            own.append(cpu - last_cpu)
+            last, last_cpu = now, cpu
             if reading.is_set() and len(keys) < rounds and time.monotonic() > stop:
                 started = time.perf_counter()
                 app.simulate_key("s")  # findings first → by host, as a key from the terminal arrives
@@ -332,10 +409,15 @@ async def _ui(url: str, rounds: int) -> dict[str, object]:
                 for _ in range(4):  # round the sorts back to findings first
                     await pilot.press("s")
                 stop = time.monotonic() + 0.3
-                last = time.perf_counter()
+                last, last_cpu = time.perf_counter(), time.thread_time()
+        gc.callbacks.remove(timed)
         await pilot.press("q")
+    longest = max(range(len(gaps)), key=gaps.__getitem__)
     return {"max_loop_block_ms": 1000 * max(gaps), "p99_loop_block_ms": 1000 * sorted(gaps)[int(len(gaps) * 0.99)],
-            "keypress_redraw_ms": [1000 * k for k in keys], "heartbeats": len(gaps)}
+            "longest_gap_own_cpu_ms": 1000 * own[longest], "max_own_cpu_ms": 1000 * max(own),
+            "keypress_redraw_ms": [1000 * k for k in keys], "heartbeats": len(gaps),
+            "gc_max_ms": {str(g): 1000 * max((s for gen, s in passes if gen == g), default=0.0) for g in (0, 1, 2)},
+            "gc_passes": len(passes)}
 
 
 def json_command(url: str) -> dict[str, object]:
@@ -344,7 +426,12 @@ def json_command(url: str) -> dict[str, object]:
     with tempfile.TemporaryFile() as out:
         child = subprocess.Popen([*HWTOP, "fleet", "--prometheus", url, "--timeout", "30", "--json"], stdout=out,
                                  stderr=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        _, status, usage = os.wait4(child.pid, 0)
+        try:
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            if child.poll() is None:  # interrupted: the child goes too
+                child.kill()
+                child.wait()
         child.returncode = os.waitstatus_to_exitcode(status)
         took = time.perf_counter() - started
         out.seek(0)
@@ -355,17 +442,35 @@ def json_command(url: str) -> dict[str, object]:
 
 
 def build(workdir: Path, args: argparse.Namespace) -> Path:
-    data, tsdb = workdir / "fleet.om", workdir / "tsdb"
+    """The blocks, and the time their samples end (kept beside them, so `--keep` knows when they are too old)."""
+    data, tsdb, now = workdir / "fleet.om", workdir / "tsdb", time.time()
     started = time.perf_counter()
-    samples = write_fleet(data, args.hosts, args.gpus, args.jobs, args.ranks, time.time(), args.minutes)
+    samples = write_fleet(data, args.hosts, args.gpus, args.jobs, args.ranks, now, args.minutes)
     print(f"wrote {samples:,} samples ({data.stat().st_size >> 20} MiB) in {time.perf_counter() - started:.0f} s",
           flush=True)
     started = time.perf_counter()
     subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(data), str(tsdb)], check=True,
                    stdout=subprocess.DEVNULL)
     data.unlink()
+    (workdir / "ends_at").write_text(f"{now + args.minutes * 60:.0f}\n")
     print(f"promtool made the blocks in {time.perf_counter() - started:.0f} s", flush=True)
     return tsdb
+
+
+MEASURE_S = 240  # the measurement's longest run on a quiet box, with room: the data must reach past it
+
+
+def _usable(workdir: Path) -> bool:
+    """Blocks kept by `--keep` whose samples still reach past the measurement."""
+    try:
+        ends = float((workdir / "ends_at").read_text())
+    except (OSError, ValueError):
+        return False
+    return (workdir / "tsdb").is_dir() and ends > time.time() + MEASURE_S
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM as Ctrl-C: the finally clauses stop Prometheus and remove the data
 
 
 def main() -> int:
@@ -375,8 +480,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--ranks", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--minutes", type=float, default=20.0, help="how long the data reaches past now")
-    parser.add_argument("--keep", type=Path, help="build the Prometheus data here once and reuse it")
+    parser.add_argument("--minutes", type=float, default=12.0, help="how long the data reaches past now")
+    parser.add_argument("--keep", type=Path, help="build the Prometheus data here once and reuse it while it lasts")
+    parser.add_argument("--queries", action="store_true", help="also each query of a round alone, with its cost")
     parser.add_argument("--measure", metavar="URL", help=argparse.SUPPRESS)  # the measuring child
     args = parser.parse_args()
     if args.measure:
@@ -385,13 +491,20 @@ def main() -> int:
     if shutil.which("prometheus") is None or shutil.which("promtool") is None:
         print("needs Debian's prometheus package (prometheus and promtool)", file=sys.stderr)
         return 2
+    began, load = time.perf_counter(), os.getloadavg()
+    print(f"load average at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)", flush=True)
+    signal.signal(signal.SIGTERM, _interrupted)
+    signal.signal(signal.SIGINT, _interrupted)  # also where a shell started it with SIGINT ignored (in the background)
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="hwtop-fleet-scale-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    tsdb = workdir / "tsdb"
-    if not tsdb.exists():
-        tsdb = build(workdir, args)
-    server = Server(tsdb)
+    server: Server | None = None
     try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        if not _usable(workdir):
+            shutil.rmtree(workdir / "tsdb", ignore_errors=True)
+            build(workdir, args)
+        server = Server(workdir / "tsdb")
+        if args.queries:
+            profile_queries(server.url)
         child = subprocess.run([sys.executable, "-m", "benchmarks.fleet_scale", "--measure", server.url,
                                 "--rounds", str(args.rounds)], capture_output=True, text=True, cwd=ROOT,
                                env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=1800)
@@ -399,37 +512,57 @@ def main() -> int:
             print(child.stderr, file=sys.stderr)
             return 1
         figures = json.loads(child.stdout.strip().splitlines()[-1])
-        for name, job, jobs in ROUNDS:  # Prometheus alone, from this process: its bodies are not hwtop's RSS
-            figures[name]["prometheus_round_s"] = [prometheus_round(server.url, job, jobs) for _ in range(args.rounds)]
+        for name, _, _ in ROUNDS:  # Prometheus alone, from this process: its bodies are not hwtop's RSS
+            row = figures[name]
+            row["prometheus_round_s"] = [prometheus_round(row["urls"]) for _ in range(args.rounds)]
         command = json_command(server.url)
+    except KeyboardInterrupt:
+        print("interrupted: Prometheus stopped, its data removed", file=sys.stderr)
+        return 130
     finally:
-        server.close()
+        if server is not None:
+            server.close()
         if args.keep is None:
             shutil.rmtree(workdir, ignore_errors=True)
+    load = os.getloadavg()
     report(figures, command, args)
+    print(f"load average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; whole run "
+          f"{time.perf_counter() - began:.0f} s")
     return 0 if command["hosts"] == args.hosts and command["gpus"] == args.hosts * args.gpus else 1
+
+
+def _ms(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds):.2f} / {max(seconds):.2f}"
 
 
 def report(figures: dict[str, object], command: dict[str, object], args: argparse.Namespace) -> None:
     print(f"python -m benchmarks.fleet_scale --hosts {args.hosts} --gpus {args.gpus} --jobs {args.jobs} "
           f"--ranks {args.ranks} --rounds {args.rounds}")
-    print(f"{'round':<17} {'hwtop median':>12} {'max':>6} {'its CPU':>8} {'Prometheus alone':>17}  hosts  GPUs  "
-          "(goal: a round <= 2 s)")
+    print("seconds, median / max of the rounds (goal: a round <= 2 s end to end)")
+    print(f"{'round':<17} {'hwtop round':>12} {'its CPU':>12} {'Prom. own sum':>14} {'Prom. slowest':>14} "
+          f"{'Prom. alone':>12} {'queries':>7} {'MB':>6}  hosts  GPUs")
     for name, _, _ in ROUNDS:
         row = figures[name]
         assert isinstance(row, dict)
-        print(f"{name:<17} {statistics.median(row['hwtop_round_s']):>11.2f}s {max(row['hwtop_round_s']):>5.2f}s "
-              f"{statistics.median(row['hwtop_cpu_s']):>7.2f}s {statistics.median(row['prometheus_round_s']):>16.2f}s"
+        print(f"{name:<17} {_ms(row['hwtop_round_s']):>12} {_ms(row['hwtop_cpu_s']):>12} "
+              f"{_ms(row['prometheus_sum_s']):>14} {_ms(row['prometheus_slowest_s']):>14} "
+              f"{_ms(row['prometheus_round_s']):>12} {row['queries']:>7} {statistics.median(row['bytes']) / 1e6:>6.1f}"
               f"  {row['hosts']:>5} {row['gpus']:>5}"
               + (f"  jobs {row['jobs']}" if row["jobs"] is not None else "")
               + (f"  verdict: {row['verdict']}" if row["verdict"] else "")
               + (f"  problem: {row['problem']}" if row["problem"] else "")
               + f"  (peak RSS so far {row['peak_rss_mib']:.0f} MiB)")
+    print("  Prom. own: its queries' execTotalTime (stats=all), summed and the slowest; Prom. alone: the last round's "
+          "queries asked at once from another process, bodies read, not parsed")
     ui = figures["ui"]
     assert isinstance(ui, dict)
     keys = ui["keypress_redraw_ms"]
     print(f"UI event loop held, max {ui['max_loop_block_ms']:.0f} ms, p99 {ui['p99_loop_block_ms']:.0f} ms over "
-          f"{ui['heartbeats']} heartbeats while rounds arrived (goal < 50 ms)")
+          f"{ui['heartbeats']} heartbeats while rounds arrived (goal < 50 ms); the UI thread's own CPU in that gap "
+          f"{ui['longest_gap_own_cpu_ms']:.0f} ms, in any gap at most {ui['max_own_cpu_ms']:.0f} ms (the rest is "
+          "waiting for the interpreter lock or a CPU); the collector's longest pass by "
+          f"generation {', '.join(f'{g}: {ms:.0f}' for g, ms in ui['gc_max_ms'].items())} ms "
+          f"({ui['gc_passes']} passes)")
     print(f"keypress to redraw during a round: {', '.join(f'{k:.0f}' for k in keys)} ms (goal < 100 ms)")
     print(f"peak RSS of the measuring process (app, session, rounds): {figures['peak_rss_mib']:.0f} MiB (goal <= 300)")
     print(f"hwtop fleet --prometheus URL --json: exit {command['exit']}, {command['hosts']} hosts, "

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="how long to record (default 10)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between probe reads (default 1)")
     parser.add_argument("--reads", type=int, help="stop after this many probe reads (default: --seconds decides)")
-    parser.add_argument("--demo", metavar="SPEC", help="record against the fake NVML library (PROFILE[:SCENARIO])")
+    parser.add_argument("--demo", metavar="SPEC", help="record against the fake NVML library (PROFILE[:VARIANT])")
     args = parser.parse_args(argv)
     summary = capture(args.out, args.phase, args.seconds, args.interval, args.demo, args.reads)
     (args.out / f"summary-{args.phase}.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -1,4 +1,4 @@
-"""`hwtop doctor`: sample this box (optionally while an embedded scenario runs, or watching a running job named
+"""`hwtop doctor`: sample this box (optionally while the embedded job runs, or watching a running job named
 by --pid/--job), run the advice rules, print the findings. Exit 0 when nothing at warning or above was seen, 1
 when something was, 2 for bad usage (a pid that does not exist, is not Python, or may not be inspected), 3 when
 the embedded workload crashed (the failed rank's exit code and its last stderr lines go to stderr)."""
@@ -20,7 +20,7 @@ from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.timeline import clock
 from hwtop.cli.machine import make_sampler
-from hwtop.cli.options import SCENARIOS, Invocation, add_job_options, add_source_options, interval_seconds
+from hwtop.cli.options import WORKLOAD_KINDS, Invocation, add_job_options, add_source_options, interval_seconds
 from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot, RankFigures, RankStacks
 from hwtop.model.ras import NcclView
@@ -45,18 +45,18 @@ class Seen:
 
 def add_options(doctor: argparse.ArgumentParser) -> None:
     doctor.description = (
-        "Sample this box for --seconds (optionally while an embedded scenario runs, or watching a running job: "
+        "Sample this box for --seconds (optionally while the embedded job runs, or watching a running job: "
         "--pid PID, --job NAME_OR_PID), apply the advice rules and print each finding with its evidence and fix. "
         "Exit 0: nothing at warning or above; 1: something was found; 2: bad usage (a pid that does not exist, is "
         "not Python, or may not be inspected); 3: the --workload crashed (its failed rank's exit code and last "
-        "stderr lines on stderr). Options after --workload SCENARIO that doctor does not know go to the job "
+        "stderr lines on stderr). Options after --workload KIND that doctor does not know go to the job "
         "(hwtop workload --help).")
     doctor.add_argument("--seconds", type=interval_seconds, default=None,
                         help="how long to sample (default 10; 20 with --pid/--job, as stack samples take time)")
     add_job_options(doctor, sub=True)
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
-    doctor.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
-                        help=f"run the embedded job with this scenario meanwhile: {', '.join(SCENARIOS)} (needs "
+    doctor.add_argument("--workload", metavar="KIND", choices=WORKLOAD_KINDS,
+                        help=f"run the embedded job of this kind meanwhile: {', '.join(WORKLOAD_KINDS)} (needs "
                              "torch)")
     add_source_options(doctor, "seconds between samples (default 1)", sub=True)
 
@@ -108,9 +108,12 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
     seen: dict[tuple[str, str], Seen] = {}
     facts: dict[str, Any] = {"ticks": 0, "workload": None}
     if job_args is not None:
+        from hwtop.session.controls import workload_job
         from hwtop.workload.monitor import WorkloadMonitor
 
-        sampler.workload = WorkloadMonitor(job_args)
+        monitor = sampler.workload = WorkloadMonitor(job_args)
+        if sampler.job is None:  # from its first step, the embedded job is watched as --pid watches one
+            sampler.job_at_first_step = lambda: workload_job(monitor, sample_stacks=True)
     try:
         started = time.monotonic()
         while job_args is not None:  # wait for the job's first step: its start-up is not its steady state

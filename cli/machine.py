@@ -34,7 +34,7 @@ def check_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
             parser.error("--scenario needs --demo PROFILE")
         return
     from hwtop.demo.machine import split_story
-    from hwtop.demo.scenarios import listing, split
+    from hwtop.demo.variants import listing, split
 
     if demo == "list":
         print("\n".join(listing()))
@@ -45,13 +45,13 @@ def check_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Non
         parser.error(f"{', '.join(real)} watch this machine's processes; a --demo machine has its own job "
                      "(--scenario plays a story on it)")
     try:
-        split(demo)  # PROFILE or PROFILE:SCENARIO
+        split(demo)  # PROFILE or PROFILE:VARIANT
         spec, story = split_story(demo, scenario)
     except KeyError as error:
         parser.error(str(error.args[0]))
     if story is not None:
         if ":" in spec:
-            parser.error("--scenario plays on a plain profile, not on a driver scenario such as " + spec)
+            parser.error("--scenario plays on a plain profile, not on a driver variant such as " + spec)
         args.demo = f"{spec}:{story}"
     from hwtop.demo.nvml import coverage
 

@@ -7,7 +7,7 @@ import argparse
 import os
 
 from hwtop.cli.machine import make_sampler
-from hwtop.cli.options import SCENARIOS, Invocation, add_job_options, add_source_options
+from hwtop.cli.options import WORKLOAD_KINDS, Invocation, add_job_options, add_source_options
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -16,8 +16,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="colours: dark (default), light, mono (no colour; also when NO_COLOR is set)")
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="config file (default ~/.config/hwtop/config.toml): [advice.thresholds] overrides")
-    parser.add_argument("--workload", metavar="SCENARIO", choices=SCENARIOS,
-                        help=f"start the embedded training job with this scenario: {', '.join(SCENARIOS)} (needs "
+    parser.add_argument("--workload", metavar="KIND", choices=WORKLOAD_KINDS,
+                        help=f"start the embedded training job of this kind: {', '.join(WORKLOAD_KINDS)} (needs "
                              "torch; w in the monitor)")
     add_job_options(parser)
     parser.add_argument("--workload-device", choices=["cpu", "cuda"], default="cpu",

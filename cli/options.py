@@ -14,12 +14,14 @@ if TYPE_CHECKING:  # the config is loaded after parsing: `hwtop --help` never re
     from hwtop.session.config import Config
 
 MAX_INTERVAL = 3600.0
-# The embedded workload's scenarios: workload/job.py's SCENARIOS, beside torch (tests/cli/test_help_lists.py).
-SCENARIOS = ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
-# The demo's profiles and stories as the help names them: demo/profiles.py's PROFILES and demo/story.py's STORIES,
-# which a start without --demo does not load (tests/cli/test_help_lists.py holds them equal).
+# The embedded workload's kinds: workload/job.py's KINDS, beside torch (tests/cli/test_help_lists.py). Apart from
+# the demo's stories (--scenario NAME) and driver variants (--demo PROFILE:VARIANT).
+WORKLOAD_KINDS = ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
+# The demo's profiles and stories as the help names them: demo/profiles.py's PROFILES and demo/story.py's STORIES
+# and SCALE_STORIES (every story `--demo list` names), which a start without --demo does not load
+# (tests/cli/test_help_lists.py holds them equal).
 PROFILE_NAMES = ("gtx1660s", "rtx3050", "rtx3090", "ws-2x3090", "a4000", "dgx-a100", "h100-pcie", "h200", "h200-vm")
-STORY_NAMES = ("starved", "nccl-hang", "oom", "amp", "thermal", "straggler", "nccl-ethernet")
+STORY_NAMES = ("starved", "nccl-hang", "oom", "amp", "thermal", "straggler", "nccl-ethernet", "straggler-256")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -92,7 +94,7 @@ def add_source_options(parser: argparse.ArgumentParser, interval_help: str, sub:
     parser.add_argument("--demo", metavar="PROFILE", default=default(None),
                         help=shown(f"run on a built-in machine (a faithful fake NVML) instead of this one: "
                                    f"{', '.join(PROFILE_NAMES)}; '--demo list' describes each, and the driver "
-                                   "scenarios (PROFILE:SCENARIO)"))
+                                   "variants (PROFILE:VARIANT)"))
     parser.add_argument("--scenario", metavar="NAME", default=default(None),
                         help=shown(f"with --demo: play a scripted story on the demo machine ({', '.join(STORY_NAMES)});"
                                    " same as --demo PROFILE:NAME"))

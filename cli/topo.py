@@ -79,8 +79,8 @@ def gather_network(demo: str | None, topology: Topology) -> tuple[NicSnapshot, .
         return place_nics(probe.read(), topology)
     from hwtop.demo.host import SimulatedHost
     from hwtop.demo.machine import split_story
-    from hwtop.demo.scenarios import profile_of
     from hwtop.demo.story import get_story
+    from hwtop.demo.variants import profile_of
 
     spec, story = split_story(demo)
     host = SimulatedHost(profile_of(spec), get_story(story), lambda: 30.0)

@@ -347,7 +347,7 @@ class SimulatedHost:
 
     def _launchers(self, ranks: tuple[int, ...]) -> list[tuple[int, tuple[int, ...], Owner | None, str]]:
         """(launcher pid, its ranks, their owner, their user): one torchrun for the ranks, or one for each owner's
-        (a box two Slurm jobs share: demo/scenarios.py's shared) from LAUNCHER_PID up."""
+        (a box two Slurm jobs share: demo/variants.py's shared) from LAUNCHER_PID up."""
         if not self.profile.owners:
             return [(LAUNCHER_PID, ranks, None, JOB_USER)]
         out = []

@@ -1,6 +1,6 @@
-"""The demo machine's training job as the monitor's workload pane sees it: a WorkloadState per tick, from the
-story's JobState, so the job-level advice (gpu-starved, amp-available, cuda-oom) reacts to the story as it would
-to the embedded job's own telemetry."""
+"""The demo machine's training job's telemetry: a WorkloadState per tick, from the story's JobState, so the
+telemetry rules (gpu-starved, amp-available, cuda-oom) react to the story as they would to the embedded job's own.
+The job itself (its processes, ranks and their stack figures) is demo/ranks.py's, as the job probe reads a real one."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class DemoJob:
                       and job.status != "crashed")
         config = JobConfig(device="cuda", backend="nccl", model=job.model, amp=job.amp, num_workers=job.num_workers,
                            pin_memory=True, world_size=world * job.nodes, batch_size=job.batch_size,
-                           transform_cost_ms=job.cpu_ms_per_sample, nodes=job.nodes, nccl_env=job.nccl_env)
+                           transform_cost_ms=job.cpu_ms_per_sample)
         last_oom = None
         if job.oom_at is not None and job.dead_ranks:
             gpu = self.profile.gpu
@@ -80,8 +80,13 @@ class DemoJob:
             amp=job.amp, scale=65536.0 if job.amp == "fp16" else None, batch_size=job.batch_size,
             rss_bytes=rank_rss(host_of(self.profile), len(self.ranks), rank), cuda_allocated_bytes=int(held * 0.82),
             cuda_reserved_bytes=held, cuda_peak_bytes=held,
-            step_times=tuple(self._times), collective_fraction=job.collective_of(rank),
+            step_times=tuple(self._times),
             throughput=tuple(round(job.batch_size / s, 1) for s in self._times))
+
+    @property
+    def root(self) -> int | None:
+        """None: the story's job has no process of this host; the demo sampler focuses it as DemoRanks."""
+        return None
 
     def stop(self) -> None:
         """Nothing runs: the job is a story."""

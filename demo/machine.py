@@ -15,17 +15,17 @@ from hwtop.model.snapshot import Topology
 from hwtop.session.sampler import Sampler
 
 NO_PROC = "/nonexistent/hwtop-demo-proc"  # the GPU probe's /proc: a demo GPU pid must never meet a real process
-SOURCE_PREFIX = "demo:"  # a demo snapshot's GPU source: demo:PROFILE[:SCENARIO][+STORY]
+SOURCE_PREFIX = "demo:"  # a demo snapshot's GPU source: demo:PROFILE[:VARIANT][+STORY]
 STORY_MARK = "+"
 
 
 def split_story(spec: str, scenario: str | None = None) -> tuple[str, str | None]:
-    """`dgx-a100:starved` (or `dgx-a100` with scenario `starved`) -> ("dgx-a100", "starved"); a driver scenario
-    of demo/scenarios.py (`dgx-a100:r470`) stays in the spec. KeyError for an unknown scenario."""
+    """`dgx-a100:starved` (or `dgx-a100` with scenario `starved`) -> ("dgx-a100", "starved"); a driver variant
+    of demo/variants.py (`dgx-a100:r470`) stays in the spec. KeyError for an unknown story."""
     name, _, tail = spec.partition(":")
     if is_story(tail):
         if scenario is not None and scenario != tail:
-            raise KeyError(f"two demo scenarios: {tail!r} and {scenario!r}")
+            raise KeyError(f"two demo stories: {tail!r} and {scenario!r}")
         return name, tail
     if scenario is not None:
         get_story(scenario)  # raises with the valid names
@@ -48,7 +48,7 @@ def machine_of_source(source: str | None) -> str | None:
 def hostname_of(spec: str) -> str:
     """The demo machine's hostname (for a recording's header: never this machine's)."""
     from hwtop.demo.host import host_of
-    from hwtop.demo.scenarios import profile_of
+    from hwtop.demo.variants import profile_of
 
     return host_of(profile_of(spec)).hostname
 

@@ -112,7 +112,7 @@ class DemoProfile:
     mig_gpus: tuple[int, ...] = ()  # GPUs in MIG mode (two 1g/3g slices each in the demo)
     bus_ids: tuple[str, ...] = field(default=())
     host: DemoHost | None = None
-    owners: tuple[DemoOwner, ...] = ()  # none: the ranks are the user's own (demo/scenarios.py's shared, pod)
+    owners: tuple[DemoOwner, ...] = ()  # none: the ranks are the user's own (demo/variants.py's shared, pod)
 
     def bus_id(self, index: int) -> str:
         if index < len(self.bus_ids):

@@ -446,5 +446,8 @@ def get_story(name: str | None) -> Story:
         return STEADY
     found = STORIES.get(name) or SCALE_STORIES.get(name)
     if found is None:
-        raise KeyError(f"unknown demo scenario {name!r}; valid: {', '.join([*STORIES, *SCALE_STORIES])}")
+        from hwtop.demo.variants import VARIANTS  # variants reads the stories: asked only for this message
+
+        hint = f" ({name!r} is a driver variant: --demo PROFILE:{name})" if name in VARIANTS else ""
+        raise KeyError(f"unknown demo scenario {name!r}{hint}; valid: {', '.join([*STORIES, *SCALE_STORIES])}")
     return found

@@ -152,11 +152,11 @@ def dual_socket_workstation(gen: int, width: int, nodes: list[tuple[str, list[in
 
 def read_demo_topology(profile_name: str, probe: Any) -> tuple[Topology, NumaSnapshot]:
     """A demo profile's topology and NUMA layout, read by the real code from its synthetic sysfs tree."""
-    from hwtop.demo.scenarios import base_name, profile_of
+    from hwtop.demo.variants import base_name, profile_of
     from hwtop.probes.numa import NumaProbe
     from hwtop.probes.topology import read_topology
 
-    profile = profile_of(profile_name)  # a `profile:scenario` spec lays out as its profile
+    profile = profile_of(profile_name)  # a `profile:variant` spec lays out as its profile
     endpoints, nodes = layout_for(base_name(profile_name), profile.gpu_count, profile.gpu.pcie_max_gen,
                                   profile.gpu.pcie_max_width)
     from hwtop.demo.host import host_of, node_sizes

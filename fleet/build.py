@@ -66,6 +66,8 @@ class HostBuild:
         if row is None:
             row = GpuRow(labels.get("gpu", key), labels.get("modelName", ""), labels.get("UUID", ""),
                          owner=owner_of(labels))
+        elif not row.model and "modelName" in labels:  # fields asked without the GPU's model came first
+            row = msgspec.structs.replace(row, model=labels["modelName"], owner=owner_of(labels))
         attr, scale = spec
         self.gpus[key] = msgspec.structs.replace(row, **{attr: value * scale})
 

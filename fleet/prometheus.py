@@ -1,9 +1,12 @@
 """The fleet through Prometheus' HTTP API: which queries are asked, and how their JSON answers become host rows.
 
-One instant query fetches every series the table needs (dcgm-exporter's GPU fields and hwtop's findings);
-`up` says which targets are down; node-exporter's CPU and `node_uname_info` fill the CPU column on hosts that run
-a plain dcgm-exporter; one range query gives each host's utilisation sparkline. A host is its `Hostname` label
-(dcgm-exporter's and hwtop's), else the host part of `instance`. Answers are read by fleet/promjson.py."""
+Instant queries, asked at once: hwtop's own series (findings, CPU), each dcgm-exporter GPU field on its own with
+only the labels a row reads (Prometheus writes each answer on its own thread, and its time goes mostly to writing
+labels); the targets that are down (`up == 0`, not every target); node-exporter's CPU and the nodename of
+`node_uname_info` for hosts that run a plain dcgm-exporter. A range query gives each host's utilisation sparkline,
+asked only for the points not read yet (a new point every window/points seconds, not every round). A host is its
+`Hostname` label (dcgm-exporter's and hwtop's), else the host part of `instance`. Answers are read by
+fleet/promjson.py."""
 
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ from hwtop.fleet.model import FindingRow, HostView
 from hwtop.fleet.promjson import parse_matrix, parse_targets, parse_vector
 
 MAX_BYTES = 64 << 20
-TABLE_METRICS = (*GPU_FIELDS, "hwtop_finding", "hwtop_cpu_busy_percent", "hwtop_info")
+HWTOP_METRICS = ("hwtop_finding", "hwtop_cpu_busy_percent", "hwtop_info")
+GPU_QUERY = "gpu:"  # the key of each GPU field's query: gpu:DCGM_FI_DEV_GPU_UTIL
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,24 +45,46 @@ def _select(name: str, matchers: str, *extra: str) -> str:
     return f"{name}{{{inner}}}" if inner else name
 
 
+# The labels a GPU row reads (fleet/build.py): each GPU field's series come back with these alone, not with the
+# pci_bus_id, device, driver version, container... every dcgm-exporter series carries. Prometheus's time on a
+# query of 8,000 GPUs is mostly writing the answer's labels: its bytes are its cost. Utilisation brings what is said
+# once per GPU (its model, who runs on it, the targets it came from); the other fields only which GPU it is.
+GPU_LABELS = ("Hostname", "hostname", "instance", "UUID", "gpu")
+ROW_FIELD = "DCGM_FI_DEV_GPU_UTIL"
+ROW_LABELS = (*GPU_LABELS, "job", "modelName", "hpc_job", "pod", "namespace")
+
+
+def trend_step(window_s: float, points: int) -> float:
+    return max(1.0, window_s / points)
+
+
 def queries(matchers: str, end: float, window_s: float = 600.0, points: int = 30,
-            with_targets: bool = False) -> list[Query]:
-    """`matchers` is the inside of the user's selector (`job="train"`), added to every series selected."""
-    names = "|".join(TABLE_METRICS)
-    step = max(1.0, window_s / points)
+            with_targets: bool = False, trend_from: float | None = None, trend: bool = True) -> list[Query]:
+    """`matchers` is the inside of the user's selector (`job="train"`), added to every series selected. The trend's
+    range ends at the last whole step before `end` and starts at `trend_from` (the points not yet read) or a window
+    back; `trend` False leaves it out (no new point since the last round)."""
+    step = trend_step(window_s, points)
+    last = math.floor(end / step) * step
+    first = last - window_s if trend_from is None else max(trend_from, last - window_s)
     out = [
-        Query("table", "/api/v1/query", (("query", _select("", matchers, f'__name__=~"{names}"')),)),
-        Query("up", "/api/v1/query", (("query", _select("up", matchers)),)),
+        Query("table", "/api/v1/query",
+              (("query", _select("", matchers, f'__name__=~"{"|".join(HWTOP_METRICS)}"')),)),
+        *(Query(f"{GPU_QUERY}{name}", "/api/v1/query",
+                (("query", f"max by ({', '.join(ROW_LABELS if name == ROW_FIELD else GPU_LABELS)}) "
+                           f"({_select(name, matchers)})"),)) for name in GPU_FIELDS),
+        Query("up", "/api/v1/query", (("query", _select("up", matchers) + " == 0"),)),
         Query("node_cpu", "/api/v1/query", (("query", "100 * (1 - avg by (instance, job) (rate("
                                              + _select("node_cpu_seconds_total", matchers, 'mode="idle"')
                                              + "[2m])))"),)),
-        Query("uname", "/api/v1/query", (("query", _select("node_uname_info", matchers)),)),
-        Query("trend", "/api/v1/query_range",
-              (("query", "avg by (Hostname, hostname, instance, job) ("
-                + _select("DCGM_FI_DEV_GPU_UTIL", matchers) + ")"),
-               ("start", f"{end - window_s:.3f}"), ("end", f"{end:.3f}"), ("step", f"{step:g}"))),
+        Query("uname", "/api/v1/query", (("query", "max by (instance, nodename) ("
+                                           + _select("node_uname_info", matchers) + ")"),)),
         Query("ports", "/api/v1/query", (("query", _select("", matchers, f'__name__=~"{"|".join(PORT_METRICS)}"')),)),
     ]
+    if trend:
+        out.insert(4, Query("trend", "/api/v1/query_range",
+                            (("query", "avg by (Hostname, hostname, instance, job) ("
+                              + _select("DCGM_FI_DEV_GPU_UTIL", matchers) + ")"),
+                             ("start", f"{first:.3f}"), ("end", f"{last:.3f}"), ("step", f"{step:g}"))))
     if with_targets:
         out.append(Query("targets", "/api/v1/targets", (("state", "active"),)))
     return out
@@ -103,13 +129,22 @@ def parse_answers(bodies: dict[str, bytes]) -> tuple[Answers, dict[str, str]]:
 
 
 def assemble(table_series: Iterable[tuple[dict[str, str], float]], answers: Answers,
-             instances: dict[str, str]) -> tuple[list[HostView], list[str]]:
+             instances: dict[str, str], trends: dict[str, dict[float, float]] | None = None,
+             since: float | None = None,
+             gpu_series: Iterable[tuple[str, Iterable[tuple[dict[str, str], float]]]] = ()
+             ) -> tuple[list[HostView], list[str]]:
     """Host rows from one round (the table query's series folded one at a time as they are read), and warnings.
     `instances` maps each `instance` seen carrying a Hostname to it; it is updated here and kept by the caller,
-    so a target that goes down keeps its host's name. A FetchError from the table's series ends the round."""
+    so a target that goes down keeps its host's name. `trends` (host → point time → mean utilisation) is kept by
+    the caller too: this round's trend answer adds its new points, and those older than `since` are dropped. A
+    FetchError from the table's series ends the round. `gpu_series`: each GPU field's name and its query's series
+    (grouped by GPU_LABELS, so without the name); the table's own series carry theirs."""
     table = _Table(instances)
     for labels, value in table_series:
         table.add(labels, value)
+    for name, series in gpu_series:
+        for labels, value in series:
+            table.add(labels, value, name)
     views = table.views
     by_short = {_short(h): h for h in views}
     nodenames = {labels.get("instance", ""): labels.get("nodename", "") for labels, _ in answers.uname or ()}
@@ -125,7 +160,7 @@ def assemble(table_series: Iterable[tuple[dict[str, str], float]], answers: Answ
         if view is not None:
             view.add_port_sample(labels.get("__name__", ""), labels, value)
     warnings = table.finish()
-    _trends(answers, views, instances, by_short)
+    _trends(answers, views, instances, by_short, {} if trends is None else trends, since)
     return [view.freeze() for view in views.values()], warnings
 
 
@@ -140,7 +175,7 @@ class _Table:
         self.gpu_sources: dict[tuple[str, str], set[str]] = defaultdict(set)
         self.findings: set[tuple[str, str, str]] = set()
 
-    def add(self, labels: dict[str, str], value: float) -> None:
+    def add(self, labels: dict[str, str], value: float, name: str = "") -> None:
         instance = labels.get("instance", "")
         host = host_of(labels) or instance_host(instance)
         if not host:
@@ -149,10 +184,10 @@ class _Table:
             self.instances[instance] = host
         view = self.views.setdefault(host, HostBuild("", hostname=host))
         source = f"{labels.get('job', '')}/{instance}"
-        name = labels.get("__name__", "")
+        name = name or labels.get("__name__", "")
         if name in GPU_FIELDS:
             key = gpu_key(labels)
-            if key is not None and math.isfinite(value):
+            if key is not None and math.isfinite(value) and "job" in labels:  # the series that say where it came from
                 self.gpu_sources[(host, key)].add(source)
                 self.sources[host].add(source)
             view.add_gpu_sample(name, labels, value)
@@ -209,7 +244,9 @@ def _mark_down(answers: Answers, views: dict[str, HostBuild], instances: dict[st
 
 
 def _trends(answers: Answers, views: dict[str, HostBuild], instances: dict[str, str],
-            by_short: dict[str, str]) -> None:
+            by_short: dict[str, str], trends: dict[str, dict[float, float]], since: float | None) -> None:
+    """Each point is asked once (the range starts after the last point read), so a host's mean at a point is
+    made from one answer: the points kept from earlier rounds are not asked again."""
     per_host: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for labels, points in answers.trend or ():
         instance = labels.get("instance", "")
@@ -219,4 +256,14 @@ def _trends(answers: Answers, views: dict[str, HostBuild], instances: dict[str, 
                 if math.isfinite(value):
                     per_host[host][stamp].append(value)
     for host, stamps in per_host.items():
-        views[host].trend = tuple(sum(v) / len(v) for _, v in sorted(stamps.items()))
+        kept = trends.setdefault(host, {})
+        kept.update((stamp, sum(v) / len(v)) for stamp, v in stamps.items())
+    for host in list(trends):
+        kept = trends[host]
+        if since is not None:
+            for stamp in [s for s in kept if s < since]:
+                del kept[stamp]
+        if not kept:
+            del trends[host]
+        elif host in views:
+            views[host].trend = tuple(v for _, v in sorted(kept.items()))

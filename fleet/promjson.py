@@ -1,16 +1,20 @@
-"""Prometheus' HTTP API answers read one series at a time. A `json.loads` of a whole answer is one C call that
-holds the interpreter lock for as long as it takes (tens of MiB at a thousand hosts): the UI's thread, waiting on
-that lock, would freeze for all of it. Here the answer's frame is walked and each series decoded on its own, so
-the lock changes hands between series, and each series is folded and dropped (no tree of every answer at once).
-Prometheus writes `{"status":"success","data":{"resultType":...,"result":[...]}}` in that order; an answer in
-another order is read whole. Answers are untrusted: shapes are checked, and anything unexpected is a FetchError
-with one line."""
+"""Prometheus' HTTP API answers, read so that the UI's thread is never held long. A decode of a whole answer is one
+C call that holds the interpreter lock for as long as it takes: the UI's thread, waiting on that lock, freezes for
+all of it. Here msgspec scans the answer's frame without decoding the series (each kept as its bytes), then decodes
+them into typed records (the labels and the value only, checked in C) a batch of BATCH_BYTES at a time, so the lock
+changes hands between batches, and `vector` yields a batch's series before the next is made (no tree of every
+answer at once). An answer msgspec refuses is walked instead, series by series, by the json module: Prometheus
+writes `{"status":"success","data":{"resultType":...,"result":[...]}}` in that order (another order is read whole),
+and the walk says in one line what is wrong. Answers are untrusted: anything unexpected is a FetchError."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Generator, Iterator
+from typing import Literal, TypeVar
+
+import msgspec
 
 from hwtop.fleet.http import FetchError
 
@@ -170,10 +174,74 @@ def value_of(pair: object) -> float:
         raise FetchError("Prometheus answer: a value is not a number") from None
 
 
-def vector(body: bytes) -> Iterator[tuple[dict[str, str], float]]:
-    """An instant vector's series, one at a time."""
+T = TypeVar("T")
+BATCH_BYTES = 1 << 18  # of series decoded in one call, holding the interpreter lock (benchmarks/README.md)
+
+
+class _Instant(msgspec.Struct, gc=False):
+    metric: dict[str, str]
+    value: tuple[float, str]
+
+
+class _Range(msgspec.Struct, gc=False):
+    metric: dict[str, str]
+    values: list[tuple[float, str]]
+
+
+class _Data(msgspec.Struct, gc=False):
+    resultType: str  # noqa: N815 - Prometheus's own key
+    result: list[msgspec.Raw]  # each series' bytes, found, not decoded
+
+
+class _Answer(msgspec.Struct, gc=False):
+    status: Literal["success"]
+    data: _Data
+
+
+_ANSWER = msgspec.json.Decoder(_Answer)
+_INSTANTS = msgspec.json.Decoder(list[_Instant])
+_RANGES = msgspec.json.Decoder(list[_Range])
+
+
+def _frame(body: bytes, kind: str) -> list[msgspec.Raw] | None:
+    """Each series' bytes, the answer's frame scanned in one call that does not decode them; None where the answer
+    is not a plain success of `kind` (the walk reads it, and says what is wrong)."""
+    try:
+        data = _ANSWER.decode(body).data
+    except msgspec.DecodeError:
+        return None
+    return data.result if data.resultType == kind else None
+
+
+def _batches(raws: list[msgspec.Raw], size: int, decoder: msgspec.json.Decoder[list[T]]) -> Iterator[list[T]]:
+    """Typed records a batch of series at a time, so the interpreter lock changes hands between batches."""
+    step = max(1, len(raws) * BATCH_BYTES // max(1, size))
+    for at in range(0, len(raws), step):
+        yield decoder.decode(b"[" + b",".join(raws[at:at + step]) + b"]")
+
+
+def _walked(body: bytes) -> Iterator[tuple[dict[str, str], float]]:
     for item in series(body, "vector"):
         yield labels_of(item), value_of(item.get("value") if isinstance(item, dict) else None)
+
+
+def vector(body: bytes) -> Iterator[tuple[dict[str, str], float]]:
+    """An instant vector's series, a batch decoded at a time (one batch's records alive at once); an answer that is
+    not what Prometheus writes is walked instead, from where the batches stopped, and the walk names the fault."""
+    raws = _frame(body, "vector")
+    done = 0
+    if raws is not None:
+        try:
+            for batch in _batches(raws, len(body), _INSTANTS):
+                values = [(item.metric, float(item.value[1])) for item in batch]
+                yield from values
+                done += len(values)
+            return
+        except (msgspec.DecodeError, ValueError):
+            pass
+    for index, pair in enumerate(_walked(body)):
+        if index >= done:
+            yield pair
 
 
 def parse_vector(body: bytes) -> Vector:
@@ -181,6 +249,13 @@ def parse_vector(body: bytes) -> Vector:
 
 
 def parse_matrix(body: bytes) -> Matrix:
+    raws = _frame(body, "matrix")
+    if raws is not None:
+        try:
+            return [(item.metric, [(stamp, float(value)) for stamp, value in item.values])
+                    for batch in _batches(raws, len(body), _RANGES) for item in batch]
+        except (msgspec.DecodeError, ValueError):
+            pass  # the walk says what is wrong
     out = []
     for item in series(body, "matrix"):
         values = item.get("values") if isinstance(item, dict) else None

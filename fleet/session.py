@@ -6,6 +6,7 @@ the last good hosts, marked stale with their age."""
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import time
 from collections import Counter
@@ -48,6 +49,25 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+ROUND_SWITCH_INTERVAL_S = 0.001
+
+
+@contextmanager
+def lock_shared() -> Iterator[None]:
+    """While a round's parse and assembly (Python, on the worker) compete with the UI's thread for the interpreter
+    lock, a thread that wakes (a key read, a frame to write) waits for it at most this long, not Python's default
+    interval at each of the several times a redraw gives the lock up (benchmarks/README.md). Put back after the
+    round unless someone else changed it meanwhile (the app's first frame has its own)."""
+    before = sys.getswitchinterval()
+    mine = min(before, ROUND_SWITCH_INTERVAL_S)
+    sys.setswitchinterval(mine)
+    try:
+        yield
+    finally:
+        if sys.getswitchinterval() == mine:
+            sys.setswitchinterval(before)
+
+
 class FleetSession:
     """`frame` is replaced whole, never changed: a reader on another thread sees one frame or the next."""
 
@@ -73,7 +93,7 @@ class FleetSession:
     def round(self) -> FleetFrame:
         """One round, read and made into the frame it publishes (the worker's step; `--json` calls it once)."""
         ask, started = self._ask, self._clock()
-        with collector_paused():
+        with collector_paused(), lock_shared():
             got = self.source.read(ask)
         self.frame = self._frame(got, ask, self._clock() - started)
         return self.frame

@@ -6,6 +6,7 @@ thread; the session (fleet/session.py) turns rounds into frames."""
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -16,11 +17,12 @@ from typing import Protocol
 import msgspec
 
 from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.build import GPU_FIELDS
 from hwtop.fleet.http import DaemonPool, FetchError, get
 from hwtop.fleet.job import DEFAULT_WINDOW_S, JobView, assemble_job, job_queries, jobs_queries
 from hwtop.fleet.jobs import JobList, assemble_jobs
 from hwtop.fleet.model import HostView
-from hwtop.fleet.prometheus import MAX_BYTES, assemble, parse_answers, queries
+from hwtop.fleet.prometheus import GPU_QUERY, MAX_BYTES, assemble, parse_answers, queries, trend_step
 from hwtop.fleet.promjson import Vector, parse_vector, vector
 from hwtop.fleet.scrape import fetch
 from hwtop.model.record import Record
@@ -175,9 +177,18 @@ class PrometheusSource:
         self._pool = DaemonPool(6, "hwtop-prometheus")
         self._instances: dict[str, str] = {}  # worker-only: kept across rounds so a down target keeps its name
         self._want_targets = False
+        self._trends: dict[str, dict[float, float]] = {}  # worker-only: each host's trend points read so far
+        self._trend_end: float | None = None  # the last trend point read
 
     def read(self, ask: Ask) -> Round:
-        asked = queries(self.matchers, self._wall(), self.window_s, TREND_POINTS, self._want_targets)
+        now, step = self._wall(), trend_step(self.window_s, TREND_POINTS)
+        last = math.floor(now / step) * step
+        if self._trend_end is not None and last < self._trend_end:  # the clock went back: read the window again
+            self._trend_end = None
+            self._trends.clear()
+        fresh = self._trend_end is None or last > self._trend_end  # a point was added since the last round
+        asked = queries(self.matchers, now, self.window_s, TREND_POINTS, self._want_targets,
+                        None if self._trend_end is None else self._trend_end + step, fresh)
         if ask.job is not None:
             asked += job_queries(ask.job, self.matchers, self.job_window_s)
         if ask.jobs:
@@ -197,14 +208,19 @@ class PrometheusSource:
             for key in futures.values():
                 if key not in bodies and key not in errors:
                     errors[key] = f"no answer within {self.timeout:g} s"
-        if "table" in errors:
-            return Round(None, errors["table"])
+        table = next((key for key in errors if key == "table" or key.startswith(GPU_QUERY)), None)
+        if table is not None:  # a host table without some of its columns is not shown as if it were whole
+            return Round(None, errors[table])
         answers, parse_errors = parse_answers(bodies)
         errors.update(parse_errors)
+        gpus = [(name, vector(bodies[f"{GPU_QUERY}{name}"])) for name in GPU_FIELDS if f"{GPU_QUERY}{name}" in bodies]
         try:
-            views, warnings = assemble(vector(bodies["table"]), answers, self._instances)
+            views, warnings = assemble(vector(bodies["table"]), answers, self._instances, self._trends,
+                                       last - self.window_s, gpus)
         except FetchError as error:
             return Round(None, str(error))
+        if "trend" in bodies and "trend" not in errors:
+            self._trend_end = last
         job = self._judge(ask.job, bodies, errors, views) if ask.job is not None else None
         jobs = self._list(bodies, errors, views) if ask.jobs else None
         self._want_targets = any(v == 0 for _, v in answers.up or ())

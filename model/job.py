@@ -1,6 +1,6 @@
-"""The model of a focused job (`--pid`, `--job`, f on a process): its processes, their stacks, the pressure and
-memory limits of its cgroup. Kept apart from model/snapshot.py, so a monitor with no focused job never
-imports this module."""
+"""The model of a focused job (`--pid`, `--job`, f on a process, the embedded workload from its first step): its
+processes, their stacks, the pressure and memory limits of its cgroup. Kept apart from model/snapshot.py, so a
+monitor with no focused job never imports this module."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ class RankFigures(Record, frozen=True):
     gpu: int | None = None  # the GPU index the rank uses on its host, where known
     phase_seconds: tuple[tuple[str, float], ...] = ()
     shares: tuple[tuple[str, float], ...] = ()
-    steps: int | None = None  # optimizer steps where known (the embedded workload, the demo)
+    steps: int | None = None  # optimizer steps where the job's telemetry reports them (the embedded workload's)
     site: str | None = None  # its commonest own-code site outside waits: `file:line function`
     samples: int = 0  # stack samples behind `shares`
     seen_at: float | None = None  # wall-clock time (epoch s) these figures were last updated: a rank that stops

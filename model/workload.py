@@ -1,5 +1,7 @@
-"""The model of the embedded workload (`--workload`, w): its ranks' telemetry, its configuration and its events.
-Kept apart from model/snapshot.py, so a monitor with no workload never imports this module."""
+"""The embedded workload's telemetry (`--workload`, w): what its ranks report of their steps, its configuration and
+its events. The job itself (its processes, ranks, stacks) is model/job.py's JobSnapshot, read by the job probe from
+its pid as any attached job is; this is what the embedded job (or a demo machine's story) adds to it. Kept apart
+from model/snapshot.py, so a monitor with no workload never imports this module."""
 
 from __future__ import annotations
 
@@ -34,14 +36,13 @@ class RankState(Record, frozen=True):
     step_times: tuple[float, ...] = ()
     throughput: tuple[float, ...] = ()
     scales: tuple[float, ...] = ()  # GradScaler scale per step (fp16): repeated drops mean inf/NaN gradients
-    collective_fraction: float | None = None  # share of each step spent waiting in collectives, where reported
 
 
 class JobConfig(Record, frozen=True):
     """Rank 0's `started` record: how the embedded job trains. Every field is optional: a job of another version
     (or a recording made by one) may lack any of them."""
 
-    scenario: str | None = None
+    scenario: str | None = None  # the job's kind (balanced, dataloader-bound, ...: its --scenario option)
     world_size: int | None = None
     device: Device | None = None
     backend: Backend | None = None
@@ -55,12 +56,10 @@ class JobConfig(Record, frozen=True):
     grad_accum: int | None = None
     on_nonfinite: OnNonfinite | None = None
     lr: float | None = None
-    nodes: int | None = None  # hosts the job's ranks span (torchrun --nnodes), where reported
-    nccl_env: tuple[tuple[str, str], ...] = ()  # the ranks' NCCL_* environment variables, where reported
 
 
 class AmpSummary(Record, frozen=True):
-    """The amp-compare scenario's result: the AMP-savings demo's figures."""
+    """The amp-compare kind's result: the AMP-savings demo's figures."""
 
     speedup: float | None = None  # mixed-precision samples/s over fp32's
     memory_saving_fraction: float | None = None  # None where no per-phase peak exists (CPU)
@@ -88,9 +87,10 @@ class NonfiniteEvent(Record, frozen=True):
 
 
 class WorkloadState(Record, frozen=True):
-    """The embedded job as the monitor sees it: starting | running | stalled | finished | crashed | stopped."""
+    """The embedded job's telemetry as the monitor reads it: starting | running | stalled | finished | crashed |
+    stopped."""
 
-    scenario: str
+    scenario: str  # the job's kind (balanced, ...); a demo machine's: its story's name
     status: str
     exit_code: int | None
     ranks: tuple[RankState, ...]

@@ -64,7 +64,8 @@ def parse_stat(text: str) -> StatFields:
 
 
 def _read(path: str) -> bytes:
-    """os.open/os.read: half the cost of open() for these tiny files, which matters per process per tick."""
+    """os.open/os.read, without open()'s buffered file object: these tiny files are read per process per tick
+    (the figures: benchmarks/README.md)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         chunks = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from functools import lru_cache
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
@@ -76,6 +77,12 @@ def parse_int_row(text: str) -> tuple[int, ...]:
 
 def format_cpulist(cpus: tuple[int, ...] | list[int]) -> str:
     """The inverse of parse_cpulist: (0, 1, 2, 3, 8) → "0-3,8"."""
+    return _format_cpulist(tuple(cpus))
+
+
+@lru_cache(maxsize=256)
+def _format_cpulist(cpus: tuple[int, ...]) -> str:
+    """Remembered: the job view formats every process's affinity (256 CPUs on a DGX) every tick, mostly the same."""
     ordered = sorted(set(cpus))
     parts: list[str] = []
     start = None

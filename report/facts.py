@@ -65,8 +65,8 @@ def gather(demo: str | None = None) -> BoxFacts:
 
     if demo is not None:
         from hwtop.demo.nvml import demo_library
-        from hwtop.demo.scenarios import profile_of
         from hwtop.demo.topology import read_demo_topology
+        from hwtop.demo.variants import profile_of
 
         profile = profile_of(demo)
         probe = NvmlProbe(demo_library(demo).pynvml, source=f"demo:{demo}")

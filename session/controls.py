@@ -11,7 +11,7 @@ from hwtop.model.record import Record
 
 if TYPE_CHECKING:
     from hwtop.model.frame import Frame
-    from hwtop.model.job import JobSnapshot
+    from hwtop.model.job import JobSnapshot, RankStacks
     from hwtop.model.snapshot import GpuSnapshot, Snapshot
     from hwtop.model.workload import WorkloadState
 
@@ -27,9 +27,15 @@ class ControlRefused(Exception):
 
 class WorkloadRunner(Protocol):
     """A job whose telemetry the sampler copies into each snapshot: workload/monitor.py's WorkloadMonitor,
-    demo/job.py's DemoJob."""
+    demo/job.py's DemoJob. The job itself is read as any attached job is (a JobReader on `root`): the telemetry is
+    what it adds."""
 
     def state(self) -> WorkloadState: ...
+
+    @property
+    def root(self) -> int | None:
+        """The pid the job was started as, the root a job probe walks its ranks from; None: not on this host."""
+        ...
 
     def stop(self) -> None: ...
 
@@ -39,6 +45,10 @@ class JobReader(Protocol):
 
     def read(self, gpus: tuple[GpuSnapshot, ...] = (), workload: WorkloadState | None = None,
              now: float | None = None) -> JobSnapshot: ...
+
+    def finish_stacks(self) -> tuple[RankStacks, ...] | None:
+        """Where each rank's time went, with the samples still being taken; sampling ends (doctor's last look)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -50,6 +60,7 @@ class LiveSource(Protocol):
 
     workload: WorkloadRunner | None
     job: JobReader | None
+    job_at_first_step: Callable[[], JobReader | None] | None  # the job to focus once the workload has stepped
 
     @property
     def simulated(self) -> bool: ...
@@ -143,11 +154,31 @@ class Replay:
         self._player.set_speed(self._player.speed * factor)
 
 
+def workload_job(runner: WorkloadRunner, sample_stacks: bool = False) -> JobReader | None:
+    """The embedded job as a job like any attached one: a job probe on the pid it was started as, which finds its
+    ranks and their DataLoader workers as `--pid` finds a torchrun job's (from their environment). None when there
+    is no such pid or it cannot be read (it already ended)."""
+    from hwtop.probes.job import JobError, JobProbe
+
+    if runner.root is None:
+        return None
+    probe = JobProbe(roots=(runner.root,), sample_stacks=sample_stacks)
+    try:
+        probe.check()
+    except JobError:
+        return None
+    return probe
+
+
 class Workload:
-    """The live source's workload: at most one, started by the user (w, --workload), stopped by x or on exit."""
+    """The live source's workload: at most one, started by the user (w, --workload), stopped by x or on exit.
+    Once it has taken its first step it is also the focused job (unless the user focused another), as f on its
+    process would make it: its start-up (torch's imports, the ranks' spawn, their memory filling) is not its
+    steady state, and the job rules would judge it as one (doctor waits for the first step too)."""
 
     def __init__(self, source: LiveSource) -> None:
         self._source = source
+        self._job: JobReader | None = None  # the job reader this control focused on its workload
 
     @property
     def running(self) -> bool:
@@ -164,7 +195,16 @@ class Workload:
             raise ControlRefused(missing)
         from hwtop.workload.monitor import WorkloadMonitor  # lazy: no cost until a job is started
 
-        self._source.workload = WorkloadMonitor(args)
+        monitor = WorkloadMonitor(args)
+        self._source.workload = monitor
+        previous = self._source.job
+        if previous is None or previous is self._job:  # a job the user focused stays focused
+
+            def focus() -> JobReader | None:
+                self._job = workload_job(monitor)
+                return self._job
+
+            self._source.job_at_first_step = focus
 
     def stop(self) -> bool:
         """Stop the job's whole process group; False when there was none."""
@@ -194,6 +234,7 @@ class JobFocus:
             probe.check()
         except JobError as error:
             raise ControlRefused(str(error)) from None
+        self._source.job_at_first_step = None  # the user's choice: the workload's own job is not focused later
         previous, self._source.job = self._source.job, probe
         if previous is not None:
             previous.close()

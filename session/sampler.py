@@ -33,7 +33,7 @@ from hwtop.probes.memory import read_memory
 from hwtop.probes.network import NetworkProbe, place_nics
 from hwtop.probes.numa import NumaProbe, node_of_cpu
 from hwtop.probes.processes import ProcessProbe
-from hwtop.session.controls import JobReader, WorkloadRunner
+from hwtop.session.controls import ALIVE, JobReader, WorkloadRunner
 
 if TYPE_CHECKING:  # NCCL RAS (issue 42): imported only when a job is focused
     from hwtop.probes.nccl_ras.client import Address
@@ -126,6 +126,8 @@ class Sampler:
         self._initial_topology_reader = topology_reader
         self.workload: WorkloadRunner | None = None  # a WorkloadMonitor once the user starts the job, a demo's job
         self.job: JobReader | None = None  # a JobProbe (probes/job/) while a job is focused (--pid, --job, f)
+        # the workload's own job (session/controls.py's workload_job), focused at its first step or its end
+        self.job_at_first_step: Callable[[], JobReader | None] | None = None
         self.topology: Topology | None = None  # read once (first tick) and on refresh(), kept in every snapshot
         self._last_time: float | None = None
         self._last_processes: tuple[ProcessInfo, ...] = ()
@@ -188,8 +190,16 @@ class Sampler:
             self.topology = guarded("topology", self._topology_reader, None)
             if self.topology is None:
                 self._topology_reader = None  # failed once: say so once, do not retry every tick
-        running, focused = self.workload, self.job
+        running = self.workload
         workload = guarded("workload", running.state, None) if running is not None else None
+        focus = self.job_at_first_step
+        if focus is not None and workload is not None and (any(r.step for r in workload.ranks) or
+                                                            workload.status not in ALIVE):
+            self.job_at_first_step, previous = None, self.job
+            self.job = guarded("job", focus, None)
+            if previous is not None and previous is not self.job:
+                previous.close()
+        focused = self.job
         topology = self.topology
         if nics and topology is not None:
             nics = guarded("nics", lambda: place_nics(nics, topology), nics)

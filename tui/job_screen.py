@@ -9,12 +9,12 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 
-from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.model.frame import Frame
 from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.job import JobPanel
+from hwtop.widgets.job_ranks import named_ranks
 from hwtop.widgets.key_bar import KeyBar
 
 
@@ -50,8 +50,8 @@ class JobScreen(Screen[None]):
         numa = snapshot.numa
         node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
         series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
-        straggler = next((f.pids[0] for f in frame.findings if f.id == rank_straggler.id and f.pids), None)
-        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, straggler, self.context.thresholds)
+        named = named_ranks(frame.findings)  # the ranks the findings single out: marked, and first
+        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, named, self.context.thresholds)
 
     async def action_dump_stack(self) -> None:
         from hwtop.probes.stack import dump

@@ -142,6 +142,8 @@ class MainScreen(Screen[None]):
         gpu_memory: dict[int, int] = {}  # a pid's device memory over its GPUs, as the process table sums it
         for process in (p for g in gpus for p in g.processes if p.used_memory_bytes is not None):
             gpu_memory[process.pid] = gpu_memory.get(process.pid, 0) + (process.used_memory_bytes or 0)
+        job = snapshot.job  # its ranks' waits in collectives (stack samples), shown beside the workload's telemetry
+        collective = {r.pid: r.collective_share for r in job.ranks if r.pid is not None and r.shares} if job else {}
         rows = layout.rows(layout.Shown(
             width=width, height=height,
             cpu=None if "cpu" in hidden else CpuPanel.want(snapshot.cpu, snapshot.numa, left),
@@ -150,7 +152,7 @@ class MainScreen(Screen[None]):
                                                                    memory_width - INSIDE),
             gpu=None if "gpu" in hidden else GpuPanel.want(snapshot.gpu_system, gpus, inner),
             network=NetworkPanel.want(snapshot.nics, inner, context.thresholds) if ports else None,
-            workload=None if workload is None else WorkloadPanel.want(workload, inner, gpu_memory),
+            workload=None if workload is None else WorkloadPanel.want(workload, inner, gpu_memory, collective),
             advice=None if "advice" in hidden else Want(natural, headlines, 1, frame=FRAME if framed else 0),
             processes="processes" not in hidden,
             filter=self.filter_box is not None and bool(self.filter_box.display)))
@@ -166,7 +168,7 @@ class MainScreen(Screen[None]):
         self.network_panel.show(snapshot.nics, room=rows.network if rows.network > 1 else 0,  # 0: one bare line
                                 thresholds=context.thresholds)
         self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops,
-                                 gpu_memory=gpu_memory)
+                                 gpu_memory=gpu_memory, collective=collective)
         self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
                             max_lines=rows.cpu)
         numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}

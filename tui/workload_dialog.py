@@ -1,4 +1,4 @@
-"""The `w` dialog: pick a scenario and options, start the embedded job."""
+"""The `w` dialog: pick the embedded job's kind and options, start it."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from textual.widgets import Button, Input, Label, Select
 
 from hwtop.tui.dialog import Dialog
 
-SCENARIOS = ("balanced", "dataloader-bound", "amp-compare", "oom-ramp")
+KINDS = ("balanced", "dataloader-bound", "amp-compare", "oom-ramp")  # cli/options.py's WORKLOAD_KINDS
 
 
 class WorkloadDialog(Dialog[list[str] | None]):
-    """The scenario list has the focus; enter starts, escape cancels."""
+    """The list of kinds has the focus; enter starts, escape cancels."""
 
     DEFAULT_CSS = """
     WorkloadDialog { align: center middle; }
@@ -30,7 +30,7 @@ class WorkloadDialog(Dialog[list[str] | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(Text("Start the embedded PyTorch DDP/AMP job", style="bold"))
-            yield Select([(s, s) for s in SCENARIOS], value="balanced", allow_blank=False, id="scenario")
+            yield Select([(s, s) for s in KINDS], value="balanced", allow_blank=False, id="scenario")
             yield Label("options (as for `hwtop workload`):")
             yield Input(value=f"--device {self.device} --world-size 2 --seconds 120", id="options")
             with Horizontal():

@@ -4,17 +4,20 @@ where each rank's time goes; sparklines; and a stack when asked. Ended workers l
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rich.text import Text
 from textual.geometry import Region
 from textual.widget import Widget
 
+from hwtop.advice.grouping import covering
 from hwtop.advice.judge import memory_far
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
-from hwtop.widgets.job_ranks import rank_table
+from hwtop.widgets.job_ranks import fit_words, parts_lines, rank_table
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data
 
@@ -69,18 +72,22 @@ class JobPanel(TextPanel):
         self.node_of_cpu: dict[int, int] = {}
         self.cursor = 0
         self.stack: list[Text] = []
-        self.straggler: int | None = None
+        self.named: Mapping[int, str] = {}
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Job"
+        # A process's row kept while what it draws is the same (its formatted cells, role, command, width): a
+        # 256-rank job's dozens of rows were built again every tick, each cell a new Text, most of them unchanged.
+        self._rows: dict[tuple[object, ...], Text] = {}
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
-             node_of_cpu: dict[int, int], straggler: int | None = None,
+             node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
              thresholds: Thresholds | None = None) -> None:
-        """`straggler`: the pid the rank-straggler finding names, marked in the rank table; `thresholds`: those the
-        rules judge by, so far memory is marked as the numa-misplaced finding says."""
+        """`named`: rank -> what a finding says of it (job_ranks.named_ranks: the straggler, the hung rank),
+        marked in the rank table; `thresholds`: those the rules judge by, so far memory is marked as the
+        numa-misplaced finding says."""
         self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
         self.thresholds = thresholds or self.thresholds
-        self.straggler = straggler
+        self.named = named or {}
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
             self.set_title(data(f"Job · {job.label} · d: Python stack of the selected process · escape: back"))
@@ -140,11 +147,16 @@ class JobPanel(TextPanel):
         cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
         memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else \
             f"RSS {human_bytes(job.rss_bytes)}"
-        head.append(f"{alive} process(es) ({job.pids_seen} seen) · CPU {cpu}"
-                    + (f" of {job.usable_cores} cores" if job.usable_cores else "") + f" · {memory}")
-        for index, used in job.gpu_memory:
-            head.append(f" · GPU{index} {human_bytes(used)}")
-        out = [head]
+        head.append(f"{alive} process(es) ({job.pids_seen} seen)")
+        parts = [head, Text(f"CPU {cpu}" + (f" of {job.usable_cores} cores" if job.usable_cores else "")),
+                 Text(memory)]
+        by_figure: dict[str, list[int]] = {}
+        for index, used in job.gpu_memory:  # eight GPUs holding alike: one figure, not eight to compare
+            by_figure.setdefault(human_bytes(used), []).append(index)
+        for shown, indices in by_figure.items():
+            gpus = covering([f"GPU{i}" for i in indices])[0]
+            parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
+        out = parts_lines(parts, width, sep_style="")  # wrapped between its figures, never inside one
         out += self._job_lines(job, width)
         spark = max(8, min(40, (width - 30) // 3))
         marks = Text()
@@ -165,10 +177,11 @@ class JobPanel(TextPanel):
                       style="bold reverse")
         header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
         out.append(header)
+        rows, self._rows = self._rows, {}
         for index, process in enumerate(job.processes):
-            out.append(self._row(process, width, columns, selected=index == self.cursor and self.has_focus))
-        placement = [self._placement(p) for p in job.processes
-                     if p.alive and (p.role.startswith("rank") or p.gpus)]
+            out.append(self._row(process, width, columns, index == self.cursor and self.has_focus, rows))
+        placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
+                     for line in self._placement(p, width)]
         if placement:
             out.append(Text("Placement", style="bold"))
             out += placement
@@ -197,7 +210,7 @@ class JobPanel(TextPanel):
             if group is not None and group.limit_bytes:
                 line.append(f" · cgroup memory {human_bytes(group.used_bytes)} of {human_bytes(group.limit_bytes)}")
             out.append(line)
-        table = rank_table(job, width, self.straggler)
+        table = rank_table(job, width, self.named)
         if (job.stacks or job.stack_message) and not table:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:
@@ -226,7 +239,8 @@ class JobPanel(TextPanel):
             line.append_text(data(f" at {site}", palette.DIM))
         return line
 
-    def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool) -> Text:
+    def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool,
+             last: dict[tuple[object, ...], Text]) -> Text:
         state = p.state or "?"
         if not p.alive:
             state = "gone" if p.exit_code is None else f"x{p.exit_code}"
@@ -245,6 +259,11 @@ class JobPanel(TextPanel):
             "IO r/w": "N/A" if p.read_bytes_per_s is None else
             f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
         }
+        key = (*values.values(), p.role, p.rank is not None, p.alive, p.cmdline or p.name, width, columns, selected)
+        kept = last.get(key) or self._rows.get(key)
+        if kept is not None:
+            self._rows[key] = kept
+            return kept
         line = Text()
         for name, w, right in columns:
             value = values[name][:w]
@@ -256,34 +275,40 @@ class JobPanel(TextPanel):
             else:
                 line.append(cell)
         # One row whatever the command line holds: a newline or a tab in it shows as a symbol, never breaks it.
-        line.append_text(data(p.cmdline or p.name, palette.DIM if not p.alive else ""))
+        command = data(p.cmdline or p.name, palette.DIM if not p.alive else "")
+        line.append_text(fit_words(command, max(1, width - line.cell_len)))  # cut after a whole word
         line.truncate(max(1, width), overflow="ellipsis")
+        self._rows[key] = line
         return line
 
-    def _placement(self, p: JobProcess) -> Text:
+    def _placement(self, p: JobProcess, width: int) -> list[Text]:
+        """Where a rank runs: its GPUs and their nodes, its CPUs, its memory; wrapped between its parts, indented."""
         who = f"rank {p.rank}" if p.rank is not None else p.role
-        line = Text(f"  {who} (pid {p.pid}): ", style="bold")
+        head = Text(f"  {who} (pid {p.pid}): ", style="bold")
         gpus = [i for i, _ in p.gpus]
         if gpus:
-            line.append(", ".join(f"GPU{i}" + (f" (node {self.node_of_gpu[i]})" if i in self.node_of_gpu else "")
+            head.append(", ".join(f"GPU{i}" + (f" (node {self.node_of_gpu[i]})" if i in self.node_of_gpu else "")
                                   for i in gpus))
         elif p.cuda_visible_devices is not None:
-            line.append_text(data(f"CUDA_VISIBLE_DEVICES={p.cuda_visible_devices}"))  # the process's environment
+            head.append_text(data(f"CUDA_VISIBLE_DEVICES={p.cuda_visible_devices}"))  # the process's environment
         else:
-            line.append("no GPU")
+            head.append("no GPU")
+        parts = [head]
         if p.local_rank is not None:
-            line.append(f" · LOCAL_RANK={p.local_rank}")
+            parts.append(Text(f"LOCAL_RANK={p.local_rank}"))
+        allowed = f"{format_cpulist(p.cpu_affinity)}{self._node_label(p.cpu_affinity)}" if p.cpu_affinity else ""
         if p.thread_cpus:
-            line.append(f" · threads ran on {format_cpulist(p.thread_cpus)}{self._node_label(p.thread_cpus)}")
-        if p.cpu_affinity:
-            line.append(f" of allowed {format_cpulist(p.cpu_affinity)}{self._node_label(p.cpu_affinity)}")
-        line.append(f" · memory {numa_share(p.numa_pages)}")
+            parts.append(Text(f"threads ran on {format_cpulist(p.thread_cpus)}{self._node_label(p.thread_cpus)}"
+                              + (f" of allowed {allowed}" if allowed else "")))
+        elif allowed:
+            parts.append(Text(f"allowed CPUs {allowed}"))
+        parts.append(Text(f"memory {numa_share(p.numa_pages)}"))
         far = self._far_memory(p)
         if far:
-            line.append(f"  {far}", style=palette.CRIT_STRONG)
+            parts.append(Text(far, style=palette.CRIT_STRONG))
         if p.dataset_devices:
-            line.append_text(data(" · open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices)))
-        return line
+            parts.append(data("open files on " + ", ".join(f"{d} ({n})" for d, n in p.dataset_devices)))
+        return parts_lines(parts, width, indent=4, sep_style="")
 
     def _far_memory(self, p: JobProcess) -> str | None:
         homes = {self.node_of_gpu[i] for i, _ in p.gpus if i in self.node_of_gpu}

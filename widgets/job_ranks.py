@@ -1,58 +1,129 @@
-"""The job view's per-rank table: each rank of the job side by side (host, pid, steps, the share of its time
-waiting in collectives and in its other phases, what it does when not waiting), the straggler marked. One row a
-rank; columns drop from the right to fit 80 cells, and the host and site columns grow on a wide terminal. Below
-WIDE, a job whose ranks all run on one host (the header's) gives the HOST column's cells to BUSY AT: a column of
-one repeated, cut-off name says nothing."""
+"""The job view's per-rank table: each rank of the job side by side (host, pid, steps, NCCL's state and lag, the
+share of its time waiting in collectives and in its other phases, what it does when not waiting). A rank a
+finding names (the straggler, the rank that never reached the collective, a rank NCCL lost) is marked ◀ and, in a
+table sorted worst first (NCCL's view of every node), comes first. Columns are chosen by width: the least telling
+give way first, whole, so no header or figure is cut; below WIDE cells, a job whose ranks all run on one host gives
+the HOST column's cells to BUSY AT (a column of one repeated name says nothing)."""
 
 from __future__ import annotations
 
 import heapq
+import re
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
 
 from rich.text import Text
 
+from hwtop.advice.rules.collective import collective_hang
+from hwtop.advice.rules.nccl_ras import nccl_error, nccl_rank_lost
+from hwtop.advice.rules.straggler import rank_straggler
+from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot, RankFigures
 from hwtop.widgets import palette
 from hwtop.widgets.safe_text import data
 
-# (header, phase, width): the phases of probes/stack_classify.py shown as columns, most telling first.
+# (header, phase, width): the phases of probes/stack_classify.py shown as columns, in the order shown.
 PHASES: tuple[tuple[str, str, int], ...] = (("WAIT", "collective", 5), ("COMP", "compute", 5), ("DATA", "data", 5),
                                             ("PY", "other", 5), ("H2D", "copy", 5), ("CKPT", "checkpoint", 5),
                                             ("GPU", "gpu-wait", 5))
-NARROW_PHASES = 4  # below WIDE cells: WAIT, COMP, DATA, PY
 WIDE = 120
+NARROW_PHASES = 4  # below WIDE cells: WAIT, COMP, DATA, PY
 SITE_MIN = 14
-MARK = "◀ straggler"
+HOST_MAX = 24  # a longer host label (hostile, or a cluster's FQDN) is cut with an ellipsis
+MARK = "◀"
 MAX_ROWS = 64  # of a job of thousands of ranks (NCCL RAS), the worst; doctor --json lists them all
 HEALTHY = ("RUNNING", None)
+# What the mark says of a rank, by the rule that names it: the words of the finding's own title.
+MARK_LABELS: dict[str, str] = {rank_straggler.id: "straggler", collective_hang.id: "never reached the collective",
+               nccl_rank_lost.id: "lost to NCCL", nccl_error.id: "NCCL error"}
+_RANK_IN_TITLE = re.compile(r"\b[Rr]ank (\d+)\b")  # "Rank 5 never reached…", "NCCL considers rank 12 (pid …) dead"
+_RANK_LINE = re.compile(r"^rank (\d+) \(")  # an evidence line about one rank: nccl-rank-lost's, nccl-error's
 
 
-def worst_key(rank: RankFigures) -> tuple[bool, int, int]:
-    """Not running first (dead, unresponsive, aborted, erred, initialising), then the most collectives behind."""
-    return (rank.nccl_state in HEALTHY, -(rank.lag or 0), rank.rank)
+def named_ranks(findings: Iterable[Finding]) -> dict[int, str]:
+    """rank -> what the mark says, for each rank a finding singles out, as its title names it (a rank number is
+    the job's, on every host; a pid is only this host's). A finding about many ranks (NCCL lost three) names
+    each in an evidence line of its own."""
+    out: dict[int, str] = {}
+    for finding in findings:
+        label = MARK_LABELS.get(finding.id)
+        if label is None:
+            continue
+        numbers = _RANK_IN_TITLE.findall(finding.title)[:1]
+        if not numbers and finding.id in (nccl_rank_lost.id, nccl_error.id):
+            numbers = [m.group(1) for line in finding.evidence if (m := _RANK_LINE.match(line))]
+        for number in numbers:
+            out.setdefault(int(number), label)
+    return out
 
 
-def shown_ranks(ranks: tuple[RankFigures, ...], limit: int = MAX_ROWS) -> list[RankFigures]:
+def worst_key(rank: RankFigures, named: Mapping[int, str] | None = None) -> tuple[bool, bool, int, int]:
+    """What the findings name first, then not running (dead, unresponsive, aborted, erred, initialising), then the
+    most collectives behind: a remote rank one behind by normal jitter never sorts above the named one."""
+    return (rank.rank not in (named or {}), rank.nccl_state in HEALTHY, -(rank.lag or 0), rank.rank)
+
+
+def shown_ranks(ranks: tuple[RankFigures, ...], limit: int = MAX_ROWS,
+                named: Mapping[int, str] | None = None) -> list[RankFigures]:
     """The rows drawn: every rank of a small job in rank order; with NCCL's view, the worst `limit` first."""
     if not any(r.nccl_state is not None for r in ranks):
         return list(ranks)
-    return heapq.nsmallest(limit, ranks, key=worst_key)
+    return heapq.nsmallest(limit, ranks, key=lambda r: worst_key(r, named))
+
+
+def fit_words(text: Text, width: int) -> Text:
+    """`text` in `width` cells, cut after its last whole word that fits (then `…`), mid-word only where the first
+    word alone is too long (a path, a hostile label)."""
+    if text.cell_len <= width:
+        return text
+    plain = text.plain
+    cut = plain.rfind(" ", 0, max(0, width - 1))
+    out = text.copy()
+    if cut > 0 and plain[:cut].strip():
+        out.truncate(cut)
+        out.append(" …")
+        out.truncate(width)
+        return out
+    out.truncate(max(1, width), overflow="ellipsis")
+    return out
+
+
+def parts_lines(parts: list[Text], width: int, sep: str = " · ", indent: int = 2,
+                sep_style: str = palette.DIM) -> list[Text]:
+    """Parts joined by `sep`, wrapped between parts, never inside one (a part wider than a line is cut by
+    `fit_words`); lines after the first indented."""
+    lines: list[Text] = []
+    line = Text()
+    for part in parts:
+        if line.plain and line.cell_len + len(sep) + part.cell_len <= width:
+            line.append(sep, style=sep_style)
+            line.append_text(part)
+            continue
+        if line.plain:
+            lines.append(line)
+            line = Text(" " * indent)
+        line.append_text(fit_words(part, max(1, width - line.cell_len)))
+    if line.plain:
+        lines.append(line)
+    return lines
 
 
 def nccl_lines(job: JobSnapshot, width: int) -> list[Text]:
-    """Where hwtop asks NCCL's RAS and how that goes: one line, and the latest error."""
+    """Where hwtop asks NCCL's RAS and how that goes, wrapped between its parts, and the latest error."""
     view = job.nccl
     if view is None:
         return []
-    line = Text("NCCL RAS ", style="bold")
     told = f"{view.queries} answer{'s' if view.queries != 1 else ''}" + (f" ({view.format})" if view.format else "")
-    line.append_text(data(f"at {view.address} ({view.source}): {told}", palette.DIM))
+    head = Text("NCCL RAS ", style="bold")
+    head.append_text(data(f"at {view.address}", palette.DIM))
+    parts = [head, data(f"({view.source}):", palette.DIM), data(told, palette.DIM)]
     if view.holding:
-        line.append_text(data(f" · {view.holding}", palette.WARN))
-    out = [line]
+        parts.append(data(f"· {view.holding}", palette.WARN))
+    out = parts_lines(parts, width, sep=" ")
     if view.errors:
-        out.append(data(f"  {view.errors[-1]}", palette.WARN))
-    for text in out:
-        text.truncate(max(1, width), overflow="ellipsis")
+        error = data(f"  {view.errors[-1]}", palette.WARN)
+        error.truncate(max(1, width), overflow="ellipsis")  # NCCL's or the network's text: long, untrusted
+        out.append(error)
     return out
 
 
@@ -63,54 +134,103 @@ def _percent(rank: RankFigures, phase: str) -> str:
     return f"{100 * value:.0f}%" if value >= 0.005 else "·"
 
 
-def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> list[Text]:
-    """The table's lines for `width` cells; nothing for a job of fewer than two ranks. `straggler`: the pid the
-    rank-straggler finding names, marked ◀ before its rank (and named after its row on a wide terminal)."""
+class Column(NamedTuple):
+    name: str  # header, and the key its cells are made by
+    width: int
+    keep: int  # the lower, the longer it stays on a narrow terminal
+
+
+# Which give way first on a narrow terminal: the mark and the rank never; then the collective wait (the figure
+# the straggler and hang findings cite), NCCL's lag and state, the host, the data wait, the pid, compute, the site.
+KEEP = {"RANK": 0, "WAIT": 1, "LAG": 2, "NCCL": 3, "HOST": 4, "DATA": 5, "PID": 6, "COMP": 7, "BUSY AT": 8,
+        "GPU": 9, "STEPS": 10, "PY": 11, "H2D": 12, "CKPT": 13}
+
+
+def choose_columns(ranks: list[RankFigures], width: int, labels: Iterable[str] = ()) -> tuple[tuple[Column, ...], int]:
+    """The columns that fit `width`, in the order shown, and BUSY AT's width (0: not shown). `labels`: what the
+    marks of the rows say, after the row on a wide terminal."""
+    wide = width >= WIDE
+    nccl = any(r.nccl_state is not None for r in ranks)
+    candidates = [Column("RANK", 5, KEEP["RANK"])]
+    if wide or len({r.host for r in ranks}) > 1:
+        host = max(4, min(HOST_MAX, max(data(r.host).cell_len for r in ranks)))
+        candidates.append(Column("HOST", host, KEEP["HOST"]))
+    candidates.append(Column("PID", 7, KEEP["PID"]))
+    if any(r.steps is not None for r in ranks):
+        candidates.append(Column("STEPS", 5, KEEP["STEPS"]))
+    if nccl:
+        state = max(4, max(len(r.nccl_state or "-") for r in ranks))
+        candidates += [Column("NCCL", state, KEEP["NCCL"]), Column("LAG", 5, KEEP["LAG"])]
+    phases = PHASES if wide else PHASES[:NARROW_PHASES]
+    candidates += [Column(name, w, KEEP[name]) for name, _, w in phases]
+    # A marked row says why after its site on a wide terminal, in the site's room: enough for the longest.
+    suffix = max((len(f"  {MARK} {label}") for label in labels), default=0) if wide else 0
+    candidates.append(Column("BUSY AT", max(SITE_MIN, suffix), KEEP["BUSY AT"]))
+    kept = list(candidates)
+    while sum(c.width + 1 for c in kept) - 1 > width and len(kept) > 1:  # the last needs no space after it
+        kept.remove(max(kept, key=lambda c: c.keep))
+    site = 0
+    if any(c.name == "BUSY AT" for c in kept):
+        kept = [c for c in kept if c.name != "BUSY AT"]
+        site = width - sum(c.width + 1 for c in kept)
+    return tuple(kept), site
+
+
+def _legend(columns: tuple[Column, ...], named: Mapping[int, str], ranks: list[RankFigures], wide: bool) -> list[Text]:
+    """The table's title in parts: what WAIT and LAG mean, and what the ◀ mark says where the row cannot."""
+    names = {c.name for c in columns}
+    title = Text("Ranks", style="bold")
+    parts = [title]
+    if "WAIT" in names:
+        parts.append(Text("WAIT: in collectives, waiting for the " + ("other ranks (py-spy samples)" if wide else
+                                                                      "others"), style=palette.DIM))
+    shown = {r.rank for r in ranks}
+    marks = {rank: label for rank, label in named.items() if rank in shown}
+    if marks and not wide:  # the row's mark is a lone ◀ here: say what it means, and of which rank
+        if len(set(marks.values())) == 1:
+            parts.append(Text(f"{MARK} {next(iter(marks.values()))}", style=palette.CRIT_STRONG))
+        else:
+            parts += [Text(f"{MARK} rank {rank}: {label}", style=palette.CRIT_STRONG)
+                      for rank, label in sorted(marks.items())]
+    if "LAG" in names:
+        parts.append(Text("LAG: collectives behind the most advanced rank (NCCL RAS)" + (", worst first" if wide else
+                                                                                          ""), style=palette.DIM))
+    return parts
+
+
+def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = None) -> list[Text]:
+    """The table's lines for `width` cells; nothing for a job of fewer than two ranks. `named`: rank -> what the
+    findings say of it (`named_ranks`), marked ◀ before its rank (and said after its row on a wide terminal)."""
     if len(job.ranks) < 2:
         return []
-    ranks = shown_ranks(job.ranks)
-    nccl = any(r.nccl_state is not None for r in ranks)
-    messages = {s.pid: s.message for s in job.stacks if s.message}
+    named = named or {}
+    ranks = shown_ranks(job.ranks, named=named)
     wide = width >= WIDE
-    phases = PHASES if wide else PHASES[:NARROW_PHASES]
-    steps = any(r.steps is not None for r in ranks)
-    show_host = wide or len({r.host for r in ranks}) > 1
-    host_width = max(4, min(24 if wide else 10, max(len(data(r.host).plain) for r in ranks))) if show_host else 0
-    fixed = 6 + (host_width + 1 if show_host else 0) + 8 + (6 if steps else 0) + sum(w + 1 for _, _, w in phases) \
-        + (19 if nccl else 0)
-    site_width = max(SITE_MIN, width - fixed - (len(MARK) + 2 if wide else 0))
-    marked = any(straggler is not None and r.pid == straggler for r in ranks)
-    title = Text("Ranks", style="bold")
-    title.append(" · WAIT: in collectives, waiting for the other ranks (py-spy samples)", style=palette.DIM)
-    if marked and not wide:  # the row's mark is a lone ◀ here: say what it means
-        title = Text("Ranks", style="bold")
-        title.append(" · WAIT: in collectives, waiting for the others", style=palette.DIM)
-        title.append(" · ◀ straggler", style=palette.CRIT_STRONG)
-    columns = f"{'RANK':>5} " + (f"{'HOST':<{host_width}} " if show_host else "") + f"{'PID':>7} "
-    columns += (f"{'STEPS':>5} " if steps else "") + (f"{'NCCL':<12} {'LAG':>5} " if nccl else "")
-    columns += "".join(f"{name:>{w}} " for name, _, w in phases)
-    if nccl:
-        title.append(" · LAG: collectives behind the most advanced rank (NCCL RAS), worst first", style=palette.DIM)
-    header = Text(columns + "BUSY AT", style="bold reverse")
+    columns, site_width = choose_columns(ranks, width, {named[r.rank] for r in ranks if r.rank in named})
+    messages = {s.pid: s.message for s in job.stacks if s.message}
+    header = Text(" ".join(f"{c.name:<{c.width}}" if c.name in ("HOST", "NCCL") else
+                           f"{c.name:>{c.width}}" for c in columns) + " ", style="bold reverse")
+    if site_width:
+        header.append("BUSY AT", style="bold reverse")
     header.append(" " * max(0, width - header.cell_len), style="bold reverse")
-    title.truncate(max(1, width), overflow="ellipsis")
-    header.truncate(max(1, width), overflow="ellipsis")
-    out = [*nccl_lines(job, width), title, header]
-    layout = (width, wide, len(phases), steps, show_host, host_width, site_width, nccl)
+    header.truncate(max(1, width))
+    out = [*nccl_lines(job, width), *parts_lines(_legend(columns, named, ranks, wide), width), header]
+    layout = (width, wide, columns, site_width)
     for rank in ranks:
-        slow = straggler is not None and rank.pid == straggler
+        label = named.get(rank.rank)
         message = messages.get(rank.pid) if rank.pid is not None and not rank.samples else None
-        key = (layout, slow, message, rank.rank, rank.host, rank.pid, rank.steps, rank.samples > 0, rank.shares,
+        key = (layout, label, message, rank.rank, rank.host, rank.pid, rank.steps, rank.samples > 0, rank.shares,
                rank.site, rank.nccl_state, rank.lag)
         line = _ROWS.get(key)
         if line is None:
             if len(_ROWS) >= ROW_CACHE:
                 _ROWS.clear()
-            line = _ROWS[key] = _row(rank, layout, slow, message)
+            line = _ROWS[key] = _row(rank, layout, label, message)
         out.append(line)
     if len(job.ranks) > len(ranks):
-        out.append(Text(f"  … and {len(job.ranks) - len(ranks)} more ranks, none worse than those above "
-                        "(hwtop doctor --pid PID --json lists them all)", style=palette.DIM))
+        out += parts_lines([Text(f"… and {len(job.ranks) - len(ranks)} more ranks, none worse than those above",
+                                 style=palette.DIM),
+                            Text("hwtop doctor --pid PID --json lists them all", style=palette.DIM)], width)
     return out
 
 
@@ -118,34 +238,43 @@ def rank_table(job: JobSnapshot, width: int, straggler: int | None = None) -> li
 # cost a tick, for rows whose shares move a few times a minute. Keyed by everything the row draws; bounded.
 ROW_CACHE = 4096
 _ROWS: dict[tuple[object, ...], Text] = {}
+PHASE_OF = {name: phase for name, phase, _ in PHASES}
 
 
-def _row(rank: RankFigures, layout: tuple[int, bool, int, bool, bool, int, int, bool], slow: bool,
+def _row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], int], label: str | None,
          message: str | None) -> Text:
-    width, wide, phase_count, steps, show_host, host_width, site_width, nccl = layout
-    line = Text(f"{'◀' if slow else ' '}{rank.rank:>4} ", style=palette.CRIT_STRONG if slow else "bold")
-    if show_host:
-        host = data(rank.host)
-        host.truncate(host_width, overflow="ellipsis")
-        host.pad_right(host_width - host.cell_len)
-        line.append_text(host)
-        line.append(" ")
-    line.append(f"{'' if rank.pid is None else rank.pid:>7} ")
-    if steps:
-        line.append(f"{'-' if rank.steps is None else rank.steps:>5} ")
-    if nccl:
-        bad = rank.nccl_state not in HEALTHY
-        line.append(f"{rank.nccl_state or '-':<12} ", style=palette.CRIT_STRONG if bad else "")
-        line.append(f"{'' if rank.lag is None else rank.lag:>5} ", style=palette.WARN if rank.lag else "")
-    for _, phase, w in PHASES[:phase_count]:
-        style = ""
-        if phase == "collective" and rank.samples:
-            style = palette.WARN if rank.collective_share >= 0.5 else ""
-        line.append(f"{_percent(rank, phase):>{w}} ", style=style)
-    site = data(rank.site or message or "", palette.DIM if message or not rank.site else "")
-    site.truncate(site_width, overflow="ellipsis")
-    line.append_text(site)
-    if slow and wide:
-        line.append(f"  {MARK}", style=palette.CRIT_STRONG)
+    width, wide, columns, site_width = layout
+    line = Text()
+    for column in columns:
+        w = column.width
+        if column.name == "RANK":
+            line.append(f"{MARK if label else ' '}{rank.rank:>{w - 1}} ",
+                        style=palette.CRIT_STRONG if label else "bold")
+        elif column.name == "HOST":
+            host = data(rank.host)
+            host.truncate(w, overflow="ellipsis")
+            host.pad_right(w - host.cell_len)
+            line.append_text(host)
+            line.append(" ")
+        elif column.name == "PID":
+            line.append(f"{'' if rank.pid is None else rank.pid:>{w}} ")
+        elif column.name == "STEPS":
+            line.append(f"{'-' if rank.steps is None else rank.steps:>{w}} ")
+        elif column.name == "NCCL":
+            bad = rank.nccl_state not in HEALTHY
+            line.append(f"{rank.nccl_state or '-':<{w}} ", style=palette.CRIT_STRONG if bad else "")
+        elif column.name == "LAG":
+            line.append(f"{'' if rank.lag is None else rank.lag:>{w}} ", style=palette.WARN if rank.lag else "")
+        else:
+            phase = PHASE_OF[column.name]
+            style = palette.WARN if phase == "collective" and rank.samples and rank.collective_share >= 0.5 else ""
+            line.append(f"{_percent(rank, phase):>{w}} ", style=style)
+    suffix = f"  {MARK} {label}" if label and wide else ""
+    room = site_width - len(suffix)
+    if site_width and room >= 4:
+        site = data(rank.site or message or "", palette.DIM if message or not rank.site else "")
+        line.append_text(fit_words(site, room))
+    if suffix:
+        line.append(suffix, style=palette.CRIT_STRONG)
     line.truncate(max(1, width), overflow="ellipsis")
     return line

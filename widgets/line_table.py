@@ -89,6 +89,8 @@ class LineTable(ScrollView, can_focus=True):
         # A few screens of rows: a row whose figures changed never comes back, so more only keeps dead strips
         # (4096 of them, ~4 KiB each at 200 columns, grew a 1 s monitor from 42.5 to 58.8 MiB over its first 20 min).
         self._strips: LRUCache[tuple[Hashable, ...], Strip] = LRUCache(STRIP_CACHE_ROWS)
+        self._fitted: tuple[tuple[tuple[int, ...], int] | None, tuple[int, ...]] = (None, ())  # for, widths drawn
+        self._base: tuple[object, Style] | None = None  # (the visual style it was made for, the Rich style)
 
     # ----- data -----
 
@@ -243,7 +245,7 @@ class LineTable(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = int(self.scroll_offset.x), int(self.scroll_offset.y)
         width = self.scrollable_content_region.width
-        base = self.rich_style
+        base = self._base_style()
         if y == 0:
             over: Style | None = self.get_component_rich_style("linetable--header")
             strip = self._strip(("header", *(label.plain for label in self._labels)), self._labels, base, over)
@@ -257,26 +259,56 @@ class LineTable(ScrollView, can_focus=True):
         # The header and the cursor fill the line, past the last column, as DataTable's do.
         return strip.crop_extend(scroll_x, scroll_x + width, base if over is None else base + over)
 
+    def _drawn_widths(self) -> tuple[int, ...]:
+        """The widths drawn. A table that does not scroll sideways (overflow-x hidden, as the process table) gives
+        its last column what the others leave of the visible width: a long command line ends in `…` and its
+        padding before the scrollbar, not cut off under it (issue 48: the scrollbar drawn over COMMAND)."""
+        widths, room = self._widths, self.scrollable_content_region.width
+        if self.styles.overflow_x != "hidden" or room <= 0:
+            return widths
+        if self._fitted[0] == (widths, room):
+            return self._fitted[1]
+        shown = [index for index, width in enumerate(widths) if width]
+        fitted = widths
+        if shown:
+            last = shown[-1]
+            left = room - sum(widths[i] + 2 * PAD for i in shown[:-1]) - 2 * PAD
+            if left < widths[last]:
+                fitted = (*widths[:last], max(1, left), *widths[last + 1:])
+        self._fitted = ((widths, room), fitted)
+        return fitted
+
+    def _base_style(self) -> Style:
+        """The table's Rich style, made again only when Textual makes its visual style again (a style change,
+        focus, the theme): `rich_style` walks every ancestor's styles on each call, and each row drawn asked."""
+        visual = self.visual_style
+        if self._base is None or self._base[0] is not visual:
+            self._base = (visual, self.rich_style)
+        return self._base[1]
+
     def _strip(self, key: Hashable, cells: Cells, style: Style, over: Style | None) -> Strip:
-        cache_key = (key, self._widths, style, over)
+        widths = self._drawn_widths()
+        cache_key = (key, widths, style, over)
         strip = self._strips.get(cache_key)
         if strip is None:
-            strip = self._build(cells, style, over)
+            strip = self._build(cells, widths, style, over)
             self._strips[cache_key] = strip
         return strip
 
-    def _build(self, cells: Cells, style: Style, over: Style | None) -> Strip:
+    def _build(self, cells: Cells, widths: tuple[int, ...], style: Style, over: Style | None) -> Strip:
         console = self.app.console
         segments: list[Segment] = []
         pad = Segment(" " * PAD)
-        for value, width in zip(cells, self._widths, strict=True):
+        for value, width in zip(cells, widths, strict=True):
             if not width:  # an empty column (no label, no value): left out, padding too
                 continue
             text = value.copy()
+            if text.cell_len > width:  # only the fitted last column is narrower than its cells
+                text.truncate(width, overflow="ellipsis")
             text.align(text.justify if text.justify in ("left", "center", "right") else "left", width)
             if text.style:  # Text.render leaves out the base style: a span over the aligned cell, as DataTable
                 text.stylize(text.style)
                 text.style = ""
             cell_segments = [pad, *text.render(console, end=""), pad]
             segments += Segment.simplify(Segment.apply_style(cell_segments, style, over))
-        return Strip(segments, self._total_width())
+        return Strip(segments, sum(width + 2 * PAD for width in widths if width))

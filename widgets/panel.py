@@ -9,7 +9,7 @@ from textual.widget import Widget
 
 from hwtop.model.record import Record
 from hwtop.widgets.safe_text import visible
-from hwtop.widgets.strips import drawable, line_strip
+from hwtop.widgets.strips import line_strip
 
 FRAME = 2  # a panel's border, top and bottom
 
@@ -58,6 +58,9 @@ class TextPanel(Widget):
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
         self._border_shown: dict[str, _Drawn] = {}  # "title"/"subtitle" → how the text last set draws
         self._one_row_each: tuple[object, int, bool] | None = None  # (lines, width, each fits one row)
+        # The widest line and whether any holds a tab, for the last two sets of lines measured (a tick's new
+        # lines are the next tick's old ones, and render_line asks of them again)
+        self._measured: list[tuple[list[Text], int, bool]] = []
         self._shown_inputs: object = _NOTHING_SHOWN
 
     def lines(self, width: int) -> list[Text]:
@@ -118,7 +121,8 @@ class TextPanel(Widget):
             lines = [visible(line) for line in self.lines(width)]
             if _same(lines, shown):
                 return
-            dirty = _changed_rows(lines, shown, width)
+            dirty = None if len(lines) != len(shown) or self._widest(lines)[0] > width or \
+                self._widest(shown)[0] > width else _changed_rows(lines, shown)
             self._generation += 1
             self._cache = ((width, self._generation, self.has_focus), lines)
         else:
@@ -165,8 +169,20 @@ class TextPanel(Widget):
         """Whether every line is one row at `width`, decided once per set of lines (not once per row drawn)."""
         known = self._one_row_each
         if known is None or known[0] is not lines or known[1] != width:
-            known = self._one_row_each = (lines, width, all(drawable(line, width) for line in lines))
+            widest, tab = self._widest(lines)
+            known = self._one_row_each = (lines, width, widest <= width and not tab)
         return known[2]
+
+    def _widest(self, lines: list[Text]) -> tuple[int, bool]:
+        """(the widest line's cells, whether any line holds a tab): strips.drawable for a whole set of lines, measured
+        once per set, where a 256-rank job's ~350 lines were measured three times a tick (as new, as old, to draw)."""
+        for known, widest, tab in self._measured:
+            if known is lines:
+                return widest, tab
+        widest = max((line.cell_len for line in lines), default=0)
+        tab = any("\t" in line.plain for line in lines)
+        self._measured = [*self._measured[-1:], (lines, widest, tab)]
+        return widest, tab
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         """Rows the text takes at this width, counting lines that wrap."""
@@ -187,11 +203,9 @@ def _drawn(text: str | Text) -> _Drawn:
     return text.plain, text.style, tuple(text.spans)
 
 
-def _changed_rows(new: list[Text], old: list[Text], width: int) -> list[int] | None:
-    """The rows whose line changed, when every line before and after takes exactly one row (then line i is row
-    i); None when the lines differ in number or one wraps, and the whole panel is drawn again."""
-    if len(new) != len(old) or any(line.cell_len > width for line in (*new, *old)):
-        return None
+def _changed_rows(new: list[Text], old: list[Text]) -> list[int]:
+    """The rows whose line changed, for lines that each take exactly one row before and after (then line i is
+    row i; where they differ in number or one wraps, the caller draws the whole panel again)."""
     return [row for row, (a, b) in enumerate(zip(new, old, strict=True)) if not _same([a], [b])]
 
 

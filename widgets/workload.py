@@ -1,6 +1,8 @@
 """The workload panel: the embedded job's state, per-rank step time and throughput with history, its two waits
-named apart (for data, in collectives), memory, and the last event (or why it crashed). A rank whose figures
-differ from its neighbours' (the straggler, the hung rank, one at another step) has a line of its own."""
+named apart (for data, in collectives), memory, and the last event (or why it crashed). The steps, times and
+data waits are the job's telemetry; the wait in collectives is the job model's (each rank's stack samples, as for
+any focused job), matched by pid. A rank whose figures differ from its neighbours' (the straggler, the hung rank,
+one at another step) has a line of its own."""
 
 from __future__ import annotations
 
@@ -39,29 +41,34 @@ class WorkloadPanel(TextPanel):
         self.state: WorkloadState | None = None
         self.room: int | None = None  # lines the row budget allows; None: all
         self.gpu_memory: dict[int, int] = {}
+        self.collective: dict[int, float] = {}
         self.border_title = "Workload"
 
     def show(self, state: WorkloadState | None, room: int | None = None, stoppable: bool = True,
-             gpu_memory: Mapping[int, int] | None = None) -> None:
+             gpu_memory: Mapping[int, int] | None = None, collective: Mapping[int, float] | None = None) -> None:
         """`stoppable`: x stops the job here (a live session's own job, not a recording's or a demo's story).
-        `gpu_memory`: each pid's device memory as NVML lists it, the process table's GPU MEM: a rank's `mem`."""
+        `gpu_memory`: each pid's device memory as NVML lists it, the process table's GPU MEM: a rank's `mem`.
+        `collective`: each rank pid's share of its time in collectives, from the job's rank figures: `coll`."""
         self.state, self.room = state, room
         self.gpu_memory = dict(gpu_memory or {})
+        self.collective = dict(collective or {})
         self.display = state is not None
         if state is not None:
             self.set_title(data(f"Workload · {state.scenario}" + (" · x stop" if stoppable else "")))
-        if not self.same_as_shown((state, room, tuple(sorted(self.gpu_memory.items())))):
+        if not self.same_as_shown((state, room, tuple(sorted(self.gpu_memory.items())),
+                                   tuple(sorted(self.collective.items())))):
             self.changed()
 
     @staticmethod
-    def want(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int] | None = None) -> Want:
+    def want(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int] | None = None,
+             collective: Mapping[int, float] | None = None) -> Want:
         """Every line, the ranks whose lines read alike folded into one (`x8`); at the least the status line and
         one rank's."""
-        count = len(workload_lines(state, width, gpu_memory).lines)
+        count = len(workload_lines(state, width, gpu_memory, collective).lines)
         return Want(count, count, min(count, 2))
 
     def lines(self, width: int) -> list[Text]:
-        drawn = workload_lines(self.state, width, self.gpu_memory)
+        drawn = workload_lines(self.state, width, self.gpu_memory, self.collective)
         lines, room = drawn.lines, self.room
         if room is None or len(lines) <= room:
             return lines
@@ -95,21 +102,24 @@ class Drawn(NamedTuple):
     group_sizes: list[int]  # ranks on each rank line
 
 
-_last: list[tuple[object, int, dict[int, int], Drawn]] = []  # the state last drawn: want() and lines() share it
+_last: list[tuple[object, int, dict[int, int], dict[int, float], Drawn]] = []  # the state last drawn: want() and
+# lines() share it
 
 
-def workload_lines(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int] | None = None) -> Drawn:
+def workload_lines(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int] | None = None,
+                   collective: Mapping[int, float] | None = None) -> Drawn:
     """The pane's lines for this state at this width (the last answer kept, the state by identity: the budget
     asks first, then the pane draws the same state)."""
-    memory = dict(gpu_memory or {})
-    if _last and _last[0][0] is state and _last[0][1] == width and _last[0][2] == memory:
-        return _last[0][3]
-    drawn = _workload_lines(state, width, memory)
-    _last[:] = [(state, width, memory, drawn)]
+    memory, waits = dict(gpu_memory or {}), dict(collective or {})
+    if _last and _last[0][0] is state and _last[0][1] == width and _last[0][2] == memory and _last[0][3] == waits:
+        return _last[0][4]
+    drawn = _workload_lines(state, width, memory, waits)
+    _last[:] = [(state, width, memory, waits, drawn)]
     return drawn
 
 
-def _workload_lines(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int]) -> Drawn:
+def _workload_lines(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int],
+                    collective: Mapping[int, float]) -> Drawn:
     if state is None:
         return Drawn([Text("no workload (w starts one)", style=palette.DIM)], 1, 1, [])
     head = Text(state.status.upper(), style=STATUS_STYLE.get(state.status, ""))
@@ -125,7 +135,7 @@ def _workload_lines(state: WorkloadState | None, width: int, gpu_memory: Mapping
                         f"{'N/A' if saving is None else f'{100 * saving:.1f}%'} less "
                         f"{summary.memory_metric or 'memory'}", palette.OK))
     ranks_at = len(out)
-    lines, group_sizes = _rank_lines(state.ranks, width, gpu_memory)
+    lines, group_sizes = _rank_lines(state.ranks, width, gpu_memory, collective)
     out += lines
     ranks_end = len(out)
     for tail in state.stderr_tail:
@@ -142,7 +152,7 @@ def _label(members: list[tuple[int, int]]) -> str:
     return f"rank {members[0][1]}-{members[-1][1]} x{len(members)}"
 
 
-def _cells(rank: RankState, gpu_memory: Mapping[int, int]) -> dict[str, str]:
+def _cells(rank: RankState, gpu_memory: Mapping[int, int], collective: Mapping[int, float]) -> dict[str, str]:
     """A rank's figures as its line writes them, each field's value without its label or unit. Before the first
     step completes (step 0) there is no step time or throughput to show. Its memory is what NVML lists for its
     pid (the process table's GPU MEM) where it is listed, else what PyTorch reserved, else its RSS (a CPU job)."""
@@ -156,7 +166,7 @@ def _cells(rank: RankState, gpu_memory: Mapping[int, int]) -> dict[str, str]:
             "time": NA if step_time is None else f"{step_time * 1000:.1f}",
             "rate": NA if samples is None else f"{samples:.1f}",
             "data": _percent(rank.data_wait_fraction),
-            "coll": _percent(rank.collective_fraction),
+            "coll": _percent(collective.get(rank.pid) if rank.pid is not None else None),
             "loss": NA if rank.loss is None else f"{rank.loss:.3f}",
             "amp": rank.amp or "",
             "mem": human_bytes(memory)}
@@ -212,13 +222,13 @@ _SHORT_LABELS = {"data": "data ", "coll": "coll "}  # given way with the long un
 _UNITS = {"time": (" ms", "ms"), "rate": (" samples/s", "/s")}
 
 
-def _rank_lines(ranks: tuple[RankState, ...], width: int,
-                gpu_memory: Mapping[int, int]) -> tuple[list[Text], list[int]]:
+def _rank_lines(ranks: tuple[RankState, ...], width: int, gpu_memory: Mapping[int, int],
+                collective: Mapping[int, float]) -> tuple[list[Text], list[int]]:
     """One line per run of ranks whose lines read alike (`rank 0-7 x8`), in columns as wide as their widest value
     (a value that is N/A keeps its column's place), in the richest form that fits `width`; and how many ranks
     each line stands for. Whether two lines read alike depends on the sparklines drawn, whose width depends on
     the labels': the two are settled together, or the lines go without sparklines."""
-    cells = [_cells(rank, gpu_memory) for rank in ranks]
+    cells = [_cells(rank, gpu_memory, collective) for rank in ranks]
     widths = {name: max((cell_len(c[name]) for c in cells), default=0) for name in FIELDS}
     if all(c["coll"] == NA for c in cells):  # telemetry that does not report collective waits: no column
         widths["coll"] = 0
@@ -236,7 +246,7 @@ def _rank_lines(ranks: tuple[RankState, ...], width: int,
         label_width = max(len(_label(members)) for members in groups) if groups else 0
         form = _form(label_width, widths, width, sparks=False)
     lines = [_rank_line(_label(members), label_width, ranks[members[0][0]], cells[members[0][0]], widths, form,
-                        width) for members in groups]
+                        width, collective) for members in groups]
     return lines, [len(members) for members in groups]
 
 
@@ -262,7 +272,7 @@ def _sparks(rank: RankState, spark: int) -> tuple[str, str]:
 
 
 def _rank_line(label: str, label_width: int, rank: RankState, figures: dict[str, str], widths: dict[str, int],
-               form: _Form, width: int) -> Text:
+               form: _Form, width: int, collective: Mapping[int, float]) -> Text:
     line = Text(f"{label:<{label_width}}", style="bold")
     for name in form.fields:
         line.append(" ")
@@ -278,8 +288,8 @@ def _rank_line(label: str, label_width: int, rank: RankState, figures: dict[str,
         elif name == "amp":
             line.append(value.ljust(widths[name]))
         else:
-            share = rank.data_wait_fraction if name == "data" else rank.collective_fraction if name == "coll" \
-                else None
+            coll = collective.get(rank.pid) if name == "coll" and rank.pid is not None else None
+            share = rank.data_wait_fraction if name == "data" else coll
             line.append(_label_of(name, form.long_units) + value.rjust(widths[name]),
                         style=palette.CRIT_STRONG if share is not None and share > HOT_WAIT else "")
     line.truncate(max(1, width), overflow="ellipsis")  # only where the step time alone does not fit

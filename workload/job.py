@@ -26,8 +26,8 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 
-SCENARIOS = {
-    # scenario: overrides of the options (the user's explicit options win)
+KINDS = {
+    # kind (--scenario): overrides of the options (the user's explicit options win)
     "balanced": {"num_workers": 2, "transform_cost": 0.2},
     "dataloader-bound": {"num_workers": 0, "transform_cost": 8.0},
     "amp-compare": {},
@@ -142,7 +142,7 @@ def _non_negative_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hwtop workload")  # its errors reach the user as they are
-    parser.add_argument("--scenario", choices=list(SCENARIOS), default="balanced")
+    parser.add_argument("--scenario", choices=list(KINDS), default="balanced")
     parser.add_argument("--model", choices=["mlp", "convnet"], default="convnet")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--world-size", type=_at_least(1, 64), default=1)
@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:
-    for key, value in SCENARIOS[args.scenario].items():
+    for key, value in KINDS[args.scenario].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.num_workers = 0 if args.num_workers is None else args.num_workers

@@ -40,6 +40,11 @@ class WorkloadMonitor:
         self._reader = threading.Thread(target=self._read, name="hwtop-workload", daemon=True)
         self._reader.start()
 
+    @property
+    def root(self) -> int:
+        """The job's first process (its launcher, or its one rank), which leads its process group."""
+        return self.job.pgid
+
     def _read(self) -> None:
         for record in self.job.records():
             with self._lock:

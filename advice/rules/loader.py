@@ -124,6 +124,10 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     if job is None or not starved:
         return
     starved = [s for s in starved if not stuck_worker_of(window, t, job, s.pid)]  # a hang: worker-stuck says so
+    from hwtop.advice.rules.pipeline import told_by_telemetry
+
+    told = told_by_telemetry(window, t)  # the embedded job's own step figures say the same wait: gpu-starved's
+    starved = [s for s in starved if s.pid not in told]
     if not starved:
         return
     latest = window.latest

@@ -1,7 +1,7 @@
 """network-saturated, nccl-wrong-transport, nic-far-from-gpu and data-from-network: what the network ports say about
-a multi-node job. A job's facts come from a focused job (its ranks' figures, stack samples and environment) where
-there is one, else from the workload's telemetry (the embedded job, the demo); a rule that lacks what it needs (no
-port with a known line rate, no collective figures, no topology) stays silent rather than guess."""
+a multi-node job. A job's facts come from the job model (its ranks' figures, stack samples and environment, as the
+job probe reads them from /proc and py-spy, for an attached job and the embedded one alike); a rule that lacks what
+it needs (no port with a known line rate, no collective figures, no topology) stays silent rather than guess."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hwtop.advice.registry import rule
 from hwtop.advice.rules.job_facts import SPAN_S, running_job, sampled
 from hwtop.advice.text import rate
 from hwtop.advice.thresholds import Thresholds
-from hwtop.advice.window import Window, compute_pids, mean
+from hwtop.advice.window import Window, mean
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import NicSnapshot, Snapshot
 from hwtop.probes.procfiles import network_filesystem
@@ -29,7 +29,7 @@ UP_STATES = ("up", "active", "unknown")  # unknown: loopback-like drivers that d
 class JobNetwork(msgspec.Struct, frozen=True):
     """The facts of the job the network rules need, from wherever they can be seen (see the module docstring)."""
 
-    source: str  # where they come from, for the evidence: "/proc/PID/environ" or "the job's telemetry"
+    source: str  # where they come from, for the evidence: "/proc/PID/environ of its ranks"
     nccl_env: dict[str, str]
     spans_hosts: bool | None  # None: cannot be told
     collective_share: float | None
@@ -70,23 +70,8 @@ def line_share(nic: NicSnapshot, rates: tuple[float, float]) -> float | None:
 
 
 def job_network(window: Window, t: Thresholds) -> JobNetwork | None:
-    latest = window.latest
     job = running_job(window)
-    if job is not None:
-        return _focused(job, t)
-    workload = latest.workload
-    if workload is None or workload.status not in ("running", "stalled"):
-        return None
-    config = workload.config
-    shares = [r.collective_fraction for r in workload.ranks if r.collective_fraction is not None]
-    waits = [r.data_wait_fraction for r in workload.ranks if r.data_wait_fraction is not None]
-    pids = set(workload.pids)
-    gpus = tuple(sorted(g.index for g in latest.gpus if pids & set(compute_pids(g))))
-    nodes = config.nodes if config is not None else None
-    return JobNetwork(
-        "the job's telemetry", dict(config.nccl_env) if config is not None else {},
-        None if nodes is None else nodes > 1, mean(shares), "the job's telemetry", gpus, tuple(sorted(pids)),
-        mean(waits))
+    return None if job is None else _focused(job, t)
 
 
 def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:

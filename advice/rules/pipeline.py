@@ -98,22 +98,63 @@ def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: i
     return tuple(fixes)
 
 
+def telemetry_starved(window: Window, t: Thresholds) -> tuple[float, dict[int, float | None]] | None:
+    """(the mean wait, the job's GPUs' utilisations) where the embedded job's own telemetry says its training step
+    waits for data while its GPUs are under-used: gpu-starved's finding."""
+    latest = window.latest
+    waits = job_data_wait(window)
+    workload = latest.workload
+    if not waits or workload is None:
+        return None
+    mean_wait = sum(waits.values()) / len(waits)
+    if mean_wait < t["data_wait_fraction"]:
+        return None
+    job_gpus = [g for g in latest.gpus if set(compute_pids(g)) & set(workload.pids)]
+    utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
+    if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
+        return None  # the GPU is busy regardless: waiting on data costs little
+    return mean_wait, utils
+
+
+def told_by_telemetry(window: Window, t: Thresholds) -> set[int]:
+    """The pids of the embedded job whose waiting for data gpu-starved tells from the job's own step figures: the
+    same wait as data-starved reads from their stacks, one cause, so that rule leaves them to this one."""
+    latest = window.latest
+    if latest.workload is None or telemetry_starved(window, t) is None:
+        return set()
+    return set(latest.workload.pids)
+
+
+def _told_by_stacks(window: Window, t: Thresholds) -> set[int]:
+    """The ranks data-starved names from a focused job's stacks (their main threads wait for data): a GPU of theirs
+    that waits is its finding, with the job's own figures, not a second one here."""
+    from hwtop.advice.rules.job_facts import running_job
+    from hwtop.advice.rules.loader import starved_ranks, stuck_worker_of
+
+    job = running_job(window)
+    if job is None:
+        return set()
+    return {s.pid for s in starved_ranks(window, t) if not stuck_worker_of(window, t, job, s.pid)}
+
+
 @rule("gpu-starved", hold_s=5, clear_s=10, order=20, watches="data wait against GPU utilisation",
       reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "loader_headroom",
+             "stack_min_samples", "stuck_cpu_percent", "stuck_stack_s", "stuck_switches_per_s",
              "worker_births_per_min", "worker_generations"))
 def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
+    """Two cases. The embedded job's telemetry says its step waits for data: this rule tells it (data-starved,
+    which reads the same wait from the ranks' stacks, leaves those ranks to it). No telemetry: a waiting GPU whose
+    process's DataLoader workers are all pegged or re-created, unless data-starved already names that process
+    from its stacks, which say more (the wait itself, the workers' share, the arithmetic of the fix)."""
     latest = window.latest
     waits = job_data_wait(window)
     workload = latest.workload
     if waits and workload is not None:
-        mean_wait = sum(waits.values()) / len(waits)
-        if mean_wait < t["data_wait_fraction"]:
+        found = telemetry_starved(window, t)
+        if found is None:
             return
+        mean_wait, utils = found
         config = workload.config or empty_job_config()
-        job_gpus = [g for g in latest.gpus if set(compute_pids(g)) & set(workload.pids)]
-        utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
-        if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
-            return  # the GPU is busy regardless: waiting on data costs little
         per_rank = ", ".join(f"{ranks} {shown}" for shown, ranks in alike(
             {r: 100 * v for r, v in sorted(waits.items())}, "rank ").items())
         evidence = [f"the training step waits for its next batch {100 * mean_wait:.0f}% of the time ({per_rank}; "
@@ -150,8 +191,12 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
                       scope=scope, gpus=tuple(utils), pids=workload.pids, measure=100 * mean_wait)
         return
     # No telemetry: a waiting GPU whose process's DataLoader workers are all pegged, or re-created each epoch.
-    for gpu, util in waiting_gpus(window, t):
+    waiting = waiting_gpus(window, t)
+    named = _told_by_stacks(window, t) if waiting else set()
+    for gpu, util in waiting:
         for pid in compute_pids(gpu):
+            if pid in named:
+                continue  # data-starved names this rank, from its stacks: one finding for one cause
             workers = children(latest.processes, pid)
             busy = [w for w in workers if (w.cpu_percent or 0) >= t["core_pegged_percent"]]
             churning = bool(churn_cause(window, t, {pid})[0])
@@ -176,13 +221,16 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
 
 
 @rule("cpu-single-core", hold_s=5, clear_s=10, order=30, watches="per-core load while GPUs wait",
-      reads=("core_idle_percent", "core_pegged_percent", "gpu_waiting_util_percent", "idle_core_share",
-             "min_cores_for_single_core"))
+      reads=("core_idle_percent", "core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent",
+             "idle_core_share", "min_cores_for_single_core", "stack_min_samples", "stuck_cpu_percent",
+             "stuck_stack_s", "stuck_switches_per_s"))
 def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     waiting = waiting_gpus(window, t)
     if latest.cpu is None or not waiting or workload_starting(latest):
         return
+    if telemetry_starved(window, t) is not None or _told_by_stacks(window, t):
+        return  # the step waits for data: gpu-starved or data-starved says so, the hot core a loader's worker
     recent = window.recent(5.0)
     loads: dict[int, float] = {}
     for core in latest.cpu.cores:

@@ -9,13 +9,13 @@ from hwtop.demo.nvml.library import FakeNvmlLibrary
 
 
 def demo_library(spec: str, seed: int = 0, clock: Callable[[], float] = time.monotonic) -> FakeNvmlLibrary:
-    """The fake library of a `--demo` spec (`profile` or `profile:scenario`), its scenario set up."""
-    from hwtop.demo.scenarios import split
+    """The fake library of a `--demo` spec (`profile` or `profile:variant`), its driver variant set up."""
+    from hwtop.demo.variants import split
 
-    profile, scenario = split(spec)
+    profile, variant = split(spec)
     library = FakeNvmlLibrary(profile, seed=seed, clock=clock)
-    if scenario is not None and scenario.setup is not None:
-        scenario.setup(library)
+    if variant is not None and variant.setup is not None:
+        variant.setup(library)
     return library
 
 

@@ -21,9 +21,8 @@ from hwtop.advice.rules.network import (
 )
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
-from hwtop.model.job import JobSnapshot, RankFigures, RankStacks
+from hwtop.model.job import JobProcess, JobSnapshot, RankFigures, RankStacks
 from hwtop.model.snapshot import GpuProcess, NicSnapshot, Snapshot, TopoDevice, Topology
-from hwtop.model.workload import JobConfig, RankState, WorkloadState
 from hwtop.probes.job import JobProbe
 from hwtop.probes.network import NetworkProbe
 from tests.factories import host_snapshot
@@ -47,18 +46,23 @@ def topology() -> Topology:
     return Topology(devices, (), (), "sysfs")
 
 
-def workload(nodes: int = 2, collective: float | None = 0.6, env: tuple[tuple[str, str], ...] = (),
-             data_wait: float = 0.05) -> WorkloadState:
-    ranks = tuple(RankState(r, 41000 + r, 100, 0.5, 400.0, data_wait, 1.0, "bf16", None, 128, 1 << 30,
-                            collective_fraction=collective) for r in range(4))
-    return WorkloadState(scenario="demo", status="running", exit_code=None, last_event=None, ranks=ranks,
-                         pids=tuple(41000 + r for r in range(4)),
-                         config=JobConfig(world_size=4 * nodes, nodes=nodes, nccl_env=env))
+def training(nodes: int = 2, collective: float | None = 0.6, env: tuple[tuple[str, str], ...] = (),
+             data_wait: float = 0.05) -> JobSnapshot:
+    """A focused torchrun job of 4 ranks on this host (of `nodes` hosts), its ranks' NCCL_* environment `env`, the
+    share of their stack samples in collectives `collective` (None: not sampled)."""
+    processes = tuple(JobProcess(41000 + r, 40999, "python3", "python3 train.py", f"rank {r}", r, 1, "R", 90.0,
+                                 1 << 30, 8, None, gpus=((r, 1 << 30),), nccl_env=env, world_size=4 * nodes,
+                                 local_world_size=4) for r in range(4))
+    shares = () if collective is None else (("collective", collective), ("data", data_wait),
+                                            ("compute", 1.0 - collective - data_wait))
+    ranks = tuple(RankFigures(r, "node-a", pid=41000 + r, gpu=r, shares=shares, samples=50 if shares else 0)
+                  for r in range(4))
+    stacks = tuple(RankStacks(41000 + r, r, 50, 5.0, fractions=shares) for r in range(4)) if shares else ()
+    return JobSnapshot("torchrun", (40999,), "running", processes, 360.0, 4 << 30, ranks=ranks, stacks=stacks)
 
 
-def window(nics: tuple[NicSnapshot, ...], work: WorkloadState | None = None, job: JobSnapshot | None = None,
-           ticks: int = 12) -> Window:
-    base = replace(host_snapshot(), nics=nics, workload=work, job=job, topology=topology())
+def window(nics: tuple[NicSnapshot, ...], job: JobSnapshot | None = None, ticks: int = 12) -> Window:
+    base = replace(host_snapshot(), nics=nics, job=job, topology=topology())
     return Window(tuple(replace(base, time=base.time + i) for i in range(ticks)))
 
 
@@ -68,11 +72,11 @@ def ids(found: object) -> list[str]:
 
 def test_a_saturated_fabric_port_while_ranks_wait_in_collectives() -> None:
     nics = (ib(0, 23e9, 0), ib(1, 2e9, 0), eth(1e6))
-    (finding,) = network_saturated(window(nics, workload()), T)
+    (finding,) = network_saturated(window(nics, training()), T)
     assert finding.scope == "mlx5_0" and "92% of its line rate" in finding.evidence[0]
     assert "wait in collectives 60%" in finding.evidence[1] and "bucket_cap_mb" in " ".join(finding.fix)
-    assert not list(network_saturated(window(nics, workload(collective=0.1)), T))  # compute-bound: fine
-    assert not list(network_saturated(window(nics, workload(collective=None)), T))  # cannot see: silent
+    assert not list(network_saturated(window(nics, training(collective=0.1)), T))  # compute-bound: fine
+    assert not list(network_saturated(window(nics, training(collective=None)), T))  # cannot see: silent
     assert not list(network_saturated(window(nics), T))  # no job
 
 
@@ -86,11 +90,11 @@ def test_saturated_reads_the_ranks_collective_share_where_the_focused_job_has_it
 
 def test_wrong_transport_from_traffic_ethernet_busy_fabric_idle() -> None:
     nics = (ib(0, 2e3, 0), ib(1, 2e3, 1), eth(11e9))
-    (finding,) = nccl_wrong_transport(window(nics, workload()), T)
+    (finding,) = nccl_wrong_transport(window(nics, training()), T)
     assert "Ethernet port eno1 carries 11.00 GB/s (88% of 100 Gb/s)" in finding.evidence[-1]
-    assert not list(nccl_wrong_transport(window(nics, workload(nodes=1)), T))  # one node: NVLink, not the net
-    assert not list(nccl_wrong_transport(window((ib(0, 9e9, 0), eth(11e9)), workload()), T))  # fabric in use
-    assert not list(network_saturated(window(nics, workload()), T))  # the transport is the cause: said once
+    assert not list(nccl_wrong_transport(window(nics, training(nodes=1)), T))  # one node: NVLink, not the net
+    assert not list(nccl_wrong_transport(window((ib(0, 9e9, 0), eth(11e9)), training()), T))  # fabric in use
+    assert not list(network_saturated(window(nics, training()), T))  # the transport is the cause: said once
 
 
 @pytest.mark.parametrize(("env", "nics", "expected"), [
@@ -102,10 +106,10 @@ def test_wrong_transport_from_traffic_ethernet_busy_fabric_idle() -> None:
     ((("NCCL_SOCKET_IFNAME", "en"),), (eth(0.0, state="down"),), "names only interfaces that are down"),
 ])
 def test_wrong_transport_from_the_environment(env, nics, expected) -> None:
-    (found,) = nccl_wrong_transport(_with_gpus(window(nics, workload(env=env))), T)
+    (found,) = nccl_wrong_transport(_with_gpus(window(nics, training(env=env))), T)
     assert any(expected in line for line in found.evidence), found.evidence
     assert found.pids == (41000, 41001, 41002, 41003)
-    assert not list(nccl_wrong_transport(_with_gpus(window(nics, workload())), T))  # the same box, no variables
+    assert not list(nccl_wrong_transport(_with_gpus(window(nics, training())), T))  # the same box, no variables
 
 
 def _with_gpus(w: Window) -> Window:
@@ -125,12 +129,12 @@ def test_socket_ifname_syntax() -> None:
 
 def test_nic_far_from_gpu_names_the_gpus_across_the_socket() -> None:
     nics = (ib(0, 0.0, 0), ib(1, 12e9, 1), eth(0.0))
-    (finding,) = nic_far_from_gpu(_with_gpus(window(nics, workload())), T)
+    (finding,) = nic_far_from_gpu(_with_gpus(window(nics, training())), T)
     assert finding.gpus == (0, 1) and "mlx5_1 (node 1)" in finding.evidence[0]
     assert "NUMA node 0" in finding.evidence[1]
     balanced = (ib(0, 12e9, 0), ib(1, 12e9, 1))
-    assert not list(nic_far_from_gpu(_with_gpus(window(balanced, workload())), T))
-    assert not list(nic_far_from_gpu(_with_gpus(window(nics, workload(nodes=1))), T))
+    assert not list(nic_far_from_gpu(_with_gpus(window(balanced, training())), T))
+    assert not list(nic_far_from_gpu(_with_gpus(window(nics, training(nodes=1))), T))
 
 
 def _torchrun_with_nfs(tmp_path: Path) -> tuple[FakeProc, JobProbe]:

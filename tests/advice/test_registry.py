@@ -150,3 +150,31 @@ def test_a_threshold_declared_twice_with_two_meanings_is_refused(monkeypatch) ->
         registry.rule("x", hold_s=0, clear_s=0, watches="x",
                       thresholds={"spin_seconds": thresholds.Threshold(1.0, "s", "another meaning")})(
             lambda window, t: iter(()))
+
+
+def _product_files() -> list[pathlib.Path]:
+    """Every Python file of the product outside advice/ (the tests, the benchmarks and the hwtop/ shim aside)."""
+    aside = {"tests", "advice", "benchmarks", "hwtop"}
+    return sorted(path for room in ROOT.iterdir() if room.is_dir() and room.name not in aside
+                  and not room.name.startswith(".") for path in room.rglob("*.py"))
+
+
+def rule_id_strings(path: pathlib.Path) -> list[tuple[int, str]]:
+    """(line, id) of each string constant in `path` that is a rule id: a match on it outside advice/ would bind
+    that code to the id's spelling (the rule's own object says `rule.id`)."""
+    ids = set(RULE_IDS)
+    return [(node.lineno, node.value) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() in ids]
+
+
+def test_no_rule_id_is_spelled_outside_advice() -> None:
+    files = _product_files()
+    assert len(files) > 100 and any(path.parent.name == "tui" for path in files)  # the rooms were found at all
+    spelled = {str(path.relative_to(ROOT)): found for path in files if (found := rule_id_strings(path))}
+    assert not spelled, f"rule ids spelled outside advice/ (use the rule's object: `rank_straggler.id`): {spelled}"
+
+
+def test_the_spelling_check_finds_a_spelled_id(tmp_path) -> None:
+    module = tmp_path / "view.py"
+    module.write_text('def straggler(findings):\n    return [f for f in findings if f.id == "rank-straggler"]\n')
+    assert rule_id_strings(module) == [(2, "rank-straggler")]

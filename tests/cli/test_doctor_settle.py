@@ -9,6 +9,7 @@ import dataclasses
 import pytest
 from msgspec.structs import replace
 
+import hwtop.cli.doctor as doctor_module
 from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
 from hwtop.cli.doctor import run_doctor
@@ -55,12 +56,12 @@ class _Job:
 
 
 LATER_FROM = 8  # ticks
-SHORT_S, LONG_S = 0.4, 3.0  # snapshot time per tick: 0.3 s of ticks every 5 ms (60) span 24 s, or 180 s
+SHORT_S, LONG_S = 0.4, 3.0  # snapshot time per tick: 40 ticks span 16 s, or 120 s
 
 
 class WatchClock:
-    """doctor's clock in these tests: its sleeps pass at once, so a 0.3 s watch every 5 ms is 60 ticks however
-    loaded the box (on real time, a loaded box gave a dozen, under the rules' hold time)."""
+    """doctor's clock, moved by its own sleeps: a watch of 0.2 s at 5 ms is 40 ticks whatever the box's load
+    (on the wall clock a loaded box fitted fewer ticks in, and the finding never held)."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -69,19 +70,21 @@ class WatchClock:
         return self.now
 
     def sleep(self, seconds: float) -> None:
-        self.now += max(seconds, 1e-9)
+        self.now += seconds
 
 
-@pytest.fixture(autouse=True)
-def watch_clock(monkeypatch) -> None:
-    import hwtop.cli.doctor as doctor
-
-    monkeypatch.setattr(doctor, "time", WatchClock())
+def watched(source: FirstChunkStarved):
+    """doctor's watch of `source` on WatchClock: (seen, facts)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(doctor_module, "time", WatchClock())
+        seen, facts = run_doctor(source, Thresholds(), 0.2, 0.005, None)
+    assert facts["ticks"] == 41, facts["ticks"]
+    return seen, facts
 
 
 def watch(whole_watch: float | None, step_s: float = SHORT_S, first: RankStacks | None = None):
     """doctor's watch; the data-starved entry it reports (None when there is none) and its facts."""
-    seen, facts = run_doctor(FirstChunkStarved(whole_watch, step_s, first), Thresholds(), 0.3, 0.005, None)
+    seen, facts = watched(FirstChunkStarved(whole_watch, step_s, first))
     starved = [entry for key, entry in seen.items() if key[0] == "data-starved"]
     assert len(starved) <= 1, seen
     return (starved[0] if starved else None), facts
@@ -149,7 +152,7 @@ def still_main(seconds: float, samples: int) -> RankStacks:
 def test_a_hang_only_the_whole_watchs_samples_show_is_reported() -> None:
     """A loaded box: the first chunk (3 s) ended inside the watch, the one that makes 10 s still did not."""
     source = FirstChunkStarved(None, SHORT_S, first=still_main(3.0, 30), final=still_main(17.5, 170))
-    seen, _ = run_doctor(source, Thresholds(), 0.3, 0.005, None)
+    seen, _ = watched(source)
     stuck = [entry for key, entry in seen.items() if key[0] == "loop-stuck"]
     assert len(stuck) == 1 and stuck[0].active, seen
     assert "has not moved for 18 s: all 170 stack samples at train.py:61 main" in stuck[0].finding.evidence[0]
@@ -166,6 +169,5 @@ def test_a_finding_the_later_chunks_and_the_whole_watch_both_contradict_is_dropp
     whole watch says 17%: it never held over the watch, though it is still shown (within its clear time)."""
     source = FirstChunkStarved(None, 1.0, first=stacks(data=0.31, samples=29), final=stacks(data=0.17, samples=190))
     source.later = replace(BALANCED, stacks=(stacks(data=0.12, samples=130),))
-    seen, facts = run_doctor(source, Thresholds(), 0.3, 0.005, None)
-    assert facts["ticks"] == 61, facts["ticks"]  # the later chunk was seen
+    seen, _ = watched(source)  # 41 ticks: the later chunk's from the ninth
     assert not [key for key in seen if key[0] == "data-starved"], seen

@@ -1,4 +1,4 @@
-"""`hwtop snapshot --json` and `hwtop record` on the driver scenarios (`--demo PROFILE:SCENARIO`): the
+"""`hwtop snapshot --json` and `hwtop record` on the driver variants (`--demo PROFILE:VARIANT`): the
 figures that reach the user, from the fake library through the real bindings, the probe and the sampler."""
 
 from __future__ import annotations
@@ -90,4 +90,4 @@ def test_demo_list_names_the_scenarios_and_a_wrong_one_is_refused(capsys) -> Non
     assert "dgx-a100" in out and "r470" in out and "mig-toggle" in out
     with pytest.raises(SystemExit) as exit_code:
         main(["snapshot", "--json", "--demo", "dgx-a100:r999"])
-    assert exit_code.value.code == 2 and "unknown demo scenario 'r999'" in capsys.readouterr().err
+    assert exit_code.value.code == 2 and "unknown demo variant or story 'r999'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""One list per fact: every profile, story and workload scenario the code has is named in each help that offers it
+"""One list per fact: every profile, story and workload kind the code has is named in each help that offers it
 (tested against the code's own lists, which the start does not load), `--demo list` keeps every name apart from
 its description, and `fleet` refuses the options that mean nothing to it instead of ignoring them."""
 
@@ -15,11 +15,10 @@ import pytest
 
 from hwtop.cli import doctor, export, fleet, record, replay, report, snapshot, topo
 from hwtop.cli.main import COMMANDS, OWN_PARSER, build_parser, command, run_command
-from hwtop.cli.options import PROFILE_NAMES, SCENARIOS, STORY_NAMES
+from hwtop.cli.options import PROFILE_NAMES, STORY_NAMES, WORKLOAD_KINDS
 from hwtop.demo.profiles import PROFILES
-from hwtop.demo.scenarios import SCENARIOS as DRIVER_SCENARIOS
-from hwtop.demo.scenarios import listing
-from hwtop.demo.story import STORIES
+from hwtop.demo.story import SCALE_STORIES, STORIES
+from hwtop.demo.variants import VARIANTS, listing
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND_MODULES = {"snapshot": snapshot, "topo": topo, "doctor": doctor, "record": record, "replay": replay,
@@ -39,13 +38,16 @@ def help_of(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
 
 def test_the_help_s_lists_are_the_code_s_lists() -> None:
     assert PROFILE_NAMES == tuple(PROFILES)
-    assert STORY_NAMES == tuple(STORIES)
+    assert STORY_NAMES == (*STORIES, *SCALE_STORIES)  # every story `--demo list` names
     # the job's own list sits beside torch: read from its source, not imported
     tree = ast.parse((ROOT / "workload" / "job.py").read_text())
     job = next(node.value for node in tree.body if isinstance(node, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == "SCENARIOS" for t in node.targets))
+               and any(isinstance(t, ast.Name) and t.id == "KINDS" for t in node.targets))
     assert isinstance(job, ast.Dict)
-    assert SCENARIOS == [ast.literal_eval(key) for key in job.keys if key is not None]
+    assert WORKLOAD_KINDS == [ast.literal_eval(key) for key in job.keys if key is not None]
+    from hwtop.tui.workload_dialog import KINDS  # the w dialog's list, below cli/ in the layers
+
+    assert list(KINDS) == WORKLOAD_KINDS
 
 
 @pytest.mark.parametrize("argv", [[], *([name] for name in COMMANDS if name not in OWN_PARSER | {"fleet", "replay"})],
@@ -53,15 +55,15 @@ def test_the_help_s_lists_are_the_code_s_lists() -> None:
 def test_every_help_that_offers_a_demo_names_every_profile_and_story(argv: list[str],
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     text = help_of(argv, monkeypatch)
-    for name in (*PROFILES, *STORIES):
+    for name in (*PROFILES, *STORIES, *SCALE_STORIES):
         assert re.search(rf"[ (]{re.escape(name)}[,;)]", text), f"{name} is not in hwtop {' '.join(argv)} --help"
 
 
 @pytest.mark.parametrize("argv", [[], ["doctor"]], ids=["hwtop", "doctor"])
-def test_each_help_with_workload_names_every_workload_scenario(argv: list[str],
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_each_help_with_workload_names_every_workload_kind(argv: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     text = help_of(argv, monkeypatch)
-    assert f"this scenario{' meanwhile' if argv else ''}: {', '.join(SCENARIOS)} (needs torch" in text
+    assert f"of this kind{' meanwhile' if argv else ''}: {', '.join(WORKLOAD_KINDS)} (needs torch" in text
 
 
 @pytest.mark.parametrize("name", ["fleet", "replay"])
@@ -74,10 +76,10 @@ def test_fleet_s_and_replay_s_help_offer_no_machine_of_their_own(name: str, monk
 
 def test_demo_list_keeps_every_name_apart_from_its_description() -> None:
     lines = listing()
-    for name in (*PROFILES, *DRIVER_SCENARIOS, *STORIES):
+    for name in (*PROFILES, *VARIANTS, *STORIES, *SCALE_STORIES):
         line = next(line for line in lines if line.split(" ", 1)[0] == name or line.strip().split(" ", 1)[0] == name)
         assert re.match(rf"\s*{re.escape(name)} +\S", line), line
-    indented = [line for line in lines if line.startswith("  ")]  # driver scenarios and stories: one column
+    indented = [line for line in lines if line.startswith("  ")]  # driver variants and stories: one column
     assert len({re.match(r"\s*\S+ +", line).end() for line in indented}) == 1  # type: ignore[union-attr]
 
 

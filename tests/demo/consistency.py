@@ -160,7 +160,9 @@ def _workload(s: Snapshot, live: bool) -> list[str]:
             if held is not None and rank.cuda_reserved_bytes > held + (1 << 30):
                 out.append(f"rank {rank.rank}: reserves {rank.cuda_reserved_bytes} bytes, NVML lists {held} for it")
     if workload.status in ("running", "stalled") and config is not None and config.world_size:
-        here = config.world_size // max(1, config.nodes or 1)  # this host's share of a job over several nodes
+        # this host's share of a job over several nodes: LOCAL_WORLD_SIZE in its ranks' environment (the job model)
+        local = next((p.local_world_size for p in s.job.processes if p.local_world_size), None) if s.job else None
+        here = local or config.world_size
         if len(workload.ranks) != here:
             out.append(f"{len(workload.ranks)} ranks report, the job was started with {here} on this host")
     return out

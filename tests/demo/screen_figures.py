@@ -78,7 +78,6 @@ def cited(findings: tuple[Finding, ...], ranks: list[int]) -> Figures:
 _RANK_LINE = re.compile(r"^rank (\d+)(?:-(\d+) x\d+)? ")
 _LABELLED = re.compile(r" (data|coll)(?: wait)? +(\d+)%")
 _BARE_WAIT = re.compile(r"(?<!data)(?<!coll) wait +(\d+)%")
-_JOB_ROW = re.compile(r"^(?:◀\s+)?(\d+)\s+(\d+)\s+(\d+|N/A|-)\s+(\d+%|·|N/A)\s+(\d+%|·|N/A)\s+(\d+%|·|N/A)")
 _GPU_LINE = re.compile(r"^GPU(\d+) .* (\d+(?:\.\d+)?)G/\d+(?:\.\d+)?G")
 _PROCESS_ROW = re.compile(r"^(\d+)\s+\S+\s+(?:[\d.]+|N/A)\s+\S+\s+(?:\d+|N/A)\s+(\d+(?:,\d+)*)\s+(\d+(?:\.\d+)?)G\b")
 _PORT_LINE = re.compile(r"(\S+)\s+(?:Eth|IB|RoCE)\s.*?rx\s+\d+%\s+(\d+(?:\.\d+)?)(kB|MB|GB)/s\s+tx\s+\d+%\s+"
@@ -94,23 +93,27 @@ def _inside(line: str) -> str:
 def shown(lines: list[str], where: str) -> Figures:
     """The figures of the kinds above that these screen lines show."""
     out = Figures()
-    job_table = False
+    columns: list[str] = []  # the job view's rank table, while its rows are read: its header's column names
     for raw in lines:
         line = _inside(raw)
-        if line.startswith("RANK ") and " WAIT " in line:
-            job_table = True
+        if line.startswith("RANK ") and "WAIT" in line.split():
+            columns = line.replace("BUSY AT", "BUSY_AT").split()
             continue
-        if job_table:
-            row = _JOB_ROW.match(line)
-            if row is None:
-                job_table = False
+        if columns:
+            cells = line.split()
+            if cells[:1] == ["◀"]:  # a rank a finding names
+                cells = cells[1:]
+            width = columns.index("BUSY_AT") if "BUSY_AT" in columns else len(columns)
+            if not cells or not cells[0].isdigit() or len(cells) < width:
+                columns = []
             else:
-                rank, wait, data = row.group(1), row.group(4), row.group(6)
-                for what, value in (("coll", wait), ("data", data)):
+                row = dict(zip(columns[:width], cells, strict=False))
+                for what, name in (("coll", "WAIT"), ("data", "DATA")):
+                    value = row.get(name, "")
                     if value.endswith("%"):
-                        out.add(what, rank, float(value[:-1]), f"{where} job view: {line}")
+                        out.add(what, row["RANK"], float(value[:-1]), f"{where} job view: {line}")
                     elif value == "·":  # the job view's zero
-                        out.add(what, rank, 0.0, f"{where} job view: {line}")
+                        out.add(what, row["RANK"], 0.0, f"{where} job view: {line}")
                 continue
         rank_line = _RANK_LINE.match(line)
         if rank_line:

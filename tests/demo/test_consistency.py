@@ -8,8 +8,8 @@ import pytest
 
 from hwtop.demo.machine import demo_sampler
 from hwtop.demo.profiles import PROFILES
-from hwtop.demo.scenarios import SCENARIOS
 from hwtop.demo.story import NCCL_STUCK_RANK, RANK_PID, STARVED_BEFORE, STORIES
+from hwtop.demo.variants import VARIANTS
 from hwtop.model.frame import Frame
 from hwtop.session.sampler import Sampler
 from hwtop.session.session import Session
@@ -49,9 +49,9 @@ def test_every_profile_in_every_story_agrees_with_itself(profile: str, story: st
     _check(play(profile, story, 4.0 if profile == "dgx-a100" else 9.0))
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_every_driver_and_fleet_scenario_agrees_with_itself(scenario: str) -> None:
-    _check(play(f"h200:{scenario}", None, 7.0))
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_driver_and_fleet_variant_agrees_with_itself(variant: str) -> None:
+    _check(play(f"h200:{variant}", None, 7.0))
 
 
 def test_the_hung_rank_is_alone_on_the_cpu_in_the_table_and_in_the_finding() -> None:

@@ -26,7 +26,9 @@ def test_scenario_folds_into_the_demo_spec() -> None:
 @pytest.mark.parametrize("argv, message", [
     (("--scenario", "starved", "snapshot", "--json"), "--scenario needs --demo"),
     (("--demo", "dgx-a100", "--scenario", "bogus", "snapshot", "--json"), "unknown demo scenario 'bogus'"),
-    (("--demo", "dgx-a100:r470", "--scenario", "oom", "snapshot", "--json"), "driver scenario"),
+    (("--demo", "dgx-a100", "--scenario", "shared", "snapshot", "--json"),
+     "unknown demo scenario 'shared' ('shared' is a driver variant: --demo PROFILE:shared)"),
+    (("--demo", "dgx-a100:r470", "--scenario", "oom", "snapshot", "--json"), "driver variant"),
     (("--demo", "dgx-a100", "--pid", "1", "snapshot", "--json"), "--pid watch this machine"),
     (("--demo", "dgx-a100", "--workload", "balanced"), "--workload watch this machine"),
 ])

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from hwtop.demo.host import SimulatedHost
 from hwtop.demo.machine import demo_sampler, split_story
-from hwtop.demo.scenarios import listing, split
 from hwtop.demo.story import STORIES
+from hwtop.demo.variants import listing, split
 
 
 def test_the_scale_story_is_a_story_of_its_own_not_in_the_matrices() -> None:

@@ -55,6 +55,9 @@ async def test_what_a_finding_cites_reads_the_same_on_screen(story: str, size: t
             assert any(what.split("_range")[0] in kinds for what, _ in said.values), (story, said.values.keys())
             assert any(what in kinds for what, _ in screens.values), ("\n".join(main), screens.values.keys())
             assert verdict.compared, "nothing compared"
+        if app.snapshot.job is not None and len(app.snapshot.job.ranks) > 1:  # the rank table was read, whatever
+            assert any("job view" in where for values in screens.values.values() for _, where in values), \
+                "the job view's rank table was not read"  # its columns (HOST, NCCL, LAG at 80 columns too)
 
 
 def test_a_rank_line_that_says_wait_0_beside_a_finding_about_waiting_is_caught() -> None:

@@ -136,7 +136,7 @@ def test_a_prometheus_restarted_mid_session_is_a_line_then_the_fleet_again() -> 
 
 def test_a_json_answer_cut_short_is_one_line() -> None:
     with stand_in() as server:
-        recorded = _replay_any(server.replay, f"{server.url}/api/v1/query?query=up")
+        recorded = json.dumps(server.replay.recording["answers"]["gpu:DCGM_FI_DEV_GPU_UTIL"]["body"]).encode()
         server.body = recorded[: len(recorded) // 2]  # a whole HTTP answer of half the JSON (a proxy's truncation)
         session = session_of(server, Clock())
         try:

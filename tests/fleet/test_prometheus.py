@@ -91,14 +91,16 @@ def test_recorded_hwtop_fleet_two_hosts_a_dead_target_and_right_totals():
         assert len(dgx.gpus) == 8 and {g.model for g in dgx.gpus} == {"NVIDIA A100-SXM4-80GB"}
         assert len(h200.gpus) == 1 and h200.gpus[0].model == "NVIDIA H200"
         assert dgx.memory is not None and dgx.memory[1] == 8 * 81920  # FB_TOTAL, whole MiB
-        assert h200.memory is not None and h200.memory[1] == 144384  # as recorded (the demo H200 then had 141 GiB)
+        answers = replay.recording["answers"]
+        recorded = {r["metric"].get("Hostname"): float(r["value"][1])
+                    for r in answers["gpu:DCGM_FI_DEV_FB_TOTAL"]["body"]["data"]["result"]}
+        assert h200.memory is not None and h200.memory[1] == recorded["node-h200"] == 143771  # as recorded
         assert dgx.hwtop and h200.hwtop and dgx.cpu_busy is not None
         assert 0 < (h200.gpus[0].tensor_active or 0) < 1
         assert len(dgx.trend) >= 2 and all(0 <= x <= 100 for x in dgx.trend)
         fleet = frame.summary
-        assert (fleet.hosts, fleet.up, fleet.gpus, fleet.total_mib) == (3, 2, 9, 8 * 81920 + 144384)
-        table = replay.recording["answers"]["table"]["body"]["data"]["result"]
-        used = sum(float(r["value"][1]) for r in table if r["metric"]["__name__"] == "DCGM_FI_DEV_FB_USED")
+        assert (fleet.hosts, fleet.up, fleet.gpus, fleet.total_mib) == (3, 2, 9, 8 * 81920 + 143771)
+        used = sum(float(r["value"][1]) for r in answers["gpu:DCGM_FI_DEV_FB_USED"]["body"]["data"]["result"])
         assert fleet.used_mib == used
         assert frame.hosts[0].name == "127.0.0.1"  # worst first
     finally:
@@ -138,7 +140,7 @@ async def test_the_view_from_recorded_answers():
         title = str(screen.title_bar.render())
         assert 'Prometheus http://prometheus:9090 {job="train"}' in title
         summary = str(screen.summary.render())
-        assert "2/3 up · 1 down · 9 GPUs" in summary and "/781 GiB" in summary, summary
+        assert "2/3 up · 1 down · 9 GPUs" in summary and "/780 GiB" in summary, summary
         rows = [[str(getattr(c, "plain", c)) for c in screen.table.get_row_at(i)]
                 for i in range(screen.table.row_count)]
         assert [r[0] for r in rows] == ["127.0.0.1", "node-dgx", "node-h200"]

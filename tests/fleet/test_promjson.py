@@ -49,3 +49,22 @@ def test_anything_else_is_one_line(body: bytes, said: str) -> None:
     with pytest.raises(FetchError) as raised:
         parse_vector(body)
     assert said in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_a_big_answer_read_in_batches_is_the_whole_answer_and_a_bad_series_late_in_it_is_one_line() -> None:
+    """Over BATCH_BYTES the series are decoded a batch at a time: every series once, in order; a series Prometheus
+    would not write, far into the answer, is named by the walk (not a second copy of the series before it)."""
+    from hwtop.fleet import promjson
+
+    many = [{"metric": {"__name__": "up", "instance": f"h{i}:9400", "pad": "x" * 200}, "value": [1.8e9, str(i)]}
+            for i in range(5000)]
+    body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": many}}).encode()
+    assert len(body) > 4 * promjson.BATCH_BYTES
+    assert parse_vector(body) == [(s["metric"], float(s["value"][1])) for s in many]
+    many[4000]["value"] = [1.8e9, "x"]
+    bad = json.dumps({"status": "success", "data": {"resultType": "vector", "result": many}}).encode()
+    seen: list[float] = []
+    with pytest.raises(FetchError, match="a value is not a number"):
+        for _, value in promjson.vector(bad):
+            seen.append(value)
+    assert seen == [float(i) for i in range(4000)]

@@ -1,6 +1,6 @@
 """The README starts in one screen and docs/ is the reference, held to the code's own lists: every rule id, key,
-exporter series, config field and threshold, command and option, demo profile, scenario and story is documented,
-and every link between the pages lands."""
+exporter series, config field and threshold, command and option, demo profile, driver variant, story and workload
+kind is documented, and every link between the pages lands."""
 
 from __future__ import annotations
 
@@ -151,14 +151,14 @@ def test_every_command_and_option_is_documented() -> None:
                 assert any(option == part.split(" ")[0] for part in documented), f"{name} {option}"
 
 
-def test_every_demo_profile_scenario_story_and_workload_scenario_is_documented() -> None:
-    from hwtop.cli.options import SCENARIOS as WORKLOAD_SCENARIOS
+def test_every_demo_profile_variant_story_and_workload_kind_is_documented() -> None:
+    from hwtop.cli.options import WORKLOAD_KINDS
     from hwtop.demo.profiles import PROFILES
-    from hwtop.demo.scenarios import SCENARIOS
-    from hwtop.demo.story import STORIES
+    from hwtop.demo.story import SCALE_STORIES, STORIES
+    from hwtop.demo.variants import VARIANTS
 
     documented = quoted(page("demo.md"))
-    for names in (PROFILES, SCENARIOS, STORIES, WORKLOAD_SCENARIOS):
+    for names in (PROFILES, VARIANTS, STORIES, SCALE_STORIES, WORKLOAD_KINDS):
         missing = [name for name in names if name not in documented]
         assert not missing, f"docs/demo.md does not name {missing}"
 

@@ -73,3 +73,98 @@ def test_a_live_machine_focuses_a_process_and_refuses_a_vanished_one() -> None:
         session.close()
         child.kill()
         child.wait()
+
+
+LAUNCHER = """
+import os, subprocess, sys
+ranks = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                          env={**os.environ, "RANK": str(r), "LOCAL_RANK": str(r), "WORLD_SIZE": "2",
+                               "LOCAL_WORLD_SIZE": "2"}) for r in range(2)]
+print("ready", flush=True)
+for rank in ranks:
+    rank.wait()
+"""
+
+
+class StandInMonitor:
+    """Stands for workload/monitor.py's WorkloadMonitor (torch aside): a launcher that starts two ranks with the
+    environment workload/job.py's spawn_ranks gives them, and telemetry that says it runs (and, once `stepped`,
+    that its ranks took a step)."""
+
+    stepped = False
+
+    def __init__(self, args: list[str]) -> None:
+        import subprocess
+        import sys
+
+        self.process = subprocess.Popen([sys.executable, "-c", LAUNCHER], stdout=subprocess.PIPE, text=True,
+                                        start_new_session=True)
+        assert self.process.stdout is not None and self.process.stdout.readline() == "ready\n"
+
+    @property
+    def root(self) -> int:
+        return self.process.pid
+
+    def state(self):  # noqa: ANN201 - a WorkloadState
+        from hwtop.model.workload import RankState, WorkloadState
+
+        ranks = tuple(RankState(r, None, 1 if self.stepped else 0, None, None, None, None, None, None, None, None)
+                      for r in range(2))
+        return WorkloadState("balanced", "running" if self.process.poll() is None else "stopped", None, ranks, None)
+
+    def stop(self) -> None:
+        import os
+        import signal
+
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+
+def test_the_embedded_workload_is_focused_as_a_job_from_its_pid_unless_the_user_focused_another(monkeypatch) -> None:
+    """From its first step, the workload is the focused job (its ranks found from their environment, as --pid
+    finds a torchrun job's); a job the user focuses replaces it, and the next workload leaves the user's job."""
+    import subprocess
+    import sys
+
+    import hwtop.workload.launcher
+    import hwtop.workload.monitor
+
+    monkeypatch.setattr(hwtop.workload.launcher, "torch_missing", lambda: None)
+    monkeypatch.setattr(hwtop.workload.monitor, "WorkloadMonitor", StandInMonitor)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    sampler = Sampler(gpu=None)
+    session = Session(sampler)
+    try:
+        workload, focus = session.workload, session.job
+        assert workload is not None and focus is not None
+        workload.start(["--scenario", "balanced"])
+        assert isinstance(sampler.workload, StandInMonitor)
+        assert session.tick().snapshot.job is None and not focus.focused  # starting up: not yet its steady state
+        sampler.workload.stepped = True
+        job = session.tick().snapshot.job
+        assert job is not None and job.roots == (sampler.workload.root,) and job.status == "running"
+        assert [(p.role, p.rank) for p in job.processes if p.rank is not None] == [("rank 0", 0), ("rank 1", 1)]
+        assert workload.stop()
+        focus.focus(other.pid)  # the user's own choice
+        workload.start(["--scenario", "balanced"])
+        assert isinstance(sampler.workload, StandInMonitor)
+        sampler.workload.stepped = True
+        mine = session.tick().snapshot.job
+        assert mine is not None and mine.roots == (other.pid,)
+        assert workload.stop()
+        fresh = Session(Sampler(gpu=None))  # the user focuses another job while the workload starts up
+        try:
+            assert fresh.workload is not None and fresh.job is not None
+            fresh.workload.start(["--scenario", "balanced"])
+            fresh.job.focus(other.pid)
+            started = fresh.source.workload  # type: ignore[attr-defined]
+            assert isinstance(started, StandInMonitor)
+            started.stepped = True
+            mine = fresh.tick().snapshot.job
+            assert mine is not None and mine.roots == (other.pid,)
+        finally:
+            fresh.close()
+    finally:
+        session.close()
+        other.kill()
+        other.wait()

@@ -18,14 +18,16 @@ from tests.small_screen import screen_lines
 async def test_a_keypress_redraws_while_the_rounds_parse_is_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
     replay = Replay("hwtop-two-hosts")
     real_assemble = sources.assemble
-    entered, release = threading.Event(), threading.Event()
+    entered, stuck, release = threading.Event(), threading.Event(), threading.Event()
     rounds = []
 
     def slow_assemble(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - assemble's own arguments
         rounds.append(1)
-        if len(rounds) > 1:  # the first round draws the table; the second is stuck in its parse
+        if len(rounds) > 1 and not release.is_set():  # the first round draws the table; the second is stuck
             entered.set()
-            release.wait(30)
+            stuck.set()  # cleared when the parse goes on: a key answered after that was held by it
+            release.wait(10)
+            stuck.clear()
         return real_assemble(*args, **kwargs)
 
     monkeypatch.setattr(sources, "assemble", slow_assemble)
@@ -45,7 +47,7 @@ async def test_a_keypress_redraws_while_the_rounds_parse_is_blocked(monkeypatch:
             await pilot.pause()
             header = next(line for line in screen_lines(app) if "HOST" in line)
             assert "HOST ▼" in header, header
-            assert not release.is_set() and len(rounds) == 2  # drawn while the parse was still stuck
+            assert stuck.is_set() and len(rounds) == 2  # drawn while the parse was still stuck
             release.set()
             await pilot.press("q")
     finally:

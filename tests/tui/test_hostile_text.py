@@ -374,8 +374,11 @@ async def test_signal_dialog_and_notifications_show_text_as_text():
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await first_frame(app, pilot)
         app.notify("cannot focus [b]\x1b]0;pwn\x07[@click=app.quit]x[/]")
-        await pilot.pause()
-        screen, segments = rendered(app)
+        for _ in range(100):  # the toast is mounted over a few message rounds (more on a loaded box)
+            await pilot.pause()
+            screen, segments = rendered(app)
+            if "cannot focus" in screen:
+                break
         assert "cannot focus [b]␛]0;pwn␇[@click=app.quit]x[/]" in screen
         assert_clean(segments)
         await app.push_screen(SignalDialog(Target(4242, 1, "[@click=app.quit]\x1b[2J", 1000, "[/x] " + HOSTILE[3])))

@@ -24,17 +24,17 @@ def job(ranks: tuple[RankFigures, ...] = RANKS, **fields) -> JobSnapshot:
 
 
 def test_at_80_cells_four_phases_the_site_and_the_straggler_marked_before_its_rank():
-    lines = [line.plain for line in rank_table(job(), 76, straggler=511)]
+    lines = [line.plain for line in rank_table(job(), 76, {1: "straggler"})]
     assert lines == [
         "Ranks · WAIT: in collectives, waiting for the others · ◀ straggler",
         " RANK HOST           PID  WAIT  COMP  DATA    PY BUSY AT                    ",
         "    0 node-a         510   91%    8%     ·    1% ddp_straggler.py:57 main",
-        "◀   1 node-a         511    2%   28%     ·   70% ddp_straggler.py:25 python…",
+        "◀   1 node-a         511    2%   28%     ·   70% ddp_straggler.py:25 …",
         "    2 node-b␛[2J             -     -     -     - "]
 
 
 def test_at_200_cells_every_phase_and_the_straggler_named():
-    table = rank_table(job(), 196, straggler=511)
+    table = rank_table(job(), 196, {1: "straggler"})
     header, slow = table[1].plain, table[3].plain
     assert header.split()[:12] == ["RANK", "HOST", "PID", "WAIT", "COMP", "DATA", "PY", "H2D", "CKPT", "GPU", "BUSY",
                                    "AT"]
@@ -62,7 +62,7 @@ def test_a_single_process_gets_no_table_but_its_stack_line():
 def test_the_job_panel_shows_the_table_in_place_of_the_per_rank_lines():
     panel = JobPanel()
     stacks = (RankStacks(510, 0, 130, 13.0, (("collective", 0.91),)), RankStacks(511, 1, 140, 14.0, (("other", 0.7),)))
-    panel.show(job(stacks=stacks), {}, {}, {}, straggler=511)
+    panel.show(job(stacks=stacks), {}, {}, {}, {1: "straggler"})
     text = [line.plain for line in panel.lines(76)]
     assert any(line.startswith("◀   1 node-a") for line in text)
     assert not any(line.startswith("  rank 0 (pid 510):") for line in text)
@@ -72,7 +72,7 @@ def test_the_job_panel_shows_the_table_in_place_of_the_per_rank_lines():
 def test_any_host_label_keeps_every_row_within_the_width(host, width):
     ranks = (RankFigures(0, host, pid=1, shares=(("collective", 0.5),), samples=30, site=host),
              RankFigures(1, host, pid=2, samples=0))
-    for line in rank_table(job(ranks), width, straggler=1):
+    for line in rank_table(job(ranks), width, {0: "straggler"}):
         assert line.cell_len <= width and "\x1b" not in line.plain
 
 

@@ -30,7 +30,7 @@ def test_a_changed_share_or_mark_builds_that_row_alone_and_draws_it():
     before = rank_table(job(RANKS), 120)
     moved = list(RANKS)
     moved[3] = replace(RANKS[3], shares=(("collective", 0.7), ("compute", 0.3)))
-    after = rank_table(job(tuple(moved)), 120, straggler=605)
+    after = rank_table(job(tuple(moved)), 120, {5: "straggler"})
     rows = list(zip(before[2:], after[2:], strict=True))
     assert [i for i, (a, b) in enumerate(rows) if a is not b] == [3, 5]
     assert "70%" in after[5].plain and after[7].plain.startswith("◀")

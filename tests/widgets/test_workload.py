@@ -33,7 +33,7 @@ def expected(rank: RankState) -> dict[str, str]:
     stepped = bool(rank.step)
     figures = {"step": NA if rank.step is None else str(rank.step),
                "data": NA if rank.data_wait_fraction is None else f"{100 * rank.data_wait_fraction:.0f}%",
-               "coll": NA if rank.collective_fraction is None else f"{100 * rank.collective_fraction:.0f}%",
+               "coll": NA,  # the job model's figure, none given here
                "loss": NA if rank.loss is None else f"{rank.loss:.3f}",
                "mem": human_bytes(next((m for m in (rank.cuda_reserved_bytes, rank.cuda_allocated_bytes,
                                                     rank.rss_bytes) if m is not None), None))}
@@ -127,3 +127,19 @@ def test_at_the_least_the_status_line_counts_the_ranks_beside_the_one_shown() ->
     panel.show(WorkloadState("balanced", "running", None, ranks, "x" * 200), room=2)
     status = panel.lines(WIDTH)[0].plain
     assert len(status) == WIDTH and status.endswith("…  +1 more rank(s)")
+
+
+def test_the_wait_in_collectives_is_the_job_models_matched_by_pid() -> None:
+    """The telemetry has no collective figure: the job's rank figures (stack samples) give it, by pid; a rank the
+    job has no samples of reads N/A, and a wait over half of each step is drawn in the warning colour."""
+    from hwtop.widgets import palette
+
+    ranks = (rank(0), rank(1), rank(2))
+    state = WorkloadState("balanced", "running", None, ranks, "training")
+    assert all(" coll" not in line.plain for line in workload_lines(state, 160).lines)  # no samples: no column
+    drawn = workload_lines(state, 160, collective={41000: 0.12, 41001: 0.62})
+    lines = drawn.lines[drawn.ranks_at:drawn.ranks_end]
+    assert [re.search(r"coll wait +(\S+)", line.plain).group(1) for line in lines] == ["12%", "62%", NA]  # type: ignore[union-attr]
+    hot = lines[1]
+    at = hot.plain.index("coll wait")
+    assert any(span.start <= at < span.end and str(span.style) == palette.CRIT_STRONG for span in hot.spans)

@@ -50,7 +50,8 @@ class FleetHostScreen(Screen[None]):
         self.title_bar.update(Text.assemble(plain(f" {view.name} ", "bold reverse", LABEL_WIDTH),
                                             plain(f"  {view.address}", "", 2 * LABEL_WIDTH),
                                             plain(f"  {view.error}" if view.error else "", palette.CRIT_STRONG),
-                                            plain("".join(f"  · {note}" for note in view.notes), palette.WARN)))
+                                            plain("".join(f"  · {note}" for note in view.notes), palette.WARN)),
+                              layout=False)  # one line (CSS): no layout pass for a new title
         self.table.clear()
         for row in view.gpus:
             total = row.memory_total_mib

@@ -107,14 +107,22 @@ class HostTable(LineTable):
     def __init__(self, **kwargs: object) -> None:
         super().__init__(COLUMNS, **kwargs)
         self.hosts: list[HostView] = []
+        self._sized: Sequence[HostView] | None = None  # the rows the column widths were measured on
+        self._sized_narrow = False
+        self._sized_widths: tuple[int, ...] = ()
 
     def selected(self) -> HostView | None:
         return self.hosts[self.cursor_row] if 0 <= self.cursor_row < len(self.hosts) else None
 
-    def show(self, hosts: list[HostView], width: int, sorted_by: str) -> None:
+    def show(self, hosts: list[HostView], width: int, sorted_by: str, every: Sequence[HostView] | None = None) -> None:
+        """`every`: the frame's rows, whose longest values size the columns (kept while it is the same object: the
+        rows of one frame, however they are sorted or filtered); else `hosts`' own."""
         selected = self.selected()
         narrow = width < NARROW
-        widths = self._widths_for(hosts, narrow)
+        every = hosts if every is None else every
+        if self._sized is not every or self._sized_narrow != narrow:
+            self._sized, self._sized_narrow, self._sized_widths = every, narrow, self._widths_for(every, narrow)
+        widths = self._sized_widths
         labels = NARROW_COLUMNS if narrow else COLUMNS
         column = dict(SORTS).get(sorted_by)
         self._labels = tuple(Text(f"{label} ▼" if label and (label == column or (narrow and column == "GPU MEMORY"
@@ -147,7 +155,7 @@ class HostTable(LineTable):
         self.scroll_to(x=target, animate=False)
 
     @staticmethod
-    def _widths_for(hosts: list[HostView], narrow: bool) -> tuple[int, ...]:
+    def _widths_for(hosts: Sequence[HostView], narrow: bool) -> tuple[int, ...]:
         """Declared widths; HOST, ADDRESS and GPU MODELS no wider than their longest value."""
         widths: list[int] = list(NARROW_WIDTHS if narrow else WIDTHS)
         if hosts:

@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from hwtop.fleet.frame import FleetFrame, Summary
+from hwtop.fleet.model import HostView
 from hwtop.tui.fleet.cells import LABEL_WIDTH, plain
 from hwtop.tui.fleet.host_screen import FleetHostScreen
 from hwtop.tui.fleet.host_table import SORTS, HostTable, filter_hosts, key_of, sort_hosts
@@ -64,6 +65,10 @@ class FleetHostsScreen(Screen[None]):
         self.sort_key = "worst"
         self.filter_text = ""
         self.frame: FleetFrame | None = None
+        self._shown: dict[Static, Text] = {}
+        self._orders_of: FleetFrame | None = None  # the frame whose orders are kept
+        self._orders: dict[tuple[str, str], list[HostView]] = {}  # (sort, filter) → rows
+        self._jobs: dict[str, tuple[str, ...]] | None = None
 
     def compose(self) -> ComposeResult:
         yield self.title_bar
@@ -80,23 +85,45 @@ class FleetHostsScreen(Screen[None]):
                               plain(frame.description, "", 2 * LABEL_WIDTH), f" · every {frame.interval:g}s")
         if frame.problem:
             title.append_text(plain(f"  ⚠ {frame.problem}", palette.CRIT_STRONG))
-        self.title_bar.update(title)
-        self.summary.update(summary_line(frame.summary, width))
-        self.warning_bar.update(Text("\n").join(plain(f"⚠ {w}", "", 4 * LABEL_WIDTH) for w in frame.warnings[-3:]))
-        self.warning_bar.display = bool(frame.warnings)
+        self._update(self.title_bar, title, layout=False)  # one line each (CSS): a new text needs no layout pass
+        self._update(self.summary, summary_line(frame.summary, width), layout=False)
+        self._update(self.warning_bar, Text("\n").join(plain(f"⚠ {w}", "", 4 * LABEL_WIDTH)
+                                                        for w in frame.warnings[-3:]), layout=True)
+        if self.warning_bar.display != bool(frame.warnings):
+            self.warning_bar.display = bool(frame.warnings)
         self.redraw()
 
+    def _update(self, bar: Static, text: Text, layout: bool) -> None:
+        """A bar's new text, only where it changed: Static.update lays the whole screen out again by default, a
+        pass over every widget, on each frame, for a line whose size is fixed."""
+        if self._shown.get(bar) != text:
+            self._shown[bar] = text
+            bar.update(text, layout=layout)
+
     def redraw(self) -> None:
-        """The table again from the frame at hand: after a new frame, a sort, a filter or a resize."""
+        """The table again from the frame at hand: after a new frame, a sort, a filter or a resize. A frame's rows
+        sorted and filtered are kept until the next frame, so a key that comes back to an order costs no sort."""
         frame = self.frame
         if frame is None:
             return
-        jobs: dict[str, tuple[str, ...]] = {}
-        for row in frame.jobs.jobs if frame.jobs is not None else ():
-            for host in row.hosts:
-                jobs[host] = (*jobs.get(host, ()), row.name)
-        hosts = sort_hosts(filter_hosts(frame.hosts, self.filter_text, jobs), self.sort_key)
-        self.table.show(hosts, self.size.width or self.app.size.width, self.sort_key)
+        if self._orders_of is not frame:
+            self._orders_of, self._orders, self._jobs = frame, {}, None
+        wanted = (self.sort_key, self.filter_text.strip().lower())
+        hosts = self._orders.get(wanted)
+        if hosts is None:
+            hosts = self._orders[wanted] = sort_hosts(filter_hosts(frame.hosts, self.filter_text, self._jobs_of(frame)),
+                                                      self.sort_key)
+        self.table.show(hosts, self.size.width or self.app.size.width, self.sort_key, frame.hosts)
+
+    def _jobs_of(self, frame: FleetFrame) -> dict[str, tuple[str, ...]]:
+        """Each host's jobs from the frame's job list (what `/` finds a job by), made once a frame."""
+        if self._jobs is None:
+            jobs: dict[str, tuple[str, ...]] = {}
+            for row in frame.jobs.jobs if frame.jobs is not None else ():
+                for host in row.hosts:
+                    jobs[host] = (*jobs.get(host, ()), row.name)
+            self._jobs = jobs
+        return self._jobs
 
     def on_screen_resume(self) -> None:
         frame = self.latest()

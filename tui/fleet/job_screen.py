@@ -54,7 +54,8 @@ class FleetJobScreen(Screen[None]):
         if not self.ready:
             return
         self.title_bar.update(Text.assemble((" job ", "bold reverse"),
-                                            plain(f" {view.job} ", "bold reverse", LABEL_WIDTH), _ranks_on_hosts(view)))
+                                            plain(f" {view.job} ", "bold reverse", LABEL_WIDTH), _ranks_on_hosts(view)),
+                              layout=False)  # one line (CSS): no layout pass for a new title
         verdict = view.verdict
         if verdict is None:
             self.verdict.update(plain(view.message or "no straggler: the ranks wait in collectives alike",

@@ -61,7 +61,7 @@ class FleetJobsScreen(Screen[None]):
         self.title_bar.update(Text.assemble((" jobs ", "bold reverse"),
                                             f"  {count} job{'s' if count != 1 else ''} with hwtop rank series"
                                             + (f" ({jobs.left_out} not listed)" if jobs.left_out else "")
-                                            + ", hangs and stragglers first"))
+                                            + ", hangs and stragglers first"), layout=False)  # one line (CSS)
         self.message.update(plain(jobs.message or "", palette.DIM, 4 * LABEL_WIDTH))
         self.message.display = bool(jobs.message)
         self.table.clear()

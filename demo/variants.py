@@ -1,8 +1,8 @@
-"""Named situations a demo machine can be put in: `--demo dgx-a100:r470` is the DGX A100 profile on an R470
-driver. Each is what real fleets meet (an old driver, a flaky sensor, MIG toggled, ...) and a test drives the
-probe through it; the same names work for `hwtop`, `hwtop snapshot --json` and `hwtop record`.
+"""Driver variants: named situations a demo machine's GPUs can be put in (`--demo dgx-a100:r470` is the DGX A100
+profile on an R470 driver), apart from the stories of demo/story.py (what its training job does over time). Each
+is what real fleets meet (an old driver, a flaky sensor, MIG toggled, ...) and a test drives the probe through
+it; the same names work for `hwtop`, `hwtop snapshot --json` and `hwtop record`.
 """
-
 from __future__ import annotations
 
 import dataclasses
@@ -22,7 +22,7 @@ MIG_PHASE_S = 1.0  # mig-toggle: off for a second, on for a second, off again, .
 
 
 @dataclass(frozen=True, slots=True)
-class Scenario:
+class Variant:
     name: str
     description: str
     driver_version: str | None = None  # None: the profile's
@@ -64,44 +64,44 @@ def _one_pod(profile: DemoProfile) -> tuple[DemoOwner, ...]:
     return (DemoOwner(tuple(profile.busy_gpus), pod, "1000"),)  # a pod's user has no name on the node
 
 
-SCENARIOS: dict[str, Scenario] = {
+VARIANTS: dict[str, Variant] = {
     s.name: s
     for s in (
-        Scenario("r470", "an R470 driver (470.256.02, CUDA 11.4): no _v3 process queries, no memory v2, no GPM",
+        Variant("r470", "an R470 driver (470.256.02, CUDA 11.4): no _v3 process queries, no memory v2, no GPM",
                  "470.256.02", 11040),
-        Scenario("r535", "an R535 driver (535.183.01, CUDA 12.2)", "535.183.01", 12020),
-        Scenario("r550", "an R550 driver (550.90.07, CUDA 12.4): no PCIe byte-counter fields", "550.90.07", 12040),
-        Scenario("r555", "an R555+ driver (560.35.03, CUDA 12.6): PCIe byte counters as field values",
+        Variant("r535", "an R535 driver (535.183.01, CUDA 12.2)", "535.183.01", 12020),
+        Variant("r550", "an R550 driver (550.90.07, CUDA 12.4): no PCIe byte-counter fields", "550.90.07", 12040),
+        Variant("r555", "an R555+ driver (560.35.03, CUDA 12.6): PCIe byte counters as field values",
                  "560.35.03", 12060),
-        Scenario("fan-unknown", "GPU 3 (or the last) answers UNKNOWN for its fan, as passively cooled cards do",
+        Variant("fan-unknown", "GPU 3 (or the last) answers UNKNOWN for its fan, as passively cooled cards do",
                  setup=_fan_unknown),
-        Scenario("nvlink-busy", "every GPU at full load, its NVLink traffic spread over all its links",
+        Variant("nvlink-busy", "every GPU at full load, its NVLink traffic spread over all its links",
                  setup=_every_link_busy),
-        Scenario("mig-toggle", f"GPU 0 switches MIG mode on and off every {MIG_PHASE_S:g} s",
+        Variant("mig-toggle", f"GPU 0 switches MIG mode on and off every {MIG_PHASE_S:g} s",
                  setup=_mig_toggle),
-        Scenario("shared", "two Slurm jobs of two users share the box, half the GPUs each (alice's job 4242, bob's "
+        Variant("shared", "two Slurm jobs of two users share the box, half the GPUs each (alice's job 4242, bob's "
                  "5151)", owners=_two_slurm_jobs),
-        Scenario("pod", "the job runs in a Kubernetes pod (ml-research/llama-ft-0)", owners=_one_pod),
+        Variant("pod", "the job runs in a Kubernetes pod (ml-research/llama-ft-0)", owners=_one_pod),
     )
 }
 
 
-def split(spec: str) -> tuple[DemoProfile, Scenario | None]:
-    """`profile` or `profile:scenario`, resolved; KeyError naming the valid choices otherwise. A story of
+def split(spec: str) -> tuple[DemoProfile, Variant | None]:
+    """`profile` or `profile:variant`, resolved; KeyError naming the valid choices otherwise. A story of
     demo/story.py (`dgx-a100:starved`) is the whole machine's business (demo/machine.py): here, the plain profile."""
-    name, _, scenario_name = spec.partition(":")
+    name, _, variant_name = spec.partition(":")
     profile = get_profile(name)
-    if not scenario_name or is_story(scenario_name):
+    if not variant_name or is_story(variant_name):
         return profile, None
-    scenario = SCENARIOS.get(scenario_name)
-    if scenario is None:
-        raise KeyError(f"unknown demo scenario {scenario_name!r}; valid: {', '.join([*SCENARIOS, *STORIES])}")
-    if scenario.driver_version is not None:
-        profile = dataclasses.replace(profile, driver_version=scenario.driver_version,
-                                      cuda_driver_version=scenario.cuda_driver_version or profile.cuda_driver_version)
-    if scenario.owners is not None:
-        profile = dataclasses.replace(profile, owners=scenario.owners(profile))
-    return profile, scenario
+    variant = VARIANTS.get(variant_name)
+    if variant is None:
+        raise KeyError(f"unknown demo variant or story {variant_name!r}; valid: {', '.join([*VARIANTS, *STORIES])}")
+    if variant.driver_version is not None:
+        profile = dataclasses.replace(profile, driver_version=variant.driver_version,
+                                      cuda_driver_version=variant.cuda_driver_version or profile.cuda_driver_version)
+    if variant.owners is not None:
+        profile = dataclasses.replace(profile, owners=variant.owners(profile))
+    return profile, variant
 
 
 def profile_of(spec: str) -> DemoProfile:
@@ -113,14 +113,14 @@ def base_name(spec: str) -> str:
 
 
 def listing() -> list[str]:
-    """`--demo list`: the profiles, then the scenarios any of them can run; each name in a column as wide as the
-    longest name of its list and a space, so no name runs into its description."""
+    """`--demo list`: the profiles, then the driver variants and the stories any of them can run; each name in a
+    column as wide as the longest name of its list and a space, so no name runs into its description."""
     width = max(map(len, PROFILES))
     lines = [f"{name:<{width}} {profile.description}" for name, profile in PROFILES.items()]
     lines.append("")
-    lines.append("scenarios (PROFILE:SCENARIO, e.g. dgx-a100:r470):")
-    width = max(map(len, [*SCENARIOS, *STORIES, *SCALE_STORIES]))
-    lines += [f"  {name:<{width}} {scenario.description}" for name, scenario in SCENARIOS.items()]
+    lines.append("driver variants (PROFILE:VARIANT, e.g. dgx-a100:r470):")
+    width = max(map(len, [*VARIANTS, *STORIES, *SCALE_STORIES]))
+    lines += [f"  {name:<{width}} {variant.description}" for name, variant in VARIANTS.items()]
     lines.append("")
     lines.append("stories (--scenario NAME or PROFILE:NAME): a few minutes of a training job, the advice reacting")
     lines += [f"  {name:<{width}} {story.description}" for name, story in (STORIES | SCALE_STORIES).items()]
