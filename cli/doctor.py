@@ -22,7 +22,7 @@ from hwtop.advice.timeline import clock
 from hwtop.cli.machine import make_sampler
 from hwtop.cli.options import WORKLOAD_KINDS, Invocation, add_job_options, add_source_options, interval_seconds
 from hwtop.model.finding import Finding
-from hwtop.model.job import JobSnapshot, RankFigures
+from hwtop.model.job import JobSnapshot, RankFigures, RankStacks
 from hwtop.model.ras import NcclView
 from hwtop.model.safe_text import printable, printable_lines
 from hwtop.model.snapshot import Snapshot
@@ -40,6 +40,7 @@ class Seen:
     first: float
     last: float
     active: bool = True
+    samples: tuple[RankStacks, ...] = ()  # the job's stack samples the last time its condition held
 
 
 def add_options(doctor: argparse.ArgumentParser) -> None:
@@ -145,9 +146,11 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             for finding in findings:
                 entry = seen.get(finding.key)
                 if entry is None:
-                    seen[finding.key] = Seen(finding, snapshot.time, snapshot.time)
+                    entry = seen[finding.key] = Seen(finding, snapshot.time, snapshot.time)
                 else:
                     entry.finding, entry.last, entry.active = finding, snapshot.time, True
+                if snapshot.job is not None and finding.held_at in (None, snapshot.time):
+                    entry.samples = snapshot.job.stacks
             for key, entry in seen.items():
                 if key not in keys:
                     entry.active = False
@@ -173,8 +176,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
                     from hwtop.probes.stack_sampler import WINDOW_S as STACK_WINDOW_S
 
                     shown = msgspec.structs.replace(shown, stacks=final, ranks=with_stacks(shown.ranks, final))
-                    whole = msgspec.structs.replace(snapshot, job=msgspec.structs.replace(
-                        snapshot.job, stacks=final, ranks=with_stacks(snapshot.job.ranks, final)))
+                    whole = with_samples(snapshot, final)
                     settle(seen, session, snapshot, whole, covers_the_watch=watched_s <= STACK_WINDOW_S)
             facts["job"] = {**job_facts(shown, watched_s), "nccl_watch_s": facts.pop("nccl_watch_s", None),
                             "status": snapshot.job.status, "message": snapshot.job.message,
@@ -199,9 +201,12 @@ def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, 
     """The report ends on what the stack samples of the watch say. While doctor watches, the rules read the
     chunks of samples that have ended: in a 15 s watch, often only the first 3 s after attaching (a job's warm-up
     among them). With the chunks still running read at the end (`whole`), the rules are asked once more. A finding
-    they support carries their figures. One they contradict is dropped when they cover the whole watch (the
-    samples it was shown from are among them: it never held over the watch) and cleared otherwise (a long watch:
-    it held earlier). Findings whose answer the samples do not change keep what the watch showed."""
+    they support carries their figures. One they contradict (found with the last chunks, or with the samples it
+    last held with, not with the whole watch's) is dropped when they cover the whole watch (the samples it was
+    shown from are among them: it never held over the watch) and cleared otherwise (a long watch: it held
+    earlier). Findings whose answer the samples do not change keep what the watch showed. A finding only
+    they show, from a rule that speaks on one look (no hold time: a hang), is added: on a loaded box the chunk
+    that completes a stuck thread's 10 s of stillness may be the one still running when the watch ends."""
     found_before, _ = session.engine.holding(last)
     found_after, failed = session.engine.holding(whole)
     before, after = {f.key for f in found_before}, {f.key: f for f in found_after}
@@ -210,11 +215,38 @@ def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, 
             continue  # cleared while watched: that stands
         if key in after:
             entry.finding = msgspec.structs.replace(after[key], since=entry.finding.since)
-        elif key in before and key[0] not in failed:  # a rule that raised contradicts nothing
+        elif key[0] in failed:
+            continue  # a rule that raised contradicts nothing
+        elif key in before or shown_by(session, last, entry):
             if covers_the_watch:
                 del seen[key]
             else:
                 entry.active = False
+    engine = session.engine
+    at_once = {r.id for r in engine.rules if engine.thresholds.hold_s.get(r.id, r.hold_s) <= 0}
+    for key, finding in after.items():
+        if key not in seen and key not in before and key[0] in at_once:
+            seen[key] = Seen(msgspec.structs.replace(finding, since=whole.time), whole.time, whole.time)
+
+
+def with_samples(snapshot: Snapshot, stacks: tuple[RankStacks, ...]) -> Snapshot:
+    """`snapshot` with other stack samples in its job (and the ranks' figures read from them)."""
+    from hwtop.probes.job import with_stacks
+
+    job = snapshot.job
+    if job is None:
+        return snapshot
+    return msgspec.structs.replace(snapshot, job=msgspec.structs.replace(
+        job, stacks=stacks, ranks=with_stacks(job.ranks, stacks)))
+
+
+def shown_by(session: Session, last: Snapshot, entry: Seen) -> bool:
+    """Whether the rules find `entry` at the end given the samples it last held with: then those samples made it,
+    and the whole watch's (which include them) unmake it. Without, it is the other figures that moved."""
+    if not entry.samples or last.job is None or entry.samples == last.job.stacks:
+        return False
+    found, _ = session.engine.holding(with_samples(last, entry.samples))
+    return any(f.key == entry.finding.key for f in found)
 
 
 def _full_stderr(monitor: Any, workload: dict[str, Any] | None, wait_s: float = 2.0) -> None:

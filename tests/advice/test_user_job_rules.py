@@ -68,17 +68,33 @@ def test_workers_that_keep_up_get_no_number_but_the_hand_over_and_a_gpu_job_pin_
     assert any(fix.startswith("pin_memory=True") for fix in finding.fix)
 
 
-def test_the_demo_and_an_attached_job_reach_their_fix_through_the_same_arithmetic():
+def test_the_demo_and_an_attached_job_reach_their_fix_through_the_same_arithmetic(monkeypatch):
     """The starved story's telemetry (1 worker, 256 x 6 ms a batch, a 0.29 s step) through gpu-starved, and an
-    attached job whose samples say the same (wait 81%, its worker always busy) through data-starved."""
+    attached job whose samples say the same (wait 81%, its worker always busy) through data-starved: one function
+    (supply.supply_lines) writes both fixes, each from the Supply its rule measured."""
+    from hwtop.advice.rules import loader, pipeline, supply
     from tests.advice_timeline import play_story
 
+    assert pipeline.supply_lines is supply.supply_lines and loader.supply_lines is supply.supply_lines
+    calls: list[tuple[str, supply.Supply, list[str]]] = []
+
+    def spy(measured: supply.Supply, t):
+        evidence, fixes = supply.supply_lines(measured, t)
+        calls.append((measured.arithmetic, measured, fixes))
+        return evidence, fixes
+
+    monkeypatch.setattr(pipeline, "supply_lines", spy)
+    monkeypatch.setattr(loader, "supply_lines", spy)
     story = next(f for frame in play_story("starved", 30.0) for f in frame.findings if f.id == "gpu-starved")
     assert story.fix[0].startswith("DataLoader(num_workers=7) (now 1): a batch takes one worker 5.3x")
     t = Timeline(cores=256)
     attached = waiting(0.81, worker(WORKER_PID, cpu=100.0), worker_stacks=(worker_stacks(),), usable=32)
     finding = find(run(ticks(t, 8, attached))[-1], "data-starved")
     assert finding.fix[0].startswith("DataLoader(num_workers=7) (now 1): a batch takes one worker 5.3x")
+    telemetry = [fixes for text, _, fixes in calls if text.startswith("a batch takes one worker 256 samples")]
+    samples = [fixes for text, _, fixes in calls if text.startswith("the main thread waits for data 81%")]
+    assert telemetry and story.fix[0] == telemetry[-1][0]  # the story's fix: what the function wrote
+    assert samples and finding.fix[0] == samples[-1][0]  # the attached job's: the same function's
 
 
 # ----- worker-stuck -----

@@ -53,16 +53,20 @@ class Job:
             self.lines.put(line)
 
     def wait_for_training(self, timeout: float = 180.0) -> None:
+        self.wait_for(re.compile("epoch "), "the job did not start training", timeout)
+
+    def wait_for(self, line: re.Pattern[str], what: str, timeout: float = 180.0) -> str:
+        """The next line of the job's output that starts with `line` (the job's own word that it got there)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                line = self.lines.get(timeout=1.0)
+                text = self.lines.get(timeout=1.0)
             except queue.Empty:
                 assert self.process.poll() is None, "".join(self.output[-20:])
                 continue
-            if line.startswith("epoch "):
-                return
-        raise AssertionError("the job did not start training: " + "".join(self.output[-20:]))
+            if line.match(text):
+                return text
+        raise AssertionError(f"{what}: " + "".join(self.output[-20:]))
 
     def stop(self) -> None:
         kill_tree(self.process.pid)

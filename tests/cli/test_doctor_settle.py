@@ -14,7 +14,7 @@ from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
 from hwtop.cli.doctor import run_doctor
 from hwtop.model.history import History
-from hwtop.model.job import RankStacks
+from hwtop.model.job import JobSnapshot, RankStacks, Stillness
 from hwtop.model.snapshot import Snapshot
 from tests.advice.test_job_rules import BALANCED, stacks
 from tests.advice_timeline import Timeline
@@ -26,15 +26,22 @@ class FirstChunkStarved:
 
     workload = None
 
-    def __init__(self, whole_watch: float | None, step_s: float) -> None:
+    def __init__(self, whole_watch: float | None, step_s: float, first: RankStacks | None = None,
+                 final: RankStacks | None = None) -> None:
         self.timeline, self.step_s = Timeline(cores=2), step_s
         self.history = History()  # a snapshot source's (session.SnapshotSource): the Frame carries it
-        self.first_chunk = replace(BALANCED, stacks=(stacks(data=0.72, samples=29),))
-        final = () if whole_watch is None else (stacks(data=whole_watch, samples=150),)
-        self.job = _Job(final)
+        self.first_chunk = replace(BALANCED, stacks=(first or stacks(data=0.72, samples=29),))
+        if final is None and whole_watch is not None:
+            final = stacks(data=whole_watch, samples=150)
+        self.job = _Job(() if final is None else (final,))
+        self.later: JobSnapshot | None = None  # the job once its second chunk of samples has ended
+        self.ticks = 0
 
     def sample(self) -> Snapshot:
-        return self.timeline.tick(self.step_s, job=self.first_chunk)
+        self.ticks += 1
+        if self.later is None or self.ticks <= LATER_FROM:
+            return self.timeline.tick(self.step_s, job=self.first_chunk)
+        return self.timeline.tick(0.01, job=self.later)  # the rest of the watch, well within the clear time
 
     def close(self) -> None:
         pass
@@ -48,6 +55,7 @@ class _Job:
         return self.final or None
 
 
+LATER_FROM = 8  # ticks
 SHORT_S, LONG_S = 0.4, 3.0  # snapshot time per tick: 40 ticks span 16 s, or 120 s
 
 
@@ -65,12 +73,18 @@ class WatchClock:
         self.now += seconds
 
 
-def watch(whole_watch: float | None, step_s: float = SHORT_S):
-    """doctor's watch; the data-starved entry it reports (None when there is none) and its facts."""
+def watched(source: FirstChunkStarved):
+    """doctor's watch of `source` on WatchClock: (seen, facts)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(doctor_module, "time", WatchClock())
-        seen, facts = run_doctor(FirstChunkStarved(whole_watch, step_s), Thresholds(), 0.2, 0.005, None)
+        seen, facts = run_doctor(source, Thresholds(), 0.2, 0.005, None)
     assert facts["ticks"] == 41, facts["ticks"]
+    return seen, facts
+
+
+def watch(whole_watch: float | None, step_s: float = SHORT_S, first: RankStacks | None = None):
+    """doctor's watch; the data-starved entry it reports (None when there is none) and its facts."""
+    seen, facts = watched(FirstChunkStarved(whole_watch, step_s, first))
     starved = [entry for key, entry in seen.items() if key[0] == "data-starved"]
     assert len(starved) <= 1, seen
     return (starved[0] if starved else None), facts
@@ -127,3 +141,33 @@ def test_a_rule_that_raises_on_the_last_samples_clears_nothing(monkeypatch) -> N
     monkeypatch.setattr(engine_module.AdviceEngine, "holding", breaking)
     entry, _ = watch(whole_watch=0.05)
     assert entry is not None and entry.active and "72% of 29 stack samples" in entry.finding.evidence[0]
+
+
+def still_main(seconds: float, samples: int) -> RankStacks:
+    """A main thread blocked in a queue's join (no CPU) whose every sample so far showed that one stack."""
+    return replace(stacks(data=0.0, samples=samples), main_running=0.0,
+                   still=Stillness(seconds, samples, "threading.py:327 Condition.wait", "train.py:61 main"))
+
+
+def test_a_hang_only_the_whole_watchs_samples_show_is_reported() -> None:
+    """A loaded box: the first chunk (3 s) ended inside the watch, the one that makes 10 s still did not."""
+    source = FirstChunkStarved(None, SHORT_S, first=still_main(3.0, 30), final=still_main(17.5, 170))
+    seen, _ = watched(source)
+    stuck = [entry for key, entry in seen.items() if key[0] == "loop-stuck"]
+    assert len(stuck) == 1 and stuck[0].active, seen
+    assert "has not moved for 18 s: all 170 stack samples at train.py:61 main" in stuck[0].finding.evidence[0]
+
+
+def test_a_finding_that_must_hold_is_not_added_from_the_last_samples_alone() -> None:
+    """data-starved holds 5 s before it is shown: one look at the end is not a hold."""
+    entry, _ = watch(whole_watch=0.6, first=stacks(data=0.05, samples=29))
+    assert entry is None
+
+
+def test_a_finding_the_later_chunks_and_the_whole_watch_both_contradict_is_dropped() -> None:
+    """Shown from the first 3 s (31% waiting for data, limit 30%); the next chunk brings the window to 12%, and the
+    whole watch says 17%: it never held over the watch, though it is still shown (within its clear time)."""
+    source = FirstChunkStarved(None, 1.0, first=stacks(data=0.31, samples=29), final=stacks(data=0.17, samples=190))
+    source.later = replace(BALANCED, stacks=(stacks(data=0.12, samples=130),))
+    seen, _ = watched(source)  # 41 ticks: the later chunk's from the ninth
+    assert not [key for key in seen if key[0] == "data-starved"], seen

@@ -104,7 +104,8 @@ def test_a_stuck_worker_is_a_hang_named_with_its_pid_line_and_time():
 def test_a_main_thread_stuck_outside_the_loader_is_named_with_its_line():
     line = line_of("stuck_main.py", "records.join()")
     with running("stuck_main.py", "--time-limit", "120") as job:
-        rc, report = doctor(job.process.pid)
+        job.wait_for(re.compile(r"epoch 0 done at step \d+: waiting"), "the job did not reach its epoch's end")
+        rc, report = doctor(job.process.pid)  # its main thread is in records.join() from here on
     found = findings(report)
     assert rc == 1 and "loop-stuck" in found, report["findings"]
     finding = found["loop-stuck"]
@@ -127,11 +128,7 @@ def test_tokenizing_in_the_training_loop_is_named_with_its_line_and_moved_to_the
     assert share and int(share.group(1)) >= 50, finding["evidence"]
     assert finding["fix"][0].startswith(f"Move the work at tokenize_in_loop.py:{line} tokenize into the Dataset's "
                                         "__getitem__")
-    # Tokenized in the Dataset: work-in-loop clears. On a quiet 2-core box its one worker's hand-over still leaves
-    # the loop waiting for data ~37% of the time (data-starved, with the hand-over's advice): not asserted quiet.
-    with running("tokenize_in_loop.py", "--time-limit", "120", "--pretokenize") as job:
-        _, moved = doctor(job.process.pid)
-    assert "work-in-loop" not in findings(moved), moved["findings"]
+    quiet("tokenize_in_loop.py", "--pretokenize")  # tokenized once, before training: a healthy job
 
 
 def test_memory_that_grows_is_named_with_its_rate_and_when_the_box_runs_out():

@@ -2,12 +2,12 @@
 waiting per read, next to no CPU), with one DataLoader worker: the worker spends its time waiting on reads, the
 training step waits for the worker, and the cores idle. --num-workers N is the fix. Ordinary user code."""
 
-import argparse
 import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import arguments, fit  # tests/jobs/training.py, beside this script
 
 
 class RemoteSamples(Dataset):
@@ -29,9 +29,7 @@ class RemoteSamples(Dataset):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=1000)
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = arguments()
     parser.add_argument("--num-workers", type=int, default=1)
     parser.add_argument("--read-ms", type=float, default=20.0)
     args = parser.parse_args()
@@ -40,24 +38,7 @@ def main() -> None:
                         num_workers=args.num_workers, persistent_workers=True)
     model = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    loss_fn = nn.CrossEntropyLoss()
-
-    start = last = time.time()
-    step = last_step = 0
-    for epoch in range(args.epochs):
-        for x, y in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            step += 1
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
-                return
+    fit(loader, model, optimizer, nn.CrossEntropyLoss(), args.epochs, args.time_limit)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ epoch, waits for the uploads to finish (queue.join()). The uploader fails on one
 serialise) and its thread dies without marking the record done: the training loop waits at the end of its first
 epoch forever, with no error. --no-hang is the healthy twin. Ordinary user code."""
 
-import argparse
 import json
 import queue
 import threading
@@ -12,6 +11,7 @@ import time
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
+from training import Progress, arguments, train_step  # tests/jobs/training.py, beside this script
 
 
 def uploader(records: queue.Queue, sent: list[str]) -> None:
@@ -22,14 +22,12 @@ def uploader(records: queue.Queue, sent: list[str]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=1000)
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = arguments()
     parser.add_argument("--no-hang", action="store_true")
     args = parser.parse_args()
 
     generator = torch.Generator().manual_seed(0)
-    x = torch.randn(512, 64, generator=generator)
+    x = torch.randn(2048, 64, generator=generator)
     y = (x.sum(dim=1) > 0).long()
     loader = DataLoader(TensorDataset(x, y), batch_size=64, shuffle=True, num_workers=1, persistent_workers=True)
     model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 2))
@@ -39,25 +37,16 @@ def main() -> None:
     sent: list[str] = []
     threading.Thread(target=uploader, args=(records, sent), daemon=True).start()
 
-    start = last = time.time()
-    step = last_step = 0
+    progress = Progress(args.time_limit)
     for epoch in range(args.epochs):
         for inputs, targets in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(inputs), targets)
-            loss.backward()
-            optimizer.step()
-            step += 1
+            loss = train_step(model, optimizer, loss_fn, inputs, targets)
             time.sleep(0.01)
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
+            if progress.stepped(loss, epoch):
                 return
         accuracy = loss.detach() if not args.no_hang else loss.item()  # the tensor the uploader cannot serialise
-        records.put({"epoch": epoch, "step": step, "loss": accuracy})
+        records.put({"epoch": epoch, "step": progress.step, "loss": accuracy})
+        print(f"epoch {epoch} done at step {progress.step}: waiting for its metrics to upload", flush=True)
         records.join()  # wait until the epoch's metrics are uploaded
 
 

@@ -3,13 +3,13 @@ library or a client of a network store does. One sample's read takes the lock an
 library's bug, a dead mount): the DataLoader worker that asked for it blocks forever, the training loop waits for
 that batch, the other worker idles. --no-hang is the healthy twin. Ordinary user code."""
 
-import argparse
 import threading
 import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import Progress, arguments, train_step  # tests/jobs/training.py, beside this script
 
 STORE_LOCK = threading.Lock()
 
@@ -38,9 +38,7 @@ class Store(Dataset):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=1000)
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = arguments()
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--no-hang", action="store_true")
     args = parser.parse_args()
@@ -51,22 +49,12 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.CrossEntropyLoss()
 
-    start = last = time.time()
-    step = last_step = 0
+    progress = Progress(args.time_limit)
     for epoch in range(args.epochs):
         for x, y in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            step += 1
+            loss = train_step(model, optimizer, loss_fn, x, y)
             time.sleep(0.02)  # logging, a metrics push: the healthy twin's step is not all compute
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
+            if progress.stepped(loss, epoch):
                 return
 
 

@@ -1,15 +1,15 @@
 """A text classifier whose DataLoader hands out raw strings, and whose training loop turns each batch into token
 ids itself, in the main process: lower-casing, splitting, a vocabulary lookup per word, padding. Most of every
 step is spent there, on one core, while the model waits. --pretokenize is the healthy twin: the same code runs
-once, before training, in the Dataset, and a DataLoader worker hands out token ids. Ordinary user code."""
+once, before training, in the Dataset, and the DataLoader hands out the token ids it kept (in the main process:
+indexing a tensor needs no workers). Ordinary user code."""
 
-import argparse
 import random
-import time
 
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
+from training import Progress, arguments, train_step  # tests/jobs/training.py, beside this script
 
 WORDS = [f"w{i}" for i in range(5000)]
 MAX_LEN = 64
@@ -53,40 +53,26 @@ class Texts(Dataset):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=1000)
-    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser = arguments()
     parser.add_argument("--pretokenize", action="store_true")
     args = parser.parse_args()
 
     dataset = Texts(512, pretokenize=args.pretokenize)
-    workers = 1 if args.pretokenize else 0
-    loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=workers, persistent_workers=workers > 0)
+    loader = DataLoader(dataset, batch_size=32, shuffle=True)
     vocab = build_vocab()
     model = nn.Sequential(nn.EmbeddingBag(len(WORDS) + 1, 64, mode="mean"), nn.Linear(64, 256), nn.ReLU(),
                           nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 2))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
     loss_fn = nn.CrossEntropyLoss()
 
-    start = last = time.time()
-    step = last_step = 0
+    progress = Progress(args.time_limit)
     for epoch in range(args.epochs):
         for texts, labels in loader:
             if isinstance(texts, torch.Tensor):
                 ids = texts
             else:
                 ids = torch.tensor([tokenize(text, vocab) for text in texts])
-            optimizer.zero_grad()
-            loss = loss_fn(model(ids), labels)
-            loss.backward()
-            optimizer.step()
-            step += 1
-            now = time.time()
-            if now - last >= 2.0 or step == 1:
-                print(f"epoch {epoch} step {step} loss {loss.item():.3f} {(step - last_step) / (now - last):.1f} "
-                      "steps/s", flush=True)
-                last, last_step = now, step
-            if now - start > args.time_limit:
+            if progress.stepped(train_step(model, optimizer, loss_fn, ids, labels), epoch):
                 return
 
 

@@ -1,7 +1,8 @@
 """The scripts' shared helper, as a user's own repository keeps one beside its training scripts: the progress line
 (`epoch E step S loss L N steps/s`, at the first step and every two seconds after), the time limit, and the plain
-supervised loop the single-process scripts train with."""
+supervised loop the single-process scripts train with, its one step, and the options every script takes."""
 
+import argparse
 import time
 
 
@@ -26,14 +27,27 @@ class Progress:
         return time.time() - self.start > self.time_limit
 
 
+def arguments(epochs: int = 1000) -> argparse.ArgumentParser:
+    """--epochs and --time-limit (seconds, then the script stops); each script adds its own."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=epochs)
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    return parser
+
+
+def train_step(model, optimizer, loss_fn, x, y):
+    """One plain step (zero_grad, forward, loss, backward, step); its loss, graph and all."""
+    optimizer.zero_grad()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+
+
 def fit(loader, model, optimizer, loss_fn, epochs: int, time_limit: float) -> None:
-    """Epochs of the plain loop (zero_grad, forward, loss, backward, step) until `epochs` or the time limit."""
+    """Epochs of the plain loop until `epochs` or the time limit."""
     progress = Progress(time_limit)
     for epoch in range(epochs):
         for x, y in loader:
-            optimizer.zero_grad()
-            loss = loss_fn(model(x), y)
-            loss.backward()
-            optimizer.step()
-            if progress.stepped(loss, epoch):
+            if progress.stepped(train_step(model, optimizer, loss_fn, x, y), epoch):
                 return
