@@ -72,14 +72,15 @@ def shown_ranks(ranks: tuple[RankFigures, ...], limit: int = MAX_ROWS,
 
 
 def fit_words(text: Text, width: int) -> Text:
-    """`text` in `width` cells, cut after its last whole word that fits (then `…`), mid-word only where the first
-    word alone is too long (a path, a hostile label)."""
+    """`text` in `width` cells, cut after its last whole word that fits (then `…`), mid-word only where that would
+    leave much of the room empty: the first word alone too long (a path, a hostile label), or a long word after a
+    short start (`python3 -c <a script>` would read `python3 -c …`)."""
     if text.cell_len <= width:
         return text
     plain = text.plain
     cut = plain.rfind(" ", 0, max(0, width - 1))
     out = text.copy()
-    if cut > 0 and plain[:cut].strip():
+    if cut > 0 and plain[:cut].strip() and width - 1 - cut <= max(4, width // 4):
         out.truncate(cut)
         out.append(" …")
         out.truncate(width)
