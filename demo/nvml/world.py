@@ -100,6 +100,7 @@ class EventQueue:
 
 
 MEMORY_RAMP_S = 20.0
+TRUTHS_KEPT = 2  # per card: the instant being read, and the one a GPM sample was taken at
 
 
 def memory_ramp(t: float) -> float:
@@ -134,6 +135,8 @@ class Card:
     temperature_offset: float = 0.0  # degrees above what its load alone gives (a story's failing airflow)
     spin_power_w: float | None = None  # busy but idle inside: kernels spinning on a flag (a hung collective)
     counters: dict[str, Counter] = field(default_factory=dict)
+    # The last few truth(counters=False) answers, each with every input it was computed from (World.truth_key).
+    truths: list[tuple[tuple[object, ...], GpuTruth]] = field(default_factory=list, repr=False, compare=False)
 
 
 @lru_cache(maxsize=4096)
@@ -190,19 +193,20 @@ class World:
         return [link for link in range(card.model.nvlinks) if link not in card.links_down]
 
     def link_share(self, card: Card, link: int) -> float:
-        active = self.active_links(card)
-        if link not in active:
+        """The share of the card's NVLink traffic link `link` carries (asked per counter per simulated second:
+        the list of active links is built only when some are down)."""
+        if link in card.links_down or not 0 <= link < card.model.nvlinks:
             return 0.0
         if card.link_shares is not None:
             return card.link_shares[link]
-        return 1.0 / len(active)
+        return 1.0 / (len(self.active_links(card)) if card.links_down else card.model.nvlinks)
 
     def rate(self, card: Card, name: str, t: float) -> float:
         """Counter `name`'s rate at time t: pcie_tx/pcie_rx in bytes/s, nvl_txN/nvl_rxN in KiB/s (link N),
         energy in mJ/s (the power in mW: the energy counter is its integral)."""
-        if name == "energy":
-            return float(self.truth(card, t, counters=False).power_mw)
         load = self.load(card, t)
+        if name == "energy":
+            return float(round(self.power_w(card, t, load) * 1000))
         if name == "pcie_rx":
             return PCIE_RX_PER_LOAD * load
         if name == "pcie_tx":
@@ -222,21 +226,50 @@ class World:
     def job_memory(self, card: Card) -> int:
         return sum(p.used_memory_bytes or 0 for p in card.processes if "compute" in p.kind)
 
-    def truth(self, card: Card, t: float, counters: bool = True) -> GpuTruth:
-        """Everything the card holds at t; without `counters`, the cumulative counters read 0 (cheaper)."""
+    def power_w(self, card: Card, t: float, load: float) -> float:
+        """The card's power at t under `load` (its load at t): what truth() reports and the energy counter sums."""
         model = card.model
-        load = self.load(card, t)
         busy_jitter, spin_jitter = _power_jitter(self.seed, card.index, math.floor(t))
-        util = round(100 * load)
-        ramp = memory_ramp(t)
-        working = card.busy or bool(self.forced_load(card, t))
-        used = int(min(model.memory_bytes - model.reserved_bytes,
-                       (self.job_memory(card) * ramp if working else 0) + 4 * MIB + (card.index * 3 % 7) * MIB))
         power = model.idle_power_w + (model.power_limit_w - model.idle_power_w) * load * 0.93
         power += busy_jitter if load else 0
         power = max(model.idle_power_w * 0.8, min(model.power_limit_w, power))
         if card.spin_power_w is not None and load:
             power = card.spin_power_w + spin_jitter
+        return power
+
+    def truth_key(self, card: Card, t: float) -> tuple[object, ...]:
+        """Every input of truth(card, t, counters=False): t enters only through its whole second, the load a test
+        forced then and the memory ramp, so reads within one second share an answer (the world's own parts,
+        the profile and the seed, never change)."""
+        links_down = frozenset(card.links_down) if card.links_down else None
+        return (math.floor(t), self.forced_load(card, t), memory_ramp(t), card.model, card.busy, card.forced_reasons,
+                card.spin_power_w, card.pcie_gen_override, card.pcie_width_override, card.temperature_offset,
+                links_down, card.ecc_enabled, card.ecc_corrected, card.ecc_uncorrected, tuple(card.processes))
+
+    def truth(self, card: Card, t: float, counters: bool = True) -> GpuTruth:
+        """Everything the card holds at t; without `counters`, the cumulative counters read 0 (cheaper, and
+        remembered while its inputs stay the same: a probe asks a dozen times a read; callers must not change
+        the answer)."""
+        if counters:
+            return self._truth(card, t, counters=True)
+        key = self.truth_key(card, t)
+        for known, answer in card.truths:
+            if known == key:
+                return answer
+        answer = self._truth(card, t, counters=False)
+        card.truths.insert(0, (key, answer))
+        del card.truths[TRUTHS_KEPT:]
+        return answer
+
+    def _truth(self, card: Card, t: float, counters: bool) -> GpuTruth:
+        model = card.model
+        load = self.load(card, t)
+        util = round(100 * load)
+        ramp = memory_ramp(t)
+        working = card.busy or bool(self.forced_load(card, t))
+        used = int(min(model.memory_bytes - model.reserved_bytes,
+                       (self.job_memory(card) * ramp if working else 0) + 4 * MIB + (card.index * 3 % 7) * MIB))
+        power = self.power_w(card, t, load)
         reasons = card.forced_reasons
         if load == 0:
             reasons |= EVENT["idle"]
