@@ -60,6 +60,9 @@ def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
     return " ".join(f"n{node} {100 * count / total:.0f}%" for node, count in pages if count)
 
 
+COMMAND_SLACK = 4  # cells a command cut after a whole word may leave empty; more, and it is cut inside one
+
+
 class JobPanel(TextPanel):
     can_focus = True
     BINDINGS = keys.bindings(keys.JOB_PANEL)
@@ -276,7 +279,7 @@ class JobPanel(TextPanel):
                 line.append(cell)
         # One row whatever the command line holds: a newline or a tab in it shows as a symbol, never breaks it.
         command = data(p.cmdline or p.name, palette.DIM if not p.alive else "")
-        line.append_text(fit_words(command, max(1, width - line.cell_len)))  # cut after a whole word
+        line.append_text(fit_words(command, max(1, width - line.cell_len), slack=COMMAND_SLACK))  # after a whole word
         line.truncate(max(1, width), overflow="ellipsis")
         self._rows[key] = line
         return line

@@ -71,16 +71,16 @@ def shown_ranks(ranks: tuple[RankFigures, ...], limit: int = MAX_ROWS,
     return heapq.nsmallest(limit, ranks, key=lambda r: worst_key(r, named))
 
 
-def fit_words(text: Text, width: int) -> Text:
-    """`text` in `width` cells, cut after its last whole word that fits (then `…`), mid-word only where that would
-    leave much of the room empty: the first word alone too long (a path, a hostile label), or a long word after a
-    short start (`python3 -c <a script>` would read `python3 -c …`)."""
+def fit_words(text: Text, width: int, slack: int | None = None) -> Text:
+    """`text` in `width` cells, cut after its last whole word that fits (then `…`), mid-word where the first word
+    alone is too long (a path, a hostile label) or, given `slack`, where a whole-word cut would leave more than that
+    many cells empty (a command line: `python3 -c <a script>` would read `python3 -c …`)."""
     if text.cell_len <= width:
         return text
     plain = text.plain
     cut = plain.rfind(" ", 0, max(0, width - 1))
     out = text.copy()
-    if cut > 0 and plain[:cut].strip() and width - 1 - cut <= max(4, width // 4):
+    if cut > 0 and plain[:cut].strip() and (slack is None or width - 1 - cut <= slack):
         out.truncate(cut)
         out.append(" …")
         out.truncate(width)

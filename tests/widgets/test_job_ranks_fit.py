@@ -93,7 +93,7 @@ def test_words_are_cut_whole_and_parts_wrap_between_them() -> None:
     assert fit_words(Text("train.py:188 forward_backward"), 16).plain == "train.py:188 …"
     assert fit_words(Text("/a/very/long/path/without/spaces"), 10).plain == "/a/very/l…"
     # a long word after a short start is cut inside rather than leave the room empty
-    assert fit_words(Text("python3 -c #\nimport_multiprocessing_as_mp; time.sleep(60)"), 30).plain == \
+    assert fit_words(Text("python3 -c #\nimport_multiprocessing_as_mp; time.sleep(60)"), 30, slack=4).plain == \
         "python3 -c #\nimport_multiproce…"
     lines = parts_lines([Text("one two"), Text("three four"), Text("five")], 12)
     assert [line.plain for line in lines] == ["one two", "  three four", "  five"]
