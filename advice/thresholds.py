@@ -143,7 +143,7 @@ TABLE: dict[str, Threshold] = {
                          "quiet box climbs fast, then a little slower: R^2 0.92)"),
     "memory_growth_level_share": Threshold(
         0.5, "fraction", "hwtop's choice: growth that levels off (a cache that fills, the allocator warming up) "
-                         "grows in the last third of the window at under half its rate over the whole: quiet"),
+                         "grows in the last third of the window at under half its rate in the middle third: quiet"),
     "memory_exhaustion_s": Threshold(
         24 * 3600.0, "s", "hwtop's choice: a job that would run the box (or its cgroup) out of memory within a day "
                           "at its rate is named now, long before pressure; the OOM killer ends it otherwise"),
