@@ -157,10 +157,13 @@ def test_a_threshold_declared_twice_with_two_meanings_is_refused(monkeypatch) ->
 
 
 def _product_files() -> list[pathlib.Path]:
-    """Every Python file of the product outside advice/ (the tests, the benchmarks and the hwtop/ shim aside)."""
+    """Every Python file of the product outside advice/ (the tests, the benchmarks and the hwtop/ shim aside): its
+    rooms (packages) and scripts/, never what an install or a virtual environment left beside them (`pip install .`
+    writes build/, a copy of advice/ among it)."""
     aside = {"tests", "advice", "benchmarks", "hwtop"}
-    return sorted(path for room in ROOT.iterdir() if room.is_dir() and room.name not in aside
-                  and not room.name.startswith(".") for path in room.rglob("*.py"))
+    rooms = [room for room in ROOT.iterdir() if room.name not in aside
+             and ((room / "__init__.py").is_file() or room.name == "scripts")]
+    return sorted(path for room in rooms for path in room.rglob("*.py"))
 
 
 def rule_id_strings(path: pathlib.Path) -> list[tuple[int, str]]:
