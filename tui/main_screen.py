@@ -11,6 +11,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.scalar import Scalar
+from textual.message import Message
 from textual.screen import Screen
 
 from hwtop.model.frame import Frame
@@ -82,6 +83,16 @@ class MainScreen(Screen[None]):
         self._filter_mount: asyncio.Future[Input] | None = None
         self.frame: Frame | None = None  # the last shown
         self.rows = layout.Rows()  # the row budget it was shown with
+        self._resumed = False
+
+    def post_message(self, message: Message) -> bool:
+        """The screen's first resume keeps the styles its widgets were given when they mounted, moments before in
+        the same start: Textual's resume styles every node again (about thirty, each walking the stylesheet) before
+        the first frame. A later resume (back from a full screen, the theme changed meanwhile) restyles as usual."""
+        if isinstance(message, events.ScreenResume) and not self._resumed:
+            self._resumed = True
+            message = events.ScreenResume(refresh_styles=False)
+        return super().post_message(message)
 
     def compose(self) -> ComposeResult:
         yield self.header
