@@ -14,6 +14,8 @@ from hwtop.probes.nvml.session import nvml_library_loads
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.main_screen import MainScreen
 from tests.factories import ScriptedSource, host_snapshot
+from tests.small_screen import screen_lines
+from tests.tui.screens import story_snapshots
 
 # Loaded only once NVML opens (probes/gpu.py): a CPU-only box's first frame never waits for them.
 GPU_READERS = ("ctypes", "pynvml", "hwtop.probes.nvml.device", "hwtop.probes.nvml.events",
@@ -75,3 +77,25 @@ async def test_the_first_resume_keeps_the_styles_given_at_mount(monkeypatch: pyt
         app.screen.post_message(events.ScreenResume())  # as Textual posts when a screen is switched back to
         await pilot.pause()
         assert restyled and "ProcessTable" in restyled[-1]
+
+
+async def test_the_workload_pane_is_made_when_a_workload_first_shows() -> None:
+    """A box without a workload composes no workload pane; one started later (w, a job's telemetry) gets its pane
+    above the advice pane at the tick that first brings it."""
+    from hwtop.widgets.workload import WorkloadPanel
+
+    app = HwtopApp(ScriptedSource([host_snapshot()]), interval=60.0)
+    app.tick_before_run()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        assert app.main.workload_panel is None and not app.main.query(WorkloadPanel)
+        running = story_snapshots("dgx-a100", seconds=10.0, step=5.0)[-1]
+        assert running.workload is not None
+        app.show(app.session.advance(lambda: running))
+        await pilot.pause()
+        panel = app.main.query_one(WorkloadPanel)
+        children = list(app.main.children)
+        assert panel.display and panel.region.height > 2
+        assert children.index(panel) == children.index(app.main.advice_panel) - 1
+        assert any("Workload" in line for line in screen_lines(app))
