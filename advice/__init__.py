@@ -1,7 +1,6 @@
 """Troubleshooting rules over the snapshots: findings that cite their numbers and say what to do (no Textual).
 
-Importing any module of the advice imports the rules first (advice/rules/, each declared with advice/registry.py's
-`@rule`), so the one threshold table (advice/thresholds.TABLE) already holds the thresholds rules declare in their
-own files when anything reads it: a config file's check, a panel, the docs' tests."""
-
-import hwtop.advice.rules  # noqa: F401
+The rules (advice/rules/, each declared with advice/registry.py's `@rule`) are imported with the engine, not with
+the package: the panels' judgements (advice/judge.py) and the threshold table they read are the monitor's first
+frame, the rules are not. A rule's own thresholds join the one table (advice/thresholds.TABLE) as it imports;
+`Thresholds` and `thresholds.whole()` import the rules first wherever the whole table is wanted."""

@@ -2,8 +2,9 @@
 any of them (`[advice.thresholds]` in ~/.config/hwtop/config.toml, read by session.config); unknown names and
 values outside their unit's bounds are refused, not ignored. The numbers several rules or a panel share are
 declared here; a rule may declare its own beside it (`@rule(..., thresholds={...})`, advice/registry.py), which
-joins this table as the rules are imported: the advice package imports them first (advice/__init__.py), so TABLE
-is whole wherever it can be read."""
+joins this table as the rules are imported. The monitor's first frame imports no rule (its panels read only the
+names declared here), so what lists the table calls `whole()`, and `Thresholds` imports the rules before it looks
+up a name not declared here."""
 
 from __future__ import annotations
 
@@ -205,20 +206,31 @@ BOUNDS_OF_UNIT: dict[str, tuple[float, float]] = {"%": (0.0, 100.0), "fraction":
 ANY_COUNT = (0.0, math.inf)
 
 
+def whole() -> dict[str, Threshold]:
+    """TABLE with every rule's own thresholds in it: the rules imported first."""
+    import hwtop.advice.rules  # noqa: F401 - each rule module adds its own as it imports
+
+    return TABLE
+
+
 def bounds(name: str) -> tuple[float, float]:
-    return BOUNDS_OF_UNIT.get(TABLE[name].unit, ANY_COUNT)
+    return BOUNDS_OF_UNIT.get(whole()[name].unit, ANY_COUNT)
 
 
 class Thresholds:
-    """The table with a user's overrides; `t["name"]` is the value in use."""
+    """The table with a user's overrides; `t["name"]` is the value in use. A name is looked up when first read, so
+    a panel's judgement on the first frame needs no rule imported."""
 
     def __init__(self, overrides: dict[str, float] | None = None, hold_s: dict[str, float] | None = None) -> None:
-        self.values = {name: entry.value for name, entry in TABLE.items()}
+        self.values: dict[str, float] = {}
         for name, value in (overrides or {}).items():
-            if name not in TABLE:
+            if name not in TABLE and name not in whole():
                 raise ValueError(f"unknown advice threshold {name!r}")
             self.values[name] = float(value)
         self.hold_s = dict(hold_s or {})
 
     def __getitem__(self, name: str) -> float:
-        return self.values[name]
+        value = self.values.get(name)
+        if value is None:
+            value = self.values[name] = (TABLE.get(name) or whole()[name]).value
+        return value

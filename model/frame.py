@@ -16,6 +16,7 @@ class Frame(Record, frozen=True):
     recorded: bool = False  # the findings come from a recording, as the live run showed them
     timeline: tuple[Change, ...] = ()  # what was raised and cleared up to this tick (advice/timeline.py)
     history: Recent = Recent()  # the sparklines' values up to this tick (not recorded: a replay warms its own)
+    advised: bool = True  # False: the rules have not run yet (the monitor's first frame); they do from the next tick
 
     @property
     def time(self) -> float:

@@ -5,15 +5,17 @@ and gets the same answer.
 
 A Session is driven from one thread at a time: the lock makes a second caller wait rather than interleave
 (the app's worker and a replay step, say), and makes close() wait for a tick in flight, so that NVML is never
-shut down under a running call (the app quits while its worker thread is inside a tick)."""
+shut down under a running call (the app quits while its worker thread is inside a tick).
+
+The engine, and with it every rule, is imported at the first tick that advises: the monitor's first frame is a
+tick without advice (`tick(advise=False)`), and the next tick advises that snapshot before its own."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.timeline import Timeline
 from hwtop.model.finding import Change, Finding
@@ -30,6 +32,9 @@ from hwtop.session.controls import (
     Workload,
     WorkloadControl,
 )
+
+if TYPE_CHECKING:
+    from hwtop.advice.engine import AdviceEngine
 
 CLOSE_WAIT_S = 5.0  # how long close() waits for a tick in flight; past it (a hung driver call) it closes anyway
 
@@ -65,7 +70,10 @@ class RecordedTimeline(Protocol):
 class Session:
     def __init__(self, source: SnapshotSource, thresholds: Thresholds | None = None) -> None:
         self.source = source
-        self.engine = AdviceEngine(thresholds)
+        self.thresholds = thresholds or Thresholds()  # the rules' and the panels' (a config file's)
+        self._engine: AdviceEngine | None = None  # made at the first tick that advises (see `engine`)
+        self._unadvised: Snapshot | None = None  # a snapshot shown without advice, advised at the next tick
+        self._engine_lock = threading.Lock()
         self.timeline = Timeline()  # what was raised and cleared, derived from each tick's findings
         self.latest: Frame | None = None
         self._lock = threading.Lock()
@@ -86,6 +94,17 @@ class Session:
         return True
 
     @property
+    def engine(self) -> AdviceEngine:
+        """The rules and their hysteresis, imported and made on first use (the worker's tick, or a screen that
+        names what the rules watch: made once either way)."""
+        with self._engine_lock:
+            if self._engine is None:
+                from hwtop.advice.engine import AdviceEngine
+
+                self._engine = AdviceEngine(self.thresholds)
+            return self._engine
+
+    @property
     def history(self) -> History:
         return self.source.history
 
@@ -94,17 +113,26 @@ class Session:
         """What the rules watch, for the pane's 'no problems seen' line."""
         return self.engine.watching
 
-    def tick(self) -> Frame:
-        """Sample once, advise on it, and return the Frame."""
-        return self.advance(self.source.sample)
+    def tick(self, advise: bool = True) -> Frame:
+        """Sample once, advise on it, and return the Frame. Without `advise` (the monitor's first frame: no rule
+        imported yet) the Frame says it was not advised, and the next tick advises this snapshot first, so the
+        rules' window and hold times are those of a session that advised every tick."""
+        return self.advance(self.source.sample, advise)
 
-    def advance(self, move: Callable[[], Snapshot]) -> Frame:
+    def advance(self, move: Callable[[], Snapshot], advise: bool = True) -> Frame:
         """A tick whose snapshot comes from `move` (a replay's step or seek) rather than `sample`."""
         with self._lock:
             if self._closed:
                 raise SessionClosed("the session is closed")
             snapshot = move()
             recorded = self.source.recorded_findings() if isinstance(self.source, RecordedAdvice) else None
+            if recorded is None and not advise:
+                self._unadvised = snapshot
+                self.latest = Frame(snapshot, advised=False, history=self.source.history.frozen())
+                return self.latest
+            unadvised, self._unadvised = self._unadvised, None
+            if unadvised is not None and recorded is None and unadvised.time <= snapshot.time:
+                self.timeline.update(unadvised.time, self.engine.update(unadvised))
             findings = recorded if recorded is not None else self.engine.update(snapshot)
             errors = () if recorded is not None else tuple(sorted(self.engine.rule_errors.items()))
             told = self.source.recorded_timeline() if isinstance(self.source, RecordedTimeline) else None

@@ -90,7 +90,7 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
 
     @property
     def thresholds(self) -> Thresholds:
-        return self.session.engine.thresholds
+        return self.session.thresholds
 
     @property
     def paused(self) -> bool:
@@ -124,8 +124,9 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
     def tick_before_run(self) -> None:
         """The first tick, taken before run() (the command line's first sample was taken before Textual was
         imported): the first frame draws it at once, with rates, instead of a frame of empty panels followed by a
-        tick on the worker thread that contends with that frame's rendering."""
-        self.ticked_before_run = self.session.tick()
+        tick on the worker thread that contends with that frame's rendering. It is not advised: the rules are
+        imported and run from the next tick, on the worker thread, and the advice pane says so meanwhile."""
+        self.ticked_before_run = self.session.tick(advise=False)
 
     def _signalled(self) -> None:
         """Exit as q does; and should the shutdown itself hang (once seen after a pty vanished under a tmux

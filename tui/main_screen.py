@@ -19,7 +19,7 @@ from hwtop.session.controls import ControlRefused
 from hwtop.tui import layout
 from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
-from hwtop.widgets.advice import AdvicePanel
+from hwtop.widgets.advice import NOT_YET, AdvicePanel
 from hwtop.widgets.cpu import CpuPanel
 from hwtop.widgets.disks import DisksPanel
 from hwtop.widgets.gpu import GpuPanel
@@ -151,7 +151,8 @@ class MainScreen(Screen[None]):
         panel.asked = min(3, max(1, len(findings))) if self.short else None
         panel.timeline_rows = TIMELINE_ROWS if height >= ROOMY else 0
         rule_errors = dict(frame.rule_errors)
-        panel.take(findings, snapshot.time, context.watching, rule_errors, frame.timeline)
+        watching = context.watching if frame.advised else None  # None: the rules run from the next tick
+        panel.take(findings, snapshot.time, watching, rule_errors, frame.timeline)
         framed = bool(findings) and panel.inline
         natural = panel.natural(inner)  # the lines the pane would draw at this width, built once: drawn from below
         headlines = min(natural, len(findings)) if findings else 1  # one per cause: the pane folded
@@ -177,7 +178,7 @@ class MainScreen(Screen[None]):
         self.rows = rows
         # fewer rows than it would fill: headlines, folded from the build above
         panel.rows = rows.advice if "advice" not in hidden and rows.advice < natural else panel.asked
-        panel.show(findings, snapshot.time, context.watching, rule_errors, frame.timeline)
+        panel.show(findings, snapshot.time, watching, rule_errors, frame.timeline)
         serious = [f for f in frame.serious if not f.clearing(snapshot.time)]  # a GPU that recovered is not red
         marked_gpus = {i for f in serious for i in f.gpus}
         marked_cores = {c for f in serious for c in f.cores}
@@ -253,10 +254,11 @@ class MainScreen(Screen[None]):
         panel = self.advice_panel
         if self.app.screen is not self:
             return
-        if self.context.frame is not None and not self.context.frame.findings and not self.context.frame.timeline:
-            self.notify(NO_FINDINGS)  # nothing raised, nothing cleared: no screen to open
+        frame = self.context.frame
+        if frame is not None and not frame.findings and not frame.timeline:  # nothing raised or cleared: no screen
+            self.notify(NO_FINDINGS if frame.advised else NOT_YET)
             return
-        if self.short and self.context.frame is not None and self.context.frame.findings or panel.has_focus:
+        if self.short and frame is not None and frame.findings or panel.has_focus:
             self.context.open_advice_screen()  # a second `a`: every finding, and the timeline of what changed when
             return
         panel.focus()

@@ -1,8 +1,9 @@
 """The advice pane: findings, most severe first, one line each; a finding expands (click it, or select it and
-press enter) to the numbers that raised it and the fix. Empty, it says what it watches. A finding whose condition
-no longer holds (waiting out its clear time) is drawn dimmed, "not seen for 8 s", its evidence marked with the
-time it is from, so the pane never contradicts the panels beside it. Given few rows (`rows`), it draws one
-headline per cause, its rule id kept whole."""
+press enter) to the numbers that raised it and the fix. Empty, it says what it watches, or, on the monitor's first
+frame (drawn before any rule ran), that the advice starts with the next tick. A finding whose condition no longer
+holds (waiting out its clear time) is drawn dimmed, "not seen for 8 s", its evidence marked with the time it is
+from, so the pane never contradicts the panels beside it. Given few rows (`rows`), it draws one headline per cause,
+its rule id kept whole."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ BADGE = {"critical": ("✖ CRIT", palette.BADGE_CRIT), "warning": ("▲ WARN", p
          "info": ("● INFO", palette.BADGE_INFO)}
 _Row = tuple[tuple[str, str] | None, Text]  # a finding's key (None: no finding's) and its line
 UNKNOWN_BADGE = ("? ----", "bold reverse")  # a severity hwtop does not know, read from someone's recording
+NOT_YET = "no rule has run yet: the advice starts with the next tick"  # the monitor's first frame
 
 
 def _badge(severity: str) -> tuple[str, str]:
@@ -72,7 +74,7 @@ class AdvicePanel(TextPanel):
         self.timeline_rows = 0  # without a budget (rows), at most this many lines of it (its heading included)
         self.findings: tuple[Finding, ...] = ()
         self.now: float | None = None
-        self.watching: tuple[str, ...] = ()
+        self.watching: tuple[str, ...] | None = ()  # None: the rules have not run yet
         self.rule_errors: dict[str, str] = {}
         self.expanded: set[tuple[str, str]] = set()
         self.cursor = 0
@@ -82,7 +84,7 @@ class AdvicePanel(TextPanel):
         self._headline = False  # the last lines were headlines only: a finding opens on the advice screen
         self.border_title = "Advice"
 
-    def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
+    def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...] | None,
              rule_errors: dict[str, str] | None = None, timeline: tuple[Change, ...] = ()) -> None:
         self.take(findings, now, watching, rule_errors, timeline)
         worst = findings[0].severity if findings else None
@@ -97,7 +99,7 @@ class AdvicePanel(TextPanel):
                                    self.rows, self.timeline_rows, told)):
             self.changed()
 
-    def take(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...],
+    def take(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...] | None,
              rule_errors: dict[str, str] | None = None, timeline: tuple[Change, ...] = ()) -> None:
         """This tick's data, not drawn yet: `natural` then says how many lines it makes, before `show`."""
         self.findings, self.now, self.watching = findings, now, watching
@@ -196,8 +198,12 @@ class AdvicePanel(TextPanel):
         rows: list[_Row] = []
         if not self.findings:
             line = Text("Advice ", style="bold")
-            line.append("✓ no problems seen", style=palette.OK_STRONG)
-            line.append(_clip(f" · watching {', '.join(self.watching)}", width - line.cell_len), style=palette.DIM)
+            if self.watching is None:  # the monitor's first frame: no rule has looked yet
+                line.append(_clip(f"· {NOT_YET}", width - line.cell_len), style=palette.DIM)
+            else:
+                line.append("✓ no problems seen", style=palette.OK_STRONG)
+                watching = f" · watching {', '.join(self.watching)}"
+                line.append(_clip(watching, width - line.cell_len), style=palette.DIM)
             rows.append((None, line))
         elif not self.inline and (budget or 1) == 1 and len(self.findings) > 1:  # the first, and how many more
             rows.append(self._one_line(width))

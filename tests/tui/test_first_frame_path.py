@@ -1,8 +1,10 @@
 """What the monitor's first frame waits for, kept off its path: the GPU readers' modules and ctypes on a box
-without the NVIDIA library, and a second styling of every widget at the main screen's first resume."""
+without the NVIDIA library, the advice rules and their engine (they run from the second tick), and a second styling
+of every widget at the main screen's first resume."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
@@ -13,6 +15,7 @@ from textual.css.stylesheet import Stylesheet
 from hwtop.probes.nvml.session import nvml_library_loads
 from hwtop.tui.app import HwtopApp
 from hwtop.tui.main_screen import MainScreen
+from hwtop.widgets.advice import NOT_YET
 from tests.factories import ScriptedSource, host_snapshot
 from tests.small_screen import screen_lines
 from tests.tui.screens import story_snapshots
@@ -21,6 +24,11 @@ from tests.tui.screens import story_snapshots
 GPU_READERS = ("ctypes", "pynvml", "hwtop.probes.nvml.device", "hwtop.probes.nvml.events",
                "hwtop.probes.nvml.holders", "hwtop.probes.nvml.slow", "hwtop.probes.nvml.processes",
                "hwtop.probes.nvml.pcie", "hwtop.probes.nvml.gpm")
+
+# Imported at the first tick that advises (session/session.py): the first frame's panels judge with
+# advice/judge.py and the thresholds declared in advice/thresholds.py, and its advice pane says the advice comes next.
+RULES = ("hwtop.advice.engine", "hwtop.advice.rules", "hwtop.advice.registry", "hwtop.advice.window",
+         "hwtop.advice.grouping", "hwtop.advice.rules.pipeline")
 
 FIRST_FRAME = """
 import asyncio, sys
@@ -52,6 +60,34 @@ def test_the_readers_guard_sees_a_reader_imported() -> None:
                                                            "from hwtop.cli.machine")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert "hwtop.probes.nvml.device" in out.split(",")
+
+
+def test_the_first_frame_imports_no_rule() -> None:
+    """The monitor as the command line starts it, through its first frame (Pilot): no rule, no engine."""
+    out = subprocess.run([sys.executable, "-c", FIRST_FRAME.format(readers=RULES)], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    assert out == ""
+
+
+async def test_the_first_frame_says_the_advice_starts_with_the_next_tick() -> None:
+    """Not 'no problems seen' before any rule looked: the first frame says the advice comes with the next tick,
+    and the next tick (the worker's) brings it."""
+    app = HwtopApp(ScriptedSource([host_snapshot()]), interval=60.0)
+    app.tick_before_run()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.first_frame.wait()
+        await pilot.pause()
+        assert app.frame is not None and not app.frame.advised
+        advice = next(line for line in screen_lines(app) if "Advice" in line)
+        assert NOT_YET in advice and "no problems seen" not in advice
+        await pilot.press("a")
+        await pilot.pause()
+        assert app.screen is app.main  # nothing to open yet
+        app.show(await asyncio.to_thread(app._tick))  # the worker's next tick
+        await pilot.pause()
+        assert app.frame.advised
+        advice = next(line for line in screen_lines(app) if "Advice" in line)
+        assert "no problems seen" in advice and NOT_YET not in advice
 
 
 async def test_the_first_resume_keeps_the_styles_given_at_mount(monkeypatch: pytest.MonkeyPatch) -> None:
