@@ -309,6 +309,7 @@ class LineTable(ScrollView, can_focus=True):
             if text.style:  # Text.render leaves out the base style: a span over the aligned cell, as DataTable
                 text.stylize(text.style)
                 text.style = ""
-            cell_segments = [pad, *text.render(console, end=""), pad]
-            segments += Segment.simplify(Segment.apply_style(cell_segments, style, over))
-        return Strip(segments, sum(width + 2 * PAD for width in widths if width))
+            segments += Segment.apply_style([pad, *text.render(console, end=""), pad], style, over)
+        # One segment per run of one style across the cells, not per cell: each costs the terminal a style change
+        # (a row of plain cells is one), and the compositor a step when it lays the row into the screen's line.
+        return Strip(list(Segment.simplify(segments)), sum(width + 2 * PAD for width in widths if width))

@@ -180,3 +180,15 @@ async def test_the_cpu_sorted_table_starts_at_the_top_when_busier_processes_appe
         await pilot.pause()
         busiest = max(row.cpu or 0.0 for row in table.rows_shown)
         assert table.cursor_row == 0 and table.scroll_y == 0 and table.rows_shown[0].cpu == busiest
+
+
+async def test_a_row_is_one_segment_per_run_of_one_style() -> None:
+    """Each segment costs the terminal a style change: the cells of a row that share a style are drawn as one."""
+    app = HwtopApp(ScriptedSource([host_snapshot()]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        table = app.main.process_table
+        assert table.row_count >= 2
+        for y in range(table.row_count + 1):  # the header, the cursor's row and the others
+            segments = list(table.render_line(y))
+            assert all(a.style != b.style for a, b in zip(segments, segments[1:-1], strict=False)), y
