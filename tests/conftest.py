@@ -6,8 +6,8 @@ load, not for the code (the properties themselves are unchanged).
 A room imported by its bare name (`import model.snapshot`) fails the test that does it (tests/import_names.py).
 `utc`: a test that reads clock times as the screen writes them runs in UTC.
 Each test leaves the garbage collector as it found it: Textual pauses it during a smooth scroll and an app that
-exits mid-scroll never resumes it, and GuardedApp, finding it paused at a later app's first frame, took that app for
-the monitor's run() and left the young threshold at its own (seen as tests/tui/test_guarded_app.py failing after
+exits mid-scroll never resumes it, and GuardedApp, finding it paused at a later app's first frame, once took that app
+for the monitor's run() and left the young threshold at its own (seen as tests/tui/test_guarded_app.py failing after
 tests/tui/test_fleet_jobs_screen.py in the same worker).
 
 Bytecode is written (`__pycache__/`, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: without it every

@@ -50,6 +50,10 @@ class GuardedApp(ExceptionHookApp[ReturnType]):
         super().__init__(*args, **kwargs)
         self.crash: BaseException | None = None  # the first unhandled exception; run() raises it
         self._switch_interval: float | None = None  # Python's, while run() shortens it for the first frame
+        # run() holds the collector off until the first frame (a test's run_test does not): a flag, since the
+        # collector's state alone cannot tell (Textual pauses it during a smooth scroll, and an app that ends
+        # mid-scroll leaves it off for the next)
+        self._collector_held = False
 
     def get_driver_class(self) -> type[Driver]:
         """On Linux and macOS, Textual's driver with a quiet input thread; a driver named in TEXTUAL_DRIVER, and
@@ -86,12 +90,14 @@ class GuardedApp(ExceptionHookApp[ReturnType]):
         Until then too, a thread waiting for the interpreter's lock gets it within FIRST_FRAME_SWITCH_INTERVAL_S:
         the output thread, holding the first frame."""
         gc.disable()
+        self._collector_held = True
         thresholds = gc.get_threshold()
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(FIRST_FRAME_SWITCH_INTERVAL_S)
         try:
             result = super().run(*args, **kwargs)
         finally:
+            self._collector_held = False
             gc.set_threshold(*thresholds)
             gc.enable()
             self._restore_switch_interval()
@@ -109,7 +115,8 @@ class GuardedApp(ExceptionHookApp[ReturnType]):
 
     def _after_first_frame(self) -> None:
         self._restore_switch_interval()
-        if not gc.isenabled():  # run(), not a test's run_test: the collector was kept off for the first frame
+        if self._collector_held:  # run(), not a test's run_test: the collector was kept off for the first frame
+            self._collector_held = False
             gc.collect()
             gc.freeze()
             _, older, oldest = gc.get_threshold()

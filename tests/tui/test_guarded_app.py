@@ -74,3 +74,23 @@ def test_a_monitor_start_refused_leaves_the_collector_on(capsys: pytest.CaptureF
         main(["--job", "no process has this (?!x)x name"])
     assert refused.value.code == 2 and "hwtop: error:" in capsys.readouterr().err
     assert gc.isenabled()
+
+
+def test_under_run_test_a_collector_left_off_by_another_app_is_not_taken_for_the_monitor_s_start() -> None:
+    """Textual pauses the collector during a smooth scroll; an app that ends mid-scroll leaves it off. The next
+    app under run_test must not then freeze the heap or space out the young passes as the monitor's run() does."""
+    import asyncio
+
+    python_thresholds, frozen = gc.get_threshold(), gc.get_freeze_count()
+    gc.disable()
+    try:
+        async def first_frame() -> None:
+            app = Thresholds()
+            async with app.run_test(size=(40, 10)) as pilot:
+                await pilot.pause(0.4)
+
+        asyncio.run(first_frame())
+        assert gc.get_threshold() == python_thresholds and not gc.isenabled() and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+        gc.enable()
