@@ -83,6 +83,7 @@ class RankStacks(Record, frozen=True):
     phase_seconds: tuple[tuple[str, float], ...] = ()  # cumulative seconds per category since first sampled
     busy_site: str | None = None  # the commonest own-code site outside waits (collective, data, workers)
     main_running: float | None = None  # share of the window its main thread was on a CPU or queued for one
+    main_cpu: float | None = None  # ...on a CPU only, for a rank without a GPU (schedstat): the load does not move it
     updated_at: float | None = None  # wall-clock time of the last samples read
     still: Stillness | None = None  # its main thread's stack has not moved: for how long, and where
 
