@@ -104,11 +104,12 @@ TABLE: dict[str, Threshold] = {
         1.25, "x", "hwtop's choice: workers that make batches 25% faster than the step uses them absorb a slow "
                    "sample or a slow step without a stall; exactly enough workers stall on every hiccup"),
     "starved_step_speedup": Threshold(
-        2.0, "x", "hwtop's choice: a step measured while it starves runs cold (torch's intra-op threads asleep, its "
-                  "weights out of cache); fed back to back, tests/jobs/slow_store.py's step took its main thread "
-                  "2.2x (one intra-op thread) to 3.7x (two; 4.6x under doctor on a loaded box) less CPU on a 2-core "
-                  "box (benchmarks/README.md). Workers that wait more than they compute are named for a step this "
-                  "much faster: each costs little CPU, and too few leave the fed loop waiting"),
+        2.0, "x", "hwtop's choice, the least measured: a step measured while it starves runs cold (torch's intra-op "
+                  "threads asleep, its weights out of cache); fed back to back, tests/jobs/slow_store.py's step took "
+                  "its main thread 2.0x (one intra-op thread) to 4.6x (two, under doctor on a loaded box) less CPU "
+                  "on a 2-core box (benchmarks/starved_step.py, benchmarks/README.md). Workers that wait more than "
+                  "they compute are named for a step this much faster: each costs little CPU, and too few leave "
+                  "the fed loop waiting"),
     "stuck_stack_s": Threshold(
         10.0, "s", "hwtop's choice: a sample or a step takes milliseconds to seconds; a thread whose every stack "
                    "sample shows the same frames and lines for 10 s (two of the sampler's chunks, "

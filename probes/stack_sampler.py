@@ -186,6 +186,7 @@ class StackSampler:
                 out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message,
                                       phase_seconds=phase_seconds, busy_site=busy_site(tally),
                                       main_running=running, main_cpu=cpu, updated_at=target.updated_at,
+                                      handover=round(tally.handovers / samples, 3) if samples else 0.0,
                                       still=target.stillness(now, self.window_s)))
         sampled = sum(1 for t in self._targets.values() if not t.worker)
         note = self.message

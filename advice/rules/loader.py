@@ -53,7 +53,7 @@ def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStac
     """What one rank's loading can do, from its main thread's samples (the share it waits for data) and CPU time
     (the step's own work: a CPU rank's, read whole from schedstat where ~10 samples of a starved loop would say it
     to +-30%), its workers' samples (the share they make batches) and their CPU."""
-    wait = s.fraction("data")
+    wait = s.data_wait
     own = max(1.0 - wait, 1.0 / max(1, s.samples))
     workers = workers_of(job, s.pid)
     if not workers:
@@ -95,7 +95,7 @@ def starved_ranks(window: Window, t: Thresholds) -> list[RankStacks]:
     job = running_job(window)
     if job is None:
         return []
-    return [s for s in sampled(job, t) if s.fraction("data") >= t["data_wait_fraction"]]
+    return [s for s in sampled(job, t) if s.data_wait >= t["data_wait_fraction"]]
 
 
 def churn_cause(window: Window, t: Thresholds, pids: set[int] | None = None) -> tuple[list[str], list[str]]:
@@ -142,9 +142,11 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     evidence = []
     for s in starved:
         site = s.site("data")
+        handover = (f"; receiving batches already made in {100 * s.handover:.0f}% more, not counted" if s.handover
+                    else "")
         evidence.append(f"{who(by_pid.get(s.pid), s.pid)}: main thread waiting for data in "
-                        f"{100 * s.fraction('data'):.0f}% of {s.samples} stack samples over {s.window_s:.0f} s "
-                        f"(limit {100 * t['data_wait_fraction']:.0f}%)" + (f", at {site}" if site else ""))
+                        f"{100 * s.data_wait:.0f}% of {s.samples} stack samples over {s.window_s:.0f} s "
+                        f"(limit {100 * t['data_wait_fraction']:.0f}%)" + (f", at {site}" if site else "") + handover)
         evidence.append(f"  where its time goes: {stacks_line(s)}")
     pids = {s.pid for s in starved}
     waiting: dict[int, float | None] = {}
@@ -292,7 +294,7 @@ def loader_io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
     if worker_cpu is not None and worker_cpu >= t["core_pegged_percent"]:
         return  # CPU-bound workers: data-starved says so
     by_pid = {p.pid: p for p in alive(job)}
-    evidence = [f"{who(by_pid.get(s.pid), s.pid)} waits for data in {100 * s.fraction('data'):.0f}% of "
+    evidence = [f"{who(by_pid.get(s.pid), s.pid)} waits for data in {100 * s.data_wait:.0f}% of "
                 f"{s.samples} stack samples" for s in starved]
     if io is not None:
         evidence.append(f"I/O pressure ({job.pressure.source if job.pressure else 'system'}): some task stalled on "
