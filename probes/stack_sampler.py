@@ -63,7 +63,7 @@ class _Chunk:
     end: float
     tally: Tally
     running: float | None = None  # the main thread's share of the chunk on a CPU or queued for one
-    cpu: float | None = None  # ...on a CPU only (a CPU rank's): its own work, whatever the box's load
+    cpu: float | None = None  # ...on a CPU only (a CPU rank's): its own work, queued time apart
 
 
 @dataclass(slots=True)
@@ -177,10 +177,7 @@ class StackSampler:
                 timed_span = sum(c.end - c.start for c in timed)
                 running = (round(sum((c.running or 0.0) * (c.end - c.start) for c in timed) / timed_span, 3)
                            if timed_span > 0 else None)
-                on_cpu = [c for c in recent if c.cpu is not None]
-                cpu_span = sum(c.end - c.start for c in on_cpu)
-                cpu = (round(sum((c.cpu or 0.0) * (c.end - c.start) for c in on_cpu) / cpu_span, 4)
-                       if cpu_span > 0 else None)
+                cpu = _least_cpu([c for c in recent if c.cpu is not None])
                 phase_seconds = tuple((name, round(target.seconds[name], 2)) for name in CATEGORIES
                                       if target.seconds.get(name, 0.0) > 0)
                 out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message,
@@ -389,6 +386,19 @@ class StackSampler:
                 pass
             self._running.pop(pid, None)
             _release(running)
+
+
+CPU_CHUNK_S = 2.0  # a chunk cut shorter (the end of a watch) holds too few steps to read its CPU from
+
+
+def _least_cpu(chunks: list[_Chunk]) -> float | None:
+    """The main thread's CPU share in its quietest chunk: its own work as the box leaves it alone. Others' load
+    only adds to it (torch's intra-op threads spin while a partner waits for a CPU: 2-6% of a starved loop's
+    time in 3 s windows on a busy 2-core box, 2% when quiet), never takes from it. Chunks too short to hold
+    steps count only when there is nothing else."""
+    whole = [c for c in chunks if c.end - c.start >= CPU_CHUNK_S] or chunks
+    shares = [c.cpu for c in whole if c.cpu is not None]
+    return round(min(shares), 4) if shares else None
 
 
 def _samples(running: _Running) -> str | None:

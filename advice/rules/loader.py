@@ -71,8 +71,9 @@ def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStac
     cores = (cpu or 0.0) / 100.0
     if s.main_cpu is not None and s.main_cpu > 0:
         own, digits = s.main_cpu, 3
-        step = (f"is on a CPU {100 * own:.1f}% of its {s.window_s:.0f} s (the step's own work and each batch's "
-                "hand-over: its CPU time, read from /proc, not sampled; time queued for a CPU is not in it)")
+        step = (f"is on a CPU {100 * own:.1f}% of the time (the step's own work and each batch's hand-over: its "
+                "CPU time from /proc in the quietest of its sampled chunks, not sampled; others' load only adds to "
+                "it)")
     else:
         step, digits = f"does the rest of the step in {100 * own:.0f}%", 2
     ratio = min(MAX_RATIO, len(workers) * busy / own)

@@ -150,3 +150,14 @@ def test_a_main_thread_on_a_cpu_reads_its_own_cpu_share(tmp_path):
         spinner.wait()
     assert stacks.main_cpu is not None and stacks.main_running is not None
     assert 0.3 < stacks.main_cpu <= stacks.main_running  # queued time is in main_running only
+
+
+def test_the_cpu_share_is_the_quietest_whole_chunks():
+    """Others' load only adds CPU to a starved loop (its intra-op threads spin for a partner waiting for a CPU):
+    the quietest chunk stands for its own work; a chunk cut short at a watch's end holds too few steps to count."""
+    from hwtop.probes.stack_sampler import _Chunk, _least_cpu
+
+    chunks = [_Chunk(0.0, 3.0, Tally(), 0.06, 0.05), _Chunk(3.0, 13.0, Tally(), 0.04, 0.03),
+              _Chunk(13.0, 13.5, Tally(), 0.0, 0.0)]
+    assert _least_cpu(chunks) == 0.03
+    assert _least_cpu(chunks[2:]) == 0.0 and _least_cpu([]) is None
