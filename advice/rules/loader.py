@@ -124,8 +124,9 @@ def alike_ranks(job: JobSnapshot, starved: list[RankStacks]) -> bool:
 @rule("data-starved", hold_s=5, clear_s=10, order=160,
       watches="where the job's ranks spend their time (py-spy samples)",
       reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "io_psi_some_percent",
-             "loader_headroom", "stack_min_samples", "starved_step_speedup", "stuck_cpu_percent", "stuck_stack_s",
-             "stuck_switches_per_s", "worker_births_per_min", "worker_generations"))
+             "loader_headroom", "loader_max_workers", "stack_min_samples", "starved_step_speedup",
+             "stuck_cpu_percent", "stuck_stack_s", "stuck_switches_per_s", "worker_births_per_min",
+             "worker_generations"))
 def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     starved = starved_ranks(window, t)
@@ -215,7 +216,8 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
 
 
 @rule("single-core-loading", hold_s=5, clear_s=10, order=180, watches="one thread loading data while cores idle",
-      reads=("core_pegged_percent", "data_wait_fraction", "loader_headroom", "single_core_spare_cores",
+      reads=("core_pegged_percent", "data_wait_fraction", "loader_headroom", "loader_max_workers",
+             "single_core_spare_cores",
              "stack_min_samples", "starved_step_speedup"))
 def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)

@@ -58,7 +58,7 @@ def worker_cap(supply: Supply) -> int | None:
 
 
 def target_workers(supply: Supply, t: Thresholds) -> int:
-    target = math.ceil(fed_ratio(supply, t) * t["loader_headroom"])
+    target = min(math.ceil(fed_ratio(supply, t) * t["loader_headroom"]), int(t["loader_max_workers"]))
     cap = worker_cap(supply)
     return max(supply.workers + 1, target if cap is None else min(target, cap))
 
@@ -94,9 +94,12 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
                     f"faster (its threads awake, its data in cache), taken as {t['starved_step_speedup']:g}x, so "
                     f"{fed:.1f} keep up with it; they wait more than they compute ({100 * supply.worker_cores:.0f}% of "
                     "a core each while making a batch), so more of them cost little CPU")
-        if cap is not None and target == cap < math.ceil(fed * t["loader_headroom"]):
+        wanted = math.ceil(fed * t["loader_headroom"])
+        if cap is not None and target == cap < wanted:
             why += (f"; {target}, the most such workers the {cores} core(s) it has for loading can run, at "
                     f"{100 * supply.worker_cores:.1f}% of a core each")
+        elif target == t["loader_max_workers"] < wanted:
+            why += f"; {target}, the most hwtop names for one rank ({wanted} with 25% headroom)"
         else:
             why += f"; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
         if cores is not None:

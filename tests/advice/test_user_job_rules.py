@@ -61,10 +61,10 @@ def test_the_steps_own_time_is_its_main_threads_cpu_time_where_it_is_read():
     arithmetic = next(line for line in finding.evidence if "own time" in line)
     assert "is on a CPU 3.2% of the time (the step's own work and each batch's hand-over" in arithmetic
     assert "a batch takes a worker 1 x 1.00 / 0.032 = 31.2x the step's own time" in arithmetic
-    # 31.25 x 2 (fed) x 1.25 = 78.1: 79 workers at 1% of a core each, 0.8 of the 1 core it has for loading
-    assert finding.fix[0].startswith("DataLoader(num_workers=79) (now 1)"), finding.fix
-    assert finding.fix[0].endswith("79 of them take 0.8 of the 1 core(s) it has for loading (2 usable cores / 1 "
-                                   "rank(s), one left for the main thread)."), finding.fix
+    # 31.25 x 2 (fed) x 1.25 = 78.1: 79 workers, more than the 64 hwtop names for one rank
+    assert finding.fix[0].startswith("DataLoader(num_workers=64) (now 1)"), finding.fix
+    assert "; 64, the most hwtop names for one rank (79 with 25% headroom); 64 of them take 0.6 of the 1 core(s) " \
+        "it has for loading" in finding.fix[0], finding.fix
 
 
 def test_waiting_workers_are_bounded_by_the_cores_they_would_fill():
