@@ -102,9 +102,11 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
             why += f"; {target}, the most hwtop names for one rank ({wanted} with 25% headroom)"
         else:
             why += f"; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
-        if cores is not None:
+        if cores is not None and waiting(supply):
             why += (f"; {target} of them take {target * supply.worker_cores:.1f} of the {cores} core(s) it has for "
                     f"loading ({share})")
+        elif cores is not None:
+            why += f"; they take {needed:.1f} of the {cores} cores it has for loading ({share})"
         fixes.append(f"DataLoader(num_workers={target}) (now {supply.workers}): {why}.")
         if supply.workers == 0:
             fixes.append("persistent_workers=True with it, so the workers are not re-created each epoch.")

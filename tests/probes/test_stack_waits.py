@@ -149,7 +149,9 @@ def test_a_main_thread_on_a_cpu_reads_its_own_cpu_share(tmp_path):
         spinner.kill()
         spinner.wait()
     assert stacks.main_cpu is not None and stacks.main_running is not None
-    assert 0.3 < stacks.main_cpu <= stacks.main_running  # queued time is in main_running only
+    # on a CPU in every chunk, its least share above a blocked thread's even on a loaded box; queued time is in
+    # main_running only
+    assert 0.05 < stacks.main_cpu <= stacks.main_running
 
 
 def test_the_cpu_share_is_the_quietest_whole_chunks():
