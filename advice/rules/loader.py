@@ -217,8 +217,7 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
 
 @rule("single-core-loading", hold_s=5, clear_s=10, order=180, watches="one thread loading data while cores idle",
       reads=("core_pegged_percent", "data_wait_fraction", "loader_headroom", "loader_max_workers",
-             "single_core_spare_cores",
-             "stack_min_samples", "starved_step_speedup"))
+             "single_core_spare_cores", "stack_min_samples", "starved_step_speedup"))
 def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None or not job.usable_cores or job.usable_cores < 2:

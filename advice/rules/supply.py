@@ -99,7 +99,8 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
             why += (f"; {target}, the most such workers the {cores} core(s) it has for loading can run, at "
                     f"{100 * supply.worker_cores:.1f}% of a core each")
         elif target == t["loader_max_workers"] < wanted:
-            why += f"; {target}, the most hwtop names for one rank ({wanted} with 25% headroom)"
+            why += (f"; {target}, the most hwtop names for one rank ({wanted} with "
+                    f"{100 * (t['loader_headroom'] - 1):.0f}% headroom)")
         else:
             why += f"; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
         if cores is not None and waiting(supply):
