@@ -83,14 +83,21 @@ class RankStacks(Record, frozen=True):
     phase_seconds: tuple[tuple[str, float], ...] = ()  # cumulative seconds per category since first sampled
     busy_site: str | None = None  # the commonest own-code site outside waits (collective, data, workers)
     main_running: float | None = None  # share of the window its main thread was on a CPU or queued for one
+    main_cpu: float | None = None  # ...on a CPU only, in its quietest chunk, for a rank without a GPU (schedstat)
     updated_at: float | None = None  # wall-clock time of the last samples read
     still: Stillness | None = None  # its main thread's stack has not moved: for how long, and where
+    handover: float = 0.0  # share of its samples in "data" receiving a batch already made, not waiting for one
 
     def fraction(self, category: str) -> float:
         return next((value for name, value in self.fractions if name == category), 0.0)
 
     def site(self, category: str) -> str | None:
         return next((value for name, value in self.sites if name == category), None)
+
+    @property
+    def data_wait(self) -> float:
+        """The share it waits for a batch to be made: "data" less the hand-over of batches already made."""
+        return max(0.0, self.fraction("data") - self.handover)
 
 
 class RankFigures(Record, frozen=True):

@@ -160,6 +160,16 @@ def fetching(frames: list[Frame]) -> bool:
     return any(frame.filename.replace("\\", "/").endswith(_FETCH) for frame in frames)
 
 
+_HANDOVER_FILES = ("torch/multiprocessing/reductions.py", "multiprocessing/resource_sharer.py",
+                   "multiprocessing/reduction.py")
+
+
+def handing_over(frames: list[Frame]) -> bool:
+    """The main thread receiving a batch a worker has made (its tensors rebuilt from shared memory, the file
+    descriptors fetched from the worker), not waiting for one to be made: more workers would not shorten it."""
+    return any(frame.filename.replace("\\", "/").endswith(_HANDOVER_FILES) for frame in frames)
+
+
 def frame_text(frame: Frame) -> str:
     """'queues.py:113 Queue.get': a frame as the evidence prints it."""
     where = os.path.basename(frame.filename) + (f":{frame.line}" if frame.line is not None else "")
@@ -176,6 +186,7 @@ class Tally:
     loaders: Counter[str] = field(default_factory=Counter)
     fetches: int = 0
     fetch_sites: Counter[str] = field(default_factory=Counter)  # where the job's own code was, inside them
+    handovers: int = 0  # data samples receiving a batch already made (see handing_over)
     only: tuple[Frame, ...] | None = None
     mixed: bool = False
 
@@ -192,6 +203,8 @@ class Tally:
                 self.only, self.mixed = None, True
         category = classify(frames, source)
         self.counts[category] += count
+        if category == "data" and handing_over(frames):
+            self.handovers += count
         site = site_of(frames)
         if fetching(frames):
             self.fetches += count
@@ -210,6 +223,7 @@ class Tally:
         self.loaders.update(other.loaders)
         self.fetches += other.fetches
         self.fetch_sites.update(other.fetch_sites)
+        self.handovers += other.handovers
         self.only, self.mixed = None, True  # the stack of one span, not of several
 
 

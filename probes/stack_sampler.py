@@ -63,6 +63,7 @@ class _Chunk:
     end: float
     tally: Tally
     running: float | None = None  # the main thread's share of the chunk on a CPU or queued for one
+    cpu: float | None = None  # ...on a CPU only (a CPU rank's): its own work, queued time apart
 
 
 @dataclass(slots=True)
@@ -176,11 +177,13 @@ class StackSampler:
                 timed_span = sum(c.end - c.start for c in timed)
                 running = (round(sum((c.running or 0.0) * (c.end - c.start) for c in timed) / timed_span, 3)
                            if timed_span > 0 else None)
+                cpu = _least_cpu([c for c in recent if c.cpu is not None])
                 phase_seconds = tuple((name, round(target.seconds[name], 2)) for name in CATEGORIES
                                       if target.seconds.get(name, 0.0) > 0)
                 out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message,
                                       phase_seconds=phase_seconds, busy_site=busy_site(tally),
-                                      main_running=running, updated_at=target.updated_at,
+                                      main_running=running, main_cpu=cpu, updated_at=target.updated_at,
+                                      handover=round(tally.handovers / samples, 3) if samples else 0.0,
                                       still=target.stillness(now, self.window_s)))
         sampled = sum(1 for t in self._targets.values() if not t.worker)
         note = self.message
@@ -321,13 +324,15 @@ class StackSampler:
                 tally = parse_raw(text, pid)
                 start = max(running.started, end - running.duration)
                 after = main_thread_times(pid)
-                share = None
+                share = cpu = None
                 if running.times is not None and after is not None and end > running.started:
                     spent = (after[0] - running.times[0]) + (after[1] - running.times[1])
                     share = max(0.0, min(1.0, spent / (end - running.started)))
-                    if target.rank is not None and not target.on_gpu and not uses_cuda(pid):
-                        move_hidden_wait(tally, 1.0 - share)
-                target.chunks.append(_Chunk(start, end, tally, share))
+                    if not target.worker and not target.on_gpu and not uses_cuda(pid):
+                        cpu = max(0.0, min(1.0, (after[0] - running.times[0]) / (end - running.started)))
+                        if target.rank is not None:
+                            move_hidden_wait(tally, 1.0 - share)
+                target.chunks.append(_Chunk(start, end, tally, share, cpu))
                 if tally.only is not None and tally.samples:
                     if tally.only != target.still_stack or target.still_since is None:
                         target.still_stack, target.still_since, target.still_samples = tally.only, start, 0
@@ -381,6 +386,19 @@ class StackSampler:
                 pass
             self._running.pop(pid, None)
             _release(running)
+
+
+CPU_CHUNK_S = 2.0  # a chunk cut shorter (the end of a watch) holds too few steps to read its CPU from
+
+
+def _least_cpu(chunks: list[_Chunk]) -> float | None:
+    """The main thread's CPU share in its quietest chunk: its own work as the box leaves it alone. Others' load
+    only adds to it (torch's intra-op threads spin while a partner waits for a CPU: 2-6% of a starved loop's
+    time in 3 s windows on a busy 2-core box, 2% when quiet), never takes from it. Chunks too short to hold
+    steps count only when there is nothing else."""
+    whole = [c for c in chunks if c.end - c.start >= CPU_CHUNK_S] or chunks
+    shares = [c.cpu for c in whole if c.cpu is not None]
+    return round(min(shares), 4) if shares else None
 
 
 def _samples(running: _Running) -> str | None:

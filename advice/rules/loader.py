@@ -50,9 +50,10 @@ MAX_RATIO = 64.0  # a step that waits all the time: the ratio says "far more", n
 
 
 def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStacks) -> Supply:
-    """What one rank's loading can do, from its main thread's samples (the share it waits for data), its
-    workers' samples (the share they make batches) and their CPU."""
-    wait = s.fraction("data")
+    """What one rank's loading can do, from its main thread's samples (the share it waits for data) and CPU time
+    (the step's own work: a CPU rank's, read whole from schedstat where ~10 samples of a starved loop would say it
+    to +-30%), its workers' samples (the share they make batches) and their CPU."""
+    wait = s.data_wait
     own = max(1.0 - wait, 1.0 / max(1, s.samples))
     workers = workers_of(job, s.pid)
     if not workers:
@@ -68,11 +69,18 @@ def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStac
     if busy is None:
         busy = 1.0
     cores = (cpu or 0.0) / 100.0
+    if s.main_cpu is not None and s.main_cpu > 0:
+        own, digits = s.main_cpu, 3
+        step = (f"is on a CPU {100 * own:.1f}% of the time (the step's own work and each batch's hand-over: its "
+                "CPU time from /proc in the quietest of its sampled chunks, not sampled; others' load only adds to "
+                "it)")
+    else:
+        step, digits = f"does the rest of the step in {100 * own:.0f}%", 2
     ratio = min(MAX_RATIO, len(workers) * busy / own)
-    text = (f"the main thread waits for data {100 * wait:.0f}% of the time and does the rest of the step in "
-            f"{100 * own:.0f}%; its {len(workers)} DataLoader worker(s) make batches {how}, at {percent(cpu)} of "
-            f"a core each: a batch takes a worker {len(workers)} x {busy:.2f} / {own:.2f} = {ratio:.1f}x the step's "
-            "own time")
+    bound = f" (at most {MAX_RATIO:g}x: past it the figure only says 'far more')" if ratio == MAX_RATIO else ""
+    text = (f"the main thread waits for data {100 * wait:.0f}% of the time and {step}; its {len(workers)} "
+            f"DataLoader worker(s) make batches {how}, at {percent(cpu)} of a core each: a batch takes a worker "
+            f"{len(workers)} x {busy:.2f} / {own:.{digits}f} = {ratio:.1f}x the step's own time{bound}")
     return Supply(len(workers), ratio, min(1.0, cores / max(busy, 0.05)), job.usable_cores, rank_count(job), text)
 
 
@@ -88,7 +96,7 @@ def starved_ranks(window: Window, t: Thresholds) -> list[RankStacks]:
     job = running_job(window)
     if job is None:
         return []
-    return [s for s in sampled(job, t) if s.fraction("data") >= t["data_wait_fraction"]]
+    return [s for s in sampled(job, t) if s.data_wait >= t["data_wait_fraction"]]
 
 
 def churn_cause(window: Window, t: Thresholds, pids: set[int] | None = None) -> tuple[list[str], list[str]]:
@@ -116,8 +124,9 @@ def alike_ranks(job: JobSnapshot, starved: list[RankStacks]) -> bool:
 @rule("data-starved", hold_s=5, clear_s=10, order=160,
       watches="where the job's ranks spend their time (py-spy samples)",
       reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "io_psi_some_percent",
-             "loader_headroom", "stack_min_samples", "stuck_cpu_percent", "stuck_stack_s",
-             "stuck_switches_per_s", "worker_births_per_min", "worker_generations"))
+             "loader_headroom", "loader_max_workers", "stack_min_samples", "starved_step_speedup",
+             "stuck_cpu_percent", "stuck_stack_s", "stuck_switches_per_s", "worker_births_per_min",
+             "worker_generations"))
 def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     starved = starved_ranks(window, t)
@@ -135,9 +144,11 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     evidence = []
     for s in starved:
         site = s.site("data")
+        handover = (f"; receiving batches already made in {100 * s.handover:.0f}% more, not counted" if s.handover
+                    else "")
         evidence.append(f"{who(by_pid.get(s.pid), s.pid)}: main thread waiting for data in "
-                        f"{100 * s.fraction('data'):.0f}% of {s.samples} stack samples over {s.window_s:.0f} s "
-                        f"(limit {100 * t['data_wait_fraction']:.0f}%)" + (f", at {site}" if site else ""))
+                        f"{100 * s.data_wait:.0f}% of {s.samples} stack samples over {s.window_s:.0f} s "
+                        f"(limit {100 * t['data_wait_fraction']:.0f}%)" + (f", at {site}" if site else "") + handover)
         evidence.append(f"  where its time goes: {stacks_line(s)}")
     pids = {s.pid for s in starved}
     waiting: dict[int, float | None] = {}
@@ -205,8 +216,8 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
 
 
 @rule("single-core-loading", hold_s=5, clear_s=10, order=180, watches="one thread loading data while cores idle",
-      reads=("core_pegged_percent", "data_wait_fraction", "loader_headroom", "single_core_spare_cores",
-             "stack_min_samples"))
+      reads=("core_pegged_percent", "data_wait_fraction", "loader_headroom", "loader_max_workers",
+             "single_core_spare_cores", "stack_min_samples", "starved_step_speedup"))
 def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None or not job.usable_cores or job.usable_cores < 2:
@@ -285,7 +296,7 @@ def loader_io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
     if worker_cpu is not None and worker_cpu >= t["core_pegged_percent"]:
         return  # CPU-bound workers: data-starved says so
     by_pid = {p.pid: p for p in alive(job)}
-    evidence = [f"{who(by_pid.get(s.pid), s.pid)} waits for data in {100 * s.fraction('data'):.0f}% of "
+    evidence = [f"{who(by_pid.get(s.pid), s.pid)} waits for data in {100 * s.data_wait:.0f}% of "
                 f"{s.samples} stack samples" for s in starved]
     if io is not None:
         evidence.append(f"I/O pressure ({job.pressure.source if job.pressure else 'system'}): some task stalled on "

@@ -139,8 +139,8 @@ def _told_by_stacks(window: Window, t: Thresholds) -> set[int]:
 
 @rule("gpu-starved", hold_s=5, clear_s=10, order=20, watches="data wait against GPU utilisation",
       reads=("core_pegged_percent", "data_wait_fraction", "gpu_waiting_util_percent", "loader_headroom",
-             "stack_min_samples", "stuck_cpu_percent", "stuck_stack_s", "stuck_switches_per_s",
-             "worker_births_per_min", "worker_generations"))
+             "loader_max_workers", "stack_min_samples", "starved_step_speedup", "stuck_cpu_percent",
+             "stuck_stack_s", "stuck_switches_per_s", "worker_births_per_min", "worker_generations"))
 def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     """Two cases. The embedded job's telemetry says its step waits for data: this rule tells it (data-starved,
     which reads the same wait from the ranks' stacks, leaves those ranks to it). No telemetry: a waiting GPU whose

@@ -34,8 +34,33 @@ class Supply(msgspec.Struct, frozen=True):
         return self.ratio * self.worker_cores
 
 
+WAITING_CORES = 0.5  # a worker using under half a core while it makes a batch waits more than it computes
+
+
+def waiting(supply: Supply) -> bool:
+    return supply.worker_cores < WAITING_CORES
+
+
+def fed_ratio(supply: Supply, t: Thresholds) -> float:
+    """Workers that keep up once the step is fed. `ratio` divides by the step measured while it starved, when it
+    runs cold; for workers that wait (cheap to add) the count is for the faster, fed step; workers that compute
+    cost a core each, so theirs stays what was measured (the cores, not the count, are their limit)."""
+    return supply.ratio * (t["starved_step_speedup"] if waiting(supply) else 1.0)
+
+
+def worker_cap(supply: Supply) -> int | None:
+    """The most workers of this kind the cores it has for loading can run: what bounds the count of workers that
+    wait, cheap as each is."""
+    cores = supply.loading_cores
+    if cores is None or supply.worker_cores <= 0:
+        return None
+    return max(1, math.floor(cores / supply.worker_cores))
+
+
 def target_workers(supply: Supply, t: Thresholds) -> int:
-    return max(supply.workers + 1, math.ceil(supply.ratio * t["loader_headroom"]))
+    target = min(math.ceil(fed_ratio(supply, t) * t["loader_headroom"]), int(t["loader_max_workers"]))
+    cap = worker_cap(supply)
+    return max(supply.workers + 1, target if cap is None else min(target, cap))
 
 
 def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
@@ -62,13 +87,26 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
         if supply.workers < cores:
             fixes.append(f"Meanwhile DataLoader(num_workers={cores}) uses every core there is for loading.")
     else:
-        target = target_workers(supply, t)
-        why = (f"a batch takes one worker {supply.ratio:.1f}x the step's own time, so {supply.ratio:.1f} workers "
-               f"keep up; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom")
-        if supply.worker_cores < 0.5:
-            why += (f"; they wait more than they compute ({100 * supply.worker_cores:.0f}% of a core each while "
-                    "making a batch), so more of them cost little CPU")
-        if cores is not None:
+        target, fed, cap = target_workers(supply, t), fed_ratio(supply, t), worker_cap(supply)
+        why = f"a batch takes one worker {supply.ratio:.1f}x the step's own time, so {supply.ratio:.1f} workers keep up"
+        if waiting(supply):
+            why += (f" with the step as measured; it was measured starved, when a step runs cold: fed, it runs "
+                    f"faster (its threads awake, its data in cache), taken as {t['starved_step_speedup']:g}x, so "
+                    f"{fed:.1f} keep up with it; they wait more than they compute ({100 * supply.worker_cores:.0f}% of "
+                    "a core each while making a batch), so more of them cost little CPU")
+        wanted = math.ceil(fed * t["loader_headroom"])
+        if cap is not None and target == cap < wanted:
+            why += (f"; {target}, the most such workers the {cores} core(s) it has for loading can run, at "
+                    f"{100 * supply.worker_cores:.1f}% of a core each")
+        elif target == t["loader_max_workers"] < wanted:
+            why += (f"; {target}, the most hwtop names for one rank ({wanted} with "
+                    f"{100 * (t['loader_headroom'] - 1):.0f}% headroom)")
+        else:
+            why += f"; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
+        if cores is not None and waiting(supply):
+            why += (f"; {target} of them take {target * supply.worker_cores:.1f} of the {cores} core(s) it has for "
+                    f"loading ({share})")
+        elif cores is not None:
             why += f"; they take {needed:.1f} of the {cores} cores it has for loading ({share})"
         fixes.append(f"DataLoader(num_workers={target}) (now {supply.workers}): {why}.")
         if supply.workers == 0:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -47,10 +48,11 @@ def every_fix(report: dict[str, Any]) -> str:
 
 
 def steps_per_s(job: Job) -> float:
-    """The rate the job itself printed last (`... 3.0 steps/s`)."""
-    rates = [float(m.group(1)) for line in job.output for m in [re.search(r"([\d.]+) steps/s", line)] if m]
+    """The job's own rate (`... 3.0 steps/s`): the median of the lines it printed after its first step, so one
+    slow stretch (an epoch's end, a busy moment of the box) does not stand for the run."""
+    rates = [float(m.group(1)) for line in job.output[1:] for m in [re.search(r"([\d.]+) steps/s", line)] if m]
     assert rates, "".join(job.output[-5:])
-    return rates[-1]
+    return statistics.median(rates)
 
 
 def test_a_loader_waiting_on_a_slow_store_gets_the_workers_it_needs_and_that_number_speeds_it_up():
@@ -61,24 +63,22 @@ def test_a_loader_waiting_on_a_slow_store_gets_the_workers_it_needs_and_that_num
     assert rc == 1 and "data-starved" in found, report["findings"]
     finding = found["data-starved"]
     arithmetic = next(line for line in finding["evidence"] if "the step's own time" in line)
-    assert "its 1 DataLoader worker(s) make batches in" in arithmetic, arithmetic
+    assert re.search(r"is on a CPU [\d.]+% of the time .*; its 1 DataLoader worker\(s\) make batches in",
+                     arithmetic), arithmetic  # the step's own time from its CPU time, not from a few samples
     named = re.match(r"DataLoader\(num_workers=(\d+)\) \(now 1\): a batch takes one worker ([\d.]+)x",
                      finding["fix"][0])
     assert named, finding["fix"]
     workers, ratio = int(named.group(1)), float(named.group(2))
     assert workers >= ratio > 1.5 and "so more of them cost little CPU" in finding["fix"][0]
     assert "pin_memory" not in every_fix(report) and "prefetch" not in every_fix(report)  # no GPU; cannot keep up
-    # The number it named makes the job several times faster. Whether it is already enough depends on the step's
-    # own time, which one worker's figures overstate (the batch's hand-over is in it): on a quiet 2-core box the
-    # named 24 workers still waited, with the job ~25x faster, and doctor then named a larger number.
+    # The number it named is enough: the job no longer waits for data, and it is several times faster.
     with running("slow_store.py", "--time-limit", "120", "--num-workers", str(workers)) as job:
         rc, after_report = doctor(job.process.pid)
         after = steps_per_s(job)
+    shares = [(s["fractions"], s["handover"]) for s in (after_report.get("job") or {}).get("stacks", [])]
+    assert "data-starved" not in findings(after_report), (workers, shares, after_report["findings"])
+    assert rc == (1 if after_report["findings"] else 0), after_report["findings"]
     assert after >= min(workers, 10) / 2 * before, (before, after, workers)
-    still = findings(after_report).get("data-starved")
-    if still is not None:  # still waiting: the next number it names is larger, never the same advice again
-        again = re.match(r"DataLoader\(num_workers=(\d+)\) \(now (\d+)\)", still["fix"][0])
-        assert again and int(again.group(2)) == workers and int(again.group(1)) > workers, still["fix"]
 
 
 def test_a_stuck_worker_is_a_hang_named_with_its_pid_line_and_time():

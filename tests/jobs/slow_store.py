@@ -1,6 +1,8 @@
 """Samples fetched one by one from a slow store (an object store, a network file system: a few milliseconds of
 waiting per read, next to no CPU), with one DataLoader worker: the worker spends its time waiting on reads, the
-training step waits for the worker, and the cores idle. --num-workers N is the fix. Ordinary user code."""
+training step waits for the worker, and the cores idle. --num-workers N is the fix. Ordinary user code. The store
+holds as many records as such stores do, more than a test watches in one epoch: an epoch's first batch waits for
+a whole read whatever the workers, which a few-second epoch would make a share of every step."""
 
 import time
 
@@ -12,29 +14,28 @@ from training import arguments, fit  # tests/jobs/training.py, beside this scrip
 
 class RemoteSamples(Dataset):
     def __init__(self, size: int, features: int, read_ms: float) -> None:
-        generator = torch.Generator().manual_seed(0)
-        self.x = torch.randn(size, features, generator=generator)
-        self.y = torch.randint(0, 10, (size,), generator=generator)
+        self.size, self.features = size, features
         self.read_s = read_ms / 1000.0
 
     def __len__(self) -> int:
-        return len(self.x)
+        return self.size
 
     def fetch(self, index: int) -> torch.Tensor:
         time.sleep(self.read_s)  # the request's round trip
-        return self.x[index]
+        return torch.randn(self.features, generator=torch.Generator().manual_seed(index))  # the record it returns
 
     def __getitem__(self, index: int):
-        return self.fetch(index), self.y[index]
+        return self.fetch(index), index % 10
 
 
 def main() -> None:
     parser = arguments()
     parser.add_argument("--num-workers", type=int, default=1)
     parser.add_argument("--read-ms", type=float, default=20.0)
+    parser.add_argument("--records", type=int, default=1 << 20)
     args = parser.parse_args()
 
-    loader = DataLoader(RemoteSamples(4096, 1024, args.read_ms), batch_size=16, shuffle=True,
+    loader = DataLoader(RemoteSamples(args.records, 1024, args.read_ms), batch_size=16, shuffle=True,
                         num_workers=args.num_workers, persistent_workers=True)
     model = nn.Sequential(nn.Linear(1024, 512), nn.ReLU(), nn.Linear(512, 10))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)

@@ -80,6 +80,28 @@ def test_main_thread_samples_by_category_with_sites():
     assert tally.loaders.most_common(1)[0][0] == "multi-process"
 
 
+# The main thread receiving a batch its worker has already made: the tensors' shared memory, passed as a file
+# descriptor that it fetches from the worker (multiprocessing's resource sharer), as py-spy shows slow_store.py.
+HANDOVER = stack(TRAIN, frame("_BaseDataLoaderIter.__next__", LOADER, 725),
+                 frame("_MultiProcessingDataLoaderIter._next_data", LOADER, 1505),
+                 frame("_MultiProcessingDataLoaderIter._get_data", LOADER, 1464),
+                 frame("_MultiProcessingDataLoaderIter._try_get_data", LOADER, 1291),
+                 frame("Queue.get", f"{LIB}/multiprocessing/queues.py", 122),
+                 frame("rebuild_storage_fd", f"{SITE}/multiprocessing/reductions.py", 538),
+                 frame("DupFd.detach", f"{LIB}/multiprocessing/resource_sharer.py", 57),
+                 frame("_ResourceSharer.get_connection", f"{LIB}/multiprocessing/resource_sharer.py", 86))
+
+
+def test_receiving_a_batch_already_made_is_data_but_counted_apart_from_waiting_for_one():
+    tally = parse_raw("\n".join([f"thread (4242): MainThread;{MULTI_WAIT} 30",
+                                  f"thread (4242): MainThread;{HANDOVER} 12",
+                                  f"thread (4242): MainThread;{FORWARD} 58"]), 4242)
+    assert dict(tally.counts) == {"data": 42, "compute": 58} and tally.handovers == 12
+    other = parse_raw(f"thread (4242): MainThread;{HANDOVER} 3", 4242)
+    tally.merge(other)
+    assert tally.handovers == 15
+
+
 def test_a_single_process_loader_is_data_and_says_num_workers_0():
     frames = [parse_frame(part) for part in SINGLE.split(";")]
     assert classify(frames) == "data" and loader_kind(frames) == "single-process"

@@ -121,6 +121,7 @@ def test_a_blocked_cpu_rank_inside_backward_reads_collective(tmp_path, sleeper, 
     finally:
         sampler.close()
     assert stacks.main_running is not None and stacks.main_running < 0.2
+    assert (stacks.main_cpu is None) == on_gpu and (stacks.main_cpu or 0.0) < 0.2  # its own CPU: none of it
     if collective:  # 27 of 30 in backward, blocked ~100 %: all but the 3 augment samples were waits
         assert stacks.fraction("collective") >= 0.6 and stacks.fraction("compute") <= 0.3
         assert stacks.site("collective") == "train.py:40 <module>"
@@ -130,3 +131,35 @@ def test_a_blocked_cpu_rank_inside_backward_reads_collective(tmp_path, sleeper, 
     seconds = dict(stacks.phase_seconds)
     assert set(seconds) <= set(CATEGORIES) and sum(seconds.values()) >= 1.0  # two or more chunks of ~1 s
     assert stacks.updated_at is not None and abs(stacks.updated_at - time.time()) < 15
+
+
+def test_a_main_thread_on_a_cpu_reads_its_own_cpu_share(tmp_path):
+    """The step's own time for the loader's arithmetic (advice/rules/loader.py): a main thread that spins is on a
+    CPU most of each chunk, read from its schedstat, not from its few samples."""
+    spinner = subprocess.Popen([sys.executable, "-c", "print('ready', flush=True)\nwhile True: pass"],
+                               stdout=subprocess.PIPE, text=True)
+    try:
+        assert spinner.stdout is not None and spinner.stdout.readline().strip() == "ready"
+        sampler = StackSampler(py_spy=fake_py_spy(tmp_path, spinner.pid), first_chunk_s=1.0, chunk_s=1.0)
+        try:
+            stacks = sampled(sampler, spinner.pid, None)
+        finally:
+            sampler.close()
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert stacks.main_cpu is not None and stacks.main_running is not None
+    # on a CPU in every chunk, its least share above a blocked thread's even on a loaded box; queued time is in
+    # main_running only
+    assert 0.05 < stacks.main_cpu <= stacks.main_running
+
+
+def test_the_cpu_share_is_the_quietest_whole_chunks():
+    """Others' load only adds CPU to a starved loop (its intra-op threads spin for a partner waiting for a CPU):
+    the quietest chunk stands for its own work; a chunk cut short at a watch's end holds too few steps to count."""
+    from hwtop.probes.stack_sampler import _Chunk, _least_cpu
+
+    chunks = [_Chunk(0.0, 3.0, Tally(), 0.06, 0.05), _Chunk(3.0, 13.0, Tally(), 0.04, 0.03),
+              _Chunk(13.0, 13.5, Tally(), 0.0, 0.0)]
+    assert _least_cpu(chunks) == 0.03
+    assert _least_cpu(chunks[2:]) == 0.0 and _least_cpu([]) is None
