@@ -4,10 +4,13 @@ where each rank's time goes; sparklines; and a stack when asked. Ended workers l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 
 from rich.text import Text
+from textual.containers import ScrollableContainer
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 from hwtop.advice.grouping import covering
@@ -17,9 +20,9 @@ from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
-from hwtop.widgets.job_ranks import fit_words, parts_lines, rank_table
+from hwtop.widgets.job_ranks import Later, fit_words, parts_lines, rank_table
 from hwtop.widgets.panel import TextPanel
-from hwtop.widgets.safe_text import data
+from hwtop.widgets.safe_text import data, visible
 
 ROLE_STYLE = {"launcher": palette.GROUP, "DataLoader worker": palette.WORKER, "helper": palette.DIM,
               "worker of a rank": palette.WORKER}
@@ -81,6 +84,7 @@ class JobPanel(TextPanel):
         # A process's row kept while what it draws is the same (its formatted cells, role, command, width): a
         # 256-rank job's dozens of rows were built again every tick, each cell a new Text, most of them unchanged.
         self._rows: dict[tuple[object, ...], Text] = {}
+        self._process_rows: list[int] = []  # the line each process's row is on, as last built
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
@@ -113,11 +117,11 @@ class JobPanel(TextPanel):
         width = self.content_size.width
         if width <= 0 or self.job is None or not 0 <= self.cursor < len(self.job.processes):
             return  # a new snapshot with fewer processes came between the key and this callback
-        rows_before = 0
-        for line in self.cached_lines(width):  # the rows above the selected one, wrapped lines counted
-            if line.plain.lstrip().startswith(f"{self.job.processes[self.cursor].pid} "):
-                break
-            rows_before += max(1, -(-line.cell_len // width))
+        lines = self.cached_lines(width)
+        if self.cursor >= len(self._process_rows):
+            return
+        # the rows above the selected one, wrapped lines counted (a row out of view is one row: each is cut to fit)
+        rows_before = sum(max(1, -(-line.cell_len // width)) for line in lines[:self._process_rows[self.cursor]])
         container = self.parent
         if isinstance(container, Widget):  # the screen's VerticalScroll
             top = self.virtual_region.y + self.styles.gutter.top + rows_before
@@ -140,6 +144,31 @@ class JobPanel(TextPanel):
         nodes = sorted({self.node_of_cpu[c] for c in cpus if c in self.node_of_cpu})
         return f" (node {','.join(map(str, nodes))})" if nodes else ""
 
+    def _in_view(self) -> Callable[[int], bool]:
+        """Whether line i is on screen now, as the scroll container shows this panel: a row out of view is built
+        when it is drawn (`render_line`), not each tick. Everything is in view until the panel is laid out in one."""
+        container = self.parent
+        rows = container.scrollable_content_region.height if isinstance(container, ScrollableContainer) else 0
+        if rows <= 0 or self._height is None:
+            return lambda _: True
+        top = round(container.scroll_y) - self.virtual_region.y - self.styles.gutter.top  # type: ignore[union-attr]
+        return range(top - 1, top + rows + 1).__contains__
+
+    def render_line(self, y: int) -> Strip:
+        lines = self.cached_lines(self.content_size.width or self.size.width)
+        line = lines[y] if 0 <= y < len(lines) else None
+        if isinstance(line, Later):
+            lines[y] = visible(line.build())
+        return super().render_line(y)
+
+    def render(self) -> Text:
+        """The whole text (a selection, a line that wraps): every row built."""
+        lines = self.cached_lines(self.content_size.width or self.size.width)
+        for index, line in enumerate(lines):
+            if isinstance(line, Later):
+                lines[index] = visible(line.build())
+        return super().render()
+
     def lines(self, width: int) -> list[Text]:
         job = self.job
         if job is None:
@@ -160,7 +189,8 @@ class JobPanel(TextPanel):
             gpus = covering([f"GPU{i}" for i in indices])[0]
             parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
         out = parts_lines(parts, width, sep_style="")  # wrapped between its figures, never inside one
-        out += self._job_lines(job, width)
+        in_view = self._in_view()
+        out += self._job_lines(job, width, len(out), in_view)
         spark = max(8, min(40, (width - 30) // 3))
         marks = Text()
         for key, label in (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss")):
@@ -181,8 +211,14 @@ class JobPanel(TextPanel):
         header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
         out.append(header)
         rows, self._rows = self._rows, {}
+        self._process_rows = []
         for index, process in enumerate(job.processes):
-            out.append(self._row(process, width, columns, index == self.cursor and self.has_focus, rows))
+            self._process_rows.append(len(out))
+            selected = index == self.cursor and self.has_focus
+            if in_view(len(out)):
+                out.append(self._row(process, width, columns, selected, rows))
+            else:
+                out.append(Later(partial(self._row, process, width, columns, selected, rows)))
         placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
                      for line in self._placement(p, width)]
         if placement:
@@ -195,9 +231,10 @@ class JobPanel(TextPanel):
             out += self.stack
         return out
 
-    def _job_lines(self, job: JobSnapshot, width: int) -> list[Text]:
+    def _job_lines(self, job: JobSnapshot, width: int, first: int, in_view: Callable[[int], bool]) -> list[Text]:
         """Workers coming and going, pressure, the memory cgroup, and where each rank's time goes: a table of
-        the ranks side by side when there are several, else a line per sampled process."""
+        the ranks side by side when there are several, else a line per sampled process. `first`: the line these
+        start on, for `in_view`."""
         out = []
         if job.workers_started_last_minute or job.workers_exited_last_minute:
             out.append(Text(f"DataLoader workers: {job.workers_started_last_minute} started, "
@@ -213,7 +250,8 @@ class JobPanel(TextPanel):
             if group is not None and group.limit_bytes:
                 line.append(f" · cgroup memory {human_bytes(group.used_bytes)} of {human_bytes(group.limit_bytes)}")
             out.append(line)
-        table = rank_table(job, width, self.named)
+        start = first + len(out) + (1 if job.stack_message else 0)  # the table's first line
+        table = rank_table(job, width, self.named, lambda i: in_view(start + i))
         if (job.stacks or job.stack_message) and not table:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:

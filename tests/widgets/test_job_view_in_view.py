@@ -1,0 +1,89 @@
+"""The job view of a 256-rank job (the big machine of benchmarks/): its ~350 lines are taller than the terminal, and
+a tick builds only the rows in view; a row scrolled into view is built when it is drawn, from the same data, so the
+screen reads as if every row had been built (widgets/job.py, `Later`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hwtop.demo.machine import demo_sampler
+from hwtop.model.snapshot import Snapshot
+from hwtop.session.session import Session
+from hwtop.tui.app import HwtopApp
+from hwtop.tui.job_screen import JobScreen
+from hwtop.widgets.job import JobPanel
+from tests.factories import SequenceSource
+from tests.small_screen import screen_lines, started
+
+
+def big_job_snapshots(ticks: int = 4) -> list[Snapshot]:
+    clock = [100.0]
+    session = Session(demo_sampler("dgx-a100:straggler-256", seed=7, clock=lambda: clock[0],
+                                   wall=lambda: 1_800_000_000.0 + clock[0]))
+    out = []
+    try:
+        for _ in range(ticks):
+            out.append(session.tick().snapshot)
+            clock[0] += 1.0
+    finally:
+        session.close()
+    return out
+
+
+def panel_rows(app: HwtopApp, panel: JobPanel) -> list[str]:
+    """The panel's content rows on the terminal (inside its border and padding), top to bottom."""
+    left = panel.region.x + 2
+    width = panel.content_size.width
+    return [line[left:left + width].rstrip() for line in screen_lines(app)[panel.region.y:][:panel.region.height]
+            if line[panel.region.x:panel.region.x + 1] == "│"]
+
+
+def every_row_built(panel: JobPanel, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The panel's lines with every row built, as before rows out of view were left for later."""
+    with monkeypatch.context() as patch:
+        patch.setattr(JobPanel, "_in_view", lambda self: lambda _: True)
+        return [line.plain.rstrip() for line in panel.lines(panel.content_size.width)]
+
+
+def contiguous_in(rows: list[str], lines: list[str]) -> bool:
+    starts = [i for i, line in enumerate(lines) if line == rows[0]]
+    return any(lines[i:i + len(rows)] == rows for i in starts)
+
+
+async def test_a_tick_builds_the_rows_in_view_and_scrolling_draws_the_others_right(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshots = big_job_snapshots()
+    app = HwtopApp(SequenceSource(snapshots), interval=3600)
+    built: list[int] = []
+    row = JobPanel._row
+    monkeypatch.setattr(JobPanel, "_row", lambda self, p, *args: built.append(p.pid) or row(self, p, *args))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await started(app, pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        assert isinstance(app.screen, JobScreen)
+        panel = app.screen.panel
+        job = snapshots[-1].job
+        assert job is not None and len(job.ranks) == 256 and len(job.processes) > 60
+        app.show(app.session.tick())
+        await pilot.pause()
+        built.clear()
+        app.show(app.session.tick())  # at the top the rank table fills the screen: no process row is in view
+        await pilot.pause()
+        assert built == []
+        top = panel_rows(app, panel)
+        assert len(top) > 40 and contiguous_in(top, every_row_built(panel, monkeypatch))
+
+        await pilot.press("end")  # the process table comes into view: its rows are built as they are drawn
+        await pilot.pause()
+        bottom = panel_rows(app, panel)
+        full = every_row_built(panel, monkeypatch)
+        assert bottom != top and contiguous_in(bottom, full)
+        last = full[panel._process_rows[-1]]
+        assert last.startswith(f"{job.processes[-1].pid:>7} ") and last in bottom
+
+        built.clear()
+        app.show(app.session.tick())  # scrolled down, the next tick builds the process rows in view
+        await pilot.pause()
+        assert 0 < len(built) <= panel.scrollable_content_region.height + 2
+        assert contiguous_in(panel_rows(app, panel), every_row_built(panel, monkeypatch))
