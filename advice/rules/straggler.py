@@ -44,8 +44,9 @@ def missing_figures(job: JobSnapshot, t: Thresholds) -> list[str]:
     """Ranks whose stacks cannot be read (ptrace refused, py-spy missing): which figure is missing, and why."""
     why = {s.pid: s.message for s in job.stacks if s.message and s.message not in SAMPLING and not s.samples}
     out = []
+    enough = t["stack_min_samples"]
     for rank in job.ranks:
-        if rank.samples >= t["stack_min_samples"] or rank.nccl_only:
+        if rank.samples >= enough or rank.nccl_only:
             continue
         reason = why.get(rank.pid) if rank.pid is not None else None
         reason = reason or (job.stack_message if job.stack_message and not rank.samples else None)
@@ -161,7 +162,8 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
     ranks = [r for r in job.ranks if not r.nccl_only]
     if len(ranks) < 2:
         return
-    read = [r for r in ranks if r.samples >= t["stack_min_samples"]]
+    enough = t["stack_min_samples"]
+    read = [r for r in ranks if r.samples >= enough]
     missing = missing_figures(job, t)
     if missing:  # which figure is missing, said once; no straggler is named from half the ranks
         yield Finding("rank-straggler", "info", "Stragglers cannot be judged: some ranks' stacks are unreadable",
@@ -174,7 +176,7 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
         return
     from hwtop.advice.ranks import judge_ranks  # the fleet's judgement too: the same rank for the same numbers
 
-    verdict = judge_ranks(ranks, t)
+    verdict = judge_ranks(job.ranks, t)  # it leaves out the nccl_only ranks as above; collective-hang asked it first
     if verdict is None or verdict.kind != "straggler" or verdict.rank is None:
         return  # balanced, or a hang: collective-hang names the rank that never arrived
     slow, others = verdict.rank, list(verdict.waiting)
