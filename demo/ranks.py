@@ -46,6 +46,8 @@ class DemoRanks:
         self.remote = tuple(range(len(self.ranks), job_ranks)) if self.ranks else ()
         # rank -> phase -> cumulative seconds
         self._seconds: dict[int, dict[str, float]] = {rank: {} for rank in (*self.ranks, *self.remote)}
+        per_node = len(self.ranks)  # (rank, its host's label, its local rank there) of the other nodes' ranks
+        self._remote = tuple((rank, f"{self.hostname}-{rank // per_node:02d}", rank % per_node) for rank in self.remote)
 
     def _processes(self, state: JobState, memory: dict[int, int | None]) -> list[JobProcess]:
         """The launcher, its ranks and their DataLoader workers, from the host's table of this tick; a rank's
@@ -86,32 +88,40 @@ class DemoRanks:
             return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "ended", (), None, 0, ended_at=seen_at,
                                message=f"demo: {state.phase}")
         figures, stacks = [], []
+        samples = int(min(t, WINDOW_S) * RATE_HZ)
+        # A rank's shares follow from its collective wait alone (the data wait is the job's): of 256 ranks, two or
+        # three tell apart, so each is made and sorted once a tick
+        by_wait: dict[float, tuple[dict[str, float], tuple[tuple[str, float], ...]]] = {}
+
+        def shares_of(rank: int) -> tuple[dict[str, float], tuple[tuple[str, float], ...]]:
+            wait = state.collective_of(rank)
+            known = by_wait.get(wait)
+            if known is None:
+                shares = _shares(state, rank)
+                known = by_wait[wait] = (shares, tuple(sorted(shares.items(), key=lambda kv: -kv[1])))
+            return known
+
         for rank in self.ranks:
             pid = RANK_PID + rank
-            shares = _shares(state, rank)
+            shares, ordered = shares_of(rank)
             seconds = self._seconds[rank]
             for phase, value in shares.items():
                 seconds[phase] = seconds.get(phase, 0.0) + dt * value
-            samples = int(min(t, WINDOW_S) * RATE_HZ)
-            ordered = tuple(sorted(shares.items(), key=lambda kv: -kv[1]))
             figures.append(RankFigures(rank, self.hostname, pid=pid, local_rank=rank, gpu=rank,
                                        phase_seconds=tuple((k, round(v, 1)) for k, v in seconds.items()),
                                        shares=ordered if samples else (), steps=steps.get(pid), site=BUSY_SITE,
                                        samples=samples, seen_at=seen_at))
             stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered if samples else (),
                                      busy_site=BUSY_SITE))
-        per_node = len(self.ranks)
-        for rank in self.remote:
-            shares = _shares(state, rank)
+        for rank, host, local in self._remote:
+            shares, ordered = shares_of(rank)
             seconds = self._seconds[rank]
             for phase, value in shares.items():
                 seconds[phase] = seconds.get(phase, 0.0) + dt * value
-            samples = int(min(t, WINDOW_S) * RATE_HZ)
-            figures.append(RankFigures(rank, f"{self.hostname}-{rank // per_node:02d}", local_rank=rank % per_node,
-                                       gpu=rank % per_node, phase_seconds=tuple((k, round(v, 1)) for k, v in
-                                                                                seconds.items()),
-                                       shares=tuple(sorted(shares.items(), key=lambda kv: -kv[1])) if samples else (),
-                                       site=BUSY_SITE, samples=samples, seen_at=seen_at))
+            figures.append(RankFigures(rank, host, local_rank=local, gpu=local,
+                                       phase_seconds=tuple((k, round(v, 1)) for k, v in seconds.items()),
+                                       shares=ordered if samples else (), site=BUSY_SITE, samples=samples,
+                                       seen_at=seen_at))
         job = JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),
