@@ -63,6 +63,9 @@ class Symbols:
         # Weakly: the library holds its symbols, so no cycle keeps a dropped library for the garbage collector.
         self.lib = cast(LibraryState, weakref.proxy(library))
         self._error_strings: dict[int, ctypes.Array[ctypes.c_char]] = {}
+        # card -> (every input of its utilization samples at a whole second, the samples): pynvml asks twice a read
+        # (the size, then the fill) and a tick reads each card once; the samples move once a second
+        self._samples: dict[int, tuple[tuple[object, ...], list[tuple[int, int, int, int]]]] = {}
 
     # ----- library -----
 
@@ -424,19 +427,7 @@ class Symbols:
         card = self._card(target)
         if card.mig:
             return abi.NOT_SUPPORTED
-        now = self.lib.now()
-        world = self.lib.world
-        computing = [p for p in card.processes if "compute" in p.kind]
-        rows: list[tuple[int, int, int, int]] = []  # pid, timestamp, sm, mem
-        for second in range(math.floor(now), math.floor(now) - SAMPLE_BUFFER_S, -1):
-            if second < 0:
-                break
-            util = round(100 * world.load(card, float(second)))
-            if not util:
-                continue
-            for process in computing:
-                rows.append((process.pid, self.lib.timestamp_us(second), util // len(computing),
-                             round(util * 0.55) // len(computing)))
+        rows = list(self.remembered_samples(card, self.lib.now()))
         if "stale" not in card.sample_quirks:
             rows = [r for r in rows if r[1] > last_seen]
             rows.reverse()  # oldest first
@@ -456,6 +447,33 @@ class Symbols:
             array[i].smUtil, array[i].memUtil = sm, mem  # type: ignore[attr-defined]
             array[i].encUtil = array[i].decUtil = 0  # type: ignore[attr-defined]
         return abi.SUCCESS
+
+    def remembered_samples(self, card: Card, now: float) -> list[tuple[int, int, int, int]]:
+        """`samples(card, now)`, remembered while every input it reads is the same (callers must not change it)."""
+        computing = tuple(p.pid for p in card.processes if "compute" in p.kind)
+        key = (math.floor(now), card.busy, tuple(card.load_changes), computing)
+        known = self._samples.get(card.index)
+        if known is None or known[0] != key:
+            known = self._samples[card.index] = (key, self.samples(card, now))
+        return known[1]
+
+    def samples(self, card: Card, now: float) -> list[tuple[int, int, int, int]]:
+        """(pid, timestamp µs, sm %, memory %) newest first: one per compute process per second of the last
+        SAMPLE_BUFFER_S in which the card was busy. Reads the whole seconds' loads (the load forced then, the card
+        busy or not) and the compute processes' pids."""
+        world = self.lib.world
+        computing = [p for p in card.processes if "compute" in p.kind]
+        rows: list[tuple[int, int, int, int]] = []  # pid, timestamp, sm, mem
+        for second in range(math.floor(now), math.floor(now) - SAMPLE_BUFFER_S, -1):
+            if second < 0:
+                break
+            util = round(100 * world.load(card, float(second)))
+            if not util:
+                continue
+            for process in computing:
+                rows.append((process.pid, self.lib.timestamp_us(second), util // len(computing),
+                             round(util * 0.55) // len(computing)))
+        return rows
 
     # ----- GPM -----
 
