@@ -53,6 +53,10 @@ ULL_MASK = (1 << 64) - 1
 _DEFAULT_VALUE_TYPE = {abi.FI_PCIE_COUNT_TX_BYTES: abi.VALUE_UINT, abi.FI_PCIE_COUNT_RX_BYTES: abi.VALUE_UINT}
 _WIDTH = {abi.VALUE_UINT: 32, abi.VALUE_ULONG: 64, abi.VALUE_ULONGLONG: 64, abi.VALUE_USHORT: 16,
           abi.VALUE_SINT: 32, abi.VALUE_SLONGLONG: 64}
+# the NVLink counters' names by (field, link), made once (a read asks for two dozen a card)
+_NVLINK_COUNTER = {(field, link): f"nvl_{'tx' if field == abi.FI_NVLINK_THROUGHPUT_DATA_TX else 'rx'}{link}"
+                   for field in (abi.FI_NVLINK_THROUGHPUT_DATA_TX, abi.FI_NVLINK_THROUGHPUT_DATA_RX)
+                   for link in range(18)}
 _MEMBER = {abi.VALUE_DOUBLE: "dVal", abi.VALUE_UINT: "uiVal", abi.VALUE_ULONG: "ulVal",
            abi.VALUE_ULONGLONG: "ullVal", abi.VALUE_SLONGLONG: "sllVal", abi.VALUE_SINT: "siVal",
            abi.VALUE_USHORT: "usVal"}
@@ -259,14 +263,17 @@ class Symbols:
         array = ctypes.cast(values, ctypes.POINTER(abi.FieldValue))
         card = self._card(target)
         sampled_at = self.lib.now() - card.field_lag_s
+        stamp = self.lib.timestamp_us(sampled_at)
+        loads: dict[float, float] = {}  # the card's load by instant, for every counter this call reads
         for i in range(count):
-            self._field(card, array[i], sampled_at)
+            self._field(card, array[i], sampled_at, stamp, loads)
         return abi.SUCCESS
 
-    def _field(self, card: Card, value: abi.FieldValue, sampled_at: float) -> None:
+    def _field(self, card: Card, value: abi.FieldValue, sampled_at: float, stamp: int,
+               loads: dict[float, float]) -> None:
         field_id, scope = int(value.fieldId), int(value.scopeId)  # type: ignore[attr-defined]
         self.lib.field_requests[(card.index, field_id, scope)] += 1
-        value.timestamp = self.lib.timestamp_us(sampled_at)  # type: ignore[attr-defined]
+        value.timestamp = stamp  # type: ignore[attr-defined]
         value.latencyUsec = 0  # type: ignore[attr-defined]
         world, links = self.lib.world, card.model.nvlinks
         counter_name = None
@@ -277,7 +284,8 @@ class Symbols:
             self._put(value, abi.VALUE_UINT, len(world.active_links(card)))
         elif field_id in (abi.FI_NVLINK_THROUGHPUT_DATA_TX, abi.FI_NVLINK_THROUGHPUT_DATA_RX):
             code = abi.SUCCESS if scope < links else abi.INVALID_ARGUMENT if links else abi.NOT_SUPPORTED
-            counter_name = f"nvl_{'tx' if field_id == abi.FI_NVLINK_THROUGHPUT_DATA_TX else 'rx'}{scope}"
+            counter_name = _NVLINK_COUNTER.get((field_id, scope)) or \
+                f"nvl_{'tx' if field_id == abi.FI_NVLINK_THROUGHPUT_DATA_TX else 'rx'}{scope}"
         elif field_id in (abi.FI_PCIE_COUNT_TX_BYTES, abi.FI_PCIE_COUNT_RX_BYTES):
             code = abi.SUCCESS
             counter_name = "pcie_tx" if field_id == abi.FI_PCIE_COUNT_TX_BYTES else "pcie_rx"
@@ -286,7 +294,7 @@ class Symbols:
         value.nvmlReturn = code  # type: ignore[attr-defined]
         if code == abi.SUCCESS and counter_name is not None:
             kind = self.lib.value_types.get(field_id, _DEFAULT_VALUE_TYPE.get(field_id, abi.VALUE_ULONGLONG))
-            raw = world.counter(card, counter_name, sampled_at) + self.lib.counter_origin
+            raw = world.counter(card, counter_name, sampled_at, loads) + self.lib.counter_origin
             self._put(value, kind, raw & ((1 << _WIDTH.get(kind, 64)) - 1))  # counters wrap at their width
 
     @staticmethod
