@@ -134,7 +134,9 @@ class SimulatedHost:
         self._table: tuple[float, list[ProcessInfo]] | None = None
         self._fillers = [self._filler(index) for index in range(extra_processes)]  # idle: the same every tick
         self._fillers_ordered = sorted(self._fillers, key=_busiest, reverse=True)
+        self._fillers_rss = sum(p.rss_bytes or 0 for p in self._fillers)  # all on node 0: they have no affinity
         self._nic_sums: tuple[int, list[tuple[float, float]]] = (0, [])  # a scenario second, the counters then
+        self._used: tuple[float, tuple[int, ...]] | None = None  # (t, each node's memory used then)
 
     # ----- helpers -----
 
@@ -165,12 +167,18 @@ class SimulatedHost:
         """Memory used on each node (total − available, as MemorySnapshot means it): the system's share, and each
         process's RSS on the node its CPUs are on. The machine's figure is their sum, so the two always agree."""
         t, job = self._now()
+        if self._used is not None and self._used[0] == t:  # memory and numa ask it of the same table (per t)
+            return self._used[1]
         sizes = self.node_sizes()
         used = [min(14 * GIB, self.spec.ram_bytes // 8) // len(sizes)] * len(sizes)
-        for process in self._all_processes(t, job):
+        table = self._all_processes(t, job)
+        for process in table[:len(table) - len(self._fillers)]:  # the fillers come last, summed once
             node = self._node_of.get(process.cpu_affinity[0], 0) if process.cpu_affinity else 0
             used[node] += process.rss_bytes or 0
-        return tuple(min(u, size - GIB // len(sizes)) for u, size in zip(used, sizes, strict=True))
+        used[0] += self._fillers_rss
+        answer = tuple(min(u, size - GIB // len(sizes)) for u, size in zip(used, sizes, strict=True))
+        self._used = (t, answer)
+        return answer
 
     def memory(self) -> MemorySnapshot:
         used = sum(self._node_used())
@@ -203,7 +211,8 @@ class SimulatedHost:
         for heap in free.values():
             heapq.heapify(heap)
         users = {JOB_USER, *(o.user for o in self.profile.owners)}  # the jobs' users (a shared box has two)
-        for process in self._all_processes(t, job):
+        table = self._all_processes(t, job)
+        for process in table[:len(table) - len(self._fillers)]:  # the fillers (last) have no affinity: none here
             if process.user not in users or not process.cpu_affinity or not process.cpu_percent:
                 continue
             heap, left = free[self._node_of.get(process.cpu_affinity[0], 0)], process.cpu_percent
