@@ -20,7 +20,7 @@ from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
-from hwtop.widgets.job_ranks import Later, fit_words, parts_lines, rank_table
+from hwtop.widgets.job_ranks import Defer, Later, fit_words, parts_lines, rank_table
 from hwtop.widgets.panel import TextPanel
 from hwtop.widgets.safe_text import data, visible
 
@@ -54,6 +54,10 @@ def fitting_columns(width: int) -> tuple[Column, ...]:
     return columns
 
 
+def _unbuilt() -> Text:
+    return Text()
+
+
 def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
     if pages is None:
         return "N/A"
@@ -85,6 +89,7 @@ class JobPanel(TextPanel):
         # 256-rank job's dozens of rows were built again every tick, each cell a new Text, most of them unchanged.
         self._rows: dict[tuple[object, ...], Text] = {}
         self._process_rows: list[int] = []  # the line each process's row is on, as last built
+        self._later: list[Later] = []  # the Later standing for line i while it is out of view, kept across ticks
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
@@ -154,6 +159,19 @@ class JobPanel(TextPanel):
         top = round(container.scroll_y) - self.virtual_region.y - self.styles.gutter.top  # type: ignore[union-attr]
         return range(top - 1, top + rows + 1).__contains__
 
+    def _defer(self, in_view: Callable[[int], bool], first: int = 0) -> Defer:
+        """Line first+i's Later, pointed at `build`, where that line is out of view; None where it is in view."""
+        def defer(index: int, build: Callable[[], Text]) -> Text | None:
+            line = first + index
+            if in_view(line):
+                return None
+            while len(self._later) <= line:
+                self._later.append(Later(_unbuilt))
+            later = self._later[line]
+            later.build = build
+            return later
+        return defer
+
     def render_line(self, y: int) -> Strip:
         lines = self.cached_lines(self.content_size.width or self.size.width)
         line = lines[y] if 0 <= y < len(lines) else None
@@ -189,8 +207,8 @@ class JobPanel(TextPanel):
             gpus = covering([f"GPU{i}" for i in indices])[0]
             parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
         out = parts_lines(parts, width, sep_style="")  # wrapped between its figures, never inside one
-        in_view = self._in_view()
-        out += self._job_lines(job, width, len(out), in_view)
+        defer = self._defer(self._in_view())
+        out += self._job_lines(job, width, len(out), defer)
         spark = max(8, min(40, (width - 30) // 3))
         marks = Text()
         for key, label in (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss")):
@@ -215,10 +233,8 @@ class JobPanel(TextPanel):
         for index, process in enumerate(job.processes):
             self._process_rows.append(len(out))
             selected = index == self.cursor and self.has_focus
-            if in_view(len(out)):
-                out.append(self._row(process, width, columns, selected, rows))
-            else:
-                out.append(Later(partial(self._row, process, width, columns, selected, rows)))
+            later = defer(len(out), partial(self._row, process, width, columns, selected, rows))
+            out.append(later if later is not None else self._row(process, width, columns, selected, rows))
         placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
                      for line in self._placement(p, width)]
         if placement:
@@ -231,10 +247,10 @@ class JobPanel(TextPanel):
             out += self.stack
         return out
 
-    def _job_lines(self, job: JobSnapshot, width: int, first: int, in_view: Callable[[int], bool]) -> list[Text]:
+    def _job_lines(self, job: JobSnapshot, width: int, first: int, defer: Defer) -> list[Text]:
         """Workers coming and going, pressure, the memory cgroup, and where each rank's time goes: a table of
         the ranks side by side when there are several, else a line per sampled process. `first`: the line these
-        start on, for `in_view`."""
+        start on, for `defer`."""
         out = []
         if job.workers_started_last_minute or job.workers_exited_last_minute:
             out.append(Text(f"DataLoader workers: {job.workers_started_last_minute} started, "
@@ -251,7 +267,7 @@ class JobPanel(TextPanel):
                 line.append(f" · cgroup memory {human_bytes(group.used_bytes)} of {human_bytes(group.limit_bytes)}")
             out.append(line)
         start = first + len(out) + (1 if job.stack_message else 0)  # the table's first line
-        table = rank_table(job, width, self.named, lambda i: in_view(start + i))
+        table = rank_table(job, width, self.named, lambda i, build: defer(start + i, build))
         if (job.stacks or job.stack_message) and not table:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:

@@ -44,13 +44,18 @@ _RANK_LINE = re.compile(r"^rank (\d+) \(")  # an evidence line about one rank: n
 class Later(Text):
     """A row of a tall panel out of view, built only when it is drawn (widgets/job.py): of a 256-rank job's ~350
     lines a 50-row terminal shows ~45, and each tick built them all. Empty, so two of them read alike and a row
-    that stays out of view is never counted as changed."""
+    that stays out of view is never counted as changed; its panel keeps one per line and points it at each tick's
+    data, so a row scrolled into view is drawn from the latest data even where nothing in view changed."""
 
     __slots__ = ("build",)
 
     def __init__(self, build: Callable[[], Text]) -> None:
         super().__init__()
         self.build = build
+
+
+# (line index, how to build that line) -> the Later standing for it while it is out of view, or None: build it now
+Defer = Callable[[int, Callable[[], Text]], Text | None]
 
 
 def named_ranks(findings: Iterable[Finding]) -> dict[int, str]:
@@ -220,10 +225,10 @@ def _legend(columns: tuple[Column, ...], named: Mapping[int, str], ranks: list[R
 
 
 def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = None,
-               in_view: Callable[[int], bool] | None = None) -> list[Text]:
+               defer: Defer | None = None) -> list[Text]:
     """The table's lines for `width` cells; nothing for a job of fewer than two ranks. `named`: rank -> what the
     findings say of it (`named_ranks`), marked ◀ before its rank (and said after its row on a wide terminal).
-    `in_view(i)`: whether the table's line i is on screen; a rank's row that is not is a `Later`."""
+    `defer(i, build)`: a `Later` for the table's line i where it is out of view (a rank's row), else None."""
     if len(job.ranks) < 2:
         return []
     named = named or {}
@@ -242,10 +247,8 @@ def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = N
     for rank in ranks:
         label = named.get(rank.rank)
         message = messages.get(rank.pid) if rank.pid is not None and not rank.samples else None
-        if in_view is None or in_view(len(out)):
-            out.append(_kept_row(rank, layout, label, message))
-        else:
-            out.append(Later(partial(_kept_row, rank, layout, label, message)))
+        later = defer(len(out), partial(_kept_row, rank, layout, label, message)) if defer is not None else None
+        out.append(later if later is not None else _kept_row(rank, layout, label, message))
     if len(job.ranks) > len(ranks):
         out += parts_lines([Text(f"… and {len(job.ranks) - len(ranks)} more ranks, none worse than those above",
                                  style=palette.DIM),

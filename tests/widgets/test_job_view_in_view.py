@@ -5,6 +5,7 @@ screen reads as if every row had been built (widgets/job.py, `Later`)."""
 from __future__ import annotations
 
 import pytest
+from msgspec.structs import replace
 
 from hwtop.demo.machine import demo_sampler
 from hwtop.model.snapshot import Snapshot
@@ -87,3 +88,30 @@ async def test_a_tick_builds_the_rows_in_view_and_scrolling_draws_the_others_rig
         await pilot.pause()
         assert 0 < len(built) <= panel.scrollable_content_region.height + 2
         assert contiguous_in(panel_rows(app, panel), every_row_built(panel, monkeypatch))
+
+
+async def test_a_row_out_of_view_shows_the_latest_data_when_scrolled_to_even_if_nothing_in_view_changed() -> None:
+    """A tick that changes only rows out of view repaints nothing; those rows, scrolled into view, are drawn from
+    that tick's data, not from the last tick that changed a row in view."""
+    app = HwtopApp(SequenceSource(big_job_snapshots(2)), interval=3600)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await started(app, pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        panel = app.screen.panel
+        frame = app.session.tick()
+        app.show(frame)
+        await pilot.pause()
+        top = panel_rows(app, panel)
+        job = frame.snapshot.job
+        assert job is not None
+        last = job.processes[-1]
+        assert last.cpu_percent != 77.0 and last.threads != 99
+        moved = replace(job, processes=(*job.processes[:-1], replace(last, cpu_percent=77.0, threads=99)))
+        app.show(replace(frame, snapshot=replace(frame.snapshot, job=moved)))  # only a row far below the screen
+        await pilot.pause()
+        assert panel_rows(app, panel) == top
+        await pilot.press("end")
+        await pilot.pause()
+        row = next(line for line in panel_rows(app, panel) if line.startswith(f"{last.pid:>7} "))
+        assert (row[38:43].strip(), row[52:56].strip()) == ("77", "99"), row  # CPU% and THR (widgets/job.COLUMNS)
