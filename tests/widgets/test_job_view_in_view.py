@@ -98,6 +98,7 @@ async def test_a_row_out_of_view_shows_the_latest_data_when_scrolled_to_even_if_
         await started(app, pilot)
         await pilot.press("j")
         await pilot.pause()
+        assert isinstance(app.screen, JobScreen)
         panel = app.screen.panel
         frame = app.session.tick()
         app.show(frame)
