@@ -53,6 +53,10 @@ class Later(Text):
         super().__init__()
         self.build = build
 
+    @property
+    def cell_len(self) -> int:
+        return 0  # empty: measured with every line of its panel each tick
+
 
 # (line index, how to build that line) -> the Later standing for it while it is out of view, or None: build it now
 Defer = Callable[[int, Callable[[], Text]], Text | None]
