@@ -340,10 +340,12 @@ class SimulatedHost:
                 and p.pid not in shown]
         return tuple(top)
 
-    def every_process(self) -> list[ProcessInfo]:
+    def every_process(self, fillers: bool = True) -> list[ProcessInfo]:
         """Every process of this tick, none left out by `process_limit`: the focused job's view (demo/ranks.py)
-        reads its launcher, ranks and workers from here, as a real job probe reads the same /proc as the table."""
-        return self._all_processes(*self._now())
+        reads its launcher, ranks and workers from here, as a real job probe reads the same /proc as the table.
+        Without `fillers`: less the idle processes of other users (`extra_processes`, last in the table)."""
+        table = self._all_processes(*self._now())
+        return table if fillers else table[:len(table) - len(self._fillers)]
 
     # ----- the process table -----
 
