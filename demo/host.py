@@ -200,10 +200,8 @@ class SimulatedHost:
         t, job = self._now()
         second = int(t)
         logical = self.spec.logical_cores
-        load = [0.0] * logical
-        rng = self._rng("cpu", second)
-        for core in range(logical):
-            load[core] = rng.uniform(0.2, 2.5)
+        draw, low, high = self._rng("cpu", second).random, 0.2, 2.5
+        load = [low + (high - low) * draw() for _ in range(logical)]  # Random.uniform(low, high)'s own arithmetic
         # every job process's CPU, as the process table shows it, on the least busy cores of its affinity (rank r
         # and its workers on node(gpu r)), as the scheduler spreads them: the two panels read one figure, and the
         # cores add up to what the processes use
