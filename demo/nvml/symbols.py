@@ -66,6 +66,7 @@ class Symbols:
     def __init__(self, library: LibraryState) -> None:
         # Weakly: the library holds its symbols, so no cycle keeps a dropped library for the garbage collector.
         self.lib = cast(LibraryState, weakref.proxy(library))
+        self._world = library.world  # its cards, asked of by nearly every call (no cycle: the world holds no library)
         self._error_strings: dict[int, ctypes.Array[ctypes.c_char]] = {}
         # card -> (every input of its utilization samples at a whole second, the samples): pynvml asks twice a read
         # (the size, then the fill) and a tick reads each card once; the samples move once a second
@@ -168,10 +169,10 @@ class Symbols:
     # ----- live values -----
 
     def _card(self, target: Target) -> Card:
-        return self.lib.card(target)
+        return self._world.cards[target.gpu]
 
     def _truth(self, target: Target) -> GpuTruth:
-        return self.lib.world.truth(self._card(target), self.lib.now(), counters=False)
+        return self._world.truth(self._world.cards[target.gpu], self.lib.now(), counters=False)
 
     def nvmlDeviceGetMemoryInfo(self, target: Target, memory: int) -> int:
         out = abi.struct_at(memory, abi.Memory)
