@@ -90,6 +90,10 @@ class JobPanel(TextPanel):
         self._rows: dict[tuple[object, ...], Text] = {}
         self._process_rows: list[int] = []  # the line each process's row is on, as last built
         self._later: list[Later] = []  # the Later standing for line i while it is out of view, kept across ticks
+        # A rank's placement lines kept while what they say is the same (the process's placement, the width), for
+        # as long as the maps and the threshold they are read with stay the same (`_placement_context`)
+        self._placements: dict[tuple[object, ...], list[Text]] = {}
+        self._placement_context: tuple[object, ...] = ()
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
@@ -235,8 +239,13 @@ class JobPanel(TextPanel):
             selected = index == self.cursor and self.has_focus
             later = defer(len(out), partial(self._row, process, width, columns, selected, rows))
             out.append(later if later is not None else self._row(process, width, columns, selected, rows))
+        context = (tuple(self.node_of_gpu.items()), tuple(self.node_of_cpu.items()),
+                   self.thresholds["numa_local_memory_share"])
+        if context != self._placement_context:
+            self._placements, self._placement_context = {}, context
+        placements, self._placements = self._placements, {}
         placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
-                     for line in self._placement(p, width)]
+                     for line in self._kept_placement(p, width, placements)]
         if placement:
             out.append(Text("Placement", style="bold"))
             out += placement
@@ -337,6 +346,16 @@ class JobPanel(TextPanel):
         line.truncate(max(1, width), overflow="ellipsis")
         self._rows[key] = line
         return line
+
+    def _kept_placement(self, p: JobProcess, width: int, last: dict[tuple[object, ...], list[Text]]) -> list[Text]:
+        """`_placement`, kept from the last tick where every input it reads is the same."""
+        key = (p.rank, p.role, p.pid, tuple(i for i, _ in p.gpus), p.cuda_visible_devices, p.local_rank,
+               p.cpu_affinity, p.thread_cpus, p.numa_pages, p.dataset_devices, width)
+        lines = last.get(key) or self._placements.get(key)
+        if lines is None:
+            lines = self._placement(p, width)
+        self._placements[key] = lines
+        return lines
 
     def _placement(self, p: JobProcess, width: int) -> list[Text]:
         """Where a rank runs: its GPUs and their nodes, its CPUs, its memory; wrapped between its parts, indented."""

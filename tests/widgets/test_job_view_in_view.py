@@ -116,3 +116,23 @@ async def test_a_row_out_of_view_shows_the_latest_data_when_scrolled_to_even_if_
         await pilot.pause()
         row = next(line for line in panel_rows(app, panel) if line.startswith(f"{last.pid:>7} "))
         assert (row[38:43].strip(), row[52:56].strip()) == ("77", "99"), row  # CPU% and THR (widgets/job.COLUMNS)
+
+
+def test_a_rank_s_placement_lines_follow_its_placement_and_the_node_maps() -> None:
+    """A rank's placement lines are kept from tick to tick while they would read the same: where its threads ran,
+    its memory's nodes and the CPU-to-node map each still move them."""
+    from hwtop.model.job import JobProcess, JobSnapshot
+
+    def shown(rank: JobProcess, node_of_cpu: dict[int, int]) -> str:
+        panel.show(JobSnapshot("pid 500", (500,), "running", (rank,), 90.0, 1 << 30), {}, {0: 0}, node_of_cpu)
+        return "\n".join(line.plain for line in panel.lines(200))
+
+    panel = JobPanel()
+    rank = JobProcess(500, 1, "python", "python train.py", "rank 0", 0, 0, "R", 90.0, 1 << 30, 8, (0, 1, 2, 3),
+                      thread_cpus=(0, 1), gpus=((0, 1 << 30),), numa_pages=((0, 100),))
+    nodes = {0: 0, 1: 0, 2: 1, 3: 1}
+    assert "threads ran on 0-1 (node 0) of allowed 0-3 (node 0,1)" in shown(rank, nodes)
+    assert "threads ran on 2-3 (node 1)" in shown(replace(rank, thread_cpus=(2, 3)), nodes)
+    assert "memory n0 50% n1 50%" in shown(replace(rank, thread_cpus=(2, 3), numa_pages=((0, 50), (1, 50))), nodes)
+    assert "threads ran on 2-3 (node 0)" in shown(replace(rank, thread_cpus=(2, 3), numa_pages=((0, 50), (1, 50))),
+                                                   {cpu: 0 for cpu in range(4)})
