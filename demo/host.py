@@ -131,12 +131,12 @@ class SimulatedHost:
         self.extra_processes = extra_processes
         self.nodes = node_cpus(self.spec)
         self._node_of = {cpu: n for n, cpus in enumerate(self.nodes) for cpu in cpus}
-        self._table: tuple[float, list[ProcessInfo]] | None = None
+        self._table: tuple[tuple[int, JobState], list[ProcessInfo]] | None = None
         self._fillers = [self._filler(index) for index in range(extra_processes)]  # idle: the same every tick
         self._fillers_ordered = sorted(self._fillers, key=_busiest, reverse=True)
         self._fillers_rss = sum(p.rss_bytes or 0 for p in self._fillers)  # all on node 0: they have no affinity
         self._nic_sums: tuple[int, list[tuple[float, float]]] = (0, [])  # a scenario second, the counters then
-        self._used: tuple[float, tuple[int, ...]] | None = None  # (t, each node's memory used then)
+        self._used: tuple[list[ProcessInfo], tuple[int, ...]] | None = None  # (a table, each node's memory used)
 
     # ----- helpers -----
 
@@ -166,18 +166,17 @@ class SimulatedHost:
     def _node_used(self) -> tuple[int, ...]:
         """Memory used on each node (total − available, as MemorySnapshot means it): the system's share, and each
         process's RSS on the node its CPUs are on. The machine's figure is their sum, so the two always agree."""
-        t, job = self._now()
-        if self._used is not None and self._used[0] == t:  # memory and numa ask it of the same table (per t)
+        table = self._all_processes(*self._now())
+        if self._used is not None and self._used[0] is table:  # memory and numa ask it of the same table
             return self._used[1]
         sizes = self.node_sizes()
         used = [min(14 * GIB, self.spec.ram_bytes // 8) // len(sizes)] * len(sizes)
-        table = self._all_processes(t, job)
         for process in table[:len(table) - len(self._fillers)]:  # the fillers come last, summed once
             node = self._node_of.get(process.cpu_affinity[0], 0) if process.cpu_affinity else 0
             used[node] += process.rss_bytes or 0
         used[0] += self._fillers_rss
         answer = tuple(min(u, size - GIB // len(sizes)) for u, size in zip(used, sizes, strict=True))
-        self._used = (t, answer)
+        self._used = (table, answer)
         return answer
 
     def memory(self) -> MemorySnapshot:
@@ -371,11 +370,14 @@ class SimulatedHost:
         return tuple(sorted(_SYSTEM + extra, key=lambda d: d.pid))
 
     def _all_processes(self, t: float, job: JobState) -> list[ProcessInfo]:
-        """Every process at t (the same list for every reader of one tick)."""
-        if self._table is not None and self._table[0] == t:
+        """Every process at t (the same list for every reader of one tick, and for the rest of its second: the table
+        is made from t's whole second and the job's state alone, and a live clock moves between the probes of one
+        tick, where a table kept for the exact instant was made again by each of five readers)."""
+        key = (int(t), job)
+        if self._table is not None and self._table[0] == key:
             return self._table[1]
         table = self._build_processes(t, job)
-        self._table = (t, table)
+        self._table = (key, table)
         return table
 
     def _build_processes(self, t: float, job: JobState) -> list[ProcessInfo]:
