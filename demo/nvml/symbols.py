@@ -71,6 +71,8 @@ class Symbols:
         # card -> (every input of its utilization samples at a whole second, the samples): pynvml asks twice a read
         # (the size, then the fill) and a tick reads each card once; the samples move once a second
         self._samples: dict[int, tuple[tuple[object, ...], list[tuple[int, int, int, int]]]] = {}
+        # card -> (its loads, second -> (utilization, timestamp))
+        self._utils: dict[int, tuple[tuple[object, ...], dict[int, tuple[int, int]]]] = {}
 
     # ----- library -----
 
@@ -460,28 +462,40 @@ class Symbols:
     def remembered_samples(self, card: Card, now: float) -> list[tuple[int, int, int, int]]:
         """`samples(card, now)`, remembered while every input it reads is the same (callers must not change it)."""
         computing = tuple(p.pid for p in card.processes if "compute" in p.kind)
-        key = (math.floor(now), card.busy, tuple(card.load_changes), computing)
+        loads = (card.busy, tuple(card.load_changes))  # all a second's load is read from (the world's own aside)
+        key = (math.floor(now), loads, computing)
         known = self._samples.get(card.index)
         if known is None or known[0] != key:
-            known = self._samples[card.index] = (key, self.samples(card, now))
+            utils = self._utils.get(card.index)
+            if utils is None or utils[0] != loads:
+                utils = self._utils[card.index] = (loads, {})
+            for second in [s for s in utils[1] if s <= math.floor(now) - SAMPLE_BUFFER_S]:
+                del utils[1][second]  # only the seconds the buffer holds are kept
+            known = self._samples[card.index] = (key, self.samples(card, now, utils[1]))
         return known[1]
 
-    def samples(self, card: Card, now: float) -> list[tuple[int, int, int, int]]:
+    def samples(self, card: Card, now: float,
+                utils: dict[int, tuple[int, int]] | None = None) -> list[tuple[int, int, int, int]]:
         """(pid, timestamp µs, sm %, memory %) newest first: one per compute process per second of the last
         SAMPLE_BUFFER_S in which the card was busy. Reads the whole seconds' loads (the load forced then, the card
-        busy or not) and the compute processes' pids."""
+        busy or not) and the compute processes' pids. `utils`: each second's (utilization, timestamp), known from the
+        last reads under the same loads (a second's is made once, not once a read)."""
         world = self.lib.world
         computing = [p for p in card.processes if "compute" in p.kind]
         rows: list[tuple[int, int, int, int]] = []  # pid, timestamp, sm, mem
         for second in range(math.floor(now), math.floor(now) - SAMPLE_BUFFER_S, -1):
             if second < 0:
                 break
-            util = round(100 * world.load(card, float(second)))
+            known = utils.get(second) if utils is not None else None
+            if known is None:
+                known = (round(100 * world.load(card, float(second))), self.lib.timestamp_us(second))
+                if utils is not None:
+                    utils[second] = known
+            util, stamp = known
             if not util:
                 continue
             for process in computing:
-                rows.append((process.pid, self.lib.timestamp_us(second), util // len(computing),
-                             round(util * 0.55) // len(computing)))
+                rows.append((process.pid, stamp, util // len(computing), round(util * 0.55) // len(computing)))
         return rows
 
     # ----- GPM -----
