@@ -11,7 +11,7 @@ import ctypes
 import math
 import weakref
 from collections import Counter
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from hwtop.demo.nvml import abi
 from hwtop.demo.nvml.abi import write, write_string
@@ -60,6 +60,20 @@ _NVLINK_COUNTER = {(field, link): f"nvl_{'tx' if field == abi.FI_NVLINK_THROUGHP
 _MEMBER = {abi.VALUE_DOUBLE: "dVal", abi.VALUE_UINT: "uiVal", abi.VALUE_ULONG: "ulVal",
            abi.VALUE_ULONGLONG: "ullVal", abi.VALUE_SLONGLONG: "sllVal", abi.VALUE_SINT: "siVal",
            abi.VALUE_USHORT: "usVal"}
+
+
+class _FieldCall(NamedTuple):
+    """What one nvmlDeviceGetFieldValues call reads of the library for each of its values, read once."""
+
+    card: Card
+    sampled_at: float
+    stamp: int
+    loads: dict[float, float]  # the card's load by instant, for every counter this call reads
+    requests: Counter[tuple[int, int, int]]
+    world: World
+    missing: frozenset[int]
+    value_types: dict[int, int]
+    origin: int
 
 
 class Symbols:
@@ -265,22 +279,23 @@ class Symbols:
             return abi.INVALID_ARGUMENT
         array = ctypes.cast(values, ctypes.POINTER(abi.FieldValue))
         card = self._card(target)
-        sampled_at = self.lib.now() - card.field_lag_s
-        stamp = self.lib.timestamp_us(sampled_at)
-        loads: dict[float, float] = {}  # the card's load by instant, for every counter this call reads
+        lib = self.lib
+        sampled_at = lib.now() - card.field_lag_s
+        call = _FieldCall(card, sampled_at, lib.timestamp_us(sampled_at), {}, lib.field_requests, self._world,
+                          lib.branch.missing_fields, lib.value_types, lib.counter_origin)
         for i in range(count):
-            self._field(card, array[i], sampled_at, stamp, loads)
+            self._field(call, array[i])
         return abi.SUCCESS
 
-    def _field(self, card: Card, value: abi.FieldValue, sampled_at: float, stamp: int,
-               loads: dict[float, float]) -> None:
+    def _field(self, call: _FieldCall, value: abi.FieldValue) -> None:
+        card = call.card
         field_id, scope = int(value.fieldId), int(value.scopeId)  # type: ignore[attr-defined]
-        self.lib.field_requests[(card.index, field_id, scope)] += 1
-        value.timestamp = stamp  # type: ignore[attr-defined]
+        call.requests[(card.index, field_id, scope)] += 1
+        value.timestamp = call.stamp  # type: ignore[attr-defined]
         value.latencyUsec = 0  # type: ignore[attr-defined]
-        world, links = self.lib.world, card.model.nvlinks
+        world, links = call.world, card.model.nvlinks
         counter_name = None
-        if field_id in self.lib.branch.missing_fields:
+        if field_id in call.missing:
             code = abi.NOT_SUPPORTED
         elif field_id == abi.FI_NVLINK_LINK_COUNT:
             code = abi.SUCCESS if links else abi.NOT_SUPPORTED
@@ -296,8 +311,8 @@ class Symbols:
             code = abi.NOT_SUPPORTED
         value.nvmlReturn = code  # type: ignore[attr-defined]
         if code == abi.SUCCESS and counter_name is not None:
-            kind = self.lib.value_types.get(field_id, _DEFAULT_VALUE_TYPE.get(field_id, abi.VALUE_ULONGLONG))
-            raw = world.counter(card, counter_name, sampled_at, loads) + self.lib.counter_origin
+            kind = call.value_types.get(field_id, _DEFAULT_VALUE_TYPE.get(field_id, abi.VALUE_ULONGLONG))
+            raw = world.counter(card, counter_name, call.sampled_at, call.loads) + call.origin
             self._put(value, kind, raw & ((1 << _WIDTH.get(kind, 64)) - 1))  # counters wrap at their width
 
     @staticmethod
