@@ -63,6 +63,7 @@ class DemoRanks:
         table = self.host.every_process(fillers=False)  # the idle fillers are no job's
         ranks = {RANK_PID + rank: rank for rank in self.ranks}
         node_of = {cpus: node for node, cpus in enumerate(self.host.nodes)}
+        env = tuple(sorted(state.nccl_env))  # every rank's and worker's alike: sorted once, not once a process
         out = []
         for p in table:
             if p.pid == LAUNCHER_PID:
@@ -79,7 +80,7 @@ class DemoRanks:
             here = len(self.ranks) if depth else None
             out.append(JobProcess(p.pid, p.ppid, p.name, p.cmdline, role, rank, depth, p.state, p.cpu_percent,
                                   p.rss_bytes, p.threads, p.cpu_affinity, numa_pages=pages, gpus=gpu,
-                                  local_rank=rank, nccl_env=tuple(sorted(state.nccl_env)) if depth else (),
+                                  local_rank=rank, nccl_env=env if depth else (),
                                   world_size=here and here * state.nodes, local_world_size=here))
         return out
 
