@@ -163,10 +163,9 @@ class JobPanel(TextPanel):
         top = round(container.scroll_y) - self.virtual_region.y - self.styles.gutter.top  # type: ignore[union-attr]
         return range(top - 1, top + rows + 1).__contains__
 
-    def _defer(self, in_view: Callable[[int], bool], first: int = 0) -> Defer:
-        """Line first+i's Later, pointed at `build`, where that line is out of view; None where it is in view."""
-        def defer(index: int, build: Callable[[], Text]) -> Text | None:
-            line = first + index
+    def _defer(self, in_view: Callable[[int], bool]) -> Defer:
+        """Line i's Later, pointed at `build`, where that line is out of view; None where it is in view."""
+        def defer(line: int, build: Callable[[], Text]) -> Text | None:
             if in_view(line):
                 return None
             while len(self._later) <= line:
