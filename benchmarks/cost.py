@@ -9,7 +9,7 @@
   processes, a 256-rank job, the job view open) against the idle box, in the same rounds;
 - the soak's summary, read from the log `benchmarks/soak_log.py` writes (it runs two hours, so apart from this).
 
-    python -m benchmarks.cost [--seconds 30] [--runs 3] [--starts 9] [--soak-log PATH]
+    python -m benchmarks.cost [--seconds 30] [--runs 3] [--starts 9] [--soak-log PATH] [--starts-only | --rounds-only]
 
 Every tmux session it opens is closed on the end, on Ctrl-C and on SIGTERM/SIGHUP.
 """
@@ -71,6 +71,25 @@ def print_rounds(done: list[dict[str, Measurement]]) -> None:
                   f"{r['hwtop'].bytes_per_s:,.0f}, {r['big'].bytes_per_s:,.0f}",
                   f"{r['hwtop'].peak_rss_mib:.1f}, {r['big'].peak_rss_mib:.1f}"]
         print("| " + " | ".join(cells) + " |")
+
+
+def print_threads(done: list[dict[str, Measurement]]) -> None:
+    """Each run's CPU split into the first thread (a Textual app's event loop: its render and write) and the others
+    (hwtop's sampler; the floor's input thread, which polls ten times a second; btop's own): what a goal against
+    the floor or btop leaves hwtop to spend, and where."""
+    names = [name for name in ("hwtop", "floor", "btop", "big") if name in done[0]]
+    print("\nWhere each run's CPU goes, % of one core: first thread + the others (the scheduler's own account, "
+          "/proc/PID/task/TID/schedstat):\n")
+    print("| run | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for number, r in enumerate(done, 1):
+        cells = []
+        for name in names:
+            m = r[name]
+            main = m.main_thread_percent
+            cells.append(f"{m.cpu_percent:.2f}" if main is None else
+                         f"{m.cpu_percent:.2f} = {main:.2f} + {max(0.0, m.cpu_percent - main):.2f}")
+        print(f"| {number} | " + " | ".join(cells) + " |")
 
 
 def print_first_paint(ours: list[Start], bare: list[Start]) -> None:
@@ -144,6 +163,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--starts", type=int, default=9, help="first paints of each, taking turns")
     parser.add_argument("--soak-log", default=None)
+    parser.add_argument("--starts-only", action="store_true", help="first paint alone")
+    parser.add_argument("--rounds-only", action="store_true", help="the CPU rounds alone (no first paint, no soak)")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         sys.exit("tmux is needed")
@@ -153,17 +174,23 @@ def main() -> None:
     print(f"# issue 46 — {time.strftime('%Y-%m-%d %H:%M')} — {platform.node()}, {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}; 200x50 tmux panes, 1 s refresh")
     print(f"# rerun: python -m benchmarks.cost --seconds {args.seconds:g} --runs {args.runs} --starts {args.starts}"
-          + (f" --soak-log {args.soak_log}" if args.soak_log else ""))
+          + (f" --soak-log {args.soak_log}" if args.soak_log else "")
+          + (" --starts-only" if args.starts_only else "") + (" --rounds-only" if args.rounds_only else ""))
     print(f"# CPU: {cpu_method()}; {args.seconds:g} s windows after 6 s of warm-up\n", flush=True)
     try:
-        ours, bare = paired_timed_starts(args.starts)
-        print_first_paint(ours, bare)
-        print(flush=True)
-        print_rounds(rounds(args.seconds, args.runs))
+        if not args.rounds_only:
+            ours, bare = paired_timed_starts(args.starts)
+            print_first_paint(ours, bare)
+            print(flush=True)
+        if not args.starts_only:
+            done = rounds(args.seconds, args.runs)
+            print_rounds(done)
+            print_threads(done)
     except KeyboardInterrupt:
         print("\ninterrupted: every tmux session it opened is closed")
         sys.exit(130)
-    print_soak(args.soak_log)
+    if not (args.starts_only or args.rounds_only):
+        print_soak(args.soak_log)
 
 
 if __name__ == "__main__":

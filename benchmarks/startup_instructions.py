@@ -10,8 +10,13 @@ code (1,442-1,551 M and 1,741-1,761 M seen on one evening; the cause is not foun
 never against an old figure. It is not time either (I/O and cache misses are not in it): the wall-time ratio stays
 the figure users feel.
 
-Each program runs until its first full frame is written to the terminal and then exits at once: the bare app's
-first write of a frame; hwtop's first write of a frame after the app first showed a snapshot. Needs valgrind and
+Each program runs until its first full frame is handed to the terminal and then exits at once: the bare app's
+first frame; hwtop's first frame after the app first showed a snapshot. "Handed" (the default, `--until handed`)
+is the main thread's call of the driver's `write` with the frame, which Textual's writer thread then writes to the
+terminal. Counting to the writer thread's own write instead (`--until written`, the figure before 2026-12-06
+07:50) also counted whatever the main thread did until that thread got the interpreter's lock: right after the
+first frame Textual lays the screen out three more times for its start-up Resize events, and where the exit fell
+among them moved hwtop's count by 20-90 M from one tree to the next (the "two levels" below). Needs valgrind and
 tmux (apt-get install valgrind tmux). hwtop runs as this checkout's code.
 """
 
@@ -45,7 +50,16 @@ class Terminal:
         return written
     def flush(self): return self._stream.flush()
     def __getattr__(self, name): return getattr(self._stream, name)
-sys.__stderr__ = Terminal(sys.__stderr__)  # where Textual writes the screen
+if {handed}:
+    from textual.drivers.linux_driver import LinuxDriver  # hwtop's driver is a subclass: its write is this one
+    hand = LinuxDriver.write
+    def handed(self, data):
+        if state["shown"] and len(data) > {frame_bytes}:
+            os._exit(0)
+        return hand(self, data)
+    LinuxDriver.write = handed
+else:
+    sys.__stderr__ = Terminal(sys.__stderr__)  # where Textual's writer thread writes the screen
 if {bare}:
     exec({bare_app!r})  # startup.py's bare app, the one its wall-time figure uses
 else:
@@ -59,12 +73,13 @@ else:
 """
 
 
-def instructions(bare: bool, timeout: float = 180.0) -> int:
-    """valgrind's `I refs` for one start until the first full frame."""
+def instructions(bare: bool, timeout: float = 180.0, handed: bool = True) -> int:
+    """valgrind's `I refs` for one start until the first full frame is handed to the terminal (or written)."""
     with tempfile.TemporaryDirectory() as work:
         script, log = os.path.join(work, "start.py"), os.path.join(work, "valgrind.log")
         with open(script, "w") as handle:
-            handle.write(RUN_UNTIL_FIRST_FRAME.format(bare=bare, bare_app=BARE_APP, frame_bytes=FRAME_BYTES))
+            handle.write(RUN_UNTIL_FIRST_FRAME.format(bare=bare, bare_app=BARE_APP, frame_bytes=FRAME_BYTES,
+                                                     handed=handed))
         session = f"bench-{uuid.uuid4().hex[:8]}"
         command = ["env", f"PYTHONPATH={ROOT}", "valgrind", "--tool=cachegrind", "--cache-sim=no",
                    "--cachegrind-out-file=/dev/null", f"--log-file={log}", os.path.realpath(sys.executable), script]
@@ -92,17 +107,20 @@ def _read(path: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
-    runs = parser.parse_args().runs
+    parser.add_argument("--until", choices=["handed", "written"], default="handed",
+                        help="the frame handed to the terminal's writer thread (default), or written by it")
+    args = parser.parse_args()
+    runs, handed = args.runs, args.until == "handed"
     missing = [tool for tool in ("valgrind", "tmux") if shutil.which(tool) is None]
     if missing:
         sys.exit(f"needs {' and '.join(missing)} (apt-get install {' '.join(missing)})")
     compile_checkout()
-    bare = [instructions(bare=True) for _ in range(runs)]
-    ours = [instructions(bare=False) for _ in range(runs)]
+    bare = [instructions(bare=True, handed=handed) for _ in range(runs)]
+    ours = [instructions(bare=False, handed=handed) for _ in range(runs)]
     b, o = statistics.median(bare), statistics.median(ours)
     print(f"# hwtop startup instructions — {time.strftime('%Y-%m-%d %H:%M')}, median of {runs} runs, valgrind "
-          "cachegrind, 200x50 tmux pane")
-    print(f"# rerun: python -m benchmarks.startup_instructions --runs {runs}")
+          "cachegrind, 200x50 tmux pane, until the frame is " + args.until)
+    print(f"# rerun: python -m benchmarks.startup_instructions --runs {runs} --until {args.until}")
     print("| what | instructions to the first full frame | spread |")
     print("|---|---|---|")
     print(f"| bare Textual app | {b / 1e6:,.0f} M | {min(bare) / 1e6:,.0f}-{max(bare) / 1e6:,.0f} M |")

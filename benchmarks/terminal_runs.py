@@ -26,6 +26,8 @@ class Measurement:
     cpu_percent: float  # of one core, the monitor's process and the helpers it reaped
     peak_rss_mib: float
     bytes_per_s: float  # written to the terminal
+    main_thread_percent: float | None = None  # of one core, the process's first thread (Textual's event loop, for a
+    # Textual app: where it renders); the rest is its other threads (a sampler, Textual's input and output threads)
 
 
 def compile_checkout() -> None:
@@ -76,6 +78,16 @@ def process_cpu_clock(pid: int) -> float | None:
             libc.clock_gettime(clock, ctypes.byref(spec)) != 0:
         return None
     return spec.seconds + spec.nanoseconds / 1e9
+
+
+def thread_run_seconds(pid: int, tid: int) -> float | None:
+    """Seconds one thread has run, from the scheduler's own account (/proc/PID/task/TID/schedstat, ns): where the
+    process's CPU goes by thread, e.g. a Textual app's event loop against its input thread."""
+    try:
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as handle:
+            return int(handle.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _cpu_seconds(pid: int, seconds: float) -> tuple[float, float]:
@@ -180,9 +192,12 @@ def measure(name: str, argv: list[str], env: dict[str, str], seconds: float, war
             time.sleep(warmup)
         tmux("pipe-pane", "-t", session, "-o", f"cat >> {capture.name}")
         size_before = os.path.getsize(capture.name)
+        main_before = thread_run_seconds(pid, pid)
         cpu, elapsed = _cpu_seconds(pid, seconds)
+        main_after = thread_run_seconds(pid, pid)
         written = os.path.getsize(capture.name) - size_before
-        return Measurement(name, 100.0 * cpu / elapsed, _peak_rss_mib(pid), written / elapsed)
+        main = None if main_before is None or main_after is None else 100.0 * (main_after - main_before) / elapsed
+        return Measurement(name, 100.0 * cpu / elapsed, _peak_rss_mib(pid), written / elapsed, main)
     finally:
         tmux("kill-session", "-t", session)
         os.unlink(capture.name)

@@ -16,15 +16,17 @@ import threading
 import time
 import types
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem, ProcessInfo, Topology
 from hwtop.probes.nvml.calls import GpuLost, SessionGone, Verdict, error_code, verdict
-from hwtop.probes.nvml.device import DeviceReader
-from hwtop.probes.nvml.events import XidWatcher
-from hwtop.probes.nvml.holders import Holders
 from hwtop.probes.nvml.session import LOST_RETRY_S, NvmlSession
-from hwtop.probes.nvml.slow import BackgroundCalls
+
+if TYPE_CHECKING:
+    from hwtop.probes.nvml.device import DeviceReader
+    from hwtop.probes.nvml.events import XidWatcher
+    from hwtop.probes.nvml.holders import Holders
+    from hwtop.probes.nvml.slow import BackgroundCalls
 
 CLOSE_WAIT_S = 5.0  # how long close waits for a read in flight before it leaves NVML to the process's exit
 
@@ -42,8 +44,10 @@ class NvmlProbe:
         self.source = source
         self._clock = clock
         self._session = NvmlSession(nvml, source, clock)
-        self._background = background or BackgroundCalls()
-        self._holders = Holders(proc_root, clock)  # shared by every GPU's process list
+        # The readers' parts (and their modules) are made when NVML first opens: a box without the library never
+        # loads them, and a box with GPUs loads them on its first read rather than at the start.
+        self._given_background = background
+        self._parts: tuple[BackgroundCalls, Holders] | None = None
         self._devices: list[DeviceReader] = []
         self._xids: XidWatcher | None = None
         self.calls = self._session.calls  # NVML calls made, by function: what a tick costs
@@ -56,10 +60,25 @@ class NvmlProbe:
 
     # ----- lifecycle -----
 
+    def _reader_parts(self) -> tuple[BackgroundCalls, Holders]:
+        """The slow calls' thread and the holders of /dev/nvidiaN, shared by every GPU's reader."""
+        if self._parts is None:
+            from hwtop.probes.nvml.holders import Holders
+            from hwtop.probes.nvml.slow import BackgroundCalls
+
+            self._parts = (self._given_background or BackgroundCalls(), Holders(self.proc_root, self._clock))
+        return self._parts
+
+    @property
+    def _background(self) -> BackgroundCalls:
+        return self._reader_parts()[0]
+
     def _open(self, now: float) -> GpuSystem:
         session = self._session
         system = session.open(now)
         if system.available:
+            from hwtop.probes.nvml.events import XidWatcher
+
             self._devices = [self._first_reader(index, now) for index in range(session.count)]
             self._xids = XidWatcher(session.nvml, session.calls)
             self._xids.start([(d.index, d.handle) for d in self._devices if d.handle is not None])
@@ -76,7 +95,10 @@ class NvmlProbe:
         return self._reader(index, handle)
 
     def _reader(self, index: int, handle: Any, checked_tick: int = -1) -> DeviceReader:
-        return DeviceReader(self._session, index, handle, self._background, self._holders, checked_tick)
+        from hwtop.probes.nvml.device import DeviceReader
+
+        background, holders = self._reader_parts()
+        return DeviceReader(self._session, index, handle, background, holders, checked_tick)
 
     def _release(self) -> None:
         """Let go of every GPU's buffers and pollers and of the XID events, before NVML is shut down."""
@@ -91,7 +113,9 @@ class NvmlProbe:
         """After the read in flight, if any: NVML is not shut down under a running call. A read hung in the driver
         for CLOSE_WAIT_S is left to the process's exit, which frees NVML anyway, rather than hang the exit too."""
         self._closed = True
-        self._background.close()
+        background = self._parts[0] if self._parts is not None else self._given_background
+        if background is not None:
+            background.close()
         for device in self._devices:
             device.traffic.stop()
         if not self._reading.acquire(timeout=CLOSE_WAIT_S):

@@ -38,6 +38,11 @@ class Crashed(Exception):
 # out: with Python's default switch interval the first frame waited, queued, while the main thread went on with
 # Textual's two start-up Resize events (a trace of the start: benchmarks/README.md).
 FIRST_FRAME_SWITCH_INTERVAL_S = 0.0005
+# Container allocations (net) between the collector's young passes once the monitor runs, instead of Python's 700:
+# each tick's rows, strips and segments are freed by their reference counts, so Python's default walked the young
+# objects several times a second and found next to nothing (the collector's share of an idle monitor's CPU:
+# benchmarks/README.md, issue 46). Cyclic garbage still goes, less often.
+YOUNG_COLLECTION_THRESHOLD = 20_000
 
 
 class GuardedApp(ExceptionHookApp[ReturnType]):
@@ -75,16 +80,19 @@ class GuardedApp(ExceptionHookApp[ReturnType]):
         The garbage collector is off until the first frame is drawn (the monitor's command line turns it off
         earlier, before its imports): start-up makes tens of thousands of objects, and the collector's passes over
         them are time the first frame waits for (benchmarks/README.md). Once the frame is out, one collection, then
-        what is alive (modules, classes, widgets) is frozen out of later walks: it lives as long as the app.
+        what is alive (modules, classes, widgets) is frozen out of later walks: it lives as long as the app; and
+        the young passes come every YOUNG_COLLECTION_THRESHOLD allocations (put back when run() returns).
 
         Until then too, a thread waiting for the interpreter's lock gets it within FIRST_FRAME_SWITCH_INTERVAL_S:
         the output thread, holding the first frame."""
         gc.disable()
+        thresholds = gc.get_threshold()
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(FIRST_FRAME_SWITCH_INTERVAL_S)
         try:
             result = super().run(*args, **kwargs)
         finally:
+            gc.set_threshold(*thresholds)
             gc.enable()
             self._restore_switch_interval()
         if self.crash is not None:
@@ -104,4 +112,6 @@ class GuardedApp(ExceptionHookApp[ReturnType]):
         if not gc.isenabled():  # run(), not a test's run_test: the collector was kept off for the first frame
             gc.collect()
             gc.freeze()
+            _, older, oldest = gc.get_threshold()
+            gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, older, oldest)
             gc.enable()

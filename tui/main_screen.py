@@ -11,6 +11,7 @@ from textual import events
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.scalar import Scalar
+from textual.message import Message
 from textual.screen import Screen
 
 from hwtop.model.frame import Frame
@@ -28,12 +29,12 @@ from hwtop.widgets.memory import MemoryPanel
 from hwtop.widgets.network import NetworkPanel, candidates
 from hwtop.widgets.panel import FRAME, Want
 from hwtop.widgets.processes import ProcessTable
-from hwtop.widgets.workload import WorkloadPanel
 
 if TYPE_CHECKING:
     from textual.widgets import Input
 
     from hwtop.session.session import Session
+    from hwtop.widgets.workload import WorkloadPanel
 
 SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
 ROOMY = 50  # rows: from this on the advice pane also shows the latest of what changed when
@@ -73,8 +74,9 @@ class MainScreen(Screen[None]):
         self.memory_panel, self.gpu_panel = MemoryPanel(id="memory"), GpuPanel(id="gpu")
         self.network_panel = NetworkPanel(id="network", classes="quiet")  # as the first show finds it, mostly
         self.process_table = ProcessTable(id="processes")
-        self.workload_panel = WorkloadPanel(id="workload")
-        self.workload_panel.display = False
+        # Made when a workload first shows (the embedded job, a demo's story): a box without one never composes,
+        # styles or imports it, as the filter's line (_filter_box).
+        self.workload_panel: WorkloadPanel | None = None
         self.advice_panel = AdvicePanel(id="advice", classes="empty")  # as the first show finds it, mostly: no restyle
         self.top = Horizontal(id="top")
         self.footer = KeyBar()
@@ -82,6 +84,17 @@ class MainScreen(Screen[None]):
         self._filter_mount: asyncio.Future[Input] | None = None
         self.frame: Frame | None = None  # the last shown
         self.rows = layout.Rows()  # the row budget it was shown with
+        self._resumed = False
+        self.children_mounted = False  # its children are mounted: a panel made from now on is mounted, not composed
+
+    def post_message(self, message: Message) -> bool:
+        """The screen's first resume keeps the styles its widgets were given when they mounted, moments before in
+        the same start: Textual's resume styles every node again (about thirty, each walking the stylesheet) before
+        the first frame. A later resume (back from a full screen, the theme changed meanwhile) restyles as usual."""
+        if isinstance(message, events.ScreenResume) and not self._resumed:
+            self._resumed = True
+            message = events.ScreenResume(refresh_styles=False)
+        return super().post_message(message)
 
     def compose(self) -> ComposeResult:
         yield self.header
@@ -92,7 +105,8 @@ class MainScreen(Screen[None]):
             yield self.memory_panel
         yield self.gpu_panel
         yield self.network_panel
-        yield self.workload_panel
+        if self.workload_panel is not None:  # the frame shown before the screen composed has a workload
+            yield self.workload_panel
         yield self.advice_panel
         yield self.process_table
         yield self.footer
@@ -103,6 +117,9 @@ class MainScreen(Screen[None]):
                   "processes": self.process_table}
         for name in self.hidden_panels:
             panels[name].display = False
+        self.children_mounted = True
+        if self.workload_panel is not None and self.workload_panel.parent is None:  # made after compose ran
+            self.mount(self.workload_panel, before=self.advice_panel)
 
     @property
     def short(self) -> bool:
@@ -152,7 +169,8 @@ class MainScreen(Screen[None]):
                                                                    memory_width - INSIDE),
             gpu=None if "gpu" in hidden else GpuPanel.want(snapshot.gpu_system, gpus, inner),
             network=NetworkPanel.want(snapshot.nics, inner, context.thresholds) if ports else None,
-            workload=None if workload is None else WorkloadPanel.want(workload, inner, gpu_memory, collective),
+            workload=None if workload is None else self._workload_panel().want(workload, inner, gpu_memory,
+                                                                                 collective),
             advice=None if "advice" in hidden else Want(natural, headlines, 1, frame=FRAME if framed else 0),
             processes="processes" not in hidden,
             filter=self.filter_box is not None and bool(self.filter_box.display)))
@@ -167,8 +185,9 @@ class MainScreen(Screen[None]):
         self.disks_panel.show(snapshot.disks, room=rows.disks)
         self.network_panel.show(snapshot.nics, room=rows.network if rows.network > 1 else 0,  # 0: one bare line
                                 thresholds=context.thresholds)
-        self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops,
-                                 gpu_memory=gpu_memory, collective=collective)
+        if self.workload_panel is not None:
+            self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops,
+                                     gpu_memory=gpu_memory, collective=collective)
         self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
                             max_lines=rows.cpu)
         numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
@@ -176,6 +195,17 @@ class MainScreen(Screen[None]):
                             marked=marked_gpus, width=inner, thresholds=context.thresholds)
         self.process_table.show(snapshot.processes, gpus,
                                 marked=set(workload.pids) if workload else None)
+
+    def _workload_panel(self) -> WorkloadPanel:
+        """The workload's pane, made on its first show: composed when that show comes first (a demo's story draws
+        it in the first frame), else mounted above the advice pane."""
+        if self.workload_panel is None:
+            from hwtop.widgets.workload import WorkloadPanel
+
+            self.workload_panel = WorkloadPanel(id="workload")
+            if self.children_mounted:
+                self.mount(self.workload_panel, before=self.advice_panel)
+        return self.workload_panel
 
     def relayout(self) -> None:
         """The last Frame again, laid out anew: the terminal was resized, the filter line shown or hidden."""

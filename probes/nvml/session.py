@@ -5,6 +5,7 @@ let go and opened afresh later."""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 import types
@@ -29,10 +30,12 @@ def nvml_library_loads() -> bool:
     CPU-only box never imports them. Elsewhere than Linux the bindings' own loader is left to decide."""
     if not sys.platform.startswith("linux"):
         return True
-    import ctypes
+    # ctypes.CDLL's own dlopen, without importing ctypes (a CPU-only box's start never needs the rest of it). The
+    # handle is kept, as CDLL keeps it: the bindings open the same library next.
+    from _ctypes import dlopen
 
     try:
-        ctypes.CDLL(NVML_LIBRARY)
+        dlopen(NVML_LIBRARY, os.RTLD_LOCAL)
     except OSError:
         return False
     return True

@@ -3,7 +3,7 @@ what the fake cards hold, and every error path."""
 
 from __future__ import annotations
 
-import ctypes
+import _ctypes
 import dataclasses
 import inspect
 import os
@@ -132,22 +132,25 @@ def test_a_box_without_the_library_never_imports_the_bindings() -> None:
     """The real probe, as the monitor makes it, on this CPU-only box: the message, a retry, and no nvidia-ml-py
     import (a 5,000-line module the first frame would wait for)."""
     code = ("import sys; from hwtop.probes.gpu import NvmlProbe; p = NvmlProbe(); s, g = p.read(); "
-            "print(s.available, g, 'pynvml' in sys.modules); print(s.message)")
+            "print(s.available, g, 'pynvml' in sys.modules, sorted(m for m in sys.modules if m == 'ctypes' or "
+            "m.startswith('hwtop.probes.nvml.'))); print(s.message)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.splitlines() == ["False () False", "no NVIDIA driver / NVML not found (libnvidia-ml.so.1): running "
+    # nor ctypes, nor the readers' modules: only the session and what its errors mean
+    assert out.splitlines() == ["False () False ['hwtop.probes.nvml.calls', 'hwtop.probes.nvml.session']",
+                                "no NVIDIA driver / NVML not found (libnvidia-ml.so.1): running "
                                 "CPU-only; retrying every 10 s"]
 
 
 def test_the_library_check_asks_the_loader_for_what_the_bindings_open(monkeypatch: pytest.MonkeyPatch) -> None:
     opened: list[str] = []
 
-    def cdll(name: str) -> object:
+    def dlopen(name: str, mode: int) -> int:  # what ctypes.CDLL calls, asked without importing ctypes
         opened.append(name)
         if name != pynvml_library():
             raise OSError(name)
-        return object()
+        return 1
 
-    monkeypatch.setattr(ctypes, "CDLL", cdll)
+    monkeypatch.setattr(_ctypes, "dlopen", dlopen)
     assert nvml_library_loads() and opened == ["libnvidia-ml.so.1"]
     monkeypatch.setattr(gpu_probe, "NVML_LIBRARY", "libnvidia-ml.so.0")
     assert not nvml_library_loads()

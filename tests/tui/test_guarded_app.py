@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from hwtop.cli.main import main
-from hwtop.tui.guarded_app import FIRST_FRAME_SWITCH_INTERVAL_S, GuardedApp
+from hwtop.tui.guarded_app import FIRST_FRAME_SWITCH_INTERVAL_S, YOUNG_COLLECTION_THRESHOLD, GuardedApp
 
 
 class Observed(GuardedApp[tuple[bool, bool, bool, float, float]]):
@@ -48,6 +48,25 @@ def test_the_collector_is_off_until_the_first_frame_then_what_lives_is_frozen() 
         gc.enable()
     assert observed == (False, True, False, pytest.approx(FIRST_FRAME_SWITCH_INTERVAL_S), python_interval)
     assert sys.getswitchinterval() == python_interval
+
+
+class Thresholds(GuardedApp[tuple[int, int, int]]):
+    """Exits with the collector's thresholds once the first frame is out."""
+
+    def on_mount(self) -> None:
+        self.set_timer(0.3, lambda: self.exit(gc.get_threshold()))
+
+
+def test_once_running_the_young_collections_are_spaced_out_and_python_s_thresholds_come_back() -> None:
+    python_thresholds = gc.get_threshold()
+    assert python_thresholds[0] != YOUNG_COLLECTION_THRESHOLD
+    try:
+        running = Thresholds().run(headless=True, size=(40, 10))
+    finally:
+        gc.unfreeze()
+        gc.enable()
+    assert running == (YOUNG_COLLECTION_THRESHOLD, *python_thresholds[1:])
+    assert gc.get_threshold() == python_thresholds
 
 
 def test_a_monitor_start_refused_leaves_the_collector_on(capsys: pytest.CaptureFixture[str]) -> None:
