@@ -76,16 +76,33 @@ def missing_figure(ranks: Sequence[RankFigures], t: Thresholds) -> str | None:
 def judge_ranks(ranks: Sequence[RankFigures], t: Thresholds) -> RankVerdict | None:
     """The rank that holds the others back (a straggler), or the one that never reached the collective they all
     wait in (a hang); None for a balanced job or when the figures do not say. Ranks known from NCCL RAS alone
-    (`nccl_only`: no stacks expected) are advice/nccl_ranks.py's."""
+    (`nccl_only`: no stacks expected) are advice/nccl_ranks.py's. The last verdict is remembered for the same
+    ranks (the same tuple: a snapshot's) under the same thresholds: two rules ask it of each tick's 256 ranks."""
+    limits = (t["stack_min_samples"], t["rank_stale_s"], t["straggler_peer_wait_share"], t["rank_hang_wait_share"],
+              t["straggler_own_wait_ratio"])
+    last = _LAST[0] if _LAST else None
+    if last is not None and last[0] is ranks and last[1] == limits:
+        return last[2]
+    verdict = _judge(ranks, *limits)
+    if isinstance(ranks, tuple):  # immutable: held here, so its identity cannot pass to another while remembered
+        _LAST[:] = [(ranks, limits, verdict)]
+    return verdict
+
+
+_LAST: list[tuple[Sequence[RankFigures], tuple[float, ...], RankVerdict | None]] = []
+
+
+def _judge(ranks: Sequence[RankFigures], min_samples: float, stale_s: float, peer_wait: float, hang_wait: float,
+           own_ratio: float) -> RankVerdict | None:
     ranks = [r for r in ranks if not r.nccl_only]
     newest = max((r.seen_at for r in ranks if r.seen_at is not None), default=None)
-    gone = [r for r in ranks if stale(r, newest, t)]
-    live = [r for r in ranks if r not in gone]
-    known = [r for r in live if r.samples >= t["stack_min_samples"]]
+    gone = [r for r in ranks if r.seen_at is not None and newest is not None and newest - r.seen_at > stale_s]
+    live = [r for r in ranks if r not in gone] if gone else ranks
+    known = [r for r in live if r.samples >= min_samples]
     if not known:
         return None
     waits = [r.collective_share for r in known]
-    if gone and min(waits) >= t["straggler_peer_wait_share"]:
+    if gone and min(waits) >= peer_wait:
         late = max(gone, key=lambda r: (newest or 0.0) - (r.seen_at or 0.0))
         age = (newest or 0.0) - (late.seen_at or 0.0)
         return RankVerdict("hang", late, tuple(known), (
@@ -93,7 +110,7 @@ def judge_ranks(ranks: Sequence[RankFigures], t: Thresholds) -> RankVerdict | No
             f"the others wait in a collective {_pct(min(waits))}-{_pct(max(waits))} of the time"))
     if len(known) < len(live):  # never named from some of the ranks while others are unread
         return None
-    if min(waits) >= t["rank_hang_wait_share"]:  # even one rank alone: a collective needs a peer it waits for
+    if min(waits) >= hang_wait:  # even one rank alone: a collective needs a peer it waits for
         every = f"all {len(known)} watched ranks wait" if len(known) > 1 else f"{_who(known[0])}, the one rank " \
             "seen, waits"
         return RankVerdict("hang", None, tuple(known), (
@@ -101,13 +118,14 @@ def judge_ranks(ranks: Sequence[RankFigures], t: Thresholds) -> RankVerdict | No
             "the ranks seen",))
     if len(known) < 2:
         return None
-    odd = min(known, key=lambda r: (r.collective_share, r.rank, r.host))
+    at = min(range(len(known)), key=lambda i: (waits[i], known[i].rank, known[i].host))
+    odd = known[at]
     others = [r for r in known if r is not odd]
-    other_waits = [r.collective_share for r in others]
+    other_waits = [w for r, w in zip(known, waits, strict=True) if r is not odd]
     typical = statistics.median(other_waits)
-    if typical < t["straggler_peer_wait_share"] or odd.collective_share > typical * t["straggler_own_wait_ratio"]:
+    if typical < peer_wait or waits[at] > typical * own_ratio:
         return None
-    kind: Kind = "hang" if min(other_waits) >= t["rank_hang_wait_share"] else "straggler"
+    kind: Kind = "hang" if min(other_waits) >= hang_wait else "straggler"
     spent = f"{_who(odd)}: {_pct(odd.collective_share)} in collectives, {_top_phase(odd)}" + \
         (f" at {odd.site}" if odd.site else "")
     held = (f"the other {len(others)} rank{'s' if len(others) != 1 else ''} wait in a collective "

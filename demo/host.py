@@ -131,10 +131,12 @@ class SimulatedHost:
         self.extra_processes = extra_processes
         self.nodes = node_cpus(self.spec)
         self._node_of = {cpu: n for n, cpus in enumerate(self.nodes) for cpu in cpus}
-        self._table: tuple[float, list[ProcessInfo]] | None = None
+        self._table: tuple[tuple[int, JobState], list[ProcessInfo]] | None = None
         self._fillers = [self._filler(index) for index in range(extra_processes)]  # idle: the same every tick
         self._fillers_ordered = sorted(self._fillers, key=_busiest, reverse=True)
+        self._fillers_rss = sum(p.rss_bytes or 0 for p in self._fillers)  # all on node 0: they have no affinity
         self._nic_sums: tuple[int, list[tuple[float, float]]] = (0, [])  # a scenario second, the counters then
+        self._used: tuple[list[ProcessInfo], tuple[int, ...]] | None = None  # (a table, each node's memory used)
 
     # ----- helpers -----
 
@@ -164,13 +166,18 @@ class SimulatedHost:
     def _node_used(self) -> tuple[int, ...]:
         """Memory used on each node (total − available, as MemorySnapshot means it): the system's share, and each
         process's RSS on the node its CPUs are on. The machine's figure is their sum, so the two always agree."""
-        t, job = self._now()
+        table = self._all_processes(*self._now())
+        if self._used is not None and self._used[0] is table:  # memory and numa ask it of the same table
+            return self._used[1]
         sizes = self.node_sizes()
         used = [min(14 * GIB, self.spec.ram_bytes // 8) // len(sizes)] * len(sizes)
-        for process in self._all_processes(t, job):
+        for process in table[:len(table) - len(self._fillers)]:  # the fillers come last, summed once
             node = self._node_of.get(process.cpu_affinity[0], 0) if process.cpu_affinity else 0
             used[node] += process.rss_bytes or 0
-        return tuple(min(u, size - GIB // len(sizes)) for u, size in zip(used, sizes, strict=True))
+        used[0] += self._fillers_rss
+        answer = tuple(min(u, size - GIB // len(sizes)) for u, size in zip(used, sizes, strict=True))
+        self._used = (table, answer)
+        return answer
 
     def memory(self) -> MemorySnapshot:
         used = sum(self._node_used())
@@ -192,10 +199,8 @@ class SimulatedHost:
         t, job = self._now()
         second = int(t)
         logical = self.spec.logical_cores
-        load = [0.0] * logical
-        rng = self._rng("cpu", second)
-        for core in range(logical):
-            load[core] = rng.uniform(0.2, 2.5)
+        draw, low, high = self._rng("cpu", second).random, 0.2, 2.5
+        load = [low + (high - low) * draw() for _ in range(logical)]  # Random.uniform(low, high)'s own arithmetic
         # every job process's CPU, as the process table shows it, on the least busy cores of its affinity (rank r
         # and its workers on node(gpu r)), as the scheduler spreads them: the two panels read one figure, and the
         # cores add up to what the processes use
@@ -203,7 +208,8 @@ class SimulatedHost:
         for heap in free.values():
             heapq.heapify(heap)
         users = {JOB_USER, *(o.user for o in self.profile.owners)}  # the jobs' users (a shared box has two)
-        for process in self._all_processes(t, job):
+        table = self._all_processes(t, job)
+        for process in table[:len(table) - len(self._fillers)]:  # the fillers (last) have no affinity: none here
             if process.user not in users or not process.cpu_affinity or not process.cpu_percent:
                 continue
             heap, left = free[self._node_of.get(process.cpu_affinity[0], 0)], process.cpu_percent
@@ -331,10 +337,12 @@ class SimulatedHost:
                 and p.pid not in shown]
         return tuple(top)
 
-    def every_process(self) -> list[ProcessInfo]:
+    def every_process(self, fillers: bool = True) -> list[ProcessInfo]:
         """Every process of this tick, none left out by `process_limit`: the focused job's view (demo/ranks.py)
-        reads its launcher, ranks and workers from here, as a real job probe reads the same /proc as the table."""
-        return self._all_processes(*self._now())
+        reads its launcher, ranks and workers from here, as a real job probe reads the same /proc as the table.
+        Without `fillers`: less the idle processes of other users (`extra_processes`, last in the table)."""
+        table = self._all_processes(*self._now())
+        return table if fillers else table[:len(table) - len(self._fillers)]
 
     # ----- the process table -----
 
@@ -362,11 +370,14 @@ class SimulatedHost:
         return tuple(sorted(_SYSTEM + extra, key=lambda d: d.pid))
 
     def _all_processes(self, t: float, job: JobState) -> list[ProcessInfo]:
-        """Every process at t (the same list for every reader of one tick)."""
-        if self._table is not None and self._table[0] == t:
+        """Every process at t (the same list for every reader of one tick, and for the rest of its second: the table
+        is made from t's whole second and the job's state alone, and a live clock moves between the probes of one
+        tick, where a table kept for the exact instant was made again by each of five readers)."""
+        key = (int(t), job)
+        if self._table is not None and self._table[0] == key:
             return self._table[1]
         table = self._build_processes(t, job)
-        self._table = (t, table)
+        self._table = (key, table)
         return table
 
     def _build_processes(self, t: float, job: JobState) -> list[ProcessInfo]:

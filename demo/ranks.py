@@ -6,6 +6,7 @@ rules (rank-straggler, collective-hang) read these as they read a real job's."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from hwtop.demo.host import SimulatedHost
 from hwtop.demo.ras import RAS_STORIES, DemoRas
@@ -29,6 +30,11 @@ def _shares(state: JobState, rank: int) -> dict[str, float]:
     return {"collective": wait, "compute": max(0.0, 1.0 - wait - data - other), "data": data, "other": other}
 
 
+class _Spent(NamedTuple):
+    seconds: dict[str, float]  # phase -> cumulative seconds
+    rounded: tuple[tuple[str, float], ...]  # as RankFigures.phase_seconds shows them
+
+
 class DemoRanks:
     """Stands where `Sampler.job` holds a JobProbe: `read()` once per tick, `close()` at the end. Its processes are
     the demo host's own rows (the process table's threads, workers, CPU and memory), as a real JobProbe reads the
@@ -44,15 +50,20 @@ class DemoRanks:
         self.ras = DemoRas(story, self.ranks, wall) if story.name in RAS_STORIES else None
         # A job larger than this host (job_ranks): ranks len(ranks) on are other nodes', seen as the fleet sees them
         self.remote = tuple(range(len(self.ranks), job_ranks)) if self.ranks else ()
-        # rank -> phase -> cumulative seconds
-        self._seconds: dict[int, dict[str, float]] = {rank: {} for rank in (*self.ranks, *self.remote)}
+        # rank -> its cumulative seconds per phase, one accumulator shared by the ranks whose shares have been the
+        # same every tick (of 256 ranks, two or three histories: each is summed once a tick, to the same floats)
+        start = _Spent({}, ())
+        self._seconds: dict[int, _Spent] = {rank: start for rank in (*self.ranks, *self.remote)}
+        per_node = len(self.ranks)  # (rank, its host's label, its local rank there) of the other nodes' ranks
+        self._remote = tuple((rank, f"{self.hostname}-{rank // per_node:02d}", rank % per_node) for rank in self.remote)
 
     def _processes(self, state: JobState, memory: dict[int, int | None]) -> list[JobProcess]:
         """The launcher, its ranks and their DataLoader workers, from the host's table of this tick; a rank's
         environment as torchrun sets it (WORLD_SIZE, LOCAL_WORLD_SIZE) with the story's NCCL_* variables."""
-        table = self.host.every_process()
+        table = self.host.every_process(fillers=False)  # the idle fillers are no job's
         ranks = {RANK_PID + rank: rank for rank in self.ranks}
         node_of = {cpus: node for node, cpus in enumerate(self.host.nodes)}
+        env = tuple(sorted(state.nccl_env))  # every rank's and worker's alike: sorted once, not once a process
         out = []
         for p in table:
             if p.pid == LAUNCHER_PID:
@@ -69,7 +80,7 @@ class DemoRanks:
             here = len(self.ranks) if depth else None
             out.append(JobProcess(p.pid, p.ppid, p.name, p.cmdline, role, rank, depth, p.state, p.cpu_percent,
                                   p.rss_bytes, p.threads, p.cpu_affinity, numa_pages=pages, gpus=gpu,
-                                  local_rank=rank, nccl_env=tuple(sorted(state.nccl_env)) if depth else (),
+                                  local_rank=rank, nccl_env=env if depth else (),
                                   world_size=here and here * state.nodes, local_world_size=here))
         return out
 
@@ -86,32 +97,48 @@ class DemoRanks:
             return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "ended", (), None, 0, ended_at=seen_at,
                                message=f"demo: {state.phase}")
         figures, stacks = [], []
+        samples = int(min(t, WINDOW_S) * RATE_HZ)
+        # A rank's shares follow from its collective wait alone (the data wait is the job's): of 256 ranks, two or
+        # three tell apart, so each is made and sorted once a tick
+        by_wait: dict[float, tuple[dict[str, float], tuple[tuple[str, float], ...]]] = {}
+
+        def shares_of(rank: int) -> tuple[dict[str, float], tuple[tuple[str, float], ...]]:
+            wait = state.collective_of(rank)
+            known = by_wait.get(wait)
+            if known is None:
+                shares = _shares(state, rank)
+                known = by_wait[wait] = (shares, tuple(sorted(shares.items(), key=lambda kv: -kv[1])))
+            return known
+
+        moved: dict[tuple[int, float], tuple[_Spent, _Spent]] = {}  # (id of the old accumulator, wait) -> old, new
+
+        def spent(rank: int) -> tuple[tuple[str, float], ...]:
+            """The rank's phase seconds after this tick, rounded as shown."""
+            old = self._seconds[rank]
+            wait = state.collective_of(rank)
+            known = moved.get((id(old), wait))
+            if known is None:
+                seconds = dict(old.seconds)
+                for phase, value in shares_of(rank)[0].items():
+                    seconds[phase] = seconds.get(phase, 0.0) + dt * value
+                known = moved[id(old), wait] = (old, _Spent(seconds, tuple((k, round(v, 1)) for k, v in
+                                                                            seconds.items())))
+            self._seconds[rank] = known[1]
+            return known[1].rounded
+
         for rank in self.ranks:
             pid = RANK_PID + rank
-            shares = _shares(state, rank)
-            seconds = self._seconds[rank]
-            for phase, value in shares.items():
-                seconds[phase] = seconds.get(phase, 0.0) + dt * value
-            samples = int(min(t, WINDOW_S) * RATE_HZ)
-            ordered = tuple(sorted(shares.items(), key=lambda kv: -kv[1]))
+            ordered = shares_of(rank)[1]
             figures.append(RankFigures(rank, self.hostname, pid=pid, local_rank=rank, gpu=rank,
-                                       phase_seconds=tuple((k, round(v, 1)) for k, v in seconds.items()),
+                                       phase_seconds=spent(rank),
                                        shares=ordered if samples else (), steps=steps.get(pid), site=BUSY_SITE,
                                        samples=samples, seen_at=seen_at))
             stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered if samples else (),
                                      busy_site=BUSY_SITE))
-        per_node = len(self.ranks)
-        for rank in self.remote:
-            shares = _shares(state, rank)
-            seconds = self._seconds[rank]
-            for phase, value in shares.items():
-                seconds[phase] = seconds.get(phase, 0.0) + dt * value
-            samples = int(min(t, WINDOW_S) * RATE_HZ)
-            figures.append(RankFigures(rank, f"{self.hostname}-{rank // per_node:02d}", local_rank=rank % per_node,
-                                       gpu=rank % per_node, phase_seconds=tuple((k, round(v, 1)) for k, v in
-                                                                                seconds.items()),
-                                       shares=tuple(sorted(shares.items(), key=lambda kv: -kv[1])) if samples else (),
-                                       site=BUSY_SITE, samples=samples, seen_at=seen_at))
+        for rank, host, local in self._remote:
+            figures.append(RankFigures(rank, host, local_rank=local, gpu=local, phase_seconds=spent(rank),
+                                       shares=shares_of(rank)[1] if samples else (), site=BUSY_SITE, samples=samples,
+                                       seen_at=seen_at))
         job = JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),

@@ -4,10 +4,13 @@ where each rank's time goes; sparklines; and a stack when asked. Ended workers l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 
 from rich.text import Text
+from textual.containers import ScrollableContainer
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 from hwtop.advice.grouping import covering
@@ -17,9 +20,9 @@ from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
-from hwtop.widgets.job_ranks import fit_words, parts_lines, rank_table
+from hwtop.widgets.job_ranks import Defer, Later, fit_words, parts_lines, rank_table
 from hwtop.widgets.panel import TextPanel
-from hwtop.widgets.safe_text import data
+from hwtop.widgets.safe_text import data, visible
 
 ROLE_STYLE = {"launcher": palette.GROUP, "DataLoader worker": palette.WORKER, "helper": palette.DIM,
               "worker of a rank": palette.WORKER}
@@ -49,6 +52,10 @@ def fitting_columns(width: int) -> tuple[Column, ...]:
             break
         columns = (*columns, column)
     return columns
+
+
+def _unbuilt() -> Text:
+    return Text()
 
 
 def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
@@ -81,6 +88,12 @@ class JobPanel(TextPanel):
         # A process's row kept while what it draws is the same (its formatted cells, role, command, width): a
         # 256-rank job's dozens of rows were built again every tick, each cell a new Text, most of them unchanged.
         self._rows: dict[tuple[object, ...], Text] = {}
+        self._process_rows: list[int] = []  # the line each process's row is on, as last built
+        self._later: list[Later] = []  # the Later standing for line i while it is out of view, kept across ticks
+        # A rank's placement lines kept while what they say is the same (the process's placement, the width), for
+        # as long as the maps and the threshold they are read with stay the same (`_placement_context`)
+        self._placements: dict[tuple[object, ...], list[Text]] = {}
+        self._placement_context: tuple[object, ...] = ()
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
@@ -113,11 +126,11 @@ class JobPanel(TextPanel):
         width = self.content_size.width
         if width <= 0 or self.job is None or not 0 <= self.cursor < len(self.job.processes):
             return  # a new snapshot with fewer processes came between the key and this callback
-        rows_before = 0
-        for line in self.cached_lines(width):  # the rows above the selected one, wrapped lines counted
-            if line.plain.lstrip().startswith(f"{self.job.processes[self.cursor].pid} "):
-                break
-            rows_before += max(1, -(-line.cell_len // width))
+        lines = self.cached_lines(width)
+        if self.cursor >= len(self._process_rows):
+            return
+        # the rows above the selected one, wrapped lines counted (a row out of view is one row: each is cut to fit)
+        rows_before = sum(max(1, -(-line.cell_len // width)) for line in lines[:self._process_rows[self.cursor]])
         container = self.parent
         if isinstance(container, Widget):  # the screen's VerticalScroll
             top = self.virtual_region.y + self.styles.gutter.top + rows_before
@@ -140,6 +153,43 @@ class JobPanel(TextPanel):
         nodes = sorted({self.node_of_cpu[c] for c in cpus if c in self.node_of_cpu})
         return f" (node {','.join(map(str, nodes))})" if nodes else ""
 
+    def _in_view(self) -> Callable[[int], bool]:
+        """Whether line i is on screen now, as the scroll container shows this panel: a row out of view is built
+        when it is drawn (`render_line`), not each tick. Everything is in view until the panel is laid out in one."""
+        container = self.parent
+        rows = container.scrollable_content_region.height if isinstance(container, ScrollableContainer) else 0
+        if rows <= 0 or self._height is None:
+            return lambda _: True
+        top = round(container.scroll_y) - self.virtual_region.y - self.styles.gutter.top  # type: ignore[union-attr]
+        return range(top - 1, top + rows + 1).__contains__
+
+    def _defer(self, in_view: Callable[[int], bool]) -> Defer:
+        """Line i's Later, pointed at `build`, where that line is out of view; None where it is in view."""
+        def defer(line: int, build: Callable[[], Text]) -> Text | None:
+            if in_view(line):
+                return None
+            while len(self._later) <= line:
+                self._later.append(Later(_unbuilt))
+            later = self._later[line]
+            later.build = build
+            return later
+        return defer
+
+    def render_line(self, y: int) -> Strip:
+        lines = self.cached_lines(self.content_size.width or self.size.width)
+        line = lines[y] if 0 <= y < len(lines) else None
+        if isinstance(line, Later):
+            lines[y] = visible(line.build())
+        return super().render_line(y)
+
+    def render(self) -> Text:
+        """The whole text (a selection, a line that wraps): every row built."""
+        lines = self.cached_lines(self.content_size.width or self.size.width)
+        for index, line in enumerate(lines):
+            if isinstance(line, Later):
+                lines[index] = visible(line.build())
+        return super().render()
+
     def lines(self, width: int) -> list[Text]:
         job = self.job
         if job is None:
@@ -160,7 +210,8 @@ class JobPanel(TextPanel):
             gpus = covering([f"GPU{i}" for i in indices])[0]
             parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
         out = parts_lines(parts, width, sep_style="")  # wrapped between its figures, never inside one
-        out += self._job_lines(job, width)
+        defer = self._defer(self._in_view())
+        out += self._job_lines(job, width, len(out), defer)
         spark = max(8, min(40, (width - 30) // 3))
         marks = Text()
         for key, label in (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss")):
@@ -181,10 +232,19 @@ class JobPanel(TextPanel):
         header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
         out.append(header)
         rows, self._rows = self._rows, {}
+        self._process_rows = []
         for index, process in enumerate(job.processes):
-            out.append(self._row(process, width, columns, index == self.cursor and self.has_focus, rows))
+            self._process_rows.append(len(out))
+            selected = index == self.cursor and self.has_focus
+            later = defer(len(out), partial(self._row, process, width, columns, selected, rows))
+            out.append(later if later is not None else self._row(process, width, columns, selected, rows))
+        context = (tuple(self.node_of_gpu.items()), tuple(self.node_of_cpu.items()),
+                   self.thresholds["numa_local_memory_share"])
+        if context != self._placement_context:
+            self._placements, self._placement_context = {}, context
+        placements, self._placements = self._placements, {}
         placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
-                     for line in self._placement(p, width)]
+                     for line in self._kept_placement(p, width, placements)]
         if placement:
             out.append(Text("Placement", style="bold"))
             out += placement
@@ -195,9 +255,10 @@ class JobPanel(TextPanel):
             out += self.stack
         return out
 
-    def _job_lines(self, job: JobSnapshot, width: int) -> list[Text]:
+    def _job_lines(self, job: JobSnapshot, width: int, first: int, defer: Defer) -> list[Text]:
         """Workers coming and going, pressure, the memory cgroup, and where each rank's time goes: a table of
-        the ranks side by side when there are several, else a line per sampled process."""
+        the ranks side by side when there are several, else a line per sampled process. `first`: the line these
+        start on, for `defer`."""
         out = []
         if job.workers_started_last_minute or job.workers_exited_last_minute:
             out.append(Text(f"DataLoader workers: {job.workers_started_last_minute} started, "
@@ -213,7 +274,8 @@ class JobPanel(TextPanel):
             if group is not None and group.limit_bytes:
                 line.append(f" · cgroup memory {human_bytes(group.used_bytes)} of {human_bytes(group.limit_bytes)}")
             out.append(line)
-        table = rank_table(job, width, self.named)
+        start = first + len(out) + (1 if job.stack_message else 0)  # the table's first line
+        table = rank_table(job, width, self.named, lambda i, build: defer(start + i, build))
         if (job.stacks or job.stack_message) and not table:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:
@@ -283,6 +345,16 @@ class JobPanel(TextPanel):
         line.truncate(max(1, width), overflow="ellipsis")
         self._rows[key] = line
         return line
+
+    def _kept_placement(self, p: JobProcess, width: int, last: dict[tuple[object, ...], list[Text]]) -> list[Text]:
+        """`_placement`, kept from the last tick where every input it reads is the same."""
+        key = (p.rank, p.role, p.pid, tuple(i for i, _ in p.gpus), p.cuda_visible_devices, p.local_rank,
+               p.cpu_affinity, p.thread_cpus, p.numa_pages, p.dataset_devices, width)
+        lines = last.get(key) or self._placements.get(key)
+        if lines is None:
+            lines = self._placement(p, width)
+        self._placements[key] = lines
+        return lines
 
     def _placement(self, p: JobProcess, width: int) -> list[Text]:
         """Where a rank runs: its GPUs and their nodes, its CPUs, its memory; wrapped between its parts, indented."""

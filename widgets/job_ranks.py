@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache, partial
 from typing import NamedTuple
 
 from rich.text import Text
@@ -38,6 +39,27 @@ MARK_LABELS: dict[str, str] = {rank_straggler.id: "straggler", collective_hang.i
                nccl_rank_lost.id: "lost to NCCL", nccl_error.id: "NCCL error"}
 _RANK_IN_TITLE = re.compile(r"\b[Rr]ank (\d+)\b")  # "Rank 5 never reached…", "NCCL considers rank 12 (pid …) dead"
 _RANK_LINE = re.compile(r"^rank (\d+) \(")  # an evidence line about one rank: nccl-rank-lost's, nccl-error's
+
+
+class Later(Text):
+    """A row of a tall panel out of view, built only when it is drawn (widgets/job.py): of a 256-rank job's ~350
+    lines a 50-row terminal shows ~45, and each tick built them all. Empty, so two of them read alike and a row
+    that stays out of view is never counted as changed; its panel keeps one per line and points it at each tick's
+    data, so a row scrolled into view is drawn from the latest data even where nothing in view changed."""
+
+    __slots__ = ("build",)
+
+    def __init__(self, build: Callable[[], Text]) -> None:
+        super().__init__()
+        self.build = build
+
+    @property
+    def cell_len(self) -> int:
+        return 0  # empty: measured with every line of its panel each tick
+
+
+# (line index, how to build that line) -> the Later standing for it while it is out of view, or None: build it now
+Defer = Callable[[int, Callable[[], Text]], Text | None]
 
 
 def named_ranks(findings: Iterable[Finding]) -> dict[int, str]:
@@ -154,7 +176,7 @@ def choose_columns(ranks: list[RankFigures], width: int, labels: Iterable[str] =
     nccl = any(r.nccl_state is not None for r in ranks)
     candidates = [Column("RANK", 5, KEEP["RANK"])]
     if wide or len({r.host for r in ranks}) > 1:
-        host = max(4, min(HOST_MAX, max(data(r.host).cell_len for r in ranks)))
+        host = max(4, min(HOST_MAX, max(_host_cells(h) for h in {r.host for r in ranks})))
         candidates.append(Column("HOST", host, KEEP["HOST"]))
     candidates.append(Column("PID", 7, KEEP["PID"]))
     if any(r.steps is not None for r in ranks):
@@ -175,6 +197,13 @@ def choose_columns(ranks: list[RankFigures], width: int, labels: Iterable[str] =
         kept = [c for c in kept if c.name != "BUSY AT"]
         site = width - sum(c.width + 1 for c in kept)
     return tuple(kept), site
+
+
+@lru_cache(maxsize=4096)
+def _host_cells(host: str) -> int:
+    """A host label's cells as drawn (its control characters made visible): 256 ranks' labels measured each tick
+    are a few dozen names."""
+    return data(host).cell_len
 
 
 def _legend(columns: tuple[Column, ...], named: Mapping[int, str], ranks: list[RankFigures], wide: bool) -> list[Text]:
@@ -199,9 +228,11 @@ def _legend(columns: tuple[Column, ...], named: Mapping[int, str], ranks: list[R
     return parts
 
 
-def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = None) -> list[Text]:
+def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = None,
+               defer: Defer | None = None) -> list[Text]:
     """The table's lines for `width` cells; nothing for a job of fewer than two ranks. `named`: rank -> what the
-    findings say of it (`named_ranks`), marked ◀ before its rank (and said after its row on a wide terminal)."""
+    findings say of it (`named_ranks`), marked ◀ before its rank (and said after its row on a wide terminal).
+    `defer(i, build)`: a `Later` for the table's line i where it is out of view (a rank's row), else None."""
     if len(job.ranks) < 2:
         return []
     named = named or {}
@@ -220,14 +251,8 @@ def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = N
     for rank in ranks:
         label = named.get(rank.rank)
         message = messages.get(rank.pid) if rank.pid is not None and not rank.samples else None
-        key = (layout, label, message, rank.rank, rank.host, rank.pid, rank.steps, rank.samples > 0, rank.shares,
-               rank.site, rank.nccl_state, rank.lag)
-        line = _ROWS.get(key)
-        if line is None:
-            if len(_ROWS) >= ROW_CACHE:
-                _ROWS.clear()
-            line = _ROWS[key] = _row(rank, layout, label, message)
-        out.append(line)
+        later = defer(len(out), partial(_kept_row, rank, layout, label, message)) if defer is not None else None
+        out.append(later if later is not None else _kept_row(rank, layout, label, message))
     if len(job.ranks) > len(ranks):
         out += parts_lines([Text(f"… and {len(job.ranks) - len(ranks)} more ranks, none worse than those above",
                                  style=palette.DIM),
@@ -240,6 +265,18 @@ def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = N
 ROW_CACHE = 4096
 _ROWS: dict[tuple[object, ...], Text] = {}
 PHASE_OF = {name: phase for name, phase, _ in PHASES}
+
+
+def _kept_row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], int], label: str | None,
+              message: str | None) -> Text:
+    key = (layout, label, message, rank.rank, rank.host, rank.pid, rank.steps, rank.samples > 0, rank.shares,
+           rank.site, rank.nccl_state, rank.lag)
+    line = _ROWS.get(key)
+    if line is None:
+        if len(_ROWS) >= ROW_CACHE:
+            _ROWS.clear()
+        line = _ROWS[key] = _row(rank, layout, label, message)
+    return line
 
 
 def _row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], int], label: str | None,

@@ -206,7 +206,7 @@ def _drawn(text: str | Text) -> _Drawn:
 def _changed_rows(new: list[Text], old: list[Text]) -> list[int]:
     """The rows whose line changed, for lines that each take exactly one row before and after (then line i is
     row i; where they differ in number or one wraps, the caller draws the whole panel again)."""
-    return [row for row, (a, b) in enumerate(zip(new, old, strict=True)) if not _same([a], [b])]
+    return [row for row, (a, b) in enumerate(zip(new, old, strict=True)) if a is not b and not _same([a], [b])]
 
 
 def _same(new: list[Text], old: list[Text]) -> bool:

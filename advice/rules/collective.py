@@ -28,13 +28,25 @@ FIXES = (
 )
 
 
-def _spinning(window: Window, gpu: GpuSnapshot, t: Thresholds) -> tuple[float, float] | None:
-    """(utilisation %, share of the power limit) when `gpu` has spun for the whole of the last spin_seconds."""
+def _spinning_gpus(window: Window, t: Thresholds) -> dict[int, tuple[float, float]]:
+    """GPU index -> (utilisation %, share of the power limit) of each GPU in use that has spun for the whole of the
+    last spin_seconds (the recent snapshots read once for all of them)."""
     span = t["spin_seconds"]
     recent = window.recent(span)
     if recent[-1].time - recent[0].time < span * 0.9:  # not yet watched for long enough
-        return None
-    samples = [g for s in recent for g in s.gpus if g.index == gpu.index and not g.lost]
+        return {}
+    by_index: dict[int, list[GpuSnapshot]] = {}
+    for snapshot in recent:
+        for g in snapshot.gpus:
+            if not g.lost:
+                by_index.setdefault(g.index, []).append(g)
+    return {g.index: found for g in window.latest.gpus if not g.lost and compute_pids(g)
+            for found in [_spinning(by_index.get(g.index, []), t)] if found is not None}
+
+
+def _spinning(samples: list[GpuSnapshot], t: Thresholds) -> tuple[float, float] | None:
+    """(utilisation %, share of the power limit) of one GPU's `samples` over the last spin_seconds, when it spun
+    for the whole of them."""
     utils = [g.util_percent for g in samples]
     shares = [g.power_w / g.power_limit_w for g in samples if g.power_w is not None and g.power_limit_w]
     if not samples or None in utils or len(shares) != len(samples):
@@ -115,8 +127,7 @@ def _nccl_finding(ras: Hang, spinning: dict[int, tuple[float, float]], snapshot:
              "spin_util_percent", "stack_min_samples", "straggler_own_wait_ratio", "straggler_peer_wait_share"))
 def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
-    spinning = {g.index: found for g in latest.gpus if not g.lost and compute_pids(g)
-                for found in [_spinning(window, g, t)] if found is not None}
+    spinning = _spinning_gpus(window, t)
     ras = _ras_hang(latest, t)
     workload = latest.workload
     stalled = workload is not None and workload.status == "stalled"

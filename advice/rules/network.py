@@ -70,8 +70,21 @@ def line_share(nic: NicSnapshot, rates: tuple[float, float]) -> float | None:
 
 
 def job_network(window: Window, t: Thresholds) -> JobNetwork | None:
+    """The focused job's network facts; four rules ask them of each tick's job (256 ranks in a big one), so the
+    last answer is kept for the same job snapshot under the same stack_min_samples."""
     job = running_job(window)
-    return None if job is None else _focused(job, t)
+    if job is None:
+        return None
+    enough = t["stack_min_samples"]
+    last = _LAST[0] if _LAST else None
+    if last is not None and last[0] is job and last[1] == enough:
+        return last[2]
+    facts = _focused(job, t)
+    _LAST[:] = [(job, enough, facts)]  # held here: the snapshot's identity cannot pass to another while kept
+    return facts
+
+
+_LAST: list[tuple[JobSnapshot, float, JobNetwork]] = []
 
 
 def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:
@@ -87,7 +100,8 @@ def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:
     if spans is None and sizes:
         spans = any(world > local for world, local in sizes)
     share, source = None, ""
-    figures = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
+    enough = t["stack_min_samples"]
+    figures = [r for r in job.ranks if r.samples >= enough]
     stacks = sampled(job, t)
     if figures:
         share, source = mean(r.collective_share for r in figures), f"{len(figures)} ranks' stack samples"

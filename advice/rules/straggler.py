@@ -44,8 +44,9 @@ def missing_figures(job: JobSnapshot, t: Thresholds) -> list[str]:
     """Ranks whose stacks cannot be read (ptrace refused, py-spy missing): which figure is missing, and why."""
     why = {s.pid: s.message for s in job.stacks if s.message and s.message not in SAMPLING and not s.samples}
     out = []
+    enough = t["stack_min_samples"]
     for rank in job.ranks:
-        if rank.samples >= t["stack_min_samples"] or rank.nccl_only:
+        if rank.samples >= enough or rank.nccl_only:
             continue
         reason = why.get(rank.pid) if rank.pid is not None else None
         reason = reason or (job.stack_message if job.stack_message and not rank.samples else None)
@@ -58,8 +59,8 @@ def _cause(snapshot: Snapshot, job: JobSnapshot, slow: RankFigures, others: list
            t: Thresholds) -> tuple[list[str], list[str]]:
     """Evidence and the fix that fits what the straggler does instead of waiting."""
     process: JobProcess | None = next((p for p in job.processes if p.pid == slow.pid), None)
-    peers = [p.run_wait_share for p in job.processes if p.run_wait_share is not None and
-             p.pid in {r.pid for r in others}]
+    other_pids = {r.pid for r in others}  # made once, not once a process (255 ranks of a big job)
+    peers = [p.run_wait_share for p in job.processes if p.run_wait_share is not None and p.pid in other_pids]
     # Its cores shared: it waits for a CPU, and twice as much as its peers do (on a box loaded by others every
     # rank queues alike: measured 85-89% for both ranks at load 20 on 2 cores, which is no cause of this rank's).
     queued = process.run_wait_share if process is not None else None
@@ -161,7 +162,8 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
     ranks = [r for r in job.ranks if not r.nccl_only]
     if len(ranks) < 2:
         return
-    read = [r for r in ranks if r.samples >= t["stack_min_samples"]]
+    enough = t["stack_min_samples"]
+    read = [r for r in ranks if r.samples >= enough]
     missing = missing_figures(job, t)
     if missing:  # which figure is missing, said once; no straggler is named from half the ranks
         yield Finding("rank-straggler", "info", "Stragglers cannot be judged: some ranks' stacks are unreadable",
@@ -174,17 +176,18 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
         return
     from hwtop.advice.ranks import judge_ranks  # the fleet's judgement too: the same rank for the same numbers
 
-    verdict = judge_ranks(ranks, t)
+    verdict = judge_ranks(job.ranks, t)  # it leaves out the nccl_only ranks as above; collective-hang asked it first
     if verdict is None or verdict.kind != "straggler" or verdict.rank is None:
         return  # balanced, or a hang: collective-hang names the rank that never arrived
     slow, others = verdict.rank, list(verdict.waiting)
-    waiting = median(r.collective_share for r in others)
+    waits = [r.collective_share for r in others]
+    waiting = median(waits)
     latest = window.latest
     if len(others) <= 3:
         evidence = [f"{_label(r)} waits in collectives {100 * r.collective_share:.0f}% of {r.samples} stack "
                     "samples" for r in others]
     else:
-        low, high = min(r.collective_share for r in others), max(r.collective_share for r in others)
+        low, high = min(waits), max(waits)
         spread = f"{100 * low:.0f}-{100 * high:.0f}%" if f"{100 * low:.0f}" != f"{100 * high:.0f}" else \
             f"{100 * high:.0f}%"  # a range only where they differ: "55-55%" reads as a typo
         evidence = [f"the other {len(others)} ranks wait in collectives {spread} of their stack samples (median "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 from ctypes import (
-    POINTER,
     Structure,
     Union,
     c_char,
@@ -244,13 +243,13 @@ def write(address: int | None, ctype: type, value: object) -> None:
     """*(ctype *)address = value, as the C library writes an out-parameter."""
     if not address:
         raise ValueError("NULL out-parameter")
-    ctypes.cast(address, POINTER(ctype))[0] = value  # type: ignore[index]
+    ctype.from_address(address).value = value  # type: ignore[attr-defined] - a ctypes simple type
 
 
 def struct_at(address: int | None, ctype: type[Structure]) -> Structure:
     if not address:
         raise ValueError("NULL struct pointer")
-    return ctypes.cast(address, POINTER(ctype)).contents
+    return ctype.from_address(address)
 
 
 def write_string(address: int | None, length: int, text: str) -> int:

@@ -21,7 +21,7 @@ import weakref
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from hwtop.demo.nvml import abi
 from hwtop.demo.nvml.branches import DriverBranch, branch_of
@@ -46,8 +46,7 @@ class Fault:
     after: int = 0  # let this many matching calls through first
 
 
-@dataclass(frozen=True, slots=True)
-class CallRecord:
+class CallRecord(NamedTuple):  # one a call: a tuple is made several times faster than a frozen dataclass
     symbol: str
     gpu: int | None
     code: int
@@ -219,18 +218,21 @@ class FakeNvmlLibrary:
             gpu = int(args[0])
             if gpu >= len(self.world.cards):
                 return abi.INVALID_ARGUMENT, None
-        elif takes_handle(symbol):
+        elif _takes_handle(symbol):
             target = self._handles.get(int(args[0] or 0))
             if target is None:
                 return abi.INVALID_ARGUMENT, None
             gpu = target.gpu
-        phase = None
-        if symbol.startswith(("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses",
-                              "nvmlDeviceGetProcessUtilization")):
-            phase = "fill" if args[2 if "Utilization" not in symbol else 1] else "size"
-        code = self._fault(symbol, gpu, phase)
-        if code != abi.SUCCESS:
-            return code, target
+        if self._faults:  # only a test injects faults
+            phase = None
+            buffer = _SIZED_BUFFER.get(symbol)
+            if buffer is None:
+                buffer = _SIZED_BUFFER[symbol] = _sized_buffer(symbol)
+            if buffer >= 0:
+                phase = "fill" if args[buffer] else "size"
+            code = self._fault(symbol, gpu, phase)
+            if code != abi.SUCCESS:
+                return code, target
         if gpu is not None and self.world.cards[gpu].lost:
             return abi.GPU_IS_LOST, target
         return abi.SUCCESS, target
@@ -368,6 +370,25 @@ class FakeNvmlLibrary:
     def truth(self, index: int) -> GpuTruth:
         """The card's state at this instant, in NVML's units."""
         return self.world.truth(self.world.cards[index], self.elapsed())
+
+
+def _sized_buffer(symbol: str) -> int:
+    """Which argument of a size-then-fill call is its buffer (NULL on the size query), or -1."""
+    if symbol.startswith(("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses",
+                          "nvmlDeviceGetProcessUtilization")):
+        return 2 if "Utilization" not in symbol else 1
+    return -1
+
+
+_SIZED_BUFFER: dict[str, int] = {}  # symbol -> _sized_buffer(symbol), worked out once (every call asks it)
+_HANDLED: dict[str, bool] = {}  # symbol -> takes_handle(symbol), likewise
+
+
+def _takes_handle(symbol: str) -> bool:
+    known = _HANDLED.get(symbol)
+    if known is None:
+        known = _HANDLED[symbol] = takes_handle(symbol)
+    return known
 
 
 def takes_handle(symbol: str) -> bool:

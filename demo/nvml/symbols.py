@@ -11,7 +11,7 @@ import ctypes
 import math
 import weakref
 from collections import Counter
-from typing import Any, Protocol, cast
+from typing import Any, NamedTuple, Protocol, cast
 
 from hwtop.demo.nvml import abi
 from hwtop.demo.nvml.abi import write, write_string
@@ -53,16 +53,40 @@ ULL_MASK = (1 << 64) - 1
 _DEFAULT_VALUE_TYPE = {abi.FI_PCIE_COUNT_TX_BYTES: abi.VALUE_UINT, abi.FI_PCIE_COUNT_RX_BYTES: abi.VALUE_UINT}
 _WIDTH = {abi.VALUE_UINT: 32, abi.VALUE_ULONG: 64, abi.VALUE_ULONGLONG: 64, abi.VALUE_USHORT: 16,
           abi.VALUE_SINT: 32, abi.VALUE_SLONGLONG: 64}
+# the NVLink counters' names by (field, link), made once (a read asks for two dozen a card)
+_NVLINK_COUNTER = {(field, link): f"nvl_{'tx' if field == abi.FI_NVLINK_THROUGHPUT_DATA_TX else 'rx'}{link}"
+                   for field in (abi.FI_NVLINK_THROUGHPUT_DATA_TX, abi.FI_NVLINK_THROUGHPUT_DATA_RX)
+                   for link in range(18)}
 _MEMBER = {abi.VALUE_DOUBLE: "dVal", abi.VALUE_UINT: "uiVal", abi.VALUE_ULONG: "ulVal",
            abi.VALUE_ULONGLONG: "ullVal", abi.VALUE_SLONGLONG: "sllVal", abi.VALUE_SINT: "siVal",
            abi.VALUE_USHORT: "usVal"}
+
+
+class _FieldCall(NamedTuple):
+    """What one nvmlDeviceGetFieldValues call reads of the library for each of its values, read once."""
+
+    card: Card
+    sampled_at: float
+    stamp: int
+    loads: dict[float, float]  # the card's load by instant, for every counter this call reads
+    requests: Counter[tuple[int, int, int]]
+    world: World
+    missing: frozenset[int]
+    value_types: dict[int, int]
+    origin: int
 
 
 class Symbols:
     def __init__(self, library: LibraryState) -> None:
         # Weakly: the library holds its symbols, so no cycle keeps a dropped library for the garbage collector.
         self.lib = cast(LibraryState, weakref.proxy(library))
+        self._world = library.world  # its cards, asked of by nearly every call (no cycle: the world holds no library)
         self._error_strings: dict[int, ctypes.Array[ctypes.c_char]] = {}
+        # card -> (every input of its utilization samples at a whole second, the samples): pynvml asks twice a read
+        # (the size, then the fill) and a tick reads each card once; the samples move once a second
+        self._samples: dict[int, tuple[tuple[object, ...], list[tuple[int, int, int, int]]]] = {}
+        # card -> (its loads, second -> (utilization, timestamp))
+        self._utils: dict[int, tuple[tuple[object, ...], dict[int, tuple[int, int]]]] = {}
 
     # ----- library -----
 
@@ -161,10 +185,10 @@ class Symbols:
     # ----- live values -----
 
     def _card(self, target: Target) -> Card:
-        return self.lib.card(target)
+        return self._world.cards[target.gpu]
 
     def _truth(self, target: Target) -> GpuTruth:
-        return self.lib.world.truth(self._card(target), self.lib.now(), counters=False)
+        return self._world.truth(self._world.cards[target.gpu], self.lib.now(), counters=False)
 
     def nvmlDeviceGetMemoryInfo(self, target: Target, memory: int) -> int:
         out = abi.struct_at(memory, abi.Memory)
@@ -255,26 +279,31 @@ class Symbols:
             return abi.INVALID_ARGUMENT
         array = ctypes.cast(values, ctypes.POINTER(abi.FieldValue))
         card = self._card(target)
-        sampled_at = self.lib.now() - card.field_lag_s
+        lib = self.lib
+        sampled_at = lib.now() - card.field_lag_s
+        call = _FieldCall(card, sampled_at, lib.timestamp_us(sampled_at), {}, lib.field_requests, self._world,
+                          lib.branch.missing_fields, lib.value_types, lib.counter_origin)
         for i in range(count):
-            self._field(card, array[i], sampled_at)
+            self._field(call, array[i])
         return abi.SUCCESS
 
-    def _field(self, card: Card, value: abi.FieldValue, sampled_at: float) -> None:
+    def _field(self, call: _FieldCall, value: abi.FieldValue) -> None:
+        card = call.card
         field_id, scope = int(value.fieldId), int(value.scopeId)  # type: ignore[attr-defined]
-        self.lib.field_requests[(card.index, field_id, scope)] += 1
-        value.timestamp = self.lib.timestamp_us(sampled_at)  # type: ignore[attr-defined]
+        call.requests[(card.index, field_id, scope)] += 1
+        value.timestamp = call.stamp  # type: ignore[attr-defined]
         value.latencyUsec = 0  # type: ignore[attr-defined]
-        world, links = self.lib.world, card.model.nvlinks
+        world, links = call.world, card.model.nvlinks
         counter_name = None
-        if field_id in self.lib.branch.missing_fields:
+        if field_id in call.missing:
             code = abi.NOT_SUPPORTED
         elif field_id == abi.FI_NVLINK_LINK_COUNT:
             code = abi.SUCCESS if links else abi.NOT_SUPPORTED
             self._put(value, abi.VALUE_UINT, len(world.active_links(card)))
         elif field_id in (abi.FI_NVLINK_THROUGHPUT_DATA_TX, abi.FI_NVLINK_THROUGHPUT_DATA_RX):
             code = abi.SUCCESS if scope < links else abi.INVALID_ARGUMENT if links else abi.NOT_SUPPORTED
-            counter_name = f"nvl_{'tx' if field_id == abi.FI_NVLINK_THROUGHPUT_DATA_TX else 'rx'}{scope}"
+            counter_name = _NVLINK_COUNTER.get((field_id, scope)) or \
+                f"nvl_{'tx' if field_id == abi.FI_NVLINK_THROUGHPUT_DATA_TX else 'rx'}{scope}"
         elif field_id in (abi.FI_PCIE_COUNT_TX_BYTES, abi.FI_PCIE_COUNT_RX_BYTES):
             code = abi.SUCCESS
             counter_name = "pcie_tx" if field_id == abi.FI_PCIE_COUNT_TX_BYTES else "pcie_rx"
@@ -282,8 +311,8 @@ class Symbols:
             code = abi.NOT_SUPPORTED
         value.nvmlReturn = code  # type: ignore[attr-defined]
         if code == abi.SUCCESS and counter_name is not None:
-            kind = self.lib.value_types.get(field_id, _DEFAULT_VALUE_TYPE.get(field_id, abi.VALUE_ULONGLONG))
-            raw = world.counter(card, counter_name, sampled_at) + self.lib.counter_origin
+            kind = call.value_types.get(field_id, _DEFAULT_VALUE_TYPE.get(field_id, abi.VALUE_ULONGLONG))
+            raw = world.counter(card, counter_name, call.sampled_at, call.loads) + call.origin
             self._put(value, kind, raw & ((1 << _WIDTH.get(kind, 64)) - 1))  # counters wrap at their width
 
     @staticmethod
@@ -424,19 +453,7 @@ class Symbols:
         card = self._card(target)
         if card.mig:
             return abi.NOT_SUPPORTED
-        now = self.lib.now()
-        world = self.lib.world
-        computing = [p for p in card.processes if "compute" in p.kind]
-        rows: list[tuple[int, int, int, int]] = []  # pid, timestamp, sm, mem
-        for second in range(math.floor(now), math.floor(now) - SAMPLE_BUFFER_S, -1):
-            if second < 0:
-                break
-            util = round(100 * world.load(card, float(second)))
-            if not util:
-                continue
-            for process in computing:
-                rows.append((process.pid, self.lib.timestamp_us(second), util // len(computing),
-                             round(util * 0.55) // len(computing)))
+        rows = list(self.remembered_samples(card, self.lib.now()))
         if "stale" not in card.sample_quirks:
             rows = [r for r in rows if r[1] > last_seen]
             rows.reverse()  # oldest first
@@ -456,6 +473,45 @@ class Symbols:
             array[i].smUtil, array[i].memUtil = sm, mem  # type: ignore[attr-defined]
             array[i].encUtil = array[i].decUtil = 0  # type: ignore[attr-defined]
         return abi.SUCCESS
+
+    def remembered_samples(self, card: Card, now: float) -> list[tuple[int, int, int, int]]:
+        """`samples(card, now)`, remembered while every input it reads is the same (callers must not change it)."""
+        computing = tuple(p.pid for p in card.processes if "compute" in p.kind)
+        loads = (card.busy, tuple(card.load_changes))  # all a second's load is read from (the world's own aside)
+        key = (math.floor(now), loads, computing)
+        known = self._samples.get(card.index)
+        if known is None or known[0] != key:
+            utils = self._utils.get(card.index)
+            if utils is None or utils[0] != loads:
+                utils = self._utils[card.index] = (loads, {})
+            for second in [s for s in utils[1] if s <= math.floor(now) - SAMPLE_BUFFER_S]:
+                del utils[1][second]  # only the seconds the buffer holds are kept
+            known = self._samples[card.index] = (key, self.samples(card, now, utils[1]))
+        return known[1]
+
+    def samples(self, card: Card, now: float,
+                utils: dict[int, tuple[int, int]] | None = None) -> list[tuple[int, int, int, int]]:
+        """(pid, timestamp µs, sm %, memory %) newest first: one per compute process per second of the last
+        SAMPLE_BUFFER_S in which the card was busy. Reads the whole seconds' loads (the load forced then, the card
+        busy or not) and the compute processes' pids. `utils`: each second's (utilization, timestamp), known from the
+        last reads under the same loads (a second's is made once, not once a read)."""
+        world = self.lib.world
+        computing = [p for p in card.processes if "compute" in p.kind]
+        rows: list[tuple[int, int, int, int]] = []  # pid, timestamp, sm, mem
+        for second in range(math.floor(now), math.floor(now) - SAMPLE_BUFFER_S, -1):
+            if second < 0:
+                break
+            known = utils.get(second) if utils is not None else None
+            if known is None:
+                known = (round(100 * world.load(card, float(second))), self.lib.timestamp_us(second))
+                if utils is not None:
+                    utils[second] = known
+            util, stamp = known
+            if not util:
+                continue
+            for process in computing:
+                rows.append((process.pid, stamp, util // len(computing), round(util * 0.55) // len(computing)))
+        return rows
 
     # ----- GPM -----
 

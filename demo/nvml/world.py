@@ -201,10 +201,11 @@ class World:
             return card.link_shares[link]
         return 1.0 / (len(self.active_links(card)) if card.links_down else card.model.nvlinks)
 
-    def rate(self, card: Card, name: str, t: float) -> float:
+    def rate(self, card: Card, name: str, t: float, load: float | None = None) -> float:
         """Counter `name`'s rate at time t: pcie_tx/pcie_rx in bytes/s, nvl_txN/nvl_rxN in KiB/s (link N),
-        energy in mJ/s (the power in mW: the energy counter is its integral)."""
-        load = self.load(card, t)
+        energy in mJ/s (the power in mW: the energy counter is its integral). `load`: the card's at t, if known."""
+        if load is None:
+            load = self.load(card, t)
         if name == "energy":
             return float(round(self.power_w(card, t, load) * 1000))
         if name == "pcie_rx":
@@ -213,13 +214,23 @@ class World:
             return 0.3 * PCIE_RX_PER_LOAD * load
         return NVLINK_KIB_PER_LOAD * load * self.link_share(card, int(name[6:])) if load else 0.0
 
-    def counter(self, card: Card, name: str, t: float) -> int:
+    def counter(self, card: Card, name: str, t: float, loads: dict[float, float] | None = None) -> int:
         """The cumulative counter `name` at time t (pcie_tx/pcie_rx in bytes, nvl_txN/nvl_rxN in KiB), counted
-        from clock 0. (A link going down applies to the counters from the next reading on.)"""
+        from clock 0. (A link going down applies to the counters from the next reading on.) `loads`: the card's
+        load by instant, shared by the counters one call reads (a field-values call reads two dozen at one time,
+        their checkpoints at the same instants)."""
         counter = card.counters.get(name)
         if counter is None:
             counter = card.counters[name] = Counter(0.0)
-        return int(counter.value_at(max(t, 0.0), lambda at: self.rate(card, name, at)))
+        if loads is None:
+            return int(counter.value_at(max(t, 0.0), lambda at: self.rate(card, name, at)))
+
+        def rate_at(at: float) -> float:
+            load = loads.get(at)
+            if load is None:
+                load = loads[at] = self.load(card, at)
+            return self.rate(card, name, at, load)
+        return int(counter.value_at(max(t, 0.0), rate_at))
 
     # ----- the whole state -----
 

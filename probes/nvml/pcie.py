@@ -62,10 +62,12 @@ class LinkTraffic:
         rates: dict[int, list[float | None]] = {NVLINK_TX: [], NVLINK_RX: [], PCIE_TX: [], PCIE_RX: []}
         unsupported: set[int] = set()
         values = gpu.call(Query.FIELDS, "nvmlDeviceGetFieldValues", request) if request else None
-        for value in values or ():
-            field_id = int(value.fieldId)
-            if int(value.nvmlReturn) != 0:
-                if int(value.nvmlReturn) == NOT_SUPPORTED:
+        # each value answers the request at its place (the caller fills fieldId and scopeId in): read from the
+        # request, not back through the bindings' structure, two fewer attribute reads of the 26 values a card
+        for (field_id, scope), value in zip(request, values or (), strict=False):
+            code = int(value.nvmlReturn)
+            if code != 0:
+                if code == NOT_SUPPORTED:
                     unsupported.add(field_id)
                 continue
             number, bits = field_number(value)
@@ -76,8 +78,7 @@ class LinkTraffic:
             if field_id in (PCIE_TX, PCIE_RX) and bits < 64:
                 number, stamp = self._widened().feed(field_id, number, stamp, bits)
                 bits = 64
-            rates[field_id].append(self._rates.rate((gpu.index, field_id, int(value.scopeId)), number, stamp,
-                                                    bits))
+            rates[field_id].append(self._rates.rate((gpu.index, field_id, scope), number, stamp, bits))
         if unsupported & {NVLINK_TX, NVLINK_RX} and not rates[NVLINK_TX] and not rates[NVLINK_RX]:
             caps.unsupported(Query.NVLINK_FIELDS, now)
         if unsupported & {PCIE_TX, PCIE_RX}:

@@ -209,3 +209,18 @@ def test_silent_on_the_balanced_demo_and_on_this_machine_at_rest() -> None:
 def test_any_socket_ifname_selects_only_existing_interfaces(spec: str, names: list[str]) -> None:
     chosen = socket_interfaces(spec, names)
     assert chosen is None or (set(chosen) <= set(names) and len(chosen) == len(set(chosen)))
+
+
+def test_the_job_s_network_facts_kept_for_a_tick_follow_the_job_and_the_thresholds() -> None:
+    """Four rules ask the focused job's facts of each tick's snapshot: the answer kept for that snapshot is never
+    given for other thresholds (the samples a share needs) or for another job."""
+    from hwtop.advice.rules.network import job_network
+
+    w = window((ib(0, 1e9, 0),), training(collective=0.6))
+    first = job_network(w, Thresholds())
+    assert first is not None and first.collective_share == pytest.approx(0.6)
+    assert job_network(w, Thresholds()) is first
+    strict = job_network(w, Thresholds({"stack_min_samples": 60}))
+    assert strict is not None and strict.collective_share is None  # its ranks' 50 samples are too few
+    other = job_network(window((ib(0, 1e9, 0),), training(collective=0.3)), Thresholds())
+    assert other is not None and other.collective_share == pytest.approx(0.3)

@@ -84,3 +84,16 @@ def test_any_figures_give_a_verdict_or_none_and_name_only_a_rank_given(items):
     if verdict is not None and verdict.rank is not None:
         assert verdict.rank in ranks and verdict.rank not in verdict.waiting
     assert sorted(r.rank for r in worst_first(ranks, verdict, T)) == sorted(r.rank for r in ranks)
+
+
+def test_the_verdict_remembered_for_a_snapshot_s_ranks_follows_the_thresholds_and_the_ranks():
+    """Two rules judge each tick's ranks (the same tuple): the verdict is remembered for that tuple, never for
+    other thresholds, nor for another tuple that reads differently."""
+    ranks = (rank(0, "node-0", 0.62), rank(1, "node-0", 0.58), rank(2, "node-1", 0.04), rank(3, "node-1", 0.60))
+    first = judge_ranks(ranks, T)
+    assert first is not None and first.kind == "straggler"
+    assert judge_ranks(ranks, T) is first
+    assert judge_ranks(ranks, Thresholds({"straggler_peer_wait_share": 0.95})) is None  # the same tuple, stricter
+    balanced = (*ranks[:2], rank(2, "node-1", 0.55), ranks[3])
+    assert judge_ranks(balanced, T) is None
+    assert judge_ranks(ranks, T) == first

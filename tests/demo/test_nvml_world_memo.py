@@ -69,3 +69,38 @@ def test_a_change_shows_in_the_next_read_at_the_same_instant(change: str) -> Non
     assert after == (expected(lib), fresh(lib))
     assert after[1] != before[1]  # each change moves the card's state
     nvml.nvmlShutdown()
+
+
+SAMPLE_CHANGES = ("forced load", "idle", "process", "process gone")
+
+
+def samples_read(nvml, handle) -> list[tuple[int, int, int, int]]:  # noqa: ANN001 - the bindings' own objects
+    try:
+        got = nvml.nvmlDeviceGetProcessUtilization(handle, 0)
+    except nvml.NVMLError_NotFound:  # no sample (its last process gone)
+        return []
+    return [(s.pid, s.timeStamp, s.smUtil, s.memUtil) for s in got]
+
+
+@pytest.mark.parametrize("change", SAMPLE_CHANGES)
+def test_a_change_shows_in_the_next_utilization_samples_at_the_same_instant(change: str) -> None:
+    """The per-process samples are remembered within a second too (pynvml asks twice a read): a change to the
+    load or the processes shows at once, as the samples computed afresh say."""
+    clock = [0.0]
+    lib = FakeNvmlLibrary("dgx-a100", seed=3, clock=lambda: clock[0])
+    clock[0] = 42.0  # on a whole second: a load forced now is that second's, whose sample is the newest
+    nvml = lib.pynvml
+    nvml.nvmlInit()
+    handle = nvml.nvmlDeviceGetHandleByIndex(0)
+    card = lib.world.cards[0]
+
+    def fresh() -> list[tuple[int, int, int, int]]:
+        return list(reversed(lib._symbols.samples(card, lib.now())))  # noqa: SLF001 - the uncached computation
+
+    before = samples_read(nvml, handle)
+    assert before == fresh() and before
+    CHANGES[change](lib)
+    after = samples_read(nvml, handle)
+    assert after == fresh()
+    assert after != before
+    nvml.nvmlShutdown()
