@@ -205,8 +205,12 @@ def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, 
     last held with, not with the whole watch's) is dropped when they cover the whole watch (the samples it was
     shown from are among them: it never held over the watch) and cleared otherwise (a long watch: it held
     earlier). Findings whose answer the samples do not change keep what the watch showed. A finding only
-    they show, from a rule that speaks on one look (no hold time: a hang), is added: on a loaded box the chunk
-    that completes a stuck thread's 10 s of stillness may be the one still running when the watch ends."""
+    they show is added when its rule's hold time is within the span of those samples: a hang speaks on one look
+    (on a loaded box the chunk that completes a stuck thread's 10 s of stillness may be the one still running
+    when the watch ends), and a share over the whole span is met by some stretch of it as long as the hold (a
+    loop that computes in 3% of its samples showed one in the 128 of its second chunk, and work-in-loop's "it
+    is training" was not met until the samples of the whole watch). Only the samples differ between the two
+    looks, so a rule that does not read them adds nothing here."""
     found_before, _ = session.engine.holding(last)
     found_after, failed = session.engine.holding(whole)
     before, after = {f.key for f in found_before}, {f.key: f for f in found_after}
@@ -223,9 +227,10 @@ def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, 
             else:
                 entry.active = False
     engine = session.engine
-    at_once = {r.id for r in engine.rules if engine.thresholds.hold_s.get(r.id, r.hold_s) <= 0}
+    span = max((s.window_s for s in whole.job.stacks), default=0.0) if whole.job is not None else 0.0
+    held = {r.id for r in engine.rules if engine.thresholds.hold_s.get(r.id, r.hold_s) <= span}
     for key, finding in after.items():
-        if key not in seen and key not in before and key[0] in at_once:
+        if key not in seen and key not in before and key[0] in held:
             seen[key] = Seen(msgspec.structs.replace(finding, since=whole.time), whole.time, whole.time)
 
 

@@ -12,6 +12,15 @@ from hwtop.advice.rules.job_facts import alive, member_scope, rank_count, runnin
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
+from hwtop.model.job import RankStacks
+
+
+def _trained_share(s: RankStacks) -> float:
+    """Its share of compute and data waits since it was first sampled: a loop whose step is a few percent of it
+    shows none in some windows (a sample or two of a hundred), while its imports and set-up never had any."""
+    seconds = dict(s.phase_seconds)
+    total = sum(seconds.values())
+    return (seconds.get("compute", 0.0) + seconds.get("data", 0.0)) / total if total > 0 else 0.0
 
 
 @rule("work-in-loop", order=223, severity="warning", hold_s=5.0, clear_s=10.0,
@@ -27,7 +36,7 @@ def work_in_loop(window: Window, t: Thresholds) -> Iterator[Finding]:
         share = s.fraction("other")
         if share < t["loop_python_share"] or (s.still is not None and s.still.seconds >= t["stuck_stack_s"]):
             continue  # a main thread that stopped is loop-stuck's
-        if s.fraction("compute") + s.fraction("data") < t["loop_training_share"]:
+        if max(s.fraction("compute") + s.fraction("data"), _trained_share(s)) < t["loop_training_share"]:
             continue  # not training yet: its imports and set-up are not a loop
         if s.main_running is not None and (s.main_running < t["loop_running_share"] or
                                            s.main_running - s.fraction("compute") < t["loop_running_share"] * share):

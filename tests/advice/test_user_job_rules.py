@@ -236,6 +236,18 @@ def test_a_loop_mostly_in_the_model_or_asleep_in_its_own_code_is_not_work_in_loo
     assert "work-in-loop" not in ids(run(ticks(Timeline(cores=2), 8, importing))[-1])
 
 
+def test_a_loop_whose_step_is_a_few_percent_is_found_when_a_window_holds_none_of_it():
+    """tokenize_in_loop.py computes in ~3% of its samples: some windows hold no compute sample at all. What it did
+    since it was first sampled says it is in its loop; a start-up that never computed stays quiet."""
+    t = Timeline(cores=2)
+    window_without_step = replace(busy_loop(1.0, 0.99), phase_seconds=(("other", 19.4), ("compute", 0.6)))
+    finding = find(run(ticks(t, 7, job(proc(cpu=100.0), stacks=(window_without_step,))))[-1], "work-in-loop")
+    assert "in 100% of 200 stack samples" in finding.evidence[0]
+    never_trained = replace(busy_loop(1.0, 0.99), phase_seconds=(("other", 20.0),))
+    assert "work-in-loop" not in ids(run(ticks(Timeline(cores=2), 8, job(proc(cpu=99.0),
+                                                                            stacks=(never_trained,))))[-1])
+
+
 # ----- memory-growing -----
 
 def grown(seconds: int, per_s: float, level_after: int | None = None, **fields):

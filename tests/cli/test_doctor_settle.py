@@ -158,10 +158,18 @@ def test_a_hang_only_the_whole_watchs_samples_show_is_reported() -> None:
     assert "has not moved for 18 s: all 170 stack samples at train.py:61 main" in stuck[0].finding.evidence[0]
 
 
-def test_a_finding_that_must_hold_is_not_added_from_the_last_samples_alone() -> None:
-    """data-starved holds 5 s before it is shown: one look at the end is not a hold."""
-    entry, _ = watch(whole_watch=0.6, first=stacks(data=0.05, samples=29))
-    assert entry is None
+def test_a_finding_that_must_hold_is_added_from_the_last_samples_only_when_they_span_its_hold() -> None:
+    """data-starved holds 5 s before it is shown. The whole watch's samples over 30 s at 60%: some 5 s of them
+    waited at least that much; over 3 s they cannot show a hold."""
+    def final(window_s: float) -> FirstChunkStarved:
+        return FirstChunkStarved(None, SHORT_S, first=stacks(data=0.05, samples=29),
+                                 final=replace(stacks(data=0.6, samples=150), window_s=window_s))
+
+    seen, _ = watched(final(30.0))
+    starved = [entry for key, entry in seen.items() if key[0] == "data-starved"]
+    assert len(starved) == 1 and starved[0].active and "60% of 150 stack samples" in starved[0].finding.evidence[0]
+    seen, _ = watched(final(3.0))
+    assert not [key for key in seen if key[0] == "data-starved"], seen
 
 
 def test_a_finding_the_later_chunks_and_the_whole_watch_both_contradict_is_dropped() -> None:
