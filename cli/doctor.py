@@ -209,8 +209,9 @@ def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, 
     (on a loaded box the chunk that completes a stuck thread's 10 s of stillness may be the one still running
     when the watch ends), and a share over the whole span is met by some stretch of it as long as the hold (a
     loop that computes in 3% of its samples showed one in the 128 of its second chunk, and work-in-loop's "it
-    is training" was not met until the samples of the whole watch). Only the samples differ between the two
-    looks, so a rule that does not read them adds nothing here."""
+    is training" was not met until its second chunk, 4.8 s before the watch ended). It is added whether or not
+    the last look showed it too, as long as a look without samples does not: a rule that does not read them
+    keeps its hold."""
     found_before, _ = session.engine.holding(last)
     found_after, failed = session.engine.holding(whole)
     before, after = {f.key for f in found_before}, {f.key: f for f in found_after}
@@ -229,8 +230,10 @@ def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, 
     engine = session.engine
     span = max((s.window_s for s in whole.job.stacks), default=0.0) if whole.job is not None else 0.0
     held = {r.id for r in engine.rules if engine.thresholds.hold_s.get(r.id, r.hold_s) <= span}
+    bare, _ = engine.holding(with_samples(last, ()))
+    made_by_samples = set(after) - {f.key for f in bare}  # what a look without them does not find
     for key, finding in after.items():
-        if key not in seen and key not in before and key[0] in held:
+        if key not in seen and key[0] in held and (key not in before or key in made_by_samples):
             seen[key] = Seen(msgspec.structs.replace(finding, since=whole.time), whole.time, whole.time)
 
 

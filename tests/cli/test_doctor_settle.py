@@ -134,7 +134,7 @@ def test_a_rule_that_raises_on_the_last_samples_clears_nothing(monkeypatch) -> N
 
     def breaking(self, snapshot):
         found, failed = real(self, snapshot)
-        if snapshot.job is not None and snapshot.job.stacks[0].samples == 150:  # the whole watch's samples
+        if snapshot.job is not None and snapshot.job.stacks and snapshot.job.stacks[0].samples == 150:
             return tuple(f for f in found if f.id != "data-starved"), failed | {"data-starved"}
         return found, failed
 
@@ -170,6 +170,16 @@ def test_a_finding_that_must_hold_is_added_from_the_last_samples_only_when_they_
     assert len(starved) == 1 and starved[0].active and "60% of 150 stack samples" in starved[0].finding.evidence[0]
     seen, _ = watched(final(3.0))
     assert not [key for key in seen if key[0] == "data-starved"], seen
+
+
+def test_a_finding_shown_too_late_to_hold_is_added_when_the_whole_watchs_samples_span_its_hold() -> None:
+    """The first 3 s show no loop (5% waiting for data); the next chunk ends near the watch's end with 60%, too late
+    for data-starved's 5 s hold; the whole watch's samples (30 s of them) say 60%: it held over some 5 s of them."""
+    source = FirstChunkStarved(None, SHORT_S, first=stacks(data=0.05, samples=29), final=stacks(data=0.6, samples=190))
+    source.later = replace(BALANCED, stacks=(stacks(data=0.6, samples=130),))
+    seen, _ = watched(source)  # from the ninth tick, 0.01 s a tick: 0.3 s of the 5 s hold by the end
+    starved = [entry for key, entry in seen.items() if key[0] == "data-starved"]
+    assert len(starved) == 1 and starved[0].active and "60% of 190 stack samples" in starved[0].finding.evidence[0]
 
 
 def test_a_finding_the_later_chunks_and_the_whole_watch_both_contradict_is_dropped() -> None:
