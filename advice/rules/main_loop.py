@@ -6,13 +6,16 @@ core, on every step. That work belongs in the Dataset, where the DataLoader's wo
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hwtop.advice.registry import rule
 from hwtop.advice.rules.job_facts import alive, member_scope, rank_count, running_job, sampled, who, workers_of
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
-from hwtop.model.job import RankStacks
+
+if TYPE_CHECKING:  # a job's model loads only with a job (tests/hwtop/test_import_hygiene.py)
+    from hwtop.model.job import RankStacks
 
 
 def _trained_share(s: RankStacks) -> float:
