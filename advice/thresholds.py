@@ -138,9 +138,10 @@ TABLE: dict[str, Threshold] = {
                          "own code (tests/jobs/stuck_worker.py --no-hang sleeps 20 ms a step: 52% 'other', 15% "
                          "running beyond compute)"),
     "loop_training_share": Threshold(
-        0.01, "fraction", "hwtop's choice: a main thread that computed or waited for data in under 1% of its samples "
-                          "is not in its training loop yet (importing torch, building its dataset: none there); "
-                          "tests/jobs/tokenize_in_loop.py computes in 3% of them on a quiet 2-core box"),
+        0.005, "fraction", "hwtop's choice: a main thread that computed or waited for data in under 0.5% of its "
+                           "samples is not in its training loop yet (importing torch, building its dataset: none "
+                           "there); tests/jobs/tokenize_in_loop.py computes in 0.5-3.5% of a window's on a quiet "
+                           "2-core box"),
     "memory_growth_span_s": Threshold(
         15.0, "s", "hwtop's choice: the job's PSS is read every 2 s (probes/job/figures.py PSS_EVERY_S): 15 s gives "
                    "the line seven points or more"),
