@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from hwtop.advice.last_answer import LastAnswer
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.job import RankFigures
 
@@ -80,16 +81,12 @@ def judge_ranks(ranks: Sequence[RankFigures], t: Thresholds) -> RankVerdict | No
     ranks (the same tuple: a snapshot's) under the same thresholds: two rules ask it of each tick's 256 ranks."""
     limits = (t["stack_min_samples"], t["rank_stale_s"], t["straggler_peer_wait_share"], t["rank_hang_wait_share"],
               t["straggler_own_wait_ratio"])
-    last = _LAST[0] if _LAST else None
-    if last is not None and last[0] is ranks and last[1] == limits:
-        return last[2]
-    verdict = _judge(ranks, *limits)
-    if isinstance(ranks, tuple):  # immutable: held here, so its identity cannot pass to another while remembered
-        _LAST[:] = [(ranks, limits, verdict)]
-    return verdict
+    if not isinstance(ranks, tuple):  # only an immutable sequence is remembered
+        return _judge(ranks, *limits)
+    return _VERDICT.ask(ranks, limits, lambda: _judge(ranks, *limits))
 
 
-_LAST: list[tuple[Sequence[RankFigures], tuple[float, ...], RankVerdict | None]] = []
+_VERDICT: LastAnswer[RankVerdict | None] = LastAnswer()
 
 
 def _judge(ranks: Sequence[RankFigures], min_samples: float, stale_s: float, peer_wait: float, hang_wait: float,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from hwtop.advice.last_answer import LastAnswer
 from hwtop.advice.registry import rule
 from hwtop.advice.rules.job_facts import SPAN_S, running_job, sampled
 from hwtop.advice.text import rate
@@ -75,16 +76,10 @@ def job_network(window: Window, t: Thresholds) -> JobNetwork | None:
     job = running_job(window)
     if job is None:
         return None
-    enough = t["stack_min_samples"]
-    last = _LAST[0] if _LAST else None
-    if last is not None and last[0] is job and last[1] == enough:
-        return last[2]
-    facts = _focused(job, t)
-    _LAST[:] = [(job, enough, facts)]  # held here: the snapshot's identity cannot pass to another while kept
-    return facts
+    return _FACTS.ask(job, t["stack_min_samples"], lambda: _focused(job, t))
 
 
-_LAST: list[tuple[JobSnapshot, float, JobNetwork]] = []
+_FACTS: LastAnswer[JobNetwork] = LastAnswer()
 
 
 def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:

@@ -57,8 +57,13 @@ def worker_cap(supply: Supply) -> int | None:
     return max(1, math.floor(cores / supply.worker_cores))
 
 
+def wanted_workers(supply: Supply, t: Thresholds) -> int:
+    """Workers that keep up with the fed step, with headroom, before any bound."""
+    return math.ceil(fed_ratio(supply, t) * t["loader_headroom"])
+
+
 def target_workers(supply: Supply, t: Thresholds) -> int:
-    target = min(math.ceil(fed_ratio(supply, t) * t["loader_headroom"]), int(t["loader_max_workers"]))
+    target = min(wanted_workers(supply, t), int(t["loader_max_workers"]))
     cap = worker_cap(supply)
     return max(supply.workers + 1, target if cap is None else min(target, cap))
 
@@ -94,7 +99,7 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
                     f"faster (its threads awake, its data in cache), taken as {t['starved_step_speedup']:g}x, so "
                     f"{fed:.1f} keep up with it; they wait more than they compute ({100 * supply.worker_cores:.0f}% of "
                     "a core each while making a batch), so more of them cost little CPU")
-        wanted = math.ceil(fed * t["loader_headroom"])
+        wanted = wanted_workers(supply, t)
         if cap is not None and target == cap < wanted:
             why += (f"; {target}, the most such workers the {cores} core(s) it has for loading can run, at "
                     f"{100 * supply.worker_cores:.1f}% of a core each")
