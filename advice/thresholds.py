@@ -106,16 +106,17 @@ TABLE: dict[str, Threshold] = {
                    "sample or a slow step without a stall; exactly enough workers stall on every hiccup"),
     "starved_step_speedup": Threshold(
         2.0, "x", "hwtop's choice, the least measured: a step measured while it starves runs cold (torch's intra-op "
-                  "threads asleep, its weights out of cache); fed back to back, tests/jobs/slow_store.py's step took "
-                  "its main thread 2.0x (one intra-op thread) to 4.6x (two, under doctor on a loaded box) less CPU "
-                  "on a 2-core box (benchmarks/starved_step.py, benchmarks/README.md). Workers that wait more than "
-                  "they compute are named for a step this much faster: each costs little CPU, and too few leave "
-                  "the fed loop waiting"),
+                  "threads asleep, its weights out of cache); fed back to back, tests/jobs/slow_store.py's step "
+                  "(--hidden 512) took its main thread 2.0x (one intra-op thread) to 4.6x (two, under doctor on a "
+                  "loaded box) less CPU on a 2-core box (benchmarks/starved_step.py, benchmarks/README.md). Workers "
+                  "that wait more than they compute are named for a step this much faster: each costs little CPU, "
+                  "and too few leave the fed loop waiting"),
     "loader_max_workers": Threshold(
         64, "workers", "hwtop's choice: the most DataLoader workers named for one rank, however little each costs: "
                        "each is a process with its own copy of the Dataset and a thread in the main process to feed "
-                       "it. tests/jobs/slow_store.py on 2 cores was fed by 46 to 110 (its wait for data 3-15%, "
-                       "benchmarks/README.md)"),
+                       "it. tests/jobs/slow_store.py with its first, tiny model (--hidden 512) on 2 cores read "
+                       "3-15% waiting with 46 to 110 workers, yet its rate still rose with each worker up to 64 "
+                       "and past it: a bound, not a fed loop; the fix says what it leaves (benchmarks/README.md)"),
     "stuck_stack_s": Threshold(
         10.0, "s", "hwtop's choice: a sample or a step takes milliseconds to seconds; a thread whose every stack "
                    "sample shows the same frames and lines for 10 s (two of the sampler's chunks, "

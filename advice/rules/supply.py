@@ -114,6 +114,21 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
         elif cores is not None:
             why += f"; they take {needed:.1f} of the {cores} cores it has for loading ({share})"
         fixes.append(f"DataLoader(num_workers={target}) (now {supply.workers}): {why}.")
+        if target < fed:
+            fixes.append(short_of_fed(supply, target, fed))
         if supply.workers == 0:
             fixes.append("persistent_workers=True with it, so the workers are not re-created each epoch.")
     return evidence, fixes
+
+
+def short_of_fed(supply: Supply, target: int, fed: float) -> str:
+    """What a bounded count leaves undone: the share of the fed step's time it will still wait, and what is left
+    to make cheaper, so a user does not take the number for the whole fix."""
+    rest = ("each read must get cheaper: one request for a whole batch's samples (a Dataset's "
+            "__getitems__(indices) is handed the batch's indices), a local copy or cache of the store, larger "
+            "records per read" if waiting(supply) else
+            "each sample must get cheaper (decode once and cache tensors, smaller inputs, fewer augmentation "
+            "passes)")
+    return (f"{target} workers are not enough: they make batches {fed / target:.1f}x slower than the fed step uses "
+            f"them, so it will still wait for data about {100 * (1 - target / fed):.0f}% of the time. Beyond them, "
+            f"{rest}.")

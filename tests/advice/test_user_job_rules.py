@@ -65,6 +65,24 @@ def test_the_steps_own_time_is_its_main_threads_cpu_time_where_it_is_read():
     assert finding.fix[0].startswith("DataLoader(num_workers=64) (now 1)"), finding.fix
     assert "; 64, the most hwtop names for one rank (79 with 25% headroom); 64 of them take 0.6 of the 1 core(s) " \
         "it has for loading" in finding.fix[0], finding.fix
+    # 62.5 fed: 64 feed it, with less headroom than asked; the fix says no more
+    assert not any("not enough" in fix for fix in finding.fix), finding.fix
+
+
+def test_a_count_bounded_below_the_fed_step_says_how_much_waiting_it_leaves_and_what_else_to_cut():
+    """The step's own work 1.6% of the time: 62.5x, 125 workers fed; 64 named (the most for one rank) make its
+    batches 1.95x (2.0x) slower than it uses them, so it still waits ~49%: the fix says so and names the read itself."""
+    t = Timeline(cores=2)
+    main = replace(stacks(data=0.75), main_cpu=0.016)
+    slow = job(proc(cpu=40.0), worker(WORKER_PID, cpu=0.5, switches_per_s=50.0), stacks=(main,),
+               worker_stacks=(worker_stacks(),))
+    finding = find(run(ticks(t, 8, slow))[-1], "data-starved")
+    assert finding.fix[0].startswith("DataLoader(num_workers=64) (now 1)"), finding.fix
+    assert finding.fix[1] == (
+        "64 workers are not enough: they make batches 2.0x slower than the fed step uses them, so it will still wait "
+        "for data about 49% of the time. Beyond them, each read must get cheaper: one request for a whole batch's "
+        "samples (a Dataset's __getitems__(indices) is handed the batch's indices), a local copy or cache of the "
+        "store, larger records per read."), finding.fix
 
 
 def test_waiting_workers_are_bounded_by_the_cores_they_would_fill():

@@ -78,7 +78,9 @@ def test_a_loader_waiting_on_a_slow_store_gets_the_workers_it_needs_and_that_num
     shares = [(s["fractions"], s["handover"]) for s in (after_report.get("job") or {}).get("stacks", [])]
     assert "data-starved" not in findings(after_report), (workers, shares, after_report["findings"])
     assert rc == (1 if after_report["findings"] else 0), after_report["findings"]
-    assert after >= min(workers, 10) / 2 * before, (before, after, workers)
+    # Fed, the step is the limit: its arithmetic, tens of milliseconds on a quiet 2-core box, 100 ms beside other
+    # work (3.0 -> 9.8 steps/s there); starved, one worker's 16 reads of 20 ms (~3 steps/s).
+    assert after >= 2 * before, (before, after, workers)
 
 
 def test_a_stuck_worker_is_a_hang_named_with_its_pid_line_and_time():
