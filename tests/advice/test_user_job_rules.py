@@ -31,6 +31,14 @@ def waiting(data: float, *worker_list, running: float | None = None, rank_still:
     return job(proc(cpu=40.0), *worker_list, stacks=(main,), **fields)
 
 
+def starved_by_one_worker(main_cpu: float, worker_cpu: float):
+    """data-starved for a loop with one waiting worker, its step's own work `main_cpu` of the time by schedstat."""
+    main = replace(stacks(data=0.75), main_cpu=main_cpu)
+    slow = job(proc(cpu=40.0), worker(WORKER_PID, cpu=worker_cpu, switches_per_s=50.0), stacks=(main,),
+               worker_stacks=(worker_stacks(),))
+    return find(run(ticks(Timeline(cores=2), 8, slow))[-1], "data-starved")
+
+
 # ----- data-starved: the fix from the measured supply -----
 
 def test_workers_that_wait_on_storage_get_a_number_with_its_arithmetic_and_no_gpu_fix():
@@ -53,11 +61,7 @@ def test_workers_that_wait_on_storage_get_a_number_with_its_arithmetic_and_no_gp
 def test_the_steps_own_time_is_its_main_threads_cpu_time_where_it_is_read():
     """A CPU rank's schedstat (probes/stack_sampler.py main_cpu) says the step's own work is 3.2% of the time,
     where its 200 samples say 25%: the arithmetic divides by the CPU time, and says so."""
-    t = Timeline(cores=2)
-    main = replace(stacks(data=0.75), main_cpu=0.032)
-    slow = job(proc(cpu=40.0), worker(WORKER_PID, cpu=1.0, switches_per_s=50.0), stacks=(main,),
-               worker_stacks=(worker_stacks(),))
-    finding = find(run(ticks(t, 8, slow))[-1], "data-starved")
+    finding = starved_by_one_worker(0.032, 1.0)
     arithmetic = next(line for line in finding.evidence if "own time" in line)
     assert "is on a CPU 3.2% of the time (the step's own work and each batch's hand-over" in arithmetic
     assert "a batch takes a worker 1 x 1.00 / 0.032 = 31.2x the step's own time" in arithmetic
@@ -72,11 +76,7 @@ def test_the_steps_own_time_is_its_main_threads_cpu_time_where_it_is_read():
 def test_a_count_bounded_below_the_fed_step_says_how_much_waiting_it_leaves_and_what_else_to_cut():
     """The step's own work 1.6% of the time: 62.5x, 125 workers fed; 64 named (the most for one rank) make its
     batches 1.95x (2.0x) slower than it uses them, so it still waits ~49%: the fix says so and names the read itself."""
-    t = Timeline(cores=2)
-    main = replace(stacks(data=0.75), main_cpu=0.016)
-    slow = job(proc(cpu=40.0), worker(WORKER_PID, cpu=0.5, switches_per_s=50.0), stacks=(main,),
-               worker_stacks=(worker_stacks(),))
-    finding = find(run(ticks(t, 8, slow))[-1], "data-starved")
+    finding = starved_by_one_worker(0.016, 0.5)
     assert finding.fix[0].startswith("DataLoader(num_workers=64) (now 1)"), finding.fix
     assert finding.fix[1] == (
         "64 workers are not enough: they make batches 2.0x slower than the fed step uses them, so it will still wait "
@@ -88,11 +88,7 @@ def test_a_count_bounded_below_the_fed_step_says_how_much_waiting_it_leaves_and_
 def test_waiting_workers_are_bounded_by_the_cores_they_would_fill():
     """Workers at 2% of a core each for a step they feed 31.25x faster than they make its batches: 79 (fed, with
     headroom) would take 1.6 cores; the count named is the most that fit the 1 core it has for loading, 50."""
-    t = Timeline(cores=2)
-    main = replace(stacks(data=0.75), main_cpu=0.032)
-    slow = job(proc(cpu=40.0), worker(WORKER_PID, cpu=2.0, switches_per_s=50.0), stacks=(main,),
-               worker_stacks=(worker_stacks(),))
-    finding = find(run(ticks(t, 8, slow))[-1], "data-starved")
+    finding = starved_by_one_worker(0.032, 2.0)
     assert finding.fix[0].startswith("DataLoader(num_workers=50) (now 1)"), finding.fix
     assert "; 50, the most such workers the 1 core(s) it has for loading can run, at 2.0% of a core each;" in \
         finding.fix[0]
