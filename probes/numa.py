@@ -76,11 +76,14 @@ class NumaProbe:
             return NumaSnapshot((with_available(node, available_total),), "fallback")
         nodes, could_give = [], []
         for index, cpus, distances in self._layout:
-            meminfo = parse_meminfo_kb(read_text(self.root, f"{NODE_DIR}/node{index}/meminfo") or "")
+            meminfo = parse_meminfo_kb(read_text(self.root, f"{NODE_DIR}/node{index}/meminfo") or "", _NODE_KEYS)
             nodes.append(NumaNode(index, cpus, meminfo.get("MemTotal"), meminfo.get("MemFree"), distances))
             could_give.append(_reclaimable(meminfo))
         shares = share(available_total, could_give, [n.memory_total_bytes for n in nodes])
         return NumaSnapshot(tuple(with_available(n, a) for n, a in zip(nodes, shares, strict=True)), "sysfs")
+
+
+_NODE_KEYS = frozenset({"MemTotal", "MemFree", "Active(file)", "Inactive(file)", "SReclaimable"})  # all read() uses
 
 
 def _reclaimable(meminfo: dict[str, int]) -> int | None:

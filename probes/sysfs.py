@@ -51,14 +51,18 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
     return tuple(sorted(cpus))
 
 
-def parse_meminfo_kb(text: str) -> dict[str, int]:
-    """Parse /proc/meminfo or a node's meminfo ("Node 0 MemTotal:  123 kB") into bytes by key."""
+def parse_meminfo_kb(text: str, keys: frozenset[str] | None = None) -> dict[str, int]:
+    """Parse /proc/meminfo or a node's meminfo ("Node 0 MemTotal:  123 kB") into bytes by key; only `keys`, if
+    given (a node's file has ~50 lines, read every tick for five of them)."""
     values: dict[str, int] = {}
     for line in text.splitlines():
         key, sep, rest = line.partition(":")
         if not sep:
             continue
-        key = key.split()[-1] if key.split() else key
+        words = key.split()
+        key = words[-1] if words else key
+        if keys is not None and key not in keys:
+            continue
         parts = rest.split()
         if not parts:
             continue

@@ -51,6 +51,7 @@ def test_node_meminfo_in_bytes() -> None:
     assert values["MemTotal"] == 131072000 * 1024
     assert values["MemFree"] == 1000 * 1024
     assert values["HugePages_Total"] == 0
+    assert parse_meminfo_kb(text, frozenset({"MemFree", "Absent"})) == {"MemFree": 1000 * 1024}
 
 
 @given(st.text(max_size=200))
