@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwtop.probes.nvml.calls import NOT_SUPPORTED, Verdict, error_code, verdict
 from hwtop.probes.nvml.capabilities import Query
-from hwtop.probes.nvml.counters import CounterRates, field_number
+from hwtop.probes.nvml.counters import CounterRates, field_number, read_fields
 from hwtop.probes.nvml.handle import DeviceHandle
 from hwtop.probes.nvml.session import SLOW_TIER_S
 from hwtop.probes.nvml.slow import BackgroundCalls
@@ -63,17 +63,15 @@ class LinkTraffic:
         unsupported: set[int] = set()
         values = gpu.call(Query.FIELDS, "nvmlDeviceGetFieldValues", request) if request else None
         # each value answers the request at its place (the caller fills fieldId and scopeId in): read from the
-        # request, not back through the bindings' structure, two fewer attribute reads of the 26 values a card
-        for (field_id, scope), value in zip(request, values or (), strict=False):
-            code = int(value.nvmlReturn)
+        # request; the rest of each value from the answer's bytes (read_fields), not through the bindings' members
+        for (field_id, scope), (code, number, bits, stamp) in zip(request, read_fields(values or ()), strict=False):
             if code != 0:
                 if code == NOT_SUPPORTED:
                     unsupported.add(field_id)
                 continue
-            number, bits = field_number(value)
             if number is None or bits is None:
                 continue
-            stamp = int(value.timestamp) or int(now * 1e6)
+            stamp = stamp or int(now * 1e6)
             number = int(number)
             if field_id in (PCIE_TX, PCIE_RX) and bits < 64:
                 number, stamp = self._widened().feed(field_id, number, stamp, bits)
