@@ -34,7 +34,8 @@ Subject = TypeVar("Subject")
 
 class KeptAnswers(Generic[Subject, Answer]):
     """`ask(subject, work)`: `work(subject)`'s answer, kept for that very subject (by identity) among the last
-    `size` asked: a dozen rules ask the same of each of a tick's GPUs or its job. The subjects are held while their
+    `size` asked (the oldest let go first): a dozen rules ask the same of each of a tick's GPUs, or of each job of
+    the last seconds. The subjects are held while their
     answers are kept (no identity passes to another object meanwhile); only immutable subjects are kept."""
 
     __slots__ = ("_kept", "_size")
@@ -48,7 +49,8 @@ class KeptAnswers(Generic[Subject, Answer]):
         if kept is not None and kept[0] is subject:
             return kept[1]
         answer = work(subject)
-        if len(self._kept) >= self._size:
-            self._kept.clear()
-        self._kept[id(subject)] = (subject, answer)
+        kept_now = self._kept
+        if len(kept_now) >= self._size:
+            del kept_now[next(iter(kept_now))]  # the first kept: the oldest asked
+        kept_now[id(subject)] = (subject, answer)
         return answer

@@ -39,11 +39,12 @@ def job_mean(window: Window, read: Callable[[JobSnapshot], float | None], second
     return mean(read(job) for job in recent_jobs(window, seconds))
 
 
-_ALIVE: KeptAnswers[JobSnapshot, tuple[JobProcess, ...]] = KeptAnswers(8)
+_ALIVE: KeptAnswers[JobSnapshot, tuple[JobProcess, ...]] = KeptAnswers(32)  # rules read the last ~10 s of jobs
 
 
 def alive(job: JobSnapshot) -> list[JobProcess]:
-    """Its live processes (a new list each call): kept for the (immutable) job, which rules ask once per rank."""
+    """Its live processes (a new list each call): kept for the (immutable) job, which rules ask once per rank and
+    tick for the latest, once per tick for the last seconds' jobs."""
     return list(_ALIVE.ask(job, _alive))
 
 

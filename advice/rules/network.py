@@ -48,8 +48,17 @@ def kind_name(nic: NicSnapshot) -> str:
     return {"infiniband": "InfiniBand", "roce": "RoCE", "ethernet": "Ethernet"}.get(nic.kind, nic.kind)
 
 
-def port_means(window: Window, seconds: float = SPAN_S) -> dict[tuple[str, int | None], tuple[float, float]]:
-    """(rx, tx) bytes/s of each physical port averaged over the recent past (ports with no rate yet left out)."""
+PortMeans = dict[tuple[str, int | None], tuple[float, float]]
+_MEANS: LastAnswer[PortMeans] = LastAnswer()
+
+
+def port_means(window: Window, seconds: float = SPAN_S) -> PortMeans:
+    """(rx, tx) bytes/s of each physical port averaged over the recent past (ports with no rate yet left out); the
+    four network rules ask it of one window: worked out once (the answer is theirs to read, not to change)."""
+    return _MEANS.ask(window, seconds, lambda: _port_means(window, seconds))
+
+
+def _port_means(window: Window, seconds: float) -> PortMeans:
     sums: dict[tuple[str, int | None], list[tuple[float | None, float | None]]] = {}
     for snapshot in window.recent(seconds):
         for nic in snapshot.nics:

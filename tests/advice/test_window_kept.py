@@ -37,7 +37,8 @@ def test_kept_answers_are_per_subject_and_bounded() -> None:
     a, b, c = (1, 2), (3, 4), (5, 6)
     assert [kept.ask(a, work), kept.ask(a, work), kept.ask(b, work), kept.ask(a, work)] == [3, 3, 7, 3]
     assert asked == [a, b]
-    assert kept.ask(c, work) == 11 and kept.ask(a, work) == 3  # past the bound it forgot, and asks again
+    assert kept.ask(c, work) == 11 and kept.ask(b, work) == 7  # past the bound it let the oldest go (a)
+    assert kept.ask(a, work) == 3
     assert asked == [a, b, c, a]
 
 
