@@ -25,6 +25,24 @@ def _times_tuple(sample: Any) -> tuple[float, ...]:
     return tuple(float(getattr(sample, name, 0.0) or 0.0) for name in _FIELDS)
 
 
+def proc_stat_times() -> list[tuple[float, ...]]:
+    """Each CPU's times, as `_times_tuple` makes them of psutil.cpu_times(percpu=True)'s, from one read of the file
+    psutil reads (its PROCFS_PATH's stat, as bytes as it reads it; seconds: the clock ticks over SC_CLK_TCK): no
+    record per core, each tick, for every core."""
+    with open(f"{psutil.PROCFS_PATH}/stat", "rb") as handle:
+        steal = len(handle.readline().split()) - 1 >= len(_FIELDS)  # Linux 2.6.11+; psutil's field list by it
+        cpus = []
+        for line in handle:
+            if line.startswith(b"cpu"):
+                values = line.split()[1:len(_FIELDS) + 1 if steal else len(_FIELDS)]
+                times = tuple(float(value) / _CLOCK_TICKS for value in values)
+                cpus.append(times if steal else (*times, 0.0))
+        return cpus
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
 def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...],
               mhz: float | None = None) -> CoreLoad:
     """Percentages of one core between two samples; None before there are two (or after a reset)."""
@@ -110,7 +128,8 @@ class CpuProbe:
         loadavg: Callable[[], tuple[float, float, float]] | None = os.getloadavg,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._times_source = times_source or (lambda: psutil.cpu_times(percpu=True))
+        self._times_source: TimesSource = times_source or (lambda: psutil.cpu_times(percpu=True))
+        self._own_times = proc_stat_times if times_source is None else None  # already _times_tuple's
         self._freq_source = freq_source or (lambda: psutil.cpu_freq(percpu=True) or [])
         self.static = static if static is not None else CpuStaticInfo()
         self._loadavg = loadavg
@@ -130,7 +149,8 @@ class CpuProbe:
         return self._mhz
 
     def read(self, node_of_cpu: dict[int, int]) -> CpuSnapshot:
-        samples = [_times_tuple(s) for s in self._times_source()]
+        own = self._own_times
+        samples = own() if own is not None else [_times_tuple(s) for s in self._times_source()]
         previous = self._previous
         if previous is not None and len(previous) != len(samples):
             previous = None  # CPUs went on- or offline: start over rather than pair the wrong cores

@@ -185,3 +185,20 @@ def test_what_the_kernel_does_not_state_is_asked_of_py_cpuinfo(tmp_path, monkeyp
     broken = CpuStaticInfo(start=False, root=str(tmp_path))
     broken.load()
     assert (broken.model, broken.l3_cache_bytes) == (None, None) and broken.ready.is_set()
+
+
+def test_proc_stat_times_are_psutils_figures(tmp_path, monkeypatch) -> None:
+    """The probe's own read of /proc/stat gives what it made of psutil.cpu_times(percpu=True) for the same file:
+    a kernel with steal time; one without (before 2.6.11, where psutil's record has no steal) reads 0 for it."""
+    import psutil
+
+    from hwtop.probes.cpu import _times_tuple, proc_stat_times
+
+    monkeypatch.setattr(psutil, "PROCFS_PATH", str(tmp_path))
+    with_steal = ("cpu  10 2 30 4000 5 6 7 8 9 10\ncpu0 123456789 1 2 3 4 5 6 7 8 9\ncpu1 5 4 3 2 1 0 99 12 0 0\n"
+                  "intr 1 2 3\nctxt 99\n")
+    (tmp_path / "stat").write_text(with_steal)
+    assert proc_stat_times() == [_times_tuple(s) for s in psutil.cpu_times(percpu=True)]
+    assert proc_stat_times()[0][0] == 123456789 / os.sysconf("SC_CLK_TCK") and len(proc_stat_times()) == 2
+    (tmp_path / "stat").write_text("cpu  1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\ncpu1 7 6 5 4 3 2 1\n")
+    assert [t[7] for t in proc_stat_times()] == [0.0, 0.0]
