@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import struct
 import weakref
 from collections import Counter
 from typing import Any, NamedTuple, Protocol, cast
@@ -61,27 +60,6 @@ _NVLINK_COUNTER = {(field, link): f"nvl_{'tx' if field == abi.FI_NVLINK_THROUGHP
 _MEMBER = {abi.VALUE_DOUBLE: "dVal", abi.VALUE_UINT: "uiVal", abi.VALUE_ULONG: "ulVal",
            abi.VALUE_ULONGLONG: "ullVal", abi.VALUE_SLONGLONG: "sllVal", abi.VALUE_SINT: "siVal",
            abi.VALUE_USHORT: "usVal"}
-# A field value written into the caller's array as ctypes would write its members, as bytes at their offsets:
-# (a driver writes its answer in C; member by member through ctypes, the fake's two dozen values a card cost more
-# than the rest of its answers). An integer member is its unsigned twin's bytes, wrapped as ctypes wraps them.
-_FIELD = abi.FieldValue
-_FIELD_SIZE = ctypes.sizeof(_FIELD)
-_IDS = struct.Struct("=II")  # fieldId, scopeId
-_STAMPED = struct.Struct("=qq")  # timestamp, latencyUsec
-_CODE = struct.Struct("=I")
-assert (_FIELD.fieldId.offset, _FIELD.scopeId.offset + 4, _FIELD.latencyUsec.offset) == (0, 8, 16)  # type: ignore[attr-defined]
-_AT_STAMP, _AT_KIND, _AT_CODE = _FIELD.timestamp.offset, _FIELD.valueType.offset, _FIELD.nvmlReturn.offset  # type: ignore[attr-defined]
-_AT_VALUE = _FIELD.value.offset  # type: ignore[attr-defined]
-_MEMBER_TYPES: dict[str, type[ctypes.c_double] | type[ctypes.c_uint] | type[ctypes.c_ulong] |
-                    type[ctypes.c_ulonglong] | type[ctypes.c_longlong] | type[ctypes.c_int] | type[ctypes.c_ushort]] = {
-    name: member for name, member in abi.Value._fields_}  # type: ignore[misc]
-_UNSIGNED = {ctypes.c_double: "d", ctypes.c_uint: "I", ctypes.c_ulong: "L", ctypes.c_ulonglong: "Q",
-             ctypes.c_longlong: "Q", ctypes.c_int: "I", ctypes.c_ushort: "H"}
-_PUT: dict[int, tuple[struct.Struct, int | None]] = {  # value type -> (its member's packing, the mask it wraps at)
-    kind: (struct.Struct("@" + _UNSIGNED[_MEMBER_TYPES[name]]),
-           None if _MEMBER_TYPES[name] is ctypes.c_double else (1 << 8 * ctypes.sizeof(_MEMBER_TYPES[name])) - 1)
-    for kind, name in _MEMBER.items()
-}
 
 
 class _FieldCall(NamedTuple):
@@ -299,28 +277,29 @@ class Symbols:
     def nvmlDeviceGetFieldValues(self, target: Target, count: int, values: int) -> int:
         if count <= 0 or not values:
             return abi.INVALID_ARGUMENT
-        memory = memoryview((ctypes.c_char * (count * _FIELD_SIZE)).from_address(values)).cast("B")
+        array = ctypes.cast(values, ctypes.POINTER(abi.FieldValue))
         card = self._card(target)
         lib = self.lib
         sampled_at = lib.now() - card.field_lag_s
         call = _FieldCall(card, sampled_at, lib.timestamp_us(sampled_at), {}, lib.field_requests, self._world,
                           lib.branch.missing_fields, lib.value_types, lib.counter_origin)
-        for at in range(0, count * _FIELD_SIZE, _FIELD_SIZE):
-            self._field(call, memory, at)
+        for i in range(count):
+            self._field(call, array[i])
         return abi.SUCCESS
 
-    def _field(self, call: _FieldCall, memory: memoryview, at: int) -> None:
+    def _field(self, call: _FieldCall, value: abi.FieldValue) -> None:
         card = call.card
-        field_id, scope = _IDS.unpack_from(memory, at)
+        field_id, scope = int(value.fieldId), int(value.scopeId)  # type: ignore[attr-defined]
         call.requests[(card.index, field_id, scope)] += 1
-        _STAMPED.pack_into(memory, at + _AT_STAMP, call.stamp, 0)
+        value.timestamp = call.stamp  # type: ignore[attr-defined]
+        value.latencyUsec = 0  # type: ignore[attr-defined]
         world, links = call.world, card.model.nvlinks
         counter_name = None
         if field_id in call.missing:
             code = abi.NOT_SUPPORTED
         elif field_id == abi.FI_NVLINK_LINK_COUNT:
             code = abi.SUCCESS if links else abi.NOT_SUPPORTED
-            self._put(memory, at, abi.VALUE_UINT, len(world.active_links(card)))
+            self._put(value, abi.VALUE_UINT, len(world.active_links(card)))
         elif field_id in (abi.FI_NVLINK_THROUGHPUT_DATA_TX, abi.FI_NVLINK_THROUGHPUT_DATA_RX):
             code = abi.SUCCESS if scope < links else abi.INVALID_ARGUMENT if links else abi.NOT_SUPPORTED
             counter_name = _NVLINK_COUNTER.get((field_id, scope)) or \
@@ -330,17 +309,16 @@ class Symbols:
             counter_name = "pcie_tx" if field_id == abi.FI_PCIE_COUNT_TX_BYTES else "pcie_rx"
         else:
             code = abi.NOT_SUPPORTED
-        _CODE.pack_into(memory, at + _AT_CODE, code)
+        value.nvmlReturn = code  # type: ignore[attr-defined]
         if code == abi.SUCCESS and counter_name is not None:
             kind = call.value_types.get(field_id, _DEFAULT_VALUE_TYPE.get(field_id, abi.VALUE_ULONGLONG))
             raw = world.counter(card, counter_name, call.sampled_at, call.loads) + call.origin
-            self._put(memory, at, kind, raw & ((1 << _WIDTH.get(kind, 64)) - 1))  # counters wrap at their width
+            self._put(value, kind, raw & ((1 << _WIDTH.get(kind, 64)) - 1))  # counters wrap at their width
 
     @staticmethod
-    def _put(memory: memoryview, at: int, kind: int, number: int) -> None:
-        _CODE.pack_into(memory, at + _AT_KIND, kind)
-        packing, mask = _PUT[kind]
-        packing.pack_into(memory, at + _AT_VALUE, float(number) if mask is None else number & mask)
+    def _put(value: abi.FieldValue, kind: int, number: int) -> None:
+        value.valueType = kind  # type: ignore[attr-defined]
+        setattr(value.value, _MEMBER[kind], float(number) if kind == abi.VALUE_DOUBLE else number)  # type: ignore[attr-defined]
 
     # ----- ECC, MIG -----
 

@@ -9,7 +9,7 @@ import threading
 import pynvml
 import pytest
 
-from hwtop.demo.nvml import FakeNvmlLibrary, abi, demo_library, symbols
+from hwtop.demo.nvml import FakeNvmlLibrary, abi, demo_library
 from hwtop.demo.nvml.binding import pool_size
 from hwtop.demo.profiles import GIB, DemoProcess
 
@@ -165,16 +165,3 @@ def test_the_bindings_are_the_installed_nvidia_ml_py_not_a_stand_in() -> None:
     for name in ("nvmlInit", "nvmlDeviceGetFieldValues", "nvmlDeviceGetComputeRunningProcesses_v3"):
         assert getattr(nvml, name).__code__.co_filename == pynvml.__file__  # their code, not ours
     assert type(nvml.nvmlLib).__name__ == "SharedObject"  # what is ours: the library they loaded
-
-
-@pytest.mark.parametrize("kind", sorted(symbols._MEMBER))
-def test_a_field_value_is_written_as_ctypes_writes_its_member(kind: int) -> None:
-    """The fake writes its field values as bytes at the members' offsets: the same bytes as ctypes' own member
-    writes, wrapping included, for every value type."""
-    for number in (0, 1, 2**15 + 3, 2**31 + 7, 2**32 + 11, 2**63 + 5, 2**64 - 1):
-        expected, got = abi.FieldValue(), abi.FieldValue()
-        expected.valueType = kind
-        setattr(expected.value, symbols._MEMBER[kind], float(number) if kind == abi.VALUE_DOUBLE else number)
-        memory = memoryview((ctypes.c_char * ctypes.sizeof(got)).from_address(ctypes.addressof(got))).cast("B")
-        symbols.Symbols._put(memory, 0, kind, number)
-        assert bytes(got) == bytes(expected), (kind, number)
