@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from hwtop.advice.last_answer import KeptAnswers
-from hwtop.model.snapshot import GpuSnapshot, ProcessInfo, Snapshot
+from hwtop.model.snapshot import GpuSnapshot, ProcessInfo, Snapshot, Topology
 
 if TYPE_CHECKING:
     from hwtop.model.workload import JobConfig
@@ -62,6 +62,7 @@ def workload_starting(snapshot: Snapshot) -> bool:
         not any((r.step or 0) > 0 for r in snapshot.workload.ranks)
 
 
+_GPU_NODES: KeptAnswers[Topology, dict[int, int]] = KeptAnswers(4)
 _COMPUTE_PIDS: KeptAnswers[GpuSnapshot, tuple[int, ...]] = KeptAnswers()
 
 
@@ -85,7 +86,8 @@ def children(processes: Iterable[ProcessInfo], pid: int) -> tuple[ProcessInfo, .
 
 
 def gpu_numa_node(snapshot: Snapshot, index: int) -> int | None:
-    return None if snapshot.topology is None else snapshot.topology.gpu_numa_nodes().get(index)
+    topology = snapshot.topology  # the same object tick after tick until it is read again: its map made once
+    return None if topology is None else _GPU_NODES.ask(topology, lambda layout: layout.gpu_numa_nodes()).get(index)
 
 
 def node_cpus(snapshot: Snapshot) -> dict[int, tuple[int, ...]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from hwtop.advice.last_answer import KeptAnswers
 from hwtop.advice.window import Window, compute_pids
@@ -49,3 +50,24 @@ def test_compute_pids_of_a_gpu_and_of_an_equal_new_one() -> None:
     assert compute_pids(gpu) == (7,) and compute_pids(gpu) == (7,)
     changed = msgspec.structs.replace(gpu, processes=(*processes, GpuProcess(10, "compute", None)))
     assert compute_pids(changed) == (7, 10)
+
+
+def test_gpu_numa_node_reads_each_topology_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hwtop.advice.window import gpu_numa_node
+    from hwtop.model.snapshot import Topology
+    from tests.factories import with_demo_topology
+
+    made: list[object] = []
+    real = Topology.gpu_numa_nodes
+
+    def counted(self: Topology) -> dict[int, int]:
+        made.append(self)
+        return real(self)
+
+    monkeypatch.setattr(Topology, "gpu_numa_nodes", counted)
+    snapshot = with_demo_topology([host_snapshot()], "dgx-a100")[0]
+    assert snapshot.topology is not None
+    nodes = [gpu_numa_node(snapshot, index) for index in range(8)] + [gpu_numa_node(snapshot, 99)]
+    assert nodes == [*[real(snapshot.topology).get(i) for i in range(8)], None] and None not in nodes[:8]
+    assert made == [snapshot.topology]
+    assert gpu_numa_node(msgspec.structs.replace(snapshot, topology=None), 0) is None
