@@ -12,7 +12,6 @@ import psutil
 
 from hwtop.model.snapshot import CoreLoad, CpuSnapshot
 from hwtop.probes.cpu_facts import cache_totals, cpu_model
-from hwtop.probes.rates import counter_delta
 
 # Field names as psutil (and /proc/stat) give them; guest and guest_nice are already inside user and nice.
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -45,24 +44,26 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...],
               mhz: float | None = None) -> CoreLoad:
-    """Percentages of one core between two samples; None before there are two (or after a reset)."""
+    """Percentages of one core between two samples; None before there are two (or after a reset: a time that
+    went back). Written out field by field: a 256-core box makes 256 of these a tick."""
     if before is None:
         return CoreLoad(index, node, None, mhz=mhz)
-    deltas = [counter_delta(b, a) for b, a in zip(before, after, strict=True)]
-    if any(d is None for d in deltas):
+    b_user, b_nice, b_system, b_idle, b_iowait, b_irq, b_softirq, b_steal = before
+    a_user, a_nice, a_system, a_idle, a_iowait, a_irq, a_softirq, a_steal = after
+    if not (a_user >= b_user and a_nice >= b_nice and a_system >= b_system and a_idle >= b_idle
+            and a_iowait >= b_iowait and a_irq >= b_irq and a_softirq >= b_softirq and a_steal >= b_steal):
         return CoreLoad(index, node, None, mhz=mhz)
-    user, nice, system, idle, iowait, irq, softirq, steal = (float(d) for d in deltas)  # type: ignore[arg-type]
+    user, nice, system = float(a_user - b_user), float(a_nice - b_nice), float(a_system - b_system)
+    idle, iowait, irq = float(a_idle - b_idle), float(a_iowait - b_iowait), float(a_irq - b_irq)
+    softirq, steal = float(a_softirq - b_softirq), float(a_steal - b_steal)
     total = user + nice + system + idle + iowait + irq + softirq + steal
     if total <= 0:
         return CoreLoad(index, node, None, mhz=mhz)
-
-    def pct(value: float) -> float:
-        return round(100.0 * value / total, 2)
-
     busy = total - idle - iowait
     return CoreLoad(
-        index, node, pct(busy), user=pct(user + nice), system=pct(system), iowait=pct(iowait),
-        irq=pct(irq + softirq), steal=pct(steal), mhz=mhz,
+        index, node, round(100.0 * busy / total, 2), user=round(100.0 * (user + nice) / total, 2),
+        system=round(100.0 * system / total, 2), iowait=round(100.0 * iowait / total, 2),
+        irq=round(100.0 * (irq + softirq) / total, 2), steal=round(100.0 * steal / total, 2), mhz=mhz,
     )
 
 
