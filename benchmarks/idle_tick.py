@@ -6,8 +6,8 @@ is read every other tick as at a 1 s refresh whatever valgrind's speed.
     python -m benchmarks.idle_tick [--ticks 20] [--warmup 12] [--rules] [--tree DIR]...
 
 What it leaves out is the app's side (show, Textual): tick_instructions.py counts those in a terminal. The box's
-own processes are what the process probe reads, so compare trees in one run (`--tree` twice), where both read the
-same box within a minute; `--rules` splits the advice by rule (each split adds ~20 K instructions a mark).
+own processes are what the process probe reads, so compare trees in one run (`--tree` twice): they run at the
+same time and read the same box; `--rules` splits the advice by rule (each split adds ~20 K instructions a mark).
 """
 
 from __future__ import annotations
@@ -101,24 +101,34 @@ session.close()
 '''
 
 
-def measure(tree: str, ticks: int, warmup: int, rules: bool) -> tuple[Counter[str], str]:
-    """Instructions per tick by part, and what the harness said (rows and process reads)."""
+def measure(trees: list[str], ticks: int, warmup: int, rules: bool) -> list[tuple[Counter[str], str]]:
+    """Instructions per tick by part, and what the harness said (rows and process reads), for each tree: the
+    trees run at the same time, so that each reads the same box (its processes come and go)."""
     with tempfile.TemporaryDirectory(prefix="bench-idle-") as work:
-        script = os.path.join(work, "harness.py")
-        with open(script, "w") as handle:
-            handle.write(HARNESS.format(tree=tree, marks=os.path.join(ROOT, "benchmarks", "callgrind_marks.py"),
-                                        ticks=ticks, warmup=warmup, rules=rules))
-        done = subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
-                               f"--callgrind-out-file={work}/cg.out", f"--log-file={work}/valgrind.log",
-                               os.path.realpath(sys.executable), script],
-                              check=True, cwd=tree, env={**os.environ, "PYTHONPATH": tree},
-                              capture_output=True, text=True)
-        parts: Counter[str] = Counter()
-        for path in glob.glob(f"{work}/cg.out.*"):
-            got = read_dump(path)
-            if got is not None and got[0] != "start":
-                parts[got[0]] += got[1]
-    return Counter({label: total // ticks for label, total in parts.items()}), done.stderr.strip()
+        running = []
+        for i, tree in enumerate(trees):
+            script = os.path.join(work, f"harness{i}.py")
+            with open(script, "w") as handle:
+                handle.write(HARNESS.format(tree=tree, marks=os.path.join(ROOT, "benchmarks", "callgrind_marks.py"),
+                                            ticks=ticks, warmup=warmup, rules=rules))
+            os.mkdir(os.path.join(work, str(i)))
+            running.append(subprocess.Popen(
+                ["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
+                 f"--callgrind-out-file={work}/{i}/cg.out", f"--log-file={work}/valgrind{i}.log",
+                 os.path.realpath(sys.executable), script],
+                cwd=tree, env={**os.environ, "PYTHONPATH": tree}, stderr=subprocess.PIPE, text=True))
+        results = []
+        for i, process in enumerate(running):
+            _, said = process.communicate()
+            if process.returncode:
+                sys.exit(f"{trees[i]}: the harness failed:\n{said}")
+            parts: Counter[str] = Counter()
+            for path in glob.glob(f"{work}/{i}/cg.out.*"):
+                got = read_dump(path)
+                if got is not None and got[0] != "start":
+                    parts[got[0]] += got[1]
+            results.append((Counter({label: total // ticks for label, total in parts.items()}), said.strip()))
+    return results
 
 
 def main() -> None:
@@ -132,7 +142,7 @@ def main() -> None:
     if shutil.which("valgrind") is None:
         sys.exit("needs valgrind (apt-get install valgrind)")
     trees = args.tree or [ROOT]
-    measured = [measure(tree, args.ticks, args.warmup, args.rules) for tree in trees]
+    measured = measure(trees, args.ticks, args.warmup, args.rules)
     results = [parts for parts, _ in measured]
     print(f"# this box, M instructions per tick: callgrind, the sampler's clock moved 1 s a tick, mean of ticks "
           f"{args.warmup + 1}-{args.warmup + args.ticks}")
