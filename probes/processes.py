@@ -220,6 +220,10 @@ class ProcessProbe:
                 data = os.read(fd, 4096)  # a stat line is well under 1 KiB
             finally:
                 os.close(fd)
+            if known is not None and data == known.data and not known.kernel:
+                # the very line of its last read (a sleeper's, most of a big box's): it stood still
+                known.still, known.read_at, percent = known.still + 1, now, 0.0 if now > known.read_at else -1.0
+                return known, percent
             rest = data[data.rindex(b")") + 2:].split(None, 22)
             start = int(rest[19])
             if hide_kernel and int(rest[6]) & PF_KTHREAD:
