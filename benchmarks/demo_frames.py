@@ -6,7 +6,8 @@ of one tree compared with another's. A change meant to cost less and show the sa
 
 Each tree runs in its own process (`PYTHONPATH=tree`). Left out of the comparison, and only these: each GPU's
 PCIe rates (a driver without the byte-counter fields samples them for 20 ms on a background thread, and a busy
-32-bit counter is polled between ticks on the wall clock, so two runs of the same tree differ there); `--self` plays the first tree twice to show what else moves.
+32-bit counter is polled between ticks on the wall clock, so two runs of the same tree differ there); `--self`
+plays the first tree twice to show what else moves.
 """
 
 from __future__ import annotations
