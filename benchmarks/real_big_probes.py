@@ -1,7 +1,8 @@
 """The real probes at a DGX's size, counted by callgrind: what `--demo dgx-a100` does not run, since its host is
 simulated. The process probe over a synthetic /proc of 2,100 sleeping processes (benchmarks/tick.py's
 synthetic_proc: every CPU tick count stands still, as on a big box between jobs' steps), the CPU probe over a
-256-core /proc/stat (psutil.PROCFS_PATH pointed at it), and a NUMA node's meminfo of eight nodes.
+256-core /proc/stat (psutil.PROCFS_PATH pointed at it), eight NUMA nodes' meminfo, and the network's sysfs
+with eight InfiniBand ports (benchmarks/tick.py's synthetic_network; /proc/net/dev's counters handed in).
 
     python -m benchmarks.real_big_probes [--tree DIR]...
 
@@ -22,7 +23,7 @@ import tempfile
 
 from benchmarks.callgrind_marks import read_dump
 from benchmarks.terminal_runs import ROOT
-from benchmarks.tick import synthetic_proc
+from benchmarks.tick import synthetic_network, synthetic_proc
 
 HARNESS = r'''
 import importlib.util, sys
@@ -61,14 +62,31 @@ mark("start")
 for _ in range({reads}):
     numa.read(2 * 1024**4, 1024**4)
 mark("numa")
+from hwtop.probes.network import NetworkProbe
+names = ["lo", "enp225s0f0", "enp225s0f1"] + [f"veth{{i:05x}}" for i in range(40)]
+counted = [0]
+def counters():
+    counted[0] += 1
+    return {{name: (counted[0] * 1000, counted[0] * 500) for name in names}}
+network = NetworkProbe({root!r}, counters=counters, clock=lambda: now[0])
+for _ in range(3):
+    now[0] += 1.0
+    network.read()
+mark("start")
+for _ in range({reads}):
+    now[0] += 1.0
+    network.read()
+mark("nics")
 '''
 
 CPUS, NODES = 256, 8
 
 
 def synthetic_machine(root: str) -> None:
-    """2,100 processes, a 256-core /proc/stat, eight NUMA nodes of 32 cores with their meminfo."""
+    """2,100 processes, a 256-core /proc/stat, eight NUMA nodes of 32 cores with their meminfo, eight InfiniBand
+    ports beside two Ethernet ports and 40 containers' veths (their byte counters handed to the probe)."""
     synthetic_proc(root, 2100)
+    synthetic_network(root, 8, 40)
     draw = random.Random(1)
     lines = ["cpu  " + " ".join(str(draw.randint(1, 10**7)) for _ in range(10))]
     lines += [f"cpu{i} " + " ".join(str(draw.randint(1, 10**7)) for _ in range(10)) for i in range(CPUS)]
@@ -121,7 +139,7 @@ def main() -> None:
     print("| probe | " + " | ".join(trees) + " |")
     print("|---|" + "---|" * len(trees))
     for label, what in (("processes", "processes (2,100 sleeping)"), ("cpu", f"cpu ({CPUS} cores)"),
-                        ("numa", f"numa ({NODES} nodes)")):
+                        ("numa", f"numa ({NODES} nodes)"), ("nics", "nics (8 InfiniBand ports, 43 interfaces)")):
         print(f"| {what} | " + " | ".join(f"{result.get(label, 0.0) / 1e6:.2f}" for result in results) + " |")
 
 
