@@ -27,3 +27,30 @@ class LastAnswer(Generic[Answer]):
         answer = work()
         self._kept = (subject, settings, answer)
         return answer
+
+
+Subject = TypeVar("Subject")
+
+
+class KeptAnswers(Generic[Subject, Answer]):
+    """`ask(subject, work)`: `work(subject)`'s answer, kept for that very subject (by identity) among the last
+    `size` asked (the oldest let go first): a dozen rules ask the same of each of a tick's GPUs, or of each job of
+    the last seconds. The subjects are held while their
+    answers are kept (no identity passes to another object meanwhile); only immutable subjects are kept."""
+
+    __slots__ = ("_kept", "_size")
+
+    def __init__(self, size: int = 64) -> None:
+        self._kept: dict[int, tuple[Subject, Answer]] = {}
+        self._size = size
+
+    def ask(self, subject: Subject, work: Callable[[Subject], Answer]) -> Answer:
+        kept = self._kept.get(id(subject))
+        if kept is not None and kept[0] is subject:
+            return kept[1]
+        answer = work(subject)
+        kept_now = self._kept
+        if len(kept_now) >= self._size:
+            del kept_now[next(iter(kept_now))]  # the first kept: the oldest asked
+        kept_now[id(subject)] = (subject, answer)
+        return answer

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from hwtop.model.snapshot import GpuSnapshot, ProcessInfo, Snapshot
+from hwtop.advice.last_answer import KeptAnswers
+from hwtop.model.snapshot import GpuSnapshot, ProcessInfo, Snapshot, Topology
 
 if TYPE_CHECKING:
     from hwtop.model.workload import JobConfig
@@ -19,16 +20,21 @@ def mean(values: Iterable[float | None]) -> float | None:
 
 
 class Window(msgspec.Struct, frozen=True):
-    snapshots: tuple[Snapshot, ...]
+    snapshots: tuple[Snapshot, ...]  # oldest first
 
     @property
     def latest(self) -> Snapshot:
         return self.snapshots[-1]
 
     def recent(self, seconds: float) -> tuple[Snapshot, ...]:
-        """The snapshots of the last `seconds` (always at least the latest)."""
-        cutoff = self.latest.time - seconds
-        return tuple(s for s in self.snapshots if s.time >= cutoff) or (self.latest,)
+        """The snapshots of the last `seconds` (always at least the latest). Looked for from the newest back: the
+        snapshots are oldest first (the engine keeps them so), and a rule asks for a few of a window of 120."""
+        snapshots = self.snapshots
+        cutoff = snapshots[-1].time - seconds
+        start = len(snapshots)
+        while start and snapshots[start - 1].time >= cutoff:
+            start -= 1
+        return snapshots[start:] or snapshots[-1:]
 
     def gpu_mean(self, index: int, read: Callable[[GpuSnapshot], float | None], seconds: float = 5.0) -> float | None:
         return mean(read(g) for s in self.recent(seconds) for g in s.gpus if g.index == index and not g.lost)
@@ -56,7 +62,17 @@ def workload_starting(snapshot: Snapshot) -> bool:
         not any((r.step or 0) > 0 for r in snapshot.workload.ranks)
 
 
+_GPU_NODES: KeptAnswers[Topology, dict[int, int]] = KeptAnswers(4)
+_COMPUTE_PIDS: KeptAnswers[GpuSnapshot, tuple[int, ...]] = KeptAnswers()
+
+
 def compute_pids(gpu: GpuSnapshot) -> tuple[int, ...]:
+    """Its visible compute processes' pids: a dozen rules ask each GPU of a tick, whose process lists are long on a
+    big job's box, so the answer is kept for the (immutable) GPU snapshot."""
+    return _COMPUTE_PIDS.ask(gpu, _compute_pids)
+
+
+def _compute_pids(gpu: GpuSnapshot) -> tuple[int, ...]:
     return tuple(p.pid for p in gpu.processes if p.kind == "compute" and p.visible)
 
 
@@ -70,7 +86,8 @@ def children(processes: Iterable[ProcessInfo], pid: int) -> tuple[ProcessInfo, .
 
 
 def gpu_numa_node(snapshot: Snapshot, index: int) -> int | None:
-    return None if snapshot.topology is None else snapshot.topology.gpu_numa_nodes().get(index)
+    topology = snapshot.topology  # the same object tick after tick until it is read again: its map made once
+    return None if topology is None else _GPU_NODES.ask(topology, lambda layout: layout.gpu_numa_nodes()).get(index)
 
 
 def node_cpus(snapshot: Snapshot) -> dict[int, tuple[int, ...]]:

@@ -140,9 +140,9 @@ def marked_update(self, snapshot):
 engine_module.AdviceEngine.update = marked_update
 
 advance = session_module.Session.advance
-def marked_advance(self, move):
+def marked_advance(self, move, *args, **kwargs):  # advise=False on the first frame (be7173c)
     try:
-        return advance(self, move)
+        return advance(self, move, *args, **kwargs)
     finally:
         at("session")
 session_module.Session.advance = marked_advance

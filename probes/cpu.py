@@ -12,7 +12,6 @@ import psutil
 
 from hwtop.model.snapshot import CoreLoad, CpuSnapshot
 from hwtop.probes.cpu_facts import cache_totals, cpu_model
-from hwtop.probes.rates import counter_delta
 
 # Field names as psutil (and /proc/stat) give them; guest and guest_nice are already inside user and nice.
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -25,26 +24,46 @@ def _times_tuple(sample: Any) -> tuple[float, ...]:
     return tuple(float(getattr(sample, name, 0.0) or 0.0) for name in _FIELDS)
 
 
+def proc_stat_times() -> list[tuple[float, ...]]:
+    """Each CPU's times, as `_times_tuple` makes them of psutil.cpu_times(percpu=True)'s, from one read of the file
+    psutil reads (its PROCFS_PATH's stat, as bytes as it reads it; seconds: the clock ticks over SC_CLK_TCK): no
+    record per core, each tick, for every core."""
+    with open(f"{psutil.PROCFS_PATH}/stat", "rb") as handle:
+        steal = len(handle.readline().split()) - 1 >= len(_FIELDS)  # Linux 2.6.11+; psutil's field list by it
+        cpus = []
+        for line in handle:
+            if line.startswith(b"cpu"):
+                values = line.split()[1:len(_FIELDS) + 1 if steal else len(_FIELDS)]
+                times = tuple(float(value) / _CLOCK_TICKS for value in values)
+                cpus.append(times if steal else (*times, 0.0))
+        return cpus
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
 def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...],
               mhz: float | None = None) -> CoreLoad:
-    """Percentages of one core between two samples; None before there are two (or after a reset)."""
+    """Percentages of one core between two samples; None before there are two (or after a reset: a time that
+    went back). Written out field by field: a 256-core box makes 256 of these a tick."""
     if before is None:
         return CoreLoad(index, node, None, mhz=mhz)
-    deltas = [counter_delta(b, a) for b, a in zip(before, after, strict=True)]
-    if any(d is None for d in deltas):
+    b_user, b_nice, b_system, b_idle, b_iowait, b_irq, b_softirq, b_steal = before
+    a_user, a_nice, a_system, a_idle, a_iowait, a_irq, a_softirq, a_steal = after
+    if not (a_user >= b_user and a_nice >= b_nice and a_system >= b_system and a_idle >= b_idle
+            and a_iowait >= b_iowait and a_irq >= b_irq and a_softirq >= b_softirq and a_steal >= b_steal):
         return CoreLoad(index, node, None, mhz=mhz)
-    user, nice, system, idle, iowait, irq, softirq, steal = (float(d) for d in deltas)  # type: ignore[arg-type]
+    user, nice, system = float(a_user - b_user), float(a_nice - b_nice), float(a_system - b_system)
+    idle, iowait, irq = float(a_idle - b_idle), float(a_iowait - b_iowait), float(a_irq - b_irq)
+    softirq, steal = float(a_softirq - b_softirq), float(a_steal - b_steal)
     total = user + nice + system + idle + iowait + irq + softirq + steal
     if total <= 0:
         return CoreLoad(index, node, None, mhz=mhz)
-
-    def pct(value: float) -> float:
-        return round(100.0 * value / total, 2)
-
     busy = total - idle - iowait
     return CoreLoad(
-        index, node, pct(busy), user=pct(user + nice), system=pct(system), iowait=pct(iowait),
-        irq=pct(irq + softirq), steal=pct(steal), mhz=mhz,
+        index, node, round(100.0 * busy / total, 2), user=round(100.0 * (user + nice) / total, 2),
+        system=round(100.0 * system / total, 2), iowait=round(100.0 * iowait / total, 2),
+        irq=round(100.0 * (irq + softirq) / total, 2), steal=round(100.0 * steal / total, 2), mhz=mhz,
     )
 
 
@@ -110,7 +129,8 @@ class CpuProbe:
         loadavg: Callable[[], tuple[float, float, float]] | None = os.getloadavg,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._times_source = times_source or (lambda: psutil.cpu_times(percpu=True))
+        self._times_source: TimesSource = times_source or (lambda: psutil.cpu_times(percpu=True))
+        self._own_times = proc_stat_times if times_source is None else None  # already _times_tuple's
         self._freq_source = freq_source or (lambda: psutil.cpu_freq(percpu=True) or [])
         self.static = static if static is not None else CpuStaticInfo()
         self._loadavg = loadavg
@@ -130,7 +150,8 @@ class CpuProbe:
         return self._mhz
 
     def read(self, node_of_cpu: dict[int, int]) -> CpuSnapshot:
-        samples = [_times_tuple(s) for s in self._times_source()]
+        own = self._own_times
+        samples = own() if own is not None else [_times_tuple(s) for s in self._times_source()]
         previous = self._previous
         if previous is not None and len(previous) != len(samples):
             previous = None  # CPUs went on- or offline: start over rather than pair the wrong cores

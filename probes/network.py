@@ -10,6 +10,7 @@ Static facts (kind, PCI device, NUMA node) are read once per name; link state an
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Hashable, Mapping
 
@@ -37,6 +38,36 @@ def psutil_counters() -> dict[str, tuple[int, int]]:
     # nowrap=False: a counter that goes backwards must reach the rate meter as such (a gap), not be "corrected"
     counters = psutil.net_io_counters(pernic=True, nowrap=False) or {}
     return {name: (c.bytes_recv, c.bytes_sent) for name, c in counters.items()}
+
+
+def parse_net_dev(lines: list[str]) -> dict[str, tuple[int, int]]:
+    """Each interface's (bytes received, bytes sent) from /proc/net/dev's lines, read as psutil reads them (two
+    header lines; the name before the last colon; sixteen counters, received bytes first, sent bytes ninth):
+    ValueError on a line that is not so."""
+    counters = {}
+    for line in lines[2:]:
+        colon = line.rfind(":")
+        if colon <= 0:
+            raise ValueError(f"/proc/net/dev: {line!r}")
+        fields = line[colon + 1:].split()
+        if len(fields) != 16:
+            raise ValueError(f"/proc/net/dev: {line!r}")
+        counters[line[:colon].strip()] = (int(fields[0]), int(fields[8]))
+    return counters
+
+
+def proc_counters() -> dict[str, tuple[int, int]]:
+    """psutil_counters' figures from the file psutil reads (its PROCFS_PATH's net/dev, opened as it opens it),
+    without its record per interface, every tick."""
+    import psutil
+
+    try:
+        with open(f"{psutil.PROCFS_PATH}/net/dev", encoding=sys.getfilesystemencoding(),
+                  errors=sys.getfilesystemencodeerrors()) as handle:
+            lines = handle.readlines()
+    except OSError:
+        return psutil_counters()  # psutil's own answer, or its error
+    return parse_net_dev(lines)
 
 
 def printable_name(name: str) -> str:
@@ -181,7 +212,7 @@ class NetworkProbe:
     def __init__(self, root: str = "/", counters: CountersSource | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.root = root
-        self._counters = counters or psutil_counters
+        self._counters = counters or proc_counters
         self._clock = clock
         self._rates = RateMeter()
         self._netdevs: dict[str, _Netdev] = {}

@@ -76,11 +76,24 @@ class NumaProbe:
             return NumaSnapshot((with_available(node, available_total),), "fallback")
         nodes, could_give = [], []
         for index, cpus, distances in self._layout:
-            meminfo = parse_meminfo_kb(read_text(self.root, f"{NODE_DIR}/node{index}/meminfo") or "")
+            meminfo = node_meminfo(read_text(self.root, f"{NODE_DIR}/node{index}/meminfo") or "")
             nodes.append(NumaNode(index, cpus, meminfo.get("MemTotal"), meminfo.get("MemFree"), distances))
             could_give.append(_reclaimable(meminfo))
         shares = share(available_total, could_give, [n.memory_total_bytes for n in nodes])
         return NumaSnapshot(tuple(with_available(n, a) for n, a in zip(nodes, shares, strict=True)), "sysfs")
+
+
+_NODE_KEYS = frozenset({"MemTotal", "MemFree", "Active(file)", "Inactive(file)", "SReclaimable"})  # all read() uses
+# the kernel's own line for each of them (drivers/base/node.c: "Node %d %s:%8lu kB"), found in one pass
+_NODE_LINE = re.compile(r"^Node \d+ (MemTotal|MemFree|Active\(file\)|Inactive\(file\)|SReclaimable): +(\d+) kB$",
+                        re.MULTILINE)
+
+
+def node_meminfo(text: str) -> dict[str, int]:
+    """The five figures read() uses of a node's meminfo, in bytes: as parse_meminfo_kb reads them, from one search
+    for the kernel's own lines (a node's file has ~36 lines, read every tick); any other text, by that parser."""
+    found = {key: int(number) * 1024 for key, number in _NODE_LINE.findall(text)}
+    return found if len(found) == len(_NODE_KEYS) else parse_meminfo_kb(text, _NODE_KEYS)
 
 
 def _reclaimable(meminfo: dict[str, int]) -> int | None:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from hwtop.model.owner import Owner
 from hwtop.model.snapshot import ProcessInfo
 from hwtop.probes.owners import OwnerReader, user_name
 from hwtop.probes.sysfs import parse_cpulist
@@ -99,6 +100,16 @@ class _Details(msgspec.Struct, frozen=True):
     affinity: tuple[int, ...] | None
 
 
+class _Shown(msgspec.Struct, frozen=True):
+    """A row as last made, and what it was made from: the same stat line, CPU %, details and owner make the same
+    row (most of a table's rows, each read), so it is handed out again rather than parsed and built anew."""
+    data: bytes
+    percent: float
+    details: _Details
+    owner: Owner | None
+    row: ProcessInfo
+
+
 class _Seen(msgspec.Struct):
     """A process's last stat read: what its next CPU % is measured against, and what a skipped read reuses.
     Updated in place when a read finds it unchanged (most of a big box's processes, each read)."""
@@ -130,6 +141,7 @@ class ProcessProbe:
         self._reads = 0
         # user, command line and affinity rarely change: read per process (pid + start time), again on a rename
         self._details: dict[tuple[int, int], _Details] = {}
+        self._shown: dict[int, _Shown] = {}  # last read's rows by pid
         self.owners = OwnerReader(self.proc)  # a row's Slurm job, pod or container: read once per process
 
     def pids(self) -> list[int]:
@@ -167,6 +179,7 @@ class ProcessProbe:
         if self.owners.size > len(current):  # some process ended (a reused pid is a new key: never a wrong hit)
             self.owners.retain(lambda pid, start: (s := current.get(pid)) is not None and s.start_ticks == start)
         out = []
+        shown, self._shown = self._shown, {}
         for percent, _, pid in heapq.nlargest(self.limit, rows):  # by CPU %, then RSS
             entry = current[pid]
             if entry.read_at != now:  # a cold row on screen: read it fresh
@@ -175,12 +188,28 @@ class ProcessProbe:
                     continue
                 entry, percent = fresh
                 current[pid] = entry
-            try:
-                stat = parse_stat(entry.data.decode("utf-8", "replace"))
-            except (ValueError, IndexError):
-                continue
-            out.append(self._row(percent, stat, now))
+            row = self._unchanged(shown.get(pid), entry, percent, now)
+            if row is None:
+                try:
+                    stat = parse_stat(entry.data.decode("utf-8", "replace"))
+                except (ValueError, IndexError):
+                    continue
+                row = self._row(percent, stat, now, entry.data)
+            out.append(row.row)
+            self._shown[pid] = row
         return tuple(out)
+
+    def _unchanged(self, last: _Shown | None, entry: _Seen, percent: float, now: float) -> _Shown | None:
+        """Last read's row of this process, if everything it was made from is the same (its stat line is the
+        whole of its pid, start time, name and figures), its details not due again."""
+        if last is None or last.percent != percent or last.data != entry.data:
+            return None
+        details = self._details.get((last.row.pid, entry.start_ticks))
+        if details is None or details is not last.details or now - details.read_at >= DETAILS_REFRESH_S:
+            return None
+        if self.owners.owner(last.row.pid, entry.start_ticks) is not last.owner:
+            return None
+        return last
 
     def _measure(self, pid: int, known: _Seen | None, now: float, hide_kernel: bool) -> tuple[_Seen, float] | None:
         """Read one stat and decode the few fields every process pays for; the CPU % since its last read
@@ -191,6 +220,10 @@ class ProcessProbe:
                 data = os.read(fd, 4096)  # a stat line is well under 1 KiB
             finally:
                 os.close(fd)
+            if known is not None and data == known.data and not known.kernel:
+                # the very line of its last read (a sleeper's, most of a big box's): it stood still
+                known.still, known.read_at, percent = known.still + 1, now, 0.0 if now > known.read_at else -1.0
+                return known, percent
             rest = data[data.rindex(b")") + 2:].split(None, 22)
             start = int(rest[19])
             if hide_kernel and int(rest[6]) & PF_KTHREAD:
@@ -209,19 +242,21 @@ class ProcessProbe:
                 return known, percent
         return _Seen(start, ticks, rss_pages, data, now, still, False), percent
 
-    def _row(self, percent: float, stat: StatFields, now: float) -> ProcessInfo:
+    def _row(self, percent: float, stat: StatFields, now: float, data: bytes) -> _Shown:
         key = (stat.pid, stat.start_ticks)
         details = self._details.get(key)
         if details is None or details.comm != stat.name or now - details.read_at >= DETAILS_REFRESH_S:
             # new, renamed (its comm changed: setproctitle, a worker naming itself) or due for a slow re-read
             user, cmdline, affinity = self._read_details(stat.pid)
             details = self._details[key] = _Details(stat.name, now, user, cmdline, affinity)
-        return ProcessInfo(
+        owner = self.owners.owner(stat.pid, stat.start_ticks)
+        row = ProcessInfo(
             pid=stat.pid, ppid=stat.ppid, user=details.user, name=stat.name, cmdline=details.cmdline,
             state=stat.state, cpu_percent=None if percent < 0 else round(percent, 1),
             rss_bytes=stat.rss_pages * PAGE_SIZE, threads=stat.threads, cpu_affinity=details.affinity,
-            owner=self.owners.owner(stat.pid, stat.start_ticks),
+            owner=owner,
         )
+        return _Shown(data, percent, details, owner, row)
 
     def _read_details(self, pid: int) -> tuple[str | None, str | None, tuple[int, ...] | None]:
         base = f"{self.proc}/{pid}"

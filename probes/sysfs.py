@@ -11,12 +11,21 @@ _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
 def read_text(root: str, path: str) -> str | None:
-    """The file's text, or None when it is missing, unreadable or not text (sysfs does all three)."""
+    """The file's text, or None when it is missing, unreadable or not text (sysfs does all three). Read as open()
+    in text mode reads it (ASCII, strict; newlines made "\n"), through one descriptor rather than its three layered
+    file objects: a DGX's port counters are a dozen files a tick."""
     try:
-        with open(os.path.join(root, path.lstrip("/")), encoding="ascii", errors="strict") as handle:
-            return handle.read()
+        fd = os.open(os.path.join(root, path.lstrip("/")), os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            chunks = []
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
+        text = b"".join(chunks).decode("ascii", "strict")
     except (OSError, UnicodeDecodeError):
         return None
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 def parse_uptime(text: str | bytes) -> float | None:
@@ -51,14 +60,18 @@ def parse_cpulist(text: str) -> tuple[int, ...]:
     return tuple(sorted(cpus))
 
 
-def parse_meminfo_kb(text: str) -> dict[str, int]:
-    """Parse /proc/meminfo or a node's meminfo ("Node 0 MemTotal:  123 kB") into bytes by key."""
+def parse_meminfo_kb(text: str, keys: frozenset[str] | None = None) -> dict[str, int]:
+    """Parse /proc/meminfo or a node's meminfo ("Node 0 MemTotal:  123 kB") into bytes by key; only `keys`, if
+    given (a node's file has ~50 lines, read every tick for five of them)."""
     values: dict[str, int] = {}
     for line in text.splitlines():
         key, sep, rest = line.partition(":")
         if not sep:
             continue
-        key = key.split()[-1] if key.split() else key
+        words = key.split()
+        key = words[-1] if words else key
+        if keys is not None and key not in keys:
+            continue
         parts = rest.split()
         if not parts:
             continue

@@ -85,6 +85,9 @@ class Session:
         self.workload: WorkloadControl | None = Workload(live) if live is not None else None
         self.job: JobControl | None = JobFocus(live) if live is not None else None
         self.simulated = live is not None and live.simulated  # a demo machine: its pids are not this machine's
+        # what the source can tell, asked once (a runtime Protocol's isinstance walks its members: each tick twice)
+        self._recorded = source if isinstance(source, RecordedAdvice) else None
+        self._told = source if isinstance(source, RecordedTimeline) else None
 
     def refresh_topology(self) -> bool:
         """Re-read the machine's layout at the next tick; False where the source has none to re-read."""
@@ -125,7 +128,7 @@ class Session:
             if self._closed:
                 raise SessionClosed("the session is closed")
             snapshot = move()
-            recorded = self.source.recorded_findings() if isinstance(self.source, RecordedAdvice) else None
+            recorded = self._recorded.recorded_findings() if self._recorded is not None else None
             if recorded is None and not advise:
                 self._unadvised = snapshot
                 self.latest = Frame(snapshot, advised=False, history=self.source.history.frozen())
@@ -135,7 +138,7 @@ class Session:
                 self.timeline.update(unadvised.time, self.engine.update(unadvised))
             findings = recorded if recorded is not None else self.engine.update(snapshot)
             errors = () if recorded is not None else tuple(sorted(self.engine.rule_errors.items()))
-            told = self.source.recorded_timeline() if isinstance(self.source, RecordedTimeline) else None
+            told = self._told.recorded_timeline() if self._told is not None else None
             timeline = self.timeline.update(snapshot.time, findings) if told is None else told
             frame = Frame(snapshot, findings, errors, recorded=recorded is not None, timeline=timeline,
                           history=self.source.history.frozen())

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from hwtop.advice.last_answer import KeptAnswers
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, mean
 
@@ -38,8 +39,17 @@ def job_mean(window: Window, read: Callable[[JobSnapshot], float | None], second
     return mean(read(job) for job in recent_jobs(window, seconds))
 
 
+_ALIVE: KeptAnswers[JobSnapshot, tuple[JobProcess, ...]] = KeptAnswers(32)  # rules read the last ~10 s of jobs
+
+
 def alive(job: JobSnapshot) -> list[JobProcess]:
-    return [p for p in job.processes if p.alive and p.state != "Z"]
+    """Its live processes (a new list each call): kept for the (immutable) job, which rules ask once per rank and
+    tick for the latest, once per tick for the last seconds' jobs."""
+    return list(_ALIVE.ask(job, _alive))
+
+
+def _alive(job: JobSnapshot) -> tuple[JobProcess, ...]:
+    return tuple(p for p in job.processes if p.alive and p.state != "Z")
 
 
 def mains(job: JobSnapshot) -> list[JobProcess]:

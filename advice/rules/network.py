@@ -48,8 +48,17 @@ def kind_name(nic: NicSnapshot) -> str:
     return {"infiniband": "InfiniBand", "roce": "RoCE", "ethernet": "Ethernet"}.get(nic.kind, nic.kind)
 
 
-def port_means(window: Window, seconds: float = SPAN_S) -> dict[tuple[str, int | None], tuple[float, float]]:
-    """(rx, tx) bytes/s of each physical port averaged over the recent past (ports with no rate yet left out)."""
+PortMeans = dict[tuple[str, int | None], tuple[float, float]]
+_MEANS: LastAnswer[PortMeans] = LastAnswer()
+
+
+def port_means(window: Window, seconds: float = SPAN_S) -> PortMeans:
+    """(rx, tx) bytes/s of each physical port averaged over the recent past (ports with no rate yet left out); the
+    four network rules ask it of one window: worked out once (the answer is theirs to read, not to change)."""
+    return _MEANS.ask(window, seconds, lambda: _port_means(window, seconds))
+
+
+def _port_means(window: Window, seconds: float) -> PortMeans:
     sums: dict[tuple[str, int | None], list[tuple[float | None, float | None]]] = {}
     for snapshot in window.recent(seconds):
         for nic in snapshot.nics:
@@ -85,7 +94,11 @@ _FACTS: LastAnswer[JobNetwork] = LastAnswer()
 def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:
     ranks = [p for p in job.processes if p.alive and p.rank is not None]
     env: dict[str, str] = {}
+    merged: set[tuple[tuple[str, str], ...]] = set()  # the ranks mostly share one environment: merged once
     for process in ranks or [p for p in job.processes if p.alive]:
+        if process.nccl_env in merged:
+            continue  # each of its variables is already in, from the first that had it
+        merged.add(process.nccl_env)
         for key, value in process.nccl_env:
             env.setdefault(key, value)
     # Ranks of several hosts (the fleet's), or torchrun's WORLD_SIZE above LOCAL_WORLD_SIZE; this host's ranks

@@ -11,6 +11,8 @@ widens those before they come here.
 
 from __future__ import annotations
 
+import ctypes
+import struct
 from typing import Any
 
 import msgspec
@@ -34,6 +36,60 @@ def field_number(value: Any) -> tuple[float | int | None, int | None]:
     if member is None:
         return None, None
     return getattr(value.value, member), bits
+
+
+# (return code, number, bits, timestamp µs) of one field value
+Field = tuple[int, float | int | None, int | None, int]
+_UNION_FORMATS = {0: "d", 1: "I", 2: "L", 3: "Q", 4: "q", 5: "i", 6: "H"}  # native, as the union's members
+_UNIONS: dict[int, struct.Struct] = {kind: struct.Struct("@" + code) for kind, code in _UNION_FORMATS.items()}
+_LAYOUTS: dict[type, struct.Struct | None] = {}
+
+
+def _layout(element: type) -> struct.Struct | None:
+    """One c_nvmlFieldValue_t's timestamp, valueType, nvmlReturn and value union as a struct format, placed at
+    the offsets the bindings' own structure gives them; None for a structure not laid out as expected."""
+    if element in _LAYOUTS:
+        return _LAYOUTS[element]
+    layout = None
+    try:
+        wanted = (("timestamp", "q"), ("valueType", "I"), ("nvmlReturn", "I"), ("value", "8s"))
+        placed = sorted((getattr(element, name).offset, getattr(element, name).size, code, name)
+                        for name, code in wanted)
+        if [name for *_, name in placed] != [name for name, _ in wanted]:
+            raise ValueError("the members in another order")
+        parts, at = [], 0
+        for offset, size, code, _ in placed:
+            if offset < at or size != struct.calcsize("=" + code):
+                raise ValueError(code)
+            parts.append(f"{offset - at}x{code}")
+            at = offset + size
+        parts.append(f"{ctypes.sizeof(element) - at}x")
+        layout = struct.Struct("=" + "".join(parts))
+    except (AttributeError, TypeError, ValueError, struct.error):
+        layout = None
+    _LAYOUTS[element] = layout
+    return layout
+
+
+def read_fields(values: Any) -> list[Field]:
+    """Each value of an nvmlDeviceGetFieldValues answer as (return code, number by its valueType, the counter's
+    bits, timestamp µs). The bindings' array is read as bytes in one copy, not a value's members one attribute
+    read each (the bindings' structures decode every read in Python); anything else, member by member."""
+    element = getattr(values, "_type_", None)
+    layout = _layout(element) if isinstance(values, ctypes.Array) and isinstance(element, type) else None
+    if layout is None:
+        out: list[Field] = []
+        for value in values:
+            number, bits = field_number(value)
+            out.append((int(value.nvmlReturn), number, bits, int(value.timestamp)))
+        return out
+    fields = []
+    for stamp, kind, code, union in layout.iter_unpack(ctypes.string_at(ctypes.addressof(values),
+                                                                        ctypes.sizeof(values))):
+        decode = _UNIONS.get(kind)
+        bits = None if decode is None else VALUE_TYPES[kind][1]
+        fields.append((code, None if decode is None else decode.unpack_from(union)[0], bits, stamp))
+    return fields
 
 
 class _Reading(msgspec.Struct):

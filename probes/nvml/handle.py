@@ -4,6 +4,7 @@ agrees (GpuLost), and a session gone raises SessionGone. Every reader of a GPU's
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from hwtop.probes.nvml.calls import GpuLost, SessionGone, Verdict, error_code, verdict
@@ -30,6 +31,21 @@ class DeviceHandle:
         try:
             value = getattr(session.nvml, function)(self.handle if handle is None else handle, *args)
         except Exception as error:  # noqa: BLE001 - NVMLError, the bindings' mismatch error, AttributeError
+            self.failed(query, error)
+            return None
+        self.caps.succeeded(query)
+        return value
+
+    def call_with(self, query: Query, function: str, how: Callable[..., Any], *args: Any) -> Any:
+        """As `call`, with `how(handle, *args)` in place of the bindings' `function` (counted under its name): the
+        same C function asked another way."""
+        session = self.session
+        if self.caps.skip(query, session.now):
+            return None
+        session.calls[function] += 1
+        try:
+            value = how(self.handle, *args)
+        except Exception as error:  # noqa: BLE001 - as call's
             self.failed(query, error)
             return None
         self.caps.succeeded(query)

@@ -9,12 +9,14 @@ thread (probes/nvml/slow.py) every SLOW_TIER_S; its sample also tells a burst on
 
 from __future__ import annotations
 
+import ctypes
+import types
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hwtop.probes.nvml.calls import NOT_SUPPORTED, Verdict, error_code, verdict
 from hwtop.probes.nvml.capabilities import Query
-from hwtop.probes.nvml.counters import CounterRates, field_number
+from hwtop.probes.nvml.counters import CounterRates, field_number, read_fields
 from hwtop.probes.nvml.handle import DeviceHandle
 from hwtop.probes.nvml.session import SLOW_TIER_S
 from hwtop.probes.nvml.slow import BackgroundCalls
@@ -45,6 +47,9 @@ class LinkTraffic:
         self._rates = CounterRates()
         self.wide: WideCounters | None = None  # 32-bit PCIe byte counters, widened
         self.poller: CounterPoller | None = None
+        self._request: list[tuple[int, int]] = []  # the last field-values request, and its array's bytes
+        self._request_array: Any = None
+        self._request_bytes = b""
 
     def read(self, nvlinks: tuple[int, ...], now: float) -> Rates:
         """(PCIe TX, RX, NVLink TX, RX) in bytes/s over the active `nvlinks`; older drivers' PCIe figure comes
@@ -61,19 +66,18 @@ class LinkTraffic:
             request += [(PCIE_TX, 0), (PCIE_RX, 0)]
         rates: dict[int, list[float | None]] = {NVLINK_TX: [], NVLINK_RX: [], PCIE_TX: [], PCIE_RX: []}
         unsupported: set[int] = set()
-        values = gpu.call(Query.FIELDS, "nvmlDeviceGetFieldValues", request) if request else None
+        values = gpu.call_with(Query.FIELDS, "nvmlDeviceGetFieldValues", self._field_values, request) \
+            if request else None
         # each value answers the request at its place (the caller fills fieldId and scopeId in): read from the
-        # request, not back through the bindings' structure, two fewer attribute reads of the 26 values a card
-        for (field_id, scope), value in zip(request, values or (), strict=False):
-            code = int(value.nvmlReturn)
+        # request; the rest of each value from the answer's bytes (read_fields), not through the bindings' members
+        for (field_id, scope), (code, number, bits, stamp) in zip(request, read_fields(values or ()), strict=False):
             if code != 0:
                 if code == NOT_SUPPORTED:
                     unsupported.add(field_id)
                 continue
-            number, bits = field_number(value)
             if number is None or bits is None:
                 continue
-            stamp = int(value.timestamp) or int(now * 1e6)
+            stamp = stamp or int(now * 1e6)
             number = int(number)
             if field_id in (PCIE_TX, PCIE_RX) and bits < 64:
                 number, stamp = self._widened().feed(field_id, number, stamp, bits)
@@ -93,6 +97,26 @@ class LinkTraffic:
             return pcie_tx, pcie_rx, nvlink_tx, nvlink_rx
         pcie_tx, pcie_rx = self._throughput(now)
         return pcie_tx, pcie_rx, nvlink_tx, nvlink_rx
+
+    def _field_values(self, handle: Any, request: list[tuple[int, int]]) -> Any:
+        """nvmlDeviceGetFieldValues as the bindings make it (their array, their error), its request array copied
+        from one filled when the request was new: the bindings fill it member by member through their structure's
+        decoding setattr, two dozen values a card each tick, for the same request tick after tick."""
+        nvml = self._gpu.session.nvml
+        kind = getattr(nvml, "c_nvmlFieldValue_t", None)
+        find, check = getattr(nvml, "_nvmlGetFunctionPointer", None), getattr(nvml, "_nvmlCheckReturn", None)
+        if type(nvml) is not types.ModuleType or kind is None or find is None or check is None:
+            # a view of the bindings (record.py's, which records their calls) or bindings without these parts
+            return nvml.nvmlDeviceGetFieldValues(handle, request)
+        array = kind * len(request)
+        if self._request != request or self._request_array is not array:
+            values = array()
+            for value, (field_id, scope) in zip(values, request, strict=True):
+                value.fieldId, value.scopeId = field_id, scope
+            self._request, self._request_array, self._request_bytes = list(request), array, bytes(values)
+        values = array.from_buffer_copy(self._request_bytes)
+        check(find("nvmlDeviceGetFieldValues")(handle, ctypes.c_int32(len(request)), ctypes.byref(values)))
+        return values
 
     def stop(self) -> None:
         """Stop the poller (the GPU is lost or reset, or hwtop is closing)."""

@@ -5,6 +5,8 @@ import time
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hwtop.probes.cpu import CpuProbe, CpuStaticInfo, core_load
 from hwtop.session.sampler import Sampler
@@ -185,3 +187,53 @@ def test_what_the_kernel_does_not_state_is_asked_of_py_cpuinfo(tmp_path, monkeyp
     broken = CpuStaticInfo(start=False, root=str(tmp_path))
     broken.load()
     assert (broken.model, broken.l3_cache_bytes) == (None, None) and broken.ready.is_set()
+
+
+def test_proc_stat_times_are_psutils_figures(tmp_path, monkeypatch) -> None:
+    """The probe's own read of /proc/stat gives what it made of psutil.cpu_times(percpu=True) for the same file:
+    a kernel with steal time; one without (before 2.6.11, where psutil's record has no steal) reads 0 for it."""
+    import psutil
+
+    from hwtop.probes.cpu import _times_tuple, proc_stat_times
+
+    monkeypatch.setattr(psutil, "PROCFS_PATH", str(tmp_path))
+    with_steal = ("cpu  10 2 30 4000 5 6 7 8 9 10\ncpu0 123456789 1 2 3 4 5 6 7 8 9\ncpu1 5 4 3 2 1 0 99 12 0 0\n"
+                  "intr 1 2 3\nctxt 99\n")
+    (tmp_path / "stat").write_text(with_steal)
+    assert proc_stat_times() == [_times_tuple(s) for s in psutil.cpu_times(percpu=True)]
+    assert proc_stat_times()[0][0] == 123456789 / os.sysconf("SC_CLK_TCK") and len(proc_stat_times()) == 2
+    (tmp_path / "stat").write_text("cpu  1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\ncpu1 7 6 5 4 3 2 1\n")
+    assert [t[7] for t in proc_stat_times()] == [0.0, 0.0]
+
+
+def _core_load_before(index, node, before, after, mhz=None):
+    """core_load as it was written before it was written out field by field: the reference it must equal."""
+    from hwtop.model.snapshot import CoreLoad
+    from hwtop.probes.rates import counter_delta
+
+    if before is None:
+        return CoreLoad(index, node, None, mhz=mhz)
+    deltas = [counter_delta(b, a) for b, a in zip(before, after, strict=True)]
+    if any(d is None for d in deltas):
+        return CoreLoad(index, node, None, mhz=mhz)
+    user, nice, system, idle, iowait, irq, softirq, steal = (float(d) for d in deltas)
+    total = user + nice + system + idle + iowait + irq + softirq + steal
+    if total <= 0:
+        return CoreLoad(index, node, None, mhz=mhz)
+
+    def pct(value):
+        return round(100.0 * value / total, 2)
+
+    busy = total - idle - iowait
+    return CoreLoad(index, node, pct(busy), user=pct(user + nice), system=pct(system), iowait=pct(iowait),
+                    irq=pct(irq + softirq), steal=pct(steal), mhz=mhz)
+
+
+_times = st.tuples(*[st.one_of(st.integers(0, 10**9), st.floats(0, 1e7, allow_nan=False))] * 8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=st.one_of(st.none(), _times), after=_times, mhz=st.one_of(st.none(), st.floats(0, 5000)))
+def test_core_load_is_what_it_was(before, after, mhz) -> None:
+    assert core_load(3, 1, before, after, mhz) == _core_load_before(3, 1, before, after, mhz)
+    assert core_load(3, 1, after, after) == _core_load_before(3, 1, after, after)

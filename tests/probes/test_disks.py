@@ -4,6 +4,8 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from hwtop.probes.disks import DiskProbe, device_for_path, disk_kind, whole_disks
 from tests.sysfs_trees import write
 
@@ -58,3 +60,43 @@ def test_device_for_path_resolves_partition_to_its_disk(tmp_path: Path) -> None:
     link.symlink_to(root / "sys/devices/virtual/block/nvme0n1/nvme0n1p2")
     assert device_for_path(str(tmp_path), str(root)) == "nvme0n1"
     assert device_for_path(str(tmp_path / "missing"), str(root)) is None
+
+
+def test_disk_stats_read_diskstats_as_psutil_does_wraps_included(tmp_path: Path, monkeypatch) -> None:
+    """The probe's own read of /proc/diskstats gives psutil.disk_io_counters(perdisk=True, nowrap=True)'s figures
+    for the same files, read after read: every layout of a line, a counter going back (taken as a wrap, its old
+    value added from then on), a device leaving the file and coming back (its additions forgotten)."""
+    import psutil
+
+    from hwtop.probes.disks import DiskStats
+
+    def line(name: str, reads: int, rsect: int, writes: int, wsect: int, busy: int, layout: int = 18) -> str:
+        if layout == 7:
+            return f"   8       1 {name} {reads} {rsect} {writes} {wsect}\n"
+        figures = [reads, 3, rsect, 40, writes, 5, wsect, 60, 0, busy, 70] + [0] * (layout - 14)
+        if layout == 15:  # Linux 2.4: the reads before the name
+            return f"   3 0 {reads} {name} 3 {rsect} 40 {writes} 5 {wsect} 60 0 {busy} 70 0\n"
+        return f" 259       0 {name} " + " ".join(map(str, figures)) + "\n"
+
+    reads = [  # each read of the file: (name, reads, read sectors, writes, written sectors, busy ms, layout)
+        [("nvme0n1", 10, 800, 5, 40, 7, 18), ("sda", 2**40, 2**33, 1, 1, 9, 14), ("sda1", 1, 2, 3, 4, 0, 7)],
+        [("nvme0n1", 20, 900, 6, 48, 9, 18), ("sda", 5, 2**33 + 8, 2, 3, 11, 14), ("sda1", 2, 3, 4, 5, 0, 7)],
+        [("nvme0n1", 4, 100, 7, 50, 12, 20), ("sda", 9, 16, 3, 4, 12, 14), ("sda1", 0, 1, 5, 6, 0, 7)],
+        [("nvme0n1", 8, 200, 9, 60, 13, 20), ("sda1", 1, 2, 6, 7, 0, 7)],
+        [("nvme0n1", 9, 300, 10, 70, 14, 20), ("sda", 1, 2, 3, 4, 5, 14), ("hda", 7, 8, 9, 10, 11, 15)],
+    ]
+    monkeypatch.setattr(psutil, "PROCFS_PATH", str(tmp_path))
+    psutil.disk_io_counters.cache_clear()
+    ours = DiskStats(lambda: ["nvme0n1", "sda", "sda1", "hda", "absent"])
+    for rows in reads:
+        (tmp_path / "diskstats").write_text("".join(line(*row) for row in rows))
+        got = ours()
+        theirs = psutil.disk_io_counters(perdisk=True, nowrap=True)
+        assert set(got) == set(theirs) - {"absent"}
+        for name, figures in got.items():
+            expected = theirs[name]
+            assert figures == (expected.read_bytes, expected.write_bytes, expected.read_count, expected.write_count,
+                               expected.busy_time), (name, rows)
+    (tmp_path / "diskstats").write_text("   8 0 sdq 1 2\n")
+    with pytest.raises(ValueError):
+        ours()

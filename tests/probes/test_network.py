@@ -278,3 +278,23 @@ def test_a_vms_virtio_nic_is_placed_by_the_pci_function_above_it(tmp_path: Path)
     netdev(tmp_path, "eth0", device=f"{function}/virtio2")
     (nic,) = NetworkProbe(str(tmp_path), counters=Counters({"eth0": (1, 1)}), clock=ManualClock(1000.0)).read()
     assert (nic.kind, nic.bus_id, nic.numa_node) == ("ethernet", "0000:00:03.0", 1)
+
+
+def test_proc_counters_read_net_dev_as_psutil_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's own read of /proc/net/dev gives psutil's figures for the same file: names with odd bytes and
+    spaces before the colon, counters past 32 bits; psutil's procfs path is the file read."""
+    import psutil
+
+    from hwtop.probes.network import proc_counters, psutil_counters
+
+    header = ("Inter-|   Receive                                                |  Transmit\n"
+              " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls "
+              "carrier compressed\n")
+    rows = [("    lo", 2**40 + 7, 2**33), ("  eth0", 123, 456), ("weird\\xff\\x1cname", 1, 2), ("ib0", 0, 2**63)]
+    text = header + "".join(f"{name}: {rx} 1 0 0 0 0 0 0 {tx} 2 0 0 0 0 0 0\n" for name, rx, tx in rows)
+    (tmp_path / "net").mkdir()
+    (tmp_path / "net/dev").write_bytes(text.encode().replace(b"\\xff", b"\xff").replace(b"\\x1c", b"\x1c"))
+    monkeypatch.setattr(psutil, "PROCFS_PATH", str(tmp_path))
+    ours = proc_counters()
+    assert ours == psutil_counters()
+    assert ours["lo"] == (2**40 + 7, 2**33) and len(ours) == 4

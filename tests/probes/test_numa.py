@@ -104,3 +104,34 @@ def test_shares_add_up_and_stay_within_each_node(available: int, weights: list[i
     whole = sum(weights)
     if whole and all(available * w // whole + len(weights) <= t for w, t in zip(weights, totals, strict=True)):
         assert sum(p or 0 for p in parts) == available
+
+
+NODE_MEMINFO = """Node 1 MemTotal:       131072000 kB
+Node 1 MemFree:         1000 kB
+Node 1 MemUsed:        130071000 kB
+Node 1 SwapCached:            0 kB
+Node 1 Active:          5000000 kB
+Node 1 Inactive:        6000000 kB
+Node 1 Active(anon):     100000 kB
+Node 1 Inactive(anon):   200000 kB
+Node 1 Active(file):    4900000 kB
+Node 1 Inactive(file):  5800000 kB
+Node 1 Dirty:                12 kB
+Node 1 KReclaimable:     700000 kB
+Node 1 Slab:             900000 kB
+Node 1 SReclaimable:     650000 kB
+Node 1 SUnreclaim:       250000 kB
+Node 1 HugePages_Total:     0
+Node 1 HugePages_Free:      0
+"""
+
+
+def test_node_meminfo_reads_what_the_general_parser_reads() -> None:
+    from hwtop.probes.numa import _NODE_KEYS, node_meminfo
+    from hwtop.probes.sysfs import parse_meminfo_kb
+
+    lines = NODE_MEMINFO.splitlines(keepends=True)
+    for text in (NODE_MEMINFO, "".join(reversed(lines)), NODE_MEMINFO.replace("Node 1 SReclaimable:", "SReclaimable:"),
+                 NODE_MEMINFO.replace("Node 1 MemFree:         1000 kB", "Node 1 MemFree: 1000"), ""):
+        assert node_meminfo(text) == parse_meminfo_kb(text, _NODE_KEYS)
+    assert node_meminfo(NODE_MEMINFO)["Inactive(file)"] == 5800000 * 1024

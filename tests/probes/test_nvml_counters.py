@@ -59,3 +59,23 @@ def test_compute_and_graphics_lists_merge_by_pid() -> None:
     merged = merge([(1, 100), (2, None)], [(1, 100), (3, 50)])
     assert [(m.pid, m.kinds, m.used_memory_bytes) for m in merged] == [
         (1, ("compute", "graphics"), 100), (2, ("compute",), None), (3, ("graphics",), 50)]
+
+
+def test_read_fields_reads_the_bindings_array_as_its_members_say() -> None:
+    """The answer's bytes, decoded at the offsets of nvidia-ml-py's own structure, give what each member says,
+    for every value type; a structure laid out otherwise (or a plain list) is read member by member."""
+    import pynvml
+
+    from hwtop.probes.nvml.counters import _layout, field_number, read_fields
+
+    kinds = [(0, "dVal", 2.5), (1, "uiVal", 2**32 - 1), (2, "ulVal", 2**64 - 2), (3, "ullVal", 2**63 + 5),
+             (4, "sllVal", -7), (5, "siVal", -2**31), (6, "usVal", 65535), (9, "ullVal", 1)]
+    values = (pynvml.c_nvmlFieldValue_t * len(kinds))()
+    for i, (kind, member, number) in enumerate(kinds):
+        values[i].fieldId, values[i].scopeId, values[i].timestamp = 138, i, 1_000_000 + i
+        values[i].valueType, values[i].nvmlReturn = kind, i % 2 * 3
+        setattr(values[i].value, member, number)
+    assert _layout(pynvml.c_nvmlFieldValue_t) is not None
+    expected = [(int(v.nvmlReturn), *field_number(v), int(v.timestamp)) for v in values]
+    assert read_fields(values) == expected == read_fields(list(values))
+    assert expected[3] == (3, 2**63 + 5, 64, 1_000_003) and expected[7][1:3] == (None, None)

@@ -143,6 +143,30 @@ def test_a_link_going_down_drops_out_of_the_request() -> None:
     assert {s for (i, f, s) in fake.field_requests if i == 2 and f == 138} == set(range(12)) - {5}
 
 
+def test_the_field_values_call_answers_as_the_bindings_own_and_follows_the_request() -> None:
+    """The probe's field-values call (its request array copied from one filled when the request was new) gets the
+    bytes the bindings' own call gets, and their error; a link going down makes a new request array."""
+    fake, probe, clock = rig("dgx-a100")
+    probe.read()
+    traffic, handle = probe._devices[2].traffic, probe._devices[2].handle
+    request = [(138, link) for link in range(12)] + [(197, 0), (198, 0)]
+    ours = traffic._field_values(handle, request)
+    theirs = fake.pynvml.nvmlDeviceGetFieldValues(handle, request)
+    assert bytes(ours) == bytes(theirs) and type(ours) is type(theirs)
+    assert traffic._field_values(handle, request[:3])._length_ == 3 and traffic._request == request[:3]
+    fake.fail("nvmlDeviceGetFieldValues", abi.NOT_SUPPORTED, gpu=2, times=1)
+    with pytest.raises(fake.pynvml.NVMLError_NotSupported):
+        traffic._field_values(handle, request)
+    fake.set_link_down(2, 5)
+    clock.now += SLOW_TIER_S  # the links that are up are read again on the slow tier
+    probe.read()
+    fake.field_requests.clear()
+    clock.now += 1
+    probe.read()
+    assert {s for (i, f, s) in fake.field_requests if i == 2 and f == 138} == set(range(12)) - {5}
+    assert [scope for field, scope in traffic._request if field == 138] == [s for s in range(12) if s != 5]
+
+
 # ----- 4. NOT_SUPPORTED is not forever -----
 
 def test_mig_off_on_off_keeps_utilization_right() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwtop.probes.processes import CLOCK_TICKS, PAGE_SIZE, PF_KTHREAD, ProcessProbe, parse_stat
+from hwtop.probes.processes import CLOCK_TICKS, DETAILS_REFRESH_S, PAGE_SIZE, PF_KTHREAD, ProcessProbe, parse_stat
 from tests.sysfs_trees import write
 
 
@@ -195,3 +195,25 @@ def test_a_cold_process_that_exits_leaves_at_once(tmp_path: Path) -> None:
     shutil.rmtree(tmp_path / "proc/601")
     now[0] += 1
     assert [p.pid for p in probe.read()] == [600]
+
+
+def test_an_unchanged_row_is_handed_out_again_and_a_change_makes_a_new_one(tmp_path: Path) -> None:
+    now = [0.0]
+    _proc_tree(tmp_path, {300: stat_line(300, "still", utime=7), 301: stat_line(301, "busy", utime=0)})
+    probe = ProcessProbe(str(tmp_path), clock=lambda: now[0])
+    probe.read()
+    _proc_tree(tmp_path, {301: stat_line(301, "busy", utime=CLOCK_TICKS)})
+    now[0] += 1.0
+    second = {p.pid: p for p in probe.read()}
+    assert second[300].cpu_percent == 0.0 and second[301].cpu_percent == 100.0
+    now[0] += 1.0
+    third = {p.pid: p for p in probe.read()}
+    assert third[300] is second[300]  # the same stat line, CPU %, details and owner: the same row
+    assert third[301] is not second[301] and third[301].cpu_percent == 0.0  # same line, its CPU % fell to 0
+    _proc_tree(tmp_path, {300: stat_line(300, "still", utime=7, rss_pages=555)})
+    now[0] += 1.0
+    fourth = {p.pid: p for p in probe.read()}
+    assert fourth[300] is not third[300] and fourth[300].rss_bytes == 555 * PAGE_SIZE
+    write(tmp_path, "proc/300/cmdline", "still\0--renamed\0")
+    now[0] += DETAILS_REFRESH_S
+    assert next(p for p in probe.read() if p.pid == 300).cmdline == "still --renamed"  # details still re-read

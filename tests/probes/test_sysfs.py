@@ -51,6 +51,7 @@ def test_node_meminfo_in_bytes() -> None:
     assert values["MemTotal"] == 131072000 * 1024
     assert values["MemFree"] == 1000 * 1024
     assert values["HugePages_Total"] == 0
+    assert parse_meminfo_kb(text, frozenset({"MemFree", "Absent"})) == {"MemFree": 1000 * 1024}
 
 
 @given(st.text(max_size=200))
@@ -72,3 +73,33 @@ def test_uptime_is_a_finite_number_of_seconds_or_none(text: str | bytes, seconds
     """Python reads 'inf' and 'nan' as floats; a snapshot holding one could not be written as JSON (hypothesis
     found a /proc/uptime of 'INFINITY' in tests/session/test_faults.py)."""
     assert parse_uptime(text) == seconds
+
+
+def _read_text_as_open_does(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii", errors="strict") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+@given(st.binary(max_size=300))
+def test_read_text_reads_what_text_mode_open_reads(data: bytes) -> None:
+    """Any bytes (CR, CRLF, non-ASCII, NUL): what open() in text mode gives, or None where it raises."""
+    import tempfile
+
+    from hwtop.probes.sysfs import read_text
+
+    with tempfile.TemporaryDirectory() as root:
+        with open(f"{root}/f", "wb") as handle:
+            handle.write(data)
+        assert read_text(root, "/f") == _read_text_as_open_does(f"{root}/f")
+
+
+def test_read_text_of_what_is_not_a_readable_file(tmp_path) -> None:
+    from hwtop.probes.sysfs import read_text
+
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "big").write_bytes(b"x\r\n" * 70000)
+    assert read_text(str(tmp_path), "dir") is None and read_text(str(tmp_path), "missing") is None
+    assert read_text(str(tmp_path), "big") == "x\n" * 70000 == _read_text_as_open_does(str(tmp_path / "big"))

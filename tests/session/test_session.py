@@ -96,3 +96,34 @@ def test_a_read_hung_in_the_driver_does_not_hang_the_close(monkeypatch) -> None:
     assert not closing.is_alive() and fake.calls["nvmlShutdown"] == 0
     release.set()
     reading.join(5)
+
+
+def test_a_tick_does_not_ask_the_source_what_it_can_tell(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether the source replays recorded advice or a timeline is asked once, when the session is made: an
+    isinstance of a runtime Protocol walks its members, and a tick asked it twice. A replay's still told."""
+    import typing
+
+    from hwtop.session.session import RecordedAdvice, RecordedTimeline
+
+    session = Session(ScriptedSource([host_snapshot(time=t) for t in (1.0, 2.0, 3.0)]))
+    asked: list[object] = []
+    check = type(RecordedAdvice).__instancecheck__
+
+    def counted(cls: type, instance: object) -> bool:
+        if cls in (RecordedAdvice, RecordedTimeline):
+            asked.append(cls)
+        return check(cls, instance)
+
+    monkeypatch.setattr(typing._ProtocolMeta, "__instancecheck__", counted)  # noqa: SLF001
+    for _ in range(3):
+        session.tick()
+    assert asked == []
+
+    class Replayed(ScriptedSource):
+        def recorded_findings(self) -> tuple[()]:
+            return ()
+
+        def recorded_timeline(self) -> tuple[()]:
+            return ()
+
+    assert Session(Replayed([host_snapshot(time=1.0)])).tick().recorded

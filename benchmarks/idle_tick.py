@@ -1,0 +1,160 @@
+"""This box's tick by part (issue 46's idle monitor: `hwtop --interval 1` on this machine), counted by callgrind:
+the live sampler as the monitor makes it (cli/machine.py: NVML's probe, this host's /proc and /sys), a Session,
+the advice; the clock the sampler stamps its snapshots with moved by hand, one second a tick, so the process list
+is read every other tick as at a 1 s refresh whatever valgrind's speed.
+
+    python -m benchmarks.idle_tick [--ticks 20] [--warmup 12] [--rules] [--tree DIR]...
+
+What it leaves out is the app's side (show, Textual): tick_instructions.py counts those in a terminal. The box's
+own processes are what the process probe reads, so compare trees in one run (`--tree` twice): they run at the
+same time and read the same box; `--rules` splits the advice by rule (each split adds ~20 K instructions a mark).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+
+from benchmarks.callgrind_marks import read_dump
+from benchmarks.terminal_runs import ROOT
+
+HARNESS = r'''
+import importlib.util, os, sys
+sys.path.insert(0, {tree!r})
+spec = importlib.util.spec_from_file_location("callgrind_marks", {marks!r})
+marks_module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(marks_module)
+mark = marks_module.Marks()
+from hwtop.probes.gpu import NvmlProbe
+from hwtop.session.sampler import Sampler
+from hwtop.session.session import Session
+import hwtop.advice.engine as engine_module
+
+now = [1_800_000_000.0]
+probe = NvmlProbe()
+sampler = Sampler(gpu=probe, topology_reader=probe.machine_topology, clock=lambda: now[0])
+session = Session(sampler)
+state = {{"on": False}}
+
+def at(label):
+    if state["on"]:
+        mark(label)
+
+def wrap(owner, name, label):
+    method = getattr(owner, name)
+    def wrapped(*args, **kwargs):
+        at("sampler, session")
+        try:
+            return method(*args, **kwargs)
+        finally:
+            at(label)
+    setattr(owner, name, wrapped)
+
+reads = {{"processes": 0}}
+for name in ("host", "memory", "numa", "cpu", "disks", "nics", "processes"):
+    wrap(sampler.host, name, "probe " + name)
+wrap(sampler.gpu, "read", "probe gpu")
+process_read = sampler.host.processes
+def counted():
+    if state["on"]:
+        reads["processes"] += 1
+    return process_read()
+sampler.host.processes = counted
+update = engine_module.AdviceEngine.update
+def marked_update(self, snapshot):
+    at("sampler, session")
+    try:
+        return update(self, snapshot)
+    finally:
+        at("advice")
+engine_module.AdviceEngine.update = marked_update
+if {rules}:
+    import msgspec.structs
+    def by_rule(rule):
+        check = rule.check
+        def marked(window, thresholds):
+            at("advice")
+            try:
+                return list(check(window, thresholds))
+            finally:
+                at("rule " + rule.id)
+        return msgspec.structs.replace(rule, check=marked)
+    session.engine.rules = tuple(by_rule(rule) for rule in session.engine.rules)
+for tick in range({warmup}):
+    session.tick()
+    now[0] += 1.0
+state["on"] = True
+mark("start")
+for _ in range({ticks}):
+    session.tick()
+    now[0] += 1.0
+    mark("sampler, session")
+state["on"] = False
+print("processes", len(session.latest.snapshot.processes), "reads", reads["processes"], file=sys.stderr)
+session.close()
+'''
+
+
+def measure(trees: list[str], ticks: int, warmup: int, rules: bool) -> list[tuple[Counter[str], str]]:
+    """Instructions per tick by part, and what the harness said (rows and process reads), for each tree: the
+    trees run at the same time, so that each reads the same box (its processes come and go)."""
+    with tempfile.TemporaryDirectory(prefix="bench-idle-") as work:
+        running = []
+        for i, tree in enumerate(trees):
+            script = os.path.join(work, f"harness{i}.py")
+            with open(script, "w") as handle:
+                handle.write(HARNESS.format(tree=tree, marks=os.path.join(ROOT, "benchmarks", "callgrind_marks.py"),
+                                            ticks=ticks, warmup=warmup, rules=rules))
+            os.mkdir(os.path.join(work, str(i)))
+            running.append(subprocess.Popen(
+                ["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
+                 f"--callgrind-out-file={work}/{i}/cg.out", f"--log-file={work}/valgrind{i}.log",
+                 os.path.realpath(sys.executable), script],
+                cwd=tree, env={**os.environ, "PYTHONPATH": tree}, stderr=subprocess.PIPE, text=True))
+        results = []
+        for i, process in enumerate(running):
+            _, said = process.communicate()
+            if process.returncode:
+                sys.exit(f"{trees[i]}: the harness failed:\n{said}")
+            parts: Counter[str] = Counter()
+            for path in glob.glob(f"{work}/{i}/cg.out.*"):
+                got = read_dump(path)
+                if got is not None and got[0] != "start":
+                    parts[got[0]] += got[1]
+            results.append((Counter({label: total // ticks for label, total in parts.items()}), said.strip()))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ticks", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=12)
+    parser.add_argument("--rules", action="store_true", help="the advice split by rule")
+    parser.add_argument("--tree", action="append", default=[], help="a checkout to measure (repeat for an A/B); "
+                        "default this one")
+    args = parser.parse_args()
+    if shutil.which("valgrind") is None:
+        sys.exit("needs valgrind (apt-get install valgrind)")
+    trees = args.tree or [ROOT]
+    measured = measure(trees, args.ticks, args.warmup, args.rules)
+    results = [parts for parts, _ in measured]
+    print(f"# this box, M instructions per tick: callgrind, the sampler's clock moved 1 s a tick, mean of ticks "
+          f"{args.warmup + 1}-{args.warmup + args.ticks}")
+    for tree, (_, said) in zip(trees, measured, strict=True):
+        print(f"# {tree}: {said.splitlines()[-1] if said else ''}")
+    print("| part | " + " | ".join(trees) + " |")
+    print("|---|" + "---|" * len(trees))
+    labels = sorted({label for result in results for label in result}, key=lambda label: -results[-1][label])
+    for label in labels:
+        print(f"| {label} | " + " | ".join(f"{result[label] / 1e6:.2f}" for result in results) + " |")
+    print("| **total** | " + " | ".join(f"**{sum(result.values()) / 1e6:.2f}**" for result in results) + " |")
+
+
+if __name__ == "__main__":
+    main()
