@@ -120,6 +120,7 @@ class LineTable(ScrollView, can_focus=True):
         """`keys[i]` names the content of `cells[i]` (equal keys, equal cells): a known row is not made safe or
         measured again, and an unchanged line on screen is not repainted."""
         old_keys, old_widths, old_cursor = self._keys, self._widths, self.cursor_row
+        old_top = int(self.scroll_offset.y)
         known, made = self._safe, {}
         self._keys, self._rows = list(keys), []
         widths = [label.cell_len for label in self._labels]
@@ -139,15 +140,20 @@ class LineTable(ScrollView, can_focus=True):
         self._set_virtual_size(Size(self._total_width(), len(self._rows) + 1))
         if self._cursor != old_cursor:
             self._scroll_to_cursor(animate=False)  # a selected pid that moved stays in sight
-        if self._widths != old_widths or len(old_keys) != len(self._keys):
+        top = int(self.scroll_offset.y)
+        if self._widths != old_widths or top != old_top:  # every row moved sideways or up: all drawn again
             self.refresh()
             return
-        top = int(self.scroll_offset.y)
+        # Only the rows on screen whose content changed: a process that came or went changes the rows below it and
+        # the one past the shorter list's end, not the header or the rows above it (each row drawn again costs
+        # Textual a styled line, and an idle box's process count changes every few ticks).
         width = max(self.virtual_size.width, self.size.width)
         moved = (old_cursor, self._cursor) if old_cursor != self._cursor else ()
+        new_keys, old_count, new_count = self._keys, len(old_keys), len(self._keys)
         changed = [Region(0, index + 1 - top, width, 1)  # + 1: the header row; one refresh for them all
-                   for index in range(top, min(len(self._keys), top + self.size.height))
-                   if index in moved or old_keys[index] != self._keys[index]]
+                   for index in range(top, min(max(old_count, new_count), top + self.size.height))
+                   if index in moved or index >= old_count or index >= new_count
+                   or old_keys[index] != new_keys[index]]
         if changed:
             self.refresh(*changed)
 
