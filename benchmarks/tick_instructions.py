@@ -131,18 +131,18 @@ def marked_sample(self):
 sampler_module.Sampler._sample = marked_sample
 
 update = engine_module.AdviceEngine.update
-def marked_update(self, snapshot):
+def marked_update(self, snapshot, *args, **kwargs):
     at("session")
     try:
-        return update(self, snapshot)
+        return update(self, snapshot, *args, **kwargs)
     finally:
         at("advice")
 engine_module.AdviceEngine.update = marked_update
 
 advance = session_module.Session.advance
-def marked_advance(self, move):
+def marked_advance(self, move, *args, **kwargs):
     try:
-        return advance(self, move)
+        return advance(self, move, *args, **kwargs)
     finally:
         at("session")
 session_module.Session.advance = marked_advance
