@@ -1,14 +1,15 @@
 """What Textual does for each frame of an idle monitor: the lines each widget is asked for and renders, the
-screen's dirty region, the layout passes and the bytes sent; and what a terminal would show after each frame.
+layout passes and the bytes sent; and what a terminal would show after each frame.
 
-    python -m benchmarks.render_frames --machine box --recording FILE [--size 200x50] [--frames 60]
-    python -m benchmarks.render_frames --machine dgx [--size 80x24] [--screens OUT.jsonl] [--check]
+    python -m benchmarks.render_frames --recording FILE [--size 200x50] [--frames 60] [--screens OUT] [--check]
+    python -m benchmarks.render_frames --demo dgx-a100 [--size 80x24] [--check]
+    PYTHONPATH=TREE python3 benchmarks/render_frames.py ...      (another checkout's product, this harness)
 
 The real app (headless, Textual's Pilot), shown one Frame at a time through `HwtopApp.show` as its sampler would,
-then Textual's own idle refresh; no tick of its own in between. Frames: `box` replays a recording of this
-machine (`python -m hwtop record FILE --seconds 80`) through a Session, so two trees are shown the same frames;
-`dgx` is the demo DGX A100 with no story, on a fake clock one second a tick. Nothing in the product is changed:
-the counters are wrappers installed here.
+then Textual's own idle refresh; no tick of its own in between. The frames come from a recording, played through
+a Session, so two trees are shown the same frames: this machine's (`python -m hwtop record FILE --seconds 80`) or
+a demo's (`... record FILE --demo dgx-a100 --seconds 80`); or, without one, from a demo played on a fake clock
+(its figures move from run to run). Nothing in the product is changed: the counters are wrappers installed here.
 
 What a user sees: every update Textual hands the driver is rendered to the bytes it would write
 (`render_segments`) and those bytes are applied to a small terminal model (cursor moves and SGR colours, the only
@@ -26,7 +27,6 @@ import json
 import os
 import re
 import statistics
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -106,14 +106,20 @@ def _name(widget: object) -> str:
     return f"{type(widget).__name__}#{node_id}" if node_id else type(widget).__name__
 
 
-def install(counts: Counts, terminal: Callable[[], Terminal | None]) -> None:
-    """Wrappers around Textual's render path that count into `counts` and feed the terminal model."""
+def install(counts: Counts, terminal: Callable[[], Terminal | None]) -> Callable[[], None]:
+    """Wrappers around Textual's render path that count into `counts` and feed the terminal model; the function
+    returned takes them out again."""
     from textual.app import App
     from textual.widget import Widget
 
     compat = _compat()
     compositor: type[Compositor] = compat.Compositor
     styles_cache: type[StylesCache] = compat.StylesCache
+    originals: list[tuple[type, str, object]] = []
+
+    def wrap(owner: type, name: str, wrapper: Callable[..., Any]) -> None:
+        originals.append((owner, name, vars(owner)[name]))
+        setattr(owner, name, wrapper)
 
     render_lines = Widget.render_lines
 
@@ -121,8 +127,6 @@ def install(counts: Counts, terminal: Callable[[], Terminal | None]) -> None:
         counts.add(f"asked {_name(self)}", crop.height)
         counts.add("lines asked", crop.height)
         return render_lines(self, crop)
-
-    Widget.render_lines = counted_render_lines  # type: ignore[method-assign]
 
     styles_line = styles_cache.render_line
 
@@ -132,24 +136,13 @@ def install(counts: Counts, terminal: Callable[[], Terminal | None]) -> None:
         counts.add("lines rendered")
         return styles_line(self, styles, y, *args, **kwargs)
 
-    styles_cache.render_line = counted_styles_line  # type: ignore[method-assign]
-
     partial = compositor.render_partial_update
 
     def counted_partial(self: Compositor) -> Any:
-        from textual.geometry import Region
-
-        regions = list(self._dirty_regions)
-        if regions:
-            crop = Region.from_union(regions).intersection(self.size.region)
-            counts.add("dirty crop cells", crop.area)
-            counts.add("dirty cells", sum(r.area for r in regions))  # overlaps counted twice
         update = partial(self)
         if update is not None:
             counts.add("spans", len(update.spans))
         return update
-
-    compositor.render_partial_update = counted_partial  # type: ignore[method-assign]
 
     full = compositor.render_full_update
 
@@ -157,15 +150,11 @@ def install(counts: Counts, terminal: Callable[[], Terminal | None]) -> None:
         counts.add("full updates")
         return full(self, simplify)
 
-    compositor.render_full_update = counted_full  # type: ignore[method-assign]
-
     reflow = compositor.reflow
 
     def counted_reflow(self: Compositor, *args: Any, **kwargs: Any) -> Any:
         counts.add("layout passes")
         return reflow(self, *args, **kwargs)
-
-    compositor.reflow = counted_reflow  # type: ignore[method-assign]
 
     display = App._display
 
@@ -179,7 +168,18 @@ def install(counts: Counts, terminal: Callable[[], Terminal | None]) -> None:
                 shown.feed(data)
         display(self, screen, renderable)
 
-    App._display = counted_display  # type: ignore[method-assign]
+    wrap(Widget, "render_lines", counted_render_lines)
+    wrap(styles_cache, "render_line", counted_styles_line)
+    wrap(compositor, "render_partial_update", counted_partial)
+    wrap(compositor, "render_full_update", counted_full)
+    wrap(compositor, "reflow", counted_reflow)
+    wrap(App, "_display", counted_display)
+
+    def undo() -> None:
+        for owner, name, original in reversed(originals):
+            setattr(owner, name, original)
+
+    return undo
 
 
 def _compat() -> Any:
@@ -220,10 +220,10 @@ class _Playlist:
         pass
 
 
-def frames_of(machine: str, count: int, recording: str | None) -> list[Frame]:
-    if machine == "box":
-        if recording is None:
-            sys.exit("--machine box needs --recording FILE (python -m hwtop record FILE --seconds 80)")
+def frames_of(count: int, recording: str | None, demo: str = "dgx-a100") -> list[Frame]:
+    """`count` Frames of a recording (any machine's, a demo's too: `hwtop record --demo dgx-a100`), or of a demo
+    played on a fake clock (its figures move from run to run: for counts, not for comparing two trees' screens)."""
+    if recording is not None:
         from hwtop.recording.store import load
 
         played = load(recording)
@@ -233,7 +233,7 @@ def frames_of(machine: str, count: int, recording: str | None) -> list[Frame]:
         from tests.tui.screens import EPOCH, FakeClock
 
         clock = FakeClock()
-        sampler = demo_sampler("dgx-a100", seed=7, clock=clock, wall=lambda: EPOCH + clock.t)
+        sampler = demo_sampler(demo, seed=7, clock=clock, wall=lambda: EPOCH + clock.t)
         snapshots = []
         try:
             while len(snapshots) < count:
@@ -269,7 +269,7 @@ async def measure(frames: list[Frame], size: tuple[int, int], warmup: int, scree
                   check: bool) -> list[dict[str, float]]:
     counts = Counts()
     holder: dict[str, Terminal] = {}
-    install(counts, lambda: holder.get("terminal"))
+    undo = install(counts, lambda: holder.get("terminal"))
     app = _Shown(ScriptedSource([frames[0].snapshot]))
     per_frame: list[dict[str, float]] = []
     out = open(screens, "w") if screens else None  # noqa: SIM115 - closed below
@@ -295,21 +295,27 @@ async def measure(frames: list[Frame], size: tuple[int, int], warmup: int, scree
                     fresh = _fresh(app, *size)
                     if fresh.cells != terminal.cells:
                         rows = [y for y in range(size[1]) if fresh.cells[y] != terminal.cells[y]]
-                        raise SystemExit(f"frame {number}: the terminal differs from a full redraw in rows {rows}:\n"
+                        raise Stale(f"frame {number}: the terminal differs from a full redraw in rows {rows}:\n"
                                          + "\n".join(f"shown {''.join(c for c, _ in terminal.cells[y])}\n"
                                                      f"fresh {''.join(c for c, _ in fresh.cells[y])}"
                                                      for y in rows[:4]))
                     counts.take()
     finally:
+        undo()
         if out is not None:
             out.close()
     return per_frame
 
 
+class Stale(Exception):
+    """A cell on the terminal is not what a full redraw draws there."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--machine", choices=("box", "dgx"), default="dgx")
-    parser.add_argument("--recording", help="for --machine box: a recording of this machine")
+    parser.add_argument("--recording", help="the frames: a recording (`python -m hwtop record FILE --seconds 80`, "
+                        "with --demo PROFILE for a demo machine's)")
+    parser.add_argument("--demo", default="dgx-a100", help="without --recording: this demo, on a fake clock")
     parser.add_argument("--size", default="200x50")
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--warmup", type=int, default=5, help="frames left out of the figures")
@@ -317,18 +323,18 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="compare each frame with a full redraw")
     args = parser.parse_args()
     width, height = (int(part) for part in args.size.split("x"))
-    frames = frames_of(args.machine, args.frames + 1, args.recording)
+    frames = frames_of(args.frames + 1, args.recording, args.demo)
     per_frame = asyncio.run(measure(frames, (width, height), args.warmup, args.screens, args.check))
     totals: Counter[str] = Counter()
     for taken in per_frame:
         totals.update(taken)
     count = len(per_frame)
-    print(f"# python -m benchmarks.render_frames --machine {args.machine} --size {args.size} --frames {args.frames}"
+    source = f"--recording {args.recording}" if args.recording else f"--demo {args.demo}"
+    print(f"# python -m benchmarks.render_frames {source} --size {args.size} --frames {args.frames}"
           + (" --check" if args.check else "") + f"   ({count} frames counted)")
     print("| per frame (mean) | value |")
     print("|---|---|")
-    general = ("lines asked", "lines rendered", "dirty crop cells", "dirty cells", "spans", "updates", "bytes",
-               "layout passes", "full updates")
+    general = ("lines asked", "lines rendered", "spans", "updates", "bytes", "layout passes", "full updates")
     for name in general:
         print(f"| {name} | {totals[name] / count:,.1f} |")
     rendered = statistics.mean(t.get("lines rendered", 0) for t in per_frame) if per_frame else 0.0
