@@ -27,6 +27,7 @@ import json
 import os
 import re
 import statistics
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -182,6 +183,25 @@ def install(counts: Counts, terminal: Callable[[], Terminal | None]) -> Callable
     return undo
 
 
+def _marked(mark: Callable[[str], None], holder: dict[str, Any]) -> Callable[[], None]:
+    """Marks around the screen's refresh; the function returned takes them out again."""
+    from textual.screen import Screen
+
+    refresh = vars(Screen)["_compositor_refresh"]
+
+    def marked(self: Screen[Any]) -> None:
+        mark(f"{holder.get('frame', 0)} until the refresh")
+        refresh(self)
+        mark(f"{holder.get('frame', 0)} refresh")
+
+    Screen._compositor_refresh = marked  # type: ignore[method-assign]
+
+    def undo() -> None:
+        Screen._compositor_refresh = refresh  # type: ignore[method-assign]
+
+    return undo
+
+
 def _compat() -> Any:
     """The tree's tui/textual_compat.py where it has what this harness reads (Textual's private names live there
     only), else this checkout's: an older tree measured for an A/B has the same Textual underneath."""
@@ -266,10 +286,13 @@ def _fresh(app: HwtopApp, width: int, height: int) -> Terminal:
 
 
 async def measure(frames: list[Frame], size: tuple[int, int], warmup: int, screens: str | None,
-                  check: bool) -> list[dict[str, float]]:
+                  check: bool, mark: Callable[[str], None] | None = None) -> list[dict[str, float]]:
+    """Each frame after `warmup`'s counts. With `mark` (under callgrind: benchmarks/callgrind_marks.py) nothing is
+    counted, and the instructions are marked by part: the show, Textual until the screen's refresh, the refresh
+    (compositor and the update's bytes), the rest (Textual's idle, the Pilot) until the next show."""
     counts = Counts()
-    holder: dict[str, Terminal] = {}
-    undo = install(counts, lambda: holder.get("terminal"))
+    holder: dict[str, Any] = {}
+    undo = install(counts, lambda: holder.get("terminal")) if mark is None else _marked(mark, holder)
     app = _Shown(ScriptedSource([frames[0].snapshot]))
     per_frame: list[dict[str, float]] = []
     out = open(screens, "w") if screens else None  # noqa: SIM115 - closed below
@@ -283,7 +306,12 @@ async def measure(frames: list[Frame], size: tuple[int, int], warmup: int, scree
             await pilot.pause()
             counts.take()
             for number, frame in enumerate(frames[1:], 1):
+                holder["frame"] = number
+                if mark is not None:
+                    mark(f"{number - 1} rest")
                 app.show(frame)
+                if mark is not None:
+                    mark(f"{number} show")
                 await pilot.pause()
                 taken = counts.take()
                 if number > warmup:
@@ -321,9 +349,19 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=5, help="frames left out of the figures")
     parser.add_argument("--screens", help="write each frame's screen to this file (JSON lines)")
     parser.add_argument("--check", action="store_true", help="compare each frame with a full redraw")
+    parser.add_argument("--instructions", action="store_true", help="count each part's instructions with "
+                        "valgrind's callgrind instead (a run of the same frames under valgrind)")
+    parser.add_argument("--tree", default=ROOT, help="with --instructions: the checkout whose product is measured")
+    parser.add_argument("--marks", help=argparse.SUPPRESS)  # the run under valgrind: where its dumps go
     args = parser.parse_args()
     width, height = (int(part) for part in args.size.split("x"))
+    if args.instructions:
+        instructions(args)
+        return
     frames = frames_of(args.frames + 1, args.recording, args.demo)
+    if args.marks:
+        asyncio.run(measure(frames, (width, height), args.warmup, None, False, mark=_marks()))
+        return
     per_frame = asyncio.run(measure(frames, (width, height), args.warmup, args.screens, args.check))
     totals: Counter[str] = Counter()
     for taken in per_frame:
@@ -345,6 +383,61 @@ def main() -> None:
     print("|---|---|---|")
     for widget in widgets:
         print(f"| {widget} | {totals['asked ' + widget] / count:.1f} | {totals['rendered ' + widget] / count:.1f} |")
+
+
+PARTS = ("show", "until the refresh", "refresh", "rest")
+
+
+def _marks() -> Callable[[str], None]:
+    """benchmarks/callgrind_marks.py, from beside this file whatever tree is on the path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("render_frames_marks", os.path.join(HERE, "callgrind_marks.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Marks()
+
+
+def instructions(args: argparse.Namespace) -> None:
+    """The same frames under callgrind: instructions per frame by part, frames after the warm-up."""
+    import importlib.util
+    import shutil
+    import subprocess
+    import tempfile
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("needs valgrind (apt-get install valgrind)")
+    spec = importlib.util.spec_from_file_location("render_frames_marks", os.path.join(HERE, "callgrind_marks.py"))
+    assert spec is not None and spec.loader is not None
+    marks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(marks)
+    source = ["--recording", args.recording] if args.recording else ["--demo", args.demo]
+    with tempfile.TemporaryDirectory(prefix="render-frames-cg-") as work:
+        command = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
+                   f"--callgrind-out-file={work}/cg.out", f"--log-file={work}/valgrind.log",
+                   os.path.realpath(sys.executable), os.path.abspath(__file__), *source, "--size", args.size,
+                   "--frames", str(args.frames), "--warmup", str(args.warmup), "--marks", work]
+        subprocess.run(command, check=True, cwd=args.tree, env={**os.environ, "PYTHONPATH": args.tree})
+        parts: dict[str, float] = defaultdict(float)
+        for name in os.listdir(work):
+            got = marks.read_dump(os.path.join(work, name)) if name.startswith("cg.out.") else None
+            found = re.match(r"(\d+) (.+)", got[0]) if got else None
+            if got and found and args.warmup < int(found.group(1)) <= args.frames and found.group(2) in PARTS:
+                parts[found.group(2)] += got[1]
+    counted = args.frames - args.warmup
+    print(f"# python -m benchmarks.render_frames {' '.join(source)} --size {args.size} --frames {args.frames} "
+          f"--warmup {args.warmup} --instructions --tree {args.tree}   ({counted} frames counted)")
+    print("| part (M instructions per frame) | mean |")
+    print("|---|---|")
+    for part in PARTS:
+        print(f"| {part} | {parts[part] / counted / 1e6:.2f} |")
+    loop = sum(parts[part] for part in PARTS[:3])
+    print(f"| **show + Textual until and in the refresh** | **{loop / counted / 1e6:.2f}** |")
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 
 
 if __name__ == "__main__":
