@@ -60,28 +60,29 @@ def _runs(line: Text, console: Console) -> list[tuple[str, RichStyle | None]] | 
         if span.start < at or span.end < span.start or span.end > size:
             return None
         at = span.end
-    null = _style(console, "")
-    outer = (null, _style(console, base)) if base else (null,)
-    gap = _combined(outer)
+    null = span_style(console, "")
+    outer = (null, span_style(console, base)) if base else (null,)
+    gap = combined(outer)
     runs: list[tuple[str, RichStyle | None]] = []
     at = 0
     for span in spans:
         if span.start > at:
             runs.append((plain[at:span.start], gap))
         if span.end > span.start:
-            runs.append((plain[span.start:span.end], _combined((*outer, _style(console, span.style)))))
+            runs.append((plain[span.start:span.end], combined((*outer, span_style(console, span.style)))))
         at = max(at, span.end)
     if size > at:
         runs.append((plain[at:], gap))
     return runs
 
 
-def _style(console: Console, style: str | RichStyle) -> RichStyle:
+def span_style(console: Console, style: str | RichStyle) -> RichStyle:
     """A span's style as Rich's Text.render reads it."""
     return console.get_style(style, default=RichStyle.null())
 
 
-def _combined(styles: tuple[RichStyle, ...]) -> RichStyle:
+def combined(styles: tuple[RichStyle, ...]) -> RichStyle:
+    """Style.combine, remembered (the few combinations a panel or table draws recur every second)."""
     found = _COMBINED.get(styles)
     if found is None:
         found = _COMBINED[styles] = RichStyle.combine(styles)
