@@ -1,7 +1,8 @@
 """Where each tick's instructions go, counted by valgrind (callgrind) in the real app in a real terminal (a
 200x50 tmux pane): the probes by kind, the sampler's own glue, the session, the advice, the app's show, and
-Textual (layout, compositor, the write to the terminal, its idle loop until the next tick); with the layout
-passes, the compositor's writes and the bytes written per tick. Beside it the floor: a bare Textual app that
+Textual (its messages until the screen's refresh; the refresh: the compositor and the write to the terminal; then
+its idle loop until the next tick, as `textual`); with the layout passes, the compositor's writes and the bytes
+written per tick. Beside it the floor: a bare Textual app that
 redraws one line a second, counted the same way.
 
     python -m benchmarks.tick_instructions [--ticks 6] [--warmup 10] [--only floor,idle,dgx,big] [--tree DIR]
@@ -78,6 +79,14 @@ def counted_display(self, screen, renderable):
         count("displays")
     return display(self, screen, renderable)
 App._display = counted_display
+compositor_refresh = Screen._compositor_refresh
+def marked_refresh(self, *args, **kwargs):
+    at("textual until the refresh")  # since the show: messages, idle handlers, a layout's own work
+    try:
+        return compositor_refresh(self, *args, **kwargs)
+    finally:
+        at("refresh")  # the compositor's update of the screen and its write to the terminal
+Screen._compositor_refresh = marked_refresh
 
 def count_bytes(driver_class):
     write = driver_class.write
@@ -131,10 +140,10 @@ def marked_sample(self):
 sampler_module.Sampler._sample = marked_sample
 
 update = engine_module.AdviceEngine.update
-def marked_update(self, snapshot):
+def marked_update(self, snapshot, *args, **kwargs):
     at("session")
     try:
-        return update(self, snapshot)
+        return update(self, snapshot, *args, **kwargs)
     finally:
         at("advice")
 engine_module.AdviceEngine.update = marked_update
@@ -247,7 +256,8 @@ def per_tick(segments: dict[str, list[int]], counts: dict[str, dict[str, int]], 
 
 
 ORDER = ("probe host", "probe memory", "probe numa", "probe cpu", "probe disks", "probe nics", "probe processes",
-         "probe gpu", "probe job", "probe workload", "sampler", "session", "advice", "handoff", "show", "textual")
+         "probe gpu", "probe job", "probe workload", "sampler", "session", "advice", "handoff", "show",
+         "textual until the refresh", "refresh", "textual")
 
 
 def harness_for(machine: str, warmup: int, ticks: int, tree: str = ROOT) -> str:

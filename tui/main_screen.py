@@ -16,7 +16,7 @@ from textual.screen import Screen
 
 from hwtop.model.frame import Frame
 from hwtop.session.controls import ControlRefused
-from hwtop.tui import layout
+from hwtop.tui import layout, textual_compat
 from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
 from hwtop.widgets.advice import NOT_YET, AdvicePanel
@@ -67,6 +67,7 @@ class MainScreen(Screen[None]):
 
     def __init__(self, context: MainContext, hide: tuple[str, ...] = ()) -> None:
         super().__init__()
+        textual_compat.draw_dirty_lines_only(self)  # a second's changed lines, not every widget's every line
         self.context = context  # the app: what the screen reads besides the Frame, and its session's controls
         self.hidden_panels = set(hide)
         self.header, self.cpu_panel = HeaderBar(id="header"), CpuPanel(id="cpu")

@@ -13,12 +13,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 # The key parser and its clock: Textual's input thread is replaced (tui/quiet_driver.py), so hwtop runs the same
 # parser Textual's thread runs, and waits on the same clock it times an Escape with.
+from textual._compositor import ChopsUpdate, Compositor
 from textual._parser import ParseError
+from textual._styles_cache import StylesCache  # benchmarks/render_frames.py counts the lines it renders
 from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.app import App
+from textual.geometry import Region
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from textual.filter import LineFilter
     from textual.screen import Screen
     from textual.strip import Strip
@@ -51,6 +56,78 @@ def line_filters(app: App[Any]) -> list[LineFilter]:
 def screen_strips(screen: Screen[Any]) -> list[Strip]:
     """The screen as Textual would send it to the terminal (tests read the drawn segments)."""
     return screen._compositor.render_strips()
+
+
+class DirtyLinesCompositor(Compositor):
+    """Textual's compositor, asking a widget only for the lines that hold a changed cell it draws.
+
+    Textual's partial update asks every widget that overlaps the box around all the dirty regions for its whole
+    region, then sends only the dirty cells. On the main screen the header's clock (the top line) and a process
+    row (near the bottom) make that box the whole screen every second: every widget was asked for every line it
+    covers (from its styles cache, each with its colours and borders worked out again), and on each changed line
+    every widget's line was cut at the others' edges. Here a widget is asked for the lines from the first to the
+    last that hold a dirty cell no widget in front of it covers, and not at all where there is none. A cell sent
+    is taken from the front-most widget over it, as Textual does: that widget is asked for the cell's line, and
+    those behind it that are not, or are asked for other lines, fill no cell in front of it. A full update (a
+    layout, a resize, a new screen) is Textual's own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dirty_for_update: list[Region] | None = None  # the dirty regions of the partial update being made
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        self.dirty_for_update = list(self._dirty_regions)
+        try:
+            return super().render_partial_update()
+        finally:
+            self.dirty_for_update = None
+
+    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        dirty = self.dirty_for_update
+        if dirty is None:  # a full update, or Textual's own screen reads: everything, as Textual asks
+            yield from super()._get_renders(crop)
+            return
+        in_front: list[Region] = []  # what the widgets already asked show (they are in front of the rest)
+        for widget, (region, clip) in self.visible_widgets.items():  # front to back, as Textual's own order
+            shown = region.intersection(clip)
+            if not (shown.width and shown.height):
+                continue
+            top, bottom = shown.bottom, shown.y
+            for changed in dirty:
+                both = shown.intersection(changed)
+                if both.width and both.height:
+                    for y in both.line_range:
+                        if not top <= y < bottom and not _covered(in_front, y, both.x, both.right):
+                            top, bottom = min(top, y), max(bottom, y + 1)
+            in_front.append(shown)
+            if top < bottom:
+                lines = Region(shown.x, top, shown.width, bottom - top)
+                yield region, lines, widget.render_lines(lines.translate((-region.x, -region.y)))
+
+
+def _covered(regions: list[Region], y: int, start: int, end: int) -> bool:
+    """Whether the regions cover the cells [start, end) of line y."""
+    spans = sorted((r.x, r.right) for r in regions if r.y <= y < r.bottom and r.x < end and r.right > start)
+    at = start
+    for left, right in spans:
+        if left > at:
+            return False
+        at = max(at, right)
+    return at >= end
+
+
+def screen_redrawn(screen: Screen[Any]) -> list[Strip]:
+    """The screen drawn from nothing, every widget's kept lines dropped first: what a full repaint would send,
+    to compare with what the partial updates left on a terminal (benchmarks/render_frames.py --check)."""
+    compositor = screen._compositor
+    for widget in compositor.visible_widgets:
+        widget._styles_cache.clear()
+    return compositor.render_strips()
+
+
+def draw_dirty_lines_only(screen: Screen[Any]) -> None:
+    """Give a screen, before it is mounted, the compositor that asks only for dirty lines."""
+    screen._compositor = DirtyLinesCompositor()
 
 
 class ExceptionHookApp(App[ReturnType]):
@@ -88,6 +165,7 @@ if sys.platform != "win32":  # Textual's Linux driver needs termios; on Windows 
             return bool(self._debug)
 
 
-__all__ = ["AUTO_RESTART_FLAG", "PARSER_DEADLINE", "SUSPENDED_FLAG", "UNKNOWN", "ExceptionHookApp", "ParseError",
-           "SigcontHookDriver", "XTermParser", "add_line_filter", "get_time", "line_filters", "parser_deadline",
+__all__ = ["AUTO_RESTART_FLAG", "PARSER_DEADLINE", "SUSPENDED_FLAG", "UNKNOWN", "Compositor", "DirtyLinesCompositor",
+           "ExceptionHookApp", "ParseError", "SigcontHookDriver", "StylesCache", "XTermParser", "add_line_filter",
+           "draw_dirty_lines_only", "get_time", "line_filters", "parser_deadline", "screen_redrawn",
            "screen_strips"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, cast
 
+from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 from hwtop.widgets import keys, palette
 from hwtop.widgets.safe_text import cell
+from hwtop.widgets.strips import combined, span_style
 
 Cells = tuple[Text, ...]
 PAD = 1  # cells of space either side of a column, as DataTable's cell_padding
@@ -38,6 +40,32 @@ def _cell(value: object) -> Text:
         text = text.copy()
         text.expand_tabs()
     return text
+
+
+def _cell_pieces(console: Console, value: Text, width: int) -> list[Segment]:
+    """A cell's pieces at its column's width: cut with an ellipsis (only the fitted last column is narrower than its
+    cells), aligned, its base style made a span over the aligned cell (Text.render leaves a base style out), as
+    DataTable draws a cell."""
+    text = value.copy()
+    if text.cell_len > width:
+        text.truncate(width, overflow="ellipsis")
+    text.align(text.justify if text.justify in ("left", "center", "right") else "left", width)
+    if text.style:
+        text.stylize(text.style)
+        text.style = ""
+    return list(text.render(console, end=""))
+
+
+def _plain_cell(console: Console, value: Text, width: int) -> Segment:
+    """A cell without spans that fits its width, as `_cell_pieces` draws it: one piece, aligned, with the style
+    Rich gives the span of its base style."""
+    excess = width - value.cell_len
+    justify = value.justify if value.justify in ("left", "center", "right") else "left"
+    left = 0 if justify == "left" else excess // 2 if justify == "center" else excess
+    aligned = " " * left + value.plain + " " * (excess - left)
+    if not value.style:
+        return Segment(aligned)
+    return Segment(aligned, combined((span_style(console, ""), span_style(console, value.style))))
 
 
 class LineTable(ScrollView, can_focus=True):
@@ -120,6 +148,7 @@ class LineTable(ScrollView, can_focus=True):
         """`keys[i]` names the content of `cells[i]` (equal keys, equal cells): a known row is not made safe or
         measured again, and an unchanged line on screen is not repainted."""
         old_keys, old_widths, old_cursor = self._keys, self._widths, self.cursor_row
+        old_top = int(self.scroll_offset.y)
         known, made = self._safe, {}
         self._keys, self._rows = list(keys), []
         widths = [label.cell_len for label in self._labels]
@@ -139,15 +168,20 @@ class LineTable(ScrollView, can_focus=True):
         self._set_virtual_size(Size(self._total_width(), len(self._rows) + 1))
         if self._cursor != old_cursor:
             self._scroll_to_cursor(animate=False)  # a selected pid that moved stays in sight
-        if self._widths != old_widths or len(old_keys) != len(self._keys):
+        top = int(self.scroll_offset.y)
+        if self._widths != old_widths or top != old_top:  # every row moved sideways or up: all drawn again
             self.refresh()
             return
-        top = int(self.scroll_offset.y)
+        # Only the rows on screen whose content changed: a process that came or went changes the rows below it and
+        # the one past the shorter list's end, not the header or the rows above it (each row drawn again costs
+        # Textual a styled line, and an idle box's process count changes every few ticks).
         width = max(self.virtual_size.width, self.size.width)
         moved = (old_cursor, self._cursor) if old_cursor != self._cursor else ()
+        new_keys, old_count, new_count = self._keys, len(old_keys), len(self._keys)
         changed = [Region(0, index + 1 - top, width, 1)  # + 1: the header row; one refresh for them all
-                   for index in range(top, min(len(self._keys), top + self.size.height))
-                   if index in moved or old_keys[index] != self._keys[index]]
+                   for index in range(top, min(max(old_count, new_count), top + self.size.height))
+                   if index in moved or index >= old_count or index >= new_count
+                   or old_keys[index] != new_keys[index]]
         if changed:
             self.refresh(*changed)
 
@@ -302,14 +336,10 @@ class LineTable(ScrollView, can_focus=True):
         for value, width in zip(cells, widths, strict=True):
             if not width:  # an empty column (no label, no value): left out, padding too
                 continue
-            text = value.copy()
-            if text.cell_len > width:  # only the fitted last column is narrower than its cells
-                text.truncate(width, overflow="ellipsis")
-            text.align(text.justify if text.justify in ("left", "center", "right") else "left", width)
-            if text.style:  # Text.render leaves out the base style: a span over the aligned cell, as DataTable
-                text.stylize(text.style)
-                text.style = ""
-            segments += Segment.apply_style([pad, *text.render(console, end=""), pad], style, over)
+            # a plain cell (most): its one piece built directly, the same as the general path's
+            pieces = [_plain_cell(console, value, width)] if not value.spans and value.cell_len <= width else \
+                _cell_pieces(console, value, width)
+            segments += Segment.apply_style([pad, *pieces, pad], style, over)
         # One segment per run of one style across the cells, not per cell: each costs the terminal a style change
         # (a row of plain cells is one), and the compositor a step when it lays the row into the screen's line.
         return Strip(list(Segment.simplify(segments)), sum(width + 2 * PAD for width in widths if width))

@@ -8,6 +8,7 @@ style, and click offsets. Both are done here, the colour conversion cached per s
 
 from __future__ import annotations
 
+from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style as RichStyle
 from rich.terminal_theme import TerminalTheme
@@ -33,11 +34,62 @@ def line_strip(widget: Widget, line: Text, y: int) -> Strip:
     """Row `y` of `widget`, showing `line` (which `drawable` accepted)."""
     base = widget.visual_style
     theme = widget.app.ansi_theme
-    whole = Text()
-    whole.append_text(line)  # its base style as a span: Text.render leaves a base style out
-    segments = [Segment(text, _drawn_style(theme, base, style)) for text, style, _ in
-                whole.render(widget.app.console, end="")]
+    console = widget.app.console
+    runs = _runs(line, console)
+    if runs is None:  # spans that overlap (or reach past the text): Rich's own walk over them
+        whole = Text()
+        whole.append_text(line)  # its base style as a span: Text.render leaves a base style out
+        runs = [(text, style) for text, style, _ in whole.render(console, end="")]
+    segments = [Segment(text, _drawn_style(theme, base, style)) for text, style in runs]
     return Strip(_with_offsets(segments, y))
+
+
+def _runs(line: Text, console: Console) -> list[tuple[str, RichStyle | None]] | None:
+    """The (text, style) pieces Rich's `Text.render` yields for `line` with its base style as a first span (what
+    line_strip drew before), made without Rich's walk when the spans lie one after another without overlapping
+    (a panel's lines: pieces appended in turn), as most of a changed line's drawing went to that walk; None for
+    any other line. Same pieces, same styles: a piece at every span's start and end, each styled by
+    Style.combine over the null style, the base style and the span's, in that order (tests/widgets/test_strips.py
+    compares both ways on every line of the demo's screens)."""
+    plain, spans, base = line.plain, line.spans, line.style
+    size = len(plain)
+    if not spans and not base:
+        return [(plain, None)]
+    at = 0
+    for span in spans:
+        if span.start < at or span.end < span.start or span.end > size:
+            return None
+        at = span.end
+    null = span_style(console, "")
+    outer = (null, span_style(console, base)) if base else (null,)
+    gap = combined(outer)
+    runs: list[tuple[str, RichStyle | None]] = []
+    at = 0
+    for span in spans:
+        if span.start > at:
+            runs.append((plain[at:span.start], gap))
+        if span.end > span.start:
+            runs.append((plain[span.start:span.end], combined((*outer, span_style(console, span.style)))))
+        at = max(at, span.end)
+    if size > at:
+        runs.append((plain[at:], gap))
+    return runs
+
+
+def span_style(console: Console, style: str | RichStyle) -> RichStyle:
+    """A span's style as Rich's Text.render reads it."""
+    return console.get_style(style, default=RichStyle.null())
+
+
+def combined(styles: tuple[RichStyle, ...]) -> RichStyle:
+    """Style.combine, remembered (the few combinations a panel or table draws recur every second)."""
+    found = _COMBINED.get(styles)
+    if found is None:
+        found = _COMBINED[styles] = RichStyle.combine(styles)
+    return found
+
+
+_COMBINED: LRUCache[tuple[RichStyle, ...], RichStyle] = LRUCache(1024)
 
 
 def _with_offsets(segments: list[Segment], y: int) -> list[Segment]:

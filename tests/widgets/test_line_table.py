@@ -192,3 +192,44 @@ async def test_a_row_is_one_segment_per_run_of_one_style() -> None:
         for y in range(table.row_count + 1):  # the header, the cursor's row and the others
             segments = list(table.render_line(y))
             assert all(a.style != b.style for a, b in zip(segments, segments[1:-1], strict=False)), y
+
+
+async def test_a_process_that_goes_repaints_the_rows_below_it_not_the_table(monkeypatch) -> None:
+    """A process count that changes (an idle box's short-lived processes come and go every few ticks) draws again
+    the rows that moved and the one left empty at the end: not the header, nor the rows above the one that went."""
+    base = host_snapshot()
+    app = HwtopApp(ScriptedSource([base]), interval=3600.0)  # no tick of its own meanwhile
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        table = app.main.process_table
+        shown = list(table.rows_shown)
+        assert len(shown) >= 3
+        calls = spy_refresh(monkeypatch, table)
+        last = shown[-1].pid  # the least busy: the bottom row
+        table.show(tuple(p for p in base.processes if p.pid != last), base.gpus)
+        assert len(calls) == 1 and [region.y for region in calls[0]] == [len(shown)]  # the emptied row (+1: header)
+        table.show(base.processes, base.gpus)  # it comes back: its row only
+        assert len(calls) == 2 and [region.y for region in calls[1]] == [len(shown)]
+        second = shown[1].pid  # one in the middle goes: the rows from it down move up
+        table.show(tuple(p for p in base.processes if p.pid != second), base.gpus)
+        assert len(calls) == 3 and [region.y for region in calls[2]] == list(range(2, len(shown) + 1))
+
+
+def test_a_plain_cell_is_drawn_as_the_general_path_draws_it() -> None:
+    """Cells without spans that fit (most of a process row) are built as one piece directly: the same text and
+    style as the general path (aligned, the base style a span over the cell, rendered by Rich)."""
+    from rich.console import Console
+    from rich.style import Style
+    from rich.text import Text
+
+    from hwtop.widgets.line_table import _cell_pieces, _plain_cell
+
+    console = Console()
+    cells = [Text("812"), Text("0.3", style="bold red", justify="right"), Text("5.0M", justify="right"),
+             Text("sshd", justify="center"), Text("top", style=Style(color="green"), justify="center"),
+             Text(""), Text("", style="dim"), Text("漢字", justify="right"), Text("exactly10!", style="italic"),
+             Text("default", justify="default")]
+    for value in cells:
+        for width in (value.cell_len, value.cell_len + 1, value.cell_len + 6):
+            if width:
+                assert [_plain_cell(console, value, width)] == _cell_pieces(console, value, width), (value, width)

@@ -157,3 +157,34 @@ async def test_a_tick_that_brings_the_same_data_builds_no_lines(monkeypatch) -> 
         assert built["DisksPanel"] > before["DisksPanel"]
         assert "123.0MB/s" in "\n".join(line.plain for line in app.main.disks_panel.cached_lines(
             app.main.disks_panel.content_size.width))
+
+
+def _rich_runs(line: Text, console) -> list[tuple[str, object]]:
+    """What line_strip took from Rich before: the line with its base style as a first span, rendered."""
+    whole = Text()
+    whole.append_text(line)
+    return [(text, style) for text, style, _ in whole.render(console, end="")]
+
+
+def test_a_lines_pieces_are_richs_own() -> None:
+    """The pieces made without Rich's walk over the spans (spans one after another) are Rich's, text and style;
+    spans that overlap are left to Rich."""
+    from rich.console import Console
+    from rich.text import Span
+
+    from hwtop.widgets.strips import _runs
+
+    console = Console()
+    bar = Text("cpu ", style="bold")
+    bar.append("████", style="green")
+    bar.append("░░", style=RichStyle(color="grey37"))
+    bar.append(" 12%")
+    lines = [Text(""), Text("plain"), Text("based", style="red on blue"), Text("", style="bold"), bar,
+             Text("ab cd ef", spans=[Span(0, 2, "red"), Span(2, 2, "blue"), Span(5, 8, "italic")]),
+             Text("ab cd ef", style="dim", spans=[Span(0, 2, "red"), Span(2, 5, "blue")]),
+             Text("gap at the end", spans=[Span(4, 6, "u")])]
+    for line in lines:
+        assert _runs(line, console) == _rich_runs(line, console), line.markup
+    overlapping = Text("abcdef", spans=[Span(0, 4, "red"), Span(2, 6, "bold")])
+    assert _runs(overlapping, console) is None
+    assert _runs(Text("ab", spans=[Span(0, 5, "red")]), console) is None  # past the text's end
