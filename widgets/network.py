@@ -3,10 +3,12 @@ nearest GPU; the quiet ports folded into one `+N quiet` line, as the disks panel
 
 from __future__ import annotations
 
+from rich.cells import cell_len, set_cell_size
 from rich.text import Text
 
 from hwtop.advice.judge import port_busy
 from hwtop.advice.thresholds import Thresholds
+from hwtop.model.safe_text import printable
 from hwtop.model.snapshot import NicSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_rate, level_style, pct
@@ -39,10 +41,19 @@ def line_percent(rate: float | None, speed_gbps: float | None) -> float | None:
 
 
 def fit_name(name: str, width: int) -> str:
-    """A name cut to `width` keeping its end, where ports of one card differ: enp225s0f1 → enp22…f1. A tab (which
-    printable keeps, and a recording may carry) would widen the cell: shown as ␉."""
-    name = name.replace("\t", "\N{SYMBOL FOR HORIZONTAL TABULATION}")
-    return name if len(name) <= width else name[: width - 3] + "…" + name[-2:]
+    """A name cut to `width` terminal cells keeping its end, where ports of one card differ: enp225s0f1 →
+    enp22…f1. Made printable first, and measured in cells, not characters: a wide character (CJK, an emoji) takes
+    two. A tab (which printable keeps, and a recording may carry) would widen the cell: shown as ␉."""
+    name = printable(name).replace("\t", "\N{SYMBOL FOR HORIZONTAL TABULATION}")
+    if cell_len(name) <= width:
+        return name
+    end = name[-2:]
+    return set_cell_size(name, max(0, width - 1 - cell_len(end))) + "…" + end
+
+
+def padded(name: str, width: int) -> str:
+    """`name` (already fitted) padded with spaces to `width` cells: str's own padding counts characters."""
+    return name + " " * max(0, width - cell_len(name))
 
 
 def link_text(speed_gbps: float | None) -> str:
@@ -81,7 +92,7 @@ def shown_ports(nics: tuple[NicSnapshot, ...], room: int, t: Thresholds,
 
 def port_line(nic: NicSnapshot, width: int) -> Text:
     name_width = 11 if width >= WIDE else 8
-    line = data(f"{fit_name(port_label(nic), name_width):<{name_width}} ", "bold")  # an interface name: untrusted
+    line = data(f"{padded(fit_name(port_label(nic), name_width), name_width)} ", "bold")  # untrusted name
     line.append(f"{kind_label(nic):<5}", style=palette.DIM)
     line.append(f"{link_text(nic.speed_gbps):>9}")
     for arrow, rate in (("rx", nic.rx_bytes_per_s), ("tx", nic.tx_bytes_per_s)):
@@ -101,9 +112,9 @@ def port_line(nic: NicSnapshot, width: int) -> Text:
     else:
         place.append(f"N{nic.numa_node}" if nic.numa_node is not None else "")
         place.append(f"G{nic.nearest_gpu}" if nic.nearest_gpu is not None else "")
-    tail = " " + " ".join(p for p in place if p)
-    if tail.strip() and line.cell_len + len(tail) <= width:
-        line.append_text(data(tail, palette.DIM))  # netdev is an interface name too
+    tail = data(" " + " ".join(p for p in place if p), palette.DIM)  # netdev is an interface name too
+    if tail.plain.strip() and line.cell_len + tail.cell_len <= width:
+        line.append_text(tail)
     return line
 
 
@@ -197,7 +208,7 @@ def quiet_line(nics: tuple[NicSnapshot, ...], shown: tuple[NicSnapshot, ...], fo
     if down:
         line.append(f" {down} down", style=palette.WARN)
     names = " ".join(fit_name(port_label(n), 24) for n in ports)
-    if width >= WIDE and line.cell_len + len(names) + 2 <= width:
+    if width >= WIDE and line.cell_len + cell_len(names) + 2 <= width:
         line.append_text(data(": " + names, palette.DIM))
     return line
 

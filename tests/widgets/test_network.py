@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.snapshot import NicSnapshot
-from hwtop.widgets.network import NetworkPanel, fit_name, line_percent, shown_ports
+from hwtop.widgets.network import NetworkPanel, fit_name, line_percent, port_line, shown_ports
 from hwtop.widgets.safe_text import visible
 
 
@@ -98,6 +98,19 @@ def test_a_roce_port_names_its_interface_and_a_down_port_says_so() -> None:
 def test_names_are_cut_keeping_the_end_where_ports_differ() -> None:
     assert fit_name("enp225s0f1", 8) == "enp22…f1" and fit_name("eth0", 8) == "eth0"
     assert line_percent(25e9, 200.0) == 100.0 and line_percent(1.0, None) is None
+
+
+def test_wide_characters_are_measured_in_cells() -> None:
+    """A CJK character takes two cells: counted as one, the interface in brackets ran one cell past the width
+    (hypothesis found it: netdev '0\U00020000', a dormant port, width 94), and a wide name pushed every column."""
+    assert fit_name("\U00020000" * 6, 8) == "\U00020000 …\U00020000\U00020000"  # 2 cells, a space, 1, 4: 8
+    dormant = NicSnapshot("0", "infiniband", None, None, 1e6, state="dormant", netdev="0\U00020000", nearest_gpu=0)
+    named = NicSnapshot("\u6570\u636e" * 4, "ethernet", 100.0, 1e9, 1e9, state="up")
+    plain = NicSnapshot("eth0", "ethernet", 100.0, 1e9, 1e9, state="up")
+    for width in range(66, 221):
+        assert port_line(dormant, width).cell_len <= width, width
+        wide, narrow = port_line(named, width), port_line(plain, width)
+        assert wide.cell_len == narrow.cell_len <= width, (wide.plain, narrow.plain)  # the columns line up
 
 
 names = st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=24)
