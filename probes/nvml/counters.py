@@ -28,20 +28,24 @@ VALUE_TYPES: dict[int, tuple[str, int | None]] = {
     6: ("usVal", 16),
 }
 
+_UNION_FORMATS = {0: "d", 1: "I", 2: "L", 3: "Q", 4: "q", 5: "i", 6: "H"}  # native, as the union's members
+_UNIONS: dict[int, struct.Struct] = {kind: struct.Struct("@" + code) for kind, code in _UNION_FORMATS.items()}
 
 
 def field_number(value: Any) -> tuple[float | int | None, int | None]:
-    """(the number a c_nvmlFieldValue_t holds, read by its valueType; the counter's width in bits)."""
-    member, bits = VALUE_TYPES.get(int(value.valueType), (None, None))
+    """(the number a c_nvmlFieldValue_t holds, read by its valueType; the counter's width in bits). Bindings older
+    than a value type (nvidia-ml-py 12.550 has no usVal) under a newer driver: read from the union's own bytes."""
+    kind = int(value.valueType)
+    member, bits = VALUE_TYPES.get(kind, (None, None))
     if member is None:
         return None, None
+    if not hasattr(type(value.value), member):
+        return _UNIONS[kind].unpack_from(bytes(value.value))[0], bits
     return getattr(value.value, member), bits
 
 
 # (return code, number, bits, timestamp µs) of one field value
 Field = tuple[int, float | int | None, int | None, int]
-_UNION_FORMATS = {0: "d", 1: "I", 2: "L", 3: "Q", 4: "q", 5: "i", 6: "H"}  # native, as the union's members
-_UNIONS: dict[int, struct.Struct] = {kind: struct.Struct("@" + code) for kind, code in _UNION_FORMATS.items()}
 _LAYOUTS: dict[type, struct.Struct | None] = {}
 
 
