@@ -24,17 +24,10 @@ import sys
 import tempfile
 from collections import Counter
 
-from benchmarks.callgrind_marks import read_dump
+from benchmarks.callgrind_marks import ADVICE_MARKS, PREAMBLE, SESSION_MARKS, print_parts, read_dump
 from benchmarks.terminal_runs import ROOT
 
-HARNESS = r'''
-import importlib.util, os, sys
-sys.path.insert(0, {tree!r})
-spec = importlib.util.spec_from_file_location("callgrind_marks", {marks!r})
-marks_module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(marks_module)
-mark = marks_module.Marks()
-from hwtop.demo.machine import demo_sampler
+HARNESS = PREAMBLE + r'''from hwtop.demo.machine import demo_sampler
 from hwtop.session.session import Session
 import hwtop.advice.engine as engine_module
 
@@ -42,46 +35,11 @@ now = [0.0]
 sampler = demo_sampler("dgx-a100", "straggler-256", seed=7, clock=lambda: now[0],
                        wall=lambda: 1_800_000_000.0 + now[0])
 session = Session(sampler)
-state = {{"on": False}}
-
-def at(label):
-    if state["on"]:
-        mark(label)
-
-def wrap(owner, name, label):
-    method = getattr(owner, name)
-    def wrapped(*args, **kwargs):
-        at("sampler, session")
-        try:
-            return method(*args, **kwargs)
-        finally:
-            at(label)
-    setattr(owner, name, wrapped)
-
+''' + SESSION_MARKS + r'''
 for name in ("host", "memory", "numa", "cpu", "disks", "nics", "processes"):
     wrap(sampler.host, name, "probe " + name)
 wrap(sampler.gpu, "read", "probe gpu")
-update = engine_module.AdviceEngine.update
-def marked_update(self, snapshot):
-    at("sampler, session")
-    try:
-        return update(self, snapshot)
-    finally:
-        at("advice")
-engine_module.AdviceEngine.update = marked_update
-if {rules}:
-    import msgspec.structs
-    def by_rule(rule):
-        check = rule.check
-        def marked(window, thresholds):
-            at("advice")
-            try:
-                return list(check(window, thresholds))
-            finally:
-                at("rule " + rule.id)
-        return msgspec.structs.replace(rule, check=marked)
-    session.engine.rules = tuple(by_rule(rule) for rule in session.engine.rules)
-if {fake}:
+''' + ADVICE_MARKS + r'''if {fake}:
     from hwtop.demo.nvml.library import FakeNvmlLibrary
     dispatch = FakeNvmlLibrary._dispatch
     def marked_dispatch(self, symbol, implementation, args):
@@ -141,12 +99,7 @@ def main() -> None:
     results = [measure(tree, args.ticks, args.warmup, args.rules, args.fake) for tree in trees]
     print(f"# big machine, M instructions per tick: callgrind, a hand-moved clock at 1 s a tick, mean of ticks "
           f"{args.warmup + 1}-{args.warmup + args.ticks}")
-    print("| part | " + " | ".join(trees) + " |")
-    print("|---|" + "---|" * len(trees))
-    labels = sorted({label for result in results for label in result}, key=lambda label: -results[-1][label])
-    for label in labels:
-        print(f"| {label} | " + " | ".join(f"{result[label] / 1e6:.2f}" for result in results) + " |")
-    print("| **total** | " + " | ".join(f"**{sum(result.values()) / 1e6:.2f}**" for result in results) + " |")
+    print_parts(trees, results)
 
 
 if __name__ == "__main__":

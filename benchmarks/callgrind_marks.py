@@ -12,11 +12,64 @@ from __future__ import annotations
 import ctypes
 import mmap
 import platform
+from collections.abc import Mapping, Sequence
 
 # mov rax, rdi (the request block); xor edx, edx (the default answer); the preamble (rol rdi by 3, 13, 61, 51:
 # 128 bits, rdi unchanged); xchg rbx, rbx (the request); mov rax, rdx; ret
 _CODE = bytes.fromhex("4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733" "4887db" "4889d0" "c3")
 _DUMP_STATS_AT = ((ord("C") << 24) | (ord("T") << 16)) + 3  # VG_USERREQ_TOOL_BASE('C','T') + 3
+
+# Pieces of the harnesses the tick benchmarks run under valgrind (formatted with the harness: braces doubled).
+# The marks, loaded from a file (the tree measured may be another checkout): needs {tree} and {marks}.
+PREAMBLE = r'''
+import importlib.util, os, sys
+sys.path.insert(0, {tree!r})
+spec = importlib.util.spec_from_file_location("callgrind_marks", {marks!r})
+marks_module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(marks_module)
+mark = marks_module.Marks()
+'''
+# `at(label)` marks once `state["on"]`; `wrap(owner, name, label)` marks what ran before a call and the call itself.
+SESSION_MARKS = r'''
+state = {{"on": False}}
+
+def at(label):
+    if state["on"]:
+        mark(label)
+
+def wrap(owner, name, label):
+    method = getattr(owner, name)
+    def wrapped(*args, **kwargs):
+        at("sampler, session")
+        try:
+            return method(*args, **kwargs)
+        finally:
+            at(label)
+    setattr(owner, name, wrapped)
+'''
+# The advice, and with {rules} each rule, marked apart: needs `engine_module` and `session`.
+ADVICE_MARKS = r'''
+update = engine_module.AdviceEngine.update
+def marked_update(self, snapshot):
+    at("sampler, session")
+    try:
+        return update(self, snapshot)
+    finally:
+        at("advice")
+engine_module.AdviceEngine.update = marked_update
+if {rules}:
+    import msgspec.structs
+    def by_rule(rule):
+        check = rule.check
+        def marked(window, thresholds):
+            at("advice")
+            try:
+                return list(check(window, thresholds))
+            finally:
+                at("rule " + rule.id)
+        return msgspec.structs.replace(rule, check=marked)
+    session.engine.rules = tuple(by_rule(rule) for rule in session.engine.rules)
+'''
 
 
 class Marks:
@@ -48,3 +101,13 @@ def read_dump(path: str) -> tuple[str, int] | None:
             elif line.startswith("totals:"):
                 total = int(line.split()[1])
     return (label, total) if label is not None and total is not None else None
+
+
+def print_parts(trees: Sequence[str], results: Sequence[Mapping[str, float]]) -> None:
+    """The instructions per tick by part, one column a tree, the last tree's largest first, in M."""
+    print("| part | " + " | ".join(trees) + " |")
+    print("|---|" + "---|" * len(trees))
+    labels = sorted({label for result in results for label in result}, key=lambda label: -results[-1][label])
+    for label in labels:
+        print(f"| {label} | " + " | ".join(f"{result[label] / 1e6:.2f}" for result in results) + " |")
+    print("| **total** | " + " | ".join(f"**{sum(result.values()) / 1e6:.2f}**" for result in results) + " |")

@@ -21,17 +21,10 @@ import sys
 import tempfile
 from collections import Counter
 
-from benchmarks.callgrind_marks import read_dump
+from benchmarks.callgrind_marks import ADVICE_MARKS, PREAMBLE, SESSION_MARKS, print_parts, read_dump
 from benchmarks.terminal_runs import ROOT
 
-HARNESS = r'''
-import importlib.util, os, sys
-sys.path.insert(0, {tree!r})
-spec = importlib.util.spec_from_file_location("callgrind_marks", {marks!r})
-marks_module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(marks_module)
-mark = marks_module.Marks()
-from hwtop.probes.gpu import NvmlProbe
+HARNESS = PREAMBLE + r'''from hwtop.probes.gpu import NvmlProbe
 from hwtop.session.sampler import Sampler
 from hwtop.session.session import Session
 import hwtop.advice.engine as engine_module
@@ -40,22 +33,7 @@ now = [1_800_000_000.0]
 probe = NvmlProbe()
 sampler = Sampler(gpu=probe, topology_reader=probe.machine_topology, clock=lambda: now[0])
 session = Session(sampler)
-state = {{"on": False}}
-
-def at(label):
-    if state["on"]:
-        mark(label)
-
-def wrap(owner, name, label):
-    method = getattr(owner, name)
-    def wrapped(*args, **kwargs):
-        at("sampler, session")
-        try:
-            return method(*args, **kwargs)
-        finally:
-            at(label)
-    setattr(owner, name, wrapped)
-
+''' + SESSION_MARKS + r'''
 reads = {{"processes": 0}}
 for name in ("host", "memory", "numa", "cpu", "disks", "nics", "processes"):
     wrap(sampler.host, name, "probe " + name)
@@ -66,27 +44,7 @@ def counted():
         reads["processes"] += 1
     return process_read()
 sampler.host.processes = counted
-update = engine_module.AdviceEngine.update
-def marked_update(self, snapshot):
-    at("sampler, session")
-    try:
-        return update(self, snapshot)
-    finally:
-        at("advice")
-engine_module.AdviceEngine.update = marked_update
-if {rules}:
-    import msgspec.structs
-    def by_rule(rule):
-        check = rule.check
-        def marked(window, thresholds):
-            at("advice")
-            try:
-                return list(check(window, thresholds))
-            finally:
-                at("rule " + rule.id)
-        return msgspec.structs.replace(rule, check=marked)
-    session.engine.rules = tuple(by_rule(rule) for rule in session.engine.rules)
-for tick in range({warmup}):
+''' + ADVICE_MARKS + r'''for tick in range({warmup}):
     session.tick()
     now[0] += 1.0
 state["on"] = True
@@ -148,12 +106,7 @@ def main() -> None:
           f"{args.warmup + 1}-{args.warmup + args.ticks}")
     for tree, (_, said) in zip(trees, measured, strict=True):
         print(f"# {tree}: {said.splitlines()[-1] if said else ''}")
-    print("| part | " + " | ".join(trees) + " |")
-    print("|---|" + "---|" * len(trees))
-    labels = sorted({label for result in results for label in result}, key=lambda label: -results[-1][label])
-    for label in labels:
-        print(f"| {label} | " + " | ".join(f"{result[label] / 1e6:.2f}" for result in results) + " |")
-    print("| **total** | " + " | ".join(f"**{sum(result.values()) / 1e6:.2f}**" for result in results) + " |")
+    print_parts(trees, results)
 
 
 if __name__ == "__main__":

@@ -21,17 +21,11 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks.callgrind_marks import read_dump
+from benchmarks.callgrind_marks import PREAMBLE, read_dump
 from benchmarks.terminal_runs import ROOT
 from benchmarks.tick import synthetic_network, synthetic_proc
 
-HARNESS = r'''
-import importlib.util, sys
-sys.path.insert(0, {tree!r})
-spec = importlib.util.spec_from_file_location("callgrind_marks", {marks!r})
-marks_module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(marks_module)
-mark = marks_module.Marks()
+HARNESS = PREAMBLE + r'''
 import psutil
 from hwtop.probes.cpu import CpuProbe, CpuStaticInfo
 from hwtop.probes.numa import NumaProbe
