@@ -65,9 +65,9 @@ def proc_counters() -> dict[str, tuple[int, int]]:
         with open(f"{psutil.PROCFS_PATH}/net/dev", encoding=sys.getfilesystemencoding(),
                   errors=sys.getfilesystemencodeerrors()) as handle:
             lines = handle.readlines()
-    except OSError:
-        return psutil_counters()  # psutil's own answer, or its error
-    return parse_net_dev(lines)
+        return parse_net_dev(lines)
+    except (OSError, ValueError):  # unreadable, or not laid out as psutil expects: psutil's own answer or error
+        return psutil_counters()
 
 
 def printable_name(name: str) -> str:
