@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.timeline import clock
 from hwtop.cli.machine import make_sampler
 from hwtop.cli.options import WORKLOAD_KINDS, Invocation, add_job_options, add_source_options, interval_seconds
+from hwtop.cli.stop_signals import StopSignals
 from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot, RankFigures, RankStacks
 from hwtop.model.ras import NcclView
@@ -97,13 +97,12 @@ def run(call: Invocation) -> int:
     return doctor_command(sampler, call.config.thresholds, args.seconds, args.interval, job_args, args.json)
 
 
-def _interrupt(signum: int, _frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: float,
-               job_args: list[str] | None) -> tuple[dict[tuple[str, str], Seen], dict[str, Any]]:
-    """Samples for `seconds` (after the job's first step, when there is a job); every finding shown meanwhile."""
+               job_args: list[str] | None, stop: StopSignals | None = None,
+               ) -> tuple[dict[tuple[str, str], Seen], dict[str, Any]]:
+    """Samples for `seconds` (after the job's first step, when there is a job), or until `stop` is asked; every
+    finding shown meanwhile."""
+    stop = stop or StopSignals()  # not entered: never asked
     session = Session(sampler, thresholds)
     seen: dict[tuple[str, str], Seen] = {}
     facts: dict[str, Any] = {"ticks": 0, "workload": None}
@@ -119,7 +118,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
         while job_args is not None:  # wait for the job's first step: its start-up is not its steady state
             state = sampler.workload.state()
             if any(r.step for r in state.ranks) or state.status in ("crashed", "finished", "stopped") or \
-                    time.monotonic() - started > STARTUP_LIMIT_S:
+                    time.monotonic() - started > STARTUP_LIMIT_S or stop.asked:
                 break
             session.tick()
             time.sleep(interval)
@@ -154,9 +153,11 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             for key, entry in seen.items():
                 if key not in keys:
                     entry.active = False
-            if time.monotonic() >= end or ended_ticks >= 2:  # a job that ended has nothing more to show
-                break
-            time.sleep(max(0.0, min(interval, end - time.monotonic())))
+            if time.monotonic() >= end or ended_ticks >= 2 or stop.asked:
+                break  # the watch is over, a job that ended has nothing more to show, or a stop was asked
+            time.sleep(max(0.0, min(interval, end - time.monotonic())))  # a signal's stop waits for this tick
+        if stop.asked:
+            return seen, facts
         facts["host"] = snapshot.host.hostname if snapshot.host else None
         facts["gpus"] = len(snapshot.gpus)
         facts["gpu_message"] = None if snapshot.gpus else (snapshot.gpu_system.message if snapshot.gpu_system else None)
@@ -449,14 +450,13 @@ def crash_lines(workload: dict[str, Any]) -> list[str]:
 
 def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interval: float,
                    job_args: list[str] | None, as_json: bool) -> int:
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _interrupt)
-    try:
-        seen, facts = run_doctor(sampler, thresholds, seconds, interval, job_args)
-    except KeyboardInterrupt:
+    with StopSignals() as stop:
+        try:
+            seen, facts = run_doctor(sampler, thresholds, seconds, interval, job_args, stop)
+        finally:
+            sampler.close()
+    if stop.asked:  # ctrl-c, SIGTERM or SIGHUP: no report from a watch cut short
         return 130
-    finally:
-        sampler.close()
     workload = facts.get("workload")
     if workload and workload["status"] == "crashed" and workload["exit_code"] == 2:
         tail = workload["stderr_tail"][-1] if workload["stderr_tail"] else "bad workload options"

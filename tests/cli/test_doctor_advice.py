@@ -47,7 +47,6 @@ def test_doctor_prints_what_changed_when_after_its_findings(monkeypatch, capsys,
     clock = [0.0]
     epoch = 1_796_200_000.0
     monkeypatch.setattr(doctor, "time", FakeTime(clock))
-    monkeypatch.setattr(doctor.signal, "signal", lambda *_: None)  # doctor's SIGTERM handler: not in pytest's process
     sampler = demo_sampler("dgx-a100", "starved", seed=7, clock=lambda: clock[0], wall=lambda: epoch + clock[0])
     assert doctor.doctor_command(sampler, Thresholds(), 100.0, 2.0, None, as_json) == 1
     out = capsys.readouterr().out
@@ -75,7 +74,6 @@ def test_doctor_says_a_finding_that_stopped_holding_is_clearing_and_when_its_fig
 
     clock = [0.0]
     monkeypatch.setattr(doctor, "time", FakeTime(clock))
-    monkeypatch.setattr(doctor.signal, "signal", lambda *_: None)
     sampler = demo_sampler("dgx-a100", "amp", seed=7, clock=lambda: clock[0], wall=lambda: 1_796_200_000.0 + clock[0])
     doctor.doctor_command(sampler, Thresholds(), AMP_SWITCH_S + 4, 2.0, None, False)
     out = capsys.readouterr().out

@@ -4,12 +4,14 @@ and its last stderr lines, never a report that reads like a clean run."""
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 import pytest
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.cli import doctor
+from tests.finalizer_signal import SignalsInItsFinalizer
 
 TAIL = ["  File \"train.py\", line 9, in step", "ValueError: batch_size should be a positive integer",
         "rank 1 (pid 4242) terminated with exit code 1"]
@@ -74,3 +76,25 @@ def test_doctor_workload_that_crashes_exits_non_zero_with_the_rank_and_its_stder
     assert "workload balanced (crashed)" in result.stdout
     assert "the workload crashed: rank 0 (pid " in result.stderr and "exited with code 1" in result.stderr
     assert "address already in use" in result.stderr  # the rank's own last words
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_landing_in_a_finalizer_still_ends_the_watch_with_130(monkeypatch, capsys, sig) -> None:
+    from hwtop.cli.machine import make_sampler
+    from hwtop.session.session import Session
+
+    ticks = 0
+    real_tick = Session.tick
+
+    def tick(self):
+        nonlocal ticks
+        ticks += 1
+        if ticks == 2:
+            SignalsInItsFinalizer(sig)  # dropped at once
+        return real_tick(self)
+
+    monkeypatch.setattr(Session, "tick", tick)
+    previous = signal.getsignal(sig)
+    code = doctor.doctor_command(make_sampler("rtx3090", False), Thresholds(), 20.0, 0.01, None, False)
+    assert (code, ticks) == (130, 2)  # at the signal, not after the 20 s watch
+    assert capsys.readouterr().out == "" and signal.getsignal(sig) is previous

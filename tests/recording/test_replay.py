@@ -18,6 +18,7 @@ from hwtop.recording.store import Recorder, RecordingError, load
 from hwtop.session.session import Session
 from tests.advice_timeline import Timeline, rank, workload
 from tests.factories import ScriptedSource, demo_snapshots, with_demo_topology
+from tests.finalizer_signal import SignalsInItsFinalizer
 from tests.umask import umask
 
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
@@ -360,3 +361,29 @@ def test_ctrl_c_in_the_first_second_of_record_stops_cleanly(tmp_path, delay):
             assert load(str(path)).header["format"] == "hwtop.recording/1"
         except RecordingError as error:
             assert "holds no snapshots" in str(error)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_landing_in_a_finalizer_still_stops_the_recorder(tmp_path, monkeypatch, capsys, sig):
+    from hwtop.cli import record
+    from hwtop.cli.main import main
+
+    ticks = 0
+    real_tick = Session.tick
+
+    def tick(self):
+        nonlocal ticks
+        ticks += 1
+        frame = real_tick(self)
+        if ticks == 2:
+            SignalsInItsFinalizer(sig)  # dropped at once
+        return frame
+
+    monkeypatch.setattr(Session, "tick", tick)
+    monkeypatch.setattr(record, "make_sampler", lambda demo, no_gpu: ScriptedSource(dgx_frames(3)))
+    path = tmp_path / "run.jsonl"
+    previous = signal.getsignal(sig)
+    assert main(["record", str(path), "--interval", "0.01", "--seconds", "10"]) == 0
+    assert ticks == 2 and len(load(str(path))) == 2  # it stopped at the signal, not at --seconds
+    assert "KeyboardInterrupt" not in capsys.readouterr().err
+    assert signal.getsignal(sig) is previous  # the caller's handler is back
