@@ -39,6 +39,7 @@ class CgroupMemory(Record, frozen=True):
     path: str
     used_bytes: int
     limit_bytes: int | None
+    oom_kills: int | None = None  # processes the kernel's OOM killer has ended in it (its subtree), ever: oom_kill
 
 
 class Stillness(Record, frozen=True):

@@ -86,16 +86,18 @@ def memory_of(groups: Cgroups, root: str = "/") -> CgroupMemory | None:
             if value is not None:
                 limit = value if limit is None else min(limit, value)
             directory = os.path.dirname(directory)
-        if used is not None:
-            return CgroupMemory(groups.unified.removeprefix(root.rstrip("/")), used, limit)
+        if used is not None:  # memory.events counts its subtree's kills (cgroup-v2.rst)
+            return CgroupMemory(groups.unified.removeprefix(root.rstrip("/")), used, limit,
+                                _stat_value(os.path.join(groups.unified, "memory.events"), "oom_kill"))
     if groups.memory_v1 is not None:
         used = _number(os.path.join(groups.memory_v1, "memory.usage_in_bytes"))
         limit = _stat_value(os.path.join(groups.memory_v1, "memory.stat"), "hierarchical_memory_limit")
         if limit is None:
             limit = _number(os.path.join(groups.memory_v1, "memory.limit_in_bytes"))
-        if used is not None:
+        if used is not None:  # oom_control's oom_kill line: Linux 4.13 and later
             return CgroupMemory(groups.memory_v1.removeprefix(root.rstrip("/")), used,
-                                None if limit is None or limit >= NO_LIMIT else limit)
+                                None if limit is None or limit >= NO_LIMIT else limit,
+                                _stat_value(os.path.join(groups.memory_v1, "memory.oom_control"), "oom_kill"))
     return None
 
 

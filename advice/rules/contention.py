@@ -13,6 +13,7 @@ from hwtop.advice.rules.job_facts import (
     job_demand,
     job_mean,
     mains,
+    memory_size,
     rank_count,
     recent_jobs,
     running_job,
@@ -76,27 +77,41 @@ def cpu_oversubscribed(window: Window, t: Thresholds) -> Iterator[Finding]:
                   tuple(evidence), tuple(fixes), scope="job", pids=tuple(p.pid for p in ranks))
 
 
-def _growth(window: Window) -> list[tuple[int, str, float, float]]:
-    """(pid, role, bytes/s, seconds) of each live process's PSS (or RSS) over the recent past."""
+def _growth(window: Window) -> list[tuple[int, str, float, float, bool]]:
+    """(pid, role, bytes/s, seconds, ended) of each process's PSS (or RSS) from its first to its last sample of
+    the recent past. A process that grew and then ended is still named: under a memory limit the worker that
+    grew is the one the OOM killer ends, and the job shuts its other workers down with it."""
     timed = timed_jobs(window, GROWTH_SPAN_S)
     if len(timed) < 2:
         return []
-    first: dict[int, tuple[float, int]] = {}
-    out = []
+    first: dict[tuple[int, bool], tuple[float, int]] = {}
+    last: dict[tuple[int, bool], tuple[float, int]] = {}
+    roles: dict[int, str] = {}
     for when, job in timed:
         for p in alive(job):
-            size = p.pss_bytes if p.pss_bytes is not None else p.rss_bytes
-            if size is not None and p.pid not in first:
-                first[p.pid] = (when, size)
-    latest_time, latest = timed[-1]
-    for p in alive(latest):
-        size = p.pss_bytes if p.pss_bytes is not None else p.rss_bytes
-        start = first.get(p.pid)
-        if size is None or start is None or latest_time - start[0] < 5.0:
-            continue
-        seconds = latest_time - start[0]
-        out.append((p.pid, p.role, (size - start[1]) / seconds, seconds))
+            pss, size = memory_size(p)
+            if size is not None:
+                first.setdefault((p.pid, pss), (when, size))
+                last[(p.pid, pss)] = (when, size)
+                roles[p.pid] = p.role
+    now = {p.pid for p in alive(timed[-1][1])}
+    out = []
+    for (pid, pss), (start, size) in first.items():
+        if not pss and (pid, True) in first:
+            continue  # its PSS has been read: measured on that
+        end, final = last[(pid, pss)]
+        if end - start >= 5.0:
+            out.append((pid, roles[pid], (final - size) / (end - start), end - start, pid not in now))
     return sorted(out, key=lambda g: -g[2])
+
+
+def _oom_kills(window: Window) -> tuple[int, float] | None:
+    """(processes ended, over seconds) by the OOM killer in the job's memory cgroup over the recent past."""
+    counts = [(when, j.cgroup_memory.oom_kills) for when, j in timed_jobs(window, GROWTH_SPAN_S)
+              if j.cgroup_memory is not None and j.cgroup_memory.oom_kills is not None]
+    if len(counts) < 2 or counts[-1][1] <= counts[0][1]:
+        return None
+    return counts[-1][1] - counts[0][1], counts[-1][0] - counts[0][0]
 
 
 @rule("job-memory-pressure", hold_s=5, clear_s=15, order=210, watches="memory stalls, major faults and what grows",
@@ -139,10 +154,14 @@ def job_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:
     evidence.append(f"the job's memory (PSS) {gib(job.pss_bytes if job.pss_bytes is not None else job.rss_bytes)}")
     growing = [g for g in _growth(window) if g[2] >= t["memory_growth_bytes_per_s"]]
     by_pid = {p.pid: p for p in job.processes}
-    for pid, role, per_s, seconds in growing[:4]:
+    for pid, role, per_s, seconds, ended in growing[:4]:
         label = who(by_pid.get(pid), pid) if role != WORKER else f"DataLoader worker pid {pid}"
         evidence.append(f"growing: {label} +{per_s * seconds / MIB:.0f} MiB in {seconds:.0f} s "
-                        f"({per_s / MIB:.1f} MiB/s)")
+                        f"({per_s / MIB:.1f} MiB/s)" + (", then it ended" if ended else ""))
+    killed = _oom_kills(window)
+    if killed is not None:
+        evidence.append(f"the kernel's OOM killer ended {killed[0]} process(es) in its cgroup in the last "
+                        f"{killed[1]:.0f} s (oom_kill)")
     workers_growing = [g for g in growing if g[1] == WORKER]
     fixes = []
     if workers_growing:

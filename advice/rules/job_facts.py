@@ -52,6 +52,12 @@ def _alive(job: JobSnapshot) -> tuple[JobProcess, ...]:
     return tuple(p for p in job.processes if p.alive and p.state != "Z")
 
 
+def memory_size(p: JobProcess) -> tuple[bool, int | None]:
+    """(is PSS, bytes): PSS once read, RSS before; a growth is measured on one of the two, never across them
+    (RSS counts each shared library whole, PSS a share of it)."""
+    return (True, p.pss_bytes) if p.pss_bytes is not None else (False, p.rss_bytes)
+
+
 def mains(job: JobSnapshot) -> list[JobProcess]:
     """The processes running the training loop: the ranks, else the processes whose stacks are sampled, else
     the job's top processes that are neither launchers nor helpers."""

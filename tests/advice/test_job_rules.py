@@ -259,6 +259,46 @@ def test_memory_pressure_names_the_cgroup_limit_and_what_grows():
         "Drop the per-worker cache" in finding.fix[0]
 
 
+def test_a_worker_that_grew_and_was_killed_is_still_named_with_the_kill():
+    """The OOM killer ends the worker that grew, and the job shuts its other worker down: the last ticks before
+    the job ends still say who grew (CI saw the finding's last evidence lose both workers), and that it was killed."""
+    t = Timeline(cores=2)
+    frames = []
+    for second in range(20):
+        size = (200 + 15 * second) * MIB
+        workers = [worker(4101, pss_bytes=size, major_faults_per_s=20.0)] if second < 16 else []
+        if second < 18:
+            workers.append(worker(4102, pss_bytes=size, major_faults_per_s=20.0))
+        frames.append(t.tick(job=job(proc(cpu=50.0, pss_bytes=300 * MIB, major_faults_per_s=20.0), *workers,
+                                     pressure=pressure(memory=30.0),
+                                     cgroup_memory=CgroupMemory("/job", 1190 * MIB, 1200 * MIB,
+                                                                oom_kills=3 if second < 16 else 4))))
+    finding = find(run(frames)[-1], "job-memory-pressure")
+    assert [line for line in finding.evidence if line.startswith("growing:")] == [
+        "growing: DataLoader worker pid 4101 +225 MiB in 15 s (15.0 MiB/s), then it ended",
+        "growing: DataLoader worker pid 4102 +255 MiB in 17 s (15.0 MiB/s), then it ended"]
+    assert "the kernel's OOM killer ended 1 process(es) in its cgroup in the last 19 s (oom_kill)" in finding.evidence
+    assert "Drop the per-worker cache" in finding.fix[0]
+
+
+def test_a_growth_is_measured_on_pss_once_read_never_from_rss_to_pss():
+    """Until its smaps_rollup is read a process shows RSS, which counts each shared library whole: a worker
+    sharing 900 MiB of torch with its parent went from RSS 1.1 GiB to PSS 0.3 GiB, and read as shrinking."""
+    t = Timeline(cores=2)
+    frames = []
+    for second in range(20):
+        size = (200 + 15 * second) * MIB
+        read = second >= 4
+        frames.append(t.tick(job=job(
+            proc(cpu=50.0, pss_bytes=300 * MIB, major_faults_per_s=20.0),
+            replace(worker(4101, pss_bytes=size if read else None, major_faults_per_s=20.0),
+                    rss_bytes=size + 900 * MIB),
+            pressure=pressure(memory=30.0), cgroup_memory=CgroupMemory("/job", 1190 * MIB, 1200 * MIB))))
+    finding = find(run(frames)[-1], "job-memory-pressure")
+    assert [line for line in finding.evidence if line.startswith("growing:")] == [
+        "growing: DataLoader worker pid 4101 +225 MiB in 15 s (15.0 MiB/s)"]
+
+
 def test_memory_stalls_with_nothing_of_the_job_behind_them_stay_silent():
     """Another cgroup's reclaim shows in the system's PSI; this job has room and no faults."""
     t = Timeline(cores=2)

@@ -276,10 +276,11 @@ def test_a_per_worker_cache_under_a_memory_limit_is_found_and_dropping_it_clears
         with running("memory_cache.py", "--data", str(data), "--time-limit", "120", cgroups=groups) as job:
             rc, report, started = doctor("--pid", str(job.process.pid), seconds=BAD_SECONDS)
         finding = assert_found(report, started, "job-memory-pressure", rc)
-        assert any(line.startswith("memory pressure") for line in finding["evidence"])
-        assert any("limit (" in line for line in finding["evidence"])  # the cgroup's limit, found from the job
-        assert any(line.startswith("growing: DataLoader worker") for line in finding["evidence"])
-        assert any("Drop the per-worker cache" in fix for fix in finding["fix"])
+        evidence = finding["evidence"]
+        assert any(line.startswith("memory pressure") for line in evidence), evidence
+        assert any("limit (" in line for line in evidence), evidence  # the cgroup's limit, found from the job
+        assert any(line.startswith("growing: DataLoader worker") for line in evidence), evidence
+        assert any("Drop the per-worker cache" in fix for fix in finding["fix"]), finding["fix"]
         drop_cache(data)
         with running("memory_cache.py", "--data", str(data), "--no-cache", "--time-limit", "120",
                      cgroups=groups) as job:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from hwtop.model.job import JobSnapshot
+from hwtop.model.job import CgroupMemory, JobSnapshot
 from hwtop.probes.cgroup import cgroups_of, cpu_quota_cores, memory_of, parse_cgroup_file
 from hwtop.probes.job import JobError, JobProbe
 from hwtop.probes.psi import PressureProbe, parse_pressure
@@ -190,6 +190,24 @@ def test_pressure_from_totals_and_cgroup_files(tmp_path):
                                                                              "": "/slurm/job_7"}
 
 
+def test_cgroup_v1_memory_reads_the_hierarchical_limit_and_oom_kills(tmp_path):
+    group = tmp_path / "sys/fs/cgroup/memory/slurm/job_7"
+    group.mkdir(parents=True)
+    (group / "memory.usage_in_bytes").write_text(f"{3 << 30}\n")
+    (group / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # no limit of its own
+    (group / "memory.stat").write_text(f"cache 0\nrss {3 << 30}\nhierarchical_memory_limit {4 << 30}\n")
+    (group / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")  # as Linux 6 writes it
+    proc_dir = tmp_path / "proc/42"
+    proc_dir.mkdir(parents=True)
+    (proc_dir / "cgroup").write_text("4:memory:/slurm/job_7\n0::/\n")
+    groups = cgroups_of(42, str(tmp_path))
+    assert groups is not None and groups.memory_v1 == str(group)
+    memory = memory_of(groups, str(tmp_path))
+    assert memory == CgroupMemory("/sys/fs/cgroup/memory/slurm/job_7", 3 << 30, 4 << 30, oom_kills=1)
+    (group / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\n")  # before Linux 4.13
+    assert memory_of(groups, str(tmp_path)).oom_kills is None
+
+
 def test_cgroup_v2_limit_is_the_tightest_ancestor_and_quota_counts_cores(tmp_path):
     base = tmp_path / "sys/fs/cgroup"
     group = base / "slurm/job_7"
@@ -198,6 +216,8 @@ def test_cgroup_v2_limit_is_the_tightest_ancestor_and_quota_counts_cores(tmp_pat
     (base / "slurm/memory.max").write_text(f"{8 << 30}\n")
     (group / "memory.max").write_text("max\n")
     (group / "memory.current").write_text(f"{6 << 30}\n")
+    # memory.events as Documentation/admin-guide/cgroup-v2.rst lays it out
+    (group / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n")
     (group / "cpu.max").write_text("400000 100000\n")
     (group / "cpu.pressure").write_text("some avg10=0 avg60=0 avg300=0 total=0\n")
     proc_dir = tmp_path / "proc/42"
@@ -207,5 +227,6 @@ def test_cgroup_v2_limit_is_the_tightest_ancestor_and_quota_counts_cores(tmp_pat
     assert groups is not None and groups.unified == str(group)
     memory = memory_of(groups, str(tmp_path))
     assert memory is not None and (memory.used_bytes, memory.limit_bytes) == (6 << 30, 8 << 30)
+    assert memory.oom_kills == 2
     assert cpu_quota_cores(groups) == 4.0
     assert PressureProbe(str(tmp_path)).read(groups.unified).source == "cgroup /sys/fs/cgroup/slurm/job_7"
