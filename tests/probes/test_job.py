@@ -190,6 +190,14 @@ def test_pressure_from_totals_and_cgroup_files(tmp_path):
                                                                              "": "/slurm/job_7"}
 
 
+def groups_of_pid_42(tmp_path, cgroup_file: str):
+    """The cgroups of pid 42 under the fake root tmp_path, whose /proc/42/cgroup reads `cgroup_file`."""
+    proc_dir = tmp_path / "proc/42"
+    proc_dir.mkdir(parents=True)
+    (proc_dir / "cgroup").write_text(cgroup_file)
+    return cgroups_of(42, str(tmp_path))
+
+
 def test_cgroup_v1_memory_reads_the_hierarchical_limit_and_oom_kills(tmp_path):
     group = tmp_path / "sys/fs/cgroup/memory/slurm/job_7"
     group.mkdir(parents=True)
@@ -197,10 +205,7 @@ def test_cgroup_v1_memory_reads_the_hierarchical_limit_and_oom_kills(tmp_path):
     (group / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # no limit of its own
     (group / "memory.stat").write_text(f"cache 0\nrss {3 << 30}\nhierarchical_memory_limit {4 << 30}\n")
     (group / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")  # as Linux 6 writes it
-    proc_dir = tmp_path / "proc/42"
-    proc_dir.mkdir(parents=True)
-    (proc_dir / "cgroup").write_text("4:memory:/slurm/job_7\n0::/\n")
-    groups = cgroups_of(42, str(tmp_path))
+    groups = groups_of_pid_42(tmp_path, "4:memory:/slurm/job_7\n0::/\n")
     assert groups is not None and groups.memory_v1 == str(group)
     memory = memory_of(groups, str(tmp_path))
     assert memory == CgroupMemory("/sys/fs/cgroup/memory/slurm/job_7", 3 << 30, 4 << 30, oom_kills=1)
@@ -220,10 +225,7 @@ def test_cgroup_v2_limit_is_the_tightest_ancestor_and_quota_counts_cores(tmp_pat
     (group / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 3\noom_kill 2\noom_group_kill 0\n")
     (group / "cpu.max").write_text("400000 100000\n")
     (group / "cpu.pressure").write_text("some avg10=0 avg60=0 avg300=0 total=0\n")
-    proc_dir = tmp_path / "proc/42"
-    proc_dir.mkdir(parents=True)
-    (proc_dir / "cgroup").write_text("0::/slurm/job_7\n")
-    groups = cgroups_of(42, str(tmp_path))
+    groups = groups_of_pid_42(tmp_path, "0::/slurm/job_7\n")
     assert groups is not None and groups.unified == str(group)
     memory = memory_of(groups, str(tmp_path))
     assert memory is not None and (memory.used_bytes, memory.limit_bytes) == (6 << 30, 8 << 30)
