@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 
@@ -57,5 +58,7 @@ def run(call: Invocation) -> int:
             recorder.close(quiet=True)
             if session is not None:
                 session.close()
+    if stop.signum == signal.SIGINT:
+        print(file=sys.stderr)  # past the terminal's ^C
     print(f"{recorder.count} snapshots in {args.file}", file=sys.stderr)
     return code
