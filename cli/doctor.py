@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -456,6 +457,8 @@ def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interva
         finally:
             sampler.close()
     if stop.asked:  # ctrl-c, SIGTERM or SIGHUP: no report from a watch cut short
+        past_the_caret = "\n" if stop.signum == signal.SIGINT else ""  # the terminal echoed ^C
+        print(f"{past_the_caret}hwtop doctor: stopped before the watch ended; no report", file=sys.stderr)
         return 130
     workload = facts.get("workload")
     if workload and workload["status"] == "crashed" and workload["exit_code"] == 2:

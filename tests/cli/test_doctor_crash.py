@@ -97,4 +97,6 @@ def test_a_signal_landing_in_a_finalizer_still_ends_the_watch_with_130(monkeypat
     previous = signal.getsignal(sig)
     code = doctor.doctor_command(make_sampler("rtx3090", False), Thresholds(), 20.0, 0.01, None, False)
     assert (code, ticks) == (130, 2)  # at the signal, not after the 20 s watch
-    assert capsys.readouterr().out == "" and signal.getsignal(sig) is previous
+    out, err = capsys.readouterr()
+    assert out == "" and err.endswith("hwtop doctor: stopped before the watch ended; no report\n")
+    assert signal.getsignal(sig) is previous
