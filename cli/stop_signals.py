@@ -11,6 +11,7 @@ import select
 import signal
 import socket
 import time
+from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any
 
@@ -19,12 +20,15 @@ STOPPING = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 class StopSignals:
     """Within `with`, SIGTERM, SIGHUP and ctrl-c end the caller's loop at its next `wait` (or its next check of
-    `asked`); the previous handlers and wakeup fd come back on exit. Use from the main thread only."""
+    `asked`), after `on_stop` (which must not block) has run; the previous handlers and wakeup fd come back on
+    exit. A second signal is the user insisting: the previous handlers come back and take it at once (ctrl-c
+    raises KeyboardInterrupt, SIGTERM ends the process). Use from the main thread only."""
 
-    __slots__ = ("_reader", "_writer", "_previous", "_previous_fd", "signum")
+    __slots__ = ("_reader", "_writer", "_previous", "_previous_fd", "_on_stop", "signum")
 
-    def __init__(self) -> None:
+    def __init__(self, on_stop: Callable[[], object] | None = None) -> None:
         self.signum: int | None = None
+        self._on_stop = on_stop
         self._reader: socket.socket | None = None
         self._writer: socket.socket | None = None
         self._previous: dict[int, Any] = {}
@@ -35,7 +39,17 @@ class StopSignals:
         return self.signum is not None
 
     def _note(self, signum: int, _frame: FrameType | None) -> None:
+        if self.signum is not None:
+            self._restore_handlers()
+            signal.raise_signal(signum)
+            return
         self.signum = signum
+        if self._on_stop is not None:
+            self._on_stop()
+
+    def _restore_handlers(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
 
     def __enter__(self) -> StopSignals:
         self._reader, self._writer = socket.socketpair()
@@ -66,8 +80,7 @@ class StopSignals:
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+        self._restore_handlers()
         signal.set_wakeup_fd(self._previous_fd)
         for end in (self._reader, self._writer):
             if end is not None:
