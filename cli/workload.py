@@ -24,8 +24,7 @@ def workload_help() -> int:
 def workload_command(argv: list[str]) -> int:
     """Runs the job, prints its telemetry, stops it whole on SIGINT/SIGTERM/SIGHUP. The job's own parser checks
     its options (bad ones exit 2)."""
-    import signal
-
+    from hwtop.cli.stop_signals import StopSignals
     from hwtop.workload.launcher import WorkloadProcess, describe, torch_missing
 
     missing = torch_missing()
@@ -37,21 +36,15 @@ def workload_command(argv: list[str]) -> int:
     if "-h" in job_args or "--help" in job_args:
         return workload_help()
     job = WorkloadProcess(job_args)
-
-    def stop(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop)
-    try:
-        for record in job.records():
-            print(_json(record) if as_json else printable(describe(record)), flush=True)
-        code = job.wait()
-    except KeyboardInterrupt:
-        job.stop()
+    with StopSignals(on_stop=job.terminate) as stop:  # the job's output then ends, and so does the loop
+        try:
+            for record in job.records():
+                print(_json(record) if as_json else printable(describe(record)), flush=True)
+            code = job.wait()
+        finally:
+            job.stop(grace_s=2.0)
+    if stop.asked:
         return 130
-    finally:
-        job.stop(grace_s=2.0)
     if code != 0:
         tail = job.stderr_tail[-1] if job.stderr_tail else "no error output"
         # 2 is the job's argument parser refusing an option: its line already says which and why

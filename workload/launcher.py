@@ -7,6 +7,7 @@ directory out of the ranks; PYTHONPATH is not inherited unless the caller passes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -84,6 +85,11 @@ class WorkloadProcess:
 
     def wait(self, timeout: float | None = None) -> int:
         return self.process.wait(timeout)
+
+    def terminate(self) -> None:
+        """SIGTERM to the whole group, without waiting: safe from a signal handler."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.pgid, signal.SIGTERM)
 
     def stop(self, grace_s: float = 5.0) -> int | None:
         """SIGTERM to the whole group, then SIGKILL after the grace period; returns the exit code."""
