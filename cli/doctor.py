@@ -123,6 +123,9 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
                 break
             session.tick()
             time.sleep(interval)
+        if stop.asked:
+            facts["stopped"] = True
+            return seen, facts
         end = time.monotonic() + seconds
         ended_ticks = 0
         last_running: JobSnapshot | None = None
@@ -158,6 +161,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
                 break  # the watch is over, a job that ended has nothing more to show, or a stop was asked
             time.sleep(max(0.0, min(interval, end - time.monotonic())))  # a signal's stop waits for this tick
         if stop.asked:
+            facts["stopped"] = True  # checked here: a stop while the facts below are gathered cuts nothing short
             return seen, facts
         facts["host"] = snapshot.host.hostname if snapshot.host else None
         facts["gpus"] = len(snapshot.gpus)
@@ -456,7 +460,7 @@ def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interva
             seen, facts = run_doctor(sampler, thresholds, seconds, interval, job_args, stop)
         finally:
             sampler.close()
-    if stop.asked:  # ctrl-c, SIGTERM or SIGHUP: no report from a watch cut short
+    if facts.get("stopped"):  # ctrl-c, SIGTERM or SIGHUP: no report from a watch cut short
         past_the_caret = "\n" if stop.signum == signal.SIGINT else ""  # the terminal echoed ^C
         print(f"{past_the_caret}hwtop doctor: stopped before the watch ended; no report", file=sys.stderr)
         return 130
