@@ -94,11 +94,7 @@ _FACTS: LastAnswer[JobNetwork] = LastAnswer()
 def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:
     ranks = [p for p in job.processes if p.alive and p.rank is not None]
     env: dict[str, str] = {}
-    merged: set[tuple[tuple[str, str], ...]] = set()  # the ranks mostly share one environment: merged once
     for process in ranks or [p for p in job.processes if p.alive]:
-        if process.nccl_env in merged:
-            continue  # each of its variables is already in, from the first that had it
-        merged.add(process.nccl_env)
         for key, value in process.nccl_env:
             env.setdefault(key, value)
     # Ranks of several hosts (the fleet's), or torchrun's WORLD_SIZE above LOCAL_WORLD_SIZE; this host's ranks
