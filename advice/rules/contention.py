@@ -5,6 +5,7 @@ someone else's load on a shared box does not raise them; pressure stall figures 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hwtop.advice.registry import rule
 from hwtop.advice.rules.job_facts import (
@@ -13,10 +14,10 @@ from hwtop.advice.rules.job_facts import (
     job_demand,
     job_mean,
     mains,
-    memory_size,
     rank_count,
     recent_jobs,
     running_job,
+    size_spans,
     timed_jobs,
     who,
 )
@@ -24,6 +25,9 @@ from hwtop.advice.text import gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
+
+if TYPE_CHECKING:
+    from hwtop.model.job import JobSnapshot
 
 SPAN_S = 10.0
 GROWTH_SPAN_S = 30.0
@@ -77,37 +81,23 @@ def cpu_oversubscribed(window: Window, t: Thresholds) -> Iterator[Finding]:
                   tuple(evidence), tuple(fixes), scope="job", pids=tuple(p.pid for p in ranks))
 
 
-def _growth(window: Window) -> list[tuple[int, str, float, float, bool]]:
-    """(pid, role, bytes/s, seconds, ended) of each process's PSS (or RSS) from its first to its last sample of
-    the recent past. A process that grew and then ended is still named: under a memory limit the worker that
-    grew is the one the OOM killer ends, and the job shuts its other workers down with it."""
-    timed = timed_jobs(window, GROWTH_SPAN_S)
+def _growth(timed: list[tuple[float, JobSnapshot]]) -> list[tuple[int, str, float, float, bool]]:
+    """(pid, role, bytes/s, seconds, ended) of each process from its first to its last memory sample of the
+    recent past. A process that grew and then ended is still named: under a memory limit the worker that grew is
+    the one the OOM killer ends, and the job shuts its other workers down with it."""
     if len(timed) < 2:
         return []
-    first: dict[tuple[int, bool], tuple[float, int]] = {}
-    last: dict[tuple[int, bool], tuple[float, int]] = {}
-    roles: dict[int, str] = {}
-    for when, job in timed:
-        for p in alive(job):
-            pss, size = memory_size(p)
-            if size is not None:
-                first.setdefault((p.pid, pss), (when, size))
-                last[(p.pid, pss)] = (when, size)
-                roles[p.pid] = p.role
     now = {p.pid for p in alive(timed[-1][1])}
     out = []
-    for (pid, pss), (start, size) in first.items():
-        if not pss and (pid, True) in first:
-            continue  # its PSS has been read: measured on that
-        end, final = last[(pid, pss)]
+    for pid, (role, (start, size), (end, final)) in size_spans(timed).items():
         if end - start >= 5.0:
-            out.append((pid, roles[pid], (final - size) / (end - start), end - start, pid not in now))
+            out.append((pid, role, (final - size) / (end - start), end - start, pid not in now))
     return sorted(out, key=lambda g: -g[2])
 
 
-def _oom_kills(window: Window) -> tuple[int, float] | None:
+def _oom_kills(timed: list[tuple[float, JobSnapshot]]) -> tuple[int, float] | None:
     """(processes ended, over seconds) by the OOM killer in the job's memory cgroup over the recent past."""
-    counts = [(when, j.cgroup_memory.oom_kills) for when, j in timed_jobs(window, GROWTH_SPAN_S)
+    counts = [(when, j.cgroup_memory.oom_kills) for when, j in timed
               if j.cgroup_memory is not None and j.cgroup_memory.oom_kills is not None]
     if len(counts) < 2 or counts[-1][1] <= counts[0][1]:
         return None
@@ -152,13 +142,14 @@ def job_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence.append(f"the box has {gib(memory.available_bytes)} of {gib(memory.total_bytes)} available "
                         f"({available:.0f}%)")
     evidence.append(f"the job's memory (PSS) {gib(job.pss_bytes if job.pss_bytes is not None else job.rss_bytes)}")
-    growing = [g for g in _growth(window) if g[2] >= t["memory_growth_bytes_per_s"]]
+    timed = timed_jobs(window, GROWTH_SPAN_S)
+    growing = [g for g in _growth(timed) if g[2] >= t["memory_growth_bytes_per_s"]]
     by_pid = {p.pid: p for p in job.processes}
     for pid, role, per_s, seconds, ended in growing[:4]:
         label = who(by_pid.get(pid), pid) if role != WORKER else f"DataLoader worker pid {pid}"
         evidence.append(f"growing: {label} +{per_s * seconds / MIB:.0f} MiB in {seconds:.0f} s "
                         f"({per_s / MIB:.1f} MiB/s)" + (", then it ended" if ended else ""))
-    killed = _oom_kills(window)
+    killed = _oom_kills(timed)
     if killed is not None:
         evidence.append(f"the kernel's OOM killer ended {killed[0]} process(es) in its cgroup in the last "
                         f"{killed[1]:.0f} s (oom_kill)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import WORKER, alive, memory_size, running_job, timed_jobs, who
+from hwtop.advice.rules.job_facts import WORKER, alive, running_job, size_spans, timed_jobs, who
 from hwtop.advice.text import gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
@@ -88,18 +88,12 @@ def memory_growing(window: Window, t: Thresholds) -> Iterator[Finding]:
         f"{gib(points[-1][1])} in {span:.0f} s: {slope / MIB:.1f} MiB/s, steadily (a straight line fits, R² "
         f"{fit:.2f}; the last third grew at {recent / MIB:.1f} MiB/s)",
         f"at that rate {what} run out in {duration(exhausted_s)}"]
-    first: dict[tuple[int, bool], tuple[float, int]] = {}
-    for when, j in timed:
-        for p in alive(j):
-            pss, size = memory_size(p)
-            if size is not None:
-                first.setdefault((p.pid, pss), (when, size))
+    spans = size_spans(timed)
     growth = []
     for p in processes:
-        pss, size = memory_size(p)
-        start = first.get((p.pid, pss))
-        if size is not None and start is not None and timed[-1][0] - start[0] >= span / 2:
-            growth.append((size - start[1], p))
+        seen = spans.get(p.pid)
+        if seen is not None and timed[-1][0] - seen.first[0] >= span / 2:
+            growth.append((seen.last[1] - seen.first[1], p))
     growth.sort(key=lambda g: -g[0])
     by_workers = sum(g for g, p in growth if p.role == WORKER and g > 0)
     for grew, p in growth[:3]:

@@ -4,7 +4,7 @@ samples, each rank's DataLoader workers, its CPU demand, pressure and memory. He
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from hwtop.advice.last_answer import KeptAnswers
 from hwtop.advice.thresholds import Thresholds
@@ -42,20 +42,36 @@ def job_mean(window: Window, read: Callable[[JobSnapshot], float | None], second
 _ALIVE: KeptAnswers[JobSnapshot, tuple[JobProcess, ...]] = KeptAnswers(32)  # rules read the last ~10 s of jobs
 
 
-def alive(job: JobSnapshot) -> list[JobProcess]:
-    """Its live processes (a new list each call): kept for the (immutable) job, which rules ask once per rank and
-    tick for the latest, once per tick for the last seconds' jobs."""
-    return list(_ALIVE.ask(job, _alive))
+def alive(job: JobSnapshot) -> tuple[JobProcess, ...]:
+    """Its live processes: kept for the (immutable) job, which rules ask once per rank and tick for the latest,
+    once per tick for the last seconds' jobs."""
+    return _ALIVE.ask(job, _alive)
 
 
 def _alive(job: JobSnapshot) -> tuple[JobProcess, ...]:
     return tuple(p for p in job.processes if p.alive and p.state != "Z")
 
 
-def memory_size(p: JobProcess) -> tuple[bool, int | None]:
-    """(is PSS, bytes): PSS once read, RSS before; a growth is measured on one of the two, never across them
-    (RSS counts each shared library whole, PSS a share of it)."""
-    return (True, p.pss_bytes) if p.pss_bytes is not None else (False, p.rss_bytes)
+class SizeSpan(NamedTuple):
+    """One process's memory over the recent past: its first and last samples (time, bytes)."""
+
+    role: str
+    first: tuple[float, int]
+    last: tuple[float, int]
+
+
+def size_spans(timed: list[tuple[float, JobSnapshot]]) -> dict[int, SizeSpan]:
+    """Each live process's first and last memory sample of `timed`, by pid: on PSS once it has been read (RSS
+    before), never from one to the other, as RSS counts each shared library whole and PSS a share of it."""
+    spans: dict[tuple[int, bool], SizeSpan] = {}
+    for when, job in timed:
+        for p in alive(job):
+            pss = p.pss_bytes is not None
+            size = p.pss_bytes if pss else p.rss_bytes
+            if size is not None:
+                known = spans.get((p.pid, pss))
+                spans[(p.pid, pss)] = SizeSpan(p.role, known.first if known else (when, size), (when, size))
+    return {pid: span for (pid, pss), span in spans.items() if pss or (pid, True) not in spans}
 
 
 def mains(job: JobSnapshot) -> list[JobProcess]:
