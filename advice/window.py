@@ -85,9 +85,15 @@ def children(processes: Iterable[ProcessInfo], pid: int) -> tuple[ProcessInfo, .
     return tuple(p for p in processes if p.ppid == pid)
 
 
+def gpu_numa_nodes(snapshot: Snapshot) -> dict[int, int]:
+    """Each GPU's NUMA node. The topology is the same object tick after tick until it is read again: its map is
+    made once."""
+    topology = snapshot.topology
+    return {} if topology is None else _GPU_NODES.ask(topology, lambda layout: layout.gpu_numa_nodes())
+
+
 def gpu_numa_node(snapshot: Snapshot, index: int) -> int | None:
-    topology = snapshot.topology  # the same object tick after tick until it is read again: its map made once
-    return None if topology is None else _GPU_NODES.ask(topology, lambda layout: layout.gpu_numa_nodes()).get(index)
+    return gpu_numa_nodes(snapshot).get(index)
 
 
 def node_cpus(snapshot: Snapshot) -> dict[int, tuple[int, ...]]:

@@ -15,7 +15,7 @@ from hwtop.advice.registry import rule
 from hwtop.advice.rules.job_facts import SPAN_S, running_job, sampled
 from hwtop.advice.text import rate
 from hwtop.advice.thresholds import Thresholds
-from hwtop.advice.window import Window, mean
+from hwtop.advice.window import Window, gpu_numa_nodes, mean
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import NicSnapshot, Snapshot
 from hwtop.probes.procfiles import network_filesystem
@@ -265,7 +265,7 @@ def nic_far_from_gpu(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     if job is None or not job.spans_hosts or latest.topology is None or not job.gpus:
         return
-    gpu_nodes = latest.topology.gpu_numa_nodes()
+    gpu_nodes = gpu_numa_nodes(latest)
     ports = _ports(latest)
     if any(n.kind in FABRIC and n.state in ("active", "up") for n in ports.values()):
         # with a fabric up, a rank's traffic should leave through it; an Ethernet port busy instead is the wrong

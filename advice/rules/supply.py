@@ -13,6 +13,8 @@ import msgspec
 
 from hwtop.advice.thresholds import Thresholds
 
+CHEAPER_SAMPLE = "decode once and cache tensors, smaller inputs, fewer augmentation passes"
+
 
 class Supply(msgspec.Struct, frozen=True):
     workers: int  # DataLoader workers now (0: the main thread loads its own batches)
@@ -87,8 +89,7 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
     elif cores is not None and needed > cores:  # the cores are the limit
         fixes.append(f"The cores are the limit: making batches as fast as the step uses them takes {needed:.1f} "
                      f"cores and the job has {cores} for loading. Make each sample about {needed / max(cores, 1):.1f}x "
-                     "cheaper (decode once and cache tensors, smaller inputs, fewer augmentation passes), or "
-                     "run on more cores.")
+                     f"cheaper ({CHEAPER_SAMPLE}), or run on more cores.")
         if supply.workers < cores:
             fixes.append(f"Meanwhile DataLoader(num_workers={cores}) uses every core there is for loading.")
     else:
@@ -127,8 +128,7 @@ def short_of_fed(supply: Supply, target: int, fed: float) -> str:
     rest = ("each read must get cheaper: one request for a whole batch's samples (a Dataset's "
             "__getitems__(indices) is handed the batch's indices), a local copy or cache of the store, larger "
             "records per read" if waiting(supply) else
-            "each sample must get cheaper (decode once and cache tensors, smaller inputs, fewer augmentation "
-            "passes)")
+            f"each sample must get cheaper ({CHEAPER_SAMPLE})")
     return (f"{target} workers are not enough: they make batches {fed / target:.1f}x slower than the fed step uses "
             f"them, so it will still wait for data about {100 * (1 - target / fed):.0f}% of the time. Beyond them, "
             f"{rest}.")
