@@ -27,7 +27,7 @@ from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
 
 if TYPE_CHECKING:
-    from hwtop.model.job import JobSnapshot
+    from hwtop.model.job import CgroupMemory, JobSnapshot
 
 SPAN_S = 10.0
 GROWTH_SPAN_S = 30.0
@@ -81,7 +81,8 @@ def cpu_oversubscribed(window: Window, t: Thresholds) -> Iterator[Finding]:
                   tuple(evidence), tuple(fixes), scope="job", pids=tuple(p.pid for p in ranks))
 
 
-def _growth(timed: list[tuple[float, JobSnapshot]]) -> list[tuple[int, str, float, float, bool]]:
+def growth_of(timed: list[tuple[float, JobSnapshot]], min_s: float = 5.0,
+              rss: bool = False) -> list[tuple[int, str, float, float, bool]]:
     """(pid, role, bytes/s, seconds, ended) of each process from its first to its last memory sample of the
     recent past. A process that grew and then ended is still named: under a memory limit the worker that grew is
     the one the OOM killer ends, and the job shuts its other workers down with it."""
@@ -89,19 +90,39 @@ def _growth(timed: list[tuple[float, JobSnapshot]]) -> list[tuple[int, str, floa
         return []
     now = {p.pid for p in alive(timed[-1][1])}
     out = []
-    for pid, (role, (start, size), (end, final)) in size_spans(timed).items():
-        if end - start >= 5.0:
+    for pid, (role, (start, size), (end, final)) in size_spans(timed, rss).items():
+        if end - start >= min_s:
             out.append((pid, role, (final - size) / (end - start), end - start, pid not in now))
     return sorted(out, key=lambda g: -g[2])
 
 
-def _oom_kills(timed: list[tuple[float, JobSnapshot]]) -> tuple[int, float] | None:
-    """(processes ended, over seconds) by the OOM killer in the job's memory cgroup over the recent past."""
-    counts = [(when, j.cgroup_memory.oom_kills) for when, j in timed
-              if j.cgroup_memory is not None and j.cgroup_memory.oom_kills is not None]
-    if len(counts) < 2 or counts[-1][1] <= counts[0][1]:
-        return None
-    return counts[-1][1] - counts[0][1], counts[-1][0] - counts[0][0]
+def growth_lines(growing: list[tuple[int, str, float, float, bool]], job: JobSnapshot) -> list[str]:
+    """One evidence line per process of growth_of's that grew."""
+    by_pid = {p.pid: p for p in job.processes}
+    lines = []
+    for pid, role, per_s, seconds, ended in growing:
+        label = who(by_pid.get(pid), pid) if role != WORKER else f"DataLoader worker pid {pid}"
+        lines.append(f"growing: {label} +{per_s * seconds / MIB:.0f} MiB in {seconds:.0f} s "
+                     f"({per_s / MIB:.1f} MiB/s)" + (", then it ended" if ended else ""))
+    return lines
+
+
+def memory_fixes(growing: list[tuple[int, str, float, float, bool]], group: CgroupMemory | None) -> list[str]:
+    """What to change, from what grew: the workers each on its own, or the training process."""
+    workers_growing = [g for g in growing if g[1] == WORKER]
+    fixes = []
+    if workers_growing:
+        fixes.append(f"{len(workers_growing)} DataLoader worker(s) grow each on its own: a cache or list filled in "
+                     "Dataset.__getitem__ is copied per worker. Drop the per-worker cache, or build it once before "
+                     "the DataLoader starts and share it (numpy.memmap, torch tensors in shared memory).")
+    if any(g[1] != WORKER for g in growing):
+        fixes.append("The training process grows: references kept across steps (losses or outputs appended with "
+                     "their graph: use loss.item() or .detach()), lists of batches, an ever-growing history.")
+    return fixes + ["Fewer DataLoader workers and a smaller prefetch_factor: each worker holds its own Dataset copy "
+                    "and prefetch_factor x batch samples.",
+                    "A larger memory limit for the job" + (f" (its cgroup allows {gib(group.limit_bytes)})"
+                                                           if group is not None and group.limit_bytes else "")
+                    + ", or a smaller batch."]
 
 
 @rule("job-memory-pressure", hold_s=5, clear_s=15, order=210, watches="memory stalls, major faults and what grows",
@@ -143,29 +164,8 @@ def job_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:
                         f"({available:.0f}%)")
     evidence.append(f"the job's memory (PSS) {gib(job.pss_bytes if job.pss_bytes is not None else job.rss_bytes)}")
     timed = timed_jobs(window, GROWTH_SPAN_S)
-    growing = [g for g in _growth(timed) if g[2] >= t["memory_growth_bytes_per_s"]]
-    by_pid = {p.pid: p for p in job.processes}
-    for pid, role, per_s, seconds, ended in growing[:4]:
-        label = who(by_pid.get(pid), pid) if role != WORKER else f"DataLoader worker pid {pid}"
-        evidence.append(f"growing: {label} +{per_s * seconds / MIB:.0f} MiB in {seconds:.0f} s "
-                        f"({per_s / MIB:.1f} MiB/s)" + (", then it ended" if ended else ""))
-    killed = _oom_kills(timed)
-    if killed is not None:
-        evidence.append(f"the kernel's OOM killer ended {killed[0]} process(es) in its cgroup in the last "
-                        f"{killed[1]:.0f} s (oom_kill)")
-    workers_growing = [g for g in growing if g[1] == WORKER]
-    fixes = []
-    if workers_growing:
-        fixes.append(f"{len(workers_growing)} DataLoader worker(s) grow each on its own: a cache or list filled in "
-                     "Dataset.__getitem__ is copied per worker. Drop the per-worker cache, or build it once before "
-                     "the DataLoader starts and share it (numpy.memmap, torch tensors in shared memory).")
-    if any(g[1] != WORKER for g in growing):
-        fixes.append("The training process grows: references kept across steps (losses or outputs appended with "
-                     "their graph: use loss.item() or .detach()), lists of batches, an ever-growing history.")
-    fixes += ["Fewer DataLoader workers and a smaller prefetch_factor: each worker holds its own Dataset copy and "
-              "prefetch_factor x batch samples.",
-              "A larger memory limit for the job" + (f" (its cgroup allows {gib(group.limit_bytes)})"
-                                                     if group is not None and group.limit_bytes else "")
-              + ", or a smaller batch."]
+    growing = [g for g in growth_of(timed) if g[2] >= t["memory_growth_bytes_per_s"]]
+    evidence += growth_lines(growing[:4], job)
+    fixes = memory_fixes(growing, group)
     yield Finding("job-memory-pressure", "warning", "The job is short of memory", tuple(evidence), tuple(fixes),
                   scope="job", pids=tuple(g[0] for g in growing[:4]))

@@ -60,13 +60,14 @@ class SizeSpan(NamedTuple):
     last: tuple[float, int]
 
 
-def size_spans(timed: list[tuple[float, JobSnapshot]]) -> dict[int, SizeSpan]:
+def size_spans(timed: list[tuple[float, JobSnapshot]], rss: bool = False) -> dict[int, SizeSpan]:
     """Each live process's first and last memory sample of `timed`, by pid: on PSS once it has been read (RSS
-    before), never from one to the other, as RSS counts each shared library whole and PSS a share of it."""
+    before), never from one to the other, as RSS counts each shared library whole and PSS a share of it. With
+    `rss`, on RSS alone: read every tick, where PSS is read every few seconds, so it follows a fast climb."""
     spans: dict[tuple[int, bool], SizeSpan] = {}
     for when, job in timed:
         for p in alive(job):
-            pss = p.pss_bytes is not None
+            pss = p.pss_bytes is not None and not rss
             size = p.pss_bytes if pss else p.rss_bytes
             if size is not None:
                 known = spans.get((p.pid, pss))

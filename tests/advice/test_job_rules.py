@@ -277,8 +277,54 @@ def test_a_worker_that_grew_and_was_killed_is_still_named_with_the_kill():
     assert [line for line in finding.evidence if line.startswith("growing:")] == [
         "growing: DataLoader worker pid 4101 +225 MiB in 15 s (15.0 MiB/s), then it ended",
         "growing: DataLoader worker pid 4102 +255 MiB in 17 s (15.0 MiB/s), then it ended"]
-    assert "the kernel's OOM killer ended 1 process(es) in its cgroup in the last 19 s (oom_kill)" in finding.evidence
     assert "Drop the per-worker cache" in finding.fix[0]
+    killed = find(run(frames)[-1], "job-oom-killed")  # the kill itself is its own finding
+    assert killed.severity == "critical"
+    assert killed.evidence[0] == ("the kernel's OOM killer ended 1 process(es) in the job's memory cgroup /job 3 s "
+                                  "ago (its oom_kill count went 3 → 4)")
+    assert "gone since: DataLoader worker pid 4101 (RSS 1024 MiB a moment before)" in killed.evidence
+
+
+def caching_job(t: Timeline, kill_at: int, seconds: int, kills_before: int = 0) -> list:
+    """Two workers filling a cache at 100 MiB/s each under a 1 GiB limit, killed at `kill_at` s, before any
+    pressure has held: the job then ends."""
+    frames = []
+    for second in range(seconds):
+        size = (100 + 100 * min(second, kill_at - 1)) * MIB
+        workers = [replace(worker(pid, pss_bytes=size), rss_bytes=size + 50 * MIB) for pid in (4101, 4102)
+                   ] if second < kill_at else []
+        status = "running" if second <= kill_at else "ended"
+        snapshot = replace(job(proc(cpu=50.0, pss_bytes=300 * MIB), *workers,
+                               cgroup_memory=CgroupMemory("/job", min(300 * MIB + 2 * size, GIB) if workers else 0, GIB,
+                                                          oom_kills=kills_before + (2 if second >= kill_at else 0))),
+                           status=status)
+        frames.append(t.tick(job=snapshot))
+    return frames
+
+
+def test_a_job_the_oom_killer_ended_before_any_pressure_held_is_named_with_what_it_killed():
+    """As a cached-augmentation script under a 1 GiB limit did: its two workers were killed 1.6 s into training, and
+    doctor said "No problems seen"."""
+    t = Timeline(cores=2)
+    findings = run(caching_job(t, kill_at=4, seconds=8))
+    assert "job-memory-pressure" not in ids(findings[3])  # nothing had held before the kill
+    finding = find(findings[-1], "job-oom-killed")
+    assert finding.severity == "critical" and finding.scope == "job"
+    assert finding.evidence[:4] == (
+        "the kernel's OOM killer ended 2 process(es) in the job's memory cgroup /job 3 s ago (its oom_kill count "
+        "went 0 → 2)",
+        "just before, the cgroup used 1.0 GiB of its 1.0 GiB limit",
+        "gone since: DataLoader worker pid 4101 (RSS 450 MiB a moment before)",
+        "gone since: DataLoader worker pid 4102 (RSS 450 MiB a moment before)")
+    assert "growing: DataLoader worker pid 4101 +300 MiB in 3 s (100.0 MiB/s), then it ended" in finding.evidence
+    assert finding.evidence[-1] == "the job has ended"
+    assert "Drop the per-worker cache" in finding.fix[0] and set(finding.pids) == {4101, 4102}
+
+
+def test_oom_kills_counted_before_the_watch_began_are_not_this_job():
+    t = Timeline(cores=2)
+    findings = run(caching_job(t, kill_at=100, seconds=8, kills_before=5))  # a count of 5 that never moves
+    assert not any("job-oom-killed" in ids(f) for f in findings)
 
 
 def test_a_growth_is_measured_on_pss_once_read_never_from_rss_to_pss():
