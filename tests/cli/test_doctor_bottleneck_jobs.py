@@ -288,6 +288,26 @@ def test_a_per_worker_cache_under_a_memory_limit_is_found_and_dropping_it_clears
     assert "job-memory-pressure" not in findings(fixed), fixed["findings"]
 
 
+def test_a_job_the_oom_killer_ends_is_named_with_the_workers_it_killed_and_the_fixed_twin_is_quiet():
+    """Killed 5-10 s into training under 1.5 GiB here, before any pressure figure held: doctor said "No problems
+    seen" before job-oom-killed. 2 GiB leaves doctor's own start-up well before the kill."""
+    with cgroup(memory_bytes=2 << 30) as groups:
+        with running("augment_cache.py", "--time-limit", "120", cgroups=groups) as job:
+            rc, report, started = doctor("--pid", str(job.process.pid), seconds=90)
+        killed = findings(report).get("job-oom-killed")
+        assert killed is not None and rc == 1, (report["findings"], report.get("job"))
+        assert killed["severity"] == "critical" and killed["first_seen"] - started <= 90
+        evidence = killed["evidence"]
+        assert evidence[0].startswith("the kernel's OOM killer ended ") and "(its oom_kill count went 0 → " in \
+            evidence[0], evidence
+        assert any(line.startswith("gone since: DataLoader worker pid ") for line in evidence), evidence
+        assert any(line.startswith("growing: DataLoader worker pid ") for line in evidence), evidence
+        assert "Drop the per-worker cache" in killed["fix"][0], killed["fix"]
+        with running("augment_cache.py", "--no-cache", "--time-limit", "120", cgroups=groups) as job:
+            _, fixed, _ = doctor("--pid", str(job.process.pid), seconds=FIXED_SECONDS)
+    assert not {"job-oom-killed", "job-memory-pressure"} & set(findings(fixed)), fixed["findings"]
+
+
 def test_a_balanced_job_produces_no_finding_and_shows_where_its_time_goes():
     with running("balanced.py", "--time-limit", "120") as job:
         rc, report, _ = doctor("--pid", str(job.process.pid), seconds=BAD_SECONDS)
