@@ -13,6 +13,7 @@ from hwtop.advice.rules.job_facts import (
     alive,
     job_demand,
     job_mean,
+    label,
     mains,
     rank_count,
     recent_jobs,
@@ -101,9 +102,8 @@ def growth_lines(growing: list[tuple[int, str, float, float, bool]], job: JobSna
     by_pid = {p.pid: p for p in job.processes}
     lines = []
     for pid, role, per_s, seconds, ended in growing:
-        label = who(by_pid.get(pid), pid) if role != WORKER else f"DataLoader worker pid {pid}"
-        lines.append(f"growing: {label} +{per_s * seconds / MIB:.0f} MiB in {seconds:.0f} s "
-                     f"({per_s / MIB:.1f} MiB/s)" + (", then it ended" if ended else ""))
+        lines.append(f"growing: {label(pid, role, by_pid.get(pid))} +{per_s * seconds / MIB:.0f} MiB in "
+                     f"{seconds:.0f} s ({per_s / MIB:.1f} MiB/s)" + (", then it ended" if ended else ""))
     return lines
 
 

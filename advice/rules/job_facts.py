@@ -92,6 +92,11 @@ def workers_of(job: JobSnapshot, pid: int) -> list[JobProcess]:
     return [p for p in alive(job) if p.role == WORKER and p.ppid == pid]
 
 
+def label(pid: int, role: str, process: JobProcess | None) -> str:
+    """How evidence names one of the job's processes: a worker as such, else by rank or pid."""
+    return f"DataLoader worker pid {pid}" if role == WORKER else who(process, pid)
+
+
 def who(process: JobProcess | None, pid: int) -> str:
     if process is not None and process.rank is not None:
         return f"rank {process.rank} (pid {pid})"

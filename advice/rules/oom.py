@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from hwtop.advice.registry import rule
 from hwtop.advice.rules.contention import growth_lines, growth_of, memory_fixes
-from hwtop.advice.rules.job_facts import WORKER, alive, who
+from hwtop.advice.rules.job_facts import alive, label
 from hwtop.advice.text import gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
@@ -39,7 +39,7 @@ def job_oom_killed(window: Window, t: Thresholds) -> Iterator[Finding]:
     if not raised:  # a count from before the watch may be someone else's, long ago: only a rise is this job's
         return
     at = raised[0]
-    when, after, _ = counted[at]
+    when = counted[at][0]
     _, before, group = counted[at - 1]  # the last look before the kill: the cgroup as it was full
     killed = (counted[-1][2].oom_kills or 0) - before_kills
     evidence = [f"the kernel's OOM killer ended {killed} process(es) in the job's memory cgroup {group.path} "
@@ -48,7 +48,7 @@ def job_oom_killed(window: Window, t: Thresholds) -> Iterator[Finding]:
     if group.limit_bytes:
         evidence.append(f"just before, the cgroup used {gib(group.used_bytes)} of its {gib(group.limit_bytes)} "
                         "limit")
-    evidence += gone_lines(before, after)
+    evidence += gone_lines(before, [job for _, job, _ in counted[at:]])
     running = [(w, j) for w, j in jobs if j.status == "running"]
     # A cache that fills a limit in seconds is killed before the pressure rule's 5 s of samples: 2 s will do, on
     # RSS, which is read every tick (PSS every few seconds lagged a worker's climb by hundreds of MiB)
@@ -57,17 +57,18 @@ def job_oom_killed(window: Window, t: Thresholds) -> Iterator[Finding]:
     if latest.status != "running":
         evidence.append(latest.message or f"the job has {latest.status}")  # how it ended, where known
     yield Finding("job-oom-killed", "critical", "The OOM killer ended a process of the job", tuple(evidence),
-                  tuple(memory_fixes(growing, group)), scope="job",
-                  pids=tuple(p.pid for p in alive(before) if p.pid not in {q.pid for q in alive(after)}))
+                  tuple(memory_fixes(growing, group)), scope="job", pids=tuple(g[0] for g in growing[:4]))
 
 
-def gone_lines(before: JobSnapshot, after: JobSnapshot) -> list[str]:
-    """The job's processes alive at the last look before the kill and gone at the first after it."""
-    still = {p.pid for p in alive(after)}
-    lines = []
-    for p in alive(before):
-        if p.pid not in still:
-            label = f"DataLoader worker pid {p.pid}" if p.role == WORKER else who(p, p.pid)
-            lines.append(f"gone since: {label}" + (f" (RSS {p.rss_bytes / MIB:.0f} MiB a moment before)"
-                                                     if p.rss_bytes else ""))
-    return lines
+def gone_lines(before: JobSnapshot, since: list[JobSnapshot]) -> list[str]:
+    """The job's processes alive at the last look before the kill and gone at the first look after it that misses
+    any: a killed process may still be exiting when the count rises, and the job's others go later, with it."""
+    was = alive(before)
+    for job in since:
+        still = {p.pid for p in alive(job)}
+        gone = [p for p in was if p.pid not in still]
+        if gone:
+            return [f"gone since: {label(p.pid, p.role, p)}" + (f" (RSS {p.rss_bytes / MIB:.0f} MiB a moment before)"
+                                                  if p.rss_bytes else "") for p in gone]
+    return []
+

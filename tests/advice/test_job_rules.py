@@ -285,14 +285,14 @@ def test_a_worker_that_grew_and_was_killed_is_still_named_with_the_kill():
     assert "gone since: DataLoader worker pid 4101 (RSS 1024 MiB a moment before)" in killed.evidence
 
 
-def caching_job(t: Timeline, kill_at: int, seconds: int, kills_before: int = 0) -> list:
-    """Two workers filling a cache at 100 MiB/s each under a 1 GiB limit, killed at `kill_at` s, before any
-    pressure has held: the job then ends."""
+def caching_job(t: Timeline, kill_at: int, seconds: int, kills_before: int = 0, exiting_s: int = 0) -> list:
+    """Two workers filling a cache at 100 MiB/s each under a 1 GiB limit, killed at `kill_at` s (still seen alive
+    for `exiting_s` more), before any pressure has held: the job then ends."""
     frames = []
     for second in range(seconds):
         size = (100 + 100 * min(second, kill_at - 1)) * MIB
         workers = [replace(worker(pid, pss_bytes=size), rss_bytes=size + 50 * MIB) for pid in (4101, 4102)
-                   ] if second < kill_at else []
+                   ] if second < kill_at + exiting_s else []
         status = "running" if second <= kill_at else "ended"
         snapshot = replace(job(proc(cpu=50.0, pss_bytes=300 * MIB), *workers,
                                cgroup_memory=CgroupMemory("/job", min(300 * MIB + 2 * size, GIB) if workers else 0, GIB,
@@ -319,6 +319,15 @@ def test_a_job_the_oom_killer_ended_before_any_pressure_held_is_named_with_what_
     assert "growing: DataLoader worker pid 4101 +300 MiB in 3 s (100.0 MiB/s), then it ended" in finding.evidence
     assert finding.evidence[-1] == "the job has ended"
     assert "Drop the per-worker cache" in finding.fix[0] and set(finding.pids) == {4101, 4102}
+
+
+def test_a_killed_worker_still_exiting_when_the_count_rises_is_named_once_it_is_gone():
+    """Under load the count rose a tick before the killed worker left the process table (CI-like box)."""
+    t = Timeline(cores=2)
+    finding = find(run(caching_job(t, kill_at=4, seconds=8, exiting_s=1))[-1], "job-oom-killed")
+    assert [line for line in finding.evidence if line.startswith("gone since:")] == [
+        "gone since: DataLoader worker pid 4101 (RSS 450 MiB a moment before)",
+        "gone since: DataLoader worker pid 4102 (RSS 450 MiB a moment before)"]
 
 
 def test_oom_kills_counted_before_the_watch_began_are_not_this_job():
