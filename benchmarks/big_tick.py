@@ -16,7 +16,6 @@ commit unpacked somewhere), for an A/B in one sitting.
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import shutil
 import subprocess
@@ -24,7 +23,16 @@ import sys
 import tempfile
 from collections import Counter
 
-from benchmarks.callgrind_marks import ADVICE_MARKS, PREAMBLE, SESSION_MARKS, print_parts, read_dump
+from benchmarks.callgrind_marks import (
+    ADVICE_MARKS,
+    MARKS_FILE,
+    MEASURED_TICKS,
+    PREAMBLE,
+    SESSION_MARKS,
+    callgrind_command,
+    print_parts,
+    sum_dumps,
+)
 from benchmarks.terminal_runs import ROOT
 
 HARNESS = PREAMBLE + r'''from hwtop.demo.machine import demo_sampler
@@ -54,14 +62,7 @@ for tick in range({warmup}):
     now[0] += 1.0
     if tick == {warmup} - 1 and sampler.job is not None:
         wrap(sampler.job, "read", "probe job")
-state["on"] = True
-mark("start")
-for _ in range({ticks}):
-    session.tick()
-    now[0] += 1.0
-    mark("sampler, session")
-state["on"] = False
-session.close()
+''' + MEASURED_TICKS + r'''session.close()
 '''
 
 
@@ -70,17 +71,11 @@ def measure(tree: str, ticks: int, warmup: int, rules: bool, fake: bool) -> Coun
     with tempfile.TemporaryDirectory(prefix="bench-big-") as work:
         script = os.path.join(work, "harness.py")
         with open(script, "w") as handle:
-            handle.write(HARNESS.format(tree=tree, marks=os.path.join(ROOT, "benchmarks", "callgrind_marks.py"),
-                                        ticks=ticks, warmup=warmup, rules=rules, fake=fake))
-        subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
-                        f"--callgrind-out-file={work}/cg.out", f"--log-file={work}/valgrind.log",
-                        os.path.realpath(sys.executable), script],
+            handle.write(HARNESS.format(tree=tree, marks=MARKS_FILE, ticks=ticks, warmup=warmup, rules=rules,
+                                        fake=fake))
+        subprocess.run(callgrind_command(work, f"{work}/valgrind.log", [script]),
                        check=True, cwd=tree, env={**os.environ, "PYTHONPATH": tree})
-        parts: Counter[str] = Counter()
-        for path in glob.glob(f"{work}/cg.out.*"):
-            got = read_dump(path)
-            if got is not None and got[0] != "start":
-                parts[got[0]] += got[1]
+        parts = sum_dumps(work)
     return Counter({label: total // ticks for label, total in parts.items()})
 
 

@@ -10,8 +10,12 @@ first and dropped: `--dump-before=FUNCTION` on a C function called through ctype
 from __future__ import annotations
 
 import ctypes
+import glob
 import mmap
+import os
 import platform
+import sys
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 # mov rax, rdi (the request block); xor edx, edx (the default answer); the preamble (rol rdi by 3, 13, 61, 51:
@@ -20,7 +24,8 @@ _CODE = bytes.fromhex("4889f8" "31d2" "48c1c703" "48c1c70d" "48c1c73d" "48c1c733
 _DUMP_STATS_AT = ((ord("C") << 24) | (ord("T") << 16)) + 3  # VG_USERREQ_TOOL_BASE('C','T') + 3
 
 # Pieces of the harnesses the tick benchmarks run under valgrind (formatted with the harness: braces doubled).
-# The marks, loaded from a file (the tree measured may be another checkout): needs {tree} and {marks}.
+# The marks, loaded from a file (the tree measured may be another checkout): needs {tree} and {marks} (MARKS_FILE).
+MARKS_FILE = os.path.abspath(__file__)
 PREAMBLE = r'''
 import importlib.util, os, sys
 sys.path.insert(0, {tree!r})
@@ -70,6 +75,17 @@ if {rules}:
         return msgspec.structs.replace(rule, check=marked)
     session.engine.rules = tuple(by_rule(rule) for rule in session.engine.rules)
 '''
+# The measured ticks, after the warm-up, each ending in a mark (SESSION_MARKS' `at` marking within): needs
+# `session`, `now` (its clock, moved 1 s a tick) and {ticks}.
+MEASURED_TICKS = r'''
+state["on"] = True
+mark("start")
+for _ in range({ticks}):
+    session.tick()
+    now[0] += 1.0
+    mark("sampler, session")
+state["on"] = False
+'''
 
 
 class Marks:
@@ -101,6 +117,24 @@ def read_dump(path: str) -> tuple[str, int] | None:
             elif line.startswith("totals:"):
                 total = int(line.split()[1])
     return (label, total) if label is not None and total is not None else None
+
+
+def callgrind_command(out_dir: str, log: str, argv: Sequence[str]) -> list[str]:
+    """This Python under callgrind with `argv` (a script and its arguments): dumps to `out_dir`/cg.out.N (the
+    marks'), valgrind's own messages to `log`; only the counts, no per-instruction or per-line detail."""
+    return ["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
+            f"--callgrind-out-file={out_dir}/cg.out", f"--log-file={log}", os.path.realpath(sys.executable), *argv]
+
+
+def sum_dumps(folder: str) -> Counter[str]:
+    """Instructions by label over the dumps in `folder`, all of a run's dumps of a label added up; "start" (the
+    warm-up's end, marked only to start the count) is left out."""
+    parts: Counter[str] = Counter()
+    for path in glob.glob(f"{folder}/cg.out.*"):
+        got = read_dump(path)
+        if got is not None and got[0] != "start":
+            parts[got[0]] += got[1]
+    return parts
 
 
 def print_parts(trees: Sequence[str], results: Sequence[Mapping[str, float]]) -> None:

@@ -13,7 +13,6 @@ same time and read the same box; `--rules` splits the advice by rule (each split
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import shutil
 import subprocess
@@ -21,7 +20,16 @@ import sys
 import tempfile
 from collections import Counter
 
-from benchmarks.callgrind_marks import ADVICE_MARKS, PREAMBLE, SESSION_MARKS, print_parts, read_dump
+from benchmarks.callgrind_marks import (
+    ADVICE_MARKS,
+    MARKS_FILE,
+    MEASURED_TICKS,
+    PREAMBLE,
+    SESSION_MARKS,
+    callgrind_command,
+    print_parts,
+    sum_dumps,
+)
 from benchmarks.terminal_runs import ROOT
 
 HARNESS = PREAMBLE + r'''from hwtop.probes.gpu import NvmlProbe
@@ -47,13 +55,7 @@ sampler.host.processes = counted
 ''' + ADVICE_MARKS + r'''for tick in range({warmup}):
     session.tick()
     now[0] += 1.0
-state["on"] = True
-mark("start")
-for _ in range({ticks}):
-    session.tick()
-    now[0] += 1.0
-    mark("sampler, session")
-state["on"] = False
+''' + MEASURED_TICKS + r'''
 print("processes", len(session.latest.snapshot.processes), "reads", reads["processes"], file=sys.stderr)
 session.close()
 '''
@@ -67,24 +69,17 @@ def measure(trees: list[str], ticks: int, warmup: int, rules: bool) -> list[tupl
         for i, tree in enumerate(trees):
             script = os.path.join(work, f"harness{i}.py")
             with open(script, "w") as handle:
-                handle.write(HARNESS.format(tree=tree, marks=os.path.join(ROOT, "benchmarks", "callgrind_marks.py"),
-                                            ticks=ticks, warmup=warmup, rules=rules))
+                handle.write(HARNESS.format(tree=tree, marks=MARKS_FILE, ticks=ticks, warmup=warmup, rules=rules))
             os.mkdir(os.path.join(work, str(i)))
             running.append(subprocess.Popen(
-                ["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
-                 f"--callgrind-out-file={work}/{i}/cg.out", f"--log-file={work}/valgrind{i}.log",
-                 os.path.realpath(sys.executable), script],
+                callgrind_command(f"{work}/{i}", f"{work}/valgrind{i}.log", [script]),
                 cwd=tree, env={**os.environ, "PYTHONPATH": tree}, stderr=subprocess.PIPE, text=True))
         results = []
         for i, process in enumerate(running):
             _, said = process.communicate()
             if process.returncode:
                 sys.exit(f"{trees[i]}: the harness failed:\n{said}")
-            parts: Counter[str] = Counter()
-            for path in glob.glob(f"{work}/{i}/cg.out.*"):
-                got = read_dump(path)
-                if got is not None and got[0] != "start":
-                    parts[got[0]] += got[1]
+            parts = sum_dumps(f"{work}/{i}")
             results.append((Counter({label: total // ticks for label, total in parts.items()}), said.strip()))
     return results
 

@@ -13,7 +13,6 @@ one sitting (the same synthetic files for both).
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import random
 import shutil
@@ -21,56 +20,44 @@ import subprocess
 import sys
 import tempfile
 
-from benchmarks.callgrind_marks import PREAMBLE, read_dump
+from benchmarks.callgrind_marks import MARKS_FILE, PREAMBLE, callgrind_command, sum_dumps
 from benchmarks.terminal_runs import ROOT
 from benchmarks.tick import synthetic_network, synthetic_proc
 
 HARNESS = PREAMBLE + r'''
 import psutil
 from hwtop.probes.cpu import CpuProbe, CpuStaticInfo
+from hwtop.probes.network import NetworkProbe
 from hwtop.probes.numa import NumaProbe
 from hwtop.probes.processes import ProcessProbe
 
 now = [0.0]
+
+def measured(label, read, warm=3, step=0.0):
+    """`warm` reads, then {reads} marked as `label`; the probes' clock moved `step` seconds before each."""
+    for _ in range(warm):
+        now[0] += step
+        read()
+    mark("start")
+    for _ in range({reads}):
+        now[0] += step
+        read()
+    mark(label)
+
 processes = ProcessProbe({root!r}, clock=lambda: now[0])
-for _ in range(8):
-    now[0] += 2.0
-    processes.read()
-mark("start")
-for _ in range({reads}):
-    now[0] += 2.0
-    processes.read()
-mark("processes")
+measured("processes", processes.read, warm=8, step=2.0)
 psutil.PROCFS_PATH = {root!r} + "/proc"
 cpu = CpuProbe(static=CpuStaticInfo(start=False), freq_source=lambda: [])
-for _ in range(3):
-    cpu.read({{}})
-mark("start")
-for _ in range({reads}):
-    cpu.read({{}})
-mark("cpu")
+measured("cpu", lambda: cpu.read({{}}))
 numa = NumaProbe({root!r})
-for _ in range(3):
-    numa.read(2 * 1024**4, 1024**4)
-mark("start")
-for _ in range({reads}):
-    numa.read(2 * 1024**4, 1024**4)
-mark("numa")
-from hwtop.probes.network import NetworkProbe
+measured("numa", lambda: numa.read(2 * 1024**4, 1024**4))
 names = ["lo", "enp225s0f0", "enp225s0f1"] + [f"veth{{i:05x}}" for i in range(40)]
 counted = [0]
 def counters():
     counted[0] += 1
     return {{name: (counted[0] * 1000, counted[0] * 500) for name in names}}
 network = NetworkProbe({root!r}, counters=counters, clock=lambda: now[0])
-for _ in range(3):
-    now[0] += 1.0
-    network.read()
-mark("start")
-for _ in range({reads}):
-    now[0] += 1.0
-    network.read()
-mark("nics")
+measured("nics", network.read, step=1.0)
 '''
 
 CPUS, NODES = 256, 8
@@ -104,18 +91,10 @@ def measure(tree: str, root: str, reads: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-realbig-") as work:
         script = os.path.join(work, "harness.py")
         with open(script, "w") as handle:
-            handle.write(HARNESS.format(tree=tree, marks=os.path.join(ROOT, "benchmarks", "callgrind_marks.py"),
-                                        root=root, reads=reads))
-        subprocess.run(["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
-                        f"--callgrind-out-file={work}/cg.out", f"--log-file={work}/valgrind.log",
-                        os.path.realpath(sys.executable), script],
+            handle.write(HARNESS.format(tree=tree, marks=MARKS_FILE, root=root, reads=reads))
+        subprocess.run(callgrind_command(work, f"{work}/valgrind.log", [script]),
                        check=True, cwd=tree, env={**os.environ, "PYTHONPATH": tree})
-        parts: dict[str, float] = {}
-        for path in glob.glob(f"{work}/cg.out.*"):
-            got = read_dump(path)
-            if got is not None and got[0] != "start":
-                parts[got[0]] = got[1] / reads
-    return parts
+        return {label: total / reads for label, total in sum_dumps(work).items()}
 
 
 def main() -> None:

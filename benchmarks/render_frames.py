@@ -27,9 +27,9 @@ import json
 import os
 import re
 import statistics
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -360,7 +360,7 @@ def main() -> None:
         return
     frames = frames_of(args.frames + 1, args.recording, args.demo)
     if args.marks:
-        asyncio.run(measure(frames, (width, height), args.warmup, None, False, mark=_marks()))
+        asyncio.run(measure(frames, (width, height), args.warmup, None, False, mark=_marks_module().Marks()))
         return
     per_frame = asyncio.run(measure(frames, (width, height), args.warmup, args.screens, args.check))
     totals: Counter[str] = Counter()
@@ -388,36 +388,32 @@ def main() -> None:
 PARTS = ("show", "until the refresh", "refresh", "rest")
 
 
-def _marks() -> Callable[[str], None]:
-    """benchmarks/callgrind_marks.py, from beside this file whatever tree is on the path."""
+def _marks_module() -> ModuleType:
+    """benchmarks/callgrind_marks.py, from beside this file whatever tree is on the path (another checkout's
+    `benchmarks` may have none, or an older one)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("render_frames_marks", os.path.join(HERE, "callgrind_marks.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.Marks()
+    return module
 
 
 def instructions(args: argparse.Namespace) -> None:
     """The same frames under callgrind: instructions per frame by part, frames after the warm-up."""
-    import importlib.util
     import shutil
     import subprocess
     import tempfile
 
     if shutil.which("valgrind") is None:
         raise SystemExit("needs valgrind (apt-get install valgrind)")
-    spec = importlib.util.spec_from_file_location("render_frames_marks", os.path.join(HERE, "callgrind_marks.py"))
-    assert spec is not None and spec.loader is not None
-    marks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(marks)
+    marks = _marks_module()
     source = ["--recording", args.recording] if args.recording else ["--demo", args.demo]
     with tempfile.TemporaryDirectory(prefix="render-frames-cg-") as work:
-        command = ["valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
-                   f"--callgrind-out-file={work}/cg.out", f"--log-file={work}/valgrind.log",
-                   os.path.realpath(sys.executable), os.path.abspath(__file__), *source, "--size", args.size,
-                   "--frames", str(args.frames), "--warmup", str(args.warmup), "--marks", work]
+        command = marks.callgrind_command(work, f"{work}/valgrind.log", [
+            os.path.abspath(__file__), *source, "--size", args.size, "--frames", str(args.frames),
+            "--warmup", str(args.warmup), "--marks", work])
         subprocess.run(command, check=True, cwd=args.tree, env={**os.environ, "PYTHONPATH": args.tree})
         parts: dict[str, float] = defaultdict(float)
         for name in os.listdir(work):

@@ -33,7 +33,7 @@ import time
 import uuid
 from collections import defaultdict
 
-from benchmarks.callgrind_marks import read_dump
+from benchmarks.callgrind_marks import MARKS_FILE, PREAMBLE, callgrind_command, read_dump
 from benchmarks.terminal_runs import ROOT, compile_checkout
 
 MACHINES = {
@@ -42,14 +42,7 @@ MACHINES = {
     "big": (["--demo", "dgx-a100", "--scenario", "straggler-256"], True),
 }
 
-HARNESS = r'''
-import json, os, sys
-import importlib.util
-sys.path.insert(0, {tree!r})  # the tree measured: this checkout, or another one's (--tree) for an A/B
-spec = importlib.util.spec_from_file_location("callgrind_marks", {marks!r})  # this checkout's, whatever the tree
-marks_module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(marks_module)
-mark = marks_module.Marks()
+HARNESS = PREAMBLE + r'''import json
 WARMUP, TICKS, OUT, OPEN_JOB = {warmup}, {ticks}, {out!r}, {open_job}
 state = {{"tick": 0}}
 counts = {{}}  # tick -> {{layouts, displays, bytes}}
@@ -201,9 +194,7 @@ def run(harness: str, label: str, timeout: float, tree: str = ROOT) -> tuple[dic
             handle.write(harness.replace("__OUT__", out))
         dumps = os.path.join(work, "dumps")
         os.mkdir(dumps)
-        command = ["env", f"PYTHONPATH={tree}", "valgrind", "--tool=callgrind", "--dump-instr=no", "--dump-line=no",
-                   f"--callgrind-out-file={dumps}/cg.out", f"--log-file={work}/valgrind.log",
-                   os.path.realpath(sys.executable), script]
+        command = ["env", f"PYTHONPATH={tree}", *callgrind_command(dumps, f"{work}/valgrind.log", [script])]
         session = f"bench-{uuid.uuid4().hex[:8]}"
         subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "200", "-y", "50", *command], check=True)
         segments: dict[str, list[int]] = defaultdict(list)
@@ -261,8 +252,7 @@ ORDER = ("probe host", "probe memory", "probe numa", "probe cpu", "probe disks",
 
 
 def harness_for(machine: str, warmup: int, ticks: int, tree: str = ROOT) -> str:
-    common = {"tree": tree, "marks": os.path.join(ROOT, "benchmarks", "callgrind_marks.py"), "warmup": warmup,
-              "ticks": ticks, "out": "__OUT__"}
+    common = {"tree": tree, "marks": MARKS_FILE, "warmup": warmup, "ticks": ticks, "out": "__OUT__"}
     if machine == "floor":
         return FLOOR_HARNESS.format(open_job=False, **common)
     argv, open_job = MACHINES[machine]
