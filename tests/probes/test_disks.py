@@ -62,10 +62,10 @@ def test_device_for_path_resolves_partition_to_its_disk(tmp_path: Path) -> None:
     assert device_for_path(str(tmp_path / "missing"), str(root)) is None
 
 
-def test_disk_stats_read_diskstats_as_psutil_does_wraps_included(tmp_path: Path, monkeypatch) -> None:
-    """The probe's own read of /proc/diskstats gives psutil.disk_io_counters(perdisk=True, nowrap=True)'s figures
-    for the same files, read after read: every layout of a line, a counter going back (taken as a wrap, its old
-    value added from then on), a device leaving the file and coming back (its additions forgotten)."""
+def test_disk_stats_read_diskstats_as_psutil_does(tmp_path: Path, monkeypatch) -> None:
+    """The probe's own read of /proc/diskstats gives psutil.disk_io_counters(perdisk=True, nowrap=False)'s figures
+    for the same files, read after read: every layout of a line, a counter going back, a device leaving the file
+    and coming back, each read as it stands (wraps and resets are DiskProbe's rate meters' to judge)."""
     import psutil
 
     from hwtop.probes.disks import DiskStats
@@ -91,7 +91,7 @@ def test_disk_stats_read_diskstats_as_psutil_does_wraps_included(tmp_path: Path,
     for rows in reads:
         (tmp_path / "diskstats").write_text("".join(line(*row) for row in rows))
         got = ours()
-        theirs = psutil.disk_io_counters(perdisk=True, nowrap=True)
+        theirs = psutil.disk_io_counters(perdisk=True, nowrap=False)
         assert set(got) == set(theirs) - {"absent"}
         for name, figures in got.items():
             expected = theirs[name]
@@ -100,3 +100,22 @@ def test_disk_stats_read_diskstats_as_psutil_does_wraps_included(tmp_path: Path,
     (tmp_path / "diskstats").write_text("   8 0 sdq 1 2\n")
     with pytest.raises(ValueError):
         ours()
+
+
+def test_busy_time_wraps_at_32_bits_and_a_counter_going_back_is_a_gap(tmp_path: Path, monkeypatch) -> None:
+    """The kernel prints a disk's busy time as an unsigned int of ms (jiffies_to_msecs): it wraps at 2**32, and the
+    rate across the wrap is the ms really spent (300 before it, 500 after: 800 ms in 1 s, 80 %). Any other counter
+    going back (the device re-made under the same name) is a gap, not a figure."""
+    import psutil
+
+    root = _block_tree(tmp_path)
+    write(root, "proc/diskstats", f" 8 0 sda 100 3 800 40 50 5 400 60 0 {2**32 - 300} 70\n")
+    monkeypatch.setattr(psutil, "PROCFS_PATH", str(root / "proc"))
+    now = [10.0]
+    probe = DiskProbe(str(root), clock=lambda: now[0])
+    probe.read()
+    write(root, "proc/diskstats", " 8 0 sda 90 3 900 40 60 5 500 60 0 500 70\n")
+    now[0] += 1.0
+    (disk,) = probe.read()
+    assert disk.busy_percent == 80.0
+    assert disk.read_iops is None and disk.write_iops == 10.0 and disk.read_bytes_per_s == 100 * 512
