@@ -10,19 +10,28 @@ from functools import lru_cache
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The file's bytes (its first `limit` or a little more, where given), through one descriptor rather than
+    open()'s three layered file objects: these small files are read many a tick. OSError as os.open raises it."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None and total >= limit:
+                break
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_text(root: str, path: str) -> str | None:
     """The file's text, or None when it is missing, unreadable or not text (sysfs does all three). Read as open()
-    in text mode reads it (ASCII, strict; newlines made "\n"), through one descriptor rather than its three layered
-    file objects: a DGX's port counters are a dozen files a tick."""
+    in text mode reads it (ASCII, strict; newlines made "\n"): a DGX's port counters are a dozen files a tick."""
     try:
-        fd = os.open(os.path.join(root, path.lstrip("/")), os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        text = b"".join(chunks).decode("ascii", "strict")
+        text = read_bytes(os.path.join(root, path.lstrip("/"))).decode("ascii", "strict")
     except (OSError, UnicodeDecodeError):
         return None
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
