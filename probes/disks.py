@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-import psutil
-
 from hwtop.model.snapshot import DiskKind, DiskSnapshot
 from hwtop.probes.rates import RateMeter
-from hwtop.probes.sysfs import read_text
+from hwtop.probes.sysfs import proc_lines, read_text
 
 # Memory-backed or placeholder devices that carry no dataset and would only clutter the panel.
 _HIDDEN = re.compile(r"^(loop|ram|zram|fd|sr)\d*")
@@ -49,28 +46,25 @@ def parse_diskstats_line(fields: list[str]) -> DiskCounters:
 
 
 class DiskStats:
-    """The disks asked for, their counters as /proc/diskstats has them now: psutil.disk_io_counters(perdisk=True,
-    nowrap=False)'s figures, from the file it reads (psutil.PROCFS_PATH's diskstats, opened as it opens it),
-    without its record per device each tick. No state: a wrap or a reset is the rate meter's to judge (DiskProbe)."""
+    """The disks asked for, their counters as `proc`/diskstats has them now: psutil.disk_io_counters(perdisk=True,
+    nowrap=False)'s figures for that file, without its record per device each tick. No state: a wrap or a reset is
+    the rate meter's to judge (DiskProbe). A line it cannot read leaves its disk out (N/A): sysfs.proc_lines' rule."""
 
-    def __init__(self, names: Callable[[], list[str]]) -> None:
+    def __init__(self, proc: str, names: Callable[[], list[str]]) -> None:
+        self._proc = proc
         self._names = names
 
     def __call__(self) -> Mapping[str, Any]:
-        try:
-            with open(f"{psutil.PROCFS_PATH}/diskstats", encoding=sys.getfilesystemencoding(),
-                      errors=sys.getfilesystemencodeerrors()) as handle:
-                lines = handle.readlines()
-        except OSError:
-            return psutil.disk_io_counters(perdisk=True, nowrap=False) or {}
         wanted = set(self._names())
         out: dict[str, DiskCounters] = {}
-        for line in lines:
+        for line in proc_lines(self._proc, "diskstats"):
             fields = line.split()
             name = fields[3] if len(fields) == 15 else fields[2] if len(fields) > 2 else ""
-            figures = parse_diskstats_line(fields)  # every line, as psutil: one it cannot read is an error
             if name in wanted:
-                out[name] = figures
+                try:
+                    out[name] = parse_diskstats_line(fields)
+                except ValueError:
+                    continue
         return out
 
 
@@ -121,7 +115,7 @@ class DiskProbe:
         import time
 
         self.root = root
-        self._counters = counters or DiskStats(self._disks)
+        self._counters = counters or DiskStats(os.path.join(root, "proc"), self._disks)
         self._clock = clock or time.monotonic
         self._rates = RateMeter()  # 64-bit counters: one that goes back was reset, a gap
         self._busy = RateMeter(wrap_at=BUSY_WRAP)
