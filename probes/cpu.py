@@ -12,6 +12,7 @@ import psutil
 
 from hwtop.model.snapshot import CoreLoad, CpuSnapshot
 from hwtop.probes.cpu_facts import cache_totals, cpu_model
+from hwtop.probes.processes import CLOCK_TICKS
 from hwtop.probes.sysfs import proc_lines
 
 # Field names as psutil (and /proc/stat) give them; guest and guest_nice are already inside user and nice.
@@ -37,14 +38,11 @@ def proc_stat_times(proc: str = "/proc") -> list[tuple[float, ...] | None]:
         if line.startswith("cpu"):
             values = line.split()[1:count + 1]
             try:
-                times = tuple(int(value) / _CLOCK_TICKS for value in values)
+                times = tuple(int(value) / CLOCK_TICKS for value in values)
             except ValueError:
                 times = ()
             cpus.append(None if len(times) != count else times if steal else (*times, 0.0))
     return cpus
-
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...] | None,
@@ -136,9 +134,10 @@ class CpuProbe:
         clock: Callable[[], float] = time.monotonic,
         root: str = "/",
     ) -> None:
-        self._times_source: TimesSource = times_source or (lambda: psutil.cpu_times(percpu=True))
         proc = os.path.join(root, "proc")
-        self._own_times = (lambda: proc_stat_times(proc)) if times_source is None else None  # _times_tuple's
+        self._samples: Callable[[], list[tuple[float, ...] | None]] = (
+            (lambda: proc_stat_times(proc)) if times_source is None
+            else (lambda: [_times_tuple(sample) for sample in times_source()]))
         self._freq_source = freq_source or (lambda: psutil.cpu_freq(percpu=True) or [])
         self.static = static if static is not None else CpuStaticInfo()
         self._loadavg = loadavg
@@ -158,9 +157,7 @@ class CpuProbe:
         return self._mhz
 
     def read(self, node_of_cpu: dict[int, int]) -> CpuSnapshot:
-        own = self._own_times
-        samples: list[tuple[float, ...] | None] = (own() if own is not None
-                                                   else [_times_tuple(s) for s in self._times_source()])
+        samples = self._samples()
         previous = self._previous
         if previous is not None and len(previous) != len(samples):
             previous = None  # CPUs went on- or offline: start over rather than pair the wrong cores
