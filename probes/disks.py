@@ -52,10 +52,13 @@ class DiskStats:
 
     def __init__(self, proc: str, names: Callable[[], list[str]]) -> None:
         self._proc = proc
-        self._names = names
+        self._names = names  # asked at the first read (DiskProbe lists the disks then, once)
+        self._wanted: frozenset[str] | None = None
 
     def __call__(self) -> Mapping[str, Any]:
-        wanted = set(self._names())
+        wanted = self._wanted
+        if wanted is None:
+            wanted = self._wanted = frozenset(self._names())
         out: dict[str, DiskCounters] = {}
         for line in proc_lines(self._proc, "diskstats"):
             fields = line.split()
