@@ -38,7 +38,7 @@ def proc_stat_times(proc: str = "/proc") -> list[tuple[float, ...] | None]:
         if line.startswith("cpu"):
             values = line.split()[1:count + 1]
             try:
-                times = tuple(int(value) / CLOCK_TICKS for value in values)
+                times = tuple(float(value) / CLOCK_TICKS for value in values)
             except ValueError:
                 times = ()
             cpus.append(None if len(times) != count else times if steal else (*times, 0.0))
