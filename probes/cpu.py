@@ -26,34 +26,38 @@ def _times_tuple(sample: Any) -> tuple[float, ...]:
     return tuple(float(getattr(sample, name, 0.0) or 0.0) for name in _FIELDS)
 
 
-def proc_stat_times(proc: str = "/proc") -> list[tuple[float, ...] | None]:
+def proc_stat_times(proc: str = "/proc") -> list[tuple[float, ...]]:
     """Each CPU's times, as `_times_tuple` makes them of psutil.cpu_times(percpu=True)'s, from one read of
     `proc`/stat (the file psutil reads; seconds: the clock ticks over SC_CLK_TCK): no record per core, each tick,
-    for every core. A core whose line cannot be read is None (N/A: sysfs.proc_lines' rule)."""
+    for every core. A core whose line cannot be read has too few figures, which core_load calls N/A (sysfs.proc_lines'
+    rule)."""
     lines = proc_lines(proc, "stat")
     steal = bool(lines) and len(lines[0].split()) - 1 >= len(_FIELDS)  # Linux 2.6.11+; psutil's field list by it
     count = len(_FIELDS) if steal else len(_FIELDS) - 1
-    cpus: list[tuple[float, ...] | None] = []
+    cpus = []
     for line in lines[1:]:
-        if line.startswith("cpu"):
+        if line.startswith(b"cpu"):
             values = line.split()[1:count + 1]
             try:
                 times = tuple(float(value) / CLOCK_TICKS for value in values)
             except ValueError:
                 times = ()
-            cpus.append(None if len(times) != count else times if steal else (*times, 0.0))
+            cpus.append(times if steal else (*times, 0.0))
     return cpus
 
 
-def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...] | None,
+def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...],
               mhz: float | None = None) -> CoreLoad:
     """Percentages of one core between two samples; None before there are two (or after a reset: a time that
-    went back; or a sample that could not be read). Written out field by field: a 256-core box makes 256 of these
-    a tick."""
-    if before is None or after is None:
+    went back; or a sample without its eight figures, a line that could not be read). Written out field by field: a
+    256-core box makes 256 of these a tick."""
+    if before is None:
         return CoreLoad(index, node, None, mhz=mhz)
-    b_user, b_nice, b_system, b_idle, b_iowait, b_irq, b_softirq, b_steal = before
-    a_user, a_nice, a_system, a_idle, a_iowait, a_irq, a_softirq, a_steal = after
+    try:
+        b_user, b_nice, b_system, b_idle, b_iowait, b_irq, b_softirq, b_steal = before
+        a_user, a_nice, a_system, a_idle, a_iowait, a_irq, a_softirq, a_steal = after
+    except ValueError:
+        return CoreLoad(index, node, None, mhz=mhz)
     if not (a_user >= b_user and a_nice >= b_nice and a_system >= b_system and a_idle >= b_idle
             and a_iowait >= b_iowait and a_irq >= b_irq and a_softirq >= b_softirq and a_steal >= b_steal):
         return CoreLoad(index, node, None, mhz=mhz)
@@ -135,14 +139,14 @@ class CpuProbe:
         root: str = "/",
     ) -> None:
         proc = os.path.join(root, "proc")
-        self._samples: Callable[[], list[tuple[float, ...] | None]] = (
+        self._samples: Callable[[], list[tuple[float, ...]]] = (
             (lambda: proc_stat_times(proc)) if times_source is None
             else (lambda: [_times_tuple(sample) for sample in times_source()]))
         self._freq_source = freq_source or (lambda: psutil.cpu_freq(percpu=True) or [])
         self.static = static if static is not None else CpuStaticInfo()
         self._loadavg = loadavg
         self._clock = clock
-        self._previous: list[tuple[float, ...] | None] | None = None
+        self._previous: list[tuple[float, ...]] | None = None
         self._mhz: list[float | None] = []
         self._mhz_at: float | None = None
 

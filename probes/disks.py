@@ -28,7 +28,7 @@ class DiskCounters(NamedTuple):
     busy_time: int
 
 
-def parse_diskstats_line(fields: list[str]) -> DiskCounters:
+def parse_diskstats_line(fields: list[bytes]) -> DiskCounters:
     """The counters of one /proc/diskstats line, as psutil reads its three layouts (Linux 2.4's 15 fields, a
     disk's 14 or 18+, a partition's 7); ValueError for any other."""
     count = len(fields)
@@ -41,7 +41,7 @@ def parse_diskstats_line(fields: list[str]) -> DiskCounters:
         reads, rsect, writes, wsect = map(int, fields[3:])
         busy = 0
     else:
-        raise ValueError(f"/proc/diskstats: not sure how to read {' '.join(fields)!r}")
+        raise ValueError(f"/proc/diskstats: not sure how to read {b' '.join(fields)!r}")
     return DiskCounters(rsect * SECTOR_BYTES, wsect * SECTOR_BYTES, reads, writes, busy)
 
 
@@ -53,17 +53,17 @@ class DiskStats:
     def __init__(self, proc: str, names: Callable[[], list[str]]) -> None:
         self._proc = proc
         self._names = names  # asked at the first read (DiskProbe lists the disks then, once)
-        self._wanted: frozenset[str] | None = None
+        self._wanted: dict[bytes, str] | None = None  # each one's name as the file writes it
 
     def __call__(self) -> Mapping[str, Any]:
         wanted = self._wanted
         if wanted is None:
-            wanted = self._wanted = frozenset(self._names())
+            wanted = self._wanted = {os.fsencode(name): name for name in self._names()}
         out: dict[str, DiskCounters] = {}
         for line in proc_lines(self._proc, "diskstats"):
             fields = line.split()
-            name = fields[3] if len(fields) == 15 else fields[2] if len(fields) > 2 else ""
-            if name in wanted:
+            name = wanted.get(fields[3] if len(fields) == 15 else fields[2] if len(fields) > 2 else b"")
+            if name is not None:
                 try:
                     out[name] = parse_diskstats_line(fields)
                 except ValueError:

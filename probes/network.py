@@ -42,18 +42,18 @@ def psutil_counters() -> dict[str, tuple[int, int]]:
     return {name: (c.bytes_recv, c.bytes_sent) for name, c in counters.items()}
 
 
-def parse_net_dev(lines: list[str]) -> dict[str, tuple[int, int]]:
+def parse_net_dev(lines: list[bytes]) -> dict[str, tuple[int, int]]:
     """Each interface's (bytes received, bytes sent) from /proc/net/dev's lines, read as psutil reads them (two
-    header lines; the name before the last colon; sixteen counters, received bytes first, sent bytes ninth); a line
-    that is not so is left out (its interface N/A: sysfs.proc_lines' rule)."""
+    header lines; the name before the last colon, decoded as it decodes it; sixteen counters, received bytes first,
+    sent bytes ninth); a line that is not so is left out (its interface N/A: sysfs.proc_lines' rule)."""
     counters = {}
     for line in lines[2:]:
-        colon = line.rfind(":")
+        colon = line.rfind(b":")
         fields = line[colon + 1:].split()
         if colon <= 0 or len(fields) != 16:
             continue
         try:
-            counters[line[:colon].strip()] = (int(fields[0]), int(fields[8]))
+            counters[os.fsdecode(line[:colon]).strip()] = (int(fields[0]), int(fields[8]))
         except ValueError:
             continue
     return counters

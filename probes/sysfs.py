@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import sys
 from functools import lru_cache
 
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
@@ -38,18 +37,19 @@ def read_text(root: str, path: str) -> str | None:
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
-def proc_lines(proc: str, name: str) -> list[str]:
-    """The lines of `name` under `proc` (the probe's root's /proc), decoded as psutil decodes them (the file
-    system's encoding and error handler; "\r" and "\r\n" end a line, as open() in text mode takes them), without
-    their ends. OSError, naming the file, where it cannot be read: the tick's probe error says so.
+def proc_lines(proc: str, name: str) -> list[bytes]:
+    """The lines of `name` under `proc` (the probe's root's /proc), without their ends ("\r" and "\r\n" end one
+    too, as open() in text mode takes them): bytes, parsed as they are, a name decoded with os.fsdecode (the file
+    system's encoding and error handler, as psutil decodes these files) only where it is kept. OSError, naming the
+    file, where it cannot be read: the tick's probe error says so.
 
     The one rule of the /proc counter readers (cpu, disks, network): a file that cannot be read is that error; a
     line they cannot read is N/A for the core, disk or interface it carries, and the rest of the file is read."""
-    text = read_bytes(f"{proc}/{name}").decode(sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")  # not splitlines(): an interface's name may hold any other separator
-    if lines[-1] == "":
+    data = read_bytes(f"{proc}/{name}")
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    lines = data.split(b"\n")  # not splitlines(): an interface's name may hold any other separator
+    if lines[-1] == b"":
         lines.pop()
     return lines
 

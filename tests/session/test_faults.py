@@ -110,7 +110,7 @@ def test_a_line_the_probes_cannot_read_is_na_for_what_it_carries_the_rest_read(t
     for tick in (1, 2):
         write(tmp_path, "proc/stat", "cpu  1 2 3 4 5 6 7 8 0 0\n"
                                      f"cpu0 {100 * tick} 0 {100 * tick} {200 * tick} 0 0 0 0 0 0\n"
-                                     "cpu1 1 2 x y\nintr 1\n")
+                                     "cpu1 1 2 x y\ncpu2 5 6\nintr 1\n")
         write(tmp_path, "proc/diskstats", f" 8 0 sda {tick} 0 {8 * tick} 0 0 0 0 0 0 {10 * tick} 0 0 0 0 0\n"
                                           " 8 16 sdb 1 2 3\n")
         write(tmp_path, "proc/net/dev", header + f"  eth0: {1000 * tick} 1 0 0 0 0 0 0 {500 * tick} 2 0 0 0 0 0 0\n"
@@ -124,7 +124,7 @@ def test_a_line_the_probes_cannot_read_is_na_for_what_it_carries_the_rest_read(t
         sampler.close()
     for snapshot in (first, second):
         assert not [e for e in snapshot.errors if e.probe in ("cpu", "disks", "nics")], snapshot.errors
-    assert second.cpu is not None and second.cpu.logical_cores == 2
-    assert second.cpu.cores[0].percent == 50.0 and second.cpu.cores[1].percent is None
+    assert second.cpu is not None and second.cpu.logical_cores == 3
+    assert [core.percent for core in second.cpu.cores] == [50.0, None, None]
     assert [(d.name, d.read_iops is not None) for d in second.disks] == [("sda", True)]
     assert [n.name for n in second.nics] == ["eth0"] and second.nics[0].rx_bytes_per_s is not None
