@@ -39,7 +39,9 @@ class CgroupMemory(Record, frozen=True):
     path: str
     used_bytes: int
     limit_bytes: int | None
-    oom_kills: int | None = None  # processes the kernel's OOM killer has ended in it (its subtree), ever: oom_kill
+    # processes the kernel's OOM killer has ended in it, ever (oom_kill): v2's memory.events counts its subtree
+    # (Linux 5.2+, unless mounted with memory_localevents: then, as v1's memory.oom_control, the group alone)
+    oom_kills: int | None = None
 
 
 class Stillness(Record, frozen=True):

@@ -12,6 +12,8 @@ import psutil
 
 from hwtop.model.snapshot import CoreLoad, CpuSnapshot
 from hwtop.probes.cpu_facts import cache_totals, cpu_model
+from hwtop.probes.processes import CLOCK_TICKS
+from hwtop.probes.sysfs import proc_lines
 
 # Field names as psutil (and /proc/stat) give them; guest and guest_nice are already inside user and nice.
 _FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
@@ -24,32 +26,38 @@ def _times_tuple(sample: Any) -> tuple[float, ...]:
     return tuple(float(getattr(sample, name, 0.0) or 0.0) for name in _FIELDS)
 
 
-def proc_stat_times() -> list[tuple[float, ...]]:
-    """Each CPU's times, as `_times_tuple` makes them of psutil.cpu_times(percpu=True)'s, from one read of the file
-    psutil reads (its PROCFS_PATH's stat, as bytes as it reads it; seconds: the clock ticks over SC_CLK_TCK): no
-    record per core, each tick, for every core."""
-    with open(f"{psutil.PROCFS_PATH}/stat", "rb") as handle:
-        steal = len(handle.readline().split()) - 1 >= len(_FIELDS)  # Linux 2.6.11+; psutil's field list by it
-        cpus = []
-        for line in handle:
-            if line.startswith(b"cpu"):
-                values = line.split()[1:len(_FIELDS) + 1 if steal else len(_FIELDS)]
-                times = tuple(float(value) / _CLOCK_TICKS for value in values)
-                cpus.append(times if steal else (*times, 0.0))
-        return cpus
-
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+def proc_stat_times(proc: str = "/proc") -> list[tuple[float, ...]]:
+    """Each CPU's times, as `_times_tuple` makes them of psutil.cpu_times(percpu=True)'s, from one read of
+    `proc`/stat (the file psutil reads; seconds: the clock ticks over SC_CLK_TCK): no record per core, each tick,
+    for every core. A core whose line cannot be read has too few figures, which core_load calls N/A (sysfs.proc_lines'
+    rule)."""
+    lines = proc_lines(proc, "stat")
+    steal = bool(lines) and len(lines[0].split()) - 1 >= len(_FIELDS)  # Linux 2.6.11+; psutil's field list by it
+    count = len(_FIELDS) if steal else len(_FIELDS) - 1
+    cpus = []
+    for line in lines[1:]:
+        if line.startswith(b"cpu"):
+            values = line.split()[1:count + 1]
+            try:
+                times = tuple(float(value) / CLOCK_TICKS for value in values)
+            except ValueError:
+                times = ()
+            cpus.append(times if steal else (*times, 0.0))
+    return cpus
 
 
 def core_load(index: int, node: int, before: tuple[float, ...] | None, after: tuple[float, ...],
               mhz: float | None = None) -> CoreLoad:
     """Percentages of one core between two samples; None before there are two (or after a reset: a time that
-    went back). Written out field by field: a 256-core box makes 256 of these a tick."""
+    went back; or a sample without its eight figures, a line that could not be read). Written out field by field: a
+    256-core box makes 256 of these a tick."""
     if before is None:
         return CoreLoad(index, node, None, mhz=mhz)
-    b_user, b_nice, b_system, b_idle, b_iowait, b_irq, b_softirq, b_steal = before
-    a_user, a_nice, a_system, a_idle, a_iowait, a_irq, a_softirq, a_steal = after
+    try:
+        b_user, b_nice, b_system, b_idle, b_iowait, b_irq, b_softirq, b_steal = before
+        a_user, a_nice, a_system, a_idle, a_iowait, a_irq, a_softirq, a_steal = after
+    except ValueError:
+        return CoreLoad(index, node, None, mhz=mhz)
     if not (a_user >= b_user and a_nice >= b_nice and a_system >= b_system and a_idle >= b_idle
             and a_iowait >= b_iowait and a_irq >= b_irq and a_softirq >= b_softirq and a_steal >= b_steal):
         return CoreLoad(index, node, None, mhz=mhz)
@@ -128,9 +136,12 @@ class CpuProbe:
         static: CpuStaticInfo | None = None,
         loadavg: Callable[[], tuple[float, float, float]] | None = os.getloadavg,
         clock: Callable[[], float] = time.monotonic,
+        root: str = "/",
     ) -> None:
-        self._times_source: TimesSource = times_source or (lambda: psutil.cpu_times(percpu=True))
-        self._own_times = proc_stat_times if times_source is None else None  # already _times_tuple's
+        proc = os.path.join(root, "proc")
+        self._samples: Callable[[], list[tuple[float, ...]]] = (
+            (lambda: proc_stat_times(proc)) if times_source is None
+            else (lambda: [_times_tuple(sample) for sample in times_source()]))
         self._freq_source = freq_source or (lambda: psutil.cpu_freq(percpu=True) or [])
         self.static = static if static is not None else CpuStaticInfo()
         self._loadavg = loadavg
@@ -150,8 +161,7 @@ class CpuProbe:
         return self._mhz
 
     def read(self, node_of_cpu: dict[int, int]) -> CpuSnapshot:
-        own = self._own_times
-        samples = own() if own is not None else [_times_tuple(s) for s in self._times_source()]
+        samples = self._samples()
         previous = self._previous
         if previous is not None and len(previous) != len(samples):
             previous = None  # CPUs went on- or offline: start over rather than pair the wrong cores

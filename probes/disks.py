@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-import psutil
-
 from hwtop.model.snapshot import DiskKind, DiskSnapshot
 from hwtop.probes.rates import RateMeter
-from hwtop.probes.sysfs import read_text
+from hwtop.probes.sysfs import proc_lines, read_text
 
 # Memory-backed or placeholder devices that carry no dataset and would only clutter the panel.
 _HIDDEN = re.compile(r"^(loop|ram|zram|fd|sr)\d*")
@@ -20,6 +17,7 @@ _VIRTUAL = re.compile(r"^(vd|xvd)[a-z]+$")
 
 CountersSource = Callable[[], Mapping[str, Any]]
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own (psutil's DISK_SECTOR_SIZE)
+BUSY_WRAP = 2**32  # the kernel prints busy time as an unsigned int of ms (jiffies_to_msecs(io_ticks)): it wraps here
 
 
 class DiskCounters(NamedTuple):
@@ -30,74 +28,47 @@ class DiskCounters(NamedTuple):
     busy_time: int
 
 
-def parse_diskstats_line(fields: list[str]) -> tuple[int, ...]:
-    """(reads, writes, read bytes, written bytes, read ms, write ms, reads merged, writes merged, busy ms) of one
-    /proc/diskstats line, as psutil reads its three layouts (Linux 2.4's 15 fields, a disk's 14 or 18+, a
-    partition's 7); ValueError for any other."""
+def parse_diskstats_line(fields: list[bytes]) -> DiskCounters:
+    """The counters of one /proc/diskstats line, as psutil reads its three layouts (Linux 2.4's 15 fields, a
+    disk's 14 or 18+, a partition's 7); ValueError for any other."""
     count = len(fields)
     if count == 15:
         reads = int(fields[2])
-        merged_r, rbytes, rtime, writes, merged_w, wbytes, wtime, _, busy, _ = map(int, fields[4:14])
+        _, rsect, _, writes, _, wsect, _, _, busy, _ = map(int, fields[4:14])
     elif count == 14 or count >= 18:
-        reads, merged_r, rbytes, rtime, writes, merged_w, wbytes, wtime, _, busy, _ = map(int, fields[3:14])
+        reads, _, rsect, _, writes, _, wsect, _, _, busy, _ = map(int, fields[3:14])
     elif count == 7:
-        reads, rbytes, writes, wbytes = map(int, fields[3:])
-        rtime = wtime = merged_r = merged_w = busy = 0
+        reads, rsect, writes, wsect = map(int, fields[3:])
+        busy = 0
     else:
-        raise ValueError(f"/proc/diskstats: not sure how to read {' '.join(fields)!r}")
-    return (reads, writes, rbytes * SECTOR_BYTES, wbytes * SECTOR_BYTES, rtime, wtime, merged_r, merged_w, busy)
+        raise ValueError(f"/proc/diskstats: not sure how to read {b' '.join(fields)!r}")
+    return DiskCounters(rsect * SECTOR_BYTES, wsect * SECTOR_BYTES, reads, writes, busy)
 
 
 class DiskStats:
-    """psutil.disk_io_counters(perdisk=True, nowrap=True)'s figures for the disks asked, from the file it reads
-    (psutil.PROCFS_PATH's diskstats, opened as it opens it), without its record per device each tick. Its
-    nowrap kept as it keeps it: a counter that goes back is taken to have wrapped, and its last value is added to
-    it from then on, until the device leaves the file."""
+    """The disks asked for, their counters as `proc`/diskstats has them now: psutil.disk_io_counters(perdisk=True,
+    nowrap=False)'s figures for that file, without its record per device each tick. No state: a wrap or a reset is
+    the rate meter's to judge (DiskProbe). A line it cannot read leaves its disk out (N/A): sysfs.proc_lines' rule."""
 
-    def __init__(self, names: Callable[[], list[str]]) -> None:
-        self._names = names
-        self._last: dict[str, tuple[int, ...]] | None = None  # each device's raw figures at the last read
-        self._added: dict[str, list[int]] = {}  # what wraps added to each device's figures
+    def __init__(self, proc: str, names: Callable[[], list[str]]) -> None:
+        self._proc = proc
+        self._names = names  # asked at the first read (DiskProbe lists the disks then, once)
+        self._wanted: dict[bytes, str] | None = None  # each one's name as the file writes it
 
     def __call__(self) -> Mapping[str, Any]:
-        try:
-            with open(f"{psutil.PROCFS_PATH}/diskstats", encoding=sys.getfilesystemencoding(),
-                      errors=sys.getfilesystemencodeerrors()) as handle:
-                lines = handle.readlines()
-        except OSError:
-            return psutil.disk_io_counters(perdisk=True, nowrap=True) or {}
-        wanted = set(self._names())
-        raw: dict[str, tuple[int, ...]] = {}
-        for line in lines:
+        wanted = self._wanted
+        if wanted is None:
+            wanted = self._wanted = {os.fsencode(name): name for name in self._names()}
+        out: dict[str, DiskCounters] = {}
+        for line in proc_lines(self._proc, "diskstats"):
             fields = line.split()
-            name = fields[3] if len(fields) == 15 else fields[2] if len(fields) > 2 else ""
-            figures = parse_diskstats_line(fields)  # every line, as psutil: one it cannot read is an error
-            if name in wanted:
-                raw[name] = figures
-        last, self._last = self._last, raw
-        if last is None:
-            return {name: _counters(figures) for name, figures in raw.items()}
-        self._added = {name: added for name, added in self._added.items() if name in raw}
-        out = {}
-        for name, figures in raw.items():
-            before = last.get(name)
-            if before is None:  # new since the last read: as it is
-                out[name] = _counters(figures)
-                continue
-            added = self._added.get(name)
-            for i, (value, old) in enumerate(zip(figures, before, strict=True)):
-                if value < old:
-                    if added is None:
-                        added = self._added[name] = [0] * len(figures)
-                    added[i] += old
-            out[name] = _counters(figures if added is None else
-                                  tuple(v + a for v, a in zip(figures, added, strict=True)))
+            name = wanted.get(fields[3] if len(fields) == 15 else fields[2] if len(fields) > 2 else b"")
+            if name is not None:
+                try:
+                    out[name] = parse_diskstats_line(fields)
+                except ValueError:
+                    continue
         return out
-
-
-def _counters(figures: tuple[int, ...]) -> DiskCounters:
-    reads, writes, rbytes, wbytes, _, _, _, _, busy = figures
-    return DiskCounters(rbytes, wbytes, reads, writes, busy)
 
 
 _RAID = re.compile(r"^md\d+$")
@@ -147,9 +118,10 @@ class DiskProbe:
         import time
 
         self.root = root
-        self._counters = counters or DiskStats(self._disks)
+        self._counters = counters or DiskStats(os.path.join(root, "proc"), self._disks)
         self._clock = clock or time.monotonic
-        self._rates = RateMeter()
+        self._rates = RateMeter()  # 64-bit counters: one that goes back was reset, a gap
+        self._busy = RateMeter(wrap_at=BUSY_WRAP)
         self._kinds: dict[str, DiskKind] = {}
         self._names: list[str] | None = None
 
@@ -170,7 +142,7 @@ class DiskProbe:
             kind = self._kinds.get(name)
             if kind is None:
                 kind = self._kinds[name] = disk_kind(name, self.root)
-            busy_ms = self._rates.rate((name, "busy"), float(getattr(counter, "busy_time", 0)), now)
+            busy_ms = self._busy.rate(name, float(getattr(counter, "busy_time", 0)), now)
             disks.append(DiskSnapshot(
                 name=name,
                 kind=kind,

@@ -1,16 +1,17 @@
 """Network ports: every interface's traffic and link, every InfiniBand/RoCE port's, and where each sits.
 
-Interfaces come from psutil.net_io_counters(pernic=True) (one read of /proc/net/dev); their link speed, state
-and PCI device from /sys/class/net/IF. InfiniBand and RoCE ports come from /sys/class/infiniband/HCA/ports/N,
-whose `port_rcv_data`/`port_xmit_data` count 4-byte words (IBTA). A counter that goes backwards (a reset, a
-re-created interface) or a legacy 32-bit IB counter stuck at its maximum is a gap (None), never a spike.
-Static facts (kind, PCI device, NUMA node) are read once per name; link state and speed every STATE_EVERY_S.
+Interfaces come from one read of the root's /proc/net/dev (as psutil.net_io_counters(pernic=True) reads it);
+their link speed, state and PCI device from /sys/class/net/IF. InfiniBand and RoCE ports come from
+/sys/class/infiniband/HCA/ports/N, whose `port_rcv_data`/`port_xmit_data` count 4-byte words (IBTA). A counter
+that goes backwards (a reset, a re-created interface) or a legacy 32-bit IB counter stuck at its maximum is a gap
+(None), never a spike. Static facts (kind, PCI device, NUMA node) are read once per name; link state and speed
+every STATE_EVERY_S.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-import sys
 import time
 from collections.abc import Callable, Hashable, Mapping
 
@@ -18,7 +19,7 @@ import msgspec
 
 from hwtop.model.snapshot import NicKind, NicSnapshot, TopoDevice, Topology
 from hwtop.probes.rates import RateMeter
-from hwtop.probes.sysfs import read_text
+from hwtop.probes.sysfs import proc_lines, read_text
 from hwtop.probes.topology import QUALITY, normalize_bus_id
 
 STATE_EVERY_S = 5.0  # link state and speed change rarely; counters are read every tick
@@ -33,6 +34,7 @@ CountersSource = Callable[[], Mapping[str, tuple[int, int]]]
 
 
 def psutil_counters() -> dict[str, tuple[int, int]]:
+    """psutil's figures for this machine's /proc/net/dev: the reference proc_counters is held to."""
     import psutil
 
     # nowrap=False: a counter that goes backwards must reach the rate meter as such (a gap), not be "corrected"
@@ -40,34 +42,27 @@ def psutil_counters() -> dict[str, tuple[int, int]]:
     return {name: (c.bytes_recv, c.bytes_sent) for name, c in counters.items()}
 
 
-def parse_net_dev(lines: list[str]) -> dict[str, tuple[int, int]]:
+def parse_net_dev(lines: list[bytes]) -> dict[str, tuple[int, int]]:
     """Each interface's (bytes received, bytes sent) from /proc/net/dev's lines, read as psutil reads them (two
-    header lines; the name before the last colon; sixteen counters, received bytes first, sent bytes ninth):
-    ValueError on a line that is not so."""
+    header lines; the name before the last colon, decoded as it decodes it; sixteen counters, received bytes first,
+    sent bytes ninth); a line that is not so is left out (its interface N/A: sysfs.proc_lines' rule)."""
     counters = {}
     for line in lines[2:]:
-        colon = line.rfind(":")
-        if colon <= 0:
-            raise ValueError(f"/proc/net/dev: {line!r}")
+        colon = line.rfind(b":")
         fields = line[colon + 1:].split()
-        if len(fields) != 16:
-            raise ValueError(f"/proc/net/dev: {line!r}")
-        counters[line[:colon].strip()] = (int(fields[0]), int(fields[8]))
+        if colon <= 0 or len(fields) != 16:
+            continue
+        try:
+            counters[os.fsdecode(line[:colon]).strip()] = (int(fields[0]), int(fields[8]))
+        except ValueError:
+            continue
     return counters
 
 
-def proc_counters() -> dict[str, tuple[int, int]]:
-    """psutil_counters' figures from the file psutil reads (its PROCFS_PATH's net/dev, opened as it opens it),
-    without its record per interface, every tick."""
-    import psutil
-
-    try:
-        with open(f"{psutil.PROCFS_PATH}/net/dev", encoding=sys.getfilesystemencoding(),
-                  errors=sys.getfilesystemencodeerrors()) as handle:
-            lines = handle.readlines()
-        return parse_net_dev(lines)
-    except (OSError, ValueError):  # unreadable, or not laid out as psutil expects: psutil's own answer or error
-        return psutil_counters()
+def proc_counters(proc: str = "/proc") -> dict[str, tuple[int, int]]:
+    """psutil_counters' figures from `proc`/net/dev (the file psutil reads), without its record per interface,
+    every tick; OSError where it cannot be read."""
+    return parse_net_dev(proc_lines(proc, "net/dev"))
 
 
 def printable_name(name: str) -> str:
@@ -212,7 +207,7 @@ class NetworkProbe:
     def __init__(self, root: str = "/", counters: CountersSource | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.root = root
-        self._counters = counters or proc_counters
+        self._counters = counters or functools.partial(proc_counters, os.path.join(root, "proc"))
         self._clock = clock
         self._rates = RateMeter()
         self._netdevs: dict[str, _Netdev] = {}

@@ -85,8 +85,7 @@ class NumaProbe:
 
 _NODE_KEYS = frozenset({"MemTotal", "MemFree", "Active(file)", "Inactive(file)", "SReclaimable"})  # all read() uses
 # the kernel's own line for each of them (drivers/base/node.c: "Node %d %s:%8lu kB"), found in one pass
-_NODE_LINE = re.compile(r"^Node \d+ (MemTotal|MemFree|Active\(file\)|Inactive\(file\)|SReclaimable): +(\d+) kB$",
-                        re.MULTILINE)
+_NODE_LINE = re.compile(rf"^Node \d+ ({'|'.join(map(re.escape, sorted(_NODE_KEYS)))}): +(\d+) kB$", re.MULTILINE)
 
 
 def node_meminfo(text: str) -> dict[str, int]:

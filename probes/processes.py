@@ -21,7 +21,7 @@ import msgspec
 from hwtop.model.owner import Owner
 from hwtop.model.snapshot import ProcessInfo
 from hwtop.probes.owners import OwnerReader, user_name
-from hwtop.probes.sysfs import parse_cpulist
+from hwtop.probes.sysfs import parse_cpulist, read_bytes
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -62,21 +62,6 @@ def parse_stat(text: str) -> StatFields:
         cpu_ticks=int(rest[11]) + int(rest[12]), threads=int(rest[17]),
         start_ticks=int(rest[19]), rss_pages=int(rest[21]), processor=processor, flags=int(rest[6]),
     )
-
-
-def _read(path: str) -> bytes:
-    """os.open/os.read, without open()'s buffered file object: these tiny files are read per process per tick
-    (the figures: benchmarks/README.md)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = []
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-            if len(chunk) < 65536:
-                break
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 __all__ = ["ProcessProbe", "parse_stat", "user_name"]
@@ -266,11 +251,11 @@ class ProcessProbe:
         except OSError:
             user = None
         try:
-            cmdline = _read(f"{base}/cmdline").replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            cmdline = read_bytes(f"{base}/cmdline").replace(b"\0", b" ").decode("utf-8", "replace").strip()
         except OSError:
             cmdline = None
         try:
-            affinity = _affinity(_read(f"{base}/status").decode("utf-8", "replace"))
+            affinity = _affinity(read_bytes(f"{base}/status").decode("utf-8", "replace"))
         except OSError:
             affinity = None
         return user, cmdline or None, affinity

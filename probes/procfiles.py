@@ -6,24 +6,9 @@ from __future__ import annotations
 import os
 import re
 
+from hwtop.probes.sysfs import read_bytes
+
 MAX_FDS = 2048
-
-
-def read_bytes(path: str, limit: int | None = None) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        chunks = []
-        total = 0
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-            total += len(chunk)
-            if limit is not None and total >= limit:
-                return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def parse_pss(text: str) -> int | None:

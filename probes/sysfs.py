@@ -10,22 +10,48 @@ from functools import lru_cache
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
+def read_bytes(path: str, limit: int | None = None) -> bytes:
+    """The file's bytes (its first `limit` or a little more, where given), through one descriptor rather than
+    open()'s three layered file objects: these small files are read many a tick. OSError as os.open raises it."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None and total >= limit:
+                break
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_text(root: str, path: str) -> str | None:
     """The file's text, or None when it is missing, unreadable or not text (sysfs does all three). Read as open()
-    in text mode reads it (ASCII, strict; newlines made "\n"), through one descriptor rather than its three layered
-    file objects: a DGX's port counters are a dozen files a tick."""
+    in text mode reads it (ASCII, strict; newlines made "\n"): a DGX's port counters are a dozen files a tick."""
     try:
-        fd = os.open(os.path.join(root, path.lstrip("/")), os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            chunks = []
-            while chunk := os.read(fd, 65536):
-                chunks.append(chunk)
-        finally:
-            os.close(fd)
-        text = b"".join(chunks).decode("ascii", "strict")
+        text = read_bytes(os.path.join(root, path.lstrip("/"))).decode("ascii", "strict")
     except (OSError, UnicodeDecodeError):
         return None
     return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
+
+
+def proc_lines(proc: str, name: str) -> list[bytes]:
+    """The lines of `name` under `proc` (the probe's root's /proc), without their ends ("\r" and "\r\n" end one
+    too, as open() in text mode takes them): bytes, parsed as they are, a name decoded with os.fsdecode (the file
+    system's encoding and error handler, as psutil decodes these files) only where it is kept. OSError, naming the
+    file, where it cannot be read: the tick's probe error says so.
+
+    The one rule of the /proc counter readers (cpu, disks, network): a file that cannot be read is that error; a
+    line they cannot read is N/A for the core, disk or interface it carries, and the rest of the file is read."""
+    data = read_bytes(f"{proc}/{name}")
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    lines = data.split(b"\n")  # not splitlines(): an interface's name may hold any other separator
+    if lines[-1] == b"":
+        lines.pop()
+    return lines
 
 
 def parse_uptime(text: str | bytes) -> float | None:

@@ -75,7 +75,7 @@ class RealHost:
     def __init__(self, root: str = "/", process_limit: int = 60) -> None:
         self.root = root
         self.numa_probe = NumaProbe(root)
-        self.cpu_probe = CpuProbe()
+        self.cpu_probe = CpuProbe(root=root)
         self.disk_probe = DiskProbe(root)
         self.network_probe = NetworkProbe(root)
         self.process_probe = ProcessProbe(root, limit=process_limit)

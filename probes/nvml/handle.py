@@ -21,31 +21,18 @@ class DeviceHandle:
         self.checked_tick = checked_tick  # the tick a handle lookup last said this GPU is on the bus
         self.state_changed = False  # a query that used to work stopped: read the slow tier now
 
-    def call(self, query: Query, function: str, *args: Any, handle: Any = None) -> Any:
-        """nvml.<function>(handle, *args), or None when it cannot answer now. Raises GpuLost once a fresh handle
+    def call(self, query: Query, function: str, *args: Any, handle: Any = None,
+             how: Callable[..., Any] | None = None) -> Any:
+        """nvml.<function>(handle, *args), or None when it cannot answer now; `how(handle, *args)` in its place where
+        given (the same C function asked another way, counted under its name). Raises GpuLost once a fresh handle
         lookup confirms the GPU is gone, SessionGone if NVML is."""
         session = self.session
         if self.caps.skip(query, session.now):
             return None
         session.calls[function] += 1
         try:
-            value = getattr(session.nvml, function)(self.handle if handle is None else handle, *args)
+            value = (how or getattr(session.nvml, function))(self.handle if handle is None else handle, *args)
         except Exception as error:  # noqa: BLE001 - NVMLError, the bindings' mismatch error, AttributeError
-            self.failed(query, error)
-            return None
-        self.caps.succeeded(query)
-        return value
-
-    def call_with(self, query: Query, function: str, how: Callable[..., Any], *args: Any) -> Any:
-        """As `call`, with `how(handle, *args)` in place of the bindings' `function` (counted under its name): the
-        same C function asked another way."""
-        session = self.session
-        if self.caps.skip(query, session.now):
-            return None
-        session.calls[function] += 1
-        try:
-            value = how(self.handle, *args)
-        except Exception as error:  # noqa: BLE001 - as call's
             self.failed(query, error)
             return None
         self.caps.succeeded(query)

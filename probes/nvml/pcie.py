@@ -66,7 +66,7 @@ class LinkTraffic:
             request += [(PCIE_TX, 0), (PCIE_RX, 0)]
         rates: dict[int, list[float | None]] = {NVLINK_TX: [], NVLINK_RX: [], PCIE_TX: [], PCIE_RX: []}
         unsupported: set[int] = set()
-        values = gpu.call_with(Query.FIELDS, "nvmlDeviceGetFieldValues", self._field_values, request) \
+        values = gpu.call(Query.FIELDS, "nvmlDeviceGetFieldValues", request, how=self._field_values) \
             if request else None
         # each value answers the request at its place (the caller fills fieldId and scopeId in): read from the
         # request; the rest of each value from the answer's bytes (read_fields), not through the bindings' members
@@ -108,13 +108,13 @@ class LinkTraffic:
         if type(nvml) is not types.ModuleType or kind is None or find is None or check is None:
             # a view of the bindings (record.py's, which records their calls) or bindings without these parts
             return nvml.nvmlDeviceGetFieldValues(handle, request)
-        array = kind * len(request)
-        if self._request != request or self._request_array is not array:
+        if self._request != request:  # the array type follows from the request: ctypes makes `kind * n` once
+            array = kind * len(request)
             values = array()
             for value, (field_id, scope) in zip(values, request, strict=True):
                 value.fieldId, value.scopeId = field_id, scope
             self._request, self._request_array, self._request_bytes = list(request), array, bytes(values)
-        values = array.from_buffer_copy(self._request_bytes)
+        values = self._request_array.from_buffer_copy(self._request_bytes)
         check(find("nvmlDeviceGetFieldValues")(handle, ctypes.c_int32(len(request)), ctypes.byref(values)))
         return values
 

@@ -200,10 +200,11 @@ def test_proc_stat_times_are_psutils_figures(tmp_path, monkeypatch) -> None:
     with_steal = ("cpu  10 2 30 4000 5 6 7 8 9 10\ncpu0 123456789 1 2 3 4 5 6 7 8 9\ncpu1 5 4 3 2 1 0 99 12 0 0\n"
                   "intr 1 2 3\nctxt 99\n")
     (tmp_path / "stat").write_text(with_steal)
-    assert proc_stat_times() == [_times_tuple(s) for s in psutil.cpu_times(percpu=True)]
-    assert proc_stat_times()[0][0] == 123456789 / os.sysconf("SC_CLK_TCK") and len(proc_stat_times()) == 2
+    assert proc_stat_times(str(tmp_path)) == [_times_tuple(s) for s in psutil.cpu_times(percpu=True)]
+    assert proc_stat_times(str(tmp_path))[0][0] == 123456789 / os.sysconf("SC_CLK_TCK")
+    assert len(proc_stat_times(str(tmp_path))) == 2
     (tmp_path / "stat").write_text("cpu  1 2 3 4 5 6 7\ncpu0 1 2 3 4 5 6 7\ncpu1 7 6 5 4 3 2 1\n")
-    assert [t[7] for t in proc_stat_times()] == [0.0, 0.0]
+    assert [t[7] for t in proc_stat_times(str(tmp_path))] == [0.0, 0.0]
 
 
 def _core_load_before(index, node, before, after, mhz=None):

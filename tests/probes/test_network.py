@@ -295,6 +295,6 @@ def test_proc_counters_read_net_dev_as_psutil_does(tmp_path: Path, monkeypatch: 
     (tmp_path / "net").mkdir()
     (tmp_path / "net/dev").write_bytes(text.encode().replace(b"\\xff", b"\xff").replace(b"\\x1c", b"\x1c"))
     monkeypatch.setattr(psutil, "PROCFS_PATH", str(tmp_path))
-    ours = proc_counters()
+    ours = proc_counters(str(tmp_path))
     assert ours == psutil_counters()
     assert ours["lo"] == (2**40 + 7, 2**33) and len(ours) == 4

@@ -103,3 +103,14 @@ def test_read_text_of_what_is_not_a_readable_file(tmp_path) -> None:
     (tmp_path / "big").write_bytes(b"x\r\n" * 70000)
     assert read_text(str(tmp_path), "dir") is None and read_text(str(tmp_path), "missing") is None
     assert read_text(str(tmp_path), "big") == "x\n" * 70000 == _read_text_as_open_does(str(tmp_path / "big"))
+
+
+def test_proc_lines_are_the_files_lines_as_text_mode_ends_them(tmp_path) -> None:
+    from hwtop.probes.sysfs import proc_lines
+
+    (tmp_path / "a").write_bytes(b"one\r\ntwo\rthree\n\nfour\x1cfive\xff")
+    assert proc_lines(str(tmp_path), "a") == [b"one", b"two", b"three", b"", b"four\x1cfive\xff"]
+    (tmp_path / "empty").write_bytes(b"")
+    assert proc_lines(str(tmp_path), "empty") == []
+    with pytest.raises(FileNotFoundError, match="missing"):
+        proc_lines(str(tmp_path), "missing")

@@ -69,7 +69,7 @@ def test_a_flood_of_garbage_and_huge_lines_is_counted_and_skipped(tmp_path, monk
     job.stop()
 
 
-FILES = ("proc/stat", "proc/loadavg", "proc/uptime", "proc/diskstats", "proc/sys/kernel/hostname",
+FILES = ("proc/stat", "proc/loadavg", "proc/uptime", "proc/diskstats", "proc/net/dev", "proc/sys/kernel/hostname",
          "proc/sys/kernel/osrelease", "proc/1/stat", "proc/1/status", "proc/1/cmdline",
          "sys/devices/system/node/node0/cpulist", "sys/devices/system/node/node0/meminfo",
          "sys/devices/system/node/node0/distance", "sys/devices/system/cpu/online", "sys/block/sda/stat",
@@ -97,3 +97,34 @@ def test_any_proc_and_sys_content_gives_a_snapshot_not_a_traceback(tmp_path_fact
         assert all(error.probe and error.message for error in snapshot.errors)
     if os.access(root / "proc/1/stat", os.R_OK):
         assert isinstance(second.processes, tuple)
+
+
+def test_a_line_the_probes_cannot_read_is_na_for_what_it_carries_the_rest_read(tmp_path):
+    """/proc/stat, /proc/diskstats and /proc/net/dev under the sampler's root, each with one line no kernel writes:
+    that core, disk or interface is N/A; the others are read, and no probe error stands on every tick."""
+    from tests.sysfs_trees import write
+
+    write(tmp_path, "sys/block/sda/queue/rotational", "0\n")
+    write(tmp_path, "sys/block/sdb/queue/rotational", "0\n")
+    header = "Inter-| Receive | Transmit\n face |bytes packets|bytes packets\n"
+    for tick in (1, 2):
+        write(tmp_path, "proc/stat", "cpu  1 2 3 4 5 6 7 8 0 0\n"
+                                     f"cpu0 {100 * tick} 0 {100 * tick} {200 * tick} 0 0 0 0 0 0\n"
+                                     "cpu1 1 2 x y\ncpu2 5 6\nintr 1\n")
+        write(tmp_path, "proc/diskstats", f" 8 0 sda {tick} 0 {8 * tick} 0 0 0 0 0 0 {10 * tick} 0 0 0 0 0\n"
+                                          " 8 16 sdb 1 2 3\n")
+        write(tmp_path, "proc/net/dev", header + f"  eth0: {1000 * tick} 1 0 0 0 0 0 0 {500 * tick} 2 0 0 0 0 0 0\n"
+                                                 "  eth1: 1 2 3\n")
+        if tick == 1:
+            sampler = Sampler(root=str(tmp_path), gpu=None)
+            first = sampler.sample()
+    try:
+        second = sampler.sample()
+    finally:
+        sampler.close()
+    for snapshot in (first, second):
+        assert not [e for e in snapshot.errors if e.probe in ("cpu", "disks", "nics")], snapshot.errors
+    assert second.cpu is not None and second.cpu.logical_cores == 3
+    assert [core.percent for core in second.cpu.cores] == [50.0, None, None]
+    assert [(d.name, d.read_iops is not None) for d in second.disks] == [("sda", True)]
+    assert [n.name for n in second.nics] == ["eth0"] and second.nics[0].rx_bytes_per_s is not None
