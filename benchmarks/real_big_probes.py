@@ -47,7 +47,9 @@ def measured(label, read, warm=3, step=0.0):
 processes = ProcessProbe({root!r}, clock=lambda: now[0])
 measured("processes", processes.read, warm=8, step=2.0)
 psutil.PROCFS_PATH = {root!r} + "/proc"
-cpu = CpuProbe(static=CpuStaticInfo(start=False), freq_source=lambda: [])
+import inspect  # trees before the CPU probe read under its root read psutil's PROCFS_PATH above
+extra = {{"root": {root!r}}} if "root" in inspect.signature(CpuProbe).parameters else {{}}
+cpu = CpuProbe(static=CpuStaticInfo(start=False), freq_source=lambda: [], **extra)
 measured("cpu", lambda: cpu.read({{}}))
 numa = NumaProbe({root!r})
 measured("numa", lambda: numa.read(2 * 1024**4, 1024**4))
