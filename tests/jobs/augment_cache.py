@@ -5,7 +5,7 @@ a worker within seconds; the DataLoader then fails the job. --no-cache is the fi
 import torch
 from torch import nn
 from torch.utils.data import DataLoader, Dataset
-from training import Progress, arguments  # tests/jobs/training.py, beside this script
+from training import arguments, fit  # tests/jobs/training.py, beside this script
 
 
 class AugmentedImages(Dataset):
@@ -37,15 +37,7 @@ def main() -> None:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = DataLoader(AugmentedImages(50_000, cache=not args.no_cache), batch_size=32, shuffle=True,
                         num_workers=2, persistent_workers=True)
-    progress = Progress(args.time_limit)
-    for epoch in range(args.epochs):
-        for x, y in loader:
-            loss = nn.functional.cross_entropy(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            if progress.stepped(loss, epoch):
-                return
+    fit(loader, model, optimizer, nn.functional.cross_entropy, args.epochs, args.time_limit)
 
 
 if __name__ == "__main__":
