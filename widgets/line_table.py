@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from hwtop.widgets import keys, palette
 from hwtop.widgets.safe_text import cell
-from hwtop.widgets.strips import combined, span_style
+from hwtop.widgets.strips import span_style
 
 Cells = tuple[Text, ...]
 PAD = 1  # cells of space either side of a column, as DataTable's cell_padding
@@ -65,7 +65,7 @@ def _plain_cell(console: Console, value: Text, width: int) -> Segment:
     aligned = " " * left + value.plain + " " * (excess - left)
     if not value.style:
         return Segment(aligned)
-    return Segment(aligned, combined((span_style(console, ""), span_style(console, value.style))))
+    return Segment(aligned, span_style(console, value.style))  # Style.combine over the null style and it
 
 
 class LineTable(ScrollView, can_focus=True):
