@@ -55,20 +55,17 @@ def _runs(line: Text, console: Console) -> list[tuple[str, RichStyle | None]] | 
     size = len(plain)
     if not spans and not base:
         return [(plain, None)]
-    at = 0
-    for span in spans:
-        if span.start < at or span.end < span.start or span.end > size:
-            return None
-        at = span.end
     gap = span_style(console, base)  # Style.combine over the null style and it: the null style adds nothing
     runs: list[tuple[str, RichStyle | None]] = []
     at = 0
     for span in spans:
+        if span.start < at or span.end < span.start or span.end > size:
+            return None
         if span.start > at:
             runs.append((plain[at:span.start], gap))
         if span.end > span.start:  # Style.combine is `+`, whose sums Rich caches
             runs.append((plain[span.start:span.end], gap + span_style(console, span.style)))
-        at = max(at, span.end)
+        at = span.end
     if size > at:
         runs.append((plain[at:], gap))
     return runs
