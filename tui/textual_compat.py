@@ -117,12 +117,13 @@ def _covered(regions: list[Region], y: int, start: int, end: int) -> bool:
 
 
 def screen_redrawn(screen: Screen[Any]) -> list[Strip]:
-    """The screen drawn from nothing, every widget's kept lines dropped first: what a full repaint would send,
-    to compare with what the partial updates left on a terminal (benchmarks/render_frames.py --check)."""
-    compositor = screen._compositor
-    for widget in compositor.visible_widgets:
+    """The screen drawn again, each visible widget's styles cache (Textual's kept lines) emptied first: what a full
+    repaint would send, to compare with what the partial updates left on a terminal (benchmarks/render_frames.py
+    --check). The widgets' own caches are kept (LineTable's strips, a panel's lines, widgets/strips.py's styles):
+    a stale entry in one of those is drawn both ways, and the check does not see it."""
+    for widget in screen._compositor.visible_widgets:
         widget._styles_cache.clear()
-    return compositor.render_strips()
+    return screen_strips(screen)
 
 
 def draw_dirty_lines_only(screen: Screen[Any]) -> None:
