@@ -168,9 +168,11 @@ class LineTable(ScrollView, can_focus=True):
         self._set_virtual_size(Size(self._total_width(), len(self._rows) + 1))
         if self._cursor != old_cursor:
             self._scroll_to_cursor(animate=False)  # a selected pid that moved stays in sight
-        top = int(self.scroll_offset.y)
-        if self._widths != old_widths or top != old_top:  # every row moved sideways or up: all drawn again
+        if self._widths != old_widths:  # every row moved sideways: all drawn again
             self.refresh()
+            return
+        top = int(self.scroll_offset.y)
+        if top != old_top:  # every row moved up or down: Textual's watch_scroll_y repainted the whole table
             return
         # Only the rows on screen whose content changed: a process that came or went changes the rows below it and
         # the one past the shorter list's end, not the header or the rows above it (each row drawn again costs
@@ -180,8 +182,7 @@ class LineTable(ScrollView, can_focus=True):
         new_keys, old_count, new_count = self._keys, len(old_keys), len(self._keys)
         changed = [Region(0, index + 1 - top, width, 1)  # + 1: the header row; one refresh for them all
                    for index in range(top, min(max(old_count, new_count), top + self.size.height))
-                   if index in moved or index >= old_count or index >= new_count
-                   or old_keys[index] != new_keys[index]]
+                   if index in moved or old_keys[index:index + 1] != new_keys[index:index + 1]]  # one list's end
         if changed:
             self.refresh(*changed)
 
