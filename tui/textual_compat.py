@@ -73,17 +73,17 @@ class DirtyLinesCompositor(Compositor):
 
     def __init__(self) -> None:
         super().__init__()
-        self.dirty_for_update: list[Region] | None = None  # the dirty regions of the partial update being made
+        self._hwtop_dirty: list[Region] | None = None  # the dirty regions of the partial update being made
 
     def render_partial_update(self) -> ChopsUpdate | None:
-        self.dirty_for_update = list(self._dirty_regions)
+        self._hwtop_dirty = list(self._dirty_regions)
         try:
             return super().render_partial_update()
         finally:
-            self.dirty_for_update = None
+            self._hwtop_dirty = None
 
     def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
-        dirty = self.dirty_for_update
+        dirty = self._hwtop_dirty
         if dirty is None:  # a full update, or Textual's own screen reads: everything, as Textual asks
             yield from super()._get_renders(crop)
             return
