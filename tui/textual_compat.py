@@ -20,12 +20,12 @@ from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.geometry import Region
+from textual.screen import Screen
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from textual.filter import LineFilter
-    from textual.screen import Screen
     from textual.strip import Strip
 
 ReturnType = TypeVar("ReturnType")
@@ -63,9 +63,10 @@ class DirtyLinesCompositor(Compositor):
 
     Textual's partial update asks every widget that overlaps the box around all the dirty regions for its whole
     region, then sends only the dirty cells. On the main screen the header's clock (the top line) and a process
-    row (near the bottom) make that box the whole screen every second: every widget was asked for every line it
-    covers (from its styles cache, each with its colours and borders worked out again), and on each changed line
-    every widget's line was cut at the others' edges. Here a widget is asked for the lines from the first to the
+    row (near the bottom) make that box the whole screen every second, as the clock and the panel's changing rows
+    do on the job and topology screens: every widget was asked for every line it covers (from its styles cache,
+    each with its colours and borders worked out again), and on each changed line every widget's line was cut at
+    the others' edges. Here a widget is asked for the lines from the first to the
     last that hold a dirty cell no widget in front of it covers, and not at all where there is none. A cell sent
     is taken from the front-most widget over it, as Textual does: that widget is asked for the cell's line, and
     those behind it that are not, or are asked for other lines, fill no cell in front of it. A full update (a
@@ -126,9 +127,14 @@ def screen_redrawn(screen: Screen[Any]) -> list[Strip]:
     return screen_strips(screen)
 
 
-def draw_dirty_lines_only(screen: Screen[Any]) -> None:
-    """Give a screen, before it is mounted, the compositor that asks only for dirty lines."""
-    screen._compositor = DirtyLinesCompositor()
+class DirtyLinesScreen(Screen[ReturnType]):
+    """A full screen whose compositor asks only for dirty lines: the monitor's full screens (main, job, topology)
+    each have the header's clock at the top and changing rows below it. Textual has no public way to give a screen
+    another compositor; a modal dialog keeps Textual's own (it draws the screen under it too)."""
+
+    def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002 - Textual's own names
+        super().__init__(name, id, classes)
+        self._compositor = DirtyLinesCompositor()
 
 
 class ExceptionHookApp(App[ReturnType]):
@@ -167,6 +173,5 @@ if sys.platform != "win32":  # Textual's Linux driver needs termios; on Windows 
 
 
 __all__ = ["AUTO_RESTART_FLAG", "PARSER_DEADLINE", "SUSPENDED_FLAG", "UNKNOWN", "Compositor", "DirtyLinesCompositor",
-           "ExceptionHookApp", "ParseError", "SigcontHookDriver", "StylesCache", "XTermParser", "add_line_filter",
-           "draw_dirty_lines_only", "get_time", "line_filters", "parser_deadline", "screen_redrawn",
-           "screen_strips"]
+           "DirtyLinesScreen", "ExceptionHookApp", "ParseError", "SigcontHookDriver", "StylesCache", "XTermParser",
+           "add_line_filter", "get_time", "line_filters", "parser_deadline", "screen_redrawn", "screen_strips"]
