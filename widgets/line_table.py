@@ -45,7 +45,8 @@ def _cell(value: object) -> Text:
 def _cell_pieces(console: Console, value: Text, width: int) -> list[Segment]:
     """A cell's pieces at its column's width: cut with an ellipsis (only the fitted last column is narrower than its
     cells), aligned, its base style made a span over the aligned cell (Text.render leaves a base style out), as
-    DataTable draws a cell."""
+    DataTable draws a cell. That span comes after the cell's own, so the base style wins where they differ: not
+    strips._runs, where a panel line's spans win over its base style."""
     text = value.copy()
     if text.cell_len > width:
         text.truncate(width, overflow="ellipsis")
