@@ -7,9 +7,9 @@ import asyncio
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 
 from hwtop.model.frame import Frame
+from hwtop.tui import textual_compat
 from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
@@ -18,7 +18,7 @@ from hwtop.widgets.job_ranks import named_ranks
 from hwtop.widgets.key_bar import KeyBar
 
 
-class JobScreen(Screen[None]):
+class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed lines, not every widget's every line
     DEFAULT_CSS = """
     JobScreen HeaderBar { height: 1; background: $panel; }
     JobScreen JobPanel { border: round $primary-darken-1; border-title-color: $accent; padding: 0 1; }

@@ -12,7 +12,6 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.scalar import Scalar
 from textual.message import Message
-from textual.screen import Screen
 
 from hwtop.model.frame import Frame
 from hwtop.session.controls import ControlRefused
@@ -61,13 +60,12 @@ class MainContext(ScreenContext, Protocol):
     def open_advice_screen(self) -> None: ...
 
 
-class MainScreen(Screen[None]):
+class MainScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed lines, not every widget's every line
     AUTO_FOCUS = "ProcessTable"  # the advice pane takes focus only when asked (a, tab, a click)
     BINDINGS = keys.main_screen_bindings()  # its own keys (the processes, the advice pane), and the app's
 
     def __init__(self, context: MainContext, hide: tuple[str, ...] = ()) -> None:
         super().__init__()
-        textual_compat.draw_dirty_lines_only(self)  # a second's changed lines, not every widget's every line
         self.context = context  # the app: what the screen reads besides the Frame, and its session's controls
         self.hidden_panels = set(hide)
         self.header, self.cpu_panel = HeaderBar(id="header"), CpuPanel(id="cpu")

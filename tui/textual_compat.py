@@ -20,12 +20,12 @@ from textual._time import get_time
 from textual._xterm_parser import XTermParser
 from textual.app import App
 from textual.geometry import Region
+from textual.screen import Screen
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from textual.filter import LineFilter
-    from textual.screen import Screen
     from textual.strip import Strip
 
 ReturnType = TypeVar("ReturnType")
@@ -63,9 +63,10 @@ class DirtyLinesCompositor(Compositor):
 
     Textual's partial update asks every widget that overlaps the box around all the dirty regions for its whole
     region, then sends only the dirty cells. On the main screen the header's clock (the top line) and a process
-    row (near the bottom) make that box the whole screen every second: every widget was asked for every line it
-    covers (from its styles cache, each with its colours and borders worked out again), and on each changed line
-    every widget's line was cut at the others' edges. Here a widget is asked for the lines from the first to the
+    row (near the bottom) make that box the whole screen every second, as the clock and the panel's changing rows
+    do on the job and topology screens: every widget was asked for every line it covers (from its styles cache,
+    each with its colours and borders worked out again), and on each changed line every widget's line was cut at
+    the others' edges. Here a widget is asked for the lines from the first to the
     last that hold a dirty cell no widget in front of it covers, and not at all where there is none. A cell sent
     is taken from the front-most widget over it, as Textual does: that widget is asked for the cell's line, and
     those behind it that are not, or are asked for other lines, fill no cell in front of it. A full update (a
@@ -73,17 +74,17 @@ class DirtyLinesCompositor(Compositor):
 
     def __init__(self) -> None:
         super().__init__()
-        self.dirty_for_update: list[Region] | None = None  # the dirty regions of the partial update being made
+        self._hwtop_dirty: list[Region] | None = None  # the dirty regions of the partial update being made
 
     def render_partial_update(self) -> ChopsUpdate | None:
-        self.dirty_for_update = list(self._dirty_regions)
+        self._hwtop_dirty = list(self._dirty_regions)
         try:
             return super().render_partial_update()
         finally:
-            self.dirty_for_update = None
+            self._hwtop_dirty = None
 
     def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
-        dirty = self.dirty_for_update
+        dirty = self._hwtop_dirty
         if dirty is None:  # a full update, or Textual's own screen reads: everything, as Textual asks
             yield from super()._get_renders(crop)
             return
@@ -117,17 +118,23 @@ def _covered(regions: list[Region], y: int, start: int, end: int) -> bool:
 
 
 def screen_redrawn(screen: Screen[Any]) -> list[Strip]:
-    """The screen drawn from nothing, every widget's kept lines dropped first: what a full repaint would send,
-    to compare with what the partial updates left on a terminal (benchmarks/render_frames.py --check)."""
-    compositor = screen._compositor
-    for widget in compositor.visible_widgets:
+    """The screen drawn again, each visible widget's styles cache (Textual's kept lines) emptied first: what a full
+    repaint would send, to compare with what the partial updates left on a terminal (benchmarks/render_frames.py
+    --check). The widgets' own caches are kept (LineTable's strips, a panel's lines, widgets/strips.py's styles):
+    a stale entry in one of those is drawn both ways, and the check does not see it."""
+    for widget in screen._compositor.visible_widgets:
         widget._styles_cache.clear()
-    return compositor.render_strips()
+    return screen_strips(screen)
 
 
-def draw_dirty_lines_only(screen: Screen[Any]) -> None:
-    """Give a screen, before it is mounted, the compositor that asks only for dirty lines."""
-    screen._compositor = DirtyLinesCompositor()
+class DirtyLinesScreen(Screen[ReturnType]):
+    """A full screen whose compositor asks only for dirty lines: the monitor's full screens (main, job, topology)
+    each have the header's clock at the top and changing rows below it. Textual has no public way to give a screen
+    another compositor; a modal dialog keeps Textual's own (it draws the screen under it too)."""
+
+    def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:  # noqa: A002 - Textual's own names
+        super().__init__(name, id, classes)
+        self._compositor = DirtyLinesCompositor()
 
 
 class ExceptionHookApp(App[ReturnType]):
@@ -166,6 +173,5 @@ if sys.platform != "win32":  # Textual's Linux driver needs termios; on Windows 
 
 
 __all__ = ["AUTO_RESTART_FLAG", "PARSER_DEADLINE", "SUSPENDED_FLAG", "UNKNOWN", "Compositor", "DirtyLinesCompositor",
-           "ExceptionHookApp", "ParseError", "SigcontHookDriver", "StylesCache", "XTermParser", "add_line_filter",
-           "draw_dirty_lines_only", "get_time", "line_filters", "parser_deadline", "screen_redrawn",
-           "screen_strips"]
+           "DirtyLinesScreen", "ExceptionHookApp", "ParseError", "SigcontHookDriver", "StylesCache", "XTermParser",
+           "add_line_filter", "get_time", "line_filters", "parser_deadline", "screen_redrawn", "screen_strips"]

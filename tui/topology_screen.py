@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.screen import Screen
 
 from hwtop.model.frame import Frame
+from hwtop.tui import textual_compat
 from hwtop.tui.frame_view import ScreenContext
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
@@ -14,7 +14,7 @@ from hwtop.widgets.key_bar import KeyBar
 from hwtop.widgets.topology import TopologyPanel
 
 
-class TopologyScreen(Screen[None]):
+class TopologyScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed lines, not every widget's every line
     BINDINGS = keys.bindings(keys.TOPOLOGY_SCREEN)
 
     def __init__(self, context: ScreenContext) -> None:

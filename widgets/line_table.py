@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 from hwtop.widgets import keys, palette
 from hwtop.widgets.safe_text import cell
-from hwtop.widgets.strips import combined, span_style
+from hwtop.widgets.strips import span_style
 
 Cells = tuple[Text, ...]
 PAD = 1  # cells of space either side of a column, as DataTable's cell_padding
@@ -45,7 +45,8 @@ def _cell(value: object) -> Text:
 def _cell_pieces(console: Console, value: Text, width: int) -> list[Segment]:
     """A cell's pieces at its column's width: cut with an ellipsis (only the fitted last column is narrower than its
     cells), aligned, its base style made a span over the aligned cell (Text.render leaves a base style out), as
-    DataTable draws a cell."""
+    DataTable draws a cell. That span comes after the cell's own, so the base style wins where they differ: not
+    strips._runs, where a panel line's spans win over its base style."""
     text = value.copy()
     if text.cell_len > width:
         text.truncate(width, overflow="ellipsis")
@@ -65,7 +66,7 @@ def _plain_cell(console: Console, value: Text, width: int) -> Segment:
     aligned = " " * left + value.plain + " " * (excess - left)
     if not value.style:
         return Segment(aligned)
-    return Segment(aligned, combined((span_style(console, ""), span_style(console, value.style))))
+    return Segment(aligned, span_style(console, value.style))  # Style.combine over the null style and it
 
 
 class LineTable(ScrollView, can_focus=True):
@@ -168,9 +169,11 @@ class LineTable(ScrollView, can_focus=True):
         self._set_virtual_size(Size(self._total_width(), len(self._rows) + 1))
         if self._cursor != old_cursor:
             self._scroll_to_cursor(animate=False)  # a selected pid that moved stays in sight
-        top = int(self.scroll_offset.y)
-        if self._widths != old_widths or top != old_top:  # every row moved sideways or up: all drawn again
+        if self._widths != old_widths:  # every row moved sideways: all drawn again
             self.refresh()
+            return
+        top = int(self.scroll_offset.y)
+        if top != old_top:  # every row moved up or down: Textual's watch_scroll_y repainted the whole table
             return
         # Only the rows on screen whose content changed: a process that came or went changes the rows below it and
         # the one past the shorter list's end, not the header or the rows above it (each row drawn again costs
@@ -180,8 +183,7 @@ class LineTable(ScrollView, can_focus=True):
         new_keys, old_count, new_count = self._keys, len(old_keys), len(self._keys)
         changed = [Region(0, index + 1 - top, width, 1)  # + 1: the header row; one refresh for them all
                    for index in range(top, min(max(old_count, new_count), top + self.size.height))
-                   if index in moved or index >= old_count or index >= new_count
-                   or old_keys[index] != new_keys[index]]
+                   if index in moved or old_keys[index:index + 1] != new_keys[index:index + 1]]  # one list's end
         if changed:
             self.refresh(*changed)
 

@@ -51,11 +51,6 @@ def fit_name(name: str, width: int) -> str:
     return set_cell_size(name, max(0, width - 1 - cell_len(end))) + "…" + end
 
 
-def padded(name: str, width: int) -> str:
-    """`name` (already fitted) padded with spaces to `width` cells: str's own padding counts characters."""
-    return name + " " * max(0, width - cell_len(name))
-
-
 def link_text(speed_gbps: float | None) -> str:
     """200Gb/s, 2.5Gb/s, 100Mb/s: at most seven characters whatever a recording says."""
     if speed_gbps is None:
@@ -92,7 +87,7 @@ def shown_ports(nics: tuple[NicSnapshot, ...], room: int, t: Thresholds,
 
 def port_line(nic: NicSnapshot, width: int) -> Text:
     name_width = 11 if width >= WIDE else 8
-    line = data(f"{padded(fit_name(port_label(nic), name_width), name_width)} ", "bold")  # untrusted name
+    line = data(f"{set_cell_size(fit_name(port_label(nic), name_width), name_width)} ", "bold")  # untrusted name
     line.append(f"{kind_label(nic):<5}", style=palette.DIM)
     line.append(f"{link_text(nic.speed_gbps):>9}")
     for arrow, rate in (("rx", nic.rx_bytes_per_s), ("tx", nic.tx_bytes_per_s)):

@@ -55,22 +55,17 @@ def _runs(line: Text, console: Console) -> list[tuple[str, RichStyle | None]] | 
     size = len(plain)
     if not spans and not base:
         return [(plain, None)]
+    gap = span_style(console, base)  # Style.combine over the null style and it: the null style adds nothing
+    runs: list[tuple[str, RichStyle | None]] = []
     at = 0
     for span in spans:
         if span.start < at or span.end < span.start or span.end > size:
             return None
-        at = span.end
-    null = span_style(console, "")
-    outer = (null, span_style(console, base)) if base else (null,)
-    gap = combined(outer)
-    runs: list[tuple[str, RichStyle | None]] = []
-    at = 0
-    for span in spans:
         if span.start > at:
             runs.append((plain[at:span.start], gap))
-        if span.end > span.start:
-            runs.append((plain[span.start:span.end], combined((*outer, span_style(console, span.style)))))
-        at = max(at, span.end)
+        if span.end > span.start:  # Style.combine is `+`, whose sums Rich caches
+            runs.append((plain[span.start:span.end], gap + span_style(console, span.style)))
+        at = span.end
     if size > at:
         runs.append((plain[at:], gap))
     return runs
@@ -79,17 +74,6 @@ def _runs(line: Text, console: Console) -> list[tuple[str, RichStyle | None]] | 
 def span_style(console: Console, style: str | RichStyle) -> RichStyle:
     """A span's style as Rich's Text.render reads it."""
     return console.get_style(style, default=RichStyle.null())
-
-
-def combined(styles: tuple[RichStyle, ...]) -> RichStyle:
-    """Style.combine, remembered (the few combinations a panel or table draws recur every second)."""
-    found = _COMBINED.get(styles)
-    if found is None:
-        found = _COMBINED[styles] = RichStyle.combine(styles)
-    return found
-
-
-_COMBINED: LRUCache[tuple[RichStyle, ...], RichStyle] = LRUCache(1024)
 
 
 def _with_offsets(segments: list[Segment], y: int) -> list[Segment]:

@@ -233,3 +233,31 @@ def test_a_plain_cell_is_drawn_as_the_general_path_draws_it() -> None:
         for width in (value.cell_len, value.cell_len + 1, value.cell_len + 6):
             if width:
                 assert [_plain_cell(console, value, width)] == _cell_pieces(console, value, width), (value, width)
+
+
+async def test_rows_that_scroll_the_table_draw_every_line_again() -> None:
+    """A cursor given with new rows that scrolls the table (a selected pid that moved far down) shows the rows it
+    scrolled to, header kept, on the screen Textual draws: no line is left as it was before the scroll."""
+    from textual.app import App, ComposeResult
+
+    from hwtop.tui.textual_compat import screen_strips
+    from hwtop.widgets.line_table import LineTable
+
+    class Table(App[None]):
+        CSS = "LineTable { height: 10; }"
+
+        def compose(self) -> ComposeResult:
+            yield LineTable(["pid", "name"])
+
+    app = Table()
+    async with app.run_test(size=(40, 20)) as pilot:
+        table = app.query_one(LineTable)
+        table.set_rows(list(range(50)), [[i, f"p{i}"] for i in range(50)])
+        await pilot.pause()
+        table.set_rows(list(range(50)), [[i, f"p{i}"] for i in range(50)], cursor=30)
+        await pilot.pause()
+        top = int(table.scroll_offset.y)
+        assert top > 0
+        lines = [strip.text.split()[:2] for strip in screen_strips(app.screen)[:10]]  # not the scrollbar
+        assert lines[0] == ["pid", "name"]
+        assert lines[1:] == [[str(i), f"p{i}"] for i in range(top, top + 9)]

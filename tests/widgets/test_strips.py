@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from rich.style import Style as RichStyle
-from rich.text import Text
+from rich.text import Span, Text
 from textual.geometry import Region
 from textual.strip import Strip
 
@@ -188,3 +188,33 @@ def test_a_lines_pieces_are_richs_own() -> None:
     overlapping = Text("abcdef", spans=[Span(0, 4, "red"), Span(2, 6, "bold")])
     assert _runs(overlapping, console) is None
     assert _runs(Text("ab", spans=[Span(0, 5, "red")]), console) is None  # past the text's end
+
+
+def test_runs_are_rich_s_own_pieces_or_none() -> None:
+    """Spans one after another (gaps, empty spans, a base style or none) give Rich's pieces with the base style as a
+    first span; overlapping spans or a span past the text's end give None (Rich's walk draws those)."""
+    from rich.console import Console
+
+    from hwtop.widgets.strips import _runs
+
+    console = Console()
+
+    def rich_walk(line: Text) -> list[tuple[str, RichStyle | None]]:
+        whole = Text()
+        whole.append_text(line)
+        return [(text, style) for text, style, _ in whole.render(console, end="")]
+
+    def line(base: str, *spans: tuple[int, int, str], plain: str = "abcdefghij") -> Text:
+        text = Text(plain, style=base)
+        for start, end, style in spans:
+            text.spans.append(Span(start, end, style))
+        return text
+
+    drawn = [line("", (0, 3, "red")), line("bold", (2, 4, "red"), (4, 4, "blue"), (6, 10, "not bold on green")),
+             line("italic"), line("", (1, 2, "nonsense style"), (2, 5, "")), line("dim", (0, 10, "red"))]
+    for text in drawn:
+        assert _runs(text, console) == rich_walk(text), text.spans
+    assert _runs(line(""), console) == [("abcdefghij", None)]
+    for text in (line("", (0, 4, "red"), (3, 6, "blue")), line("bold", (5, 11, "red")),
+                 line("", (4, 6, "red"), (1, 2, "blue")), line("", (5, 4, "red"))):
+        assert _runs(text, console) is None, text.spans
