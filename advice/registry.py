@@ -38,6 +38,14 @@ class Rule(msgspec.Struct, frozen=True):
     def __call__(self, window: Window, thresholds: Thresholds) -> Iterator[Finding]:
         return self.check(window, thresholds)
 
+    def finding(self, severity: str, title: str, evidence: tuple[str, ...], fix: tuple[str, ...], *, scope: str = "",
+                gpus: tuple[int, ...] = (), cores: tuple[int, ...] = (), pids: tuple[int, ...] = (), cause: str = "",
+                measure: float | None = None) -> Finding:
+        """A finding of this rule, with its id: the id is written once, in `@rule(...)`. Its fields are
+        `Finding`'s less the id and what the engine fills in (since, covers, held_at)."""
+        return Finding(self.id, severity, title, evidence, fix, scope=scope, gpus=gpus, cores=cores, pids=pids,
+                       cause=cause, measure=measure)
+
 
 _REGISTERED: list[Rule] = []
 

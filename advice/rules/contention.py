@@ -78,8 +78,8 @@ def cpu_oversubscribed(window: Window, t: Thresholds) -> Iterator[Finding]:
     if workers:
         fixes.append("Count the DataLoader workers too: ranks x threads + workers should stay near the usable "
                      "cores; fewer workers if they are CPU-bound.")
-    yield Finding("cpu-oversubscribed", "warning", f"More runnable threads than cores ({want:.1f} for {cores})",
-                  tuple(evidence), tuple(fixes), scope="job", pids=tuple(p.pid for p in ranks))
+    yield cpu_oversubscribed.finding("warning", f"More runnable threads than cores ({want:.1f} for {cores})",
+                                     tuple(evidence), tuple(fixes), scope="job", pids=tuple(p.pid for p in ranks))
 
 
 def growth_of(timed: list[tuple[float, JobSnapshot]], min_s: float = 5.0,
@@ -167,5 +167,5 @@ def job_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:
     growing = [g for g in growth_of(timed) if g[2] >= t["memory_growth_bytes_per_s"]]
     evidence += growth_lines(growing[:4], job)
     fixes = memory_fixes(growing, group)
-    yield Finding("job-memory-pressure", "warning", "The job is short of memory", tuple(evidence), tuple(fixes),
-                  scope="job", pids=tuple(g[0] for g in growing[:4]))
+    yield job_memory_pressure.finding("warning", "The job is short of memory", tuple(evidence), tuple(fixes),
+                                      scope="job", pids=tuple(g[0] for g in growing[:4]))

@@ -181,8 +181,8 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     names = ", ".join(who(by_pid.get(s.pid), s.pid) for s in starved)
     title = (f"GPU{','.join(map(str, waiting_gpus))} starved: {names} waits for data" if waiting_gpus else
              f"{names} waits for data")
-    yield Finding("data-starved", "warning", title, tuple(evidence), tuple(dict.fromkeys(fixes)), scope="job",
-                  gpus=tuple(waiting_gpus), pids=tuple(sorted(pids)))
+    yield data_starved.finding("warning", title, tuple(evidence), tuple(dict.fromkeys(fixes)), scope="job",
+                               gpus=tuple(waiting_gpus), pids=tuple(sorted(pids)))
 
 
 # Workers are re-created between epochs, in bursts: a quiet half minute is not yet a fix.
@@ -204,8 +204,8 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
         if s is not None:
             evidence.append(f"its main thread was starting or joining workers in {100 * s.fraction('workers'):.0f}% "
                             f"and waiting for data in {100 * s.fraction('data'):.0f}% of {s.samples} stack samples")
-        yield Finding(
-            "worker-churn", "warning", "DataLoader workers re-created every epoch",
+        yield worker_churn.finding(
+            "warning", "DataLoader workers re-created every epoch",
             tuple(evidence),
             ("DataLoader(..., num_workers=N, persistent_workers=True): the workers (and the copy of the Dataset "
              "each holds) stay alive across epochs instead of being forked again each time.",
@@ -263,10 +263,11 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
         fixes += ["persistent_workers=True with it, so the workers are not re-created each epoch.",
                   "Keep heavy per-sample work (decoding, augmentation) in Dataset.__getitem__, which the workers run, "
                   "not in the training loop."]
-        yield Finding("single-core-loading", "warning", "One core loads all the data", tuple(evidence),
-                      tuple(dict.fromkeys(fixes)),
-                      scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread",
-                      measure=hot)
+        yield single_core_loading.finding(
+            "warning", "One core loads all the data", tuple(evidence),
+            tuple(dict.fromkeys(fixes)),
+            scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread",
+            measure=hot)
 
 
 @rule("loader-io-bound", hold_s=5, clear_s=10, order=200, watches="the job's I/O stalls while its ranks wait for data",
@@ -322,8 +323,8 @@ def loader_io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
                         f"({memory_stalls:.0f}%): see job-memory-pressure")
         first = ("Relieve the memory pressure first (job-memory-pressure): the dataset's pages are being evicted "
                  "and read again.",)
-    yield Finding(
-        "loader-io-bound", "warning", "Data loading waits on storage", tuple(evidence), first + (
+    yield loader_io_bound.finding(
+        "warning", "Data loading waits on storage", tuple(evidence), first + (
         "Pack many small files into a few large shards read sequentially (WebDataset tar shards, one "
          "numpy.memmap array, LMDB): one large read per sample instead of an open and a small read per file.",
          "More DataLoader workers keep more reads in flight; storage serves parallel requests faster than one "

@@ -63,6 +63,6 @@ def work_in_loop(window: Window, t: Thresholds) -> Iterator[Finding]:
                "one left for the main thread)." if target is not None else "."),
             "Or make it cheaper: one call on the whole batch instead of a Python loop per item (a fast tokenizer's "
             "batch call, numpy or torch ops), or do it once before training and save the result.")
-        yield Finding("work-in-loop", "warning", "The training loop prepares data itself", tuple(evidence), fixes,
-                      scope=member_scope(process, s.pid), pids=(s.pid,), cause="work in the loop",
-                      measure=100 * share)
+        yield work_in_loop.finding("warning", "The training loop prepares data itself", tuple(evidence), fixes,
+                                   scope=member_scope(process, s.pid), pids=(s.pid,), cause="work in the loop",
+                                   measure=100 * share)

@@ -56,8 +56,9 @@ def job_oom_killed(window: Window, t: Thresholds) -> Iterator[Finding]:
     evidence += growth_lines(growing[:4], before)
     if latest.status != "running":
         evidence.append(latest.message or f"the job has {latest.status}")  # how it ended, where known
-    yield Finding("job-oom-killed", "critical", "The OOM killer ended a process of the job", tuple(evidence),
-                  tuple(memory_fixes(growing, group)), scope="job", pids=tuple(g[0] for g in growing[:4]))
+    yield job_oom_killed.finding(
+        "critical", "The OOM killer ended a process of the job", tuple(evidence),
+        tuple(memory_fixes(growing, group)), scope="job", pids=tuple(g[0] for g in growing[:4]))
 
 
 def gone_lines(before: JobSnapshot, since: list[JobSnapshot]) -> list[str]:

@@ -187,8 +187,8 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence += churn_evidence
         fixes[:0] = churn_fix  # a loader that restarts its workers every epoch: that first
         scope = "job"
-        yield Finding("gpu-starved", "warning", "Training waits on data loading", tuple(evidence), tuple(fixes),
-                      scope=scope, gpus=tuple(utils), pids=workload.pids, measure=100 * mean_wait)
+        yield gpu_starved.finding("warning", "Training waits on data loading", tuple(evidence), tuple(fixes),
+                                  scope=scope, gpus=tuple(utils), pids=workload.pids, measure=100 * mean_wait)
         return
     # No telemetry: a waiting GPU whose process's DataLoader workers are all pegged, or re-created each epoch.
     waiting = waiting_gpus(window, t)
@@ -215,9 +215,10 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
             churn_evidence, churn_fix = churn_cause(window, t, {pid})
             lines += churn_evidence
             fixes = tuple(churn_fix) + fixes
-            yield Finding("gpu-starved", "warning", f"GPU{gpu.index} starved by its DataLoader workers", tuple(lines),
-                          fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy),
-                          cause="workers re-created" if churning else "workers CPU-bound", measure=100 - util)
+            yield gpu_starved.finding(
+                "warning", f"GPU{gpu.index} starved by its DataLoader workers", tuple(lines),
+                fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy),
+                cause="workers re-created" if churning else "workers CPU-bound", measure=100 - util)
 
 
 @rule("cpu-single-core", hold_s=5, clear_s=10, order=30, watches="per-core load while GPUs wait",
@@ -255,8 +256,8 @@ def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
     hot_procs.sort(key=lambda p: (p.pid not in gpu_pids, -(p.cpu_percent or 0)))
     evidence += [f"pid {p.pid} {command(p.name, p.cmdline, 40)} at {p.cpu_percent:.0f}% CPU" for p in hot_procs[:2]]
     target = hot_procs[0].pid if hot_procs else "PID"
-    yield Finding(
-        "cpu-single-core", "warning", "One CPU core is the bottleneck", tuple(evidence),
+    yield cpu_single_core.finding(
+        "warning", "One CPU core is the bottleneck", tuple(evidence),
         ("The main Python process does the work on one core (the GIL keeps it there): move loading and "
          "augmentation into DataLoader(num_workers=N) worker processes.",
          f"See where it spends the time: py-spy top --pid {target}.",
@@ -296,8 +297,8 @@ def io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
     evidence += [f"{gpus} util {shown}" for shown, gpus in alike({g.index: u for g, u in waiting}).items()]
     evidence += [f"rank {r} waits for data {100 * waits[r]:.0f}% of each step" for r in input_bound]
     available = latest.memory.available_bytes if latest.memory else None
-    yield Finding(
-        "io-bound", "warning", "Storage is holding up training", tuple(evidence),
+    yield io_bound.finding(
+        "warning", "Storage is holding up training", tuple(evidence),
         ("Faster storage for the dataset: NVMe ~7 GB/s, SATA SSD ~550 MB/s, HDD ~150 MB/s.",
          "Let the page cache hold it: a dataset smaller than the available RAM"
          + (f" ({available / (1 << 30):.0f} GiB here)" if available else "") + " is read from disk once.",

@@ -85,9 +85,9 @@ def worker_stuck(window: Window, t: Thresholds) -> Iterator[Finding]:
             "Locks, files and connections a Dataset holds are copied into each worker at fork, held or not: open "
             "them in worker_init_fn (or on first use in the worker), and release every lock on every path "
             "(with lock: ...).")
-        yield Finding("worker-stuck", "critical", f"DataLoader worker pid {w.pid} is stuck: the job has stopped",
-                      tuple(evidence), fixes, scope=f"pid {w.pid}", pids=(w.pid, main.pid),
-                      cause="stuck worker", measure=still.seconds)
+        yield worker_stuck.finding("critical", f"DataLoader worker pid {w.pid} is stuck: the job has stopped",
+                                   tuple(evidence), fixes, scope=f"pid {w.pid}", pids=(w.pid, main.pid),
+                                   cause="stuck worker", measure=still.seconds)
 
 
 @rule("loop-stuck", order=222, severity="critical", hold_s=0.0, clear_s=10.0,
@@ -124,6 +124,6 @@ def loop_stuck(window: Window, t: Thresholds) -> Iterator[Finding]:
             f"threads: d on it in the job view, or py-spy dump --pid {s.pid}.",
             "Give each blocking call a timeout (queue.get(timeout=...), lock.acquire(timeout=...), "
             "Event.wait(timeout=...), socket timeouts), so a hang becomes an error with a traceback.")
-        yield Finding("loop-stuck", "critical", f"{who(process, s.pid)} is stuck: its main thread has stopped",
-                      tuple(evidence), fixes, scope=member_scope(process, s.pid), pids=(s.pid,),
-                      cause="stuck main thread", measure=still.seconds)
+        yield loop_stuck.finding("critical", f"{who(process, s.pid)} is stuck: its main thread has stopped",
+                                 tuple(evidence), fixes, scope=member_scope(process, s.pid), pids=(s.pid,),
+                                 cause="stuck main thread", measure=still.seconds)
