@@ -16,7 +16,7 @@ from functools import cache
 import pytest
 
 from hwtop.advice import registry, thresholds
-from hwtop.advice.rules import RULE_IDS, RULES, Rule
+from hwtop.advice.rules import RULE_IDS, RULES, THRESHOLDS, Rule
 from hwtop.advice.rules.memory import cuda_oom
 from hwtop.advice.rules.pipeline import gpu_starved
 from hwtop.advice.thresholds import Thresholds
@@ -57,7 +57,7 @@ def _reads(function: types.FunctionType, seen: set[object]) -> set[str]:
 def test_a_rule_declares_every_threshold_its_check_reads(rule: Rule) -> None:
     assert isinstance(rule.check, types.FunctionType)
     assert _reads(rule.check, set()) <= set(rule.reads)
-    assert set(rule.reads) <= set(thresholds.TABLE)
+    assert set(rule.reads) <= {*thresholds.TABLE, *rule.thresholds}
 
 
 def _raised(module: str) -> list[tuple[str, str | None]]:
@@ -174,7 +174,8 @@ def test_every_rule_has_a_test_of_its_own(rule: Rule) -> None:
 
 
 def test_a_new_module_in_the_package_registers_itself_with_its_thresholds(tmp_path, monkeypatch) -> None:
-    """Discovery over a package of one file: its rule is found and its threshold joins the table."""
+    """Discovery over a package of one file: its rule is found, its threshold is the rule's own (in the table built
+    from the rules, never added to the shared one) and its check reads it, default or overridden."""
     package = tmp_path / "extra_rules"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -190,8 +191,7 @@ def test_a_new_module_in_the_package_registers_itself_with_its_thresholds(tmp_pa
         '''))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(registry, "_REGISTERED", [])
-    monkeypatch.setattr(registry, "TABLE", dict(thresholds.TABLE))
-    monkeypatch.setattr(thresholds, "TABLE", registry.TABLE)
+    shared = dict(thresholds.TABLE)
     try:
         (found,) = registry.discover("extra_rules")
     finally:
@@ -199,18 +199,38 @@ def test_a_new_module_in_the_package_registers_itself_with_its_thresholds(tmp_pa
             sys.modules.pop(name, None)
     assert (found.id, found.reads, found.module) == ("stuck-worker", ("data_wait_fraction", "stuck_worker_s"),
                                                       "extra_rules.stuck")
-    assert "stuck_worker_s" in thresholds.TABLE and registry._REGISTERED == [found]
-    assert [f.id for f in found(None, thresholds.Thresholds({"stuck_worker_s": 5}))] == ["stuck-worker"]  # type: ignore[arg-type]
-    assert not list(found(None, thresholds.Thresholds()))  # type: ignore[arg-type]
+    assert dict(thresholds.TABLE) == shared and registry._REGISTERED == [found]
+    assert list(registry.table((found,))) == [*shared, "stuck_worker_s"]
+    assert [f.id for f in found(None, Thresholds({"stuck_worker_s": 5}))] == ["stuck-worker"]  # type: ignore[arg-type]
+    assert not list(found(None, Thresholds()))  # type: ignore[arg-type]
 
 
 def test_a_threshold_declared_twice_with_two_meanings_is_refused(monkeypatch) -> None:
     monkeypatch.setattr(registry, "_REGISTERED", [])
-    monkeypatch.setattr(registry, "TABLE", dict(thresholds.TABLE))
-    with pytest.raises(ValueError, match="already declared"):
+    with pytest.raises(ValueError, match="'spin_seconds' of rule 'x' is already declared"):
         registry.rule("x", hold_s=0, clear_s=0, watches="x",
                       thresholds={"spin_seconds": thresholds.Threshold(1.0, "s", "another meaning")})(
             lambda window, t: iter(()))
+    mine = {"stuck_s": thresholds.Threshold(1.0, "s", "one meaning")}
+    first = registry.rule("x", hold_s=0, clear_s=0, watches="x", thresholds=mine)(lambda window, t: iter(()))
+    other = registry.rule("y", hold_s=0, clear_s=0, watches="y",
+                          thresholds={"stuck_s": thresholds.Threshold(2.0, "s", "another")})(lambda window, t: iter(()))
+    assert registry.table((first,))["stuck_s"] == mine["stuck_s"]
+    with pytest.raises(ValueError, match="'stuck_s' of rule 'y' is already declared"):
+        registry.table((first, other))
+
+
+def test_the_rules_own_thresholds_stay_theirs_and_the_shared_table_is_read_only() -> None:
+    """Importing every rule adds nothing to the shared table; the table of every name is built from the rules, and
+    a check is handed its rule's defaults, which a user's override still beats."""
+    assert "scale_drops" not in thresholds.TABLE and THRESHOLDS["scale_drops"].value == 3
+    assert set(THRESHOLDS) == {*thresholds.TABLE, *(name for rule in RULES for name in rule.thresholds)}
+    with pytest.raises(TypeError):
+        thresholds.TABLE["scale_drops"] = THRESHOLDS["scale_drops"]  # type: ignore[index]
+    assert Thresholds().over(THRESHOLDS)["scale_drops"] == 3
+    assert Thresholds({"scale_drops": 5}).over(THRESHOLDS)["scale_drops"] == 5
+    with pytest.raises(KeyError):
+        Thresholds()["scale_drops"]  # outside its rule, a rule's own name is not the panels' to read
 
 
 def _product_files() -> list[pathlib.Path]:
