@@ -1,7 +1,8 @@
 """The rules: each module here declares its rules with `@rule` (advice/registry.py) and is found by walking this
-package, so a new rule is one new file. RULES is in each rule's `order`: the pane's "watching" line, doctor and
-the config file's errors list them so. THRESHOLDS is every threshold they read, the shared table's and their own:
-what a config file may set."""
+package, so a new rule is one new file. A module here declares rules and imports no other module here: what rules
+share lives beside the package (advice/job_facts.py, data_wait.py, job_memory.py, supply.py, throttle.py). RULES
+is in each rule's `order`: the pane's "watching" line, doctor and the config file's errors list them so.
+THRESHOLDS is every threshold they read, the shared table's and their own: what a config file may set."""
 
 from __future__ import annotations
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.job_facts import WORKER, alive, running_job, size_spans, timed_jobs, who
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import WORKER, alive, running_job, size_spans, timed_jobs, who
 from hwtop.advice.text import gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window

@@ -6,13 +6,10 @@ from collections.abc import Iterator
 
 from hwtop.advice.registry import rule
 from hwtop.advice.thresholds import Threshold, Thresholds
+from hwtop.advice.throttle import HARDWARE, POWER, THERMAL
 from hwtop.advice.window import Window, compute_pids
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot
-
-THERMAL = {"SW thermal", "HW thermal"}
-POWER = {"power cap"}
-HARDWARE = {"HW slowdown", "power brake"}
 
 
 @rule("gpu-throttled", hold_s=5, clear_s=10, order=90, watches="clock event reasons of busy GPUs",

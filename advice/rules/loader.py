@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.data_wait import churn_cause, starved_ranks, stuck_worker_of, told_by_telemetry
 from hwtop.advice.grouping import alike
-from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import (
+from hwtop.advice.job_facts import (
     WORKER,
     alive,
     churn,
@@ -25,7 +25,8 @@ from hwtop.advice.rules.job_facts import (
     who,
     workers_of,
 )
-from hwtop.advice.rules.supply import Supply, supply_lines
+from hwtop.advice.registry import rule
+from hwtop.advice.supply import Supply, supply_lines
 from hwtop.advice.text import percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
@@ -84,37 +85,6 @@ def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStac
     return Supply(len(workers), ratio, min(1.0, cores / max(busy, 0.05)), job.usable_cores, rank_count(job), text)
 
 
-def stuck_worker_of(window: Window, t: Thresholds, job: JobSnapshot, pid: int) -> bool:
-    """A worker of this rank whose stack stopped inside its Dataset, however briefly watched: more workers would
-    not help a hang (worker-stuck names it once it has held stuck_stack_s)."""
-    from hwtop.advice.rules.stuck import stuck_workers
-
-    return any(w.parent == pid for w, _ in stuck_workers(window, t, job, for_s=0.0))
-
-
-def starved_ranks(window: Window, t: Thresholds) -> list[RankStacks]:
-    job = running_job(window)
-    if job is None:
-        return []
-    return [s for s in sampled(job, t) if s.data_wait >= t["data_wait_fraction"]]
-
-
-def churn_cause(window: Window, t: Thresholds, pids: set[int] | None = None) -> tuple[list[str], list[str]]:
-    """Evidence and fix when a parent re-creates its DataLoader workers: for the GPU and data rules to say that
-    the loader's restarts are why they wait."""
-    job = running_job(window)
-    if job is None:
-        return [], []
-    found = [(b, per_minute) for b, per_minute in churn(job, t) if pids is None or b.parent in pids]
-    if not found:
-        return [], []
-    evidence = [f"pid {b.parent} started {b.born} DataLoader workers in the last {max(b.span_s, 1):.0f} s "
-                f"({per_minute:.0f}/min, at most {b.peak_alive} at once): it re-creates them every epoch"
-                for b, per_minute in found]
-    return evidence, ["persistent_workers=True in DataLoader(...) keeps the workers alive across epochs (see "
-                      "worker-churn)."]
-
-
 def alike_ranks(job: JobSnapshot, starved: list[RankStacks]) -> bool:
     """Ranks of one job load alike (one DataLoader each, the same code): one rank's arithmetic stands for all."""
     return len({len(workers_of(job, s.pid)) for s in starved}) == 1
@@ -133,8 +103,6 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     if job is None or not starved:
         return
     starved = [s for s in starved if not stuck_worker_of(window, t, job, s.pid)]  # a hang: worker-stuck says so
-    from hwtop.advice.rules.pipeline import told_by_telemetry
-
     told = told_by_telemetry(window, t)  # the embedded job's own step figures say the same wait: gpu-starved's
     starved = [s for s in starved if s.pid not in told]
     if not starved:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.job_facts import alive, member_scope, rank_count, running_job, sampled, who, workers_of
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import alive, member_scope, rank_count, running_job, sampled, who, workers_of
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding

@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.job_facts import running_job
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import running_job
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from hwtop.advice.job_facts import SPAN_S, running_job, sampled
 from hwtop.advice.last_answer import LastAnswer
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import SPAN_S, running_job, sampled
 from hwtop.advice.text import rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, gpu_numa_nodes, mean

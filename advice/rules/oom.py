@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.job_facts import alive, label
+from hwtop.advice.job_memory import growth_lines, growth_of, memory_fixes
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.contention import growth_lines, growth_of, memory_fixes
-from hwtop.advice.rules.job_facts import alive, label
 from hwtop.advice.text import gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.data_wait import churn_cause, job_data_wait, starved_ranks, stuck_worker_of, telemetry_starved
 from hwtop.advice.grouping import alike
+from hwtop.advice.job_facts import running_job
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.loader import churn_cause
-from hwtop.advice.rules.supply import Supply, supply_lines
+from hwtop.advice.supply import Supply, supply_lines
 from hwtop.advice.text import command, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import (
@@ -18,7 +19,6 @@ from hwtop.advice.window import (
     empty_job_config,
     gpus_in_use,
     mean,
-    workload_running,
     workload_starting,
 )
 from hwtop.model.finding import Finding
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from hwtop.model.workload import WorkloadState
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
-WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much
 
 
 def waiting_gpus(window: Window, t: Thresholds) -> list[tuple[GpuSnapshot, float]]:
@@ -38,19 +37,6 @@ def waiting_gpus(window: Window, t: Thresholds) -> list[tuple[GpuSnapshot, float
         util = window.gpu_mean(gpu.index, lambda g: g.util_percent, SPAN_S)
         if util is not None and util < t["gpu_waiting_util_percent"]:
             out.append((gpu, util))
-    return out
-
-
-def job_data_wait(window: Window) -> dict[int, float]:
-    """Each rank's mean data-wait fraction over the span (the embedded job's telemetry)."""
-    latest = window.latest
-    if not workload_running(latest) or latest.workload is None:
-        return {}
-    out = {}
-    for rank in latest.workload.ranks:
-        value = window.rank_mean(rank.rank, lambda r: r.data_wait_fraction, WAIT_SPAN_S)
-        if value is not None:
-            out[rank.rank] = value
     return out
 
 
@@ -98,39 +84,9 @@ def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: i
     return tuple(fixes)
 
 
-def telemetry_starved(window: Window, t: Thresholds) -> tuple[float, dict[int, float | None]] | None:
-    """(the mean wait, the job's GPUs' utilisations) where the embedded job's own telemetry says its training step
-    waits for data while its GPUs are under-used: gpu-starved's finding."""
-    latest = window.latest
-    waits = job_data_wait(window)
-    workload = latest.workload
-    if not waits or workload is None:
-        return None
-    mean_wait = sum(waits.values()) / len(waits)
-    if mean_wait < t["data_wait_fraction"]:
-        return None
-    job_gpus = [g for g in latest.gpus if set(compute_pids(g)) & set(workload.pids)]
-    utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
-    if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
-        return None  # the GPU is busy regardless: waiting on data costs little
-    return mean_wait, utils
-
-
-def told_by_telemetry(window: Window, t: Thresholds) -> set[int]:
-    """The pids of the embedded job whose waiting for data gpu-starved tells from the job's own step figures: the
-    same wait as data-starved reads from their stacks, one cause, so that rule leaves them to this one."""
-    latest = window.latest
-    if latest.workload is None or telemetry_starved(window, t) is None:
-        return set()
-    return set(latest.workload.pids)
-
-
 def _told_by_stacks(window: Window, t: Thresholds) -> set[int]:
     """The ranks data-starved names from a focused job's stacks (their main threads wait for data): a GPU of theirs
     that waits is its finding, with the job's own figures, not a second one here."""
-    from hwtop.advice.rules.job_facts import running_job
-    from hwtop.advice.rules.loader import starved_ranks, stuck_worker_of
-
     job = running_job(window)
     if job is None:
         return set()
@@ -171,7 +127,7 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
                          f"{sum(trained) / len(trained):.0f} samples/s each")
             evidence.append(line)
         supply = telemetry_supply(window, workload, waits)
-        if supply is not None:  # the same arithmetic as an attached job's (advice/rules/supply.py)
+        if supply is not None:  # the same arithmetic as an attached job's (advice/supply.py)
             lines, supply_fixes = supply_lines(supply, t)
             evidence += lines
             fixes = supply_fixes

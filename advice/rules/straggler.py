@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import msgspec.structs
 
+from hwtop.advice.job_facts import running_job
 from hwtop.advice.judge import link_degraded
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.health import HARDWARE, POWER, THERMAL
-from hwtop.advice.rules.job_facts import running_job
 from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.throttle import HARDWARE, POWER, THERMAL
 from hwtop.advice.window import Window, gpu_numa_node
 from hwtop.model.finding import Finding
 

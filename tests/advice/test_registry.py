@@ -8,11 +8,13 @@ import ast
 import importlib
 import inspect
 import pathlib
+import pkgutil
 import sys
 import textwrap
 import types
 from functools import cache
 
+import grimp
 import pytest
 
 from hwtop.advice import registry, thresholds
@@ -137,6 +139,19 @@ def test_a_rules_finding_takes_every_field_of_a_finding_but_those_the_engine_fil
     is one it must take too."""
     taken = set(inspect.signature(Rule.finding).parameters) - {"self"}
     assert taken == set(Finding.__struct_fields__) - {"id", "since", "covers", "held_at"}
+
+
+def test_the_rules_package_holds_rules_only_and_no_rule_imports_another() -> None:
+    """What rules share lives beside their package (advice/job_facts.py, data_wait.py, job_memory.py …): a rule module
+    that imports another's helpers loads that module and its rules with them, and ties two files together."""
+    import hwtop.advice.rules as package
+
+    modules = {info.name for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}.")}
+    assert modules == {rule.module for rule in RULES}, "a module of the rules' package that declares no rule"
+    graph = grimp.build_graph("hwtop", cache_dir=None)
+    imported = {module: graph.find_modules_directly_imported_by(module) & {package.__name__, *modules}
+                for module in modules}
+    assert not {module: found for module, found in imported.items() if found}
 
 
 @cache
