@@ -550,9 +550,11 @@ class RasStandIn:
             muted = len(self.conns) <= self.mute
         keep = False
         try:
-            if muted:  # a stopped rank: the kernel queued the connection, nobody reads it
-                while client.recv(4096):
-                    pass
+            if muted:  # a stopped rank: the kernel queued the connection, nobody answers (its bytes recorded)
+                data = b""
+                while chunk := client.recv(4096):
+                    data += chunk
+                    conn.lines = [line.decode() for line in data.split(b"\n")[:-1]]
                 return
             keep = self._talk(client, conn)
         except OSError:

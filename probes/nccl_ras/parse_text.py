@@ -233,7 +233,7 @@ class _Reader:
             _error(rank, self.kind, str(self.value))
             return
         if comm.groups:
-            comm.groups[-1][3] += 1
+            comm.groups[-1][3] = int(comm.groups[-1][3]) + 1
 
     def _missing_ranks(self, comm: _Comm, m: re.Match[str]) -> None:
         comm.missing_count = int(m[1])

@@ -13,7 +13,7 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.job import JobSnapshot, RankFigures
 from hwtop.model.ras import NcclView
-from hwtop.probes.nccl_ras.join import join_ranks
+from hwtop.probes.nccl_ras.join import Here, join_ranks
 from hwtop.probes.nccl_ras.parse_json import parse_json
 from hwtop.probes.nccl_ras.track import Tracker
 from tests.factories import host_snapshot
@@ -102,7 +102,7 @@ def test_lost_and_errors() -> None:
 
 def job_with(view: NcclView, local: tuple[RankFigures, ...] = ()) -> JobSnapshot:
     job = JobSnapshot("job", (1,), "running", (), None, 0, ranks=local)
-    return msgspec.structs.replace(job, nccl=view, ranks=join_ranks(local, view, set()))
+    return msgspec.structs.replace(job, nccl=view, ranks=join_ranks(local, view, Here(frozenset())))
 
 
 def window_of(job: JobSnapshot) -> Window:
@@ -141,7 +141,7 @@ def test_straggler_rule_merges_with_stacks() -> None:
 def test_join_rows() -> None:
     view = view_of([ranks_at(hung_counts())])
     local = (RankFigures(0, "node-a", 4050, samples=30),)
-    rows = join_ranks(local, view, {4050, 4051})
+    rows = join_ranks(local, view, Here(frozenset({"10.0.0.1"}), {4050: 4050, 4051: 4051}))
     assert [r.rank for r in rows] == list(range(8))
     assert rows[0].host == "node-a" and rows[0].samples == 30 and rows[0].nccl_state == "RUNNING"
     assert rows[1].host == "node-a" and not rows[1].nccl_only  # a local pid without stacks yet
