@@ -386,7 +386,6 @@ class _Text:
     def statuses(self, a: dict) -> None:
         self.put("  Communicator ranks have different status\n")
         comm = a["comm"]
-        size = len(comm.ranks)
         ranks = sorted(a["present"], key=lambda r: (r.status_bit(), r.rank))
         values: list[tuple[int, list[StandRank | None]]] = []
         for r in ranks:
@@ -395,25 +394,28 @@ class _Text:
                 values[-1][1].append(r)
             else:
                 values.append((index, [r]))
-        nocomm = [r for r in comm.ranks if r.missing] if self.old else [r for r in comm.ranks if r.nocomm]
+        nocomm = sorted((r for r in comm.ranks if r.missing and (self.old or r.nocomm)), key=lambda r: r.rank)
         if nocomm:
             values.append((0, [None] * len(nocomm)))
         values.sort(key=lambda v: (-len(v[1]), -v[0]))
-        words = ("UNKNOWN",) + STATUS_WORDS[1:] if self.old else STATUS_WORDS
         for index, members in values:
-            n = len(members)
-            if n > 1:
-                self.put(f"  {n} ranks have status {words[index]}\n")
-            if not _outlier(n, size):
-                continue
-            if members[0] is None and self.old:
-                listed = ",".join(str(r.rank) for r in sorted(nocomm, key=lambda r: r.rank))
-                self.put(f"  The unknown ranks: {listed}\n" if n > 1 else f"  Rank {listed} has status UNKNOWN\n")
-                continue
-            for r in sorted(nocomm, key=lambda r: r.rank) if members[0] is None else members:
-                assert r is not None
-                head = f"  Rank {r.rank} -- " if n > 1 else f"  Rank {r.rank} has status {words[index]} -- "
-                self.put(f"{head}{self.where(r)}\n")
+            self.status_group(index, members, nocomm, len(comm.ranks))
+
+    def status_group(self, index: int, members: list[StandRank | None], nocomm: list[StandRank], size: int) -> None:
+        words = ("UNKNOWN",) + STATUS_WORDS[1:] if self.old else STATUS_WORDS
+        n = len(members)
+        if n > 1:
+            self.put(f"  {n} ranks have status {words[index]}\n")
+        if not _outlier(n, size):
+            return
+        if members[0] is None and self.old:
+            listed = ",".join(str(r.rank) for r in nocomm)
+            self.put(f"  The unknown ranks: {listed}\n" if n > 1 else f"  Rank {listed} has status UNKNOWN\n")
+            return
+        for r in nocomm if members[0] is None else members:
+            assert r is not None
+            head = f"  Rank {r.rank} -- " if n > 1 else f"  Rank {r.rank} has status {words[index]} -- "
+            self.put(f"{head}{self.where(r)}\n")
 
     def count_lines(self, a: dict) -> None:
         comm = a["comm"]

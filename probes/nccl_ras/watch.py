@@ -207,18 +207,23 @@ class RasWatch:
         self._initialising = self._signals.initialising(job)
         steps = [r.steps for r in job.ranks if r.steps is not None and not r.nccl_only]
         self._steps = sum(steps) if steps else None
+        self._read_here(job)
+
+    def _read_here(self, job: JobSnapshot) -> None:
+        """This node's addresses (every minute) and each job process's namespace pid (once)."""
         mono = time.monotonic()
+        addresses = self._here.addresses
         if mono - self._here_at >= ADDRESSES_EVERY_S:
             self._here_at = mono
             try:
-                self._here = Here(self.addresses(), self._here.pids)
+                addresses = self.addresses()
             except OSError:
                 pass
         alive = {p.pid for p in job.processes if p.alive}
         for pid in alive - self._ns.keys():
             self._ns[pid] = namespace_pid(pid, self.proc)
         self._ns = {pid: ns for pid, ns in self._ns.items() if pid in alive}
-        self._here = Here(self._here.addresses, {ns: pid for pid, ns in self._ns.items()})
+        self._here = Here(addresses, {ns: pid for pid, ns in self._ns.items()})
 
     def _find_target(self, job: JobSnapshot) -> None:
         if self.address is not None:
