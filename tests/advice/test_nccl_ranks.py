@@ -151,3 +151,28 @@ def test_join_rows() -> None:
 def test_a_stuck_rank_is_no_straggler() -> None:
     answers = [ranks_at(hung_counts())] * 8  # behind in every answer, but nothing moves: collective-hang's
     assert straggler(view_of(answers), T) is None and hang(view_of(answers), T) is not None
+
+
+def test_text_hang_past_ten_ranks_counts_the_unnamed() -> None:
+    """NCCL's own 2.27.5 text for 64 ranks: 49 at 6650, 14 counted at 6649 without names, rank 40 at 6648."""
+    from hwtop.probes.nccl_ras.parse_text import parse_text
+    from tests.nccl_ras_scenarios import fixture
+
+    reply = parse_text(fixture("2.27.5", "many.txt"))
+    tracker, comms = Tracker(), ()
+    for n in range(4):
+        comms = tracker.update(reply, 1000.0 + 10 * n)
+    found = hang(NcclView("x", "y", comms, 4, 1030.0, "text"), T)
+    assert found is not None and [r.rank for r in found.behind] == [40]
+    assert (found.unnamed, found.waiting, found.most) == (14, 49, 6650)
+    assert found.sentence.startswith("rank 40 (pid 4040 on 10.0.0.6, GPU 0) and 14 ranks NCCL's text counts "
+                                     "without naming have not launched AllReduce #6650, which the other 49 ranks")
+
+
+def test_dead_peers_from_monitor_events() -> None:
+    from hwtop.advice.nccl_ranks import dead_peers
+    from hwtop.model.ras import RasEvent
+
+    view = NcclView("x", "y", events=(RasEvent("PEER_DEAD", "10.0.0.2", 4006), RasEvent("PEER_DEAD", "10.0.0.3", 9),
+                                      RasEvent("PEER_NEW", "10.0.0.3", 9)))
+    assert [(e.host, e.pid) for e in dead_peers(view)] == [("10.0.0.2", 4006)]
