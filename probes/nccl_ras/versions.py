@@ -71,7 +71,8 @@ def _issues(crashes: tuple[str, ...]) -> str:
 @dataclass(frozen=True, slots=True)
 class Policy:
     """`poll`: STATUS may go to the healthy job every interval; otherwise only once it stopped, or with
-    --nccl-ras-poll. `json`: ask in JSON. `words`: the policy as the job view and doctor say it."""
+    --nccl-ras-poll. `json`: ask in JSON. `words`: the policy as the job view and doctor say it, in clauses
+    joined by "; " (the job view wraps between them)."""
 
     poll: bool
     json: bool
@@ -87,14 +88,14 @@ def policy(version: Version | None, json_answered: bool | None, user_polls: bool
     if row is not None and row.json:
         return Policy(True, True, row.monitor, f"{named}: asked in JSON")
     if row is not None:
-        why = f"text answers only, and a STATUS can crash the job on this release ({_issues(row.crashes)})"
+        why = f"text answers only; STATUS can crash it ({_issues(row.crashes)})"
     elif version is not None:
         why = "a release hwtop's table does not know"
     else:
         why = "its release not learned yet" + (" (it answers JSON: 2.28.7 or later)" if json_answered else "")
     if user_polls:
         return Policy(True, json, json, f"{named}: {why}; asked anyway (--nccl-ras-poll)")
-    return Policy(False, json, json, f"{named}: {why}: asked only once the job stops, or with --nccl-ras-poll")
+    return Policy(False, json, json, f"{named}: {why}; asked only once the job stops, or with --nccl-ras-poll")
 
 
 # ---- learning the version before any STATUS ----
