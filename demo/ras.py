@@ -79,7 +79,8 @@ class DemoRas:
             comms = self.tracker.update(parse_json(text), at)
             self.view = NcclView(f"{THIS_NODE}:28028", "demo: NCCL_RAS_ADDR of the ranks", comms, self.asked, at,
                                  "json", "2.30.7", reply_bytes=len(text), policy=POLICY,
-                                 version_source="libnccl.so.2.30.7 of the ranks", main_key=self.tracker.main)
+                                 version_source="libnccl.so.2.30.7 of the ranks", main_key=self.tracker.main,
+                                 polled=True)
         if self.view is None:
             return job
         here = Here(frozenset({THIS_NODE}), {p.pid: p.pid for p in job.processes if p.alive})

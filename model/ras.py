@@ -213,6 +213,7 @@ class NcclView(Record, frozen=True):
     foreign: str | None = None  # the answer was another job's (none of its ranks is this job's): not used
     events: tuple[RasEvent, ...] = ()  # MONITOR's recent events (NCCL >= 2.29), newest last
     notes: tuple[str, ...] = ()  # the latest answer's NCCL bugs, said (RasReply.notes)
+    polled: bool | None = None  # STATUS every interval (True) or only once the job stops (False): `policy`
 
     @property
     def main(self) -> NcclComm | None:

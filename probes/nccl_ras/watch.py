@@ -190,13 +190,16 @@ class RasWatch:
         return msgspec.structs.replace(job, nccl=view, ranks=ranks)
 
     def _bare_view(self, view: NcclView | None) -> NcclView:
-        words = self._policy().words
+        """The view before any answer: where hwtop would ask, the release learned and the policy it gives."""
+        said = self._policy()
         with self._lock:
             errors, events = tuple(self._errors), tuple(self._events)
+        version = ".".join(map(str, self._version)) if self._version else None
         if view is not None:
-            return msgspec.structs.replace(view, policy=words, errors=errors, events=events)
-        return NcclView(str(self._target), self._source, errors=errors, policy=words,
-                        version_source=self._version_source, events=events)
+            return msgspec.structs.replace(view, policy=said.words, errors=errors, events=events, polled=said.poll,
+                                           nccl_version=view.nccl_version or version)
+        return NcclView(str(self._target), self._source, nccl_version=version, errors=errors, policy=said.words,
+                        version_source=self._version_source, events=events, polled=said.poll)
 
     def _read_job(self, job: JobSnapshot, now: float, spinning: bool | None) -> None:
         mapping = [p for p in job.processes if p.alive and p.pid in self._nccl_pids] or \
@@ -339,11 +342,12 @@ class RasWatch:
         with self._lock:
             if self._view is not None:
                 self._view = msgspec.structs.replace(self._view, errors=tuple(self._errors), holding=holding,
-                                                     policy=policy.words, events=tuple(self._events))
+                                                     policy=policy.words, events=tuple(self._events),
+                                                     polled=policy.poll)
             else:
                 self._view = NcclView(str(self._target), self._source, errors=tuple(self._errors), holding=holding,
                                       policy=policy.words, version_source=self._version_source,
-                                      events=tuple(self._events))
+                                      events=tuple(self._events), polled=policy.poll)
 
     def _fold(self, target: Address, reply: RasReply, policy: versions.Policy) -> bool:
         at = time.time()
@@ -364,7 +368,7 @@ class RasWatch:
             view = NcclView(str(target), self._source, comms, queries, at, reply.format, reply.nccl_version,
                             reply.processes, tuple(self._errors), holding, reply.size_bytes, words,
                             self._version_source, self._tracker.main, None, tuple(self._events), reply.notes)
-            self._view = msgspec.structs.replace(view, foreign=foreign(view, self._here))
+            self._view = msgspec.structs.replace(view, foreign=foreign(view, self._here), polled=policy.poll)
         return initialising
 
     # ---- MONITOR (2.29+) ----

@@ -36,3 +36,12 @@ def test_the_demo_says_its_policy() -> None:
     from hwtop.demo.ras import POLICY
 
     assert POLICY == "NCCL 2.30.7: asked in JSON"
+
+
+def test_exporter_says_whether_hwtop_polls() -> None:
+    from hwtop.exporter.job_metrics import nccl_families
+
+    job = JobSnapshot("job", (1,), "running", (), None, 0,
+                      nccl=NcclView("localhost:28028", "x", nccl_version="2.27.5", polled=False))
+    [polled] = list(nccl_families(job, "train"))
+    assert polled.name == "hwtop_nccl_ras_polled" and polled.samples == [(("train", "2.27.5"), 0.0)]
