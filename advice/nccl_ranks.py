@@ -29,6 +29,9 @@ def _ranks(names: list[str]) -> str:
 
 
 def _ordered(view: NcclView) -> list[NcclComm]:
+    """The judged communicator first; none at all from another job's answer (it says nothing of this job)."""
+    if view.foreign:
+        return []
     main = view.main
     return ([main] if main else []) + [c for c in view.comms if c is not main]
 
@@ -88,7 +91,7 @@ def _waiting(comm: RasComm, present: list[RasRank], op: str, most: int) -> int:
 def stopped(view: NcclView, t: Thresholds) -> tuple[NcclComm, float] | None:
     """Every rank of the job's communicator has launched as many collectives as the others, and none for
     ras_stopped_s: a checkpoint, an eval, or every rank stuck before a collective."""
-    nc = view.main
+    nc = view.main if not view.foreign else None
     if nc is None or any(r.missing for r in nc.comm.ranks) or nc.queries < 2 or not nc.comm.maxima():
         return None  # (the text format gives no counts of a communicator whose ranks agree)
     still = nc.queried_at - nc.same_since
@@ -119,7 +122,7 @@ class Straggler:
 
 def straggler(view: NcclView, t: Thresholds) -> Straggler | None:
     """The rank found behind in most of the recent queries while every other rank rarely is."""
-    nc = view.main
+    nc = view.main if not view.foreign else None
     if nc is None or nc.window < t["ras_straggler_min_queries"] or not nc.behind:
         return None
     if nc.same_since < nc.queried_at:  # nothing launched since the previous answer: stuck, not late

@@ -176,3 +176,24 @@ def test_dead_peers_from_monitor_events() -> None:
     view = NcclView("x", "y", events=(RasEvent("PEER_DEAD", "10.0.0.2", 4006), RasEvent("PEER_DEAD", "10.0.0.3", 9),
                                       RasEvent("PEER_NEW", "10.0.0.3", 9)))
     assert [(e.host, e.pid) for e in dead_peers(view)] == [("10.0.0.2", 4006)]
+
+
+def test_monitor_dead_peer_is_lost_at_once_and_another_jobs_answer_says_nothing() -> None:
+    from hwtop.model.ras import RasEvent
+
+    event = RasEvent("PEER_DEAD", "10.0.0.4", 4056, (0,), "2026-12-06 01:00:00")
+    view = NcclView("127.0.0.1:1", "test", events=(event,), policy="NCCL 2.30.7: asked in JSON")
+    [lost] = nccl_rank_lost(window_of(job_with(view)), T)
+    assert lost.severity == "critical" and lost.title == "NCCL considers the process pid 4056 on 10.0.0.4, GPU 0 dead"
+    assert lost.evidence == ("the process pid 4056 on 10.0.0.4, GPU 0: declared dead by NCCL (MONITOR: PEER_DEAD at "
+                             "2026-12-06 01:00:00)",)
+    comms = ranks_at([10] * 8)
+    comms[0].ranks[6].missing = comms[0].ranks[6].dead = True
+    foreign = msgspec.structs.replace(view_of([comms] * 2), foreign="another job's")
+    assert list(nccl_rank_lost(window_of(job_with(foreign)), T)) == []
+
+
+def test_another_jobs_answer_judges_nothing() -> None:
+    foreign = msgspec.structs.replace(view_of([ranks_at(hung_counts())] * 4), foreign="another job's")
+    assert hang(foreign, T) is None and straggler(foreign, T) is None and stopped(foreign, T) is None
+    assert missing(foreign) == [] and errors(foreign) == []
