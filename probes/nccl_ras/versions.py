@@ -1,6 +1,6 @@
 """Which NCCL releases hwtop may send STATUS to, and in which format: one table, each row with its source. First,
 do no harm: a release whose only format is text, or whose STATUS path has a known crash, is never asked while the
-job is healthy (asked once the job's own signals say it stopped, or when the user passes --nccl-ras-poll), and a
+job is healthy (asked once the job's own signals say it stopped, or when the user asks: RasWatch(polls=True)), and a
 release the table does not know gets the same care.
 
 The crashes, read from NVIDIA/nccl at each tag and its tracker:
@@ -71,7 +71,7 @@ def _issues(crashes: tuple[str, ...]) -> str:
 @dataclass(frozen=True, slots=True)
 class Policy:
     """`poll`: STATUS may go to the healthy job every interval; otherwise only once it stopped, or with
-    --nccl-ras-poll. `json`: ask in JSON. `words`: the policy as the job view and doctor say it, in clauses
+    the user's say-so. `json`: ask in JSON. `words`: the policy as the job view and doctor say it, in clauses
     joined by "; " (the job view wraps between them)."""
 
     poll: bool
@@ -94,8 +94,8 @@ def policy(version: Version | None, json_answered: bool | None, user_polls: bool
     else:
         why = "its release not learned yet" + (" (it answers JSON: 2.28.7 or later)" if json_answered else "")
     if user_polls:
-        return Policy(True, json, json, f"{named}: {why}; asked anyway (--nccl-ras-poll)")
-    return Policy(False, json, json, f"{named}: {why}; asked only once the job stops, or with --nccl-ras-poll")
+        return Policy(True, json, json, f"{named}: {why}; asked every interval, as the user asked")
+    return Policy(False, json, json, f"{named}: {why}; asked only once the job stops")
 
 
 # ---- learning the version before any STATUS ----

@@ -3,7 +3,7 @@ harm (versions.py): the job's NCCL release is learned before any STATUS, from th
 name, or the nvidia_nccl_cu* dist-info beside a wheel's library) or from `SET FORMAT json` answered OK (2.28.7+,
 a handshake that gathers nothing); a release whose STATUS path can crash the job, whose only format is text, or
 that the table does not know is asked only once the job's own signals say it stopped (stopped.py) or when the user
-passes --nccl-ras-poll, and never while a rank is inside communicator initialisation; the job view says which.
+asks (`polls`), and never while a rank is inside communicator initialisation; the job view says which.
 
 Asked only once a process of the job maps libnccl, at the address its ranks' NCCL_RAS_ADDR names (else NCCL's
 default, localhost:28028), or at --nccl-ras. Queries run on a thread of their own, one at a time, at most every
@@ -116,8 +116,9 @@ def _factor(processes: list[JobProcess]) -> float:
 
 @dataclass(slots=True)
 class RasWatch:
-    """One per focused job. `address`: the user's --nccl-ras, which skips the libnccl check; `polls`: the user's
-    --nccl-ras-poll, STATUS every interval whatever the release."""
+    """One per focused job. `address`: the user's --nccl-ras, which skips the libnccl check; `polls`: the user asks
+    for STATUS every interval whatever the release (the seam for a --nccl-ras-poll option: session/sampler.py
+    builds the watch)."""
 
     address: Address | None = None
     interval_s: float = DEFAULT_INTERVAL_S
