@@ -26,7 +26,7 @@ from hwtop.widgets.plain_table import PlainTable
 
 BADGE = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
 WAITING = AlertList(message="waiting for the first answer")
-SUMMARY_WIDTH = 60  # cut in the table, so a row fits 120 columns; the lines below the table say all of it
+SUMMARY_WIDTH = 54  # cut in the table, so a row fits 120 columns; the lines below the table say all of it
 
 
 def age(seconds: float | None) -> str:
