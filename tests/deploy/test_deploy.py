@@ -168,3 +168,11 @@ def test_promtool_checks_and_tests_the_rules():
                  ["check", "config", "deploy/prometheus.yml"]):
         done = subprocess.run(["promtool", *argv], capture_output=True, text=True, timeout=120, cwd=ROOT)
         assert done.returncode == 0 and "SUCCESS" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_the_xid_alert_calls_a_program_s_xid_a_warning_as_hwtop_s_own_rule_does():
+    from hwtop.advice.rules.health import XID_MEANING
+
+    rule = next(r for r in alerts() if r["alert"] == "GpuXidError")
+    warned = {int(float(code)) for code in re.findall(r"eq \$value ([\d.]+)", rule["labels"]["severity"])}
+    assert warned == {xid for xid, (_, hardware) in XID_MEANING.items() if not hardware}
