@@ -119,6 +119,7 @@ def test_the_node_service_runs_the_exporter_on_127_0_0_1_until_told():
     parses(["hwtop", *argv[1:]])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_systemd_analyze_verifies_the_unit(tmp_path: Path):
     """Its ExecStart pointed at this checkout's hwtop (verify wants the binary there), nothing else changed."""
@@ -150,6 +151,7 @@ def test_every_hwtop_command_of_the_readme_is_one_hwtop_takes():
         parses(shlex.split(line))
 
 
+@pytest.mark.slow
 def test_the_readme_s_prometheusrule_one_liner_wraps_exactly_the_rules():
     line = next(line for line in (DEPLOY / "README.md").read_text().splitlines()
                 if line.startswith("    python3 -c") and "PrometheusRule" in line)

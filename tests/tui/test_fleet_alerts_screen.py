@@ -92,9 +92,7 @@ async def test_it_opens_on_the_firing_alerts_and_enter_opens_the_job_or_the_host
         assert "from here: hwtop fleet --prometheus http://prom:9090 --job 'bert'" in detail, detail
         await pilot.press("enter")
         job = app.screen
-        assert isinstance(job, FleetJobScreen) and job.job == "bert"
-        await until(pilot, lambda: job.view.verdict is not None)
-        assert job.view.verdict is not None and job.view.verdict.kind == "hang"
+        assert isinstance(job, FleetJobScreen) and job.job == "bert"  # its ranks: tests/tui/test_fleet_job_screen.py
         await pilot.press("escape")
         assert app.screen is screen
         await pilot.press("up", "enter")
