@@ -2,8 +2,8 @@
 holds them (torch/csrc/distributed/c10d/FlightRecorder.cpp; `TORCH_FR_BUFFER_SIZE` entries, written per rank to
 `<TORCH_FR_DUMP_TEMP_FILE><rank>` on a watchdog timeout or when asked through the dump pipe). NCCL's RAS counts
 collectives *launched*; the recorder also says which *completed*, and from which line of the job's code each was
-called. Read by probes/flight_recorder/, judged by advice/ranks.py; kept apart from model/job.py so a job without
-a recorder never loads it.
+called. Read by probes/flight_recorder/, judged by advice/ranks.py; a rank's figures (model/job.py RankFigures)
+hold its FlightRank.
 
 Frames, descriptions and operation names are text from the job's own dump: untrusted, shown through safe_text."""
 
