@@ -16,6 +16,7 @@ import msgspec
 
 from hwtop.advice.ranks import Look, RankVerdict, judge, missing_figure, worst_first
 from hwtop.advice.rules.collective import collective_hang
+from hwtop.advice.rules.health import gpu_errors, gpu_throttled
 from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.build import host_of
@@ -263,9 +264,9 @@ def host_faults(hosts: list[HostView]) -> dict[tuple[str, int], list[GpuFault]]:
     for host in hosts:
         for f in host.findings:
             index = f.scope[3:] if f.scope.startswith("GPU") else ""
-            if f.rule in ("gpu-errors", "gpu-throttled") and index.isdigit() and len(index) < 4:
-                severe = f.rule == "gpu-errors"
-                what = f"an error its host reports ({f.rule}, {f.severity})" if severe else "throttled (gpu-throttled)"
+            if f.rule in (gpu_errors.id, gpu_throttled.id) and index.isdigit() and len(index) < 4:
+                severe = f.rule == gpu_errors.id
+                what = f"an error its host reports ({f.rule}, {f.severity})" if severe else f"throttled ({f.rule})"
                 out.setdefault((host.name, int(index)), []).append(GpuFault(int(index), what, severe))
     return out
 
