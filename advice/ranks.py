@@ -79,11 +79,20 @@ def _verdict(rank: RankFigures, before: RankFigures | None, case: _Case) -> Verd
     if dead is not None:
         return dead
     stuck = _stuck(rank, case, moved)
+    if stuck is not None and stuck.by == "still-stack" and before is None and _counted(rank):
+        return _record(rank, "unknown", "cannot be judged yet: its stack has not moved, and whether its "
+                       "collectives or steps advance shows at the next look", agree=stuck.agree, by="still-stack")
     if stuck is not None and not moved.job:  # progress between the looks outweighs every claim of a stop
         return _record(rank, stuck.state, stuck.words, agree=stuck.agree, disagree=moved.motion,
                        blamed=stuck.blamed, collective=stuck.collective, since=stuck.since, site=stuck.site,
-                       held_by=stuck.held_by)
+                       held_by=stuck.held_by, by=stuck.by)
     return _moving(rank, case, moved, stuck)
+
+
+def _counted(rank: RankFigures) -> bool:
+    """Whether the rank has a count that shows progress between two looks: NCCL's, steps, a recorder's dump."""
+    return bool(rank.collectives) or rank.steps is not None or (rank.flight is not None and
+                                                                rank.flight.dump is not None)
 
 
 class _Stuck(NamedTuple):
@@ -95,24 +104,28 @@ class _Stuck(NamedTuple):
     since: float | None = None
     site: str | None = None
     held_by: tuple[int, ...] = ()
+    by: str = ""
 
 
 def _record(rank: RankFigures, state: RankState, words: str, *, agree: tuple[str, ...] = (),
             disagree: tuple[str, ...] = (), blamed: bool = False, collective: str | None = None,
-            since: float | None = None, site: str | None = None, held_by: tuple[int, ...] = ()) -> Verdict:
+            since: float | None = None, site: str | None = None, held_by: tuple[int, ...] = (),
+            by: str = "") -> Verdict:
     return Verdict(rank.rank, rank.host, state, words, pid=rank.pid, gpu=rank.gpu, blamed=blamed,
-                   collective=collective, since=since, site=site, held_by=held_by, agree=agree, disagree=disagree)
+                   collective=collective, since=since, site=site, held_by=held_by, by=by, agree=agree,
+                   disagree=disagree)
 
 
 def _dead(rank: RankFigures, case: _Case) -> Verdict | None:
     if rank.nccl_state in DEAD_STATES:
         what = "NCCL's RAS has given up on it (DEAD)" if rank.nccl_state == "DEAD" else \
             "NCCL's RAS cannot reach it (UNRESPONSIVE)"
-        return _record(rank, "dead", f"is dead or unresponsive: {what}", blamed=True, agree=(f"NCCL RAS: {what}",))
+        return _record(rank, "dead", f"is dead or unresponsive: {what}", blamed=True, agree=(f"NCCL RAS: {what}",),
+                       by="nccl")
     call = case.stacks
     if call is not None and call.kind == "gone" and call.odd is rank:
         return _record(rank, "dead", "is dead or unresponsive: its figures stopped while the others wait for it",
-                       blamed=True, agree=call.evidence)
+                       blamed=True, agree=call.evidence, by="stacks")
     return None
 
 
@@ -134,7 +147,8 @@ def _stuck(rank: RankFigures, case: _Case, moved: Progress) -> _Stuck | None:
         kind, words, held = ras
         state: RankState = "before-collective" if kind == "before" else "inside-collective"
         at = f"; it is at {site}" if site and kind == "before" else ""
-        return _Stuck(state, words + at, (f"NCCL RAS: {words}", *extra), blamed=not held, site=site, held_by=held)
+        return _Stuck(state, words + at, (f"NCCL RAS: {words}", *extra), blamed=not held, site=site, held_by=held,
+                      by="nccl")
     stacks = _from_stacks(rank, case.stacks, site, extra)
     if stacks is not None:
         return stacks
@@ -143,8 +157,9 @@ def _stuck(rank: RankFigures, case: _Case, moved: Progress) -> _Stuck | None:
     since = rank.seen_at - rank.still.seconds if rank.seen_at is not None else None
     if rank.still.category == "collective":  # waits in one: for whom, its stack cannot say
         return _Stuck("inside-collective", f"has waited in a collective at {site or '?'} for "
-                      f"{rank.still.seconds:.0f} s", (still,), blamed=False, since=since, site=site)
-    return _Stuck("before-collective", f"has stopped at {site or '?'}", (still,), since=since, site=site)
+                      f"{rank.still.seconds:.0f} s", (still,), blamed=False, since=since, site=site, by="still-stack")
+    return _Stuck("before-collective", f"has stopped at {site or '?'}", (still,), since=since, site=site,
+                  by="still-stack")
 
 
 def _from_flight(rank: RankFigures, claim: FlightClaim, site: str | None, extra: tuple[str, ...]) -> _Stuck:
@@ -154,11 +169,12 @@ def _from_flight(rank: RankFigures, claim: FlightClaim, site: str | None, extra:
         at = f"; it is at {site}" if site else ""
         return _Stuck("before-collective", f"never launched {claim.collective}, which {_ranks(claim.peers)} "
                       f"launched and wait in{at}", (claim.evidence, *extra), collective=claim.collective,
-                      since=claim.launched.created_at, site=site)
+                      since=claim.launched.created_at, site=site, by="flight-recorder")
     held = f", waiting for {_ranks(claim.peers)}, which never launched it" if claim.peers else ""
     return _Stuck("inside-collective", f"launched {claim.collective} and never finished it{held}",
                   (claim.evidence, *extra), blamed=not claim.peers, collective=claim.collective,
-                  since=claim.launched.created_at, site=claim.launched.site or site, held_by=claim.peers)
+                  since=claim.launched.created_at, site=claim.launched.site or site, held_by=claim.peers,
+                  by="flight-recorder")
 
 
 def _from_stacks(rank: RankFigures, call: StackCall | None, site: str | None, extra: tuple[str, ...]) -> _Stuck | None:
@@ -167,12 +183,12 @@ def _from_stacks(rank: RankFigures, call: StackCall | None, site: str | None, ex
     if call.odd is rank and call.kind == "hang":
         at = f"; it is at {site}" if site else ""
         return _Stuck("before-collective", f"never reached the collective the others wait in{at}",
-                      (*call.evidence, *extra), site=site)
+                      (*call.evidence, *extra), site=site, by="stacks")
     if rank in call.others:
         held = (call.odd.rank,) if call.odd is not None else ()
         whom = f"rank {call.odd.rank}" if call.odd is not None else "a rank not among the ranks seen"
         return _Stuck("inside-collective", f"waits in a collective for {whom}", (*call.evidence, *extra),
-                      blamed=False, held_by=held)
+                      blamed=False, held_by=held, by="stacks")
     return None
 
 
@@ -184,10 +200,11 @@ def _moving(rank: RankFigures, case: _Case, moved: Progress, stuck: _Stuck | Non
     if odd and call is not None:
         cause = _cause(rank, case.t)
         return _record(rank, "slow", f"is slow: the others wait for it ({cause})", blamed=True,
-                       agree=(*call.evidence, *moved.job), disagree=against, site=rank.site)
+                       agree=(*call.evidence, *moved.job), disagree=against, site=rank.site,
+                       by="stacks")
     agree = (*moved.job, *moved.motion)
     if agree:
-        return _record(rank, "running", "is running", agree=agree, disagree=against)
+        return _record(rank, "running", "is running", agree=agree, disagree=against, by="progress")
     if rank.samples >= case.t["stack_min_samples"] or (rank.nccl_state == "RUNNING" and case.span_s is None):
         return _record(rank, "running", "is running", agree=_quiet_signals(rank), disagree=against)
     return _record(rank, "unknown", _unknown(rank, case.t), disagree=against)

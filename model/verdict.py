@@ -42,6 +42,7 @@ class Verdict(Record, frozen=True):
     since: float | None = None  # wall-clock time its state began, where known
     site: str | None = None  # where in its code (`file:line function`)
     held_by: tuple[int, ...] = ()  # the ranks it waits for
+    by: str = ""  # the signal its state rests on: flight-recorder, nccl, stacks, still-stack, progress, ""
     agree: tuple[str, ...] = ()
     disagree: tuple[str, ...] = ()
     faults: tuple[GpuFault, ...] = ()
