@@ -83,7 +83,9 @@ def _verdict(rank: RankFigures, before: RankFigures | None, case: _Case) -> Verd
         return _record(rank, "unknown", "cannot be judged yet: its stack has not moved, and whether its "
                        "collectives or steps advance shows at the next look", agree=stuck.agree, by="still-stack")
     if stuck is not None and not moved.job:  # progress between the looks outweighs every claim of a stop
-        return _record(rank, stuck.state, stuck.words, agree=stuck.agree, disagree=moved.motion,
+        # a rank that never launched may well be busy elsewhere; one inside a collective should not move
+        against = moved.motion if stuck.state == "inside-collective" else ()
+        return _record(rank, stuck.state, stuck.words, agree=stuck.agree, disagree=against,
                        blamed=stuck.blamed, collective=stuck.collective, since=stuck.since, site=stuck.site,
                        held_by=stuck.held_by, by=stuck.by)
     return _moving(rank, case, moved, stuck)
