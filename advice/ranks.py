@@ -309,17 +309,24 @@ def stale(rank: RankFigures, newest: float | None, t: Thresholds) -> bool:
     return rank.seen_at is not None and newest is not None and newest - rank.seen_at > t["rank_stale_s"]
 
 
-def steady_lag(rank: RankFigures, before: RankFigures | None) -> int:
-    """Collectives behind at both looks (the least of the two): one behind once is a query catching a collective
-    in flight, which NCCL's ras.rst calls normal, not a rank worse than the others."""
-    if rank.lag is None or before is None or before.lag is None:
+def steady_lag(rank: RankFigures, before: RankFigures | None, behind: Mapping[int, int] | None = None) -> int:
+    """Collectives behind, judged over queries: the least of two looks where an earlier one is known, else its lag
+    where NCCL's view found it behind in more than one of its recent queries (`behind`: rank -> queries behind),
+    else its lag as it is. One behind once is a query catching a collective in flight, which NCCL's ras.rst calls
+    normal, not a rank worse than the others."""
+    if rank.lag is None:
         return 0
-    return min(rank.lag, before.lag)
+    if before is not None and before.lag is not None:
+        return min(rank.lag, before.lag)
+    if behind is not None:
+        return rank.lag if behind.get(rank.rank, 0) > 1 else 0
+    return rank.lag
 
 
-def worst_first(now: Look, before: Look | None, verdicts: Verdicts) -> list[RankFigures]:
+def worst_first(now: Look, before: Look | None, verdicts: Verdicts,
+                behind: Mapping[int, int] | None = None) -> list[RankFigures]:
     """The blamed ranks first, then by state (dead, never launched, not finished, slow, unknown, running), then by
-    how many collectives behind they stayed across the two looks."""
+    how many collectives behind they stayed across the looks (steady_lag)."""
     earlier = {(r.host, r.rank): r for r in before.ranks} if before is not None else {}
     judged = {(v.host, v.rank): v for v in verdicts.ranks}
     order = {state: i for i, state in enumerate(STATES)}
@@ -327,7 +334,7 @@ def worst_first(now: Look, before: Look | None, verdicts: Verdicts) -> list[Rank
     def key(r: RankFigures) -> tuple[bool, int, int, int, str]:
         v = judged.get((r.host, r.rank))
         return (not (v is not None and v.blamed), order.get(v.state, len(order)) if v is not None else len(order),
-                -steady_lag(r, earlier.get((r.host, r.rank))), r.rank, r.host)
+                -steady_lag(r, earlier.get((r.host, r.rank)), behind), r.rank, r.host)
 
     return sorted(now.ranks, key=key)
 
