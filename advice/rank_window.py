@@ -5,16 +5,18 @@ GPUs they own as the window saw them. Asked of each tick's snapshot by several r
 
 from __future__ import annotations
 
-import msgspec.structs
+from typing import TYPE_CHECKING
 
 from hwtop.advice.last_answer import LastAnswer
-from hwtop.advice.ranks import Faults, Look, judge
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.throttle import HARDWARE, POWER, THERMAL
 from hwtop.advice.window import Window
-from hwtop.model.job import JobSnapshot, RankFigures
-from hwtop.model.snapshot import Snapshot
-from hwtop.model.verdict import GpuFault, Verdicts
+
+if TYPE_CHECKING:  # a job's model loads only with a job (tests/hwtop/test_import_hygiene.py): the rules import this
+    from hwtop.advice.ranks import Faults
+    from hwtop.model.job import JobSnapshot, RankFigures
+    from hwtop.model.snapshot import Snapshot
+    from hwtop.model.verdict import GpuFault, Verdicts
 
 LOOK_S = 30.0  # a look earlier: as far back as NCCL's counts need to say "unchanged" (ras_hang_s)
 # the thresholds a verdict reads: a rule that reads the verdict lists them among its own `reads`
@@ -25,6 +27,8 @@ READS = ("data_wait_fraction", "rank_hang_s", "rank_hang_wait_share", "rank_stal
 
 def with_stacks(job: JobSnapshot) -> tuple[RankFigures, ...]:
     """The job's ranks with their stack sampler's stillness and CPU share (matched by pid)."""
+    import msgspec.structs
+
     by_pid = {s.pid: s for s in job.stacks}
     out = []
     for r in job.ranks:
@@ -45,6 +49,8 @@ def earlier(window: Window, seconds: float = LOOK_S) -> Snapshot | None:
 def gpu_faults(window: Window) -> Faults:
     """(this host, GPU) -> its faults: an Xid raised within the window (when first seen), uncorrectable ECC
     errors, a lost GPU (each stops work), clocks held back by heat or power (slows it)."""
+    from hwtop.model.verdict import GpuFault
+
     latest = window.latest
     host = next((r.host for r in latest.job.ranks if not r.nccl_only), "") if latest.job is not None else ""
     out: dict[tuple[str, int], list[GpuFault]] = {}
@@ -78,6 +84,8 @@ def window_verdicts(window: Window, t: Thresholds) -> Verdicts | None:
         return None
 
     def work() -> Verdicts:
+        from hwtop.advice.ranks import Look, judge
+
         before = earlier(window)
         look = Look(with_stacks(before.job), before.time) if before is not None and before.job is not None else None
         return judge(Look(with_stacks(job), latest.time), look, t, gpu_faults(window))
