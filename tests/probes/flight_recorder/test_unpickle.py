@@ -22,13 +22,13 @@ PLAIN = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow
 
 
 @given(PLAIN, st.integers(min_value=0, max_value=pickle.HIGHEST_PROTOCOL))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=40, deadline=None)
 def test_plain_values_come_back_as_they_went_in(value: object, protocol: int) -> None:
     assert load_plain(pickle.dumps(value, protocol=protocol)) == value
 
 
 @given(st.binary(max_size=300))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 def test_any_bytes_are_a_value_or_a_value_error(data: bytes) -> None:
     try:
         value = load_plain(data)
@@ -41,7 +41,7 @@ def test_any_bytes_are_a_value_or_a_value_error(data: bytes) -> None:
 
 
 @given(PLAIN)
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=40, deadline=None)
 def test_any_plain_value_is_a_dump_or_one_value_error(value: object) -> None:
     try:
         parse_dump(value, "x", 0.0)
