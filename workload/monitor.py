@@ -121,3 +121,9 @@ class WorkloadMonitor:
     def stop(self) -> None:
         self._stopped = True
         self.job.stop()
+
+    def last_stderr(self, wait_s: float) -> tuple[str, ...]:
+        """Its stderr's last lines once its output has been drained (it has ended): the reader thread reads
+        stderr once stdout has closed."""
+        self._reader.join(wait_s)
+        return tuple(self.job.stderr_tail)
