@@ -46,11 +46,11 @@ def lenient_record(cls: type[R], record: dict[str, Any]) -> R:
     job of another version degrades to N/A instead of a wrong figure or an exception."""
     hints = _hints(cls)
     kwargs = {}
-    for name in cls.__struct_fields__:
-        if name not in record:
+    for name, key in zip(cls.__struct_fields__, cls.__struct_encode_fields__, strict=True):  # key: as written
+        if key not in record:
             continue
         try:
-            value = msgspec.convert(record[name], hints[name], strict=True)
+            value = msgspec.convert(record[key], hints[name], strict=True)
         except msgspec.ValidationError:
             continue
         if isinstance(value, float) and not math.isfinite(value):

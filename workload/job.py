@@ -26,13 +26,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 
-KINDS = {
-    # kind (--scenario): overrides of the options (the user's explicit options win)
-    "balanced": {"num_workers": 2, "transform_cost": 0.2},
-    "dataloader-bound": {"num_workers": 0, "transform_cost": 8.0},
-    "amp-compare": {},
-    "oom-ramp": {},
-}
+from hwtop.workload.kinds import KINDS
 
 
 def emit(record: dict[str, Any]) -> None:
@@ -142,7 +136,7 @@ def _non_negative_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hwtop workload")  # its errors reach the user as they are
-    parser.add_argument("--scenario", choices=list(KINDS), default="balanced")
+    parser.add_argument("--scenario", dest="kind", choices=list(KINDS), default="balanced")  # the job's kind
     parser.add_argument("--model", choices=["mlp", "convnet"], default="convnet")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--world-size", type=_at_least(1, 64), default=1)
@@ -164,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:
-    for key, value in KINDS[args.scenario].items():
+    for key, value in KINDS[args.kind].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.num_workers = 0 if args.num_workers is None else args.num_workers
@@ -298,13 +292,13 @@ def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
     if "MASTER_ADDR" not in os.environ:
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(args.port or free_port())
     dist.init_process_group(backend, rank=rank, world_size=world)
-    emit({"event": "started", "rank": rank, "world_size": world, "pid": os.getpid(), "scenario": args.scenario,
+    emit({"event": "started", "rank": rank, "world_size": world, "pid": os.getpid(), "scenario": args.kind,
           "device": args.device, "backend": backend, "amp": args.amp, "batch_size": args.batch_size,
           "num_workers": args.num_workers, "transform_cost_ms": args.transform_cost, "model": args.model,
           "pin_memory": args.pin_memory, "cudnn_benchmark": args.cudnn_benchmark, "grad_accum": args.grad_accum,
           "on_nonfinite": args.on_nonfinite, "lr": args.lr})
     try:
-        if args.scenario == "amp-compare":
+        if args.kind == "amp-compare":
             low = "bf16" if args.device == "cpu" else "fp16"
             fp32 = train(rank, world, args, "off", args.batch_size, args.steps, phase="fp32")
             mixed = train(rank, world, args, low, args.batch_size, args.steps, phase=low)
@@ -316,7 +310,7 @@ def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
                   "memory_saving_fraction": (1 - mixed[key] / fp32[key]) if key and fp32[key] else None,
                   "speedup": (mixed["samples_per_s"] / fp32["samples_per_s"]) if fp32["samples_per_s"] else None})
             summary = mixed
-        elif args.scenario == "oom-ramp":
+        elif args.kind == "oom-ramp":
             summary = oom_ramp(rank, world, args)
         else:
             summary = train(rank, world, args, args.amp, args.batch_size, args.steps)

@@ -140,7 +140,7 @@ def workload_facts(state: WorkloadState | None, stderr_tail: tuple[str, ...] = (
     if state is None:
         return None
     tail = stderr_tail[-STDERR_LINES:] if state.status == "crashed" and stderr_tail else state.stderr_tail
-    return WorkloadFacts(state.scenario, state.status, state.exit_code, tuple(tail))
+    return WorkloadFacts(state.kind, state.status, state.exit_code, tuple(tail))
 
 
 def box_facts(ticks: int, snapshot: Snapshot, rule_errors: tuple[tuple[str, str], ...],
