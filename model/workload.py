@@ -106,8 +106,3 @@ class WorkloadState(Record, frozen=True):
     last_oom: OomEvent | None = None
     nonfinite_steps: int = 0  # steps whose loss or gradients were NaN/inf (skipped, or the run stopped)
     last_nonfinite: NonfiniteEvent | None = None
-
-    @property
-    def scenario(self) -> str:
-        """The kind by its former name, for the panels, the exporter and the demo until they say `kind`."""
-        return self.kind
