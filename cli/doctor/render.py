@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import msgspec
 
+from hwtop.advice.rules.straggler import rank_straggler  # its finding names the rank the others wait for
 from hwtop.advice.timeline import clock, describe
 from hwtop.cli.doctor.facts import BoxFacts, JobFacts, NcclFacts, RankFacts, StackFacts, WorkloadFacts
 from hwtop.cli.doctor.findings import Reported
@@ -16,7 +17,6 @@ from hwtop.model.finding import Change
 from hwtop.model.safe_text import printable, printable_lines
 
 RANK_LINES = 24  # of a large job, the worst ranks are listed; the JSON has them all
-STRAGGLER = "rank-straggler"  # the rule whose finding names the rank the others wait for
 _RANK_EXIT = re.compile(r"rank (\d+) \(pid (\d+)\) terminated with exit code (-?\d+)")
 
 
@@ -51,7 +51,7 @@ def text(report: Report) -> str:
     if facts.gpu_message:
         out.append(f"  GPUs: {facts.gpu_message}")
     if facts.job is not None:
-        straggler = next((r.finding.pids[0] for r in report.findings if r.finding.id == STRAGGLER and r.active
+        straggler = next((r.finding.pids[0] for r in report.findings if r.finding.id == rank_straggler.id and r.active
                           and r.finding.pids), None)
         out += job_lines(facts.job, straggler)
     if not report.findings:
