@@ -258,7 +258,7 @@ def _workload_families(snapshot: Snapshot, host: str) -> Iterator[Family]:
     wait = Family("hwtop_workload_data_wait_ratio", "Share of each step spent waiting for data (0-1)", labels)
     step_time = Family("hwtop_workload_step_seconds", "Duration of the last step", labels)
     for rank in workload.ranks if workload else ():
-        key = (str(rank.rank), workload.scenario if workload else "", host)
+        key = (str(rank.rank), workload.kind if workload else "", host)
         if rank.step_time_s:
             steps.add(key, 1.0 / rank.step_time_s)
             step_time.add(key, rank.step_time_s)

@@ -13,12 +13,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+import hwtop
 from hwtop.model.owner import Owner
 from hwtop.model.record import Record
 
 if TYPE_CHECKING:  # a focused job's and the embedded workload's models load with them, not with every tick
-    from hwtop.model.job import JobSnapshot
-    from hwtop.model.workload import WorkloadState
+    import hwtop.model.job
+    import hwtop.model.workload
+
+# Their records are named in full (hwtop.model.job.JobSnapshot): msgspec, decoding a recording (model/serial.py,
+# which imports both), resolves a field's type in this module's namespace, where `hwtop` is and they are not.
 
 SCHEMA = "hwtop.snapshot/1"
 
@@ -326,9 +330,9 @@ class Snapshot(Record, frozen=True):
     gpus: tuple[GpuSnapshot, ...] = ()
     gpu_system: GpuSystem | None = None
     topology: Topology | None = None
-    workload: WorkloadState | None = None
+    workload: hwtop.model.workload.WorkloadState | None = None
     errors: tuple[ProbeError, ...] = ()
-    job: JobSnapshot | None = None
+    job: hwtop.model.job.JobSnapshot | None = None
     nics: tuple[NicSnapshot, ...] = ()  # network ports, where a reader provides them (the demo host does)
     schema: str = SCHEMA
 
