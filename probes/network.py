@@ -236,18 +236,21 @@ class NetworkProbe:
         facts = self._netdevs.get(name)
         if facts is None:
             facts = self._netdevs[name] = _Netdev(self.root, name)
-        if refresh or (name, None) not in self._links:
+        link = (name, None)
+        if refresh or link not in self._links:
             base = f"sys/class/net/{name}"
             speed = (parse_speed_mbps(read_text(self.root, f"{base}/speed"))
                      if facts.kind not in ("virtual", "loopback") else None)
             state = read_text(self.root, f"{base}/operstate")
-            self._links[(name, None)] = (state.strip().lower() if state else None, speed)
-        state, speed = self._links[(name, None)]
-        seen.update(((name, "rx"), (name, "tx")))
+            self._links[link] = (state.strip().lower() if state else None, speed)
+        state, speed = self._links[link]
+        received, sent = (name, "rx"), (name, "tx")
+        seen.add(received)
+        seen.add(sent)
         return NicSnapshot(
             name=printable_name(name), kind=facts.kind, speed_gbps=speed,
-            rx_bytes_per_s=self._rates.rate((name, "rx"), float(rx), now),
-            tx_bytes_per_s=self._rates.rate((name, "tx"), float(tx), now),
+            rx_bytes_per_s=self._rates.rate(received, float(rx), now),
+            tx_bytes_per_s=self._rates.rate(sent, float(tx), now),
             state=state, numa_node=facts.numa_node, rx_bytes_total=rx, tx_bytes_total=tx, bus_id=facts.bus_id)
 
     def _bound(self, counters: Mapping[str, tuple[int, int]]) -> None:
