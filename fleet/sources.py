@@ -17,6 +17,7 @@ from typing import Protocol
 import msgspec
 
 from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.alerts import ALERTS, ALERTS_QUERY, AlertList, read_alerts
 from hwtop.fleet.build import GPU_FIELDS
 from hwtop.fleet.http import DaemonPool, FetchError, get
 from hwtop.fleet.job import DEFAULT_WINDOW_S, JobView, assemble_job, job_queries, jobs_queries
@@ -58,6 +59,7 @@ class Round(Record, frozen=True):
     warnings: tuple[str, ...] = ()
     job: JobView | None = None
     jobs: JobList | None = None
+    alerts: AlertList | None = None  # Prometheus's alerts (fleet/alerts.py); None: not read from this source
 
 
 class FleetSource(Protocol):
@@ -215,7 +217,7 @@ class PrometheusSource:
         job = self._judge(ask.job, bodies, errors, views) if ask.job is not None else None
         jobs = self._join_list(views) if ask.jobs else None
         self._want_targets = any(v == 0 for _, v in answers.up or ())
-        return Round(tuple(views), _partial(errors), tuple(warnings), job, jobs)
+        return Round(tuple(views), _partial(errors), tuple(warnings), job, jobs, read_alerts(bodies, errors))
 
     def _trend_window(self, now: float) -> float:
         """The trend's last point at `now`; when the clock went back, the window is read again."""
@@ -234,6 +236,7 @@ class PrometheusSource:
                         None if self._trend_end is None else self._trend_end + step, fresh, ask.host)
         if ask.job is not None:
             asked += job_queries(ask.job, self.matchers, self.job_window_s)
+        asked.append(ALERTS_QUERY)
         self._send_list(ask.jobs)
         return asked
 
@@ -325,8 +328,9 @@ class PrometheusSource:
 
 
 def _partial(errors: dict[str, str]) -> str | None:
-    """What did not answer (the targets' list aside: it is only asked to name the hosts that are down)."""
-    partial = sorted(k for k in errors if k != "targets")
+    """What did not answer (the targets' list aside: it is only asked to name the hosts that are down; the alert list
+    says its own)."""
+    partial = sorted(k for k in errors if k not in ("targets", ALERTS))
     return f"partial answer ({', '.join(f'{k}: {errors[k]}' for k in partial)})" if partial else None
 
 
