@@ -279,8 +279,13 @@ def port_label(nic: NicSnapshot) -> str:
 def network_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Family]:
     """Interfaces and InfiniBand/RoCE ports under node-exporter's names (its netclass/netdev and infiniband
     collectors), so node-exporter dashboards read them unchanged; then hwtop's own rates, which the fleet reads."""
-    netdevs = [n for n in nics if n.port is None]
-    ports = [n for n in nics if n.port is not None]
+    yield from _netdev_families([n for n in nics if n.port is None], host)
+    yield from _infiniband_families([n for n in nics if n.port is not None], host)
+    yield from _port_rate_families(nics, host)
+
+
+def _netdev_families(netdevs: list[NicSnapshot], host: str) -> Iterator[Family]:
+    """node-exporter's netdev byte counters and netclass speed and state, by interface."""
     for name, text, read in (
             ("node_network_receive_bytes_total", "Network device statistic receive_bytes.", lambda n: n.rx_bytes_total),
             ("node_network_transmit_bytes_total", "Network device statistic transmit_bytes.",
@@ -300,6 +305,10 @@ def network_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Famil
             up.add((nic.name, host), 1 if nic.state == "up" else 0)
     yield speed
     yield up
+
+
+def _infiniband_families(ports: list[NicSnapshot], host: str) -> Iterator[Family]:
+    """node-exporter's infiniband collector: data octets each way and the rate, by device and port."""
     for name, text, read in (
             ("node_infiniband_port_data_received_bytes_total", "Number of data octets received on all links",
              lambda n: n.rx_bytes_total),
@@ -317,6 +326,10 @@ def network_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Famil
         if nic.speed_gbps is not None:
             rate.add((nic.name, port_label(nic), host), nic.speed_gbps * 1e9 / 8)
     yield rate
+
+
+def _port_rate_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Family]:
+    """hwtop's own: each physical port's bytes per second each way, and its busier direction's share of the line."""
     labels = ("device", "port", "kind", "Hostname")
     moving = Family("hwtop_network_port_bytes_per_second", "Traffic of each physical network port over the last "
                     "interval", (*labels, "direction"))
