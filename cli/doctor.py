@@ -411,7 +411,7 @@ def render(seen: dict[tuple[str, str], Seen], facts: dict[str, Any], seconds: fl
         out += _job_lines(facts["job"], straggler)
     if not seen:
         out.append("No problems seen.")
-    for entry in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope)):
+    for entry in sorted(seen.values(), key=lambda e: (e.finding.severity_order, e.finding.id, e.finding.scope)):
         f = entry.finding
         state = "active" if entry.active else f"cleared (seen for {entry.last - entry.first:.0f} s)"
         if entry.active and f.clearing(entry.last) and f.held_at is not None:  # shown, but no longer holding
@@ -473,7 +473,7 @@ def doctor_command(sampler: Any, thresholds: Thresholds, seconds: float, interva
     if as_json:
         print(json.dumps({"seconds": seconds, **facts, "findings": [
             {**e.finding.to_dict(), "active": e.active, "first_seen": e.first, "last_seen": e.last}
-            for e in sorted(seen.values(), key=lambda e: (e.finding.rank, e.finding.id, e.finding.scope))]},
+            for e in sorted(seen.values(), key=lambda e: (e.finding.severity_order, e.finding.id, e.finding.scope))]},
             indent=2))
     else:
         print(render(seen, facts, seconds))

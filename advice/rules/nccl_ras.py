@@ -9,8 +9,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.job_facts import running_job
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import running_job
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
@@ -76,9 +76,10 @@ def nccl_rank_lost(window: Window, t: Thresholds) -> Iterator[Finding]:
              f"{len(dead)} of the job's ranks are dead to NCCL" if dead else
              f"NCCL cannot reach {who(first)}" if len(lost) == 1 else f"NCCL cannot reach {len(lost)} ranks")
     local = _local_pids(job)
-    yield Finding("nccl-rank-lost", "critical" if dead else "warning", title, tuple(evidence), LOST_FIXES,
-                  scope="job", pids=tuple(sorted({r.pid for _, r, _ in lost if r.pid in local and r.pid})),
-                  measure=float(len(lost)))
+    yield nccl_rank_lost.finding(
+        "critical" if dead else "warning", title, tuple(evidence), LOST_FIXES,
+        scope="job", pids=tuple(sorted({r.pid for _, r, _ in lost if r.pid in local and r.pid})),
+        measure=float(len(lost)))
 
 
 @rule("nccl-error", severity="critical", hold_s=0.0, clear_s=30.0,
@@ -96,9 +97,9 @@ def nccl_error(window: Window, t: Thresholds) -> Iterator[Finding]:
     if len(found) > 8:
         evidence.append(f"and {len(found) - 8} more ranks")
     local = _local_pids(job)
-    yield Finding("nccl-error", "critical", f"NCCL reports an error on {who(found[0][0])}" if len(found) == 1 else
-                  f"NCCL reports errors on {len(found)} ranks", tuple(evidence), ERROR_FIXES, scope="job",
-                  pids=tuple(sorted({r.pid for r, _ in found if r.pid in local and r.pid})))
+    yield nccl_error.finding("critical", f"NCCL reports an error on {who(found[0][0])}" if len(found) == 1 else
+                             f"NCCL reports errors on {len(found)} ranks", tuple(evidence), ERROR_FIXES, scope="job",
+                             pids=tuple(sorted({r.pid for r, _ in found if r.pid in local and r.pid})))
 
 
 @rule("nccl-stopped", severity="info", hold_s=0.0, clear_s=20.0,
@@ -122,5 +123,5 @@ def nccl_stopped(window: Window, t: Thresholds) -> Iterator[Finding]:
             phase, share = max(rank.shares, key=lambda kv: kv[1], default=("", 0.0))
             evidence.append(f"this host's rank {rank.rank} (pid {rank.pid}): {LABELS.get(phase, phase)} "
                             f"{100 * share:.0f}% of its samples" + (f" at {rank.site}" if rank.site else ""))
-    yield Finding("nccl-stopped", "info", "No rank has launched a collective for a while", tuple(evidence),
-                  STOPPED_FIXES, scope="job", measure=still)
+    yield nccl_stopped.finding("info", "No rank has launched a collective for a while", tuple(evidence),
+                               STOPPED_FIXES, scope="job", measure=still)
