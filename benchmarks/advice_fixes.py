@@ -1,6 +1,6 @@
 """Issue 54: does the fix doctor prints measure faster? Each case is a user's script in tests/jobs/ run as it is
 and with each candidate fix (the script's own flags), back to back, in alternating order, `--rounds` times; each run
-for `--seconds`, its rate the median of the `N steps/s` lines it printed after its first few seconds. It prints
+for `--seconds`, its rate the steps it counted after its first few seconds over the time they took. It prints
 each variant's median over the rounds, every round's figure, and the load average before and after (the box is
 shared: compare only within one run).
 
@@ -19,10 +19,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 JOBS = Path(__file__).resolve().parent.parent / "tests" / "jobs"
-RATE = re.compile(r"([\d.]+) steps/s")
+STEP = re.compile(r"step (\d+) loss")
 WARM_S = 6.0  # start-up, the first epoch's first batches and the workers' fork: not the steady rate
 
 
@@ -59,16 +60,25 @@ def cases(name: str) -> dict[str, list[str]]:
 
 
 def rate_of(command: list[str], seconds: float) -> float | None:
+    """Steps per second over the run after its first WARM_S: the step counts the script printed (`step S`), against
+    when each line arrived (its own `N steps/s` is rounded to a tenth)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run([sys.executable, str(JOBS / command[0]), *command[1:], "--time-limit", str(seconds)],
-                          capture_output=True, text=True, env=env, timeout=seconds + 300)
-    rates = []
-    for line in done.stdout.splitlines():
-        found = RATE.search(line)
+    job = subprocess.Popen([sys.executable, str(JOBS / command[0]), *command[1:], "--time-limit", str(seconds)],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    assert job.stdout is not None
+    seen: list[tuple[float, int]] = []
+    first: float | None = None
+    for line in job.stdout:
+        found = STEP.search(line)
         if found:
-            rates.append(float(found.group(1)))
-    steady = rates[int(WARM_S / 2) + 1:] or rates[1:]  # a line every ~2 s after the first step's
-    return statistics.median(steady) if steady else None
+            now = time.monotonic()
+            first = now if first is None else first
+            if now - first >= WARM_S:
+                seen.append((now, int(found.group(1))))
+    job.wait(60)
+    if len(seen) < 2:
+        return None
+    return (seen[-1][1] - seen[0][1]) / (seen[-1][0] - seen[0][0])
 
 
 def main() -> None:
@@ -87,7 +97,7 @@ def main() -> None:
             rate = rate_of(variants[name], args.seconds)
             if rate is not None:
                 figures[name].append(rate)
-            print(f"round {round_ + 1}: {name}: {rate} steps/s (load {os.getloadavg()[0]:.2f})", flush=True)
+            print(f"round {round_ + 1}: {name}: {rate if rate is None else round(rate, 3)} steps/s (load {os.getloadavg()[0]:.2f})", flush=True)
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     base = statistics.median(figures[names[0]]) if figures[names[0]] else None
     for name in names:

@@ -25,64 +25,18 @@ from hwtop.advice.job_facts import (
     who,
     workers_of,
 )
+from hwtop.advice.loading import core_use, measured_supply
 from hwtop.advice.registry import rule
-from hwtop.advice.supply import Supply, supply_lines
+from hwtop.advice.supply import CoreUse, supply_lines
 from hwtop.advice.text import percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
 from hwtop.model.finding import Finding
 
 if TYPE_CHECKING:
-    from hwtop.model.job import JobSnapshot, RankStacks
+    from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 
 SPAN_S = 10.0
-
-
-def _workers_target(job: JobSnapshot) -> tuple[int | None, int]:
-    """(num_workers to suggest, usable cores) for one rank: the cores the job may use shared by its ranks,
-    one left for the rank's own main thread."""
-    cores = job.usable_cores
-    if not cores:
-        return None, 0
-    return max(1, cores // rank_count(job) - 1), cores
-
-
-MAX_RATIO = 64.0  # a step that waits all the time: the ratio says "far more", not a figure to trust
-
-
-def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStacks) -> Supply:
-    """What one rank's loading can do, from its main thread's samples (the share it waits for data) and CPU time
-    (the step's own work: a CPU rank's, read whole from schedstat where ~10 samples of a starved loop would say it
-    to +-30%), its workers' samples (the share they make batches) and their CPU."""
-    wait = s.data_wait
-    own = max(1.0 - wait, 1.0 / max(1, s.samples))
-    workers = workers_of(job, s.pid)
-    if not workers:
-        ratio = min(MAX_RATIO, wait / own)
-        running = s.main_running if s.main_running is not None else 1.0
-        text = (f"the main thread loads its own batches (num_workers=0) in {100 * wait:.0f}% of its samples and "
-                f"does the rest of the step in {100 * own:.0f}%: a batch takes {ratio:.1f}x the step's own time")
-        return Supply(0, ratio, min(1.0, running), job.usable_cores, rank_count(job), text)
-    sampled_workers = [w for w in job.worker_stacks if w.parent == s.pid and w.samples >= t["stack_min_samples"]]
-    cpu = mean(process_mean(window, w.pid, lambda p: p.cpu_percent, SPAN_S) for w in workers)
-    busy = mean(w.busy for w in sampled_workers)
-    how = f"in {100 * busy:.0f}% of their stack samples" if busy is not None else "(not sampled: taken as always)"
-    if busy is None:
-        busy = 1.0
-    cores = (cpu or 0.0) / 100.0
-    if s.main_cpu is not None and s.main_cpu > 0:
-        own, digits = s.main_cpu, 3
-        step = (f"is on a CPU {100 * own:.1f}% of the time (the step's own work and each batch's hand-over: its "
-                "CPU time from /proc in the quietest of its sampled chunks, not sampled; others' load only adds to "
-                "it)")
-    else:
-        step, digits = f"does the rest of the step in {100 * own:.0f}%", 2
-    ratio = min(MAX_RATIO, len(workers) * busy / own)
-    bound = f" (at most {MAX_RATIO:g}x: past it the figure only says 'far more')" if ratio == MAX_RATIO else ""
-    text = (f"the main thread waits for data {100 * wait:.0f}% of the time and {step}; its {len(workers)} "
-            f"DataLoader worker(s) make batches {how}, at {percent(cpu)} of a core each: a batch takes a worker "
-            f"{len(workers)} x {busy:.2f} / {own:.{digits}f} = {ratio:.1f}x the step's own time{bound}")
-    return Supply(len(workers), ratio, min(1.0, cores / max(busy, 0.05)), job.usable_cores, rank_count(job), text)
 
 
 def alike_ranks(job: JobSnapshot, starved: list[RankStacks]) -> bool:
@@ -190,15 +144,10 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None or not job.usable_cores or job.usable_cores < 2:
         return
-    job_cores = job_mean(window, lambda j: j.cpu_percent, 5.0)
-    if job_cores is None:
-        return
-    job_cores /= 100.0
-    spare = job.usable_cores - job_cores
-    if spare < t["single_core_spare_cores"]:
-        return
+    use = core_use(window, job, 5.0) or _use_without_cores(window, job)
+    if use is None or use.free < t["single_core_spare_cores"]:
+        return  # no core idle beside it: the job's own threads or the box's other programs use them
     stacks = {s.pid: s for s in sampled(job, t)}
-    target, cores = _workers_target(job)
     for main in mains(job):
         if workers_of(job, main.pid):
             continue
@@ -208,34 +157,47 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
         s = stacks.get(main.pid)
         if s is not None and s.fraction("data") < t["data_wait_fraction"]:
             continue  # one busy thread that is not loading data: not a loader problem
-        evidence = [f"{who(main, main.pid)}: its thread {main.hot_thread_name or '?'} wants a whole core (running or "
-                    f"queued {hot:.0f}% of the time) and it has no DataLoader workers (num_workers=0)",
-                    f"the job uses {job_cores:.1f} of the {job.usable_cores} cores it may use: {spare:.1f} idle"]
-        if s is not None:
-            site = s.site("data")
-            evidence.append(f"its main thread loads data itself in {100 * s.fraction('data'):.0f}% of {s.samples} "
-                            "stack samples" + (" (_SingleProcessDataLoaderIter)" if s.data_loader == "single-process"
-                                               else "") + (f", at {site}" if site else ""))
-        else:
-            evidence.append("no stack samples: it may be busy with something other than loading")
-        cpu = window.latest.cpu
-        if cpu is not None:
-            evidence.append("cores now: " + ", ".join(f"{c.index} {percent(c.percent)}" for c in cpu.cores[:16]))
-        fixes = []
-        if s is not None:  # the workers it takes, from the samples: the same arithmetic as data-starved's
-            lines, fixes = supply_lines(measured_supply(window, t, job, s), t)
-            evidence += lines
-        elif target is not None:
-            fixes.append(f"DataLoader(num_workers={target}): {cores} usable cores / {rank_count(job)} rank(s), one "
-                         "left for the main thread; loading then runs beside the training step.")
-        fixes += ["persistent_workers=True with it, so the workers are not re-created each epoch.",
-                  "Keep heavy per-sample work (decoding, augmentation) in Dataset.__getitem__, which the workers run, "
-                  "not in the training loop."]
+        evidence, fixes = _one_core(window, t, job, main, s, use)
+        evidence[0] = (f"{who(main, main.pid)}: its thread {main.hot_thread_name or '?'} wants a whole core (running "
+                       f"or queued {hot:.0f}% of the time) and it has no DataLoader workers (num_workers=0)")
         yield single_core_loading.finding(
-            "warning", "One core loads all the data", tuple(evidence),
-            tuple(dict.fromkeys(fixes)),
-            scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread",
-            measure=hot)
+            "warning", "One core loads all the data", tuple(evidence), tuple(dict.fromkeys(fixes)),
+            scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread", measure=hot)
+
+
+def _use_without_cores(window: Window, job: JobSnapshot) -> CoreUse | None:
+    """The job's use of its cores where the box's per-core load is not known: no one else's counted."""
+    own = job_mean(window, lambda j: j.cpu_percent, 5.0)
+    usable = job.usable_cores
+    return None if own is None or not usable else CoreUse(usable, usable, own / 100.0, 0.0)
+
+
+def _one_core(window: Window, t: Thresholds, job: JobSnapshot, main: JobProcess, s: RankStacks | None,
+              use: CoreUse) -> tuple[list[str], list[str]]:
+    """(evidence, fixes) of one main thread loading alone; evidence[0] is its caller's."""
+    evidence = ["", use.line()]
+    if s is not None:
+        site = s.site("data")
+        evidence.append(f"its main thread loads data itself in {100 * s.fraction('data'):.0f}% of {s.samples} "
+                        "stack samples" + (" (_SingleProcessDataLoaderIter)" if s.data_loader == "single-process"
+                                           else "") + (f", at {site}" if site else ""))
+    else:
+        evidence.append("no stack samples: it may be busy with something other than loading")
+    cpu = window.latest.cpu
+    if cpu is not None:
+        evidence.append("cores now: " + ", ".join(f"{c.index} {percent(c.percent)}" for c in cpu.cores[:16]))
+    fixes = []
+    if s is not None:  # the workers it takes, from the samples: the same arithmetic as data-starved's
+        lines, fixes = supply_lines(measured_supply(window, t, job, s), t)
+        evidence += [line for line in lines if line != use.line()]
+    else:
+        free = max(1, int(use.free / rank_count(job)))
+        fixes.append(f"DataLoader(num_workers={free}): the {use.free:.1f} core(s) free beside the job / "
+                     f"{rank_count(job)} rank(s); loading then runs beside the training step.")
+    fixes += ["persistent_workers=True with it, so the workers are not re-created each epoch.",
+              "Keep heavy per-sample work (decoding, augmentation) in Dataset.__getitem__, which the workers run, "
+              "not in the training loop."]
+    return evidence, fixes
 
 
 @rule("loader-io-bound", hold_s=5, clear_s=10, order=200, watches="the job's I/O stalls while its ranks wait for data",

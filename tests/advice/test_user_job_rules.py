@@ -113,8 +113,12 @@ def test_cpu_bound_workers_on_too_few_cores_are_told_the_cores_are_the_limit():
     t = Timeline(cores=2)
     pegged = waiting(0.75, worker(WORKER_PID, cpu=99.0), worker_stacks=(worker_stacks(),))
     finding = find(run(ticks(t, 8, pegged))[-1], "data-starved")
+    # the step uses 0.4 of a core over the 25% it runs: 1.6 cores; with the worker's 1.0, no core is left
     assert finding.fix[0].startswith("The cores are the limit: making batches as fast as the step uses them takes "
-                                     "4.0 cores and the job has 1 for loading. Make each sample about 4.0x cheaper")
+                                     "4.0 cores, and no core is free for it: the job's step uses 1.6 of the 2 it may "
+                                     "use while it runs, so a worker would take its core from the step (no faster). "
+                                     "Make each sample cheaper (about 4.0x, for its 1 worker(s) to keep up)")
+    assert len(finding.fix) == 1 or "num_workers" not in finding.fix[1]
     assert not any("prefetch" in fix or "num_workers=5" in fix for fix in finding.fix)
 
 
