@@ -79,22 +79,23 @@ def _main_loading(window: Window, job: JobSnapshot, s: RankStacks, gpu: bool) ->
 
 def _with_step(window: Window, job: JobSnapshot, s: RankStacks, use: CoreUse | None, loading: float,
                loaders: float) -> CoreUse | None:
-    """`use` with what the ranks' steps use while they run: the rank's CPU (less its own loading, in cores),
-    spread over the share of the time it does not wait, for each alike rank; and what its workers use."""
-    cpu = process_mean(window, s.pid, lambda p: p.cpu_percent, SPAN_S)
-    if use is None or cpu is None:
+    """`use` with what the ranks' steps use while they run: the cores the rank's threads want (on a CPU or queued
+    for one: on a busy box they are queued much of the time), less its own loading, spread over the share of the
+    time it does not wait, for each alike rank; and what its workers use."""
+    wants = _cores_wanted(window, s.pid)
+    if use is None or wants is None:
         return use
     running = max(0.05, 1.0 - s.data_wait - sum(s.fraction(name) for name in OFF_CPU))
-    step = max(0.0, cpu / 100.0 - loading) / running * rank_count(job)
+    step = max(0.0, wants - loading) / running * rank_count(job)
     return replace(use, step=round(min(float(use.usable), step), 2), loaders=round(loaders * rank_count(job), 2))
 
 
-def _worker_cores(window: Window, worker: JobProcess) -> float | None:
-    """Cores one worker wants (on a CPU or queued for one, from schedstat), else its CPU."""
-    demand = process_mean(window, worker.pid, lambda p: p.cpu_demand, SPAN_S)
+def _cores_wanted(window: Window, pid: int) -> float | None:
+    """Cores one process's threads want (on a CPU or queued for one, from schedstat), else its CPU."""
+    demand = process_mean(window, pid, lambda p: p.cpu_demand, SPAN_S)
     if demand is not None:
         return demand
-    cpu = process_mean(window, worker.pid, lambda p: p.cpu_percent, SPAN_S)
+    cpu = process_mean(window, pid, lambda p: p.cpu_percent, SPAN_S)
     return None if cpu is None else cpu / 100.0
 
 
@@ -104,7 +105,7 @@ def _workers_loading(window: Window, t: Thresholds, job: JobSnapshot, s: RankSta
     own = max(1.0 - wait, 1.0 / max(1, s.samples))
     sampled_workers = [w for w in job.worker_stacks if w.parent == s.pid and w.samples >= t["stack_min_samples"]]
     cpu = mean(process_mean(window, w.pid, lambda p: p.cpu_percent, SPAN_S) for w in workers)
-    wants = mean(_worker_cores(window, w) for w in workers)
+    wants = mean(_cores_wanted(window, w.pid) for w in workers)
     busy = mean(w.busy for w in sampled_workers)
     how = f"in {100 * busy:.0f}% of their stack samples" if busy is not None else "(not sampled: taken as always)"
     busy = 1.0 if busy is None else busy

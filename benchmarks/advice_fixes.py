@@ -97,7 +97,8 @@ def main() -> None:
             rate = rate_of(variants[name], args.seconds)
             if rate is not None:
                 figures[name].append(rate)
-            print(f"round {round_ + 1}: {name}: {rate if rate is None else round(rate, 3)} steps/s (load {os.getloadavg()[0]:.2f})", flush=True)
+            shown = "no rate" if rate is None else f"{rate:.3f} steps/s"
+            print(f"round {round_ + 1}: {name}: {shown} (load {os.getloadavg()[0]:.2f})", flush=True)
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     base = statistics.median(figures[names[0]]) if figures[names[0]] else None
     for name in names:

@@ -73,7 +73,7 @@ def cadence(saves: Saves | None, share: float) -> str:
                 f"save at least every {tick:.0f} s, each taking at most {share * tick:.1f} s")
     every = saves.span_s / saves.bursts
     return (f"it wrote {saves.bursts} burst(s) in {saves.span_s:.0f} s, {rate(saves.written / saves.span_s)} on "
-            f"average, {saves.written / saves.bursts / (1 << 20):.0f} MiB each: a save about every {every:.0f} s, "
+            f"average, {saves.written / saves.bursts / 1e6:.0f} MB each: a save about every {every:.0f} s, "
             f"each taking about {share * every:.1f} s")
 
 

@@ -34,7 +34,7 @@ def test_a_rank_saving_every_few_seconds_is_named_with_its_line_cadence_and_shar
                                    f"30 s, at {SITE}: training waits meanwhile")
     # 19 ticks watched: bursts at ticks 4, 8, 12, 16 (the first tick has no rate before it)
     assert finding.evidence[1].startswith("  it wrote 4 burst(s) in 19 s, ")
-    assert finding.evidence[1].endswith("120 MiB each: a save about every 5 s, each taking about 1.4 s")
+    assert finding.evidence[1].endswith("126 MB each: a save about every 5 s, each taking about 1.4 s")
     assert finding.fix[0].startswith(f"Save less often (at {SITE})")
     assert finding.fix[1].startswith("Save the state_dict")
     assert "torch.distributed.checkpoint.async_save" in finding.fix[2]

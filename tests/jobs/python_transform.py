@@ -1,7 +1,7 @@
-"""Audio clips with a transform written as a plain Python loop in Dataset.__getitem__ (pre-emphasis, a gain,
-clipping and a 3-tap smoothing, sample by sample, as one writes it first), loaded with DataLoader's default num_workers=0: the main
-process runs the loop for every sample of every batch, then a small 1-D convolutional network's step. The loop
-holds the GIL and one core whatever the workers; `--vectorised` does the same arithmetic with numpy array
+"""Audio clips with a transform written as a plain Python loop in Dataset.__getitem__ (pre-emphasis, a gain, clipping
+and a 3-tap smoothing, sample by sample, as one writes it first), loaded with DataLoader's default num_workers=0:
+the main process runs the loop for every sample of every batch, then a small 1-D convolutional network's step. The
+loop holds the GIL and one core whatever the workers; `--vectorised` does the same arithmetic with numpy array
 operations (a compiled loop), `--num-workers N` moves the Python loop into workers. Ordinary user code.
 """
 
