@@ -80,7 +80,7 @@ def test_a_checkpoint_saved_in_the_batch_loop_is_named_with_its_line_and_saving_
     found = findings(report)
     assert rc == 1 and "checkpoint-stall" in found, report["findings"]
     finding = found["checkpoint-stall"]
-    line = line_of("checkpoint_every.py", "torch.save(model, f)")
+    line = line_of("checkpoint_every.py", "    torch.save(model, f)")
     assert f"at checkpoint_every.py:{line} main: training waits meanwhile" in finding["evidence"][0], finding
     assert "a save " in finding["evidence"][1]  # how often, how long
     assert finding["fix"][0].startswith(f"Save less often (at checkpoint_every.py:{line} main)")
