@@ -85,9 +85,15 @@ def fixes_for(share: float, site: str | None) -> tuple[str, ...]:
         "Save the state_dict (model.state_dict(), optimizer.state_dict()), not the pickled module, to fast local "
         "storage (a local NVMe disk, or /dev/shm and copy it away after): the training waits for the write.",
         "Save asynchronously: torch.distributed.checkpoint.async_save(state_dict, checkpoint_id=...) stages the "
-        "tensors to CPU memory and writes them in the background (PyTorch 2.3+), one save in flight at a time.",
+        "tensors to CPU memory and writes them in the background (PyTorch 2.3+), one save in flight at a time. "
+        + BESIDE,
         "Or save in a background thread or process yourself: copy the state_dict ({k: v.detach().clone()}), hand "
-        "the copy to a thread that calls torch.save, and wait for the last save before the next one.")
+        "the copy to a thread that calls torch.save, and wait for the last save before the next one. " + BESIDE)
+
+
+# measured (benchmarks/advice_fixes.py checkpoint, a 2-core box at load 20): a thread's save ran 0.76x as fast
+BESIDE = ("It needs a core free beside the step: where the cores are busy, the copy and the write slow the step "
+          "instead.")
 
 
 @rule("checkpoint-stall", hold_s=5, clear_s=15, order=215,
