@@ -188,7 +188,7 @@ class StackSampler:
                 site = tally.fetch_sites.most_common(1)[0][0] if tally.fetch_sites else None
                 out.append(WorkerStacks(pid, target.parent, tally.samples, span,
                                         round(tally.fetches / tally.samples, 3), site,
-                                        target.stillness(now, self.window_s)))
+                                        target.stillness(now, self.window_s), _share(tally.python, tally.fetches)))
         return tuple(out)
 
     def _recent(self, target: _Target, now: float) -> tuple[list[_Chunk], Tally]:
@@ -218,6 +218,7 @@ class StackSampler:
                                                                                    if c.cpu is not None]),
                           updated_at=target.updated_at,
                           handover=round(tally.handovers / samples, 3) if samples else 0.0,
+                          data_python=_share(tally.python, tally.counts["data"]),
                           still=target.stillness(now, self.window_s))
 
     def finish(self, timeout: float = 5.0) -> None:
@@ -433,3 +434,7 @@ def _release(running: _Running) -> None:
         os.unlink(running.path)
     except OSError:
         pass
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
