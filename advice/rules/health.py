@@ -149,10 +149,10 @@ def _nvlink_climbing(gpu: GpuSnapshot, before: GpuSnapshot | None, span: float, 
     if not any(grown.get(name, 0) >= t["nvlink_error_growth"] for name in ("replay", "recovery", "crc_data")) \
             and flit_rate < t["nvlink_crc_flit_per_s"]:
         return None
-    counts = ", ".join(f"{grown[name]} {words}" for name, words in NVLINK_WORDS if grown.get(name))
+    counts = ", ".join(f"{words} +{grown[name]}" for name, words in NVLINK_WORDS if grown.get(name))
     return gpu_errors.finding(
         "warning", f"GPU{gpu.index} NVLink errors climbing",
-        (f"GPU{gpu.index} ({_bus(gpu)}): {counts} on its NVLinks in {span:.0f} s",),
+        (f"GPU{gpu.index} ({_bus(gpu)}) NVLink errors in {span:.0f} s: {counts}",),
         (f"nvidia-smi nvlink -e -i {gpu.index} shows the counts per link, nvidia-smi nvlink -s -i {gpu.index} each "
          "link's state: a link that keeps replaying or retraining slows every collective over it.",
          "dcgmi diag -r 2 tests the links; a link that keeps failing is the GPU board's or the NVSwitch tray's to "

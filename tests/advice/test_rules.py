@@ -375,7 +375,8 @@ def test_nvlink_errors_climbing(errors, fires):
     if fires:
         finding = find(found, "gpu-errors")
         assert (finding.title, finding.severity, finding.gpus) == ("GPU3 NVLink errors climbing", "warning", (3,))
-        assert "on its NVLinks in" in finding.evidence[0]
+        kind, count = next(iter(errors.items()))
+        assert "NVLink errors in 7 s: " in finding.evidence[0] and f" +{count}" in finding.evidence[0], finding.evidence
 
 
 def test_nvlink_counters_reset_by_the_driver_are_no_errors():
