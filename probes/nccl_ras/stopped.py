@@ -2,15 +2,16 @@
 no step for a while where steps are known, or every rank's main thread still (the same stack) or waiting in a
 collective for a while; and whether a rank is inside communicator initialisation (never a time to ask: nccl#1669,
 #2346). Read from the JobSnapshot alone (its ranks' figures and stacks), each tick, cheaply. GPUs busy at idle
-power (NCCL's kernels spinning on a flag) are the third signal; the watch has no GPU readings of its own, so a
-caller passes `spinning` (the collective-hang rule's measure) where it has it. issue #53's per-rank verdict
-(advice/ranks.py) may replace `_stacks_say` once it lands: one function, one place to swap."""
+power (NCCL's kernels spinning on a flag) are the third signal; the watch has no GPU readings of its own, so the
+sampler, which has them, keeps a GpuSpin beside it and passes its answer as `spinning`. The per-rank verdict
+(advice/ranks.py) may replace `_stacks_say`: one function, one place to swap."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from hwtop.model.job import JobSnapshot, RankStacks
+from hwtop.model.snapshot import GpuSnapshot
 
 STILL_S = 30.0  # hwtop's choice: a step of a training job is seconds; half a minute of nothing is not a step
 WAIT_SHARE = 0.9  # a rank waiting in a collective nine tenths of its samples makes no progress of its own
@@ -79,3 +80,29 @@ def _stacks_say(all_stacks: tuple[RankStacks, ...], still_s: float) -> str | Non
     if min(waits) >= WAIT_SHARE:
         return f"every rank's main thread waits in a collective ({100 * min(waits):.0f}% or more of its samples)"
     return None
+
+
+@dataclass(slots=True)
+class GpuSpin:
+    """Whether every GPU the job holds has been busy at near-idle power for `seconds`: NCCL's kernels polling a flag
+    for a peer that never arrives (the collective-hang rule's sign; its thresholds are handed in by the sampler, from
+    the advice's table, so both say the same)."""
+
+    util_percent: float
+    power_share: float
+    seconds: float
+    _since: float | None = None
+
+    def update(self, gpus: tuple[GpuSnapshot, ...], job: JobSnapshot, now: float) -> bool:
+        held = {index for index, _ in job.gpu_memory}
+        mine = [g for g in gpus if g.index in held and not g.lost]
+        if mine and all(self._spins(g) for g in mine):
+            self._since = now if self._since is None else self._since
+        else:
+            self._since = None
+        return self._since is not None and now - self._since >= self.seconds
+
+    def _spins(self, gpu: GpuSnapshot) -> bool:
+        power, limit = gpu.power_w, gpu.power_limit_w
+        return (gpu.util_percent is not None and gpu.util_percent >= self.util_percent and power is not None
+                and bool(limit) and power / limit <= self.power_share)

@@ -94,8 +94,8 @@ def policy(version: Version | None, json_answered: bool | None, user_polls: bool
     else:
         why = "its release not learned yet" + (" (it answers JSON: 2.28.7 or later)" if json_answered else "")
     if user_polls:
-        return Policy(True, json, json, f"{named}: {why}; asked every interval, as the user asked")
-    return Policy(False, json, json, f"{named}: {why}; asked only once the job stops")
+        return Policy(True, json, json, f"{named}: {why}; asked every interval (--nccl-ras-poll)")
+    return Policy(False, json, json, f"{named}: {why}; asked only once the job stops (--nccl-ras-poll: every interval)")
 
 
 # ---- learning the version before any STATUS ----

@@ -117,8 +117,7 @@ def _factor(processes: list[JobProcess]) -> float:
 @dataclass(slots=True)
 class RasWatch:
     """One per focused job. `address`: the user's --nccl-ras, which skips the libnccl check; `polls`: the user asks
-    for STATUS every interval whatever the release (the seam for a --nccl-ras-poll option: session/sampler.py
-    builds the watch)."""
+    for STATUS every interval whatever the release (--nccl-ras-poll, through session/sampler.py)."""
 
     address: Address | None = None
     interval_s: float = DEFAULT_INTERVAL_S

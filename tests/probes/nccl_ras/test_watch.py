@@ -117,7 +117,8 @@ def test_never_while_a_communicator_initialises(tmp_path, fast, servers) -> None
 def test_user_asks_for_polling(tmp_path, fast, servers) -> None:
     server, w, rank0 = watched(servers, tmp_path, "2.27.5", "/opt/nccl/lib/libnccl.so.2.27.5", polls=True)
     out = tick_until(w, job(rank0), lambda o: o.nccl is not None and o.nccl.queries >= 2)
-    assert server.statuses >= 2 and out.nccl is not None and "as the user asked" in (out.nccl.policy or "")
+    assert server.statuses >= 2 and out.nccl is not None
+    assert "every interval (--nccl-ras-poll)" in (out.nccl.policy or "")
 
 
 def test_json_release_is_polled_and_monitored(tmp_path, fast, servers) -> None:
