@@ -330,7 +330,7 @@ def remap_mark(gpu: GpuSnapshot, short: str | None = None) -> Text:
 
 
 def remap_count(gpus: list[GpuSnapshot]) -> dict[str, Text]:
-    """The summary line's piece: the GPUs with a failed or pending remap (`REMAP GPU2,6`, red where one failed)."""
+    """The summary line's piece: the GPUs with a failed or pending remap (`REMAP GPU2,6`; critical where one failed)."""
     marks = {g.index: remap_mark(g) for g in gpus}
     marked = [index for index, mark in marks.items() if mark.plain]
     if not marked:
