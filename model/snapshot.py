@@ -200,6 +200,29 @@ class GpmMetrics(Record, frozen=True):
     fp16_activity_percent: float | None = None
 
 
+class RowRemap(Record, frozen=True):
+    """The row remapper of an HBM GPU (A100, Hopper and newer; NVML's nvmlDeviceGetRemappedRows): rows of its
+    memory moved to spare rows after correctable and after uncorrectable errors (kept by the card across reboots), a
+    remap recorded but applied only at the next GPU reset (`pending`), and a remap that failed for want of a spare
+    row (`failed`: the card needs a reset, and an RMA if it fails again)."""
+
+    correctable_rows: int
+    uncorrectable_rows: int
+    pending: bool
+    failed: bool
+
+
+class NvlinkErrors(Record, frozen=True):
+    """NVLink error counters of one GPU, each summed over its links (nvmlDeviceGetNvLinkErrorCounter per link,
+    since the driver loaded): flow-control and data CRC errors, replays (a packet sent again) and recoveries (a
+    link retrained). None: the driver does not count that one on this card."""
+
+    crc_flit: int | None
+    crc_data: int | None
+    replay: int | None
+    recovery: int | None
+
+
 class MigInstance(Record, frozen=True):
     index: int
     uuid: str | None
@@ -263,6 +286,12 @@ class GpuSnapshot(Record, frozen=True):
     energy_mj: int | None = None  # energy since the driver loaded, millijoules
     xid_last: int | None = None  # the last XID error reported (0: none since the driver loaded)
     pcie_replays: int | None = None  # PCIe replays since the driver loaded
+    # GPU faults dcgm-exporter publishes (DCGM_FI_DEV_*_REMAPPED_ROWS, _ROW_REMAP_*, _NVLINK_*_ERROR_COUNT_TOTAL,
+    # _POWER_VIOLATION, _THERMAL_VIOLATION), read on the slow tier; None where the card or driver does not answer.
+    row_remap: RowRemap | None = None
+    nvlink_errors: NvlinkErrors | None = None  # None without NVLink
+    power_violation_ns: int | None = None  # time clocks were held below application clocks by the power limit
+    thermal_violation_ns: int | None = None  # ...by heat (both cumulative since the driver loaded)
 
 
 class GpuSystem(Record, frozen=True):
