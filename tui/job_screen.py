@@ -10,11 +10,10 @@ from textual.containers import VerticalScroll
 
 from hwtop.model.frame import Frame
 from hwtop.tui import textual_compat
-from hwtop.tui.frame_view import ScreenContext
+from hwtop.tui.frame_view import ScreenContext, view
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.job import JobPanel
-from hwtop.widgets.job_ranks import named_ranks
 from hwtop.widgets.key_bar import KeyBar
 
 
@@ -44,14 +43,10 @@ class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed line
         self.panel.focus()
 
     def show(self, frame: Frame) -> None:
-        snapshot, status, history = frame.snapshot, self.context.status(), frame.history
-        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
-        node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
-        numa = snapshot.numa
-        node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
-        series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
-        named = named_ranks(frame.findings)  # the ranks the findings single out: marked, and first
-        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, named, self.context.thresholds)
+        status = self.context.status()
+        self.header.show(frame.snapshot, status.interval, status.paused, status.replay, status.recording)
+        self.panel.take(view(self.context, frame, self.app.size))
+        self.panel.draw(self.app.size.height)  # every line: the screen scrolls it
 
     async def action_dump_stack(self) -> None:
         from hwtop.probes.stack import dump

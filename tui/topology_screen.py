@@ -7,7 +7,7 @@ from textual.containers import VerticalScroll
 
 from hwtop.model.frame import Frame
 from hwtop.tui import textual_compat
-from hwtop.tui.frame_view import ScreenContext
+from hwtop.tui.frame_view import ScreenContext, view
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.key_bar import KeyBar
@@ -21,7 +21,7 @@ class TopologyScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed
         super().__init__()
         self.context = context
         self.header = HeaderBar()
-        self.panel = TopologyPanel()
+        self.panel = TopologyPanel(classes="panel")
 
     def compose(self) -> ComposeResult:
         yield self.header
@@ -30,9 +30,7 @@ class TopologyScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed
         yield KeyBar()
 
     def show(self, frame: Frame) -> None:
-        snapshot, status = frame.snapshot, self.context.status()
-        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
-        topology = snapshot.topology
-        # The tick's NUMA reading (the memory panel's, a demo's own machine's), the topology's where it has none
-        numa = snapshot.numa or (topology.numa if topology is not None else None)
-        self.panel.show(topology, numa, snapshot.gpus, snapshot.nics, self.context.thresholds)
+        status = self.context.status()
+        self.header.show(frame.snapshot, status.interval, status.paused, status.replay, status.recording)
+        self.panel.take(view(self.context, frame, self.app.size))
+        self.panel.draw(self.app.size.height)  # every line: the screen scrolls it

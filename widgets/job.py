@@ -20,8 +20,8 @@ from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
-from hwtop.widgets.job_ranks import Defer, Later, fit_words, parts_lines, rank_table
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.job_ranks import Defer, Later, fit_words, named_ranks, parts_lines, rank_table
+from hwtop.widgets.panel import TextPanel, View, Want
 from hwtop.widgets.safe_text import data, visible
 
 ROLE_STYLE = {"launcher": palette.GROUP, "DataLoader worker": palette.WORKER, "helper": palette.DIM,
@@ -68,14 +68,15 @@ def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
 
 
 COMMAND_SLACK = 4  # cells a command cut after a whole word may leave empty; more, and it is cut inside one
+SERIES = (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss"))  # the sparklines: history key, label
 
 
 class JobPanel(TextPanel):
     can_focus = True
     BINDINGS = keys.bindings(keys.JOB_PANEL)
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.job: JobSnapshot | None = None
         self.series: dict[str, tuple[float, ...]] = {}
         self.node_of_gpu: dict[int, int] = {}
@@ -94,6 +95,25 @@ class JobPanel(TextPanel):
         # as long as the maps and the threshold they are read with stay the same (`_placement_context`)
         self._placements: dict[tuple[object, ...], list[Text]] = {}
         self._placement_context: tuple[object, ...] = ()
+
+    def take(self, view: View) -> None:
+        """The focused job, its sparklines' history, the NUMA nodes of the GPUs and CPUs its placement is read
+        against, and the ranks the findings single out (marked, and first)."""
+        frame = view.frame
+        snapshot, numa = frame.snapshot, frame.snapshot.numa
+        self.job, self.thresholds = snapshot.job, view.thresholds
+        self.series = {key: frame.history.series(key) for key, _ in SERIES}
+        self.node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
+        self.node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
+        self.named = named_ranks(frame.findings)
+
+    def want(self, width: int) -> Want:
+        """Every line: the screen scrolls it."""
+        return Want.fixed(self._row_count(width))
+
+    def draw(self, rows: int) -> None:
+        """Every line, whatever `rows`: the screen scrolls it."""
+        self.show(self.job, self.series, self.node_of_gpu, self.node_of_cpu, self.named, self.thresholds)
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
@@ -194,57 +214,18 @@ class JobPanel(TextPanel):
         job = self.job
         if job is None:
             return [Text("no job focused: hwtop --pid PID, --job PATTERN, or f on a process", style=palette.DIM)]
-        head = Text(f"{job.status.upper()} ",
-                    style=palette.OK_STRONG if job.status == "running" else palette.WARN_STRONG)
-        alive = sum(1 for p in job.processes if p.alive)
-        cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
-        memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else \
-            f"RSS {human_bytes(job.rss_bytes)}"
-        head.append(f"{alive} process(es) ({job.pids_seen} seen)")
-        parts = [head, Text(f"CPU {cpu}" + (f" of {job.usable_cores} cores" if job.usable_cores else "")),
-                 Text(memory)]
-        by_figure: dict[str, list[int]] = {}
-        for index, used in job.gpu_memory:  # eight GPUs holding alike: one figure, not eight to compare
-            by_figure.setdefault(human_bytes(used), []).append(index)
-        for shown, indices in by_figure.items():
-            gpus = covering([f"GPU{i}" for i in indices])[0]
-            parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
-        out = parts_lines(parts, width, sep_style="")  # wrapped between its figures, never inside one
+        out = parts_lines(_summary_parts(job), width, sep_style="")  # wrapped between its figures, never inside one
         defer = self._defer(self._in_view())
         out += self._job_lines(job, width, len(out), defer)
-        spark = max(8, min(40, (width - 30) // 3))
-        marks = Text()
-        for key, label in (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss")):
-            values = self.series.get(key, ())
-            if key == "job.gpu" and not job.gpu_memory:
-                continue  # the job uses no GPU: no line to draw
-            marks.append(f"{label} ", style="bold")
-            marks.append_text(sparkline(values, spark, high=max(values) if values and key != "job.gpu" else 100.0))
-            marks.append("  ")
-        out.append(marks)
+        out.append(self._sparklines(job, width))
         if job.message:
             out.append(data(job.message, palette.WARN))
         if job.status == "ended":
             out.append(Text("escape, then f on a process, picks another job", style=palette.WARN))
         columns = fitting_columns(width)
-        header = Text(" ".join(f"{name:>{w}}" if right else f"{name:<{w}}" for name, w, right in columns),
-                      style="bold reverse")
-        header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
-        out.append(header)
-        rows, self._rows = self._rows, {}
-        self._process_rows = []
-        for index, process in enumerate(job.processes):
-            self._process_rows.append(len(out))
-            selected = index == self.cursor and self.has_focus
-            later = defer(len(out), partial(self._row, process, width, columns, selected, rows))
-            out.append(later if later is not None else self._row(process, width, columns, selected, rows))
-        context = (tuple(self.node_of_gpu.items()), tuple(self.node_of_cpu.items()),
-                   self.thresholds["numa_local_memory_share"])
-        if context != self._placement_context:
-            self._placements, self._placement_context = {}, context
-        placements, self._placements = self._placements, {}
-        placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
-                     for line in self._kept_placement(p, width, placements)]
+        out.append(_table_header(columns, width))
+        self._table_rows(job, width, columns, out, defer)
+        placement = self._placement_lines(job, width)
         if placement:
             out.append(Text("Placement", style="bold"))
             out += placement
@@ -254,6 +235,40 @@ class JobPanel(TextPanel):
         if self.stack:
             out += self.stack
         return out
+
+    def _sparklines(self, job: JobSnapshot, width: int) -> Text:
+        """The job's CPU, GPU utilisation (where it uses a GPU) and RSS over time, on one line."""
+        spark = max(8, min(40, (width - 30) // 3))
+        marks = Text()
+        for key, label in SERIES:
+            values = self.series.get(key, ())
+            if key == "job.gpu" and not job.gpu_memory:
+                continue  # the job uses no GPU: no line to draw
+            marks.append(f"{label} ", style="bold")
+            marks.append_text(sparkline(values, spark, high=max(values) if values and key != "job.gpu" else 100.0))
+            marks.append("  ")
+        return marks
+
+    def _table_rows(self, job: JobSnapshot, width: int, columns: tuple[Column, ...], out: list[Text],
+                    defer: Defer) -> None:
+        """A row a process, appended to `out`; a row out of view is built when it is drawn."""
+        rows, self._rows = self._rows, {}
+        self._process_rows = []
+        for index, process in enumerate(job.processes):
+            self._process_rows.append(len(out))
+            selected = index == self.cursor and self.has_focus
+            later = defer(len(out), partial(self._row, process, width, columns, selected, rows))
+            out.append(later if later is not None else self._row(process, width, columns, selected, rows))
+
+    def _placement_lines(self, job: JobSnapshot, width: int) -> list[Text]:
+        """Where each rank (or process on a GPU) runs, its lines kept from the last tick where nothing changed."""
+        context = (tuple(self.node_of_gpu.items()), tuple(self.node_of_cpu.items()),
+                   self.thresholds["numa_local_memory_share"])
+        if context != self._placement_context:
+            self._placements, self._placement_context = {}, context
+        placements, self._placements = self._placements, {}
+        return [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
+                for line in self._kept_placement(p, width, placements)]
 
     def _job_lines(self, job: JobSnapshot, width: int, first: int, defer: Defer) -> list[Text]:
         """Workers coming and going, pressure, the memory cgroup, and where each rank's time goes: a table of
@@ -306,24 +321,8 @@ class JobPanel(TextPanel):
 
     def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool,
              last: dict[tuple[object, ...], Text]) -> Text:
-        state = p.state or "?"
-        if not p.alive:
-            state = "gone" if p.exit_code is None else f"x{p.exit_code}"
         role_width = next(w for name, w, _ in columns if name == "ROLE")
-        values = {
-            "PID": str(p.pid),
-            "ROLE": ("  " * min(p.depth, 6) + ("└ " if p.depth else "") + p.role)[:role_width],
-            "S": state,
-            "CPU%": NA if p.cpu_percent is None else f"{p.cpu_percent:.0f}",
-            "PSS": human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes),
-            "THR": str(p.threads or 0),
-            "GPU": ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus) or "-",
-            "ALLOWED": format_cpulist(p.cpu_affinity) if p.cpu_affinity else NA,
-            "RAN ON": format_cpulist(p.thread_cpus) if p.thread_cpus else "-",
-            "MEMORY": numa_share(p.numa_pages),
-            "IO r/w": "N/A" if p.read_bytes_per_s is None else
-            f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
-        }
+        values = _cells(p, role_width)
         key = (*values.values(), p.role, p.rank is not None, p.alive, p.cmdline or p.name, width, columns, selected)
         kept = last.get(key) or self._rows.get(key)
         if kept is not None:
@@ -392,3 +391,48 @@ class JobPanel(TextPanel):
         home = homes.pop()
         share = memory_far(p.numa_pages, home, self.thresholds)  # the numa-misplaced rule's own judgement
         return None if share is None else f"only {100 * share:.0f}% on the GPU's node {home}"
+
+
+def _summary_parts(job: JobSnapshot) -> list[Text]:
+    """The job's state and process count, its CPU, memory and GPU memory: the pieces of its first line(s)."""
+    head = Text(f"{job.status.upper()} ", style=palette.OK_STRONG if job.status == "running" else palette.WARN_STRONG)
+    alive = sum(1 for p in job.processes if p.alive)
+    cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
+    memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else f"RSS {human_bytes(job.rss_bytes)}"
+    head.append(f"{alive} process(es) ({job.pids_seen} seen)")
+    parts = [head, Text(f"CPU {cpu}" + (f" of {job.usable_cores} cores" if job.usable_cores else "")), Text(memory)]
+    by_figure: dict[str, list[int]] = {}
+    for index, used in job.gpu_memory:  # eight GPUs holding alike: one figure, not eight to compare
+        by_figure.setdefault(human_bytes(used), []).append(index)
+    for shown, indices in by_figure.items():
+        gpus = covering([f"GPU{i}" for i in indices])[0]
+        parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
+    return parts
+
+
+def _table_header(columns: tuple[Column, ...], width: int) -> Text:
+    header = Text(" ".join(f"{name:>{w}}" if right else f"{name:<{w}}" for name, w, right in columns),
+                  style="bold reverse")
+    header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
+    return header
+
+
+def _cells(p: JobProcess, role_width: int) -> dict[str, str]:
+    """A process's figures as its row writes them, by column."""
+    state = p.state or "?"
+    if not p.alive:
+        state = "gone" if p.exit_code is None else f"x{p.exit_code}"
+    return {
+        "PID": str(p.pid),
+        "ROLE": ("  " * min(p.depth, 6) + ("└ " if p.depth else "") + p.role)[:role_width],
+        "S": state,
+        "CPU%": NA if p.cpu_percent is None else f"{p.cpu_percent:.0f}",
+        "PSS": human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes),
+        "THR": str(p.threads or 0),
+        "GPU": ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus) or "-",
+        "ALLOWED": format_cpulist(p.cpu_affinity) if p.cpu_affinity else NA,
+        "RAN ON": format_cpulist(p.thread_cpus) if p.thread_cpus else "-",
+        "MEMORY": numa_share(p.numa_pages),
+        "IO r/w": "N/A" if p.read_bytes_per_s is None else
+        f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
+    }

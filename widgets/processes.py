@@ -10,6 +10,7 @@ from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, level_style
 from hwtop.widgets.line_table import LineTable
+from hwtop.widgets.panel import FRAME, View, Want
 from hwtop.widgets.safe_text import data
 
 
@@ -39,6 +40,21 @@ def filter_rows(rows: list[Row], text: str) -> list[Row]:
         return [r for r in rows if needle[4:] in r.gpus.split(",")]
     return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or str(r.pid).startswith(needle)
             or needle in r.owner.lower()]
+
+
+def with_descendants(marked: set[int], processes: tuple[ProcessInfo, ...]) -> set[int]:
+    """`marked` and every process under one of them (a rank's DataLoader workers), up to 64 parents up."""
+    if not marked:
+        return marked
+    parents = {p.pid: p.ppid for p in processes}
+    for pid in parents:
+        chain, seen = pid, 0
+        while chain in parents and seen < 64:
+            if chain in marked:
+                marked.add(pid)
+                break
+            chain, seen = parents[chain], seen + 1
+    return marked
 
 
 def tree_rows(rows: list[Row]) -> list[Row]:
@@ -81,6 +97,8 @@ SORT_NAMES = {"pid": "PID", "user": "user", "owner": "owner", "cpu": "CPU", "rss
               "threads": "threads",
               "gpus": "GPU", "gpu_memory": "GPU memory", "sm": "GPU SM", "command": "command"}  # as a user says it
 UP, DOWN = "▲", "▼"
+LEAST_ROWS = 3  # the fewest processes the table shows
+LEAST = LEAST_ROWS + 1 + FRAME  # with its column header and its border
 
 
 def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> list[Row]:
@@ -139,8 +157,8 @@ class ProcessTable(LineTable):
     """Sorted by CPU by default; `cycle_sort` or a header click changes the column. Rows are sorted and filtered
     here, drawn by LineTable; every cell is data (a user or command line is shown as typed, never as markup)."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__([label for label, _ in COLUMNS], **kwargs)
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__([label for label, _ in COLUMNS], id=id, classes=classes)
         self.sort_key = "cpu"
         self.sort_reversed = False  # against the column's own direction (r, or the same column again)
         self.rows_shown: list[Row] = []
@@ -150,7 +168,22 @@ class ProcessTable(LineTable):
         self._last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
         self._view: tuple[object, ...] | None = None  # sort, filter, tree and marks the last rows were made for
         self._made: dict[tuple[object, ...], tuple[object, ...]] = {}
+        self._taken: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...], set[int] | None] = ((), (), None)
         self.border_title = "Processes"
+
+    def take(self, view: View) -> None:
+        """The processes, the GPUs' (merged in by pid) and the workload's pids (marked, with their descendants)."""
+        snapshot = view.frame.snapshot
+        workload = snapshot.workload
+        self._taken = (snapshot.processes, snapshot.gpus, set(workload.pids) if workload else None)
+
+    def want(self, width: int) -> Want:
+        """At the least LEAST_ROWS processes under the column header, inside the border (the table's height is the
+        screen's rest: the row budget gives it what the other panels leave)."""
+        return Want(LEAST, LEAST, LEAST, frame=0)
+
+    def draw(self, rows: int) -> None:
+        self.show(*self._taken)
 
     @property
     def sort_descending(self) -> bool:
@@ -193,35 +226,16 @@ class ProcessTable(LineTable):
         if processes is self._last[0] and gpus is self._last[1] and view == self._view:
             return
         self._last, self._view = (processes, gpus), view
-        marked = set(marked or ())
-        if marked:
-            parents = {p.pid: p.ppid for p in processes}
-            for pid in parents:
-                chain, seen = pid, 0
-                while chain in parents and seen < 64:
-                    if chain in marked:
-                        marked.add(pid)
-                        break
-                    chain, seen = parents[chain], seen + 1
-        self.marked = marked
+        self.marked = marked = with_descendants(set(marked or ()), processes)
         cursor = self.cursor_row
         selected = self.rows_shown[cursor].pid if 0 <= cursor < len(self.rows_shown) else None
-        arrow = DOWN if self.sort_descending else UP
         rows = sort_rows(merge_rows(processes, gpus), self.sort_key, self.sort_descending)
-        gpu_columns = bool(gpus) or any(row.gpus for row in rows)  # a GPU-less box: COMMAND takes their room
-        owners = any(row.owner for row in rows)  # no job, pod or container here: no OWNER column at all
-        self.set_labels([f"{label} {arrow}" if key == self.sort_key else
-                         "" if (key in GPU_KEYS and not gpu_columns) or (key == "owner" and not owners) else label
-                         for label, key in COLUMNS])
+        self._label_columns(rows, bool(gpus))
         rows = filter_rows(rows, self.filter_text)
         if self.tree_view:
             rows = tree_rows(rows)
         self.rows_shown = rows
-        name = SORT_NAMES.get(self.sort_key, self.sort_key)
-        subtitle = data(f"sorted by {name} {arrow} (s: next, r: reverse)" + (" · tree (T)" if self.tree_view else "") +
-                        (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
-        if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
-            self.border_subtitle = subtitle
+        self._say_view()
         keys = [_key(row, marked, owner_width) for row in rows]
         made: dict[tuple[object, ...], tuple[object, ...]] = {}
         for key, row in zip(keys, rows, strict=True):
@@ -232,6 +246,25 @@ class ProcessTable(LineTable):
         # began at a 10 % process after `w` started a job).
         index = next((i for i, row in enumerate(rows) if row.pid == selected), None) if self.chosen else 0
         self.set_rows(keys, [made[key] for key in keys], cursor=index)
+
+    def _label_columns(self, rows: list[Row], gpus: bool) -> None:
+        """The column labels, the sorted one with its arrow; the GPU columns blank on a GPU-less box (COMMAND takes
+        their room) and OWNER blank where no job, pod or container holds a process."""
+        arrow = DOWN if self.sort_descending else UP
+        gpu_columns = gpus or any(row.gpus for row in rows)
+        owners = any(row.owner for row in rows)
+        self.set_labels([f"{label} {arrow}" if key == self.sort_key else
+                         "" if (key in GPU_KEYS and not gpu_columns) or (key == "owner" and not owners) else label
+                         for label, key in COLUMNS])
+
+    def _say_view(self) -> None:
+        """The border's subtitle: the sort, the tree and the filter in force, and the keys that change them."""
+        arrow = DOWN if self.sort_descending else UP
+        name = SORT_NAMES.get(self.sort_key, self.sort_key)
+        subtitle = data(f"sorted by {name} {arrow} (s: next, r: reverse)" + (" · tree (T)" if self.tree_view else "") +
+                        (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
+        if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
+            self.border_subtitle = subtitle
 
     @staticmethod
     def _cells(row: Row, marked: set[int], owner_width: int = OWNER_WIDTH) -> tuple[object, ...]:

@@ -89,7 +89,7 @@ async def test_a_panel_whose_lines_read_the_same_is_not_repainted(monkeypatch) -
     app = HwtopApp(ScriptedSource([snapshot]))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        panel = app.main.memory_panel
+        panel = app.main.panels["memory"]
         calls = spy_refresh(monkeypatch, panel)
         panel.show(panel.memory, panel.numa, panel.history)
         assert calls == []
