@@ -6,6 +6,7 @@ list operation, and only the twenty-odd rows on screen are ever turned into cell
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import overload
 
 from rich.text import Text
 from textual.geometry import Size
@@ -31,8 +32,7 @@ def _used_share(view: HostView) -> float:
     return memory[0] / memory[1] if memory and memory[1] else -1.0
 
 
-_SORT_KEYS: dict[str, Callable[[HostView], str] | Callable[[HostView], float]] = {
-    "host": lambda v: cells.host_label(v).lower(),
+_BY_FIGURE: dict[str, Callable[[HostView], float]] = {  # the biggest first
     "util": lambda v: -(v.util_mean if v.util_mean is not None else -1.0),
     "memory": lambda v: -_used_share(v),
     "cpu": lambda v: -(v.cpu_busy if v.cpu_busy is not None else -1.0),
@@ -41,8 +41,10 @@ _SORT_KEYS: dict[str, Callable[[HostView], str] | Callable[[HostView], float]] =
 
 def sort_hosts(hosts: Sequence[HostView], key: str) -> list[HostView]:
     """`worst` keeps the frame's order (critical, down, warnings, info, healthy); the others are stable on it."""
-    by = _SORT_KEYS.get(key)
-    return list(hosts) if by is None else sorted(hosts, key=by)  # type: ignore[arg-type]  # one kind a key
+    if key == "host":
+        return sorted(hosts, key=lambda v: cells.host_label(v).lower())
+    by = _BY_FIGURE.get(key)
+    return list(hosts) if by is None else sorted(hosts, key=by)
 
 
 def haystack(view: HostView, jobs: Sequence[str] = ()) -> str:
@@ -83,7 +85,15 @@ class _Rows(Sequence[tuple[Text, ...]]):
     def __len__(self) -> int:
         return len(self.hosts)
 
-    def __getitem__(self, index: int) -> tuple[Text, ...]:  # type: ignore[override]  # no slices asked for
+    @overload
+    def __getitem__(self, index: int) -> tuple[Text, ...]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[Text, ...]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[Text, ...] | Sequence[tuple[Text, ...]]:
+        if isinstance(index, slice):
+            return _Rows(self.hosts[index], self.narrow, self.widths)
         return tuple(_tabs(text) for text in row_cells(self.hosts[index], self.narrow, self.widths))
 
 
@@ -104,8 +114,8 @@ class HostTable(LineTable):
 
     BINDINGS = keys.bindings(keys.FLEET_HOST_TABLE)
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(COLUMNS, **kwargs)
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(COLUMNS, id=id, classes=classes)
         self.hosts: list[HostView] = []
         self._sized: Sequence[HostView] | None = None  # the rows the column widths were measured on
         self._sized_narrow = False
@@ -130,7 +140,7 @@ class HostTable(LineTable):
                              for label in labels)
         self.hosts = hosts
         self._keys = [(narrow, widths, view) for view in hosts]  # a frozen row: equal rows draw equal lines
-        self._rows = _Rows(hosts, narrow, widths)  # type: ignore[assignment]  # made lazily, read by index
+        self._rows = _Rows(hosts, narrow, widths)  # made when read, by index
         self._widths = tuple(max(w, label.cell_len) if w else 0 for w, label in zip(widths, self._labels,
                                                                                        strict=True))
         keys = {key_of(view): index for index, view in enumerate(hosts)}
