@@ -75,8 +75,10 @@ class JobPanel(TextPanel):
     can_focus = True
     BINDINGS = keys.bindings(keys.JOB_PANEL)
 
-    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, classes: str | None = None, stacks: bool = True) -> None:
+        """`stacks`: `d` reads the selected process's stack here (not on a demo machine, whose pids are simulated)."""
         super().__init__(id=id, classes=classes)
+        self.stacks = stacks
         self.job: JobSnapshot | None = None
         self.series: dict[str, tuple[float, ...]] = {}
         self.node_of_gpu: dict[int, int] = {}
@@ -126,7 +128,8 @@ class JobPanel(TextPanel):
         self.named = named or {}
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
-            self.set_title(data(f"Job · {job.label} · d: Python stack of the selected process · escape: back"))
+            stack = " · d: Python stack of the selected process" if self.stacks else ""
+            self.set_title(data(f"Job · {job.label}{stack} · escape: back"))
         self.changed()
 
     @property
@@ -219,7 +222,7 @@ class JobPanel(TextPanel):
         out += self._job_lines(job, width, len(out), defer)
         out.append(self._sparklines(job, width))
         if job.message:
-            out.append(data(job.message, palette.WARN))
+            out += _wrapped(job.message, palette.WARN, width)
         if job.status == "ended":
             out.append(Text("escape, then f on a process, picks another job", style=palette.WARN))
         columns = fitting_columns(width)
@@ -230,8 +233,9 @@ class JobPanel(TextPanel):
             out.append(Text("Placement", style="bold"))
             out += placement
         if job.dataset_devices:
-            out.append(Text("  dataset disks (files the job's processes, workers included, had open in the last "
-                            "2 min): " + ", ".join(f"{d} ({n})" for d, n in job.dataset_devices)))
+            disks = ", ".join(f"{d} ({n})" for d, n in job.dataset_devices)
+            out += _wrapped("  dataset disks (files the job's processes, workers included, had open in the last 2 "
+                            f"min): {disks}", "", width)
         if self.stack:
             out += self.stack
         return out
@@ -298,26 +302,29 @@ class JobPanel(TextPanel):
         if table:
             return out + table
         for stacks in job.stacks:
-            out.append(self._stacks_line(stacks))
+            out += self._stacks_lines(stacks, width)
         return out
 
-    def _stacks_line(self, stacks: RankStacks) -> Text:
+    def _stacks_lines(self, stacks: RankStacks, width: int) -> list[Text]:
+        """`  rank 0 (pid 41000): data 62% · compute 30%  (380 samples, 10 s) at AugmentedImages.__getitem__ (…)`,
+        wrapped between its parts under its head, never back to the first column (a long site at 120 columns)."""
         from hwtop.probes.stack_classify import LABELS
 
         who = f"rank {stacks.rank}" if stacks.rank is not None else "main"
-        line = Text(f"  {who} (pid {stacks.pid}): ", style="bold")
+        head = Text(f"  {who} (pid {stacks.pid}):", style="bold")
         if not stacks.samples:
-            line.append_text(data(stacks.message or "no samples yet", palette.DIM))
-            return line
-        parts = sorted(stacks.fractions, key=lambda kv: -kv[1])
-        for index, (name, value) in enumerate(parts):
-            line.append(("" if index == 0 else " · ") + f"{LABELS.get(name, name)} {100 * value:.0f}%",
-                        style=palette.WARN_STRONG if name == "data" and value >= 0.3 else "")
-        line.append(f"  ({stacks.samples} samples, {stacks.window_s:.0f} s)", style=palette.DIM)
-        site = stacks.site(parts[0][0]) if parts else None
+            return parts_lines([head, data(stacks.message or "no samples yet", palette.DIM)], width, sep=" ",
+                               indent=4, sep_style="")
+        shares = sorted(stacks.fractions, key=lambda kv: -kv[1])
+        phases = Text()
+        for index, (name, value) in enumerate(shares):
+            phases.append(("" if index == 0 else " · ") + f"{LABELS.get(name, name)} {100 * value:.0f}%",
+                          style=palette.WARN_STRONG if name == "data" and value >= 0.3 else "")
+        parts = [head, phases, Text(f" ({stacks.samples} samples, {stacks.window_s:.0f} s)", style=palette.DIM)]
+        site = stacks.site(shares[0][0]) if shares else None
         if site:
-            line.append_text(data(f" at {site}", palette.DIM))
-        return line
+            parts.append(data(f"at {site}", palette.DIM))
+        return parts_lines(parts, width, sep=" ", indent=4, sep_style="")
 
     def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool,
              last: dict[tuple[object, ...], Text]) -> Text:
@@ -436,3 +443,13 @@ def _cells(p: JobProcess, role_width: int) -> dict[str, str]:
         "IO r/w": "N/A" if p.read_bytes_per_s is None else
         f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
     }
+
+
+def _wrapped(text: str, style: str, width: int, indent: int = 4) -> list[Text]:
+    """Other people's text (a probe's message, device names) wrapped between its words, the lines after the
+    first indented: a long line never wraps back to the panel's first column."""
+    words = [data(word, style) for word in text.split(" ") if word]
+    lead = len(text) - len(text.lstrip(" "))
+    if lead and words:
+        words[0] = Text(" " * lead) + words[0]
+    return parts_lines(words, width, sep=" ", indent=indent, sep_style="")
