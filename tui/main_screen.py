@@ -36,7 +36,7 @@ _P = TypeVar("_P", bound="MainPanel")
 NARROW = 100  # columns: below this the memory panel narrows
 MEMORY_WIDE, MEMORY_NARROW = 44, 34  # the memory panel's columns, border included
 INSIDE = 4  # a panel's border and padding, left and right
-DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
+DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (j shows its story's job)"
 NO_FINDINGS = "no problems seen: no finding to open (the advice pane names what the rules watch)"
 
 
