@@ -2,5 +2,5 @@
 
 The rules (advice/rules/, each declared with advice/registry.py's `@rule`) are imported with the engine, not with
 the package: the panels' judgements (advice/judge.py) and the threshold table they read are the monitor's first
-frame, the rules are not. A rule's own thresholds join the one table (advice/thresholds.TABLE) as it imports;
-`Thresholds` and `thresholds.whole()` import the rules first wherever the whole table is wanted."""
+frame, the rules are not. A rule's own thresholds stay on the rule, which hands them to its check; the table of
+every threshold (advice.rules.THRESHOLDS) is built from the rules found, wherever it is wanted."""

@@ -11,7 +11,7 @@ import msgspec
 import msgspec.structs
 
 from hwtop.advice.grouping import group
-from hwtop.advice.rules import RULES, Rule
+from hwtop.advice.rules import RULES, THRESHOLDS, Rule
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
@@ -33,6 +33,10 @@ class AdviceEngine:
     def __init__(self, thresholds: Thresholds | None = None, rules: tuple[Rule, ...] = RULES) -> None:
         self.thresholds = thresholds or Thresholds()
         self.rules = rules
+        known = {*THRESHOLDS, *(name for rule in rules for name in rule.thresholds)}
+        unknown = sorted(self.thresholds.values.keys() - known)
+        if unknown:  # a config file's schema refuses it first, with the line that says so
+            raise ValueError(f"unknown advice threshold {unknown[0]!r}")
         self._snapshots: deque[Snapshot] = deque(maxlen=MAX_SNAPSHOTS)
         self._tracks: dict[tuple[str, str], _Track] = {}
         self.findings: tuple[Finding, ...] = ()
@@ -64,7 +68,7 @@ class AdviceEngine:
             hold = self.thresholds.hold_s.get(rule.id, rule.hold_s)
             clear_of[rule.id] = rule.clear_s
             try:
-                found = list(rule.check(window, self.thresholds))
+                found = list(rule(window, self.thresholds))
             except Exception as error:  # noqa: BLE001 - one broken rule must not stop the others or the app
                 self.rule_errors[rule.id] = f"{type(error).__name__}: {error}"
                 continue
@@ -95,7 +99,7 @@ class AdviceEngine:
         failed: set[str] = set()
         for rule in self.rules:
             try:
-                found += rule.check(window, self.thresholds)
+                found += rule(window, self.thresholds)
             except Exception:  # noqa: BLE001 - one broken rule must not stop the others
                 failed.add(rule.id)
         return group(found, snapshot.time), frozenset(failed)

@@ -120,4 +120,4 @@ def group(findings: Iterable[Finding], now: float) -> tuple[Finding, ...]:
             finding = msgspec.structs.replace(finding, cause=cause)
         taken.add(finding.key)
         merged.append(finding)
-    return tuple(sorted([*merged, *alone], key=lambda f: (f.rank, f.id, natural(f.scope))))
+    return tuple(sorted([*merged, *alone], key=lambda f: (f.severity_order, f.id, natural(f.scope))))

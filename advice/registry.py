@@ -1,13 +1,15 @@
 """Where a rule declares itself: `@rule(...)` over its check gives its id, severity, hold and clear times, what it
-watches and the thresholds it reads, in the rule's own file, and may add thresholds of its own to the one table
-(advice/thresholds.py) that a config file is checked against. `discover` imports every module of a package, so a
-new rule is one new file; other code names a rule by its object (`rank_straggler.id`), never by a string."""
+watches and the thresholds it reads, in the rule's own file, and may declare thresholds of its own, kept on the rule
+(`table` joins them to advice/thresholds.py's for a config file to be checked against). `discover` imports every
+module of a package, so a new rule is one new file; other code names a rule by its object (`rank_straggler.id`),
+never by a string, and a rule's findings are built by the rule (`rule.finding(...)`), its id written once."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Literal, NewType
 
 import msgspec
@@ -31,12 +33,22 @@ class Rule(msgspec.Struct, frozen=True):
     clear_s: float
     watches: str
     severity: Severity = "warning"
-    reads: tuple[str, ...] = ()  # names in thresholds.TABLE (tests/advice/test_registry.py checks them)
+    reads: tuple[str, ...] = ()  # names in thresholds.TABLE or its own (tests/advice/test_registry.py checks them)
     order: float = LAST  # the pane's "watching" line, doctor and config errors list rules in this order
     module: str = ""  # where it is defined
+    thresholds: Mapping[str, Threshold] = msgspec.field(default_factory=dict)  # its own, beside thresholds.TABLE
 
     def __call__(self, window: Window, thresholds: Thresholds) -> Iterator[Finding]:
-        return self.check(window, thresholds)
+        """Runs its check with its own thresholds' defaults beside the table's."""
+        return self.check(window, thresholds.over(self.thresholds) if self.thresholds else thresholds)
+
+    def finding(self, severity: str, title: str, evidence: tuple[str, ...], fix: tuple[str, ...], *, scope: str = "",
+                gpus: tuple[int, ...] = (), cores: tuple[int, ...] = (), pids: tuple[int, ...] = (), cause: str = "",
+                measure: float | None = None) -> Finding:
+        """A finding of this rule, with its id: the id is written once, in `@rule(...)`. Its fields are
+        `Finding`'s less the id and what the engine fills in (since, covers, held_at)."""
+        return Finding(self.id, severity, title, evidence, fix, scope=scope, gpus=gpus, cores=cores, pids=pids,
+                       cause=cause, measure=measure)
 
 
 _REGISTERED: list[Rule] = []
@@ -45,18 +57,18 @@ _REGISTERED: list[Rule] = []
 def rule(id: str, *, hold_s: float, clear_s: float, watches: str, severity: Severity = "warning",
          reads: tuple[str, ...] = (), thresholds: Mapping[str, Threshold] | None = None,
          order: float = LAST) -> Callable[[Check], Rule]:
-    """Registers the check it decorates. `thresholds` are this rule's own, added to the shared table; a name
-    already there is refused (one meaning per name)."""
+    """Registers the check it decorates. `thresholds` are this rule's own, kept on the rule; a name the shared table
+    declares is refused (one meaning per name), as is one another rule declares (`table`)."""
 
     def register(check: Check) -> Rule:
-        for name, entry in (thresholds or {}).items():
-            if name in TABLE and TABLE[name] != entry:
-                raise ValueError(f"threshold {name!r} of rule {id!r} is already declared")
-            TABLE[name] = entry
+        own = dict(thresholds or {})
+        clash = [name for name, entry in own.items() if TABLE.get(name, entry) != entry]
+        if clash:
+            raise ValueError(f"threshold {clash[0]!r} of rule {id!r} is already declared")
         if any(r.id == id for r in _REGISTERED):
             raise ValueError(f"rule {id!r} is registered twice")
-        declared = Rule(RuleId(id), check, hold_s, clear_s, watches, severity,
-                        tuple(dict.fromkeys((*reads, *(thresholds or {})))), order, check.__module__)
+        declared = Rule(RuleId(id), check, hold_s, clear_s, watches, severity, tuple(dict.fromkeys((*reads, *own))),
+                        order, check.__module__, own)
         _REGISTERED.append(declared)
         return declared
 
@@ -70,3 +82,14 @@ def discover(package: str) -> tuple[Rule, ...]:
         importlib.import_module(info.name)
     mine = [(r.order, r.module, n, r) for n, r in enumerate(_REGISTERED) if r.module.startswith(f"{package}.")]
     return tuple(r for *_, r in sorted(mine, key=lambda k: k[:3]))
+
+
+def table(rules: tuple[Rule, ...]) -> Mapping[str, Threshold]:
+    """Every threshold `rules` read: the shared table's, then each rule's own, by module (as they were found). A name
+    two rules declare with two meanings is refused."""
+    out = dict(TABLE)
+    for found in sorted(rules, key=lambda r: r.module):
+        for name, entry in found.thresholds.items():
+            if out.setdefault(name, entry) != entry:
+                raise ValueError(f"threshold {name!r} of rule {found.id!r} is already declared")
+    return MappingProxyType(out)

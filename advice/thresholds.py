@@ -1,14 +1,16 @@
-"""Every number the rules compare against, in one table, with where it comes from. A config file may override
-any of them (`[advice.thresholds]` in ~/.config/hwtop/config.toml, read by session.config); unknown names and
-values outside their unit's bounds are refused, not ignored. The numbers several rules or a panel share are
-declared here; a rule may declare its own beside it (`@rule(..., thresholds={...})`, advice/registry.py), which
-joins this table as the rules are imported. The monitor's first frame imports no rule (its panels read only the
-names declared here), so what lists the table calls `whole()`, and `Thresholds` imports the rules before it looks
-up a name not declared here."""
+"""Every number the rules compare against, with where it comes from. A config file may override any of them
+(`[advice.thresholds]` in ~/.config/hwtop/config.toml, read by session.config); unknown names and values outside
+their unit's bounds are refused, not ignored. The numbers several rules or a panel share are declared here, in
+TABLE; a rule may declare its own beside it (`@rule(..., thresholds={...})`, advice/registry.py), which stays the
+rule's: nothing is added to TABLE as modules import. The table of every name is built from the rules found
+(advice.rules.THRESHOLDS) where it is wanted (the config file's schema, the docs' test); the monitor's first frame
+imports no rule (its panels read only the names declared here)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from types import MappingProxyType
 
 import msgspec
 
@@ -18,8 +20,13 @@ class Threshold(msgspec.Struct, frozen=True):
     unit: str
     why: str
 
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """What a config file may set it to, by its unit."""
+        return BOUNDS_OF_UNIT.get(self.unit, ANY_COUNT)
 
-TABLE: dict[str, Threshold] = {
+
+TABLE: Mapping[str, Threshold] = MappingProxyType({
     "gpu_memory_full_percent": Threshold(
         95.0, "%", "issue 6: device memory above ~95% of total leaves no room for the allocator's next block"),
     "fragmentation_ratio": Threshold(
@@ -211,7 +218,7 @@ TABLE: dict[str, Threshold] = {
                          "the time are bound by communication"),
     "slow_link_share": Threshold(
         0.5, "fraction", "hwtop's choice: an interface under half the speed of the fastest one up is the slow one"),
-}
+})  # read-only: a rule's own thresholds stay on the rule
 
 
 # What a config file may set a threshold to, by its unit: a percentage from 0 to 100, a fraction from 0 to 1, a
@@ -220,31 +227,22 @@ BOUNDS_OF_UNIT: dict[str, tuple[float, float]] = {"%": (0.0, 100.0), "fraction":
 ANY_COUNT = (0.0, math.inf)
 
 
-def whole() -> dict[str, Threshold]:
-    """TABLE with every rule's own thresholds in it: the rules imported first."""
-    import hwtop.advice.rules  # noqa: F401 - each rule module adds its own as it imports
-
-    return TABLE
-
-
-def bounds(name: str) -> tuple[float, float]:
-    return BOUNDS_OF_UNIT.get(whole()[name].unit, ANY_COUNT)
-
-
 class Thresholds:
-    """The table with a user's overrides; `t["name"]` is the value in use. A name is looked up when first read, so
-    a panel's judgement on the first frame needs no rule imported."""
+    """A user's overrides over the defaults; `t["name"]` is the value in use. The defaults are TABLE's, and a rule's
+    own besides when that rule runs its check (`over`, from Rule.__call__): a panel's judgement on the first frame
+    needs no rule imported. Which names an override may have is the config file's schema's to check, against every
+    rule's (advice.rules.THRESHOLDS), and the engine's, against its rules'."""
 
-    def __init__(self, overrides: dict[str, float] | None = None, hold_s: dict[str, float] | None = None) -> None:
-        self.values: dict[str, float] = {}
-        for name, value in (overrides or {}).items():
-            if name not in TABLE and name not in whole():
-                raise ValueError(f"unknown advice threshold {name!r}")
-            self.values[name] = float(value)
+    def __init__(self, overrides: Mapping[str, float] | None = None, hold_s: Mapping[str, float] | None = None,
+                 defaults: Mapping[str, Threshold] = TABLE) -> None:
+        self.values: dict[str, float] = {name: float(value) for name, value in (overrides or {}).items()}
         self.hold_s = dict(hold_s or {})
+        self.defaults = defaults
 
     def __getitem__(self, name: str) -> float:
         value = self.values.get(name)
-        if value is None:
-            value = self.values[name] = (TABLE.get(name) or whole()[name]).value
-        return value
+        return self.defaults[name].value if value is None else value
+
+    def over(self, own: Mapping[str, Threshold]) -> Thresholds:
+        """The same overrides, with a rule's own thresholds' defaults beside these."""
+        return Thresholds(self.values, self.hold_s, {**self.defaults, **own})

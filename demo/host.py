@@ -32,6 +32,16 @@ MIB = 1024**2
 WORKER_PID = 42000  # rank r's DataLoader worker w is pid 42000 + 64 r + w
 FILLER_PID = 60000
 JOB_USER = "trainer"
+MIRROR = "md0"  # the OS's RAID 1 over the first two NVMe drives; md1 is the data's RAID 0 over the rest
+
+
+def demo_arrays(names: list[str]) -> dict[str, str]:
+    """Each member disk of the demo's md arrays, and its array (a DGX's layout: profiles.py's _dgx_disks)."""
+    nvme = [n for n in names if n.startswith("nvme")]
+    out = {n: MIRROR for n in nvme[:2]} if MIRROR in names else {}
+    return out | ({n: "md1" for n in nvme[2:]} if "md1" in names else {})
+
+
 SAMPLE_BYTES = 112 * 1024  # one training sample read from the dataset (a JPEG of ImageNet, about)
 
 _FALLBACK_HOST = DemoHost("Demo CPU", 8, 16, 16 * MIB, 64 * GIB, 8 * GIB, (("nvme0n1", "nvme"),))
@@ -229,28 +239,38 @@ class SimulatedHost:
                            l2, self.spec.l3_cache_bytes)
 
     def disks(self) -> tuple[DiskSnapshot, ...]:
+        """The arrays' figures first, their members' from them: a RAID 0 member carries its share of the array's
+        reads and writes, a RAID 1 member its share of the reads and every write (the kernel counts both)."""
         t, job = self._now()
         rng = self._rng("disk", int(t))
-        samples_per_s = job.samples_per_s * len(self._ranks())
-        dataset_rate = samples_per_s * SAMPLE_BYTES * 0.35  # most of the dataset comes from the page cache
+        dataset_rate = job.samples_per_s * len(self._ranks()) * SAMPLE_BYTES * 0.35  # most come from the page cache
         names = [name for name, _ in self.spec.disks]
-        data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data RAID's members
-        out = []
+        arrays = demo_arrays(names)
+        data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data disks where there is no md1
+        rates: dict[str, tuple[float, float]] = {}
         for name, kind in self.spec.disks:
+            if name in arrays:
+                continue
             if name == "md1" or (name in data and "md1" not in names):
                 read = dataset_rate * (1.0 if name == "md1" or len(data) == 1 else 1.0 / len(data))
-            elif name in data:
-                read = dataset_rate / len(data)
             elif kind == "network":
                 read = dataset_rate * 0.05
             else:
                 read = rng.uniform(0, 40e3)
             write = rng.uniform(20e3, 400e3) if name in (names[0], "md0") else rng.uniform(0, 8e3)
-            read *= rng.uniform(0.9, 1.1)
+            rates[name] = (read * rng.uniform(0.9, 1.1), write)
+        for member, array in arrays.items():
+            read, write = rates[array]
+            count = sum(1 for a in arrays.values() if a == array)
+            rates[member] = (read / count, write if array == MIRROR else write / count)
+        out = []
+        for name, kind in self.spec.disks:
+            read, write = rates[name]
             iops_read = read / (128 * 1024) if read else 0.0
             busy = min(100.0, 100.0 * read / 3.0e9) if kind != "network" else None
             out.append(DiskSnapshot(name, kind, round(read, 1), round(write, 1), round(iops_read, 1),
-                                    round(write / 16384, 1), None if busy is None else round(busy, 1)))
+                                    round(write / 16384, 1), None if busy is None else round(busy, 1),
+                                    held_by=arrays.get(name)))
         return tuple(out)
 
     def nics(self) -> tuple[NicSnapshot, ...]:

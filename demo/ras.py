@@ -14,7 +14,8 @@ import msgspec.structs
 from hwtop.demo.story import RANK_PID, JobState, Story
 from hwtop.model.job import JobSnapshot
 from hwtop.model.ras import NcclView
-from hwtop.probes.nccl_ras.join import join_ranks
+from hwtop.probes.nccl_ras import versions
+from hwtop.probes.nccl_ras.join import Here, join_ranks
 from hwtop.probes.nccl_ras.parse_json import parse_json
 from hwtop.probes.nccl_ras.track import Tracker
 
@@ -24,6 +25,7 @@ OTHER_PID = 52000  # the other node's rank r is pid 52000 + r there
 ALLREDUCES_PER_STEP = 4  # DDP's gradient buckets
 OPS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 RAS_STORIES = ("straggler", "nccl-hang")
+POLICY = versions.policy((2, 30, 7), True, False).words
 
 
 def answer(state: JobState, query: int, local: tuple[int, ...], frozen_at: int | None) -> str:
@@ -47,7 +49,7 @@ def answer(state: JobState, query: int, local: tuple[int, ...], frozen_at: int |
                       "status": {"init_state": 0, "async_error": 0, "finalize_called": False, "destroy_flag": False,
                                  "abort_flag": False},
                       "collective_counts": {op: count if op == "AllReduce" else 1 for op in OPS}})
-    return json.dumps({"nccl_version": "2.30.3", "cuda_runtime_version": 13000, "cuda_driver_version": 13000,
+    return json.dumps({"nccl_version": "2.30.7", "cuda_runtime_version": 13000, "cuda_driver_version": 13000,
                        "timestamp": "", "communicators_count": 1,
                        "communicators": [{"hash": "0x27a079b828ff1a75", "secondary_hash": "0x1:0x2", "size": world,
                                           "ranks_count": world, "missing_ranks_count": 0, "ranks": ranks,
@@ -76,8 +78,10 @@ class DemoRas:
             at = self.wall() - (t - self.asked * QUERY_S)
             comms = self.tracker.update(parse_json(text), at)
             self.view = NcclView(f"{THIS_NODE}:28028", "demo: NCCL_RAS_ADDR of the ranks", comms, self.asked, at,
-                                 "json", "2.30.3", reply_bytes=len(text))
+                                 "json", "2.30.7", reply_bytes=len(text), policy=POLICY,
+                                 version_source="libnccl.so.2.30.7 of the ranks", main_key=self.tracker.main,
+                                 polled=True)
         if self.view is None:
             return job
-        local = {p.pid for p in job.processes if p.alive}
-        return msgspec.structs.replace(job, nccl=self.view, ranks=join_ranks(job.ranks, self.view, local))
+        here = Here(frozenset({THIS_NODE}), {p.pid: p.pid for p in job.processes if p.alive})
+        return msgspec.structs.replace(job, nccl=self.view, ranks=join_ranks(job.ranks, self.view, here))

@@ -1,5 +1,6 @@
 """The exporter's HTTP side: a thread ticks the Session and keeps its latest Frame; the server answers
-GET /metrics from it (404 for every other path). No NVML call happens on a scrape.
+GET /metrics from it (404 for every other path). No NVML call happens on a scrape. A scrape that comes before the
+first frame waits for it (up to FIRST_FRAME_WAIT_S, then 503 with the reason), never an empty page.
 
 The server is one asyncio event loop in the thread that calls `serve_forever`: every connection is a coroutine,
 not a thread, so 2,000 idle or half-open connections cost memory, never 2,000 threads. Each connection must send
@@ -30,12 +31,37 @@ MAX_CONNECTIONS = 4096  # lowered to what the open-files limit allows
 BACKLOG = 4096  # asyncio's default of 100 drops SYNs under a burst: clients then wait a second to retry
 
 
+FIRST_FRAME_WAIT_S = 8.0  # a scrape before the first reading waits this long (Prometheus gives up at 10 s)
+
+
 class Latest:
-    """The ticking thread's last Frame, swapped in one assignment."""
+    """The ticking thread's last Frame, swapped in one assignment. Until the first one, a scrape has nothing true
+    to say: `when_ready` lets the server hold scrapes until then rather than answer an empty page (Prometheus would
+    record the host as up with no GPUs, and an absent() alert would fire on every restart)."""
 
     def __init__(self) -> None:
         self.frame: Frame | None = None
         self.samples = 0
+        self.error: str | None = None  # why the latest tick failed, while no tick has succeeded since
+        self._lock = threading.Lock()
+        self._waiting: list[Callable[[], object]] = []
+
+    def put(self, frame: Frame) -> None:
+        self.frame, self.error = frame, None
+        self.samples += 1
+        if self.samples == 1:
+            with self._lock:
+                waiting, self._waiting = self._waiting, []
+            for callback in waiting:
+                callback()
+
+    def when_ready(self, callback: Callable[[], object]) -> None:
+        """Calls `callback` once there is a frame: now if there is one, else from the ticking thread."""
+        with self._lock:
+            if self.frame is None:
+                self._waiting.append(callback)
+                return
+        callback()
 
 
 class FamilySource(Protocol):
@@ -58,10 +84,9 @@ def tick_forever(tick: Callable[[], Frame], latest: Latest, interval: float, sto
     while not stop.is_set():
         started = time.monotonic()
         try:
-            latest.frame = tick()
-            latest.samples += 1
-        except Exception:  # noqa: BLE001 - a failed tick keeps the last values; the next one retries
-            pass
+            latest.put(tick())
+        except Exception as error:  # noqa: BLE001 - a failed tick keeps the last values; the next one retries
+            latest.error = f"{type(error).__name__}: {error}"
         stop.wait(max(0.0, interval - (time.monotonic() - started)))
 
 
@@ -97,8 +122,12 @@ class MetricsServer:
     `shutdown` is called from another thread. The names follow socketserver's, which this replaces."""
 
     def __init__(self, host: str, port: int, app: Wsgi, *, read_timeout: float = READ_TIMEOUT_S,
-                 max_connections: int = MAX_CONNECTIONS) -> None:
+                 max_connections: int = MAX_CONNECTIONS, first_frame: Latest | None = None,
+                 first_wait_s: float = FIRST_FRAME_WAIT_S) -> None:
         self.app = app
+        self.first_frame = first_frame  # scrapes of /metrics wait (bounded) for its first frame, then answer 503
+        self.first_wait_s = first_wait_s
+        self._ready: asyncio.Event | None = None
         self.read_timeout = read_timeout
         self.max_connections = max(8, min(max_connections, _open_files_limit(max_connections + 64) - 64))
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -152,7 +181,12 @@ class MetricsServer:
 
     async def _serve(self) -> None:
         self._stop = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
+        self._loop = loop = asyncio.get_running_loop()
+        self._ready = ready = asyncio.Event()
+        if self.first_frame is None:
+            ready.set()
+        else:
+            self.first_frame.when_ready(lambda: _call_soon(loop, ready.set))
         if self._stop_requested:
             self._stop.set()
         server = await asyncio.start_server(self._connection, sock=self.socket, limit=MAX_HEAD_BYTES,
@@ -164,6 +198,7 @@ class MetricsServer:
             # Close every connection and let its coroutine end by itself: nothing is left to cancel. A connection
             # accepted just now has a task that has not run yet: it sees `_closing` and ends at once.
             self._closing = True
+            ready.set()  # wakes scrapes still waiting for a first frame: they see `_closing` and end
             server.close()
             for writer in list(self.connections):
                 writer.close()
@@ -194,8 +229,11 @@ class MetricsServer:
                     return
                 finally:
                     self.idle.pop(writer, None)
+                ready = await self._first_frame()
+                if self._closing:
+                    return
                 try:
-                    response, keep_alive = self._answer(head)
+                    response, keep_alive = self._answer(head, ready)
                 except Exception as error:  # noqa: BLE001 - a bug in rendering answers 500, the server stays up
                     body = f"hwtop could not render the metrics: {type(error).__name__}\n".encode()
                     response, keep_alive = _response("500 Internal Server Error",
@@ -210,7 +248,26 @@ class MetricsServer:
             self.idle.pop(writer, None)
             writer.close()
 
-    def _answer(self, head: bytes) -> tuple[bytes, bool]:
+    async def _first_frame(self) -> bool:
+        """Whether there is a frame to answer from, waiting up to `first_wait_s` for the first one."""
+        ready = self._ready
+        if ready is None or ready.is_set():
+            return True
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ready.wait(), self.first_wait_s)
+        return ready.is_set()
+
+    def _not_ready(self, keep_alive: bool) -> bytes:
+        """503 with the reason, for a scrape that came before the first reading and waited it out."""
+        error = self.first_frame.error if self.first_frame is not None else None
+        reason = (f"its ticks fail: {error}" if error else
+                  f"its first reading of the machine has not finished after {self.first_wait_s:.0f} s")
+        body = f"hwtop has no reading to serve yet: {reason}\n".encode(errors="replace")
+        return _response("503 Service Unavailable", [("Content-Type", "text/plain; charset=utf-8"),
+                                                     ("Content-Length", str(len(body))), ("Retry-After", "5")],
+                         body, keep_alive)
+
+    def _answer(self, head: bytes, ready: bool = True) -> tuple[bytes, bool]:
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
@@ -225,6 +282,8 @@ class MetricsServer:
         keep_alive = (version == "HTTP/1.1" and headers.get("connection") != "close"
                       and "content-length" not in headers and "transfer-encoding" not in headers)
         path, _, query = target.partition("?")
+        if not ready and unquote(path) == "/metrics":
+            return self._not_ready(keep_alive), keep_alive
         environ = {"REQUEST_METHOD": method, "PATH_INFO": unquote(path), "QUERY_STRING": query,
                    "SERVER_PROTOCOL": version}
         status: list[str] = []
@@ -239,6 +298,11 @@ class MetricsServer:
         if not any(name.lower() == "content-length" for name, _ in response_headers):
             response_headers.append(("Content-Length", str(len(body))))
         return _response(status[0], response_headers, body, keep_alive), keep_alive
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[[], object]) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop has ended: nobody waits any more
+        loop.call_soon_threadsafe(callback)
 
 
 def _response(status: str, headers: list[tuple[str, str]], body: bytes, keep_alive: bool) -> bytes:
@@ -268,5 +332,6 @@ def make_exporter(tick: Callable[[], Frame], host: str, port: int, interval: flo
     """Binds (raising OSError when it cannot), starts the ticking thread (`tick` is a Session's); serve with
     server.serve_forever(), then stop the ticks with `.set()`."""
     latest = Latest()
-    server = MetricsServer(host, port, metrics_app(SnapshotCollector(latest, version, hostname, job_name)))
+    server = MetricsServer(host, port, metrics_app(SnapshotCollector(latest, version, hostname, job_name)),
+                           first_frame=latest)
     return server, Ticks(tick, latest, interval), latest

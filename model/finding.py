@@ -39,7 +39,8 @@ class Finding(Record, frozen=True):
         return (self.id, self.cause or self.scope)
 
     @property
-    def rank(self) -> int:
+    def severity_order(self) -> int:
+        """Its severity's place in SEVERITIES, 0 the most severe: what findings are sorted by."""
         return SEVERITIES.index(self.severity)
 
     @property

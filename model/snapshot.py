@@ -106,6 +106,9 @@ class DiskSnapshot(Record, frozen=True):
     read_iops: float | None
     write_iops: float | None
     busy_percent: float | None
+    # the md or dm device built on this disk (or on one of its partitions): its bytes are that device's too, so a
+    # sum over the disks counts them once, there (/sys/block/NAME/holders)
+    held_by: str | None = None
 
 
 class NicSnapshot(Record, frozen=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -89,6 +90,23 @@ def disk_kind(name: str, root: str = "/") -> DiskKind:
     return "hdd" if rotational.strip() == "1" else "ssd" if rotational.strip() == "0" else "unknown"
 
 
+def holder_of(name: str, root: str = "/") -> str | None:
+    """The md/dm device built on the disk `name` or on one of its partitions (the first by name), or None: what
+    /sys/block/NAME/holders and each partition's holders/ list."""
+    base = os.path.join(root, "sys/block", name)
+    try:
+        entries = os.listdir(base)
+    except OSError:
+        return None
+    held: list[str] = []
+    for entry in ("", *entries):
+        if entry and not os.path.exists(os.path.join(base, entry, "partition")):
+            continue
+        with contextlib.suppress(OSError):
+            held.extend(os.listdir(os.path.join(base, entry, "holders")))
+    return min(held, default=None)
+
+
 def whole_disks(root: str = "/") -> list[str]:
     try:
         names = sorted(os.listdir(os.path.join(root, "sys/block")))
@@ -122,7 +140,7 @@ class DiskProbe:
         self._clock = clock or time.monotonic
         self._rates = RateMeter()  # 64-bit counters: one that goes back was reset, a gap
         self._busy = RateMeter(wrap_at=BUSY_WRAP)
-        self._kinds: dict[str, DiskKind] = {}
+        self._kinds: dict[str, tuple[DiskKind, str | None]] = {}  # each disk's kind and holder, read once
         self._names: list[str] | None = None
 
     def _disks(self) -> list[str]:
@@ -139,9 +157,10 @@ class DiskProbe:
             counter = counters.get(name)
             if counter is None:
                 continue
-            kind = self._kinds.get(name)
-            if kind is None:
-                kind = self._kinds[name] = disk_kind(name, self.root)
+            known = self._kinds.get(name)
+            if known is None:
+                known = self._kinds[name] = (disk_kind(name, self.root), holder_of(name, self.root))
+            kind, held_by = known
             busy_ms = self._busy.rate(name, float(getattr(counter, "busy_time", 0)), now)
             disks.append(DiskSnapshot(
                 name=name,
@@ -151,5 +170,6 @@ class DiskProbe:
                 read_iops=self._rates.rate((name, "rc"), float(counter.read_count), now),
                 write_iops=self._rates.rate((name, "wc"), float(counter.write_count), now),
                 busy_percent=None if busy_ms is None else min(100.0, busy_ms / 10.0),
+                held_by=held_by,
             ))
         return tuple(disks)

@@ -7,8 +7,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from hwtop.advice.rules import RULES
-from hwtop.advice.thresholds import TABLE, bounds
+from hwtop.advice.rules import RULES, THRESHOLDS
 from hwtop.model.panels import PANELS as PANELS  # the names `ui.hide` takes, the main screen's
 from hwtop.model.panels import Panel
 from hwtop.model.safe_text import printable
@@ -22,8 +21,8 @@ UNIT_WORDS = {"%": "a percentage", "fraction": "a fraction", "x": "a ratio", "B"
               "B/s": "a number of bytes per second"}
 
 THRESHOLD_NAMES = Names("advice threshold", {
-    name: Range(*bounds(name), what=UNIT_WORDS.get(entry.unit, f"a number of {entry.unit}"))
-    for name, entry in TABLE.items()})
+    name: Range(*entry.bounds, what=UNIT_WORDS.get(entry.unit, f"a number of {entry.unit}"))
+    for name, entry in THRESHOLDS.items()})
 RULE_NAMES = Names("rule", {rule.id: Range(0.0, MAX_HOLD_S, what="a number of seconds") for rule in RULES})
 
 

@@ -73,11 +73,21 @@ class DisksPanel(TextPanel):
         return out
 
 
+def counted_once(disks: tuple[DiskSnapshot, ...]) -> tuple[list[DiskSnapshot], list[str]]:
+    """The disks whose bytes a sum adds (an md/dm member's are its array's too, so only the array's count), and
+    the arrays whose members were left out of it."""
+    names = {d.name for d in disks}
+    counted = [d for d in disks if d.held_by not in names]
+    return counted, sorted({d.held_by for d in disks if d.held_by in names and d.held_by is not None})
+
+
 def all_disks_line(disks: tuple[DiskSnapshot, ...], width: int) -> Text:
-    """`13 disks r 301.4MB/s w 21.7kB/s · busiest md1 9%`: every disk on one line. Where it is too wide the
-    busiest disk is said shorter (`· md1 9%`), then left out: a word is drawn whole or not at all."""
-    read = sum(d.read_bytes_per_s or 0.0 for d in disks)
-    write = sum(d.write_bytes_per_s or 0.0 for d in disks)
+    """`13 disks r 156.6MB/s w 21.7kB/s · busiest md1 9% · 10 in md0,md1`: every disk on one line, an array's
+    members counted once, in their array, and said so. Where it is too wide the busiest disk is said shorter
+    (`· md1 9%`), then the members' note, then the busiest are left out: a word is drawn whole or not at all."""
+    counted, arrays = counted_once(disks)
+    read = sum(d.read_bytes_per_s or 0.0 for d in counted)
+    write = sum(d.write_bytes_per_s or 0.0 for d in counted)
     line = Text(f"{len(disks)} disks ", style="bold")
     line.append(f"r {human_rate(read):>9} w {human_rate(write):>9}")
     busiest = max(disks, key=lambda d: d.busy_percent if d.busy_percent is not None else -1.0)
@@ -88,5 +98,9 @@ def all_disks_line(disks: tuple[DiskSnapshot, ...], width: int) -> Text:
                 line.append_text(data(said, palette.DIM))
                 line.append(busy, style=level_style(busiest.busy_percent))
                 break
+    if arrays:
+        said = f" · {len(disks) - len(counted)} in {','.join(arrays)}"
+        if line.cell_len + cell_len(said) <= width:
+            line.append_text(data(said, palette.DIM))
     line.truncate(max(1, width), overflow="ellipsis")  # only where the sums alone are too wide
     return line

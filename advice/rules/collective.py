@@ -115,9 +115,10 @@ def _nccl_finding(ras: Hang, spinning: dict[int, tuple[float, float]], snapshot:
              *FIXES[1:])
     where = "" if here and here[0] is first else f" on {first.host}"  # one title whichever figures name the rank
     title = f"Rank {first.rank}{where} never reached the collective the others wait in"
-    return Finding("collective-hang", "critical", title, tuple(evidence), fixes,
-                   scope="job", gpus=tuple(sorted({*spinning, *(r.nvml_dev for r in here if r.nvml_dev is not None)})),
-                   pids=tuple(sorted({r.pid for r in here if r.pid is not None})))
+    return collective_hang.finding(
+        "critical", title, tuple(evidence), fixes,
+        scope="job", gpus=tuple(sorted({*spinning, *(r.nvml_dev for r in here if r.nvml_dev is not None)})),
+        pids=tuple(sorted({r.pid for r in here if r.pid is not None})))
 
 
 # The rule itself waits spin_seconds of flat spinning (or the job's 15 s without a step): no extra hold.
@@ -136,11 +137,12 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
         return
     if ras is None and hung is not None and not spinning and not stalled:  # the ranks' own figures say it
         named = hung.rank
-        yield Finding("collective-hang", "critical",
-                      f"Rank {named.rank} on {named.host} never reached the collective the others wait in"
-                      if named is not None else "Every watched rank waits in a collective", hung.evidence, FIXES,
-                      scope="job", gpus=(named.gpu,) if named is not None and named.gpu is not None else (),
-                      pids=(named.pid,) if named is not None and named.pid is not None else ())
+        yield collective_hang.finding(
+            "critical",
+            f"Rank {named.rank} on {named.host} never reached the collective the others wait in"
+            if named is not None else "Every watched rank waits in a collective", hung.evidence, FIXES,
+            scope="job", gpus=(named.gpu,) if named is not None and named.gpu is not None else (),
+            pids=(named.pid,) if named is not None and named.pid is not None else ())
         return
     evidence = _local_evidence(latest, spinning, hung, t)
     if ras is not None:  # NCCL names the rank: the strongest figure there is, checked against this host's
@@ -151,8 +153,8 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
         pids = workload.pids
     title = (f"Rank {hung.rank.rank} never reached the collective the others wait in"
              if hung is not None and hung.rank is not None else "The job's ranks wait in a collective")
-    yield Finding("collective-hang", "critical", title, tuple(evidence), FIXES, scope="job",
-                  gpus=tuple(sorted(spinning)), pids=pids)
+    yield collective_hang.finding("critical", title, tuple(evidence), FIXES, scope="job",
+                                  gpus=tuple(sorted(spinning)), pids=pids)
 
 
 def _local_evidence(latest: Snapshot, spinning: dict[int, tuple[float, float]], hung: RankVerdict | None,

@@ -5,34 +5,28 @@ someone else's load on a shared box does not raise them; pressure stall figures 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
-from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import (
+from hwtop.advice.job_facts import (
     WORKER,
     alive,
     job_demand,
     job_mean,
-    label,
     mains,
     rank_count,
     recent_jobs,
     running_job,
-    size_spans,
     timed_jobs,
     who,
 )
+from hwtop.advice.job_memory import growth_lines, growth_of, memory_fixes
+from hwtop.advice.registry import rule
 from hwtop.advice.text import gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
 
-if TYPE_CHECKING:
-    from hwtop.model.job import CgroupMemory, JobSnapshot
-
 SPAN_S = 10.0
 GROWTH_SPAN_S = 30.0
-MIB = 1 << 20
 
 
 @rule("cpu-oversubscribed", hold_s=5, clear_s=10, order=190, watches="the job's runnable threads against its cores",
@@ -78,51 +72,8 @@ def cpu_oversubscribed(window: Window, t: Thresholds) -> Iterator[Finding]:
     if workers:
         fixes.append("Count the DataLoader workers too: ranks x threads + workers should stay near the usable "
                      "cores; fewer workers if they are CPU-bound.")
-    yield Finding("cpu-oversubscribed", "warning", f"More runnable threads than cores ({want:.1f} for {cores})",
-                  tuple(evidence), tuple(fixes), scope="job", pids=tuple(p.pid for p in ranks))
-
-
-def growth_of(timed: list[tuple[float, JobSnapshot]], min_s: float = 5.0,
-              rss: bool = False) -> list[tuple[int, str, float, float, bool]]:
-    """(pid, role, bytes/s, seconds, ended) of each process from its first to its last memory sample of the
-    recent past. A process that grew and then ended is still named: under a memory limit the worker that grew is
-    the one the OOM killer ends, and the job shuts its other workers down with it."""
-    if len(timed) < 2:
-        return []
-    now = {p.pid for p in alive(timed[-1][1])}
-    out = []
-    for pid, (role, (start, size), (end, final)) in size_spans(timed, rss).items():
-        if end - start >= min_s:
-            out.append((pid, role, (final - size) / (end - start), end - start, pid not in now))
-    return sorted(out, key=lambda g: -g[2])
-
-
-def growth_lines(growing: list[tuple[int, str, float, float, bool]], job: JobSnapshot) -> list[str]:
-    """One evidence line per process of growth_of's that grew."""
-    by_pid = {p.pid: p for p in job.processes}
-    lines = []
-    for pid, role, per_s, seconds, ended in growing:
-        lines.append(f"growing: {label(pid, role, by_pid.get(pid))} +{per_s * seconds / MIB:.0f} MiB in "
-                     f"{seconds:.0f} s ({per_s / MIB:.1f} MiB/s)" + (", then it ended" if ended else ""))
-    return lines
-
-
-def memory_fixes(growing: list[tuple[int, str, float, float, bool]], group: CgroupMemory | None) -> list[str]:
-    """What to change, from what grew: the workers each on its own, or the training process."""
-    workers_growing = [g for g in growing if g[1] == WORKER]
-    fixes = []
-    if workers_growing:
-        fixes.append(f"{len(workers_growing)} DataLoader worker(s) grow each on its own: a cache or list filled in "
-                     "Dataset.__getitem__ is copied per worker. Drop the per-worker cache, or build it once before "
-                     "the DataLoader starts and share it (numpy.memmap, torch tensors in shared memory).")
-    if any(g[1] != WORKER for g in growing):
-        fixes.append("The training process grows: references kept across steps (losses or outputs appended with "
-                     "their graph: use loss.item() or .detach()), lists of batches, an ever-growing history.")
-    return fixes + ["Fewer DataLoader workers and a smaller prefetch_factor: each worker holds its own Dataset copy "
-                    "and prefetch_factor x batch samples.",
-                    "A larger memory limit for the job" + (f" (its cgroup allows {gib(group.limit_bytes)})"
-                                                           if group is not None and group.limit_bytes else "")
-                    + ", or a smaller batch."]
+    yield cpu_oversubscribed.finding("warning", f"More runnable threads than cores ({want:.1f} for {cores})",
+                                     tuple(evidence), tuple(fixes), scope="job", pids=tuple(p.pid for p in ranks))
 
 
 @rule("job-memory-pressure", hold_s=5, clear_s=15, order=210, watches="memory stalls, major faults and what grows",
@@ -167,5 +118,5 @@ def job_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:
     growing = [g for g in growth_of(timed) if g[2] >= t["memory_growth_bytes_per_s"]]
     evidence += growth_lines(growing[:4], job)
     fixes = memory_fixes(growing, group)
-    yield Finding("job-memory-pressure", "warning", "The job is short of memory", tuple(evidence), tuple(fixes),
-                  scope="job", pids=tuple(g[0] for g in growing[:4]))
+    yield job_memory_pressure.finding("warning", "The job is short of memory", tuple(evidence), tuple(fixes),
+                                      scope="job", pids=tuple(g[0] for g in growing[:4]))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from hwtop.advice.job_facts import WORKER, alive, running_job, size_spans, timed_jobs, who
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import WORKER, alive, running_job, size_spans, timed_jobs, who
 from hwtop.advice.text import gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
@@ -109,5 +109,5 @@ def memory_growing(window: Window, t: Thresholds) -> Iterator[Finding]:
               "or tensors, or read each sample from a file.")
     main_grows = sum(g for g, p in growth if p.role != WORKER and g > 0)
     fixes = (copies, caches, kept) if by_workers > main_grows else (kept, caches, copies)
-    yield Finding("memory-growing", "warning", "The job's memory grows steadily", tuple(evidence), fixes, scope="job",
-                  pids=tuple(p.pid for _, p in growth[:3]), measure=slope)
+    yield memory_growing.finding("warning", "The job's memory grows steadily", tuple(evidence), fixes, scope="job",
+                                 pids=tuple(p.pid for _, p in growth[:3]), measure=slope)

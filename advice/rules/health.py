@@ -6,13 +6,10 @@ from collections.abc import Iterator
 
 from hwtop.advice.registry import rule
 from hwtop.advice.thresholds import Threshold, Thresholds
+from hwtop.advice.throttle import HARDWARE, POWER, THERMAL
 from hwtop.advice.window import Window, compute_pids
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import GpuSnapshot
-
-THERMAL = {"SW thermal", "HW thermal"}
-POWER = {"power cap"}
-HARDWARE = {"HW slowdown", "power brake"}
 
 
 @rule("gpu-throttled", hold_s=5, clear_s=10, order=90, watches="clock event reasons of busy GPUs",
@@ -49,8 +46,8 @@ def gpu_throttled(window: Window, t: Thresholds) -> Iterator[Finding]:
         held_back = None
         if gpu.sm_clock_mhz is not None and gpu.sm_clock_max_mhz:
             held_back = 100.0 * (1.0 - gpu.sm_clock_mhz / gpu.sm_clock_max_mhz)
-        yield Finding("gpu-throttled", severity, f"GPU{gpu.index} clocks throttled", tuple(evidence), tuple(fixes),
-                      scope=f"GPU{gpu.index}", gpus=(gpu.index,), cause=cause, measure=held_back)
+        yield gpu_throttled.finding(severity, f"GPU{gpu.index} clocks throttled", tuple(evidence), tuple(fixes),
+                                    scope=f"GPU{gpu.index}", gpus=(gpu.index,), cause=cause, measure=held_back)
 
 
 ECC_FIXES = ("nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER shows the counts and retired/remapped rows.",
@@ -85,13 +82,14 @@ PROGRAM_XID_FIXES = ("The program's own error: its stderr names the kernel; CUDA
 def _xid_finding(gpu: GpuSnapshot) -> Finding:
     xid = gpu.xid_last or 0
     meaning, hardware = XID_MEANING.get(xid, ("see NVIDIA's Xid table for this code", True))
-    return Finding("gpu-errors", "critical" if hardware else "warning", f"GPU{gpu.index} reported Xid {xid}",
-                   (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}): Xid {xid}, {meaning} (NVML event, "
-                    "within the last two minutes)",),
-                   ECC_FIXES if hardware else PROGRAM_XID_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,),
-                   pids=compute_pids(gpu),
-                   # a program's fault on eight GPUs is one bug; a card's own error is that card's
-                   cause="" if hardware else f"Xid {xid}")
+    return gpu_errors.finding(
+        "critical" if hardware else "warning", f"GPU{gpu.index} reported Xid {xid}",
+        (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}): Xid {xid}, {meaning} (NVML event, "
+         "within the last two minutes)",),
+        ECC_FIXES if hardware else PROGRAM_XID_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,),
+        pids=compute_pids(gpu),
+        # a program's fault on eight GPUs is one bug; a card's own error is that card's
+        cause="" if hardware else f"Xid {xid}")
 
 
 @rule("gpu-errors", severity="critical", hold_s=0, clear_s=60, order=130, watches="ECC errors and lost GPUs",
@@ -106,25 +104,28 @@ def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:
             yield _xid_finding(gpu)
             continue
         if gpu.lost:
-            yield Finding("gpu-errors", "critical", f"GPU{gpu.index} lost",
-                          (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}) stopped answering NVML "
-                           "(GPU_IS_LOST); hwtop retries it every 5 s",),
-                          ("Check dmesg for Xid 79 (fell off the bus): power, seating, or an overheated card.",
-                           "Jobs on it are dead or hung: stop them; the node usually needs a reboot."),
-                          scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+            yield gpu_errors.finding(
+                "critical", f"GPU{gpu.index} lost",
+                (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}) stopped answering NVML "
+                 "(GPU_IS_LOST); hwtop retries it every 5 s",),
+                ("Check dmesg for Xid 79 (fell off the bus): power, seating, or an overheated card.",
+                 "Jobs on it are dead or hung: stop them; the node usually needs a reboot."),
+                scope=f"GPU{gpu.index}", gpus=(gpu.index,))
             continue
         ecc = gpu.ecc
         if ecc is None:
             continue
         if ecc.volatile_uncorrected:
-            yield Finding("gpu-errors", "critical", f"GPU{gpu.index} uncorrectable ECC errors",
-                          (f"GPU{gpu.index} {ecc.volatile_uncorrected} uncorrectable ECC error(s) since the last "
-                           "driver load",), ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+            yield gpu_errors.finding(
+                "critical", f"GPU{gpu.index} uncorrectable ECC errors",
+                (f"GPU{gpu.index} {ecc.volatile_uncorrected} uncorrectable ECC error(s) since the last "
+                 "driver load",), ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
             continue
         start = before.ecc.volatile_corrected if before is not None and before.ecc is not None else None
         if start is not None and ecc.volatile_corrected is not None and \
                 ecc.volatile_corrected - start >= t["ecc_corrected_growth"]:
             span = window.latest.time - window.snapshots[0].time
-            yield Finding("gpu-errors", "warning", f"GPU{gpu.index} corrected ECC errors climbing",
-                          (f"GPU{gpu.index} corrected ECC errors {start} → {ecc.volatile_corrected} in {span:.0f} s",),
-                          ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+            yield gpu_errors.finding(
+                "warning", f"GPU{gpu.index} corrected ECC errors climbing",
+                (f"GPU{gpu.index} corrected ECC errors {start} → {ecc.volatile_corrected} in {span:.0f} s",),
+                ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))

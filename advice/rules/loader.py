@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.data_wait import churn_cause, starved_ranks, stuck_worker_of, told_by_telemetry
 from hwtop.advice.grouping import alike
-from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import (
+from hwtop.advice.job_facts import (
     WORKER,
     alive,
     churn,
@@ -25,7 +25,8 @@ from hwtop.advice.rules.job_facts import (
     who,
     workers_of,
 )
-from hwtop.advice.rules.supply import Supply, supply_lines
+from hwtop.advice.registry import rule
+from hwtop.advice.supply import Supply, supply_lines
 from hwtop.advice.text import percent, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
@@ -84,37 +85,6 @@ def measured_supply(window: Window, t: Thresholds, job: JobSnapshot, s: RankStac
     return Supply(len(workers), ratio, min(1.0, cores / max(busy, 0.05)), job.usable_cores, rank_count(job), text)
 
 
-def stuck_worker_of(window: Window, t: Thresholds, job: JobSnapshot, pid: int) -> bool:
-    """A worker of this rank whose stack stopped inside its Dataset, however briefly watched: more workers would
-    not help a hang (worker-stuck names it once it has held stuck_stack_s)."""
-    from hwtop.advice.rules.stuck import stuck_workers
-
-    return any(w.parent == pid for w, _ in stuck_workers(window, t, job, for_s=0.0))
-
-
-def starved_ranks(window: Window, t: Thresholds) -> list[RankStacks]:
-    job = running_job(window)
-    if job is None:
-        return []
-    return [s for s in sampled(job, t) if s.data_wait >= t["data_wait_fraction"]]
-
-
-def churn_cause(window: Window, t: Thresholds, pids: set[int] | None = None) -> tuple[list[str], list[str]]:
-    """Evidence and fix when a parent re-creates its DataLoader workers: for the GPU and data rules to say that
-    the loader's restarts are why they wait."""
-    job = running_job(window)
-    if job is None:
-        return [], []
-    found = [(b, per_minute) for b, per_minute in churn(job, t) if pids is None or b.parent in pids]
-    if not found:
-        return [], []
-    evidence = [f"pid {b.parent} started {b.born} DataLoader workers in the last {max(b.span_s, 1):.0f} s "
-                f"({per_minute:.0f}/min, at most {b.peak_alive} at once): it re-creates them every epoch"
-                for b, per_minute in found]
-    return evidence, ["persistent_workers=True in DataLoader(...) keeps the workers alive across epochs (see "
-                      "worker-churn)."]
-
-
 def alike_ranks(job: JobSnapshot, starved: list[RankStacks]) -> bool:
     """Ranks of one job load alike (one DataLoader each, the same code): one rank's arithmetic stands for all."""
     return len({len(workers_of(job, s.pid)) for s in starved}) == 1
@@ -133,8 +103,6 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     if job is None or not starved:
         return
     starved = [s for s in starved if not stuck_worker_of(window, t, job, s.pid)]  # a hang: worker-stuck says so
-    from hwtop.advice.rules.pipeline import told_by_telemetry
-
     told = told_by_telemetry(window, t)  # the embedded job's own step figures say the same wait: gpu-starved's
     starved = [s for s in starved if s.pid not in told]
     if not starved:
@@ -181,8 +149,8 @@ def data_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
     names = ", ".join(who(by_pid.get(s.pid), s.pid) for s in starved)
     title = (f"GPU{','.join(map(str, waiting_gpus))} starved: {names} waits for data" if waiting_gpus else
              f"{names} waits for data")
-    yield Finding("data-starved", "warning", title, tuple(evidence), tuple(dict.fromkeys(fixes)), scope="job",
-                  gpus=tuple(waiting_gpus), pids=tuple(sorted(pids)))
+    yield data_starved.finding("warning", title, tuple(evidence), tuple(dict.fromkeys(fixes)), scope="job",
+                               gpus=tuple(waiting_gpus), pids=tuple(sorted(pids)))
 
 
 # Workers are re-created between epochs, in bursts: a quiet half minute is not yet a fix.
@@ -204,8 +172,8 @@ def worker_churn(window: Window, t: Thresholds) -> Iterator[Finding]:
         if s is not None:
             evidence.append(f"its main thread was starting or joining workers in {100 * s.fraction('workers'):.0f}% "
                             f"and waiting for data in {100 * s.fraction('data'):.0f}% of {s.samples} stack samples")
-        yield Finding(
-            "worker-churn", "warning", "DataLoader workers re-created every epoch",
+        yield worker_churn.finding(
+            "warning", "DataLoader workers re-created every epoch",
             tuple(evidence),
             ("DataLoader(..., num_workers=N, persistent_workers=True): the workers (and the copy of the Dataset "
              "each holds) stay alive across epochs instead of being forked again each time.",
@@ -263,10 +231,11 @@ def single_core_loading(window: Window, t: Thresholds) -> Iterator[Finding]:
         fixes += ["persistent_workers=True with it, so the workers are not re-created each epoch.",
                   "Keep heavy per-sample work (decoding, augmentation) in Dataset.__getitem__, which the workers run, "
                   "not in the training loop."]
-        yield Finding("single-core-loading", "warning", "One core loads all the data", tuple(evidence),
-                      tuple(dict.fromkeys(fixes)),
-                      scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread",
-                      measure=hot)
+        yield single_core_loading.finding(
+            "warning", "One core loads all the data", tuple(evidence),
+            tuple(dict.fromkeys(fixes)),
+            scope=member_scope(main, main.pid), pids=(main.pid,), cause="loading in the main thread",
+            measure=hot)
 
 
 @rule("loader-io-bound", hold_s=5, clear_s=10, order=200, watches="the job's I/O stalls while its ranks wait for data",
@@ -322,8 +291,8 @@ def loader_io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
                         f"({memory_stalls:.0f}%): see job-memory-pressure")
         first = ("Relieve the memory pressure first (job-memory-pressure): the dataset's pages are being evicted "
                  "and read again.",)
-    yield Finding(
-        "loader-io-bound", "warning", "Data loading waits on storage", tuple(evidence), first + (
+    yield loader_io_bound.finding(
+        "warning", "Data loading waits on storage", tuple(evidence), first + (
         "Pack many small files into a few large shards read sequentially (WebDataset tar shards, one "
          "numpy.memmap array, LMDB): one large read per sample instead of an open and a small read per file.",
          "More DataLoader workers keep more reads in flight; storage serves parallel requests faster than one "

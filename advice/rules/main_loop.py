@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.job_facts import alive, member_scope, rank_count, running_job, sampled, who, workers_of
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import alive, member_scope, rank_count, running_job, sampled, who, workers_of
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
@@ -63,6 +63,6 @@ def work_in_loop(window: Window, t: Thresholds) -> Iterator[Finding]:
                "one left for the main thread)." if target is not None else "."),
             "Or make it cheaper: one call on the whole batch instead of a Python loop per item (a fast tokenizer's "
             "batch call, numpy or torch ops), or do it once before training and save the result.")
-        yield Finding("work-in-loop", "warning", "The training loop prepares data itself", tuple(evidence), fixes,
-                      scope=member_scope(process, s.pid), pids=(s.pid,), cause="work in the loop",
-                      measure=100 * share)
+        yield work_in_loop.finding("warning", "The training loop prepares data itself", tuple(evidence), fixes,
+                                   scope=member_scope(process, s.pid), pids=(s.pid,), cause="work in the loop",
+                                   measure=100 * share)

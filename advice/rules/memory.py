@@ -61,8 +61,8 @@ def cuda_oom(window: Window, t: Thresholds) -> Iterator[Finding]:
                     f"{workload.oom_count} OOM event(s) in this job"]
         if oom.message:
             evidence.append(oom.message[:160])
-        yield Finding("cuda-oom", "critical", "CUDA out of memory", tuple(evidence + fragmentation),
-                      _oom_fixes(largest or batch, bool(fragmentation)), scope="job", pids=workload.pids)
+        yield cuda_oom.finding("critical", "CUDA out of memory", tuple(evidence + fragmentation),
+                               _oom_fixes(largest or batch, bool(fragmentation)), scope="job", pids=workload.pids)
     for gpu in latest.gpus:
         total, used = gpu.memory_total_bytes, gpu.memory_used_bytes
         if gpu.lost or not total or used is None:
@@ -74,9 +74,9 @@ def cuda_oom(window: Window, t: Thresholds) -> Iterator[Finding]:
                         f"{t['gpu_memory_full_percent']:.0f}%)"]
             evidence += [f"pid {p.pid} {command(p.command or '?', p.command, 40)} holds {gib(p.used_memory_bytes)}"
                          for p in users if p.used_memory_bytes]
-            yield Finding("cuda-oom", "warning", f"GPU{gpu.index} memory nearly full", tuple(evidence + fragmentation),
-                          _oom_fixes(None, bool(fragmentation)), scope=f"GPU{gpu.index}", gpus=(gpu.index,),
-                          cause="memory nearly full", measure=share)
+            yield cuda_oom.finding("warning", f"GPU{gpu.index} memory nearly full", tuple(evidence + fragmentation),
+                                   _oom_fixes(None, bool(fragmentation)), scope=f"GPU{gpu.index}", gpus=(gpu.index,),
+                                   cause="memory nearly full", measure=share)
 
 
 @rule("host-memory-pressure", hold_s=5, clear_s=15, order=80, watches="available RAM and swap growth",
@@ -102,8 +102,8 @@ def host_memory_pressure(window: Window, t: Thresholds) -> Iterator[Finding]:
         return
     biggest = sorted((p for p in latest.processes if p.rss_bytes), key=lambda p: p.rss_bytes or 0, reverse=True)[:3]
     evidence += [f"pid {p.pid} {command(p.name, p.cmdline, 40)} RSS {gib(p.rss_bytes)}" for p in biggest]
-    yield Finding(
-        "host-memory-pressure", "warning", "Host memory pressure", tuple(evidence),
+    yield host_memory_pressure.finding(
+        "warning", "Host memory pressure", tuple(evidence),
         ("Fewer DataLoader workers: each holds its own copy of the dataset object and prefetch_factor x batch "
          "samples.",
          "A smaller prefetch_factor (default 2 batches per worker).",

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from hwtop.advice.job_facts import SPAN_S, running_job, sampled
 from hwtop.advice.last_answer import LastAnswer
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import SPAN_S, running_job, sampled
 from hwtop.advice.text import rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, gpu_numa_nodes, mean
@@ -159,8 +159,8 @@ def network_saturated(window: Window, t: Thresholds) -> Iterator[Finding]:
         )
         if nic.kind == "ethernet" and any(n.kind in FABRIC and n.state in ("active", "up") for n in ports.values()):
             continue  # an Ethernet port full while the fabric is up: the transport is wrong (nccl-wrong-transport)
-        yield Finding("network-saturated", "warning", f"{name} is at its line rate while the ranks wait on it",
-                      evidence, SATURATED_FIXES, scope=name, gpus=job.gpus, pids=job.pids)
+        yield network_saturated.finding("warning", f"{name} is at its line rate while the ranks wait on it",
+                                        evidence, SATURATED_FIXES, scope=name, gpus=job.gpus, pids=job.pids)
 
 
 # ----- nccl-wrong-transport -----
@@ -244,8 +244,8 @@ def nccl_wrong_transport(window: Window, t: Thresholds) -> Iterator[Finding]:
                                 f"{rate(max(rates))} ({100 * share:.0f}% of {nic.speed_gbps:g} Gb/s)")
     if not evidence:
         return
-    yield Finding("nccl-wrong-transport", "warning", "NCCL is not using the fast transport", tuple(evidence),
-                  TRANSPORT_FIXES, scope="job", gpus=job.gpus, pids=job.pids)
+    yield nccl_wrong_transport.finding("warning", "NCCL is not using the fast transport", tuple(evidence),
+                                       TRANSPORT_FIXES, scope="job", gpus=job.gpus, pids=job.pids)
 
 
 # ----- nic-far-from-gpu -----
@@ -288,8 +288,8 @@ def nic_far_from_gpu(window: Window, t: Thresholds) -> Iterator[Finding]:
     evidence = [f"the job's traffic leaves through {ports_text}"]
     evidence += [f"GPU{', GPU'.join(map(str, gpus))} sit on NUMA node {node}: their ranks' traffic crosses the "
                  "CPU interconnect to reach the port" for node, gpus in sorted(by_node.items())]
-    yield Finding("nic-far-from-gpu", "warning", "Ranks send through a port on another NUMA node",
-                  tuple(evidence), FAR_FIXES, scope="job", gpus=tuple(far), pids=job.pids)
+    yield nic_far_from_gpu.finding("warning", "Ranks send through a port on another NUMA node",
+                                   tuple(evidence), FAR_FIXES, scope="job", gpus=tuple(far), pids=job.pids)
 
 
 # ----- data-from-network -----
@@ -324,5 +324,5 @@ def data_from_network(window: Window, t: Thresholds) -> Iterator[Finding]:
                   key=lambda item: item[0])
     if busiest is not None and busiest[0] >= t["network_idle_bytes_per_s"]:
         evidence.append(f"{port_name(busiest[1])} receives {rate(busiest[0])}")
-    yield Finding("data-from-network", "warning", "The dataset is read over the network", tuple(evidence),
-                  DATA_FIXES, scope="job", pids=facts.pids)
+    yield data_from_network.finding("warning", "The dataset is read over the network", tuple(evidence),
+                                    DATA_FIXES, scope="job", pids=facts.pids)

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.job_facts import alive, label
+from hwtop.advice.job_memory import growth_lines, growth_of, memory_fixes
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.contention import growth_lines, growth_of, memory_fixes
-from hwtop.advice.rules.job_facts import alive, label
 from hwtop.advice.text import gib
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
@@ -56,8 +56,9 @@ def job_oom_killed(window: Window, t: Thresholds) -> Iterator[Finding]:
     evidence += growth_lines(growing[:4], before)
     if latest.status != "running":
         evidence.append(latest.message or f"the job has {latest.status}")  # how it ended, where known
-    yield Finding("job-oom-killed", "critical", "The OOM killer ended a process of the job", tuple(evidence),
-                  tuple(memory_fixes(growing, group)), scope="job", pids=tuple(g[0] for g in growing[:4]))
+    yield job_oom_killed.finding(
+        "critical", "The OOM killer ended a process of the job", tuple(evidence),
+        tuple(memory_fixes(growing, group)), scope="job", pids=tuple(g[0] for g in growing[:4]))
 
 
 def gone_lines(before: JobSnapshot, since: list[JobSnapshot]) -> list[str]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from hwtop.advice.data_wait import churn_cause, job_data_wait, starved_ranks, stuck_worker_of, telemetry_starved
 from hwtop.advice.grouping import alike
+from hwtop.advice.job_facts import running_job
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.loader import churn_cause
-from hwtop.advice.rules.supply import Supply, supply_lines
+from hwtop.advice.supply import Supply, supply_lines
 from hwtop.advice.text import command, rate
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import (
@@ -18,7 +19,6 @@ from hwtop.advice.window import (
     empty_job_config,
     gpus_in_use,
     mean,
-    workload_running,
     workload_starting,
 )
 from hwtop.model.finding import Finding
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from hwtop.model.workload import WorkloadState
 
 SPAN_S = 10.0  # utilisations and disk rates are averaged over this much of the recent past
-WAIT_SPAN_S = 5.0  # the job's data-wait fraction (already a per-step figure) over this much
 
 
 def waiting_gpus(window: Window, t: Thresholds) -> list[tuple[GpuSnapshot, float]]:
@@ -38,19 +37,6 @@ def waiting_gpus(window: Window, t: Thresholds) -> list[tuple[GpuSnapshot, float
         util = window.gpu_mean(gpu.index, lambda g: g.util_percent, SPAN_S)
         if util is not None and util < t["gpu_waiting_util_percent"]:
             out.append((gpu, util))
-    return out
-
-
-def job_data_wait(window: Window) -> dict[int, float]:
-    """Each rank's mean data-wait fraction over the span (the embedded job's telemetry)."""
-    latest = window.latest
-    if not workload_running(latest) or latest.workload is None:
-        return {}
-    out = {}
-    for rank in latest.workload.ranks:
-        value = window.rank_mean(rank.rank, lambda r: r.data_wait_fraction, WAIT_SPAN_S)
-        if value is not None:
-            out[rank.rank] = value
     return out
 
 
@@ -98,39 +84,9 @@ def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: i
     return tuple(fixes)
 
 
-def telemetry_starved(window: Window, t: Thresholds) -> tuple[float, dict[int, float | None]] | None:
-    """(the mean wait, the job's GPUs' utilisations) where the embedded job's own telemetry says its training step
-    waits for data while its GPUs are under-used: gpu-starved's finding."""
-    latest = window.latest
-    waits = job_data_wait(window)
-    workload = latest.workload
-    if not waits or workload is None:
-        return None
-    mean_wait = sum(waits.values()) / len(waits)
-    if mean_wait < t["data_wait_fraction"]:
-        return None
-    job_gpus = [g for g in latest.gpus if set(compute_pids(g)) & set(workload.pids)]
-    utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in job_gpus}
-    if any(u is not None and u >= t["gpu_waiting_util_percent"] for u in utils.values()):
-        return None  # the GPU is busy regardless: waiting on data costs little
-    return mean_wait, utils
-
-
-def told_by_telemetry(window: Window, t: Thresholds) -> set[int]:
-    """The pids of the embedded job whose waiting for data gpu-starved tells from the job's own step figures: the
-    same wait as data-starved reads from their stacks, one cause, so that rule leaves them to this one."""
-    latest = window.latest
-    if latest.workload is None or telemetry_starved(window, t) is None:
-        return set()
-    return set(latest.workload.pids)
-
-
 def _told_by_stacks(window: Window, t: Thresholds) -> set[int]:
     """The ranks data-starved names from a focused job's stacks (their main threads wait for data): a GPU of theirs
     that waits is its finding, with the job's own figures, not a second one here."""
-    from hwtop.advice.rules.job_facts import running_job
-    from hwtop.advice.rules.loader import starved_ranks, stuck_worker_of
-
     job = running_job(window)
     if job is None:
         return set()
@@ -171,7 +127,7 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
                          f"{sum(trained) / len(trained):.0f} samples/s each")
             evidence.append(line)
         supply = telemetry_supply(window, workload, waits)
-        if supply is not None:  # the same arithmetic as an attached job's (advice/rules/supply.py)
+        if supply is not None:  # the same arithmetic as an attached job's (advice/supply.py)
             lines, supply_fixes = supply_lines(supply, t)
             evidence += lines
             fixes = supply_fixes
@@ -187,8 +143,8 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
         evidence += churn_evidence
         fixes[:0] = churn_fix  # a loader that restarts its workers every epoch: that first
         scope = "job"
-        yield Finding("gpu-starved", "warning", "Training waits on data loading", tuple(evidence), tuple(fixes),
-                      scope=scope, gpus=tuple(utils), pids=workload.pids, measure=100 * mean_wait)
+        yield gpu_starved.finding("warning", "Training waits on data loading", tuple(evidence), tuple(fixes),
+                                  scope=scope, gpus=tuple(utils), pids=workload.pids, measure=100 * mean_wait)
         return
     # No telemetry: a waiting GPU whose process's DataLoader workers are all pegged, or re-created each epoch.
     waiting = waiting_gpus(window, t)
@@ -215,9 +171,10 @@ def gpu_starved(window: Window, t: Thresholds) -> Iterator[Finding]:
             churn_evidence, churn_fix = churn_cause(window, t, {pid})
             lines += churn_evidence
             fixes = tuple(churn_fix) + fixes
-            yield Finding("gpu-starved", "warning", f"GPU{gpu.index} starved by its DataLoader workers", tuple(lines),
-                          fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy),
-                          cause="workers re-created" if churning else "workers CPU-bound", measure=100 - util)
+            yield gpu_starved.finding(
+                "warning", f"GPU{gpu.index} starved by its DataLoader workers", tuple(lines),
+                fixes, scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=(pid,) + tuple(w.pid for w in busy),
+                cause="workers re-created" if churning else "workers CPU-bound", measure=100 - util)
 
 
 @rule("cpu-single-core", hold_s=5, clear_s=10, order=30, watches="per-core load while GPUs wait",
@@ -255,8 +212,8 @@ def cpu_single_core(window: Window, t: Thresholds) -> Iterator[Finding]:
     hot_procs.sort(key=lambda p: (p.pid not in gpu_pids, -(p.cpu_percent or 0)))
     evidence += [f"pid {p.pid} {command(p.name, p.cmdline, 40)} at {p.cpu_percent:.0f}% CPU" for p in hot_procs[:2]]
     target = hot_procs[0].pid if hot_procs else "PID"
-    yield Finding(
-        "cpu-single-core", "warning", "One CPU core is the bottleneck", tuple(evidence),
+    yield cpu_single_core.finding(
+        "warning", "One CPU core is the bottleneck", tuple(evidence),
         ("The main Python process does the work on one core (the GIL keeps it there): move loading and "
          "augmentation into DataLoader(num_workers=N) worker processes.",
          f"See where it spends the time: py-spy top --pid {target}.",
@@ -296,8 +253,8 @@ def io_bound(window: Window, t: Thresholds) -> Iterator[Finding]:
     evidence += [f"{gpus} util {shown}" for shown, gpus in alike({g.index: u for g, u in waiting}).items()]
     evidence += [f"rank {r} waits for data {100 * waits[r]:.0f}% of each step" for r in input_bound]
     available = latest.memory.available_bytes if latest.memory else None
-    yield Finding(
-        "io-bound", "warning", "Storage is holding up training", tuple(evidence),
+    yield io_bound.finding(
+        "warning", "Storage is holding up training", tuple(evidence),
         ("Faster storage for the dataset: NVMe ~7 GB/s, SATA SSD ~550 MB/s, HDD ~150 MB/s.",
          "Let the page cache hold it: a dataset smaller than the available RAM"
          + (f" ({available / (1 << 30):.0f} GiB here)" if available else "") + " is read from disk once.",

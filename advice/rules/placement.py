@@ -79,8 +79,8 @@ def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
             if others and len(row) > others[0]:
                 evidence.append(f"numactl --hardware: distance node {home}→{others[0]} is {row[others[0]]}, "
                                 f"local {row[home]}")
-        yield Finding(
-            "numa-misplaced", "warning", "Process on the far NUMA node from its GPU", tuple(evidence),
+        yield numa_misplaced.finding(
+            "warning", "Process on the far NUMA node from its GPU", tuple(evidence),
             (f"numactl --cpunodebind={home} --membind={home} <your command>, so its threads and host memory "
              "sit beside its GPU.",
              f"Or per rank: os.sched_setaffinity(0, <CPUs of node {home}>) before the DataLoader starts, "
@@ -100,8 +100,8 @@ def pcie_degraded(window: Window, t: Thresholds) -> Iterator[Finding]:
         util = window.gpu_mean(gpu.index, lambda g: g.util_percent, 5.0)
         if not link_degraded(link, util, t):  # the judgement the GPU panel and the topology view mark links by
             continue
-        yield Finding(
-            "pcie-degraded", "warning", f"GPU{gpu.index} PCIe link below its maximum",
+        yield pcie_degraded.finding(
+            "warning", f"GPU{gpu.index} PCIe link below its maximum",
             (f"GPU{gpu.index} link Gen{link.gen} x{link.width} while {util:.0f}% busy; it can train at "
              f"Gen{link.max_gen} x{link.max_width}",
              "idle GPUs lower their link speed on purpose; this one is busy"),
@@ -179,8 +179,8 @@ def topology_slow_p2p(window: Window, t: Thresholds) -> Iterator[Finding]:
             worst = link_cost(kind)
             best, better = best_worst_link(tuple(tuple(row) for row in links), len(indices))
             if kind in SLOW and best < worst:
-                yield Finding(
-                    "topology-slow-p2p", "warning", "Ranks talk over a slow path",
+                yield topology_slow_p2p.finding(
+                    "warning", "Ranks talk over a slow path",
                     (f"{label} uses GPUs {','.join(map(str, indices))}; GPU{a}↔GPU{b} connect through {kind}",
                      f"GPUs {','.join(map(str, better))} are connected no worse than "
                      f"{_kind_name(links, better)}"),
@@ -188,8 +188,8 @@ def topology_slow_p2p(window: Window, t: Thresholds) -> Iterator[Finding]:
                     scope=f"{scope} links", gpus=tuple(indices))
         names = sorted({g.name or "?" for g in gpus})
         if len(names) > 1:
-            yield Finding(
-                "topology-slow-p2p", "warning", "Mixed GPU models in one job",
+            yield topology_slow_p2p.finding(
+                "warning", "Mixed GPU models in one job",
                 (f"{label} runs on " + "; ".join(f"GPU{g.index} {g.name}" for g in gpus),
                  "DDP steps at the pace of the slowest rank"),
                 ("Use the same GPU model on every rank (CUDA_VISIBLE_DEVICES to pick them).",) + P2P_FIXES,
@@ -200,8 +200,8 @@ def topology_slow_p2p(window: Window, t: Thresholds) -> Iterator[Finding]:
             top = max(known.values())
             laggards = [i for i, u in known.items() if u < t["straggler_ratio"] * top]
             if top >= t["gpu_waiting_util_percent"] and laggards:
-                yield Finding(
-                    "topology-slow-p2p", "warning", "A rank lags the others",
+                yield topology_slow_p2p.finding(
+                    "warning", "A rank lags the others",
                     tuple(f"GPU{i} busy {known[i]:.0f}% against {top:.0f}% on the busiest rank's GPU "
                           f"(limit {100 * t['straggler_ratio']:.0f}% of it)" for i in laggards),
                     ("That rank is waiting: compare its input pipeline, CPU/NUMA placement, clocks and link with "

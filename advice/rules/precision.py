@@ -48,8 +48,8 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
             capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
             if capability is None or caps is None or not caps.tensor_cores:
                 continue
-            yield Finding(
-                "amp-available", "info", "fp32 training on a GPU with Tensor Cores",
+            yield amp_available.finding(
+                "info", "fp32 training on a GPU with Tensor Cores",
                 (f"{job_name(latest)} trains in fp32 (amp off) on GPU{gpu.index} {gpu.name}, compute capability "
                  f"{capability[0]}.{capability[1]}",),
                 _precision_fixes(capability) + ("hwtop's amp-compare scenario measures the saving on this box.",),
@@ -64,8 +64,8 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
         tensor = mean(g.gpm.tensor_activity_percent for s in recent for g in s.gpus if g.index == gpu.index and g.gpm)
         if sm is None or tensor is None or sm < t["gpu_waiting_util_percent"] or tensor >= 1.0:
             continue
-        yield Finding(
-            "amp-available", "info", f"GPU{gpu.index} busy without its Tensor Cores",
+        yield amp_available.finding(
+            "info", f"GPU{gpu.index} busy without its Tensor Cores",
             (f"GPU{gpu.index} SMs {sm:.0f}% active, Tensor Cores {tensor:.1f}% (GPM, last 10 s): the matmuls run "
              "in plain fp32",),
             _precision_fixes(capability), scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu),
@@ -80,8 +80,8 @@ def cudnn_benchmark(window: Window, t: Thresholds) -> Iterator[Finding]:
     if not workload_running(latest) or config is None or config.device != "cuda" or config.model != "convnet" or \
             config.cudnn_benchmark:
         return
-    yield Finding(
-        "cudnn-benchmark", "info", "cuDNN autotuning is off for a fixed-shape conv net",
+    yield cudnn_benchmark.finding(
+        "info", "cuDNN autotuning is off for a fixed-shape conv net",
         (f"{job_name(latest)} trains a conv net on fixed 224x224 inputs with torch.backends.cudnn.benchmark = False",),
         ("torch.backends.cudnn.benchmark = True: cuDNN times its convolution algorithms once per input shape and "
          "keeps the fastest.",
@@ -103,8 +103,8 @@ def amp_overflow(window: Window, t: Thresholds) -> Iterator[Finding]:
                     if b < a and first_step + k + 1 > t["scale_warmup_steps"])
         if drops < t["scale_drops"]:
             continue
-        yield Finding(
-            "amp-overflow", "warning", f"rank {rank.rank}: fp16 gradients overflow",
+        yield amp_overflow.finding(
+            "warning", f"rank {rank.rank}: fp16 gradients overflow",
             (f"rank {rank.rank} GradScaler scale fell {drops} times in its last {len(scales)} steps "
              f"({max(scales):g} → {scales[-1]:g}): those steps had inf/NaN gradients and were skipped",),
             ("Check the loss for inf/NaN (torch.isfinite(loss)); a too-high learning rate or an exp/log/div in "
@@ -131,8 +131,8 @@ def training_diverged(window: Window, t: Thresholds) -> Iterator[Finding]:
                 "each such step was skipped (no optimizer update), as AMP's GradScaler skips one"]
     if config.amp == "fp16":
         evidence.append("fp16 autocast: values beyond ±65504 overflow to inf")
-    yield Finding(
-        "training-diverged", "critical" if stopped else "warning", "Training produced NaN/inf values",
+    yield training_diverged.finding(
+        "critical" if stopped else "warning", "Training produced NaN/inf values",
         tuple(evidence),
         (f"Lower the learning rate (now {config.lr if config.lr is not None else '?'}) or add warm-up; clip "
          "gradients with torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0).",

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import msgspec.structs
 
+from hwtop.advice.job_facts import running_job
 from hwtop.advice.judge import link_degraded
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.health import HARDWARE, POWER, THERMAL
-from hwtop.advice.rules.job_facts import running_job
 from hwtop.advice.thresholds import Thresholds
+from hwtop.advice.throttle import HARDWARE, POWER, THERMAL
 from hwtop.advice.window import Window, gpu_numa_node
 from hwtop.model.finding import Finding
 
@@ -128,12 +128,13 @@ def _from_nccl(job: JobSnapshot, t: Thresholds) -> Finding | None:
     here = r.pid in local
     fix = (f"py-spy dump --pid {r.pid} (in hwtop: j, the rank, then d) shows what it does between collectives."
            if here else f"On {r.host}: py-spy dump --pid {r.pid} shows what rank {r.rank} does between collectives.")
-    return Finding("rank-straggler", "warning", f"Rank {r.rank} holds the job back: NCCL finds it behind",
-                   evidence, (fix, "A rank that is routinely late does more work, or works slower: balance the shards "
-                              "(DistributedSampler, length-bucketed batches), or look at its GPU's clocks and its "
-                              "host's load."), scope="job",
-                   gpus=(r.nvml_dev,) if here and r.nvml_dev is not None else (),
-                   pids=(r.pid,) if here and r.pid is not None else ())
+    return rank_straggler.finding(
+        "warning", f"Rank {r.rank} holds the job back: NCCL finds it behind",
+        evidence, (fix, "A rank that is routinely late does more work, or works slower: balance the shards "
+                   "(DistributedSampler, length-bucketed batches), or look at its GPU's clocks and its "
+                   "host's load."), scope="job",
+        gpus=(r.nvml_dev,) if here and r.nvml_dev is not None else (),
+        pids=(r.pid,) if here and r.pid is not None else ())
 
 
 @rule("rank-straggler", hold_s=5, clear_s=10, order=220, watches="each rank's collective waits against the others'",
@@ -166,11 +167,12 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
     read = [r for r in ranks if r.samples >= enough]
     missing = missing_figures(job, t)
     if missing:  # which figure is missing, said once; no straggler is named from half the ranks
-        yield Finding("rank-straggler", "info", "Stragglers cannot be judged: some ranks' stacks are unreadable",
-                      tuple(missing),
-                      ("py-spy reads each rank's stack: pip install py-spy, and run hwtop as the job's user or "
-                       "as root (ptrace; in a container, --cap-add SYS_PTRACE).",),
-                      scope="job ranks unreadable")
+        yield rank_straggler.finding(
+            "info", "Stragglers cannot be judged: some ranks' stacks are unreadable",
+            tuple(missing),
+            ("py-spy reads each rank's stack: pip install py-spy, and run hwtop as the job's user or "
+             "as root (ptrace; in a container, --cap-add SYS_PTRACE).",),
+            scope="job ranks unreadable")
         return
     if len(read) < 2 or len(read) < len(ranks):
         return
@@ -205,6 +207,7 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
     evidence += cause
     fixes.append(f"py-spy dump --pid {slow.pid} (in hwtop: j, the rank, then d) shows what it is doing now."
                  if slow.pid is not None else f"On host {slow.host}: py-spy dump on rank {slow.rank}.")
-    yield Finding("rank-straggler", "warning", f"Rank {slow.rank} holds the job back: the others wait for it",
-                  tuple(evidence), tuple(fixes), scope="job",
-                  gpus=(slow.gpu,) if slow.gpu is not None else (), pids=(slow.pid,) if slow.pid is not None else ())
+    yield rank_straggler.finding(
+        "warning", f"Rank {slow.rank} holds the job back: the others wait for it",
+        tuple(evidence), tuple(fixes), scope="job",
+        gpus=(slow.gpu,) if slow.gpu is not None else (), pids=(slow.pid,) if slow.pid is not None else ())

@@ -7,38 +7,24 @@ speak). Both read the stack samplers' stillness (probes/stack_sampler.py), never
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
+from hwtop.advice.job_facts import (
+    alive,
+    member_scope,
+    process_mean,
+    running_job,
+    sampled,
+    stuck_workers,
+    who,
+    workers_of,
+)
 from hwtop.advice.registry import rule
-from hwtop.advice.rules.job_facts import alive, member_scope, process_mean, running_job, sampled, who, workers_of
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
 
-if TYPE_CHECKING:
-    from hwtop.model.job import JobSnapshot, WorkerStacks
-
 SPAN_S = 10.0
 NOT_HERE = ("data", "collective", "workers")  # a main thread waiting there: the loader's and collectives' rules
-
-
-def stuck_workers(window: Window, t: Thresholds, job: JobSnapshot,
-                  for_s: float | None = None) -> list[tuple[WorkerStacks, float | None]]:
-    """(worker, its CPU %) for each worker whose stack stopped inside its fetch (for `for_s`, stuck_stack_s
-    unless given), using (next to) no CPU and never woken: blocked, not sleeping between slow reads."""
-    out = []
-    for w in job.worker_stacks:
-        still = w.still
-        if still is None or not still.fetching or still.seconds < (t["stuck_stack_s"] if for_s is None else for_s):
-            continue
-        cpu = process_mean(window, w.pid, lambda p: p.cpu_percent, SPAN_S)
-        if cpu is not None and cpu > t["stuck_cpu_percent"]:
-            continue  # one line at full CPU: a loop that has not finished, not a wait
-        woken = process_mean(window, w.pid, lambda p: p.switches_per_s, SPAN_S)
-        if woken is not None and woken > t["stuck_switches_per_s"]:
-            continue  # the same line, but woken again and again: a slow read per sample, still moving
-        out.append((w, cpu))
-    return out
 
 
 def _cpu(cpu: float | None) -> str:
@@ -85,9 +71,9 @@ def worker_stuck(window: Window, t: Thresholds) -> Iterator[Finding]:
             "Locks, files and connections a Dataset holds are copied into each worker at fork, held or not: open "
             "them in worker_init_fn (or on first use in the worker), and release every lock on every path "
             "(with lock: ...).")
-        yield Finding("worker-stuck", "critical", f"DataLoader worker pid {w.pid} is stuck: the job has stopped",
-                      tuple(evidence), fixes, scope=f"pid {w.pid}", pids=(w.pid, main.pid),
-                      cause="stuck worker", measure=still.seconds)
+        yield worker_stuck.finding("critical", f"DataLoader worker pid {w.pid} is stuck: the job has stopped",
+                                   tuple(evidence), fixes, scope=f"pid {w.pid}", pids=(w.pid, main.pid),
+                                   cause="stuck worker", measure=still.seconds)
 
 
 @rule("loop-stuck", order=222, severity="critical", hold_s=0.0, clear_s=10.0,
@@ -124,6 +110,6 @@ def loop_stuck(window: Window, t: Thresholds) -> Iterator[Finding]:
             f"threads: d on it in the job view, or py-spy dump --pid {s.pid}.",
             "Give each blocking call a timeout (queue.get(timeout=...), lock.acquire(timeout=...), "
             "Event.wait(timeout=...), socket timeouts), so a hang becomes an error with a traceback.")
-        yield Finding("loop-stuck", "critical", f"{who(process, s.pid)} is stuck: its main thread has stopped",
-                      tuple(evidence), fixes, scope=member_scope(process, s.pid), pids=(s.pid,),
-                      cause="stuck main thread", measure=still.seconds)
+        yield loop_stuck.finding("critical", f"{who(process, s.pid)} is stuck: its main thread has stopped",
+                                 tuple(evidence), fixes, scope=member_scope(process, s.pid), pids=(s.pid,),
+                                 cause="stuck main thread", measure=still.seconds)

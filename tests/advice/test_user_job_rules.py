@@ -135,7 +135,8 @@ def test_the_demo_and_an_attached_job_reach_their_fix_through_the_same_arithmeti
     """The starved story's telemetry (1 worker, 256 x 6 ms a batch, a 0.29 s step) through gpu-starved, and an
     attached job whose samples say the same (wait 81%, its worker always busy) through data-starved: one function
     (supply.supply_lines) writes both fixes, each from the Supply its rule measured."""
-    from hwtop.advice.rules import loader, pipeline, supply
+    from hwtop.advice import supply
+    from hwtop.advice.rules import loader, pipeline
     from tests.advice_timeline import play_story
 
     assert pipeline.supply_lines is supply.supply_lines and loader.supply_lines is supply.supply_lines

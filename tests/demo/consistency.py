@@ -169,8 +169,16 @@ def _workload(s: Snapshot, live: bool) -> list[str]:
 
 
 def _disks(s: Snapshot) -> list[str]:
-    return [f"{d.name} is an md array, shown as {d.kind}" for d in s.disks
-            if re.fullmatch(r"md\d+", d.name) and d.kind != "raid"]
+    out = [f"{d.name} is an md array, shown as {d.kind}" for d in s.disks
+           if re.fullmatch(r"md\d+", d.name) and d.kind != "raid"]
+    by_name = {d.name: d for d in s.disks}
+    for array in {d.held_by for d in s.disks if d.held_by is not None}:
+        members = [d for d in s.disks if d.held_by == array]
+        carried = sum(d.read_bytes_per_s or 0.0 for d in members)
+        read = by_name[array].read_bytes_per_s if array in by_name else None
+        if read is None or abs(carried - read) > 0.01 * read + len(members):  # each rounded to 0.1 B/s
+            out.append(f"{array} reads {read} B/s, its {len(members)} members {carried:.1f}")
+    return out
 
 
 def _findings(frame: Frame) -> list[str]:

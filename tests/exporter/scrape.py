@@ -4,7 +4,6 @@ Prometheus reads it, stopped."""
 from __future__ import annotations
 
 import threading
-import time
 import urllib.request
 
 from hwtop.exporter.server import make_exporter
@@ -12,12 +11,9 @@ from hwtop.model.frame import Frame
 
 
 def scrape_once(frame: Frame, hostname: str | None = None) -> str:
-    server, stop, latest = make_exporter(lambda: frame, "127.0.0.1", 0, 3600.0, "test", hostname=hostname)
+    server, stop, _latest = make_exporter(lambda: frame, "127.0.0.1", 0, 3600.0, "test", hostname=hostname)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        deadline = time.monotonic() + 10
-        while latest.frame is None and time.monotonic() < deadline:  # its first tick, on the exporter's thread
-            time.sleep(0.01)
         with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/metrics", timeout=10) as response:
             return response.read().decode()
     finally:

@@ -96,9 +96,9 @@ class StaticExporter:
         self.port = self.server.server_port
         self.url = f"http://127.0.0.1:{self.port}/metrics"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        deadline = time.monotonic() + 10
-        while self.latest.frame is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        first = threading.Event()
+        self.latest.when_ready(first.set)
+        first.wait(10)
 
     def close(self) -> None:
         self.stop.set()

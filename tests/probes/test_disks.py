@@ -114,3 +114,25 @@ def test_busy_time_wraps_at_32_bits_and_a_counter_going_back_is_a_gap(tmp_path: 
     (disk,) = probe.read()
     assert disk.busy_percent == 80.0
     assert disk.read_iops is None and disk.write_iops == 10.0 and disk.read_bytes_per_s == 100 * 512
+
+
+def test_an_array_member_names_its_array_whether_the_disk_or_a_partition_is_held(tmp_path: Path) -> None:
+    """As the kernel lays it out: md1 over whole disks (their holders/ name it), md0 over partitions (the
+    partition's holders/ do), dm-0 (LVM) over a partition of a disk whose other partition is a plain filesystem."""
+    for name in ("nvme0n1", "nvme1n1", "nvme2n1", "nvme3n1", "sda", "md0", "md1", "dm-0"):
+        write(tmp_path, f"sys/block/{name}/queue/rotational", "0\n")
+    for member in ("nvme2n1", "nvme3n1"):
+        (tmp_path / f"sys/block/{member}/holders/md1").mkdir(parents=True)
+    for disk in ("nvme0n1", "nvme1n1"):
+        write(tmp_path, f"sys/block/{disk}/{disk}p1/partition", "1\n")
+        (tmp_path / f"sys/block/{disk}/{disk}p1/holders/md0").mkdir(parents=True)
+        (tmp_path / f"sys/block/{disk}/holders").mkdir()
+    write(tmp_path, "sys/block/sda/sda1/partition", "1\n")
+    write(tmp_path, "sys/block/sda/sda2/partition", "2\n")
+    (tmp_path / "sys/block/sda/sda2/holders/dm-0").mkdir(parents=True)
+    (tmp_path / "sys/block/md1/holders").mkdir()
+    zero = {name: counters(0, 0, 0, 0, 0) for name in whole_disks(str(tmp_path))}
+    probe = DiskProbe(str(tmp_path), counters=lambda: zero, clock=lambda: 0.0)
+    held = {d.name: d.held_by for d in probe.read()}
+    assert held == {"dm-0": None, "md0": None, "md1": None, "nvme0n1": "md0", "nvme1n1": "md0", "nvme2n1": "md1",
+                    "nvme3n1": "md1", "sda": "dm-0"}

@@ -14,8 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwtop.advice.rules import RULE_IDS
-from hwtop.advice.thresholds import TABLE
+from hwtop.advice.rules import RULE_IDS, THRESHOLDS
 from hwtop.cli.main import main
 from hwtop.session.config import THEMES, ConfigError, load
 from hwtop.session.config_file import PANELS, ConfigFile, Theme
@@ -82,7 +81,7 @@ def test_unknown_rules_and_thresholds_are_named_with_the_known_ones(tmp_path, ca
     line = exit_line(capsys, config_file(tmp_path, "[advice.hold_s]\ngpu-starving = 3\n"))
     assert line.endswith(f"advice.hold_s.gpu-starving: unknown rule; known: {', '.join(RULE_IDS)}")
     line = exit_line(capsys, config_file(tmp_path, "[advice.thresholds]\ndata_wait = 0.5\n"))
-    assert line.endswith(f"advice.thresholds.data_wait: unknown advice threshold; known: {', '.join(TABLE)}")
+    assert line.endswith(f"advice.thresholds.data_wait: unknown advice threshold; known: {', '.join(THRESHOLDS)}")
 
 
 def test_control_characters_in_a_config_never_reach_the_terminal(tmp_path, capsys):
@@ -196,5 +195,5 @@ def test_any_document_is_read_or_refused_in_one_line(document):
     assert ui.interval is None or (isinstance(ui.interval, float) and 0 < ui.interval <= 3600)
     assert ui.theme in (None, *THEMES) and set(ui.hide) <= set(PANELS)
     for name, value in config.advice.thresholds.items():
-        assert name in TABLE and math.isfinite(value)
+        assert name in THRESHOLDS and math.isfinite(value)
     assert set(config.advice.hold_s) <= set(RULE_IDS)

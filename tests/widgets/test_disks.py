@@ -57,3 +57,17 @@ def test_the_disk_summary_at_80x24_names_the_busiest_disk_whole() -> None:
     disks = tuple(DiskSnapshot(f"nvme{i}n1", "nvme", 3e7, 3e3, 274.0, 1.0, 1.0) for i in range(12)) + \
         (DiskSnapshot("md1", "raid", 2.6e8, 3.9e3, 2010.0, 1.0, 8.0),)
     assert all_disks_line(disks, 42).plain == "13 disks r 620.0MB/s w  39.9kB/s · md1 8%"
+
+
+def test_the_summary_counts_an_arrays_bytes_once_and_says_where_its_members_went() -> None:
+    """The DGX's layout: md1 stripes eight NVMe drives, md0 mirrors two; each member's reads are its array's too.
+    Summed disk by disk, 13 disks read twice what md1 and the others read."""
+    members = tuple(DiskSnapshot(f"nvme{i}n1", "nvme", 19.575e6, 1e3, 150.0, 1.0, 1.0, held_by="md1")
+                    for i in range(2, 10))
+    mirror = tuple(DiskSnapshot(f"nvme{i}n1", "nvme", 10e3, 200e3, 1.0, 12.0, 0.0, held_by="md0") for i in range(2))
+    arrays = (DiskSnapshot("md0", "raid", 20e3, 200e3, 2.0, 12.0, 0.0),
+              DiskSnapshot("md1", "raid", 156.6e6, 8e3, 1200.0, 1.0, 9.0))
+    line = all_disks_line((*mirror, *members, *arrays, DiskSnapshot("nfs0", "network", 0.0, 0.0, 0.0, 0.0, None)),
+                          80).plain
+    assert line == "13 disks r 156.6MB/s w 208.0kB/s · busiest md1 9% · 10 in md0,md1"
+    assert all_disks_line((*members, arrays[1]), 42).plain == "9 disks r 156.6MB/s w   8.0kB/s · md1 9%"

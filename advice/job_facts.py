@@ -11,7 +11,7 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, mean
 
 if TYPE_CHECKING:
-    from hwtop.model.job import JobProcess, JobSnapshot, RankStacks, WorkerBirths
+    from hwtop.model.job import JobProcess, JobSnapshot, RankStacks, WorkerBirths, WorkerStacks
 
 SPAN_S = 10.0  # job figures are averaged over this much of the recent past
 WORKER = "DataLoader worker"
@@ -149,3 +149,22 @@ def job_demand(job: JobSnapshot) -> tuple[float, float] | None:
 
 def rank_count(job: JobSnapshot) -> int:
     return max(1, len(mains(job)))
+
+
+def stuck_workers(window: Window, t: Thresholds, job: JobSnapshot,
+                  for_s: float | None = None) -> list[tuple[WorkerStacks, float | None]]:
+    """(worker, its CPU %) for each worker whose stack stopped inside its fetch (for `for_s`, stuck_stack_s
+    unless given), using (next to) no CPU and never woken: blocked, not sleeping between slow reads."""
+    out = []
+    for w in job.worker_stacks:
+        still = w.still
+        if still is None or not still.fetching or still.seconds < (t["stuck_stack_s"] if for_s is None else for_s):
+            continue
+        cpu = process_mean(window, w.pid, lambda p: p.cpu_percent, SPAN_S)
+        if cpu is not None and cpu > t["stuck_cpu_percent"]:
+            continue  # one line at full CPU: a loop that has not finished, not a wait
+        woken = process_mean(window, w.pid, lambda p: p.switches_per_s, SPAN_S)
+        if woken is not None and woken > t["stuck_switches_per_s"]:
+            continue  # the same line, but woken again and again: a slow read per sample, still moving
+        out.append((w, cpu))
+    return out
