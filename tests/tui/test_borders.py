@@ -23,7 +23,8 @@ def test_the_check_sees_a_glyph_past_a_border() -> None:
     assert outside(["╭─ CPU ─╮╭─ Memory ─╮", " hwtop │ host │ 12:00:01", "  Advice ✓ no problems seen"]) == []
 
 
-@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+@pytest.mark.parametrize("size", [(80, 24), pytest.param((120, 40), marks=pytest.mark.slow),
+                                  pytest.param((200, 60), marks=pytest.mark.slow)])  # the fast suite: one size
 async def test_no_glyph_outside_a_border_on_the_monitor_the_job_view_and_the_topology(size) -> None:
     app = lived_through(story_snapshots("dgx-a100:straggler", seconds=20.0, step=5.0))
     app.interval = 3600.0

@@ -72,6 +72,7 @@ async def test_every_footer_key_of_a_demo_story_does_something_visible() -> None
             await pilot.pause()
 
 
+@pytest.mark.slow  # py-spy on a pid that is gone, and the job view's keys one at a time: the slow step runs it
 async def test_every_footer_key_of_a_focused_job_does_something_visible() -> None:
     """A job on this machine: `d` reads the selected process's stack and brings it in view."""
     app = HwtopApp(ScriptedSource([job_snapshot()]), interval=3600.0)
