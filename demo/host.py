@@ -8,7 +8,6 @@ jitter), never of wall time: two hosts with the same seed and clock give the sam
 from __future__ import annotations
 
 import heapq
-import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -344,21 +343,16 @@ class SimulatedHost:
         return sums
 
     def processes(self) -> tuple[ProcessInfo, ...]:
-        """The busiest `process_limit` processes (as the real probe returns them), every rank the GPUs list and
-        their launcher (the job's name in the advice)."""
+        """Every process, the busiest first, as the real probe lists them (its `limit` is on reading details,
+        which a simulated process has from the start)."""
         t, job = self._now()
         everything = self._all_processes(t, job)
         moving = everything[: len(everything) - len(self._fillers)]  # the fillers come last and never change
-        ordered = heapq.merge(sorted(moving, key=_busiest, reverse=True), self._fillers_ordered, key=_busiest,
-                              reverse=True)  # as one stable sort of the whole table, without sorting 2,000 idle
-        top = list(itertools.islice(ordered, self.process_limit))
-        shown = {p.pid for p in top}
-        top += [p for p in everything if (RANK_PID <= p.pid < RANK_PID + 64 or LAUNCHER_PID <= p.pid < RANK_PID)
-                and p.pid not in shown]
-        return tuple(top)
+        return tuple(heapq.merge(sorted(moving, key=_busiest, reverse=True), self._fillers_ordered, key=_busiest,
+                                 reverse=True))  # as one stable sort of the whole table, without sorting 2,000 idle
 
     def every_process(self, fillers: bool = True) -> list[ProcessInfo]:
-        """Every process of this tick, none left out by `process_limit`: the focused job's view (demo/ranks.py)
+        """Every process of this tick (as `processes`, in its own order): the focused job's view (demo/ranks.py)
         reads its launcher, ranks and workers from here, as a real job probe reads the same /proc as the table.
         Without `fillers`: less the idle processes of other users (`extra_processes`, last in the table)."""
         table = self._all_processes(*self._now())

@@ -3,10 +3,11 @@
 psutil's generic path reads several files and makes several objects per process; a training node has
 thousands. So a tick reads at most one file per process (`/proc/PID/stat`: state, ppid, CPU times,
 threads, RSS), a process whose CPU ticks stood still only one tick in COLD_EVERY (a woken sleeper shows its CPU
-at its next turn, measured over the whole gap), and only the rows that make the table (the top N by CPU) pay
-for their command line, user, affinity and owner (Slurm job, pod, container: probes/owners.py, read once per
-process). A process that vanishes or is forbidden mid-read is skipped or
-shown with what was readable.
+at its next turn, measured over the whole gap). Every process is listed, so that a filter or a sort finds any of
+them; the cap is on reading details: the busiest (the top N by CPU) have their command line, user, affinity and
+owner (Slurm job, pod, container: probes/owners.py) read and kept fresh, every other process has them read once
+in its life, at most NEW_DETAILS a read (until then it is listed by its name). A process that vanishes or is
+forbidden mid-read is skipped or shown with what was readable.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 PF_KTHREAD = 0x00200000  # proc(5) flags: a kernel thread (pid 2 is not one inside a container's namespace)
-DETAILS_REFRESH_S = 10.0  # a visible row's command line is read again this often (setproctitle, renamed workers)
+DETAILS_REFRESH_S = 10.0  # a busy row's command line is read again this often (setproctitle, renamed workers)
+NEW_DETAILS = 64  # processes outside the busiest whose details are read for the first time, at most, in a read
 
 
 class StatFields(msgspec.Struct, frozen=True):
@@ -90,7 +92,7 @@ class _Shown(msgspec.Struct, frozen=True):
     row (most of a table's rows, each read), so it is handed out again rather than parsed and built anew."""
     data: bytes
     percent: float
-    details: _Details
+    details: _Details | None  # None: not read yet (a process listed by its name until its details' turn)
     owner: Owner | None
     row: ProcessInfo
 
@@ -133,10 +135,37 @@ class ProcessProbe:
         return [int(n) for n in os.listdir(self.proc) if n.isdigit()]
 
     def read(self) -> tuple[ProcessInfo, ...]:
-        """One pass over /proc: each process's stat is read at most once (a cold one only on its turn) and only
-        its CPU ticks, start time and RSS are decoded; the full parse, the user, the command line and the
-        affinity are paid for the top N alone."""
+        """Every process (kernel threads aside), the busiest `limit` first, by CPU %: one pass over /proc, each
+        process's stat read at most once (a cold one only on its turn) and only its CPU ticks, start time and RSS
+        decoded; a row is parsed and made again only when its stat line or CPU % changed."""
         now = self._clock()
+        current, rows = self._scan(now)
+        if len(self._details) > len(current):  # some process ended (a reused pid is a new key: never a wrong hit)
+            for key in [k for k in self._details if (s := current.get(k[0])) is None or s.start_ticks != k[1]]:
+                del self._details[key]
+        if self.owners.size > len(current):  # some process ended (a reused pid is a new key: never a wrong hit)
+            self.owners.retain(lambda pid, start: (s := current.get(pid)) is not None and s.start_ticks == start)
+        shown, self._shown = self._shown, {}
+        busiest = heapq.nlargest(self.limit, rows)  # by CPU %, then RSS
+        out = self._busiest_rows(busiest, current, shown, now)
+        top = {pid for _, _, pid in busiest}
+        budget, kept = [NEW_DETAILS], self._shown
+        for percent, _, pid in rows:
+            if pid in top:
+                continue
+            last, entry = shown.get(pid), current[pid]
+            if last is not None and last.data is entry.data and last.percent == percent and last.details is not None:
+                kept[pid] = last  # a still process (the very stat line its row was made from): most of a big box
+                out.append(last.row)
+                continue
+            row = self._other_row(pid, entry, percent, last, now, budget)
+            if row is not None:
+                out.append(row)
+        return tuple(out)
+
+    def _scan(self, now: float) -> tuple[dict[int, _Seen], list[tuple[float, int, int]]]:
+        """Each process's stat as read now (a cold one's last read, not its turn), and (CPU %, RSS pages, pid) of
+        each that is not a kernel thread."""
         turn = self._reads
         self._reads += 1
         seen, current = self._seen, {}
@@ -159,16 +188,16 @@ class ProcessProbe:
             if not entry[0].kernel:
                 rows.append((entry[1], entry[0].rss_pages, pid))
         self._seen = current
-        for key in [k for k in self._details if (s := current.get(k[0])) is None or s.start_ticks != k[1]]:
-            del self._details[key]
-        if self.owners.size > len(current):  # some process ended (a reused pid is a new key: never a wrong hit)
-            self.owners.retain(lambda pid, start: (s := current.get(pid)) is not None and s.start_ticks == start)
+        return current, rows
+
+    def _busiest_rows(self, busiest: list[tuple[float, int, int]], current: dict[int, _Seen],
+                      shown: dict[int, _Shown], now: float) -> list[ProcessInfo]:
+        """The busiest processes' rows, each read fresh (a cold one too) with its details kept fresh."""
         out = []
-        shown, self._shown = self._shown, {}
-        for percent, _, pid in heapq.nlargest(self.limit, rows):  # by CPU %, then RSS
+        for percent, _, pid in busiest:
             entry = current[pid]
-            if entry.read_at != now:  # a cold row on screen: read it fresh
-                fresh = self._measure(pid, entry, now, hide_kernel)
+            if entry.read_at != now:  # a cold row among the busiest: read it fresh
+                fresh = self._measure(pid, entry, now, not self.kernel_threads)
                 if fresh is None:
                     continue
                 entry, percent = fresh
@@ -182,15 +211,46 @@ class ProcessProbe:
                 row = self._row(percent, stat, now, entry.data)
             out.append(row.row)
             self._shown[pid] = row
-        return tuple(out)
+        return out
 
-    def _unchanged(self, last: _Shown | None, entry: _Seen, percent: float, now: float) -> _Shown | None:
+    def _other_row(self, pid: int, entry: _Seen, percent: float, last: _Shown | None, now: float,
+                   budget: list[int]) -> ProcessInfo | None:
+        """A process outside the busiest: its row as last made where its stat line (the very bytes: a still
+        process keeps its record) and CPU % are the same; else made again from the few fields its row shows, its
+        details read if it never had them and `budget` (first reads left this tick) allows, else listed by its
+        name until its turn. Its details are not read again: a new name means a new stat line, read at its turn."""
+        if last is not None and last.data is entry.data and last.percent == percent and \
+                (last.details is not None or budget[0] <= 0):
+            self._shown[pid] = last
+            return last.row
+        try:
+            name, state, ppid, threads = _row_fields(entry.data)
+        except (ValueError, IndexError):
+            return None
+        key = (pid, entry.start_ticks)
+        details = self._details.get(key)
+        if (details is None or details.comm != name) and budget[0] > 0:
+            budget[0] -= 1
+            details = self._details[key] = _Details(name, now, *self._read_details(pid))
+        elif details is not None and details.comm != name:
+            details = None  # renamed: its old command line no longer says what it runs
+        owner = None if details is None else self.owners.owner(pid, entry.start_ticks)
+        row = ProcessInfo(
+            pid=pid, ppid=ppid, user=details and details.user, name=name, cmdline=details and details.cmdline,
+            state=state, cpu_percent=None if percent < 0 else round(percent, 1), rss_bytes=entry.rss_pages * PAGE_SIZE,
+            threads=threads, cpu_affinity=details and details.affinity, owner=owner)
+        self._shown[pid] = _Shown(entry.data, percent, details, owner, row)
+        return row
+
+    def _unchanged(self, last: _Shown | None, entry: _Seen, percent: float, now: float,
+                   refresh: bool = True) -> _Shown | None:
         """Last read's row of this process, if everything it was made from is the same (its stat line is the
-        whole of its pid, start time, name and figures), its details not due again."""
+        whole of its pid, start time, name and figures), its details not due again (`refresh`: a busy row's are
+        read again every DETAILS_REFRESH_S)."""
         if last is None or last.percent != percent or last.data != entry.data:
             return None
         details = self._details.get((last.row.pid, entry.start_ticks))
-        if details is None or details is not last.details or now - details.read_at >= DETAILS_REFRESH_S:
+        if details is None or details is not last.details or refresh and now - details.read_at >= DETAILS_REFRESH_S:
             return None
         if self.owners.owner(last.row.pid, entry.start_ticks) is not last.owner:
             return None
@@ -227,10 +287,10 @@ class ProcessProbe:
                 return known, percent
         return _Seen(start, ticks, rss_pages, data, now, still, False), percent
 
-    def _row(self, percent: float, stat: StatFields, now: float, data: bytes) -> _Shown:
+    def _row(self, percent: float, stat: StatFields, now: float, data: bytes, refresh: bool = True) -> _Shown:
         key = (stat.pid, stat.start_ticks)
         details = self._details.get(key)
-        if details is None or details.comm != stat.name or now - details.read_at >= DETAILS_REFRESH_S:
+        if details is None or details.comm != stat.name or refresh and now - details.read_at >= DETAILS_REFRESH_S:
             # new, renamed (its comm changed: setproctitle, a worker naming itself) or due for a slow re-read
             user, cmdline, affinity = self._read_details(stat.pid)
             details = self._details[key] = _Details(stat.name, now, user, cmdline, affinity)
@@ -259,3 +319,12 @@ class ProcessProbe:
         except OSError:
             affinity = None
         return user, cmdline or None, affinity
+
+
+def _row_fields(data: bytes) -> tuple[str, str, int, int]:
+    """(name, state, ppid, threads) from a stat line: what a row outside the busiest shows besides the figures its
+    CPU % and RSS were measured from; split no further than the thread count (proc(5) field 20)."""
+    close = data.rindex(b")")
+    rest = data[close + 2:].split(None, 18)
+    name = data[data.index(b"(") + 1:close].decode("utf-8", "replace")
+    return name, rest[0].decode("ascii", "replace"), int(rest[1]), int(rest[17])

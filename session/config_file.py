@@ -4,17 +4,17 @@ parses a file's TOML text into them. Imported only when a config file exists (se
 from __future__ import annotations
 
 import tomllib
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Literal
 
 import msgspec
 
 from hwtop.advice.rules import RULES, THRESHOLDS
+from hwtop.model.panels import PANELS as PANELS  # the names `ui.hide` takes, the main screen's
+from hwtop.model.panels import Panel
 from hwtop.model.safe_text import printable
 from hwtop.session.schema import ConfigError, Names, Range, parse
 
 Theme = Literal["dark", "light", "mono"]
-Panel = Literal["cpu", "memory", "disks", "gpu", "network", "advice", "processes"]
-PANELS: tuple[str, ...] = get_args(Panel)
 MAX_INTERVAL_S = 3600.0  # as the command line's --interval
 MAX_HOLD_S = 3600.0
 UNIT_WORDS = {"%": "a percentage", "fraction": "a fraction", "x": "a ratio", "B": "a number of bytes",

@@ -273,6 +273,8 @@ class HwtopApp(GuardedApp[None]):  # GuardedApp: plain-text notifications; run()
         """Re-read the layout (a GPU or NIC added, a link retrained) at the next tick."""
         if self.session.refresh_topology():
             self.notify("topology will be re-read at the next tick")
+        else:  # a recording, a demo machine: its layout is the one it came with
+            self.notify("this source's topology is fixed: there is no machine to read it again from")
 
     def action_start_workload(self) -> None:
         if self.session.simulated:

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from textual.geometry import Size
+
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.frame import Frame
 from hwtop.model.record import Record
+from hwtop.widgets.panel import View
 
 
 class Status(Record, frozen=True):
@@ -40,3 +43,10 @@ class FrameView(Protocol):
     """A screen that shows each tick's Frame."""
 
     def show(self, frame: Frame) -> None: ...
+
+
+def view(context: ScreenContext, frame: Frame, terminal: Size) -> View:
+    """The Frame as a screen's panels read it: with the context's thresholds and what the rules watch (asked only
+    once they have run: the first frame's path imports no rule), and the terminal's size."""
+    return View(frame, context.thresholds, terminal.width, terminal.height,
+                context.watching if frame.advised else None, context.status().workload_stops)

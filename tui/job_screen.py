@@ -6,22 +6,20 @@ from __future__ import annotations
 import asyncio
 
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 
 from hwtop.model.frame import Frame
 from hwtop.tui import textual_compat
-from hwtop.tui.frame_view import ScreenContext
+from hwtop.tui.frame_view import ScreenContext, view
+from hwtop.tui.scrolled import ScrolledPanel
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.job import JobPanel
-from hwtop.widgets.job_ranks import named_ranks
 from hwtop.widgets.key_bar import KeyBar
 
 
 class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed lines, not every widget's every line
     DEFAULT_CSS = """
     JobScreen HeaderBar { height: 1; background: $panel; }
-    JobScreen JobPanel { border: round $primary-darken-1; border-title-color: $accent; padding: 0 1; }
     """
     BINDINGS = keys.bindings(keys.JOB_SCREEN)
 
@@ -31,27 +29,29 @@ class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed line
         self.context = context
         self.simulated = simulated
         self.header = HeaderBar()
-        self.panel = JobPanel(id="job")
+        self.panel = JobPanel(id="job", stacks=not simulated)
+        self.scroll = ScrolledPanel(self.panel)
         self.dumping = False
 
     def compose(self) -> ComposeResult:
         yield self.header
-        with VerticalScroll():
-            yield self.panel
+        yield self.scroll
         yield KeyBar()
 
     def on_mount(self) -> None:
         self.panel.focus()
 
     def show(self, frame: Frame) -> None:
-        snapshot, status, history = frame.snapshot, self.context.status(), frame.history
-        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
-        node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
-        numa = snapshot.numa
-        node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
-        series = {key: history.series(key) for key in ("job.cpu", "job.gpu", "job.rss")}
-        named = named_ranks(frame.findings)  # the ranks the findings single out: marked, and first
-        self.panel.show(snapshot.job, series, node_of_gpu, node_of_cpu, named, self.context.thresholds)
+        status = self.context.status()
+        self.header.show(frame.snapshot, status.interval, status.paused, status.replay, status.recording)
+        self.panel.take(view(self.context, frame, self.app.size))
+        self.panel.draw(self.app.size.height)  # every line: the screen scrolls it
+        self.scroll.follow_title()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "dump_stack" and self.simulated:
+            return False  # a demo machine's pids are simulated: no stack to read, no `d` in the footer
+        return True
 
     async def action_dump_stack(self) -> None:
         from hwtop.probes.stack import dump
@@ -59,14 +59,12 @@ class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed line
         target = self.panel.selected
         if target is None or self.dumping:
             return
-        if self.simulated:
-            self.panel.set_stack(f"pid {target.pid} ({target.role}) is simulated: a demo machine's stacks are its "
-                                 "story's (the rank table above)", None, None)
-            return
         self.dumping = True
         self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role}): reading with py-spy…", None, None)
+        self.call_after_refresh(self.scroll.scroll_end, animate=False)
         try:
             result = await asyncio.to_thread(dump, target.pid)
         finally:
             self.dumping = False
         self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role})", result.text, result.message)
+        self.call_after_refresh(self.scroll.scroll_end, animate=False)  # the stack is drawn last: bring it in view

@@ -1,11 +1,12 @@
-"""The monitor's main screen: header, CPU, disks and memory, the GPUs, the network, the workload and advice panes,
-the processes and the key bar. It shows one Frame at a time; how tall each panel may be comes from tui/layout.py,
-from what each panel says it could be drawn in at this width (its `want`)."""
+"""The monitor's main screen: the header, the panels of tui/panels.py's list (CPU, memory, disks, the GPUs, the
+network, the workload and advice panes, the processes) and the key bar. It shows one Frame at a time: each panel
+takes what it shows of the frame and says what it could be drawn in at its width (its `want`), tui/layout.py
+shares the rows out, and each panel draws in its share."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from textual import events
 from textual.app import ComposeResult
@@ -16,32 +17,26 @@ from textual.message import Message
 from hwtop.model.frame import Frame
 from hwtop.session.controls import ControlRefused
 from hwtop.tui import layout, textual_compat
-from hwtop.tui.frame_view import ScreenContext
+from hwtop.tui.frame_view import ScreenContext, view
+from hwtop.tui.panels import SLOTS, MainPanel, Slot
 from hwtop.widgets import keys
-from hwtop.widgets.advice import NOT_YET, AdvicePanel
-from hwtop.widgets.cpu import CpuPanel
-from hwtop.widgets.disks import DisksPanel
+from hwtop.widgets.advice import NOT_YET, SHORT_TERMINAL, AdvicePanel
 from hwtop.widgets.gpu import GpuPanel
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.key_bar import KeyBar
-from hwtop.widgets.memory import MemoryPanel
-from hwtop.widgets.network import NetworkPanel, candidates
-from hwtop.widgets.panel import FRAME, Want
+from hwtop.widgets.panel import Want
 from hwtop.widgets.processes import ProcessTable
 
 if TYPE_CHECKING:
     from textual.widgets import Input
 
     from hwtop.session.session import Session
-    from hwtop.widgets.workload import WorkloadPanel
 
-SHORT_TERMINAL = 32  # rows: below this an open finding gets its own screen
-ROOMY = 50  # rows: from this on the advice pane also shows the latest of what changed when
-TIMELINE_ROWS = 4  # its heading and three changes
+_P = TypeVar("_P", bound="MainPanel")
 NARROW = 100  # columns: below this the memory panel narrows
 MEMORY_WIDE, MEMORY_NARROW = 44, 34  # the memory panel's columns, border included
 INSIDE = 4  # a panel's border and padding, left and right
-DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (try a --scenario story)"
+DEMO_PIDS = "a demo machine's processes are simulated: there is nothing to signal or focus (j shows its story's job)"
 NO_FINDINGS = "no problems seen: no finding to open (the advice pane names what the rules watch)"
 
 
@@ -68,23 +63,31 @@ class MainScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed lin
         super().__init__()
         self.context = context  # the app: what the screen reads besides the Frame, and its session's controls
         self.hidden_panels = set(hide)
-        self.header, self.cpu_panel = HeaderBar(id="header"), CpuPanel(id="cpu")
-        self.disks_panel = DisksPanel(id="disks")
-        self.memory_panel, self.gpu_panel = MemoryPanel(id="memory"), GpuPanel(id="gpu")
-        self.network_panel = NetworkPanel(id="network", classes="quiet")  # as the first show finds it, mostly
-        self.process_table = ProcessTable(id="processes")
-        # Made when a workload first shows (the embedded job, a demo's story): a box without one never composes,
-        # styles or imports it, as the filter's line (_filter_box).
-        self.workload_panel: WorkloadPanel | None = None
-        self.advice_panel = AdvicePanel(id="advice", classes="empty")  # as the first show finds it, mostly: no restyle
+        self.header = HeaderBar(id="header")
+        # The panels made at the start; one the list makes when first needed (the workload's) joins them then.
+        self.panels: dict[str, MainPanel] = {slot.name: slot.make() for slot in SLOTS if slot.needed is None}
         self.top = Horizontal(id="top")
         self.footer = KeyBar()
         self.filter_box: Input | None = None  # the process filter's line, once mounted (/, a click on a GPU)
         self._filter_mount: asyncio.Future[Input] | None = None
         self.frame: Frame | None = None  # the last shown
-        self.rows = layout.Rows()  # the row budget it was shown with
+        self.rows = layout.Rows({})  # the row budget it was shown with
         self._resumed = False
         self.children_mounted = False  # its children are mounted: a panel made from now on is mounted, not composed
+
+    @property
+    def advice_panel(self) -> AdvicePanel:
+        return self._panel("advice", AdvicePanel)
+
+    @property
+    def process_table(self) -> ProcessTable:
+        return self._panel("processes", ProcessTable)
+
+    def _panel(self, name: str, kind: type[_P]) -> _P:
+        panel = self.panels[name]
+        if not isinstance(panel, kind):
+            raise TypeError(f"the {name} panel is a {type(panel).__name__}, not a {kind.__name__}")
+        return panel
 
     def post_message(self, message: Message) -> bool:
         """The screen's first resume keeps the styles its widgets were given when they mounted, moments before in
@@ -96,29 +99,25 @@ class MainScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed lin
         return super().post_message(message)
 
     def compose(self) -> ComposeResult:
+        """The top row (its left column, and beside it), then the full-width panels, in the list's order; a panel
+        made after the first frame (the workload's) is mounted in its place then."""
+        panels = self.panels
         yield self.header
         with self.top:
             with Vertical(id="left"):
-                yield self.cpu_panel
-                yield self.disks_panel
-            yield self.memory_panel
-        yield self.gpu_panel
-        yield self.network_panel
-        if self.workload_panel is not None:  # the frame shown before the screen composed has a workload
-            yield self.workload_panel
-        yield self.advice_panel
-        yield self.process_table
+                yield from (panels[s.name] for s in SLOTS if s.place == "left" and s.name in panels)
+            yield from (panels[s.name] for s in SLOTS if s.place == "right" and s.name in panels)
+        yield from (panels[s.name] for s in SLOTS if s.place == "full" and s.name in panels)
         yield self.footer
 
     def on_mount(self) -> None:
-        panels = {"cpu": self.cpu_panel, "memory": self.memory_panel, "disks": self.disks_panel,
-                  "gpu": self.gpu_panel, "network": self.network_panel, "advice": self.advice_panel,
-                  "processes": self.process_table}
         for name in self.hidden_panels:
-            panels[name].display = False
+            self.panels[name].display = False
         self.children_mounted = True
-        if self.workload_panel is not None and self.workload_panel.parent is None:  # made after compose ran
-            self.mount(self.workload_panel, before=self.advice_panel)
+        for slot in SLOTS:  # made after compose ran
+            panel = self.panels.get(slot.name)
+            if panel is not None and panel.parent is None:
+                self._mount_in_place(slot, panel)
 
     @property
     def short(self) -> bool:
@@ -127,85 +126,58 @@ class MainScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed lin
 
     def show(self, frame: Frame) -> None:
         self.frame = frame
-        snapshot, context = frame.snapshot, self.context
-        history, status = frame.history, context.status()
-        width, height = self.app.size  # the terminal's: this screen's own is unset until its first layout
-        gpus, hidden = snapshot.gpus, self.hidden_panels
+        status = self.context.status()
+        terminal = self.app.size  # the terminal's: this screen's own is unset until its first layout
+        self.header.show(frame.snapshot, status.interval, status.paused, status.replay, status.recording,
+                         terminal.width)
+        shown = self._shown(frame)
+        seen = view(self.context, frame, terminal)
+        for panel in shown.values():
+            panel.take(seen)
+        widths = self._widths(terminal.width)
+        wants: dict[str, Want] = {}
+        for slot in SLOTS:
+            panel = shown.get(slot.name)
+            want = None if panel is None else panel.want(widths[slot.place])
+            if panel is not None and panel.display != (want is not None):  # nothing to show (no port, no workload)
+                panel.display = want is not None
+            if want is not None:
+                wants[slot.name] = want
+        filtering = self.filter_box is not None and bool(self.filter_box.display)
+        self.rows = layout.rows(layout.Shown(terminal.width, terminal.height, wants, filter=filtering))
+        for name, panel in shown.items():
+            panel.draw(self.rows[name])
+
+    def _shown(self, frame: Frame) -> dict[str, MainPanel]:
+        """The panels this frame is shown to: those not hidden, one first needed now made."""
+        for slot in SLOTS:
+            if slot.name not in self.panels and slot.needed is not None and slot.needed(frame):
+                panel = self.panels[slot.name] = slot.make()
+                if self.children_mounted:
+                    self._mount_in_place(slot, panel)
+        return {s.name: self.panels[s.name] for s in SLOTS if s.name in self.panels and s.name not in
+                self.hidden_panels}
+
+    def _mount_in_place(self, slot: Slot, panel: MainPanel) -> None:
+        """A panel made after the screen composed, mounted where the list puts it: before the next one made."""
+        later = SLOTS[SLOTS.index(slot) + 1:]
+        before = next((self.panels[s.name] for s in later if s.name in self.panels and s.place == slot.place), None)
+        if before is not None:
+            self.mount(panel, before=before)
+        else:
+            self.mount(panel, before=self.footer)
+
+    def _widths(self, width: int) -> dict[str, int]:
+        """Each place's content width; the memory panel narrower on a narrow terminal (its columns set here)."""
         narrow = width < NARROW
         self.set_class(narrow, "narrow")
         memory_width = MEMORY_NARROW if narrow else MEMORY_WIDE
-        if self.memory_panel.styles.width != Scalar.parse(str(memory_width)):
-            self.memory_panel.styles.width = memory_width
+        memory = self.panels["memory"]
+        if memory.styles.width != Scalar.parse(str(memory_width)):
+            memory.styles.width = memory_width
         inner = max(1, width - INSIDE)  # a full-width panel's content
-        left = max(1, width - INSIDE - (0 if "memory" in hidden else memory_width))
-        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording, width)
-        ports = "network" not in hidden and bool(candidates(snapshot.nics))
-        if ports != self.network_panel.display:  # no port known (a recording from before the network): no row
-            self.network_panel.display = ports
-        findings = frame.findings
-        self.advice_panel.inline = not self.short
-        # What the pane would draw with all it needs (a short terminal: a headline per cause, three at most; a tall
-        # one: the findings and the latest lines of what changed when), then what the row budget gives it.
-        panel = self.advice_panel
-        panel.asked = min(3, max(1, len(findings))) if self.short else None
-        panel.timeline_rows = TIMELINE_ROWS if height >= ROOMY else 0
-        rule_errors = dict(frame.rule_errors)
-        watching = context.watching if frame.advised else None  # None: the rules run from the next tick
-        panel.take(findings, snapshot.time, watching, rule_errors, frame.timeline)
-        framed = bool(findings) and panel.inline
-        natural = panel.natural(inner)  # the lines the pane would draw at this width, built once: drawn from below
-        headlines = min(natural, len(findings)) if findings else 1  # one per cause: the pane folded
-        workload = snapshot.workload
-        gpu_memory: dict[int, int] = {}  # a pid's device memory over its GPUs, as the process table sums it
-        for process in (p for g in gpus for p in g.processes if p.used_memory_bytes is not None):
-            gpu_memory[process.pid] = gpu_memory.get(process.pid, 0) + (process.used_memory_bytes or 0)
-        job = snapshot.job  # its ranks' waits in collectives (stack samples), shown beside the workload's telemetry
-        collective = {r.pid: r.collective_share for r in job.ranks if r.pid is not None and r.shares} if job else {}
-        rows = layout.rows(layout.Shown(
-            width=width, height=height,
-            cpu=None if "cpu" in hidden else CpuPanel.want(snapshot.cpu, snapshot.numa, left),
-            disks=None if "disks" in hidden else DisksPanel.want(snapshot.disks),
-            memory=None if "memory" in hidden else MemoryPanel.want(snapshot.memory, snapshot.numa,
-                                                                   memory_width - INSIDE),
-            gpu=None if "gpu" in hidden else GpuPanel.want(snapshot.gpu_system, gpus, inner),
-            network=NetworkPanel.want(snapshot.nics, inner, context.thresholds) if ports else None,
-            workload=None if workload is None else self._workload_panel().want(workload, inner, gpu_memory,
-                                                                                 collective),
-            advice=None if "advice" in hidden else Want(natural, headlines, 1, frame=FRAME if framed else 0),
-            processes="processes" not in hidden,
-            filter=self.filter_box is not None and bool(self.filter_box.display)))
-        self.rows = rows
-        # fewer rows than it would fill: headlines, folded from the build above
-        panel.rows = rows.advice if "advice" not in hidden and rows.advice < natural else panel.asked
-        panel.show(findings, snapshot.time, watching, rule_errors, frame.timeline)
-        serious = [f for f in frame.serious if not f.clearing(snapshot.time)]  # a GPU that recovered is not red
-        marked_gpus = {i for f in serious for i in f.gpus}
-        marked_cores = {c for f in serious for c in f.cores}
-        self.memory_panel.show(snapshot.memory, snapshot.numa, history.series("mem"), max_lines=rows.memory)
-        self.disks_panel.show(snapshot.disks, room=rows.disks)
-        self.network_panel.show(snapshot.nics, room=rows.network if rows.network > 1 else 0,  # 0: one bare line
-                                thresholds=context.thresholds)
-        if self.workload_panel is not None:
-            self.workload_panel.show(workload, room=rows.workload, stoppable=status.workload_stops,
-                                     gpu_memory=gpu_memory, collective=collective)
-        self.cpu_panel.show(snapshot.cpu, snapshot.numa, history.series("cpu"), marked=marked_cores,
-                            max_lines=rows.cpu)
-        numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
-        self.gpu_panel.show(snapshot.gpu_system, gpus, history, max_lines=rows.gpu, numa_of=numa_of,
-                            marked=marked_gpus, width=inner, thresholds=context.thresholds)
-        self.process_table.show(snapshot.processes, gpus,
-                                marked=set(workload.pids) if workload else None)
-
-    def _workload_panel(self) -> WorkloadPanel:
-        """The workload's pane, made on its first show: composed when that show comes first (a demo's story draws
-        it in the first frame), else mounted above the advice pane."""
-        if self.workload_panel is None:
-            from hwtop.widgets.workload import WorkloadPanel
-
-            self.workload_panel = WorkloadPanel(id="workload")
-            if self.children_mounted:
-                self.mount(self.workload_panel, before=self.advice_panel)
-        return self.workload_panel
+        left = max(1, width - INSIDE - (0 if "memory" in self.hidden_panels else memory_width))
+        return {"left": left, "right": memory_width - INSIDE, "full": inner}
 
     def relayout(self) -> None:
         """The last Frame again, laid out anew: the terminal was resized, the filter line shown or hidden."""

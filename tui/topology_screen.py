@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 
 from hwtop.model.frame import Frame
 from hwtop.tui import textual_compat
-from hwtop.tui.frame_view import ScreenContext
+from hwtop.tui.frame_view import ScreenContext, view
+from hwtop.tui.scrolled import ScrolledPanel
 from hwtop.widgets import keys
 from hwtop.widgets.header import HeaderBar
 from hwtop.widgets.key_bar import KeyBar
@@ -15,6 +15,7 @@ from hwtop.widgets.topology import TopologyPanel
 
 
 class TopologyScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed lines, not every widget's every line
+    DEFAULT_CSS = "TopologyScreen ScrolledPanel { border-title-style: bold; }"
     BINDINGS = keys.bindings(keys.TOPOLOGY_SCREEN)
 
     def __init__(self, context: ScreenContext) -> None:
@@ -22,17 +23,16 @@ class TopologyScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed
         self.context = context
         self.header = HeaderBar()
         self.panel = TopologyPanel()
+        self.scroll = ScrolledPanel(self.panel)
 
     def compose(self) -> ComposeResult:
         yield self.header
-        with VerticalScroll():
-            yield self.panel
+        yield self.scroll
         yield KeyBar()
 
     def show(self, frame: Frame) -> None:
-        snapshot, status = frame.snapshot, self.context.status()
-        self.header.show(snapshot, status.interval, status.paused, status.replay, status.recording)
-        topology = snapshot.topology
-        # The tick's NUMA reading (the memory panel's, a demo's own machine's), the topology's where it has none
-        numa = snapshot.numa or (topology.numa if topology is not None else None)
-        self.panel.show(topology, numa, snapshot.gpus, snapshot.nics, self.context.thresholds)
+        status = self.context.status()
+        self.header.show(frame.snapshot, status.interval, status.paused, status.replay, status.recording)
+        self.panel.take(view(self.context, frame, self.app.size))
+        self.panel.draw(self.app.size.height)  # every line: the screen scrolls it
+        self.scroll.follow_title()

@@ -17,7 +17,7 @@ from textual.message import Message
 from hwtop.advice.timeline import clock, describe
 from hwtop.model.finding import Change, Finding
 from hwtop.widgets import keys, palette
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.panel import FRAME, TextPanel, View, Want
 from hwtop.widgets.safe_text import data
 
 BADGE = {"critical": ("✖ CRIT", palette.BADGE_CRIT), "warning": ("▲ WARN", palette.BADGE_WARN),
@@ -25,6 +25,9 @@ BADGE = {"critical": ("✖ CRIT", palette.BADGE_CRIT), "warning": ("▲ WARN", p
 _Row = tuple[tuple[str, str] | None, Text]  # a finding's key (None: no finding's) and its line
 UNKNOWN_BADGE = ("? ----", "bold reverse")  # a severity hwtop does not know, read from someone's recording
 NOT_YET = "no rule has run yet: the advice starts with the next tick"  # the monitor's first frame
+SHORT_TERMINAL = 32  # rows: below this the pane is one line a cause, and an open finding gets its own screen
+ROOMY = 50  # rows: from this on the pane also shows the latest of what changed when
+TIMELINE_ROWS = 4  # its heading and three changes
 
 
 def _badge(severity: str) -> tuple[str, str]:
@@ -66,8 +69,8 @@ class AdvicePanel(TextPanel):
             super().__init__()
             self.key = key
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.inline = True
         self.rows: int | None = None  # content rows the layout gives the pane; None: as many as it needs
         self.timeline: tuple[Change, ...] = ()  # what changed when: its latest lines fill rows the findings leave
@@ -82,11 +85,35 @@ class AdvicePanel(TextPanel):
         self.asked: int | None = None  # rows the pane asks the budget for (a short terminal's headlines); None: all
         self._built: tuple[tuple[object, ...], tuple[list[_Row], bool]] | None = None  # the asked-for build
         self._headline = False  # the last lines were headlines only: a finding opens on the advice screen
+        self._natural = 0  # the lines the last `want` counted
         self.border_title = "Advice"
+
+    def take(self, view: View) -> None:
+        """The findings, what the rules watch (None before they first ran) and what changed when; and what the
+        terminal's height leaves room for: a short one asks for a headline per cause (three at most) and opens a
+        finding on a screen of its own, a tall one adds the latest lines of what changed when."""
+        frame = view.frame
+        short = view.height < SHORT_TERMINAL
+        self.inline = not short
+        self.asked = min(3, max(1, len(frame.findings))) if short else None
+        self.timeline_rows = TIMELINE_ROWS if view.height >= ROOMY else 0
+        self.keep(frame.findings, frame.time, view.watching, dict(frame.rule_errors), frame.timeline)
+
+    def want(self, width: int) -> Want:
+        """What the pane would draw with all it asks for (most), a headline per cause (folded), one line (least);
+        counted on the build that `draw` then draws from, folded to the rows it is given."""
+        natural = self._natural = self.natural(width)
+        findings = self.findings
+        headlines = min(natural, len(findings)) if findings else 1
+        return Want(natural, headlines, 1, frame=FRAME if findings and self.inline else 0)
+
+    def draw(self, rows: int) -> None:
+        self.rows = rows if rows < self._natural else self.asked  # fewer than it would fill: headlines
+        self.show(self.findings, self.now, self.watching, self.rule_errors, self.timeline)
 
     def show(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...] | None,
              rule_errors: dict[str, str] | None = None, timeline: tuple[Change, ...] = ()) -> None:
-        self.take(findings, now, watching, rule_errors, timeline)
+        self.keep(findings, now, watching, rule_errors, timeline)
         worst = findings[0].severity if findings else None
         self.set_title("Advice" if not findings else
                        f"Advice · {len(findings)} finding{'s' if len(findings) != 1 else ''} · enter/click expands")
@@ -99,7 +126,7 @@ class AdvicePanel(TextPanel):
                                    self.rows, self.timeline_rows, told)):
             self.changed()
 
-    def take(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...] | None,
+    def keep(self, findings: tuple[Finding, ...], now: float | None, watching: tuple[str, ...] | None,
              rule_errors: dict[str, str] | None = None, timeline: tuple[Change, ...] = ()) -> None:
         """This tick's data, not drawn yet: `natural` then says how many lines it makes, before `show`."""
         self.findings, self.now, self.watching = findings, now, watching
@@ -197,14 +224,7 @@ class AdvicePanel(TextPanel):
         """The pane's rows given `budget` rows (None: as many as it needs), and whether they are headlines only."""
         rows: list[_Row] = []
         if not self.findings:
-            line = Text("Advice ", style="bold")
-            if self.watching is None:  # the monitor's first frame: no rule has looked yet
-                line.append(_clip(f"· {NOT_YET}", width - line.cell_len), style=palette.DIM)
-            else:
-                line.append("✓ no problems seen", style=palette.OK_STRONG)
-                watching = f" · watching {', '.join(self.watching)}"
-                line.append(_clip(watching, width - line.cell_len), style=palette.DIM)
-            rows.append((None, line))
+            rows.append((None, self._nothing_line(width)))
         elif not self.inline and (budget or 1) == 1 and len(self.findings) > 1:  # the first, and how many more
             rows.append(self._one_line(width))
         elif not self.inline or (budget is not None and self.needed() > budget):
@@ -216,14 +236,30 @@ class AdvicePanel(TextPanel):
             rows.append((None, data(f"rule {rule} failed: {message}"[:width], palette.WARN)))
         spare = self.timeline_rows if budget is None else budget - len(rows)
         if self.inline and self.timeline and spare >= 2:  # a tall box: the latest of what changed when
-            rows.append((None, Text("what changed", style=palette.DIM)))
-            titles = {f.key: f.title for f in self.findings}  # a finding still shown: its one title, as the pane's
-            for change in self.timeline[-(spare - 1):]:
-                title = titles.get(change.key, change.title)
-                line = data(f"  {describe(msgspec.structs.replace(change, title=title))}", palette.DIM)
-                line.truncate(max(1, width), overflow="ellipsis")
-                rows.append((None, line))
+            rows += self._timeline_rows(width, spare)
         return rows, headline
+
+    def _nothing_line(self, width: int) -> Text:
+        """No finding: what the rules watch, or on the first frame that they have not looked yet."""
+        line = Text("Advice ", style="bold")
+        if self.watching is None:  # the monitor's first frame: no rule has looked yet
+            line.append(_clip(f"· {NOT_YET}", width - line.cell_len), style=palette.DIM)
+        else:
+            line.append("✓ no problems seen", style=palette.OK_STRONG)
+            watching = f" · watching {', '.join(self.watching)}"
+            line.append(_clip(watching, width - line.cell_len), style=palette.DIM)
+        return line
+
+    def _timeline_rows(self, width: int, spare: int) -> list[_Row]:
+        """`what changed` and the latest changes under it, in `spare` rows."""
+        rows: list[_Row] = [(None, Text("what changed", style=palette.DIM))]
+        titles = {f.key: f.title for f in self.findings}  # a finding still shown: its one title, as the pane's
+        for change in self.timeline[-(spare - 1):]:
+            title = titles.get(change.key, change.title)
+            line = data(f"  {describe(msgspec.structs.replace(change, title=title))}", palette.DIM)
+            line.truncate(max(1, width), overflow="ellipsis")
+            rows.append((None, line))
+        return rows
 
     def _one_line(self, width: int) -> _Row:
         """`Advice ▲ WARN title · where +2 more · a opens  evidence`: the first finding, and how many more."""

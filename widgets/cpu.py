@@ -7,7 +7,7 @@ from rich.text import Text
 from hwtop.model.snapshot import CpuSnapshot, NumaSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import SPARK, bar, level_style, pct, sparkline
-from hwtop.widgets.panel import TextPanel, Want
+from hwtop.widgets.panel import TextPanel, View, Want
 from hwtop.widgets.safe_text import data
 
 CELL_MIN = 16  # "127 ██████ 100%" plus a gap
@@ -51,22 +51,42 @@ def cpu_legend(cpu: CpuSnapshot | None, width: int = 1000, seen: frozenset[str] 
 
 
 class CpuPanel(TextPanel):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.cpu: CpuSnapshot | None = None
         self.numa: NumaSnapshot | None = None
         self.history: tuple[float, ...] = ()
         self.marked: set[int] = set()
-        self.max_lines = 1000
+        self.rows = 1000
         self._legend_seen: set[str] = set()
         self._legend_shown = False
 
+    def take(self, view: View) -> None:
+        """The cores, their NUMA nodes and history, and the cores a serious finding names (marked)."""
+        frame = view.frame
+        self.cpu, self.numa, self.history = frame.snapshot.cpu, frame.snapshot.numa, frame.history.series("cpu")
+        self.marked = {c for f in frame.serious if not f.clearing(frame.time) for c in f.cores}
+
+    def want(self, width: int) -> Want:
+        """The summary line with a cell a core (most), a heat strip of a character a core (folded), the summary
+        line alone (least)."""
+        cpu = self.cpu
+        if cpu is None:
+            return Want.fixed(1)
+        groups = core_groups(cpu, self.numa)
+        width = max(width, CELL_MIN)
+        most = 1 + grid_rows(cpu, groups, width)
+        return Want(most, min(most, 1 + len(_strip_cells(groups, width))), 1)
+
+    def draw(self, rows: int) -> None:
+        self.show(self.cpu, self.numa, self.history, self.marked, rows)
+
     def show(self, cpu: CpuSnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
-             marked: set[int] | None = None, max_lines: int = 1000) -> None:
-        """`max_lines`: rows the layout can spare; past it every core becomes one cell of a heat strip."""
+             marked: set[int] | None = None, rows: int = 1000) -> None:
+        """`rows`: what the layout can spare; past it every core becomes one cell of a heat strip."""
         self.cpu, self.numa, self.history = cpu, numa, history
         self.marked = marked or set()
-        self.max_lines = max_lines
+        self.rows = rows
         self.set_title("CPU" if cpu is None or cpu.model is None else data(f"CPU · {cpu.model}"))
         parts = occasional_parts(cpu)
         if not self._legend_shown or not parts <= self._legend_seen:  # the legend changes only with a new part
@@ -104,9 +124,9 @@ class CpuPanel(TextPanel):
         groups = core_groups(cpu, self.numa)
         columns = max(1, min(width // CELL_MIN, len(cpu.cores)))
         cell = min(width // columns, 40)
-        if 1 + grid_rows(cpu, groups, width) > self.max_lines:
-            strips = self._strips(groups, width)
-            room = max(0, self.max_lines - 1)
+        if 1 + grid_rows(cpu, groups, width) > self.rows:
+            strips = self._strips(cpu, groups, width)
+            room = max(0, self.rows - 1)
             if len(strips) > room and room:  # the last strip shown says how many cores are not: +90
                 shown = strips[:room]
                 cells = _strip_cells(groups, width)[:room]
@@ -116,29 +136,18 @@ class CpuPanel(TextPanel):
                 hidden = len(cpu.cores) - sum(cells) + cut
                 last.append(f" +{hidden}", style=palette.DIM)
                 return out + shown
-            return (out + strips)[: max(1, self.max_lines)]
+            return (out + strips)[: max(1, self.rows)]
         for label, members in groups:
             if label is not None:
                 out.append(Text(f"─ {label} ({len(members)} cpus) ", style=palette.GROUP))
             for start in range(0, len(members), columns):
                 line = Text()
                 for index in members[start:start + columns]:
-                    line.append_text(self._cell(index, cell))
+                    line.append_text(self._cell(cpu, index, cell))
                 out.append(line)
         return out
 
-    @staticmethod
-    def want(cpu: CpuSnapshot | None, numa: NumaSnapshot | None, width: int) -> Want:
-        """The summary line with a cell a core (most), a heat strip of a character a core (folded), the summary
-        line alone (least)."""
-        if cpu is None:
-            return Want.fixed(1)
-        groups = core_groups(cpu, numa)
-        width = max(width, CELL_MIN)
-        most = 1 + grid_rows(cpu, groups, width)
-        return Want(most, min(most, 1 + len(_strip_cells(groups, width))), 1)
-
-    def _strips(self, groups: list[tuple[str | None, list[int]]], width: int) -> list[Text]:
+    def _strips(self, cpu: CpuSnapshot, groups: list[tuple[str | None, list[int]]], width: int) -> list[Text]:
         """One character per core, its height and colour its load (as btop does when space is short)."""
         out = []
         for label, members in groups:
@@ -147,15 +156,15 @@ class CpuPanel(TextPanel):
             for start in range(0, len(members), per_row):
                 line = Text(tag if start == 0 else " " * len(tag), style=palette.GROUP)
                 for index in members[start:start + per_row]:
-                    percent = self.cpu.cores[index].percent  # type: ignore[union-attr]
+                    percent = cpu.cores[index].percent
                     char = "?" if percent is None else SPARK[min(len(SPARK) - 1, int(percent / 100 * len(SPARK)))]
                     style = level_style(percent) + (" reverse" if index in self.marked else "")
                     line.append(char, style=style)
                 out.append(line)
         return out
 
-    def _cell(self, index: int, width: int) -> Text:
-        core = self.cpu.cores[index]  # type: ignore[union-attr]
+    def _cell(self, cpu: CpuSnapshot, index: int, width: int) -> Text:
+        core = cpu.cores[index]
         label = Text(f"{index:>3} ", style=palette.CRIT_STRONG if index in self.marked else "bold")
         bar_width = max(3, width - 4 - 5 - 1)
         segments = [(core.user, palette.USER), (core.system, palette.SYSTEM), (core.irq, palette.IRQ),

@@ -1,4 +1,4 @@
-"""One line per block device: kind, read/write throughput, IOPS and busy %. Given fewer lines than disks, the
+"""One line per block device: kind, read/write throughput, IOPS and busy %. Given fewer rows than disks, the
 busiest are kept and the others folded into one `+N quieter` line; given one line, it sums them all up."""
 
 from __future__ import annotations
@@ -9,49 +9,54 @@ from rich.text import Text
 from hwtop.model.snapshot import DiskSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_rate, level_style, pct
-from hwtop.widgets.panel import TextPanel, Want
+from hwtop.widgets.panel import TextPanel, View, Want
 from hwtop.widgets.safe_text import data
 
 FOLDED = 3  # lines of the folded panel: the two busiest disks and `+N quieter`
 
 
-def shown_disks(disks: tuple[DiskSnapshot, ...], room: int) -> tuple[tuple[DiskSnapshot, ...], int]:
-    """At most `room` disks, the busiest by throughput, in their own order (rows do not jump about); how many left
+def shown_disks(disks: tuple[DiskSnapshot, ...], rows: int) -> tuple[tuple[DiskSnapshot, ...], int]:
+    """At most `rows` disks, the busiest by throughput, in their own order (rows do not jump about); how many left
     out. With one line to spare for saying so."""
-    if len(disks) <= room:
+    if len(disks) <= rows:
         return disks, 0
-    keep = max(1, room - 1)
+    keep = max(1, rows - 1)
     busiest = sorted(range(len(disks)), key=lambda i: -((disks[i].read_bytes_per_s or 0)
                                                         + (disks[i].write_bytes_per_s or 0)))[:keep]
     return tuple(disks[i] for i in sorted(busiest)), len(disks) - keep
 
 
 class DisksPanel(TextPanel):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.disks: tuple[DiskSnapshot, ...] = ()
-        self.room: int | None = None  # disk lines the row budget allowed at the last show; None: every disk
+        self.rows: int | None = None  # disk lines the row budget allowed at the last show; None: every disk
         self.border_title = "Disks"
 
-    def show(self, disks: tuple[DiskSnapshot, ...], room: int | None = None) -> None:
+    def show(self, disks: tuple[DiskSnapshot, ...], rows: int | None = None) -> None:
         self.disks = disks
-        self.room = room  # what the lines are built for, kept with the data they are compared by
-        if not self.same_as_shown((disks, self.room)):
+        self.rows = rows  # what the lines are built for, kept with the data they are compared by
+        if not self.same_as_shown((disks, self.rows)):
             self.changed()
 
-    @staticmethod
-    def want(disks: tuple[DiskSnapshot, ...]) -> Want:
-        count = max(1, len(disks))
+    def take(self, view: View) -> None:
+        self.disks = view.frame.snapshot.disks
+
+    def want(self, width: int) -> Want:
+        count = max(1, len(self.disks))
         return Want(count, min(count, FOLDED), 1)
+
+    def draw(self, rows: int) -> None:
+        self.show(self.disks, rows)
 
     def lines(self, width: int) -> list[Text]:
         if not self.disks:
             return [Text("no block devices", style=palette.DIM)]
         out = []
-        room = self.room
-        if room is not None and room <= 1 and len(self.disks) > 1:
+        rows = self.rows
+        if rows is not None and rows <= 1 and len(self.disks) > 1:
             return [all_disks_line(self.disks, width)]
-        disks, left_out = shown_disks(self.disks, len(self.disks) if room is None else room)
+        disks, left_out = shown_disks(self.disks, len(self.disks) if rows is None else rows)
         name_width = min(12, max(7, *(len(d.name) for d in self.disks)))  # of every disk: the busiest can change
         for disk in disks:
             line = data(f"{disk.name[:name_width]:<{name_width}} ", "bold")  # a recording's or a udev rule's name

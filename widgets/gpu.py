@@ -5,6 +5,7 @@ at the least one summary line of every GPU (a cell each for utilisation and memo
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 
 from rich.text import Text
 from textual import events
@@ -17,7 +18,7 @@ from hwtop.model.owner import Owner, distinct, owners_label
 from hwtop.model.snapshot import GpuSnapshot, GpuSystem
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, SPARK, bar, human_bytes, human_rate, level_style, pct, sparkline
-from hwtop.widgets.panel import TextPanel, Want
+from hwtop.widgets.panel import TextPanel, View, Want
 from hwtop.widgets.safe_text import data
 
 WIDE_BLOCK = 96  # cells one GPU needs for the three-line block
@@ -35,8 +36,8 @@ def short_name(name: str | None) -> str:
 
 
 class GpuPanel(TextPanel):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.system: GpuSystem | None = None
         self.gpus: tuple[GpuSnapshot, ...] = ()
         self.history: Recent | None = None
@@ -44,29 +45,40 @@ class GpuPanel(TextPanel):
         self.marked: set[int] = set()
         self.numa_of: dict[int, int] = {}
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
+        self.width: int | None = None  # the content width the last `want` was asked at: `draw` lays out for it
         self.border_title = "GPU"
 
+    def take(self, view: View) -> None:
+        """The GPUs, their history and NUMA nodes, and those a serious finding names (marked)."""
+        frame, snapshot = view.frame, view.frame.snapshot
+        self.system, self.gpus, self.history = snapshot.gpu_system, snapshot.gpus, frame.history
+        self.thresholds = view.thresholds
+        self.numa_of = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
+        self.marked = {i for f in frame.serious if not f.clearing(frame.time) for i in f.gpus}
+
+    def want(self, width: int) -> Want:
+        """Lines at each layout: three a GPU, two, one, and one summary line (the least, never left out)."""
+        self.width = width
+        if not self.gpus:
+            return Want.fixed(len(_no_gpu_lines(self.system, width)))
+        modes = mode_lines(self.gpus, width)
+        return Want(modes[0], modes[2], modes[-1], steps=tuple(sorted(set(modes), reverse=True)))
+
+    def draw(self, rows: int) -> None:
+        self.show(self.system, self.gpus, self.history or Recent(), rows, self.marked, self.numa_of, self.width,
+                  self.thresholds)
+
     def show(self, system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], history: Recent,
-             max_lines: int = 1000, marked: set[int] | None = None, numa_of: dict[int, int] | None = None,
+             rows: int = 1000, marked: set[int] | None = None, numa_of: dict[int, int] | None = None,
              width: int | None = None, thresholds: Thresholds | None = None) -> None:
-        """`max_lines` is the height this panel may take; the fullest layout that fits is chosen: three lines a
-        GPU (side by side where wide), two lines, one line a GPU, or one line for them all. `thresholds`: those
-        the rules judge by, so a link is marked as the pcie-degraded finding says."""
+        """`rows` is the height this panel may take; the fullest layout that fits is chosen: three lines a GPU
+        (side by side where wide), two lines, one line a GPU, or one line for them all. `thresholds`: those the
+        rules judge by, so a link is marked as the pcie-degraded finding says."""
         self.system, self.gpus, self.history = system, gpus, history
         self.thresholds = thresholds or self.thresholds
         self.numa_of = numa_of or {}
         width = max(1, width or self.content_size.width or self.size.width or 80)
-        wide, compact, dense, cells, _ = mode_lines(gpus, width)
-        if wide <= max_lines:
-            self.mode = "wide"
-        elif compact <= max_lines:
-            self.mode = "compact"
-        elif dense <= max_lines or len(gpus) < 2:
-            self.mode = "dense"
-        elif cells <= max_lines:
-            self.mode = "cells"
-        else:
-            self.mode = "summary"
+        self.mode = _mode(gpus, width, rows)
         self.marked = marked or set()
         title = "GPU"
         if system is not None and system.available:
@@ -80,14 +92,6 @@ class GpuPanel(TextPanel):
         else:
             self.forget_shown()  # GPU lines draw the history, which moves on every tick: never compared
         self.changed()
-
-    @staticmethod
-    def want(system: GpuSystem | None, gpus: tuple[GpuSnapshot, ...], width: int) -> Want:
-        """Lines at each layout: three a GPU, two, one, and one summary line (the least, never left out)."""
-        if not gpus:
-            return Want.fixed(len(_no_gpu_lines(system, width)))
-        modes = mode_lines(gpus, width)
-        return Want(modes[0], modes[2], modes[-1], steps=tuple(sorted(set(modes), reverse=True)))
 
     def lines(self, width: int) -> list[Text]:
         if not self.gpus:
@@ -145,45 +149,29 @@ class GpuPanel(TextPanel):
         pieces["name"] = data(f"{len(self.gpus)}× {names.pop()}" if len(names) == 1 else f"{len(self.gpus)} GPUs",
                               "bold")
         pieces.update(remap_count(gpus))  # before the figures, which a short line cuts from the end
-        utils = [g.util_percent for g in gpus if g.util_percent is not None]
-        average = sum(utils) / len(utils) if utils else None
-        pieces["util"] = Text(" util") + Text(pct(average, 5), style=level_style(average))
-        pieces["util strip"] = Text(" ") + self._cells(lambda g: g.util_percent)
-        used = [g.memory_used_bytes for g in gpus if g.memory_used_bytes is not None]
-        total = [g.memory_total_bytes for g in gpus if g.memory_total_bytes]
-        memory = f"{human_bytes(sum(used) if used else None, 0)}/{human_bytes(sum(total) if total else None, 0)}"
-        pieces["mem"] = Text(f" mem {memory}")
-        pieces["mem strip"] = Text(" ") + self._cells(
-            lambda g: 100.0 * g.memory_used_bytes / g.memory_total_bytes
-            if g.memory_used_bytes is not None and g.memory_total_bytes else None)
-        temps = [g.temperature_c for g in gpus if g.temperature_c is not None]
-        if temps:
-            pieces["temperature"] = Text(f" {min(temps):.0f}-{max(temps):.0f}°C" if min(temps) != max(temps)
-                                         else f" {temps[0]:.0f}°C", style=level_style(max(temps) + 10))
-        power = [g.power_w for g in gpus if g.power_w is not None]
-        if power:
-            pieces["power"] = Text(f" {sum(power) / 1000:.1f}kW" if sum(power) >= 1000 else f" {sum(power):.0f}W")
-        throttled = sum(1 for g in gpus if [r for r in g.throttle_reasons if r != "idle"])
-        if throttled:
-            pieces["throttled"] = Text(f" ⚠{throttled}", style=palette.WARN_STRONG)
-        lost = len(self.gpus) - len(gpus)
-        if lost:
-            pieces["lost"] = Text(f" {lost} LOST", style=palette.CRIT_STRONG)
+        pieces.update(self._load_pieces(gpus))
+        pieces.update(_state_pieces(gpus, lost=len(self.gpus) - len(gpus)))
         spans = owner_spans(self.gpus)
         if spans:
             pieces["owners"] = _owner_piece(spans, users=True)
-        for name in SUMMARY_GIVE_WAY if spans else ():  # without owners, the figures are cut as they always were
-            if sum(piece.cell_len for piece in pieces.values()) <= width:
-                break
-            if name == "owner users" and spans:
-                pieces["owners"] = _owner_piece(spans, users=False)
-            else:
-                pieces.pop(name, None)
+            _give_way(pieces, spans, width)  # without owners, the figures are cut as they always were
         line = Text()
         for piece in pieces.values():
             line.append_text(piece)
         line.truncate(max(1, width), overflow="ellipsis")
         return line
+
+    def _load_pieces(self, gpus: list[GpuSnapshot]) -> dict[str, Text]:
+        """The summary's utilisation and memory: the mean and the sum, each with a strip of a cell a GPU."""
+        utils = [g.util_percent for g in gpus if g.util_percent is not None]
+        average = sum(utils) / len(utils) if utils else None
+        used = [g.memory_used_bytes for g in gpus if g.memory_used_bytes is not None]
+        total = [g.memory_total_bytes for g in gpus if g.memory_total_bytes]
+        memory = f"{human_bytes(sum(used) if used else None, 0)}/{human_bytes(sum(total) if total else None, 0)}"
+        return {"util": Text(" util") + Text(pct(average, 5), style=level_style(average)),
+                "util strip": Text(" ") + self._cells(lambda g: g.util_percent),
+                "mem": Text(f" mem {memory}"),
+                "mem strip": Text(" ") + self._cells(_memory_percent)}
 
     def _cell_lines(self, width: int) -> list[Text]:
         """A short cell a GPU, side by side: `GPU0  92% █████░ 9.9G/80G 73°C`, or `GPU0  92% 9.9G/80G job 4242` where
@@ -200,11 +188,9 @@ class GpuPanel(TextPanel):
                 else:
                     owners = gpu_owners(gpu)
                     cell.append(pct(gpu.util_percent, 5), style=level_style(gpu.util_percent))
-                    mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
-                               if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
                     if not owners:  # an owned GPU's cell says whose it is in the room of the bar and temperature
                         cell.append(" ")
-                        cell.append_text(bar(mem_pct, 6))
+                        cell.append_text(bar(_memory_percent(gpu), 6))
                     cell.append(f" {human_bytes(gpu.memory_used_bytes)}/{human_bytes(gpu.memory_total_bytes, 0)}")
                     if owners:
                         cell.append(" ")
@@ -221,7 +207,7 @@ class GpuPanel(TextPanel):
             out.append(line)
         return out
 
-    def _cells(self, percent_of) -> Text:  # noqa: ANN001 - GpuSnapshot -> float | None
+    def _cells(self, percent_of: Callable[[GpuSnapshot], float | None]) -> Text:
         cells = Text()
         for gpu in self.gpus:
             percent = None if gpu.lost else percent_of(gpu)
@@ -243,32 +229,41 @@ class GpuPanel(TextPanel):
             return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)",
                                 style=palette.CRIT_STRONG)]
         head.append_text(remap_mark(gpu))  # on the GPU's first line, before the figures a narrow line cuts
-        mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
-                   if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
-        temp = _num(gpu.temperature_c, unit="°C")
-        head.append(f" {temp}", style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
+        head.append(f" {_num(gpu.temperature_c, unit='°C')}",
+                    style=level_style(None if gpu.temperature_c is None else gpu.temperature_c + 10))
         head.append(f" {_num(gpu.power_w)}/{_num(gpu.power_limit_w, unit='W')}")
-        mem_text = f" {human_bytes(gpu.memory_used_bytes)}/{human_bytes(gpu.memory_total_bytes, 0)}"
         if self.mode == "dense":
-            bar_width = max(3, (width - head.cell_len - 22) // 2)
-            line = head + Text(" ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
-            line += Text(" ") + bar(mem_pct, bar_width) + Text(mem_text)
-            reasons = [r for r in gpu.throttle_reasons if r != "idle"]
-            if reasons:
-                line.append(" ⚠", style=palette.WARN_STRONG)
-            return [line]
+            return [self._dense_line(gpu, head, width)]
         if self.mode == "compact" or width < WIDE_BLOCK - 10:
-            bar_width = max(4, (width - 32) // 2)
-            line = Text("  util ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
-            line += Text(" mem ") + bar(mem_pct, bar_width) + Text(mem_text)
-            head.append(f" SM {_num(gpu.sm_clock_mhz)}MHz")
-            if gpu.index in self.numa_of:
-                head.append(f" node {self.numa_of[gpu.index]}", style=palette.TAG)
-            if self.mode == "wide":  # room for a third line, not for the wide layout
-                return [head, line, self._details(gpu, width)]
-            if gpu.throttle_reasons and gpu.throttle_reasons != ("idle",):
-                head.append(" ⚠ " + ",".join(r for r in gpu.throttle_reasons if r != "idle"), style=palette.WARN_STRONG)
-            return [head, line]
+            return self._short_block(gpu, head, width)
+        return self._wide_block(gpu, head, width)
+
+    def _dense_line(self, gpu: GpuSnapshot, head: Text, width: int) -> Text:
+        """A GPU on one line: its head, then utilisation and memory bars."""
+        bar_width = max(3, (width - head.cell_len - 22) // 2)
+        line = head + Text(" ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
+        line += Text(" ") + bar(_memory_percent(gpu), bar_width) + Text(_memory_text(gpu))
+        if [r for r in gpu.throttle_reasons if r != "idle"]:
+            line.append(" ⚠", style=palette.WARN_STRONG)
+        return line
+
+    def _short_block(self, gpu: GpuSnapshot, head: Text, width: int) -> list[Text]:
+        """Two lines a GPU (its head and the bars), or three where the panel has the rows but not the width for the
+        wide block (its details under them)."""
+        bar_width = max(4, (width - 32) // 2)
+        line = Text("  util ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent))
+        line += Text(" mem ") + bar(_memory_percent(gpu), bar_width) + Text(_memory_text(gpu))
+        head.append(f" SM {_num(gpu.sm_clock_mhz)}MHz")
+        if gpu.index in self.numa_of:
+            head.append(f" node {self.numa_of[gpu.index]}", style=palette.TAG)
+        if self.mode == "wide":  # room for a third line, not for the wide layout
+            return [head, line, self._details(gpu, width)]
+        if gpu.throttle_reasons and gpu.throttle_reasons != ("idle",):
+            head.append(" ⚠ " + ",".join(r for r in gpu.throttle_reasons if r != "idle"), style=palette.WARN_STRONG)
+        return [head, line]
+
+    def _wide_block(self, gpu: GpuSnapshot, head: Text, width: int) -> list[Text]:
+        """Three lines a GPU with clocks, P-state, fan and sparklines, and a line a MIG slice under them."""
         head.append(f"  SM {_num(gpu.sm_clock_mhz)}/{_num(gpu.sm_clock_max_mhz)} MHz")
         head.append(f"  mem {_num(gpu.mem_clock_mhz)} MHz")
         head.append(f"  P{gpu.pstate}" if gpu.pstate is not None else "  P?")
@@ -280,7 +275,7 @@ class GpuPanel(TextPanel):
         bar_width = max(6, (width - 2 * spark - 36) // 2)
         line2 = Text(" util ") + bar(gpu.util_percent, bar_width) + Text(pct(gpu.util_percent)) + Text(" ")
         line2 += sparkline(self._series(f"gpu{gpu.index}.util"), spark)
-        line2 += Text("  mem ") + bar(mem_pct, bar_width) + Text(f"{mem_text:>12} ")
+        line2 += Text("  mem ") + bar(_memory_percent(gpu), bar_width) + Text(f"{_memory_text(gpu):>12} ")
         line2 += sparkline(self._series(f"gpu{gpu.index}.mem"), spark)
         lines = [head, line2, self._details(gpu, width)]
         for instance in gpu.mig:
@@ -338,6 +333,57 @@ def remap_count(gpus: list[GpuSnapshot]) -> dict[str, Text]:
     failed = any(mark.style == palette.CRIT_STRONG for mark in marks.values())
     return {"remap": Text(f" REMAP GPU{gpu_numbers(marked)}",
                           style=palette.CRIT_STRONG if failed else palette.WARN_STRONG)}
+
+
+def _mode(gpus: tuple[GpuSnapshot, ...], width: int, rows: int) -> str:
+    """The fullest layout whose lines fit `rows`."""
+    wide, compact, dense, cells, _ = mode_lines(gpus, width)
+    if wide <= rows:
+        return "wide"
+    if compact <= rows:
+        return "compact"
+    if dense <= rows or len(gpus) < 2:
+        return "dense"
+    return "cells" if cells <= rows else "summary"
+
+
+def _memory_percent(gpu: GpuSnapshot) -> float | None:
+    return (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
+            if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
+
+
+def _memory_text(gpu: GpuSnapshot) -> str:
+    return f" {human_bytes(gpu.memory_used_bytes)}/{human_bytes(gpu.memory_total_bytes, 0)}"
+
+
+def _state_pieces(gpus: list[GpuSnapshot], lost: int) -> dict[str, Text]:
+    """The summary's temperatures, power, throttled and lost GPUs: each only where there is one to say."""
+    pieces: dict[str, Text] = {}
+    temps = [g.temperature_c for g in gpus if g.temperature_c is not None]
+    if temps:
+        pieces["temperature"] = Text(f" {min(temps):.0f}-{max(temps):.0f}°C" if min(temps) != max(temps)
+                                     else f" {temps[0]:.0f}°C", style=level_style(max(temps) + 10))
+    power = [g.power_w for g in gpus if g.power_w is not None]
+    if power:
+        pieces["power"] = Text(f" {sum(power) / 1000:.1f}kW" if sum(power) >= 1000 else f" {sum(power):.0f}W")
+    throttled = sum(1 for g in gpus if [r for r in g.throttle_reasons if r != "idle"])
+    if throttled:
+        pieces["throttled"] = Text(f" ⚠{throttled}", style=palette.WARN_STRONG)
+    if lost:
+        pieces["lost"] = Text(f" {lost} LOST", style=palette.CRIT_STRONG)
+    return pieces
+
+
+def _give_way(pieces: dict[str, Text], spans: list[tuple[Owner, list[int]]], width: int) -> None:
+    """The summary's pieces given way in SUMMARY_GIVE_WAY's order until they fit `width` (the owners' users go
+    before their jobs)."""
+    for name in SUMMARY_GIVE_WAY:
+        if sum(piece.cell_len for piece in pieces.values()) <= width:
+            return
+        if name == "owner users":
+            pieces["owners"] = _owner_piece(spans, users=False)
+        else:
+            pieces.pop(name, None)
 
 
 # What the summary line gives up first when it is too short; whose the GPUs are goes after every figure but the

@@ -25,8 +25,8 @@ class HeaderBar(Static):
     the same second) repaints nothing; one that differs in a few characters only (the clock) repaints those cells;
     any other change of the same width repaints the line without a layout pass."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self._shown: Text | None = None
 
     def show(self, snapshot: Snapshot, interval: float, paused: bool, replay: str | None = None,

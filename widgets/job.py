@@ -20,8 +20,8 @@ from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
-from hwtop.widgets.job_ranks import Defer, Later, fit_words, parts_lines, rank_table
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.job_ranks import Defer, Later, fit_words, named_ranks, parts_lines, rank_table
+from hwtop.widgets.panel import TextPanel, View, Want
 from hwtop.widgets.safe_text import data, visible
 
 ROLE_STYLE = {"launcher": palette.GROUP, "DataLoader worker": palette.WORKER, "helper": palette.DIM,
@@ -68,14 +68,17 @@ def numa_share(pages: tuple[tuple[int, int], ...] | None) -> str:
 
 
 COMMAND_SLACK = 4  # cells a command cut after a whole word may leave empty; more, and it is cut inside one
+SERIES = (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss"))  # the sparklines: history key, label
 
 
 class JobPanel(TextPanel):
     can_focus = True
     BINDINGS = keys.bindings(keys.JOB_PANEL)
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None, stacks: bool = True) -> None:
+        """`stacks`: `d` reads the selected process's stack here (not on a demo machine, whose pids are simulated)."""
+        super().__init__(id=id, classes=classes)
+        self.stacks = stacks
         self.job: JobSnapshot | None = None
         self.series: dict[str, tuple[float, ...]] = {}
         self.node_of_gpu: dict[int, int] = {}
@@ -95,6 +98,25 @@ class JobPanel(TextPanel):
         self._placements: dict[tuple[object, ...], list[Text]] = {}
         self._placement_context: tuple[object, ...] = ()
 
+    def take(self, view: View) -> None:
+        """The focused job, its sparklines' history, the NUMA nodes of the GPUs and CPUs its placement is read
+        against, and the ranks the findings single out (marked, and first)."""
+        frame = view.frame
+        snapshot, numa = frame.snapshot, frame.snapshot.numa
+        self.job, self.thresholds = snapshot.job, view.thresholds
+        self.series = {key: frame.history.series(key) for key, _ in SERIES}
+        self.node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
+        self.node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
+        self.named = named_ranks(frame.findings)
+
+    def want(self, width: int) -> Want:
+        """Every line: the screen scrolls it."""
+        return Want.fixed(self._row_count(width))
+
+    def draw(self, rows: int) -> None:
+        """Every line, whatever `rows`: the screen scrolls it."""
+        self.show(self.job, self.series, self.node_of_gpu, self.node_of_cpu, self.named, self.thresholds)
+
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
              thresholds: Thresholds | None = None) -> None:
@@ -106,7 +128,8 @@ class JobPanel(TextPanel):
         self.named = named or {}
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
-            self.set_title(data(f"Job · {job.label} · d: Python stack of the selected process · escape: back"))
+            stack = " · d: Python stack of the selected process" if self.stacks else ""
+            self.set_title(data(f"Job · {job.label}{stack} · escape: back"))
         self.changed()
 
     @property
@@ -194,43 +217,45 @@ class JobPanel(TextPanel):
         job = self.job
         if job is None:
             return [Text("no job focused: hwtop --pid PID, --job PATTERN, or f on a process", style=palette.DIM)]
-        head = Text(f"{job.status.upper()} ",
-                    style=palette.OK_STRONG if job.status == "running" else palette.WARN_STRONG)
-        alive = sum(1 for p in job.processes if p.alive)
-        cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
-        memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else \
-            f"RSS {human_bytes(job.rss_bytes)}"
-        head.append(f"{alive} process(es) ({job.pids_seen} seen)")
-        parts = [head, Text(f"CPU {cpu}" + (f" of {job.usable_cores} cores" if job.usable_cores else "")),
-                 Text(memory)]
-        by_figure: dict[str, list[int]] = {}
-        for index, used in job.gpu_memory:  # eight GPUs holding alike: one figure, not eight to compare
-            by_figure.setdefault(human_bytes(used), []).append(index)
-        for shown, indices in by_figure.items():
-            gpus = covering([f"GPU{i}" for i in indices])[0]
-            parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
-        out = parts_lines(parts, width, sep_style="")  # wrapped between its figures, never inside one
+        out = parts_lines(_summary_parts(job), width, sep_style="")  # wrapped between its figures, never inside one
         defer = self._defer(self._in_view())
         out += self._job_lines(job, width, len(out), defer)
+        out.append(self._sparklines(job, width))
+        if job.message:
+            out += _wrapped(job.message, palette.WARN, width)
+        if job.status == "ended":
+            out.append(Text("escape, then f on a process, picks another job", style=palette.WARN))
+        columns = fitting_columns(width)
+        out.append(_table_header(columns, width))
+        self._table_rows(job, width, columns, out, defer)
+        placement = self._placement_lines(job, width)
+        if placement:
+            out.append(Text("Placement", style="bold"))
+            out += placement
+        if job.dataset_devices:
+            disks = ", ".join(f"{d} ({n})" for d, n in job.dataset_devices)
+            out += _wrapped("  dataset disks (files the job's processes, workers included, had open in the last 2 "
+                            f"min): {disks}", "", width)
+        if self.stack:
+            out += self.stack
+        return out
+
+    def _sparklines(self, job: JobSnapshot, width: int) -> Text:
+        """The job's CPU, GPU utilisation (where it uses a GPU) and RSS over time, on one line."""
         spark = max(8, min(40, (width - 30) // 3))
         marks = Text()
-        for key, label in (("job.cpu", "cpu"), ("job.gpu", "gpu util"), ("job.rss", "rss")):
+        for key, label in SERIES:
             values = self.series.get(key, ())
             if key == "job.gpu" and not job.gpu_memory:
                 continue  # the job uses no GPU: no line to draw
             marks.append(f"{label} ", style="bold")
             marks.append_text(sparkline(values, spark, high=max(values) if values and key != "job.gpu" else 100.0))
             marks.append("  ")
-        out.append(marks)
-        if job.message:
-            out.append(data(job.message, palette.WARN))
-        if job.status == "ended":
-            out.append(Text("escape, then f on a process, picks another job", style=palette.WARN))
-        columns = fitting_columns(width)
-        header = Text(" ".join(f"{name:>{w}}" if right else f"{name:<{w}}" for name, w, right in columns),
-                      style="bold reverse")
-        header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
-        out.append(header)
+        return marks
+
+    def _table_rows(self, job: JobSnapshot, width: int, columns: tuple[Column, ...], out: list[Text],
+                    defer: Defer) -> None:
+        """A row a process, appended to `out`; a row out of view is built when it is drawn."""
         rows, self._rows = self._rows, {}
         self._process_rows = []
         for index, process in enumerate(job.processes):
@@ -238,22 +263,16 @@ class JobPanel(TextPanel):
             selected = index == self.cursor and self.has_focus
             later = defer(len(out), partial(self._row, process, width, columns, selected, rows))
             out.append(later if later is not None else self._row(process, width, columns, selected, rows))
+
+    def _placement_lines(self, job: JobSnapshot, width: int) -> list[Text]:
+        """Where each rank (or process on a GPU) runs, its lines kept from the last tick where nothing changed."""
         context = (tuple(self.node_of_gpu.items()), tuple(self.node_of_cpu.items()),
                    self.thresholds["numa_local_memory_share"])
         if context != self._placement_context:
             self._placements, self._placement_context = {}, context
         placements, self._placements = self._placements, {}
-        placement = [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
-                     for line in self._kept_placement(p, width, placements)]
-        if placement:
-            out.append(Text("Placement", style="bold"))
-            out += placement
-        if job.dataset_devices:
-            out.append(Text("  dataset disks (files the job's processes, workers included, had open in the last "
-                            "2 min): " + ", ".join(f"{d} ({n})" for d, n in job.dataset_devices)))
-        if self.stack:
-            out += self.stack
-        return out
+        return [line for p in job.processes if p.alive and (p.role.startswith("rank") or p.gpus)
+                for line in self._kept_placement(p, width, placements)]
 
     def _job_lines(self, job: JobSnapshot, width: int, first: int, defer: Defer) -> list[Text]:
         """Workers coming and going, pressure, the memory cgroup, and where each rank's time goes: a table of
@@ -283,47 +302,34 @@ class JobPanel(TextPanel):
         if table:
             return out + table
         for stacks in job.stacks:
-            out.append(self._stacks_line(stacks))
+            out += self._stacks_lines(stacks, width)
         return out
 
-    def _stacks_line(self, stacks: RankStacks) -> Text:
+    def _stacks_lines(self, stacks: RankStacks, width: int) -> list[Text]:
+        """`  rank 0 (pid 41000): data 62% · compute 30%  (380 samples, 10 s) at AugmentedImages.__getitem__ (…)`,
+        wrapped between its parts under its head, never back to the first column (a long site at 120 columns)."""
         from hwtop.probes.stack_classify import LABELS
 
         who = f"rank {stacks.rank}" if stacks.rank is not None else "main"
-        line = Text(f"  {who} (pid {stacks.pid}): ", style="bold")
+        head = Text(f"  {who} (pid {stacks.pid}):", style="bold")
         if not stacks.samples:
-            line.append_text(data(stacks.message or "no samples yet", palette.DIM))
-            return line
-        parts = sorted(stacks.fractions, key=lambda kv: -kv[1])
-        for index, (name, value) in enumerate(parts):
-            line.append(("" if index == 0 else " · ") + f"{LABELS.get(name, name)} {100 * value:.0f}%",
-                        style=palette.WARN_STRONG if name == "data" and value >= 0.3 else "")
-        line.append(f"  ({stacks.samples} samples, {stacks.window_s:.0f} s)", style=palette.DIM)
-        site = stacks.site(parts[0][0]) if parts else None
+            return parts_lines([head, data(stacks.message or "no samples yet", palette.DIM)], width, sep=" ",
+                               indent=4, sep_style="")
+        shares = sorted(stacks.fractions, key=lambda kv: -kv[1])
+        phases = Text()
+        for index, (name, value) in enumerate(shares):
+            phases.append(("" if index == 0 else " · ") + f"{LABELS.get(name, name)} {100 * value:.0f}%",
+                          style=palette.WARN_STRONG if name == "data" and value >= 0.3 else "")
+        parts = [head, phases, Text(f" ({stacks.samples} samples, {stacks.window_s:.0f} s)", style=palette.DIM)]
+        site = stacks.site(shares[0][0]) if shares else None
         if site:
-            line.append_text(data(f" at {site}", palette.DIM))
-        return line
+            parts.append(data(f"at {site}", palette.DIM))
+        return parts_lines(parts, width, sep=" ", indent=4, sep_style="")
 
     def _row(self, p: JobProcess, width: int, columns: tuple[Column, ...], selected: bool,
              last: dict[tuple[object, ...], Text]) -> Text:
-        state = p.state or "?"
-        if not p.alive:
-            state = "gone" if p.exit_code is None else f"x{p.exit_code}"
         role_width = next(w for name, w, _ in columns if name == "ROLE")
-        values = {
-            "PID": str(p.pid),
-            "ROLE": ("  " * min(p.depth, 6) + ("└ " if p.depth else "") + p.role)[:role_width],
-            "S": state,
-            "CPU%": NA if p.cpu_percent is None else f"{p.cpu_percent:.0f}",
-            "PSS": human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes),
-            "THR": str(p.threads or 0),
-            "GPU": ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus) or "-",
-            "ALLOWED": format_cpulist(p.cpu_affinity) if p.cpu_affinity else NA,
-            "RAN ON": format_cpulist(p.thread_cpus) if p.thread_cpus else "-",
-            "MEMORY": numa_share(p.numa_pages),
-            "IO r/w": "N/A" if p.read_bytes_per_s is None else
-            f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
-        }
+        values = _cells(p, role_width)
         key = (*values.values(), p.role, p.rank is not None, p.alive, p.cmdline or p.name, width, columns, selected)
         kept = last.get(key) or self._rows.get(key)
         if kept is not None:
@@ -392,3 +398,58 @@ class JobPanel(TextPanel):
         home = homes.pop()
         share = memory_far(p.numa_pages, home, self.thresholds)  # the numa-misplaced rule's own judgement
         return None if share is None else f"only {100 * share:.0f}% on the GPU's node {home}"
+
+
+def _summary_parts(job: JobSnapshot) -> list[Text]:
+    """The job's state and process count, its CPU, memory and GPU memory: the pieces of its first line(s)."""
+    head = Text(f"{job.status.upper()} ", style=palette.OK_STRONG if job.status == "running" else palette.WARN_STRONG)
+    alive = sum(1 for p in job.processes if p.alive)
+    cpu = NA if job.cpu_percent is None else f"{job.cpu_percent:.0f}%"
+    memory = f"PSS {human_bytes(job.pss_bytes)}" if job.pss_bytes is not None else f"RSS {human_bytes(job.rss_bytes)}"
+    head.append(f"{alive} process(es) ({job.pids_seen} seen)")
+    parts = [head, Text(f"CPU {cpu}" + (f" of {job.usable_cores} cores" if job.usable_cores else "")), Text(memory)]
+    by_figure: dict[str, list[int]] = {}
+    for index, used in job.gpu_memory:  # eight GPUs holding alike: one figure, not eight to compare
+        by_figure.setdefault(human_bytes(used), []).append(index)
+    for shown, indices in by_figure.items():
+        gpus = covering([f"GPU{i}" for i in indices])[0]
+        parts.append(Text(f"{gpus} {shown}" + (" each" if len(indices) > 1 else "")))
+    return parts
+
+
+def _table_header(columns: tuple[Column, ...], width: int) -> Text:
+    header = Text(" ".join(f"{name:>{w}}" if right else f"{name:<{w}}" for name, w, right in columns),
+                  style="bold reverse")
+    header.append(" COMMAND" + " " * max(0, width - header.cell_len - 8), style="bold reverse")
+    return header
+
+
+def _cells(p: JobProcess, role_width: int) -> dict[str, str]:
+    """A process's figures as its row writes them, by column."""
+    state = p.state or "?"
+    if not p.alive:
+        state = "gone" if p.exit_code is None else f"x{p.exit_code}"
+    return {
+        "PID": str(p.pid),
+        "ROLE": ("  " * min(p.depth, 6) + ("└ " if p.depth else "") + p.role)[:role_width],
+        "S": state,
+        "CPU%": NA if p.cpu_percent is None else f"{p.cpu_percent:.0f}",
+        "PSS": human_bytes(p.pss_bytes if p.pss_bytes is not None else p.rss_bytes),
+        "THR": str(p.threads or 0),
+        "GPU": ",".join(f"{i}:{human_bytes(m)}" for i, m in p.gpus) or "-",
+        "ALLOWED": format_cpulist(p.cpu_affinity) if p.cpu_affinity else NA,
+        "RAN ON": format_cpulist(p.thread_cpus) if p.thread_cpus else "-",
+        "MEMORY": numa_share(p.numa_pages),
+        "IO r/w": "N/A" if p.read_bytes_per_s is None else
+        f"{human_rate(p.read_bytes_per_s)}/{human_rate(p.write_bytes_per_s)}",
+    }
+
+
+def _wrapped(text: str, style: str, width: int, indent: int = 4) -> list[Text]:
+    """Other people's text (a probe's message, device names) wrapped between its words, the lines after the
+    first indented: a long line never wraps back to the panel's first column."""
+    words = [data(word, style) for word in text.split(" ") if word]
+    lead = len(text) - len(text.lstrip(" "))
+    if lead and words:
+        words[0] = Text(" " * lead) + words[0]
+    return parts_lines(words, width, sep=" ", indent=indent, sep_style="")

@@ -106,11 +106,11 @@ class LineTable(ScrollView, can_focus=True):
             self.table = table
             self.column = column
 
-    def __init__(self, labels: Sequence[str], **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, labels: Sequence[str], *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self._labels: Cells = tuple(Text(label) for label in labels)
         self._keys: list[Hashable] = []
-        self._rows: list[Cells] = []
+        self._rows: Sequence[Cells] = []  # a subclass may hand over rows made only when read (tui/fleet/host_table)
         self._safe: dict[Hashable, tuple[Cells, tuple[int, ...]]] = {}  # cells made safe, and their widths
         self._widths: tuple[int, ...] = tuple(label.cell_len for label in self._labels)
         self._cursor = 0
@@ -151,7 +151,9 @@ class LineTable(ScrollView, can_focus=True):
         old_keys, old_widths, old_cursor = self._keys, self._widths, self.cursor_row
         old_top = int(self.scroll_offset.y)
         known, made = self._safe, {}
-        self._keys, self._rows = list(keys), []
+        self._keys = list(keys)
+        rows: list[Cells] = []
+        self._rows = rows
         widths = [label.cell_len for label in self._labels]
         for key, row in zip(self._keys, cells, strict=True):
             entry = known.get(key) or made.get(key)
@@ -159,7 +161,7 @@ class LineTable(ScrollView, can_focus=True):
                 texts = tuple(_cell(value) for value in row)
                 entry = (texts, tuple(text.cell_len for text in texts))
             made[key] = entry
-            self._rows.append(entry[0])
+            rows.append(entry[0])
             for index, cell_width in enumerate(entry[1]):
                 if cell_width > widths[index]:
                     widths[index] = cell_width

@@ -1,5 +1,5 @@
 """RAM and swap bars, and memory used per NUMA node (one meaning of "used": model/snapshot.py). Given fewer
-lines (`max_lines`), the history goes first, then the NUMA nodes, then swap."""
+rows, the history goes first, then the NUMA nodes, then swap."""
 
 from __future__ import annotations
 
@@ -8,35 +8,41 @@ from rich.text import Text
 from hwtop.model.snapshot import MemorySnapshot, NumaSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import bar, human_bytes, sparkline
-from hwtop.widgets.panel import TextPanel, Want
+from hwtop.widgets.panel import TextPanel, View, Want
 
 
 class MemoryPanel(TextPanel):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.memory: MemorySnapshot | None = None
         self.numa: NumaSnapshot | None = None
         self.history: tuple[float, ...] = ()
-        self.max_lines = 1000
+        self.rows = 1000
         self.border_title = "Memory"
 
     def show(self, memory: MemorySnapshot | None, numa: NumaSnapshot | None, history: tuple[float, ...],
-             max_lines: int = 1000) -> None:
-        self.memory, self.numa, self.history, self.max_lines = memory, numa, history, max_lines
+             rows: int = 1000) -> None:
+        self.memory, self.numa, self.history, self.rows = memory, numa, history, rows
         self.changed()
 
-    @staticmethod
-    def want(memory: MemorySnapshot | None, numa: NumaSnapshot | None, width: int) -> Want:
+    def take(self, view: View) -> None:
+        snapshot = view.frame.snapshot
+        self.memory, self.numa, self.history = snapshot.memory, snapshot.numa, view.frame.history.series("mem")
+
+    def want(self, width: int) -> Want:
         """Every line (most), RAM and swap (folded), RAM alone (least)."""
-        count = len(_rows(memory, numa, width))
+        count = len(_rows(self.memory, self.numa, width))
         return Want(count, min(count, 2), 1)
+
+    def draw(self, rows: int) -> None:
+        self.show(self.memory, self.numa, self.history, rows)
 
     def lines(self, width: int) -> list[Text]:
         memory = self.memory
         if memory is None:
             return [Text("memory: N/A (probe failed)", style=palette.DIM)]
         rows = _rows(memory, self.numa, width)
-        kept = sorted(rows, key=lambda row: row[0])[: max(1, self.max_lines)]
+        kept = sorted(rows, key=lambda row: row[0])[: max(1, self.rows)]
         return [self._line(row, memory, width) for row in rows if row in kept]
 
     def _line(self, row: _Row, memory: MemorySnapshot, width: int) -> Text:

@@ -12,7 +12,7 @@ from hwtop.model.safe_text import printable
 from hwtop.model.snapshot import NicSnapshot
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_rate, level_style, pct
-from hwtop.widgets.panel import TextPanel, Want
+from hwtop.widgets.panel import TextPanel, View, Want
 from hwtop.widgets.safe_text import data
 
 ROWS_PER_PORT_LINE = 12  # a port line per 12 rows of terminal: 2 at 36 rows, 5 at 60; GPUs and disks come first
@@ -72,14 +72,14 @@ def candidates(nics: tuple[NicSnapshot, ...]) -> tuple[NicSnapshot, ...]:
     return physical or tuple(n for n in nics if n.kind == "virtual")
 
 
-def shown_ports(nics: tuple[NicSnapshot, ...], room: int, t: Thresholds,
+def shown_ports(nics: tuple[NicSnapshot, ...], rows: int, t: Thresholds,
                 per_line: int = 1) -> tuple[tuple[NicSnapshot, ...], int]:
-    """The busy ports that fit `room` lines of `per_line` ports, one line left for saying how many more there are
+    """The busy ports that fit `rows` lines of `per_line` ports, one line left for saying how many more there are
     when they do not all fit (the busiest kept, in their own order), and how many are folded."""
     ports = candidates(nics)
     busy_ports = [i for i, n in enumerate(ports) if busy(n, t)]
-    cells = room * per_line
-    keep = max(1, (room - 1) * per_line) if len(busy_ports) >= cells else len(busy_ports)
+    cells = rows * per_line
+    keep = max(1, (rows - 1) * per_line) if len(busy_ports) >= cells else len(busy_ports)
     kept = sorted(busy_ports, key=lambda i: -max(ports[i].rx_bytes_per_s or 0.0, ports[i].tx_bytes_per_s or 0.0))
     shown = tuple(ports[i] for i in sorted(kept[:keep]))
     return shown, len(ports) - len(shown)
@@ -117,42 +117,50 @@ class NetworkPanel(TextPanel):
     """With a busy port, a bordered panel of port lines; with every port quiet, one bare line (class `quiet`, as
     the advice pane's `empty`), so an idle network costs the screen one row."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.nics: tuple[NicSnapshot, ...] = ()
-        self.room: int | None = None
+        self.rows: int | None = None
         self.quiet = True
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Network"
 
-    def show(self, nics: tuple[NicSnapshot, ...], room: int | None = None,
+    def show(self, nics: tuple[NicSnapshot, ...], rows: int | None = None,
              thresholds: Thresholds | None = None) -> None:
-        """`room`: port lines the screen's row budget allows, 0 for the one bare line (None: the terminal's height
+        """`rows`: port lines the screen's row budget allows, 0 for the one bare line (None: the terminal's height
         decides); `thresholds`: those the network rules judge a port idle by."""
         self.nics = nics
         self.thresholds = thresholds or self.thresholds
-        self.room = room if room is not None else self._room()
-        quiet = self.room == 0 or not any(busy(n, self.thresholds) for n in candidates(nics))
+        self.rows = rows if rows is not None else self._rows()
+        quiet = self.rows == 0 or not any(busy(n, self.thresholds) for n in candidates(nics))
         if quiet != self.quiet:
             self.quiet = quiet
             self.set_class(quiet, "quiet")
-        if not self.same_as_shown((nics, self.room)):
+        if not self.same_as_shown((nics, self.rows)):
             self.changed()
 
-    @staticmethod
-    def want(nics: tuple[NicSnapshot, ...], width: int, thresholds: Thresholds | None = None) -> Want:
+    def take(self, view: View) -> None:
+        self.nics, self.thresholds = view.frame.snapshot.nics, view.thresholds
+
+    def want(self, width: int) -> Want | None:
         """Every busy port (two a line where wide) and the quiet ones folded (most); the busiest and `+N` (folded);
-        one bare line naming the busiest (least). Every port quiet: that one bare line."""
-        t = thresholds or Thresholds()
-        ports = candidates(nics)
+        one bare line naming the busiest (least). Every port quiet: that one bare line. No port known (a recording
+        from before the network): not on the screen."""
+        t = self.thresholds
+        ports = candidates(self.nics)
+        if not ports:
+            return None
         if not any(busy(n, t) for n in ports):
             return Want.fixed(1, frame=0)
         per_line = 2 if width >= 2 * COLUMN else 1
-        shown, folded = shown_ports(nics, len(ports) + 1, t, per_line)
+        shown, folded = shown_ports(self.nics, len(ports) + 1, t, per_line)
         most = -(-len(shown) // per_line) + (1 if folded or not shown else 0)
         return Want(most, min(most, 2), 1, bare_line=True)
 
-    def _room(self) -> int | None:
+    def draw(self, rows: int) -> None:
+        self.show(self.nics, rows if rows > 1 else 0, self.thresholds)  # 0: one bare line
+
+    def _rows(self) -> int | None:
         try:
             height = self.app.size.height
         except Exception:  # noqa: BLE001 - no app
@@ -163,11 +171,11 @@ class NetworkPanel(TextPanel):
         ports = candidates(self.nics)
         if not ports:
             return [Text.assemble(("Network ", "bold"), ("no network ports", palette.DIM))]
-        room = len(ports) if self.room is None else self.room
-        if room == 0:
+        rows = len(ports) if self.rows is None else self.rows
+        if rows == 0:
             return [one_line(self.nics, width, self.thresholds)]
         per_line = 2 if width >= 2 * COLUMN else 1
-        shown, folded = shown_ports(self.nics, room, self.thresholds, per_line)
+        shown, folded = shown_ports(self.nics, rows, self.thresholds, per_line)
         if per_line == 1:
             out = [port_line(nic, width) for nic in shown]
         else:

@@ -1,12 +1,17 @@
-"""Base for panels that render Rich Text from the data they were last given, sized to their content."""
+"""Base for panels that render Rich Text from the data they were last given, sized to their content, and the one
+shape every panel of the monitor has: what it takes from a Frame (`take`), the rows it needs at a width (`want`)
+and its lines drawn in the rows it is given (`draw`)."""
 
 from __future__ import annotations
 
+import msgspec
 from rich.text import Text
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from hwtop.advice.thresholds import Thresholds
+from hwtop.model.frame import Frame
 from hwtop.model.record import Record
 from hwtop.widgets.safe_text import visible
 from hwtop.widgets.strips import line_strip
@@ -43,6 +48,19 @@ class Want(Record, frozen=True):
         return lines + 1 if lines < self.most else None
 
 
+class View(msgspec.Struct, frozen=True):
+    """A Frame as a panel reads it: the frame, and what the screen showing it adds (the rules' thresholds, the
+    terminal's size, whether `x` stops the workload shown)."""
+
+    frame: Frame
+    thresholds: Thresholds
+    width: int  # the terminal's columns
+    height: int  # the terminal's rows
+    watching: tuple[str, ...] | None = ()  # what the rules watch (the advice pane names it while it has nothing
+    # to say); None before they first ran
+    workload_stops: bool = False
+
+
 class TextPanel(Widget):
     """Subclasses implement `lines(width)` and call `changed()` after new data. The lines are built once per
     (data, width) and shared by layout and render; a change that keeps the panel's height repaints it without
@@ -51,8 +69,8 @@ class TextPanel(Widget):
 
     DEFAULT_CSS = "TextPanel { height: auto; }"
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self._generation = 0
         self._cache: tuple[tuple[int, int, bool], list[Text]] | None = None
         self._height: tuple[int, int] | None = None  # (width, rows) the last layout asked for
@@ -64,6 +82,20 @@ class TextPanel(Widget):
         self._shown_inputs: object = _NOTHING_SHOWN
 
     def lines(self, width: int) -> list[Text]:
+        raise NotImplementedError
+
+    # The panel shape (tui/panels.py lists the monitor's panels): the screen hands each panel the frame, asks each
+    # for the rows it wants at its width, shares the rows out (tui/layout.py) and has each draw in its share.
+    def take(self, view: View) -> None:
+        """What this panel shows of the frame, kept for `want` and `draw`; nothing is drawn yet."""
+        raise NotImplementedError
+
+    def want(self, width: int) -> Want | None:
+        """The rows the data taken could be drawn in at this content width; None: not on the screen."""
+        raise NotImplementedError
+
+    def draw(self, rows: int) -> None:
+        """The data taken, drawn in `rows` lines of content."""
         raise NotImplementedError
 
     def set_title(self, title: str | Text) -> None:

@@ -1,6 +1,10 @@
-"""The process table: host processes sorted by a chosen column, with GPU columns merged in by pid."""
+"""The process table: host processes sorted by a chosen column, with GPU columns merged in by pid. It holds the
+first HELD rows of every process the probe saw (filtered, sorted): a filter or a sort reaches all of them, and the
+border says how many it holds of how many there are."""
 
 from __future__ import annotations
+
+import heapq
 
 import msgspec
 from rich.text import Text
@@ -10,6 +14,7 @@ from hwtop.model.snapshot import GpuSnapshot, ProcessInfo
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, level_style
 from hwtop.widgets.line_table import LineTable
+from hwtop.widgets.panel import FRAME, View, Want
 from hwtop.widgets.safe_text import data
 
 
@@ -27,18 +32,38 @@ class Row(msgspec.Struct, frozen=True):
     depth: int = 0  # in tree view
     owner: str = ""  # its Slurm job, pod or container (model/owner.py's label); "" for the user's own
     owner_short: str = ""  # the same where room is short (a pod's name without its namespace)
+    name: str = ""  # the kernel's name for it (its comm), which `/` finds too: a worker's is not its command line
 
 
 def filter_rows(rows: list[Row], text: str) -> list[Row]:
-    """Rows whose command, user or owner (`job 4242`, `ns/pod`) contains `text` (case-insensitive), or whose pid
+    """Rows whose command, name, user or owner (`job 4242`, `ns/pod`) contains `text` (case-insensitive), or whose pid
     starts with it (`2443` finds 24437, as a pid is typed from its start); `gpu:N` keeps the processes on GPU N."""
     needle = text.lower().strip()
     if not needle:
         return rows
     if needle.startswith("gpu:") and needle[4:].isdigit():
         return [r for r in rows if needle[4:] in r.gpus.split(",")]
-    return [r for r in rows if needle in r.command.lower() or needle in r.user.lower() or str(r.pid).startswith(needle)
-            or needle in r.owner.lower()]
+    return [r for r in rows if needle in r.command.lower() or needle in r.name.lower() or needle in r.user.lower()
+            or str(r.pid).startswith(needle) or needle in r.owner.lower()]
+
+
+def with_descendants(marked: set[int], processes: tuple[ProcessInfo, ...]) -> set[int]:
+    """`marked` and every process under one of them (a rank's DataLoader workers), up to 64 parents up; each
+    parent chain walked once, however many processes share it."""
+    if not marked:
+        return marked
+    parents = {p.pid: p.ppid for p in processes}
+    under: dict[int | None, bool] = dict.fromkeys(marked, True)
+    for pid in parents:
+        chain: list[int] = []
+        at: int | None = pid
+        while at in parents and at not in under and len(chain) < 64:
+            chain.append(at)
+            at = parents[at]
+        verdict = under.get(at, False)
+        for member in chain:
+            under[member] = verdict
+    return {pid for pid, inside in under.items() if inside and pid is not None} | marked
 
 
 def tree_rows(rows: list[Row]) -> list[Row]:
@@ -81,11 +106,18 @@ SORT_NAMES = {"pid": "PID", "user": "user", "owner": "owner", "cpu": "CPU", "rss
               "threads": "threads",
               "gpus": "GPU", "gpu_memory": "GPU memory", "sm": "GPU SM", "command": "command"}  # as a user says it
 UP, DOWN = "▲", "▼"
+LEAST_ROWS = 3  # the fewest processes the table shows
+LEAST = LEAST_ROWS + 1 + FRAME  # with its column header and its border
+HELD = 60  # rows the table holds: the first of every process in the order shown (the title says N of M)
+_GpuEntry = tuple[int, int | None, float | None, str | None]  # (GPU index, its memory, SM %, command) of a pid
 
 
-def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]) -> list[Row]:
-    """One row per pid: host processes, plus GPU processes the host table did not list."""
-    gpu_of: dict[int, list[tuple[int, int | None, float | None, str | None]]] = {}
+def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...],
+               kept: dict[int, tuple[ProcessInfo, Row]] | None = None) -> list[Row]:
+    """One row per pid: host processes, plus GPU processes the host table did not list. `kept`: the rows made at
+    the last call, by pid, handed out again for the very same ProcessInfo on no GPU (the probe hands out the same
+    record for a process that did not change: most of a big box's thousands); updated to this call's."""
+    gpu_of: dict[int, list[_GpuEntry]] = {}
     owner_of: dict[int, Owner] = {}
     for gpu in gpus:
         for proc in gpu.processes:
@@ -94,10 +126,20 @@ def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]
                 owner_of[proc.pid] = proc.owner
     rows = []
     seen = set()
+    last, made = kept if kept is not None else {}, {}
     for proc in processes:
         seen.add(proc.pid)
-        rows.append(_row(proc.pid, proc.user or NA, proc.cpu_percent, proc.rss_bytes, proc.threads,
-                         proc.cmdline or proc.name, gpu_of.get(proc.pid, []), proc.ppid, proc.owner))
+        entries = gpu_of.get(proc.pid)
+        known = last.get(proc.pid) if entries is None else None
+        row = known[1] if known is not None and known[0] is proc else \
+            _row(proc.pid, proc.user or NA, proc.cpu_percent, proc.rss_bytes, proc.threads, proc.cmdline or proc.name,
+                 entries or [], proc.ppid, proc.owner, proc.name)
+        if entries is None:
+            made[proc.pid] = (proc, row)
+        rows.append(row)
+    if kept is not None:
+        kept.clear()
+        kept.update(made)
     for pid, entries in gpu_of.items():
         if pid not in seen:
             rows.append(_row(pid, NA, None, None, None, entries[0][3] or "(not visible in this pid namespace)",
@@ -106,13 +148,14 @@ def merge_rows(processes: tuple[ProcessInfo, ...], gpus: tuple[GpuSnapshot, ...]
 
 
 def _row(pid: int, user: str, cpu: float | None, rss: int | None, threads: int | None, command: str,
-         entries: list[tuple[int, int | None, float | None, str | None]], ppid: int | None = None,
-         owner: Owner | None = None) -> Row:
+         entries: list[_GpuEntry], ppid: int | None = None,
+         owner: Owner | None = None, name: str = "") -> Row:
     gpus = ",".join(str(e[0]) for e in entries)
     known = [e[1] for e in entries if e[1] is not None]
     sms = [e[2] for e in entries if e[2] is not None]
     return Row(pid, user, cpu, rss, threads, gpus, sum(known) if known else None, max(sms) if sms else None,
-               command, ppid, owner=owner.label if owner else "", owner_short=owner.short_label if owner else "")
+               command, ppid, owner=owner.label if owner else "", owner_short=owner.short_label if owner else "",
+               name=name)
 
 
 TEXT_KEYS = ("user", "owner", "gpus", "command")
@@ -135,12 +178,25 @@ def sort_rows(rows: list[Row], key: str, descending: bool | None = None) -> list
     return sorted(known, key=lambda row: float(getattr(row, key)), reverse=descending) + unknown
 
 
+def first_rows(rows: list[Row], key: str, descending: bool, count: int) -> list[Row]:
+    """`sort_rows(rows, key, descending)[:count]`, without sorting all of a big box's thousands."""
+    if len(rows) <= count:
+        return sort_rows(rows, key, descending)
+    known = [row for row in rows if getattr(row, key) is not None]
+    pick = heapq.nlargest if descending else heapq.nsmallest  # each as stable as sorted()
+    if key in TEXT_KEYS:
+        first = pick(count, known, key=lambda row: str(getattr(row, key)).lower())
+    else:
+        first = pick(count, known, key=lambda row: float(getattr(row, key)))
+    return first + [row for row in rows if getattr(row, key) is None][:count - len(first)]
+
+
 class ProcessTable(LineTable):
     """Sorted by CPU by default; `cycle_sort` or a header click changes the column. Rows are sorted and filtered
     here, drawn by LineTable; every cell is data (a user or command line is shown as typed, never as markup)."""
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__([label for label, _ in COLUMNS], **kwargs)
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__([label for label, _ in COLUMNS], id=id, classes=classes)
         self.sort_key = "cpu"
         self.sort_reversed = False  # against the column's own direction (r, or the same column again)
         self.rows_shown: list[Row] = []
@@ -150,7 +206,23 @@ class ProcessTable(LineTable):
         self._last: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...]] = ((), ())
         self._view: tuple[object, ...] | None = None  # sort, filter, tree and marks the last rows were made for
         self._made: dict[tuple[object, ...], tuple[object, ...]] = {}
+        self._taken: tuple[tuple[ProcessInfo, ...], tuple[GpuSnapshot, ...], set[int] | None] = ((), (), None)
+        self._merged: dict[int, tuple[ProcessInfo, Row]] = {}  # merge_rows' rows of the last data, by pid
         self.border_title = "Processes"
+
+    def take(self, view: View) -> None:
+        """The processes, the GPUs' (merged in by pid) and the workload's pids (marked, with their descendants)."""
+        snapshot = view.frame.snapshot
+        workload = snapshot.workload
+        self._taken = (snapshot.processes, snapshot.gpus, set(workload.pids) if workload else None)
+
+    def want(self, width: int) -> Want:
+        """At the least LEAST_ROWS processes under the column header, inside the border (the table's height is the
+        screen's rest: the row budget gives it what the other panels leave)."""
+        return Want(LEAST, LEAST, LEAST, frame=0)
+
+    def draw(self, rows: int) -> None:
+        self.show(*self._taken)
 
     @property
     def sort_descending(self) -> bool:
@@ -193,35 +265,18 @@ class ProcessTable(LineTable):
         if processes is self._last[0] and gpus is self._last[1] and view == self._view:
             return
         self._last, self._view = (processes, gpus), view
-        marked = set(marked or ())
-        if marked:
-            parents = {p.pid: p.ppid for p in processes}
-            for pid in parents:
-                chain, seen = pid, 0
-                while chain in parents and seen < 64:
-                    if chain in marked:
-                        marked.add(pid)
-                        break
-                    chain, seen = parents[chain], seen + 1
-        self.marked = marked
+        self.marked = marked = with_descendants(set(marked or ()), processes)
         cursor = self.cursor_row
         selected = self.rows_shown[cursor].pid if 0 <= cursor < len(self.rows_shown) else None
-        arrow = DOWN if self.sort_descending else UP
-        rows = sort_rows(merge_rows(processes, gpus), self.sort_key, self.sort_descending)
-        gpu_columns = bool(gpus) or any(row.gpus for row in rows)  # a GPU-less box: COMMAND takes their room
-        owners = any(row.owner for row in rows)  # no job, pod or container here: no OWNER column at all
-        self.set_labels([f"{label} {arrow}" if key == self.sort_key else
-                         "" if (key in GPU_KEYS and not gpu_columns) or (key == "owner" and not owners) else label
-                         for label, key in COLUMNS])
-        rows = filter_rows(rows, self.filter_text)
+        every = merge_rows(processes, gpus, self._merged)
+        self._label_columns(every, bool(gpus))
+        matching = filter_rows(every, self.filter_text)
+        rows = first_rows(matching, self.sort_key, self.sort_descending, HELD)
         if self.tree_view:
             rows = tree_rows(rows)
         self.rows_shown = rows
-        name = SORT_NAMES.get(self.sort_key, self.sort_key)
-        subtitle = data(f"sorted by {name} {arrow} (s: next, r: reverse)" + (" · tree (T)" if self.tree_view else "") +
-                        (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
-        if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
-            self.border_subtitle = subtitle
+        self._say_view()
+        self._say_count(len(rows), len(matching), len(every))
         keys = [_key(row, marked, owner_width) for row in rows]
         made: dict[tuple[object, ...], tuple[object, ...]] = {}
         for key, row in zip(keys, rows, strict=True):
@@ -232,6 +287,36 @@ class ProcessTable(LineTable):
         # began at a 10 % process after `w` started a job).
         index = next((i for i, row in enumerate(rows) if row.pid == selected), None) if self.chosen else 0
         self.set_rows(keys, [made[key] for key in keys], cursor=index)
+
+    def _label_columns(self, rows: list[Row], gpus: bool) -> None:
+        """The column labels, the sorted one with its arrow; the GPU columns blank on a GPU-less box (COMMAND takes
+        their room) and OWNER blank where no job, pod or container holds a process."""
+        arrow = DOWN if self.sort_descending else UP
+        gpu_columns = gpus or any(row.gpus for row in rows)
+        owners = any(row.owner for row in rows)
+        self.set_labels([f"{label} {arrow}" if key == self.sort_key else
+                         "" if (key in GPU_KEYS and not gpu_columns) or (key == "owner" and not owners) else label
+                         for label, key in COLUMNS])
+
+    def _say_count(self, held: int, matching: int, every: int) -> None:
+        """The title says how many rows the table holds of how many there are, where it holds fewer: `60 of 193`,
+        or with a filter `60 of 75 matching` (every match held: `3 of 193`)."""
+        if held < matching:
+            count = f" · {held} of {matching}" + (" matching" if self.filter_text else "")
+        else:
+            count = f" · {held} of {every}" if held < every else ""
+        title = "Processes" + count
+        if str(self.border_title) != title:  # setting it repaints the whole table, even to the same
+            self.border_title = title
+
+    def _say_view(self) -> None:
+        """The border's subtitle: the sort, the tree and the filter in force, and the keys that change them."""
+        arrow = DOWN if self.sort_descending else UP
+        name = SORT_NAMES.get(self.sort_key, self.sort_key)
+        subtitle = data(f"sorted by {name} {arrow} (s: next, r: reverse)" + (" · tree (T)" if self.tree_view else "") +
+                        (f" · filter {self.filter_text!r} (/)" if self.filter_text else ""))
+        if str(self.border_subtitle) != subtitle.plain:  # setting it repaints the whole table, even to the same
+            self.border_subtitle = subtitle
 
     @staticmethod
     def _cells(row: Row, marked: set[int], owner_width: int = OWNER_WIDTH) -> tuple[object, ...]:

@@ -13,7 +13,7 @@ from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import palette
 from hwtop.widgets.format import human_bytes, human_rate, pct
 from hwtop.widgets.network import port_line
-from hwtop.widgets.panel import TextPanel
+from hwtop.widgets.panel import TextPanel, View, Want
 from hwtop.widgets.safe_text import data
 
 STYLE = {"X": palette.DIM, "PIX": palette.LINK_SWITCH, "PXB": palette.LINK_SWITCH, "PHB": palette.LINK_HOST,
@@ -25,14 +25,31 @@ def link_style(kind: str) -> str:
 
 
 class TopologyPanel(TextPanel):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.topology: Topology | None = None
         self.numa: NumaSnapshot | None = None
         self.gpus: tuple[GpuSnapshot, ...] = ()
         self.nics: tuple[NicSnapshot, ...] = ()
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Topology"
+
+    def take(self, view: View) -> None:
+        """The layout, the tick's NUMA reading (the memory panel's, a demo's own machine's; the topology's where it
+        has none), and the GPUs' and ports' live figures."""
+        snapshot = view.frame.snapshot
+        topology = snapshot.topology
+        self.topology, self.gpus, self.nics = topology, snapshot.gpus, snapshot.nics
+        self.numa = snapshot.numa or (topology.numa if topology is not None else None)
+        self.thresholds = view.thresholds
+
+    def want(self, width: int) -> Want:
+        """Every line: the screen scrolls it."""
+        return Want.fixed(self._row_count(width))
+
+    def draw(self, rows: int) -> None:
+        """Every line, whatever `rows`: the screen scrolls it."""
+        self.show(self.topology, self.numa, self.gpus, self.nics, self.thresholds)
 
     def show(self, topology: Topology | None, numa: NumaSnapshot | None, gpus: tuple[GpuSnapshot, ...],
              nics: tuple[NicSnapshot, ...] = (), thresholds: Thresholds | None = None) -> None:
@@ -70,17 +87,7 @@ class TopologyPanel(TextPanel):
         return out
 
     def _matrix(self, topology: Topology, width: int) -> list[Text]:
-        names = [d.name for d in topology.devices]
-        cell = max(5, *(len(n) + 1 for n in names))
-        legend: list[Text] = []
-        if cell * (len(names) + 1) > width:  # narrow terminal: short labels, explained below the matrix
-            nics = [d.name for d in topology.devices if d.kind == "nic"]
-            names = [d.name.replace("GPU", "G") if d.kind == "gpu" else f"N{nics.index(d.name)}"
-                     for d in topology.devices]
-            cell = 5
-            if nics:
-                legend.append(Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)),
-                                   style=palette.DIM))
+        names, cell, legend = _labels(topology, width)
         columns = len(names)
         gpus = sum(1 for d in topology.devices if d.kind == "gpu")
         if cell * (columns + 1) > width and gpus:  # still too wide (a DGX: 8 GPUs and 8 HCAs): each row against
@@ -141,3 +148,17 @@ class TopologyPanel(TextPanel):
             line.append(f"  util {pct(gpu.util_percent)}")
             out.append(line)
         return out
+
+
+def _labels(topology: Topology, width: int) -> tuple[list[str], int, list[Text]]:
+    """The matrix's labels, its cell width and the legend they need: the devices' names, or on a narrow terminal
+    short ones (G0, N0) explained below the matrix."""
+    names = [d.name for d in topology.devices]
+    cell = max(5, *(len(n) + 1 for n in names))
+    if cell * (len(names) + 1) <= width:
+        return names, cell, []
+    nics = [d.name for d in topology.devices if d.kind == "nic"]
+    names = [d.name.replace("GPU", "G") if d.kind == "gpu" else f"N{nics.index(d.name)}" for d in topology.devices]
+    legend = [Text("G# = GPU#   " + "  ".join(f"N{i} = {n}" for i, n in enumerate(nics)), style=palette.DIM)] \
+        if nics else []
+    return names, 5, legend

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from hwtop.widgets import palette
 from hwtop.widgets.format import NA, human_bytes, sparkline
-from hwtop.widgets.panel import TextPanel, Want
+from hwtop.widgets.panel import TextPanel, View, Want
 from hwtop.widgets.safe_text import data
 
 if TYPE_CHECKING:
@@ -36,44 +36,61 @@ STATUS_STYLE = {"running": palette.OK_STRONG, "starting": palette.WARN, "stalled
 
 
 class WorkloadPanel(TextPanel):
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
         self.state: WorkloadState | None = None
-        self.room: int | None = None  # lines the row budget allows; None: all
+        self.rows: int | None = None  # lines the row budget allows; None: all
+        self.stoppable = True
         self.gpu_memory: dict[int, int] = {}
         self.collective: dict[int, float] = {}
         self.border_title = "Workload"
 
-    def show(self, state: WorkloadState | None, room: int | None = None, stoppable: bool = True,
+    def take(self, view: View) -> None:
+        """The workload, each pid's device memory over its GPUs (as the process table sums it) and each rank's
+        wait in collectives (its stack samples, in the job's rank figures)."""
+        snapshot = view.frame.snapshot
+        self.state, self.stoppable = snapshot.workload, view.workload_stops
+        gpu_memory: dict[int, int] = {}
+        for process in (p for g in snapshot.gpus for p in g.processes if p.used_memory_bytes is not None):
+            gpu_memory[process.pid] = gpu_memory.get(process.pid, 0) + (process.used_memory_bytes or 0)
+        self.gpu_memory = gpu_memory
+        job = snapshot.job
+        self.collective = {r.pid: r.collective_share for r in job.ranks if r.pid is not None and r.shares} \
+            if job else {}
+
+    def want(self, width: int) -> Want | None:
+        """Every line, the ranks whose lines read alike folded into one (`x8`); at the least the status line and
+        one rank's. No workload: not on the screen."""
+        if self.state is None:
+            return None
+        count = len(workload_lines(self.state, width, self.gpu_memory, self.collective).lines)
+        return Want(count, count, min(count, 2))
+
+    def draw(self, rows: int) -> None:
+        self.show(self.state, rows, self.stoppable, self.gpu_memory, self.collective)
+
+    def show(self, state: WorkloadState | None, rows: int | None = None, stoppable: bool = True,
              gpu_memory: Mapping[int, int] | None = None, collective: Mapping[int, float] | None = None) -> None:
         """`stoppable`: x stops the job here (a live session's own job, not a recording's or a demo's story).
         `gpu_memory`: each pid's device memory as NVML lists it, the process table's GPU MEM: a rank's `mem`.
         `collective`: each rank pid's share of its time in collectives, from the job's rank figures: `coll`."""
-        self.state, self.room = state, room
+        self.state, self.rows = state, rows
         self.gpu_memory = dict(gpu_memory or {})
         self.collective = dict(collective or {})
         self.display = state is not None
         if state is not None:
             self.set_title(data(f"Workload · {state.kind}" + (" · x stop" if stoppable else "")))
-        if not self.same_as_shown((state, room, tuple(sorted(self.gpu_memory.items())),
+        if not self.same_as_shown((state, rows, tuple(sorted(self.gpu_memory.items())),
                                    tuple(sorted(self.collective.items())))):
             self.changed()
 
-    @staticmethod
-    def want(state: WorkloadState | None, width: int, gpu_memory: Mapping[int, int] | None = None,
-             collective: Mapping[int, float] | None = None) -> Want:
-        """Every line, the ranks whose lines read alike folded into one (`x8`); at the least the status line and
-        one rank's."""
-        count = len(workload_lines(state, width, gpu_memory, collective).lines)
-        return Want(count, count, min(count, 2))
-
     def lines(self, width: int) -> list[Text]:
         drawn = workload_lines(self.state, width, self.gpu_memory, self.collective)
-        lines, room = drawn.lines, self.room
-        if room is None or len(lines) <= room:
+        lines, rows = drawn.lines, self.rows
+        if rows is None or len(lines) <= rows:
             return lines
         head, ranks, tail = lines[:drawn.ranks_at], lines[drawn.ranks_at:drawn.ranks_end], lines[drawn.ranks_end:]
-        keep = room - len(head) - len(tail) - 1  # one line says how many ranks are not shown
+        keep = rows - len(head) - len(tail) - 1  # one line says how many ranks are not shown
         sizes = drawn.group_sizes
         # The lines kept are the smallest groups first (a rank that reads unlike the others: the straggler, the
         # hung rank), shown in rank order.
@@ -82,7 +99,7 @@ class WorkloadPanel(TextPanel):
         if keep == 0 and ranks:  # room for one rank's line: the status line says how many more there are
             return [_counting(head[0], hidden, width), *head[1:], ranks[kept[0]], *tail]
         if keep <= 0:
-            return (head + tail)[: max(1, room)]
+            return (head + tail)[: max(1, rows)]
         return head + [ranks[i] for i in kept] + [Text(f"+{hidden} more rank(s)", style=palette.DIM)] + tail
 
 

@@ -57,6 +57,6 @@ async def test_amp_advice_names_the_torchrun_job_and_md_arrays_are_raid() -> Non
         assert app.frame is not None
         finding = next(f for f in app.frame.findings if f.id == "amp-available")
         assert finding.evidence[0].startswith("the torchrun job (pid 40990) trains in fp32")
-        text = "\n".join(line.plain for line in app.main.disks_panel.lines(120))
+        text = "\n".join(line.plain for line in app.main.panels["disks"].lines(120))
         assert "md1" in text and not any("md" in line and " ssd" in line for line in text.split("\n"))
         assert any(line.split()[:2] == ["md1", "raid"] for line in text.split("\n")), text

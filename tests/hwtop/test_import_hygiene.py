@@ -64,8 +64,9 @@ def test_a_live_monitor_without_a_job_or_workload_loads_neither_model() -> None:
     out = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out.split(",") == ["hwtop.model", "hwtop.model.finding", "hwtop.model.frame", "hwtop.model.history",
-                              "hwtop.model.owner", "hwtop.model.record", "hwtop.model.safe_text",
-                              "hwtop.model.snapshot"]  # owner: a process's Slurm job or pod, on every snapshot
+                              "hwtop.model.owner", "hwtop.model.panels", "hwtop.model.record",
+                              "hwtop.model.safe_text", "hwtop.model.snapshot"]  # owner: a process's Slurm job or pod,
+    # on every snapshot; panels: the panel names the main screen's list is held to
 
 
 def test_the_start_path_guard_sees_a_forbidden_import() -> None:

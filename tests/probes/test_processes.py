@@ -6,6 +6,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hwtop.model.snapshot import ProcessInfo
 from hwtop.probes.processes import CLOCK_TICKS, DETAILS_REFRESH_S, PAGE_SIZE, PF_KTHREAD, ProcessProbe, parse_stat
 from tests.sysfs_trees import write
 
@@ -57,7 +58,7 @@ def test_cpu_percent_top_n_partial_and_vanished(tmp_path: Path) -> None:
     os.remove(tmp_path / "proc/102/cmdline")  # forbidden or gone mid-read: shown partially
     now[0] += 1.0
     rows = probe.read()
-    assert [p.pid for p in rows] == [100, 101]
+    assert [p.pid for p in rows] == [100, 101, 102]  # the busiest two first, then every other process
     assert rows[0].cpu_percent == 100.0 and rows[1].cpu_percent == 50.0
     assert rows[0].cmdline == "python train.py --rank 100"
     assert rows[0].cpu_affinity == (0, 1, 2, 3, 8)
@@ -159,7 +160,7 @@ def test_a_still_process_is_read_one_tick_in_cold_every_and_its_cpu_spans_the_ga
         write(tmp_path, "proc/400/stat", stat_line(400, "busy", utime=busy, rss_pages=10))
         now[0] += 1
         rows = probe.read()
-        assert [(p.pid, p.cpu_percent) for p in rows] == [(400, 100.0)]
+        assert [(p.pid, p.cpu_percent) for p in rows] == [(400, 100.0), (401, 0.0)]  # still listed, at 0 %
     assert sum(path.endswith("/400/stat") for path in opened) == COLD_EVERY  # the moving one: every read
     assert sum(path.endswith("/401/stat") for path in opened) == 1  # the still one: once in COLD_EVERY
     write(tmp_path, "proc/401/stat", stat_line(401, "sleeper", utime=50 + 2 * CLOCK_TICKS, rss_pages=1))
@@ -217,3 +218,39 @@ def test_an_unchanged_row_is_handed_out_again_and_a_change_makes_a_new_one(tmp_p
     write(tmp_path, "proc/300/cmdline", "still\0--renamed\0")
     now[0] += DETAILS_REFRESH_S
     assert next(p for p in probe.read() if p.pid == 300).cmdline == "still --renamed"  # details still re-read
+
+
+def test_every_process_is_listed_and_those_outside_the_busiest_have_their_details_read_once(tmp_path: Path,
+                                                                                           monkeypatch) -> None:
+    """The cap is on reading details, not on what is listed: 200 processes, the 60 busiest read in full each
+    time, every other one found by its pid, name and command line, its details read once in its life and at
+    most NEW_DETAILS of them a read (listed by its name until its turn)."""
+    import hwtop.probes.processes as module
+
+    monkeypatch.setattr(module, "NEW_DETAILS", 50)
+    now = [0.0]
+    _proc_tree(tmp_path, {pid: stat_line(pid, f"proc{pid}", utime=0) for pid in range(1000, 1200)})
+    probe = ProcessProbe(str(tmp_path), limit=60, clock=lambda: now[0])
+    reads: list[tuple[ProcessInfo, ...]] = []
+    for _ in range(4):
+        now[0] += 1
+        reads.append(probe.read())
+    first, last = reads[0], reads[-1]
+    assert len(first) == len(last) == 200 and {p.pid for p in last} == set(range(1000, 1200))
+    assert sum(p.cmdline is not None for p in first) == 60 + 50  # the busiest, and NEW_DETAILS others
+    idle = next(p for p in first if p.cmdline is None)
+    assert idle.name.startswith("proc") and idle.user is None and idle.cpu_percent is None  # no rate at first
+    assert all(p.cmdline == f"python train.py --rank {p.pid}" for p in reads[2])  # 60 + 3 x 50 >= 200
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path, flags, *args):  # noqa: ANN001, ANN202 - os.open's own
+        opened.append(str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(module.os, "open", spy)
+    now[0] += 1
+    again = probe.read()
+    assert all(a is b for a, b in zip(sorted(again, key=lambda p: p.pid), sorted(last, key=lambda p: p.pid),
+                                      strict=True))  # nothing changed: the very rows, none made again
+    assert opened and all(path.endswith("/stat") for path in opened), opened  # no details read again

@@ -125,7 +125,7 @@ async def test_the_workload_pane_is_made_when_a_workload_first_shows() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await app.first_frame.wait()
         await pilot.pause()
-        assert app.main.workload_panel is None and not app.main.query(WorkloadPanel)
+        assert "workload" not in app.main.panels and not app.main.query(WorkloadPanel)
         running = story_snapshots("dgx-a100", seconds=10.0, step=5.0)[-1]
         assert running.workload is not None
         app.show(app.session.advance(lambda: running))

@@ -67,3 +67,21 @@ async def test_the_fleet_at_80x24_keeps_its_columns_readable_and_answers_help() 
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_at_120_columns_top_finding_is_whole_and_a_down_hosts_status_gives_way() -> None:
+    """The columns give way by importance, not by position: a down host's long status is cut before the finding."""
+    from msgspec.structs import replace
+
+    fleet = StillFleet()
+    throttled = (FindingRow("warning", "gpu-throttled", "GPU0-7"), FindingRow("warning", "gpu-starved", "GPU0-7"))
+    fleet.views = (replace(fleet.views[0], findings=throttled), *fleet.views[1:])
+    app = FleetApp(fleet)
+    async with app.run_test(size=(120, 24)) as pilot:
+        while app.hosts_screen.table.row_count < 3:
+            await pilot.pause(0.05)
+        await pilot.pause()
+        lines = screen_lines(app)
+        dgx = next(line for line in lines if "dgx-a100-demo" in line)
+        assert "WARNING gpu-throttled · GPU0-7 (+1)" in dgx, dgx
+        assert any("unreachable: Conn" in line for line in lines), "\n".join(lines)

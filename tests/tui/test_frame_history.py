@@ -25,7 +25,7 @@ async def test_a_frame_shown_again_draws_the_same_sparklines() -> None:
         app.session.paused = True
         await pilot.pause()
         main = app.main
-        panels = (main.cpu_panel, main.memory_panel, main.gpu_panel)
+        panels = (main.panels["cpu"], main.panels["memory"], main.panels["gpu"])
 
         def drawn() -> list[list[str]]:
             return [[line.plain for line in panel.lines(WIDTH)] for panel in panels]

@@ -15,9 +15,9 @@ async def run(size: tuple[int, int], spec: str = "dgx-a100:nccl-ethernet", hide:
         while app.ticks < 3:
             await pilot.pause(0.05)
         await pilot.pause(0.1)
-        panel = app.main.network_panel
+        panel = app.main.panels["network"]
         lines = [line.plain for line in panel.cached_lines(panel.content_size.width)]
-        return panel.outer_size.height, panel.display, lines, app.main.gpu_panel.outer_size.height
+        return panel.outer_size.height, panel.display, lines, app.main.panels["gpu"].outer_size.height
 
 
 async def test_at_80x24_one_row_names_the_busiest_port_and_the_gpus_stay() -> None:
@@ -43,15 +43,23 @@ async def test_hidden_by_the_config() -> None:
 def test_the_row_budget_gives_the_network_its_rows_and_folds_it_to_one_bare_line() -> None:
     from hwtop.tui.layout import Shown, rows
     from hwtop.widgets.panel import Want
+    from hwtop.widgets.processes import LEAST
 
-    base = Shown(width=200, height=60, cpu=Want(5, 5, 1), disks=Want(3, 3, 1), memory=Want(4, 2, 1),
-                 gpu=Want(24, 8, 1, steps=(24, 16, 8, 2, 1)), advice=Want.fixed(1, 0))
-    quiet = rows(msgspec.structs.replace(base, network=Want.fixed(1, frame=0)))
-    busy = rows(msgspec.structs.replace(base, network=Want(4, 2, 1, bare_line=True)))
+    wants = {"cpu": Want(5, 5, 1), "disks": Want(3, 3, 1), "memory": Want(4, 2, 1),
+             "gpu": Want(24, 8, 1, steps=(24, 16, 8, 2, 1)), "advice": Want.fixed(1, 0),
+             "processes": Want.fixed(LEAST, frame=0)}
+    base = Shown(200, 60, wants)
+
+    def adding(shown: Shown, **more: Want) -> Shown:
+        return msgspec.structs.replace(shown, wants={**shown.wants, **more})
+
+    quiet = rows(adding(base, network=Want.fixed(1, frame=0)))
+    busy = rows(adding(base, network=Want(4, 2, 1, bare_line=True)))
     without = rows(base)
-    assert (without.network, quiet.network, busy.network) == (0, 1, 2)  # it folds before the GPUs leave 3 lines
-    assert busy.gpu == without.gpu == 24 and quiet.processes == without.processes - 1
-    assert rows(msgspec.structs.replace(base, height=70, network=Want(4, 2, 1, bare_line=True))).network == 4
-    short = rows(msgspec.structs.replace(base, height=24, width=80, network=Want(4, 2, 1, bare_line=True),
-                                         workload=Want(2, 2, 2)))
-    assert short.network == 1 and short.processes >= 6  # one bare line: no border counted
+    assert (without["network"], quiet["network"], busy["network"]) == (0, 1, 2)  # it folds before the GPUs leave 3
+    assert busy["gpu"] == without["gpu"] == 24 and quiet["processes"] == without["processes"] - 1
+    assert rows(adding(msgspec.structs.replace(base, height=70), network=Want(4, 2, 1, bare_line=True)))["network"] \
+        == 4
+    short = rows(adding(msgspec.structs.replace(base, height=24, width=80), network=Want(4, 2, 1, bare_line=True),
+                        workload=Want(2, 2, 2)))
+    assert short["network"] == 1 and short["processes"] >= 6  # one bare line: no border counted

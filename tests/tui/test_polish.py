@@ -112,7 +112,7 @@ async def test_a_terminal_shrunk_to_20x6_and_back_keeps_drawing() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]), interval=0.05)
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        before = (app.main.cpu_panel.size, app.main.gpu_panel.size, app.main.process_table.row_count)
+        before = (app.main.panels["cpu"].size, app.main.panels["gpu"].size, app.main.process_table.row_count)
         await pilot.resize_terminal(20, 6)
         ticks = app.ticks
         while app.ticks < ticks + 3:
@@ -123,7 +123,7 @@ async def test_a_terminal_shrunk_to_20x6_and_back_keeps_drawing() -> None:
             await pilot.pause(0.05)
         await pilot.pause(0.1)
         assert app.is_running
-        assert (app.main.cpu_panel.size, app.main.gpu_panel.size, app.main.process_table.row_count) == before
+        assert (app.main.panels["cpu"].size, app.main.panels["gpu"].size, app.main.process_table.row_count) == before
 
 
 def test_themes_and_no_color(monkeypatch) -> None:
@@ -142,7 +142,8 @@ async def test_hidden_panels_from_the_config() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]), hide=("disks", "memory"))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
-        assert not app.main.disks_panel.display and not app.main.memory_panel.display and app.main.cpu_panel.display
+        panels = app.main.panels
+        assert not panels["disks"].display and not panels["memory"].display and panels["cpu"].display
 
 
 def test_config_file(tmp_path) -> None:

@@ -94,7 +94,7 @@ async def test_cpu_bars_split_user_system_and_iowait_with_a_legend() -> None:
     app = HwtopApp(ScriptedSource([snapshot]))
     async with app.run_test(size=(80, 24)) as pilot:
         await started(app, pilot)
-        panel = app.main.cpu_panel
+        panel = app.main.panels["cpu"]
         legend = cpu_legend(snapshot.cpu)
         assert "user" in legend.plain and "system" in legend.plain and "▒iowait (not in %)" in legend.plain
         styles = [(legend.plain[span.start:span.end].strip(), str(span.style)) for span in legend.spans]

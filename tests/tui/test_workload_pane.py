@@ -69,7 +69,7 @@ async def test_two_ranks_apart_on_eight_gpus_at_80x24_show_one_and_count_the_oth
         await pilot.press("slash")
         await pilot.pause()
         pane = workload_pane(screen_lines(app))
-        assert app.main.rows.workload == 2
+        assert app.main.rows["workload"] == 2
         assert pane == ["RUNNING  last: rank 0 started: batch size 16  +1 more rank(s)",
                         # its wait in collectives is the demo job's rank 0 (pid 41000, its stack figures)
                         "rank 0 step   129    68.0ms    235.2/s data   0% coll  12% mem  30.5G"], pane

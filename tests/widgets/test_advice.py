@@ -45,7 +45,7 @@ async def test_findings_listed_by_severity_with_their_evidence() -> None:
         assert "Training waits on data loading" in text and "GPU0 PCIe link below its maximum" in text
         assert "waits for its next batch 80% of the time" in text  # collapsed: the first evidence inline
         assert "fix" not in text
-        assert 0 in app.main.gpu_panel.marked
+        assert 0 in app.main.panels["gpu"].marked
         assert "2 findings" in str(panel.border_title)
 
 
@@ -138,6 +138,6 @@ def test_what_changed_names_a_finding_still_shown_by_its_one_title() -> None:
                     scope="job", figure="stalled")
     panel = AdvicePanel()
     panel.inline, panel.timeline_rows = True, 4
-    panel.take((finding,), 1_800_000_010.0, (), None, (raised,))
+    panel.keep((finding,), 1_800_000_010.0, (), None, (raised,))
     text = "\n".join(line.plain for line in panel.lines(300))
     assert text.count("Rank 5 never reached the collective") == 2 and "The job's ranks wait" not in text, text

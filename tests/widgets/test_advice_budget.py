@@ -56,6 +56,6 @@ async def test_a_short_terminal_builds_the_advice_pane_once_a_tick(monkeypatch) 
             app.main.show(app.session.advance(lambda snapshot=snapshot: snapshot))
             await pilot.pause()
         assert builds == [2, 2], builds  # once a tick, for the two lines it asks: none for the one it draws
-        assert panel.asked == 2 and panel.rows == app.main.rows.advice == 1
+        assert panel.asked == 2 and panel.rows == app.main.rows["advice"] == 1
         [line] = panel.cached_lines(panel.content_size.width)
         assert line.plain.startswith("Advice ▲ WARN GPU3 clocks throttled · GPU3 +1 more · a opens"), line.plain

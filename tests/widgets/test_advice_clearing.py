@@ -49,7 +49,7 @@ async def test_a_finding_past_its_condition_shows_as_clearing_with_its_time(utc)
         held = time.strftime("%H:%M:%S", time.gmtime(frames[7].time))
         assert "GPU0 clocks throttled · GPU0 · not seen for 4 s [gpu-throttled]" in text
         assert f"at {held}: GPU0 clocks held back by SW thermal" in text
-        assert 0 not in app.main.gpu_panel.marked  # the GPU recovered: not marked red beside a finding that waits
+        assert 0 not in app.main.panels["gpu"].marked  # the GPU recovered: not marked red beside a finding that waits
 
 
 def test_clearing_look(snap_compare, utc) -> None:
@@ -101,7 +101,7 @@ async def test_a_short_terminal_shows_a_headline_per_cause() -> None:
         assert lines[0].endswith("[gpu-starved]")
         assert lines[1].startswith("▸ ▲ WARN GPU0 PCIe link below its maximum · GPU0")
         assert lines[1].endswith("[pcie-degraded]")
-        assert app.main.gpu_panel.region.height >= 3 and app.main.gpu_panel.region.bottom <= 24
+        assert app.main.panels["gpu"].region.height >= 3 and app.main.panels["gpu"].region.bottom <= 24
 
 
 def test_rows_the_findings_leave_show_the_latest_of_what_changed(utc) -> None:

@@ -34,8 +34,8 @@ async def test_at_80x24_a_dgx_shows_its_gpus_and_says_how_many_disks_are_left_ou
     async with app.run_test(size=(80, 24)) as pilot:
         while app.ticks < 2:
             await pilot.pause(0.05)
-        lines = [line.plain for line in app.main.disks_panel.lines(60)]
-        room = app.main.rows.disks  # the row budget's: 13 disks folded to the busiest and a line for the rest
+        lines = [line.plain for line in app.main.panels["disks"].lines(60)]
+        room = app.main.rows["disks"]  # the row budget's: 13 disks folded to the busiest and a line for the rest
         folded = f"+{13 - (room - 1)} quieter disk(s)"
         assert 2 <= len(lines) == room < 13 and lines[-1] == folded
         screen = "\n".join(screen_lines(app))

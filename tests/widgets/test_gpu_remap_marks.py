@@ -38,7 +38,7 @@ def test_each_layout_marks_the_failed_remap_red_and_the_pending_one_yellow() -> 
     for rows, width, mode, failed, pending in ((24, 200, "wide", " REMAP FAILED", "RESET: remap pending"),
                                                (8, 120, "dense", " REMAP FAILED", "RESET: remap pending"),
                                                (4, 140, "cells", "!", "!")):
-        panel.show(None, FAULTY, Recent(), max_lines=rows, width=width)
+        panel.show(None, FAULTY, Recent(), rows=rows, width=width)
         lines = panel.lines(width)
         assert panel.mode == mode
         six = next(line for line in lines if "GPU6" in line.plain)
@@ -47,7 +47,7 @@ def test_each_layout_marks_the_failed_remap_red_and_the_pending_one_yellow() -> 
         assert _styled([two[two.plain.index("GPU2"):]], pending) == palette.WARN_STRONG, mode
         healthy = [line.plain for line in lines if "GPU6" not in line.plain and "GPU2" not in line.plain]
         assert not [line for line in healthy if "REMAP" in line or "remap" in line or "!" in line], mode
-    panel.show(None, FAULTY, Recent(), max_lines=1, width=80)
+    panel.show(None, FAULTY, Recent(), rows=1, width=80)
     summary = panel.lines(80)[0]
     assert summary.plain.startswith("8× A100-SXM4-80GB REMAP GPU2,6 util")
     assert _styled([summary], "REMAP GPU2,6") == palette.CRIT_STRONG  # one failed: red

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from msgspec.structs import replace
+from textual.widget import Widget
 
 from hwtop.demo.machine import demo_sampler
 from hwtop.model.snapshot import Snapshot
@@ -32,11 +33,12 @@ def big_job_snapshots(ticks: int = 4) -> list[Snapshot]:
 
 
 def panel_rows(app: HwtopApp, panel: JobPanel) -> list[str]:
-    """The panel's content rows on the terminal (inside its border and padding), top to bottom."""
-    left = panel.region.x + 2
-    width = panel.content_size.width
-    return [line[left:left + width].rstrip() for line in screen_lines(app)[panel.region.y:][:panel.region.height]
-            if line[panel.region.x:panel.region.x + 1] == "│"]
+    """The panel's content rows on the terminal (inside its scroll's border and its padding), top to bottom."""
+    scroll = panel.parent
+    assert isinstance(scroll, Widget)
+    left, width = panel.content_region.x, panel.content_size.width
+    inside = screen_lines(app)[scroll.region.y + 1:scroll.region.bottom - 1]
+    return [line[left:left + width].rstrip() for line in inside]
 
 
 def every_row_built(panel: JobPanel, monkeypatch: pytest.MonkeyPatch) -> list[str]:

@@ -67,8 +67,8 @@ def test_the_network_panel_folds_a_port_by_the_configured_idle_rate(tmp_path) ->
     config = tmp_path / "config.toml"
     config.write_text("[advice.thresholds]\nnetwork_idle_bytes_per_s = 5e6\n")
     default, raised = NetworkPanel(), NetworkPanel()
-    default.show((port,), room=3)
-    raised.show((port,), room=3, thresholds=load(str(config)).thresholds)
+    default.show((port,), rows=3)
+    raised.show((port,), rows=3, thresholds=load(str(config)).thresholds)
     assert not default.quiet and default.lines(100)[0].plain.startswith("mlx5_0")
     assert raised.quiet and raised.lines(100)[0].plain.startswith("Network 1 port quiet")
 

@@ -30,7 +30,7 @@ async def test_this_machines_ram_and_node_lines_agree_at_80x24() -> None:
         await pilot.pause(0.1)
         snapshot = app.snapshot
         assert snapshot is not None and snapshot.numa is not None and snapshot.memory is not None
-        rows = _rows(app.main.memory_panel, app.main.memory_panel.content_size.width)
+        rows = _rows(app.main.panels["memory"], app.main.panels["memory"].content_size.width)
         assert "RAM" in rows
         nodes = [n for n in snapshot.numa.nodes if n.memory_total_bytes]
         if snapshot.numa.source != "fallback" and len(nodes) == 1:

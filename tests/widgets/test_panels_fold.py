@@ -19,9 +19,9 @@ def rank(index: int, step: int | None = 10, step_time: float | None = 0.31, samp
     return RankState(index, 41000 + index, step, step_time, samples, wait, loss, amp, None, 256, 2 << 30)
 
 
-def workload_lines(ranks: tuple[RankState, ...], room: int | None = None) -> list[str]:
+def workload_lines(ranks: tuple[RankState, ...], rows: int | None = None) -> list[str]:
     panel = WorkloadPanel()
-    panel.show(WorkloadState("steady", "running", None, ranks, "training"), room=room)
+    panel.show(WorkloadState("steady", "running", None, ranks, "training"), rows=rows)
     return [line.plain for line in panel.lines(WIDTH)]
 
 
@@ -47,16 +47,16 @@ def test_columns_stay_put_when_a_value_is_missing_and_there_are_no_rates_before_
     assert "N/Ams" not in lines[2] and "N/A/s" not in lines[2]  # N/A takes no unit
 
 
-def test_ranks_past_the_room_are_counted() -> None:
+def test_ranks_past_their_rows_are_counted() -> None:
     ranks = tuple(rank(i, step=i) for i in range(8))
-    lines = workload_lines(ranks, room=4)
+    lines = workload_lines(ranks, rows=4)
     assert len(lines) == 4 and lines[-1] == "+6 more rank(s)" and lines[1].startswith("rank 0 ")
 
 
 def test_a_cut_heat_strip_says_how_many_cores_are_not_shown() -> None:
     snapshot = host_snapshot(cores=128, nodes=2)
     panel = CpuPanel()
-    panel.show(snapshot.cpu, snapshot.numa, (), max_lines=2)
+    panel.show(snapshot.cpu, snapshot.numa, (), rows=2)
     lines = [line.plain for line in panel.lines(42)]
     assert len(lines) == 2 and lines[1].startswith("n0 ")
     shown = len(lines[1]) - len("n0 ") - len(lines[1].split()[-1]) - 1
@@ -69,13 +69,13 @@ def test_the_ram_history_sits_under_the_ram_bar_and_goes_first() -> None:
     panel.show(snapshot.memory, snapshot.numa, (10.0, 20.0, 30.0))
     lines = [line.plain for line in panel.lines(30)]
     assert [line.split()[0] for line in lines] == ["RAM", "└", "swap", "node0"]
-    panel.show(snapshot.memory, snapshot.numa, (10.0, 20.0, 30.0), max_lines=3)
+    panel.show(snapshot.memory, snapshot.numa, (10.0, 20.0, 30.0), rows=3)
     assert [line.plain.split()[0] for line in panel.lines(30)] == ["RAM", "swap", "node0"]
 
 
 def test_one_line_of_disks_sums_them_all() -> None:
     disks = tuple(DiskSnapshot(f"nvme{i}n1", "nvme", 1e6 * i, 1e3, 10.0, 1.0, float(i)) for i in range(13))
     panel = DisksPanel()
-    panel.show(disks, room=1)
+    panel.show(disks, rows=1)
     (line,) = [line.plain for line in panel.lines(60)]
     assert line.startswith("13 disks r  78.0MB/s") and "busiest nvme12n1" in line

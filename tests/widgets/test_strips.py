@@ -155,8 +155,8 @@ async def test_a_tick_that_brings_the_same_data_builds_no_lines(monkeypatch) -> 
         app.show(app.session.advance(lambda: busy))
         await pilot.pause()
         assert built["DisksPanel"] > before["DisksPanel"]
-        assert "123.0MB/s" in "\n".join(line.plain for line in app.main.disks_panel.cached_lines(
-            app.main.disks_panel.content_size.width))
+        assert "123.0MB/s" in "\n".join(line.plain for line in app.main.panels["disks"].cached_lines(
+            app.main.panels["disks"].content_size.width))
 
 
 def _rich_runs(line: Text, console) -> list[tuple[str, object]]:

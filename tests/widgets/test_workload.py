@@ -120,11 +120,11 @@ def test_at_the_least_the_status_line_counts_the_ranks_beside_the_one_shown() ->
 
     ranks = (rank(0, step_time=0.068, samples=235.2), rank(1, step_time=0.074, samples=216.3))
     panel = WorkloadPanel()
-    panel.show(WorkloadState("balanced", "running", None, ranks, "rank 0 started: batch size 16"), room=2)
+    panel.show(WorkloadState("balanced", "running", None, ranks, "rank 0 started: batch size 16"), rows=2)
     lines = [line.plain for line in panel.lines(WIDTH)]
     assert lines == ["RUNNING  last: rank 0 started: batch size 16  +1 more rank(s)",
                      "rank 0 step   129    68.0ms    235.2/s data   0% loss  7.581 bf16 mem  50.0G"]
-    panel.show(WorkloadState("balanced", "running", None, ranks, "x" * 200), room=2)
+    panel.show(WorkloadState("balanced", "running", None, ranks, "x" * 200), rows=2)
     status = panel.lines(WIDTH)[0].plain
     assert len(status) == WIDTH and status.endswith("…  +1 more rank(s)")
 

@@ -83,6 +83,11 @@ class FleetApp(GuardedApp[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(keys.fleet_help_lines(), "hwtop fleet keys"))
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_job" and self.given_job is None and not self.source.reads_jobs:
+            return False  # exporters read directly hold no job: `j` has nothing to open, and is not shown
+        return True
+
     def action_open_job(self) -> None:
         """The ranks of --job; without one, the jobs Prometheus holds; exporters read directly hold none."""
         if isinstance(self.screen, FleetJobScreen | FleetJobsScreen):

@@ -6,6 +6,7 @@ list operation, and only the twenty-odd rows on screen are ever turned into cell
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import overload
 
 from rich.text import Text
 from textual.geometry import Size
@@ -23,6 +24,11 @@ NARROW_COLUMNS = ("HOST", "STATUS", "GPUS", "UTIL", "", "GPU MEM", "CPU", "TOP F
                   "GPU MODELS")
 WIDTHS = (32, 36, 4, 4, 12, 13, 4, 40, 24, 30, 30)  # the most a column takes; HOST, ADDRESS, MODELS fit their rows
 NARROW_WIDTHS = (15, 10, 4, 4, 0, 9, 4, 20, 20, 21, 30)  # 80 columns: HOST to TOP FINDING on screen
+ON_SCREEN = 8  # HOST to TOP FINDING: on the screen; NETWORK, ADDRESS and GPU MODELS a scroll (right) away
+# Where the on-screen columns are wider than the terminal, they give way by importance: the trend first (to
+# nothing), then a down host's status (its error in full is on the host's screen), the host's name, the GPU memory;
+# TOP FINDING, the column the table is about, last. (index, the fewest cells it goes down to)
+GIVE_WAY = ((4, 0), (1, 10), (0, 15), (5, 9))
 SORTS = (("worst", "TOP FINDING"), ("host", "HOST"), ("util", "UTIL"), ("memory", "GPU MEMORY"), ("cpu", "CPU"))
 
 
@@ -31,8 +37,7 @@ def _used_share(view: HostView) -> float:
     return memory[0] / memory[1] if memory and memory[1] else -1.0
 
 
-_SORT_KEYS: dict[str, Callable[[HostView], str] | Callable[[HostView], float]] = {
-    "host": lambda v: cells.host_label(v).lower(),
+_BY_FIGURE: dict[str, Callable[[HostView], float]] = {  # the biggest first
     "util": lambda v: -(v.util_mean if v.util_mean is not None else -1.0),
     "memory": lambda v: -_used_share(v),
     "cpu": lambda v: -(v.cpu_busy if v.cpu_busy is not None else -1.0),
@@ -41,8 +46,10 @@ _SORT_KEYS: dict[str, Callable[[HostView], str] | Callable[[HostView], float]] =
 
 def sort_hosts(hosts: Sequence[HostView], key: str) -> list[HostView]:
     """`worst` keeps the frame's order (critical, down, warnings, info, healthy); the others are stable on it."""
-    by = _SORT_KEYS.get(key)
-    return list(hosts) if by is None else sorted(hosts, key=by)  # type: ignore[arg-type]  # one kind a key
+    if key == "host":
+        return sorted(hosts, key=lambda v: cells.host_label(v).lower())
+    by = _BY_FIGURE.get(key)
+    return list(hosts) if by is None else sorted(hosts, key=by)
 
 
 def haystack(view: HostView, jobs: Sequence[str] = ()) -> str:
@@ -83,7 +90,15 @@ class _Rows(Sequence[tuple[Text, ...]]):
     def __len__(self) -> int:
         return len(self.hosts)
 
-    def __getitem__(self, index: int) -> tuple[Text, ...]:  # type: ignore[override]  # no slices asked for
+    @overload
+    def __getitem__(self, index: int) -> tuple[Text, ...]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[tuple[Text, ...]]: ...
+
+    def __getitem__(self, index: int | slice) -> tuple[Text, ...] | Sequence[tuple[Text, ...]]:
+        if isinstance(index, slice):
+            return _Rows(self.hosts[index], self.narrow, self.widths)
         return tuple(_tabs(text) for text in row_cells(self.hosts[index], self.narrow, self.widths))
 
 
@@ -104,11 +119,11 @@ class HostTable(LineTable):
 
     BINDINGS = keys.bindings(keys.FLEET_HOST_TABLE)
 
-    def __init__(self, **kwargs: object) -> None:
-        super().__init__(COLUMNS, **kwargs)
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(COLUMNS, id=id, classes=classes)
         self.hosts: list[HostView] = []
         self._sized: Sequence[HostView] | None = None  # the rows the column widths were measured on
-        self._sized_narrow = False
+        self._sized_narrow: tuple[bool, int] = (False, 0)  # the layout and the terminal's width they were sized for
         self._sized_widths: tuple[int, ...] = ()
 
     def selected(self) -> HostView | None:
@@ -120,8 +135,9 @@ class HostTable(LineTable):
         selected = self.selected()
         narrow = width < NARROW
         every = hosts if every is None else every
-        if self._sized is not every or self._sized_narrow != narrow:
-            self._sized, self._sized_narrow, self._sized_widths = every, narrow, self._widths_for(every, narrow)
+        if self._sized is not every or self._sized_narrow != (narrow, width):
+            self._sized, self._sized_narrow = every, (narrow, width)
+            self._sized_widths = _given_way(self._widths_for(every, narrow), width)
         widths = self._sized_widths
         labels = NARROW_COLUMNS if narrow else COLUMNS
         column = dict(SORTS).get(sorted_by)
@@ -130,7 +146,7 @@ class HostTable(LineTable):
                              for label in labels)
         self.hosts = hosts
         self._keys = [(narrow, widths, view) for view in hosts]  # a frozen row: equal rows draw equal lines
-        self._rows = _Rows(hosts, narrow, widths)  # type: ignore[assignment]  # made lazily, read by index
+        self._rows = _Rows(hosts, narrow, widths)  # made when read, by index
         self._widths = tuple(max(w, label.cell_len) if w else 0 for w, label in zip(widths, self._labels,
                                                                                        strict=True))
         keys = {key_of(view): index for index, view in enumerate(hosts)}
@@ -156,10 +172,24 @@ class HostTable(LineTable):
 
     @staticmethod
     def _widths_for(hosts: Sequence[HostView], narrow: bool) -> tuple[int, ...]:
-        """Declared widths; HOST, ADDRESS and GPU MODELS no wider than their longest value."""
+        """Declared widths; HOST, STATUS, TOP FINDING, ADDRESS and GPU MODELS no wider than their longest value."""
         widths: list[int] = list(NARROW_WIDTHS if narrow else WIDTHS)
         if hosts:
             widths[0] = min(widths[0], max(len(cells.host_label(v)) for v in hosts))
+            widths[1] = min(widths[1], max(cells.status(v, 1000).cell_len for v in hosts))
+            widths[7] = min(widths[7], max(cells.finding(v, 1000).cell_len for v in hosts))
             widths[9] = min(widths[9], max(len(cells.short_address(v.address)) for v in hosts))
             widths[10] = min(widths[10], max(len(v.gpu_models) for v in hosts))
         return tuple(widths)
+
+
+def _given_way(widths: tuple[int, ...], width: int) -> tuple[int, ...]:
+    """The widths with the on-screen columns given way in GIVE_WAY's order until they fit `width` terminal cells
+    (a column is followed by two cells, the table starts with one); TOP FINDING keeps its width."""
+    fitted = list(widths)
+    for index, floor in GIVE_WAY:
+        excess = 1 + sum(w + 2 for w in fitted[:ON_SCREEN] if w) - width
+        if excess <= 0:
+            break
+        fitted[index] = max(floor, fitted[index] - excess)
+    return tuple(fitted)
