@@ -18,6 +18,7 @@ from hwtop.model.owner import Owner
 from hwtop.model.snapshot import (
     CoreLoad,
     CpuSnapshot,
+    DiskKind,
     DiskSnapshot,
     HostInfo,
     MemorySnapshot,
@@ -40,6 +41,36 @@ def demo_arrays(names: list[str]) -> dict[str, str]:
     nvme = [n for n in names if n.startswith("nvme")]
     out = {n: MIRROR for n in nvme[:2]} if MIRROR in names else {}
     return out | ({n: "md1" for n in nvme[2:]} if "md1" in names else {})
+
+
+def disk_rates(disks: tuple[tuple[str, DiskKind], ...], arrays: dict[str, str], dataset_rate: float,
+               rng: random.Random) -> dict[str, tuple[float, float]]:
+    """(read, write) bytes/s of each disk: the dataset from md1 (or the data disks where there is none), a little
+    from the network share, the OS's writes to md0 (or the first disk); an array's members carry its share of its
+    reads and writes (RAID 0), or their share of its reads and every write (RAID 1): the kernel counts both."""
+    names = [name for name, _ in disks]
+    data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data disks where there is no md1
+    rates: dict[str, tuple[float, float]] = {}
+    for name, kind in disks:
+        if name in arrays:
+            continue
+        if name == "md1" or (name in data and "md1" not in names):
+            read = dataset_rate * (1.0 if name == "md1" or len(data) == 1 else 1.0 / len(data))
+        else:
+            read = dataset_rate * 0.05 if kind == "network" else rng.uniform(0, 40e3)
+        write = rng.uniform(20e3, 400e3) if name in (names[0], "md0") else rng.uniform(0, 8e3)
+        rates[name] = (read * rng.uniform(0.9, 1.1), write)
+    for member, array in arrays.items():
+        read, write = rates[array]
+        count = sum(1 for a in arrays.values() if a == array)
+        rates[member] = (read / count, write if array == MIRROR else write / count)
+    return rates
+
+
+def _disk(name: str, kind: DiskKind, read: float, write: float, held_by: str | None) -> DiskSnapshot:
+    busy = min(100.0, 100.0 * read / 3.0e9) if kind != "network" else None
+    return DiskSnapshot(name, kind, round(read, 1), round(write, 1), round(read / (128 * 1024) if read else 0.0, 1),
+                        round(write / 16384, 1), None if busy is None else round(busy, 1), held_by=held_by)
 
 
 SAMPLE_BYTES = 112 * 1024  # one training sample read from the dataset (a JPEG of ImageNet, about)
@@ -239,39 +270,12 @@ class SimulatedHost:
                            l2, self.spec.l3_cache_bytes)
 
     def disks(self) -> tuple[DiskSnapshot, ...]:
-        """The arrays' figures first, their members' from them: a RAID 0 member carries its share of the array's
-        reads and writes, a RAID 1 member its share of the reads and every write (the kernel counts both)."""
+        """The arrays' figures first, their members' from them (`disk_rates`)."""
         t, job = self._now()
-        rng = self._rng("disk", int(t))
         dataset_rate = job.samples_per_s * len(self._ranks()) * SAMPLE_BYTES * 0.35  # most come from the page cache
-        names = [name for name, _ in self.spec.disks]
-        arrays = demo_arrays(names)
-        data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data disks where there is no md1
-        rates: dict[str, tuple[float, float]] = {}
-        for name, kind in self.spec.disks:
-            if name in arrays:
-                continue
-            if name == "md1" or (name in data and "md1" not in names):
-                read = dataset_rate * (1.0 if name == "md1" or len(data) == 1 else 1.0 / len(data))
-            elif kind == "network":
-                read = dataset_rate * 0.05
-            else:
-                read = rng.uniform(0, 40e3)
-            write = rng.uniform(20e3, 400e3) if name in (names[0], "md0") else rng.uniform(0, 8e3)
-            rates[name] = (read * rng.uniform(0.9, 1.1), write)
-        for member, array in arrays.items():
-            read, write = rates[array]
-            count = sum(1 for a in arrays.values() if a == array)
-            rates[member] = (read / count, write if array == MIRROR else write / count)
-        out = []
-        for name, kind in self.spec.disks:
-            read, write = rates[name]
-            iops_read = read / (128 * 1024) if read else 0.0
-            busy = min(100.0, 100.0 * read / 3.0e9) if kind != "network" else None
-            out.append(DiskSnapshot(name, kind, round(read, 1), round(write, 1), round(iops_read, 1),
-                                    round(write / 16384, 1), None if busy is None else round(busy, 1),
-                                    held_by=arrays.get(name)))
-        return tuple(out)
+        arrays = demo_arrays([name for name, _ in self.spec.disks])
+        rates = disk_rates(self.spec.disks, arrays, dataset_rate, self._rng("disk", int(t)))
+        return tuple(_disk(name, kind, *rates[name], arrays.get(name)) for name, kind in self.spec.disks)
 
     def nics(self) -> tuple[NicSnapshot, ...]:
         """A single-node job (torchrun --standalone) all-reduces over NVLink: the InfiniBand fabric stays near idle
