@@ -19,8 +19,15 @@ from hwtop.probes.nccl_ras.parse_json import parse_json
 from hwtop.probes.nccl_ras.track import Tracker
 
 QUERY_S = 10.0  # hwtop's default interval
-THIS_NODE, OTHER_NODE = "10.0.0.1", "10.0.0.2"
-OTHER_PID = 52000  # the other node's rank r is pid 52000 + r there
+
+
+def node_address(node: int) -> str:
+    """The address NCCL's RAS reaches node `node` of the job at (this one is node 0: it runs rank 0)."""
+    return f"10.0.0.{node + 1}"
+
+
+THIS_NODE, OTHER_NODE = node_address(0), node_address(1)
+OTHER_PID = 52000  # another node's rank r is pid 52000 + r - (this node's ranks) there
 ALLREDUCES_PER_STEP = 4  # DDP's gradient buckets
 OPS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 RAS_STORIES = ("straggler", "nccl-hang")
@@ -28,7 +35,7 @@ RAS_STORIES = ("straggler", "nccl-hang")
 
 def answer(state: JobState, query: int, local: tuple[int, ...], frozen_at: int | None) -> str:
     """One STATUS answer in NCCL's JSON layout for the `query`th query (every QUERY_S seconds)."""
-    world = len(local) * 2
+    world = len(local) * state.nodes
     base = 1000 + ALLREDUCES_PER_STEP * 5 * (query if frozen_at is None else frozen_at)
     ranks = []
     for rank in range(world):
@@ -40,10 +47,10 @@ def answer(state: JobState, query: int, local: tuple[int, ...], frozen_at: int |
             count -= 1  # the one they wait for: behind when asked, but for now and then
         elif frozen_at is None and rank == (query * 7 + 3) % world and rank != state.straggler_rank:
             count -= 1  # a balanced job: whoever is caught one behind changes from answer to answer
-        ranks.append({"rank": rank, "host": THIS_NODE if here else OTHER_NODE,
+        device = local[rank] if here else rank % len(local)
+        ranks.append({"rank": rank, "host": node_address(rank // len(local)),
                       "pid": RANK_PID + local[rank] if here else OTHER_PID + rank - len(local),
-                      "cuda_dev": local[rank] if here else rank - len(local),
-                      "nvml_dev": local[rank] if here else rank - len(local),
+                      "cuda_dev": device, "nvml_dev": device,
                       "status": {"init_state": 0, "async_error": 0, "finalize_called": False, "destroy_flag": False,
                                  "abort_flag": False},
                       "collective_counts": {op: count if op == "AllReduce" else 1 for op in OPS}})

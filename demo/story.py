@@ -27,9 +27,14 @@ if TYPE_CHECKING:
     from hwtop.model.workload import Amp
 
 GIB = 1024**3
+# A model's gradients as DDP all-reduces them: fp32, one per parameter (autocast runs the ops in bf16 but keeps the
+# parameters, so their gradients, in fp32; DDP sends them as they are, with no compression hook)
+GRADIENT_BYTES = 4
+RESNET50_PARAMETERS = 25.557e6  # torchvision's resnet50: 25,557,032 parameters
 STRAGGLER_OWN_WAIT = 0.03  # the rank the others wait for reaches each all-reduce last: it barely waits
 RANK_PID = 41000  # rank r is pid 41000 + r, as the fake NVML library lists it
 LAUNCHER_PID = 40990
+RDZV_PORT = 29400  # torchrun's c10d rendezvous, on the node of rank 0 (this one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +65,7 @@ class JobState:
     transport: str = "nvlink"
     nccl_env: tuple[tuple[str, str], ...] = ()
     model: str = "resnet50"
-    gradient_bytes: float = 51e6  # what each all-reduce moves: ResNet-50's 25.6 M gradients in bf16
+    gradient_bytes: float = RESNET50_PARAMETERS * GRADIENT_BYTES  # what a step's all-reduce sums: 102 MB
     # Follow from the above unless a story sets them: a step time given alone is the GPU's part of the step (the
     # workers may still make it longer); a training rank's main-thread CPU is the share of the step it computes,
     # less the share it sleeps in the all-reduce.
@@ -145,6 +150,17 @@ class JobState:
             return STRAGGLER_OWN_WAIT
         return self.collective_wait
 
+    def allreduce_bytes_per_s(self, ranks_here: int) -> float:
+        """What one node sends (and receives) over the network each second for the gradient all-reduce of a job
+        spanning nodes: NCCL's ring all-reduce has each of the n ranks send 2(n-1)/n of the gradients a step
+        (its bus bandwidth), and of each ring (one per channel, each carrying its share of the gradients)
+        one rank per node sends to the next node and one receives from the previous: a node moves 2(n-1)/n of
+        the gradients a step over its ports, whichever its ranks' count. 0 on one node, or with no step."""
+        world = ranks_here * self.nodes
+        if not self.training or self.stuck_rank is not None or self.nodes <= 1 or world < 2:
+            return 0.0
+        return 2 * (world - 1) / world * self.gradient_bytes / self.step_s
+
     def rank_runs(self, rank: int) -> bool:
         """Its state in the process table: R while on the CPU, else S."""
         return self.cpu_of_rank(rank) >= 50.0
@@ -198,8 +214,14 @@ class Story:
     extra_processes: int = 0
 
     def state(self, t: float, ranks: tuple[int, ...]) -> JobState:
-        """The job at scenario time t on a machine with these ranks."""
-        return self.at(t).fitted(ranks)
+        """The job at scenario time t on a machine with these ranks; a job of `job_ranks` spans as many nodes as
+        hold them at this host's share each."""
+        state = self.at(t).fitted(ranks)
+        if self.job_ranks and ranks:
+            nodes = -(-self.job_ranks // len(ranks))
+            if state.nodes != nodes:
+                state = dataclasses.replace(state, nodes=nodes, transport="infiniband")
+        return state
 
 
 def _steady(_t: float) -> JobState:
@@ -225,6 +247,11 @@ def _starved_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
         library.at(STARVED_FIX_S, lambda lib, i=index: lib.set_load(i, None))
 
 
+# ----- the two-node job of the stories NCCL's RAS tells (demo/ras.py): this node and one more, over InfiniBand -----
+
+TWO_NODES = JobState("training", nodes=2, transport="infiniband")
+
+
 # ----- nccl-hang: one rank never reaches a collective, the others wait in it -----
 
 NCCL_HANG_S = 30.0
@@ -233,9 +260,9 @@ NCCL_STUCK_RANK = 5
 
 def _nccl_hang(t: float) -> JobState:
     if t < NCCL_HANG_S:
-        return JobState("training")
-    return JobState(f"rank {NCCL_STUCK_RANK} never reached the all_reduce the other ranks wait in",
-                    status="stalled", stuck_rank=NCCL_STUCK_RANK)
+        return TWO_NODES
+    return JobState(f"rank {NCCL_STUCK_RANK} never reached the all_reduce the other ranks wait in", status="stalled",
+                    stuck_rank=NCCL_STUCK_RANK, nodes=TWO_NODES.nodes, transport=TWO_NODES.transport)
 
 
 def _nccl_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
@@ -353,11 +380,13 @@ STRAGGLER_S = 20.0
 STRAGGLER_RANK = 3
 
 
+STRAGGLING = JobState(f"GPU {STRAGGLER_RANK} clocks held back: the other ranks wait for rank {STRAGGLER_RANK}",
+                      step_time_s=0.52, straggler_rank=STRAGGLER_RANK, collective_wait=0.55, nodes=TWO_NODES.nodes,
+                      transport=TWO_NODES.transport)
+
+
 def _straggler(t: float) -> JobState:
-    if t < STRAGGLER_S:
-        return JobState("training")
-    return JobState(f"GPU {STRAGGLER_RANK} clocks held back: the other ranks wait for rank {STRAGGLER_RANK}",
-                    step_time_s=0.52, straggler_rank=STRAGGLER_RANK, collective_wait=0.55)
+    return TWO_NODES if t < STRAGGLER_S else STRAGGLING
 
 
 def _straggler_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
@@ -381,14 +410,23 @@ NCCL_ETH_FIXED_S = 100.0  # relaunched without it
 NCCL_ETH_PORT = "enp225s0f0"  # the 100 GbE storage/management port the sockets pick
 
 
-NCCL_ETH_MODEL = "gpt-1.3b"  # 1.3 B parameters: 2.6 GB of bf16 gradients each step
-NCCL_ETH_GRADIENTS = 2.6e9
+NCCL_ETH_MODEL = "gpt-1.3b"  # 1.3 B parameters: 5.2 GB of fp32 gradients each step
+NCCL_ETH_GRADIENTS = 1.3e9 * GRADIENT_BYTES
+NCCL_ETH_RANKS = 16  # two nodes of eight
+NCCL_ETH_COMPUTE_S = 0.86 * (1 - 0.18)  # over InfiniBand a step takes 0.86 s, 18% of it waiting in the all-reduce
+# Over sockets the port sends at its most while the all-reduce runs: a node's 2(n-1)/n of the gradients a step
+# take 0.81 s through 100 GbE. DDP overlaps it with the backward pass (about two thirds of the compute): the step
+# is the forward pass, then the longer of the backward pass and the all-reduce.
+NCCL_ETH_LINE = 100e9 / 8
+NCCL_ETH_SOCKETS_S = 2 * (NCCL_ETH_RANKS - 1) / NCCL_ETH_RANKS * NCCL_ETH_GRADIENTS / (0.96 * NCCL_ETH_LINE)
+NCCL_ETH_STEP_S = NCCL_ETH_COMPUTE_S / 3 + max(2 * NCCL_ETH_COMPUTE_S / 3, NCCL_ETH_SOCKETS_S)
+NCCL_ETH_BUSY = NCCL_ETH_COMPUTE_S / NCCL_ETH_STEP_S  # the GPUs' share of the step
 
 
 def _nccl_ethernet(t: float) -> JobState:
-    if NCCL_ETH_FROM_S <= t < NCCL_ETH_FIXED_S:  # 8 ranks' all-reduce through one 100 GbE port: 3.3 s a step
+    if NCCL_ETH_FROM_S <= t < NCCL_ETH_FIXED_S:  # the all-reduce through one 100 GbE port sets the pace
         return JobState("relaunched: NCCL_IB_DISABLE=1, all-reduce over Ethernet", nodes=2, batch_size=16,
-                        transport="ethernet", collective_wait=0.8, step_time_s=3.3, rank_cpu_percent=64.0,
+                        transport="ethernet", collective_wait=1 - NCCL_ETH_BUSY, step_time_s=NCCL_ETH_STEP_S,
                         model=NCCL_ETH_MODEL, gradient_bytes=NCCL_ETH_GRADIENTS,
                         nccl_env=(("NCCL_IB_DISABLE", "1"), ("NCCL_SOCKET_IFNAME", NCCL_ETH_PORT)))
     phase = "relaunched without NCCL_IB_DISABLE" if t >= NCCL_ETH_FIXED_S else "2 nodes, all-reduce over InfiniBand"
@@ -398,8 +436,8 @@ def _nccl_ethernet(t: float) -> JobState:
 
 
 def _nccl_ethernet_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
-    for index in profile.busy_gpus:  # each step waits ~80 % of its time on the network
-        library.at(NCCL_ETH_FROM_S, lambda lib, i=index: lib.set_load(i, 0.22))
+    for index in profile.busy_gpus:  # each step waits on the network for the rest
+        library.at(NCCL_ETH_FROM_S, lambda lib, i=index: lib.set_load(i, NCCL_ETH_BUSY))
         library.at(NCCL_ETH_FIXED_S, lambda lib, i=index: lib.set_load(i, None))
 
 
@@ -421,7 +459,7 @@ STORIES: dict[str, Story] = {
               f"{STRAGGLER_RANK} in NCCL (the job view, j, shows each rank)", 120.0, _straggler, _straggler_gpus,
               finding=rank_straggler.id),
         Story("nccl-ethernet", f"two nodes over InfiniBand, then from {NCCL_ETH_FROM_S:g} s NCCL_IB_DISABLE=1: the "
-              f"all-reduce saturates the 100 GbE management port until {NCCL_ETH_FIXED_S:g} s", 140.0,
+              f"all-reduce fills the 100 GbE management port until {NCCL_ETH_FIXED_S:g} s", 140.0,
               _nccl_ethernet, _nccl_ethernet_gpus, finding=nccl_wrong_transport.id, clears=True),
     )
 }

@@ -1,0 +1,145 @@
+"""Issue 55, point 4: the demo is one world. A two-node job is launched as two nodes (torchrun's rendezvous, its
+ranks' WORLD_SIZE and LOCAL_WORLD_SIZE, NCCL's communicator, the job's telemetry all say 16 ranks, eight here);
+each figure is read where a user reads it, beside the others it must agree with."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+import pytest
+
+from hwtop.model.snapshot import Snapshot
+from tests.small_screen import screen_lines, started
+from tests.tui.screens import lived_through, story_snapshots
+
+TWO_NODE_STORIES = ("straggler", "nccl-hang", "nccl-ethernet")
+
+
+def torchrun_args(cmdline: str) -> argparse.Namespace:
+    """torchrun's own options (torch/distributed/run.py), as it reads them from its command line."""
+    parser = argparse.ArgumentParser(prog="torchrun")
+    parser.add_argument("--nnodes", default="1")
+    parser.add_argument("--nproc_per_node", "--nproc-per-node", default="1")
+    parser.add_argument("--rdzv_backend", "--rdzv-backend", default="static")
+    parser.add_argument("--rdzv_endpoint", "--rdzv-endpoint", default="")
+    parser.add_argument("--rdzv_id", "--rdzv-id", default="none")
+    parser.add_argument("--standalone", action="store_true")
+    parser.add_argument("script")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER)
+    argv = shlex.split(cmdline)
+    return parser.parse_args(argv[argv.index("/usr/local/bin/torchrun") + 1:])
+
+
+def launched(snapshot: Snapshot) -> argparse.Namespace:
+    launcher = next(p for p in snapshot.processes if p.name == "torchrun")
+    assert launcher.cmdline is not None
+    return torchrun_args(launcher.cmdline)
+
+
+@pytest.mark.parametrize("story", TWO_NODE_STORIES)
+def test_a_two_node_job_is_launched_as_two_nodes_and_every_reader_counts_16_ranks(story: str) -> None:
+    snapshot = story_snapshots(f"dgx-a100:{story}", seconds=30.0, step=10.0)[-1]
+    args = launched(snapshot)
+    assert snapshot.host is not None and not args.standalone
+    assert (args.nnodes, args.nproc_per_node, args.rdzv_backend) == ("2", "8", "c10d")
+    host, _, port = args.rdzv_endpoint.rpartition(":")
+    assert (host, port) == (snapshot.host.hostname, "29400")  # this node runs rank 0, so the rendezvous
+    assert snapshot.job is not None and snapshot.workload is not None and snapshot.workload.config is not None
+    ranks = [p for p in snapshot.job.processes if p.role.startswith("rank")]
+    assert len(ranks) == 8
+    for process in ranks:  # torchrun's environment: RANK = GROUP_RANK x LOCAL_WORLD_SIZE + LOCAL_RANK, GROUP_RANK 0
+        assert (process.world_size, process.local_world_size) == (16, 8)
+        assert process.rank == 0 * 8 + (process.local_rank or 0)
+        assert process.cmdline is not None and "--local" not in process.cmdline  # torchrun passes it in the env
+    assert snapshot.workload.config.world_size == 16
+    nccl = snapshot.job.nccl
+    if nccl is not None and nccl.main is not None:  # the stories NCCL's RAS tells: its communicator is the world
+        assert nccl.main.comm.size == 16
+        assert {r.host for r in nccl.main.comm.ranks} == {"10.0.0.1", "10.0.0.2"}
+
+
+def test_a_one_node_job_stays_standalone() -> None:
+    snapshot = story_snapshots("dgx-a100:amp", seconds=30.0, step=10.0)[-1]
+    args = launched(snapshot)
+    assert args.standalone and args.nnodes == "1" and args.nproc_per_node == "8"
+    assert snapshot.job is not None
+    assert {(p.world_size, p.local_world_size) for p in snapshot.job.processes if p.role.startswith("rank")} == \
+        {(8, 8)}
+
+
+async def test_the_job_view_shows_the_two_node_launcher() -> None:
+    app = lived_through(story_snapshots("dgx-a100:straggler", seconds=30.0, step=10.0))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        launcher = next(line for line in screen_lines(app) if " launcher " in line)
+        assert "torchrun --nnodes 2 --nproc_per_" in launcher and "--standalone" not in launcher
+
+
+@pytest.mark.slow  # doctor over 30 s of the story on its fake clock: ~2 s
+def test_doctor_says_the_two_node_job_has_16_ranks_8_of_them_here(monkeypatch, capsys) -> None:
+    import json
+
+    from hwtop.advice.thresholds import Thresholds
+    from hwtop.cli import doctor
+    from hwtop.demo.machine import demo_sampler
+    from tests.cli.test_doctor_advice import FakeTime
+
+    clock = [0.0]
+    monkeypatch.setattr(doctor, "time", FakeTime(clock))
+    sampler = demo_sampler("dgx-a100", "straggler", seed=7, clock=lambda: clock[0],
+                           wall=lambda: 1_796_200_000.0 + clock[0])
+    doctor.doctor_command(sampler, Thresholds(), 30.0, 2.0, None, True)
+    job = json.loads(capsys.readouterr().out)["job"]
+    assert (job["world_size"], job["local_world_size"], job["ranks"]) == (16, 8, 8)
+    assert job["nccl"]["communicators"][0]["size"] == 16
+
+
+# ----- the network: a cross-node all-reduce of the model's gradients at the job's step rate -----
+
+RESNET50_GRADIENTS = 25_557_032 * 4  # torchvision's resnet50 parameters, fp32 gradients (autocast keeps them)
+MB = 1e6
+
+
+def ring_bytes_per_node(world: int, gradients: float) -> float:
+    """NCCL's ring all-reduce: each rank sends 2(n-1)/n of the gradients a step; each ring crosses into and out of
+    every node once, so a node's ports together carry that much each way."""
+    return 2 * (world - 1) / world * gradients
+
+
+def port_rates(lines: list[str]) -> dict[str, tuple[float, float]]:
+    """(rx, tx) in MB/s of each port the network panel lists, as it reads."""
+    import re
+
+    unit = {"B/s": 1e-6, "kB/s": 1e-3, "MB/s": 1.0, "GB/s": 1e3}
+    out = {}
+    for line in lines:
+        for name, rx, rx_unit, tx, tx_unit in re.findall(
+                r"(\S+)\s+(?:IB|Eth)\s+\d+Gb/s rx\s+\d+%\s+([\d.]+)(B/s|kB/s|MB/s|GB/s) tx\s+\d+%\s+([\d.]+)"
+                r"(B/s|kB/s|MB/s|GB/s)", line):
+            out[name] = (float(rx) * unit[rx_unit], float(tx) * unit[tx_unit])
+    return out
+
+
+@pytest.mark.parametrize(("story", "seconds"), [("straggler", 10.0), ("straggler", 40.0), ("nccl-hang", 20.0)])
+async def test_infiniband_carries_the_all_reduce_of_the_model_at_the_step_rate(story: str, seconds: float) -> None:
+    """Issue 55: the two-node job's InfiniBand ports read a few kB/s. Each HDR port beside a GPU carries its share
+    of a node's all-reduce traffic: 2(16-1)/16 x 102 MB of ResNet-50's gradients per step, over eight ports."""
+    app = lived_through(story_snapshots(f"dgx-a100:{story}", seconds=seconds, step=5.0))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        workload = app.snapshot.workload if app.snapshot is not None else None
+        assert workload is not None and workload.ranks[0].step_time_s is not None
+        per_port = ring_bytes_per_node(16, RESNET50_GRADIENTS) / workload.ranks[0].step_time_s / 8 / MB
+        rates = port_rates(screen_lines(app))
+        ib = {name: rate for name, rate in rates.items() if name.startswith("mlx5_")}
+        assert len(ib) >= 4, rates  # the busiest ports are listed, the rest said to be quieter
+        for name, (rx, tx) in ib.items():
+            assert rx == pytest.approx(per_port, rel=0.05) and tx == pytest.approx(per_port, rel=0.05), (name, rx)
+
+
+def test_a_hung_job_sends_nothing_over_the_fabric() -> None:
+    snapshot = story_snapshots("dgx-a100:nccl-hang", seconds=70.0, step=5.0)[-1]
+    assert all((n.rx_bytes_per_s or 0) < 1e4 for n in snapshot.nics if n.kind == "infiniband")
