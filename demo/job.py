@@ -10,7 +10,7 @@ from collections.abc import Callable
 from hwtop.demo.host import host_of, rank_rss
 from hwtop.demo.nvml.world import memory_ramp
 from hwtop.demo.profiles import DemoProfile
-from hwtop.demo.story import RANK_PID, JobState, Story, rank_memory
+from hwtop.demo.story import RANK_PID, JobState, StepCounter, Story, rank_memory
 from hwtop.model.workload import JobConfig, OomEvent, RankState, WorkloadState
 
 RING = 30  # points kept for the rank sparklines
@@ -29,21 +29,16 @@ class DemoJob:
         self.ranks = ranks
         self.elapsed = elapsed
         self.wall = wall
-        self._t = 0.0
-        self._steps = [0.0] * len(ranks)
+        self._steps = StepCounter(story, ranks)
         self._times: list[float] = []
 
+    @property
+    def _t(self) -> float:
+        return self._steps.t
+
     def _advance(self, t: float) -> JobState:
-        job = self.story.state(t, self.ranks)
-        while self._t < t:  # whole seconds at a time, so a fast-played story counts the same steps
-            step_end = min(t, math.floor(self._t) + 1.0)
-            state = self.story.state(self._t, self.ranks)
-            for i, rank in enumerate(self.ranks):
-                if state.status == "running" and rank != state.stuck_rank and rank not in state.dead_ranks:
-                    self._steps[i] += (step_end - self._t) / state.step_s
-                # stalled: every rank waits on the stuck one in the collective, so no step completes
-            self._t = step_end
-        return job
+        self._steps.advance(t)
+        return self.story.state(t, self.ranks)
 
     def state(self) -> WorkloadState:
         t = max(0.0, self.elapsed())
@@ -69,7 +64,7 @@ class DemoJob:
             oom_count=1 if last_oom else 0, last_oom=last_oom)
 
     def _rank(self, i: int, rank: int, job: JobState) -> RankState:
-        step = int(self._steps[i])
+        step = self._steps.of(rank)
         held = int(rank_memory(self.profile, rank) * job.gpu_memory_scale * memory_ramp(self._t))
         stalled = job.status == "stalled"
         step_time = None if stalled else job.step_s

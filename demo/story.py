@@ -10,6 +10,7 @@ here reads wall time, so tests play a story at any speed.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -183,6 +184,36 @@ class JobState:
         if (phase, stuck, dead, slow) == (self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank):
             return self
         return dataclasses.replace(self, phase=phase, stuck_rank=stuck, dead_ranks=dead, straggler_rank=slow)
+
+
+class StepCounter:
+    """The steps each rank has completed by scenario time t, integrated over the story's step time whole seconds
+    at a time (a fast-played story counts the same steps). The job's telemetry (demo/job.py) and NCCL's counts of
+    collectives launched (demo/ras.py) each keep one, so both count the same steps."""
+
+    def __init__(self, story: Story, ranks: tuple[int, ...]) -> None:
+        self.story, self.ranks = story, ranks
+        self.t = 0.0
+        self.steps = [0.0] * len(ranks)
+
+    def advance(self, t: float) -> None:
+        while self.t < t:
+            step_end = min(t, math.floor(self.t) + 1.0)
+            state = self.story.state(self.t, self.ranks)
+            for i, rank in enumerate(self.ranks):
+                if state.status == "running" and rank != state.stuck_rank and rank not in state.dead_ranks:
+                    self.steps[i] += (step_end - self.t) / state.step_s
+                # stalled: every rank waits on the stuck one in the collective, so no step completes
+            self.t = step_end
+
+    def of(self, rank: int) -> int:
+        """Rank `rank`'s completed steps."""
+        return int(self.steps[self.ranks.index(rank)])
+
+    @property
+    def most(self) -> int:
+        """The most steps a rank has completed (DDP keeps the live ranks in step)."""
+        return int(max(self.steps, default=0.0))
 
 
 def rank_memory(profile: DemoProfile, rank: int) -> int:

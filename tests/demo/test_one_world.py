@@ -143,3 +143,24 @@ async def test_infiniband_carries_the_all_reduce_of_the_model_at_the_step_rate(s
 def test_a_hung_job_sends_nothing_over_the_fabric() -> None:
     snapshot = story_snapshots("dgx-a100:nccl-hang", seconds=70.0, step=5.0)[-1]
     assert all((n.rx_bytes_per_s or 0) < 1e4 for n in snapshot.nics if n.kind == "infiniband")
+
+
+# ----- NCCL counts the job's steps -----
+
+def test_nccl_counts_the_collectives_of_the_steps_the_job_reports() -> None:
+    """The hang's "has not launched AllReduce #N" is the last AllReduce of the step after the one the ranks report
+    (a ResNet-50 step launches DDP's five gradient buckets and the loss's AllReduce); before, #1060 at step 96."""
+    import re
+
+    from tests.demo.played import play
+
+    last = play("nccl-hang", 70.0, step=5.0)[-1]
+    hang = next(f for f in last.findings if f.id == "collective-hang")
+    found = re.search(r"has not launched AllReduce #(\d+)", hang.evidence[0])
+    assert found is not None
+    number = int(found.group(1))
+    workload = last.snapshot.workload
+    assert workload is not None and len({r.step for r in workload.ranks}) == 1
+    step = workload.ranks[0].step
+    assert f"ranks 0-7 at step {step}" in " ".join(hang.evidence)
+    assert number == 6 * (step + 1)

@@ -16,7 +16,7 @@ def test_nccl_hang_names_the_rank_from_nccl_and_shows_the_other_node() -> None:
     hang = next(f for f in last.findings if f.id == "collective-hang")
     assert hang.title == f"Rank {NCCL_STUCK_RANK} never reached the collective the others wait in"  # one title
     assert hang.evidence[0] == (f"NCCL RAS: rank {NCCL_STUCK_RANK} (pid {RANK_PID + NCCL_STUCK_RANK} on 10.0.0.1, "
-                                f"GPU {NCCL_STUCK_RANK}) has not launched AllReduce #1060, which the other 15 ranks "
+                                f"GPU {NCCL_STUCK_RANK}) has not launched AllReduce #582, which the other 15 ranks "
                                 "wait in")
     assert hang.pids == (RANK_PID + NCCL_STUCK_RANK,)  # this node's rank: its pid is a local one
 
