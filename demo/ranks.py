@@ -6,6 +6,7 @@ rules (rank-straggler, collective-hang) read these as they read a real job's."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 from typing import NamedTuple
 
 from hwtop.demo.host import SimulatedHost
@@ -14,10 +15,27 @@ from hwtop.demo.story import LAUNCHER_PID, RANK_PID, JobState, Story
 from hwtop.model.job import JobProcess, JobSnapshot, RankFigures, RankStacks
 from hwtop.model.snapshot import GpuSnapshot
 from hwtop.model.workload import WorkloadState
+from hwtop.probes.stack_classify import Frame, Tally
+from hwtop.probes.stack_waits import busy_site
 
 RATE_HZ = 10.0  # the stack sampler's rate: samples = seconds watched x rate, up to its window
 WINDOW_S = 30.0
-BUSY_SITE = "train.py:188 forward"
+TRAIN = "/home/trainer/train.py"
+TORCH = "/usr/local/lib/python3.10/dist-packages/torch"
+_LOOP = Frame("<module>", TRAIN, 262)
+# A rank's main thread in each phase, as py-spy prints it (outermost first): the demo's train.py averages each
+# step's loss over the ranks (line 231, a blocking all_reduce: where a rank waits for the others), the model's
+# forward is its own (line 188), a batch comes from the DataLoader (line 219), the log is written in Python.
+STACKS: dict[str, tuple[Frame, ...]] = {
+    "compute": (_LOOP, Frame("train", TRAIN, 224), Frame("_wrapped_call_impl", f"{TORCH}/nn/modules/module.py", 1773),
+                Frame("_call_impl", f"{TORCH}/nn/modules/module.py", 1784), Frame("forward", TRAIN, 188),
+                Frame("forward", f"{TORCH}/nn/modules/conv.py", 554)),
+    "collective": (_LOOP, Frame("train", TRAIN, 231), Frame("wrapper", f"{TORCH}/distributed/c10d_logger.py", 81),
+                   Frame("all_reduce", f"{TORCH}/distributed/distributed_c10d.py", 2806)),
+    "data": (_LOOP, Frame("train", TRAIN, 219), Frame("__next__", f"{TORCH}/utils/data/dataloader.py", 733),
+             Frame("_next_data", f"{TORCH}/utils/data/dataloader.py", 1482)),
+    "other": (_LOOP, Frame("train", TRAIN, 236), Frame("log_step", TRAIN, 152)),
+}
 PAGE = 4096
 WORKER = "DataLoader worker"  # the role probes/job/tree.py gives a rank's DataLoader worker
 
@@ -28,6 +46,19 @@ def _shares(state: JobState, rank: int) -> dict[str, float]:
     wait, data = state.collective_of(rank), state.data_wait
     other = min(0.03, max(0.0, 1.0 - wait - data))
     return {"collective": wait, "compute": max(0.0, 1.0 - wait - data - other), "data": data, "other": other}
+
+
+@lru_cache(maxsize=64)
+def sampled(shares: tuple[tuple[str, float], ...]) -> tuple[tuple[tuple[str, str], ...], str | None]:
+    """(each phase's site, the busy site) of a rank whose samples fall in these shares: its stacks (STACKS) tallied
+    as the stack sampler tallies py-spy's, through the same classifier and the same busy_site."""
+    tally = Tally()
+    for phase, share in shares:
+        count = round(1000 * share)
+        if count and phase in STACKS:
+            tally.add(list(STACKS[phase]), count)
+    sites = tuple((phase, counts.most_common(1)[0][0]) for phase, counts in tally.sites.items())
+    return sites, busy_site(tally)
 
 
 class _Spent(NamedTuple):
@@ -128,17 +159,16 @@ class DemoRanks:
 
         for rank in self.ranks:
             pid = RANK_PID + rank
-            ordered = shares_of(rank)[1]
+            ordered = shares_of(rank)[1] if samples else ()
+            sites, busy = sampled(ordered)
             figures.append(RankFigures(rank, self.hostname, pid=pid, local_rank=rank, gpu=rank,
-                                       phase_seconds=spent(rank),
-                                       shares=ordered if samples else (), steps=steps.get(pid), site=BUSY_SITE,
+                                       phase_seconds=spent(rank), shares=ordered, steps=steps.get(pid), site=busy,
                                        samples=samples, seen_at=seen_at))
-            stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered if samples else (),
-                                     busy_site=BUSY_SITE))
+            stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered, sites, busy_site=busy))
         for rank, host, local in self._remote:
+            ordered = shares_of(rank)[1] if samples else ()
             figures.append(RankFigures(rank, host, local_rank=local, gpu=local, phase_seconds=spent(rank),
-                                       shares=shares_of(rank)[1] if samples else (), site=BUSY_SITE, samples=samples,
-                                       seen_at=seen_at))
+                                       shares=ordered, site=sampled(ordered)[1], samples=samples, seen_at=seen_at))
         job = JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),

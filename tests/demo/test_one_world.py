@@ -164,3 +164,46 @@ def test_nccl_counts_the_collectives_of_the_steps_the_job_reports() -> None:
     step = workload.ranks[0].step
     assert f"ranks 0-7 at step {step}" in " ".join(hang.evidence)
     assert number == 6 * (step + 1)
+
+
+# ----- nccl-hang: a rank that waits is shown where it waits -----
+
+def rank_rows(lines: list[str]) -> dict[int, tuple[dict[str, str], str]]:
+    """The job view's rank table: rank -> (its cells by column, its BUSY AT text)."""
+    out: dict[int, tuple[dict[str, str], str]] = {}
+    columns: list[str] = []
+    for raw in lines:
+        line = raw[raw.index("│") + 1:raw.rindex("│")] if raw.count("│") >= 2 else raw  # inside the panel's border
+        if line.strip().startswith("RANK ") and "BUSY AT" in line:
+            columns = line.replace("BUSY AT", "BUSY_AT").split()
+            busy_at = line.index("BUSY AT")
+            continue
+        if not columns:
+            continue
+        cells = line[:busy_at].replace("◀", " ").split()
+        if not cells or not cells[0].isdigit():
+            columns = []
+            continue
+        out[int(cells[0])] = (dict(zip(columns, cells, strict=False)), line[busy_at:].split("◀")[0].strip())
+    return out
+
+
+@pytest.mark.parametrize("size", [(200, 60), (120, 40)])
+async def test_ranks_waiting_in_a_hung_collective_are_busy_where_they_wait(size: tuple[int, int]) -> None:
+    """Issue 55: ranks at WAIT 100% showed BUSY AT `train.py:188 forward`, the stuck rank's own site."""
+    app = lived_through(story_snapshots("dgx-a100:nccl-hang", seconds=70.0, step=5.0))
+    async with app.run_test(size=size) as pilot:
+        await started(app, pilot)
+        job = app.snapshot.job if app.snapshot is not None else None
+        assert job is not None
+        waits_at = {s.rank: s.site("collective") for s in job.stacks}
+        await pilot.press("j")
+        await pilot.pause()
+        rows = rank_rows(screen_lines(app))
+        waiting = {rank: busy for rank, (cells, busy) in rows.items() if cells.get("WAIT") == "100%"}
+        assert len(waiting) == 7, rows
+        for rank, busy in waiting.items():
+            assert waits_at[rank] is not None and waits_at[rank].startswith(busy.rstrip("…")), (rank, busy)
+            assert "forward" not in busy
+        stuck_busy = rows[5][1]
+        assert stuck_busy.startswith("train.py:188 forward")  # the one that runs: where it runs
