@@ -47,6 +47,11 @@ def _pct(share: float) -> str:
     return f"{100 * share:.0f}%"
 
 
+def _span(waits: Sequence[float]) -> str:
+    low, high = _pct(min(waits)), _pct(max(waits))
+    return high if low == high else f"{low}-{high}"  # "100%-100%" reads as a typo
+
+
 def _top_phase(rank: RankFigures) -> str:
     phase, share = max(rank.shares, key=lambda item: item[1], default=("", 0.0))
     return f"{_pct(share)} {phase}" if phase else "no samples"
@@ -104,7 +109,7 @@ def _judge(ranks: Sequence[RankFigures], min_samples: float, stale_s: float, pee
         age = (newest or 0.0) - (late.seen_at or 0.0)
         return RankVerdict("hang", late, tuple(known), (
             f"{_who(late)}: no new figures for {age:.0f} s",
-            f"the others wait in a collective {_pct(min(waits))}-{_pct(max(waits))} of the time"))
+            f"the others wait in a collective {_span(waits)} of the time"))
     if len(known) < len(live):  # never named from some of the ranks while others are unread
         return None
     if min(waits) >= hang_wait:  # even one rank alone: a collective needs a peer it waits for
@@ -126,7 +131,7 @@ def _judge(ranks: Sequence[RankFigures], min_samples: float, stale_s: float, pee
     spent = f"{_who(odd)}: {_pct(odd.collective_share)} in collectives, {_top_phase(odd)}" + \
         (f" at {odd.site}" if odd.site else "")
     held = (f"the other {len(others)} rank{'s' if len(others) != 1 else ''} wait in a collective "
-            f"{_pct(min(other_waits))}-{_pct(max(other_waits))} of the time" if len(others) > 1 else
+            f"{_span(other_waits)} of the time" if len(others) > 1 else
             f"{_who(others[0])} waits in a collective {_pct(other_waits[0])} of the time")
     if kind == "hang":
         held += ": no rank makes progress"
