@@ -207,3 +207,21 @@ async def test_ranks_waiting_in_a_hung_collective_are_busy_where_they_wait(size:
             assert "forward" not in busy
         stuck_busy = rows[5][1]
         assert stuck_busy.startswith("train.py:188 forward")  # the one that runs: where it runs
+
+
+async def test_a_range_of_one_value_is_said_as_one_value() -> None:
+    """Issue 55: "the other 7 ranks wait in a collective 100%-100% of the time"; the opened finding says 100%."""
+    import re
+
+    from hwtop.tui.advice_screen import AdviceScreen
+
+    app = lived_through(story_snapshots("dgx-a100:nccl-hang", seconds=70.0, step=5.0))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        await pilot.press("a")
+        await pilot.pause()
+        await pilot.pause()
+        text = "\n".join(screen_lines(app))
+        assert isinstance(app.screen, AdviceScreen) or "seen" in text
+        assert "the other 7 ranks wait in a collective 100% of the time" in text, text
+        assert not [m for m in re.findall(r"(\d+)%-(\d+)%", text) if m[0] == m[1]]
