@@ -57,6 +57,8 @@ class JobState:
     stuck_rank: int | None = None  # a rank that never reached the collective the others wait in
     dead_ranks: tuple[int, ...] = ()
     oom_at: float | None = None  # scenario time of the OOM that killed the first dead rank
+    leak_rank: int | None = None  # a rank whose device memory grows step after step at one batch size...
+    leak: float = 0.0  # ...this far (0-1) from what it holds in full training to its device's last free bytes
     straggler_rank: int | None = None  # a rank the others wait for in every all-reduce
     collective_wait: float = 0.12  # the share of their time the other ranks spend waiting in NCCL
     # The network side (demo/host.py nics()): hosts the job spans, where its all-reduce goes (nvlink: one node,
@@ -173,6 +175,9 @@ class JobState:
             return self
         last = ranks[-1]
         phase, stuck, dead, slow = self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank
+        leak = self.leak_rank
+        if leak is not None and leak not in ranks:
+            phase, leak = phase.replace(f"rank {leak}", f"rank {last}"), last
         if stuck is not None and stuck not in ranks:
             phase, stuck = phase.replace(f"rank {stuck}", f"rank {last}"), last
         if slow is not None and slow not in ranks:
@@ -181,9 +186,11 @@ class JobState:
             for r in dead:
                 phase = phase.replace(f"rank {r}", f"rank {last}") if r not in ranks else phase
             dead = tuple(dict.fromkeys(r if r in ranks else last for r in dead))
-        if (phase, stuck, dead, slow) == (self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank):
+        if (phase, stuck, dead, slow, leak) == (self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank,
+                                                self.leak_rank):
             return self
-        return dataclasses.replace(self, phase=phase, stuck_rank=stuck, dead_ranks=dead, straggler_rank=slow)
+        return dataclasses.replace(self, phase=phase, stuck_rank=stuck, dead_ranks=dead, straggler_rank=slow,
+                                   leak_rank=leak)
 
 
 class StepCounter:
@@ -220,6 +227,26 @@ def rank_memory(profile: DemoProfile, rank: int) -> int:
     """The device memory a profile's rank holds in full training (its DemoProcess): what the job's telemetry and
     the fake NVML library both start from."""
     return next((p.used_memory_bytes or 0 for p in profile.processes if p.pid == RANK_PID + rank), 0)
+
+
+OOM_REQUEST = 2 * GIB  # the allocation a leaking rank's step fails at: its largest activation
+OOM_FREE = 1.5 * GIB  # what its device has left then
+
+
+def device_capacity(profile: DemoProfile) -> int:
+    """What PyTorch calls the device's total capacity: its memory less what the driver reserves."""
+    return profile.gpu.memory_bytes - profile.gpu.reserved_bytes
+
+
+def rank_held(profile: DemoProfile, state: JobState, rank: int) -> int:
+    """The device memory rank `rank` holds in `state` (its process in NVML's list, and its telemetry's reserved
+    memory, both read this): its profile's rank in full training, scaled by the story (AMP); a leaking rank holds
+    `leak` of the way from there to its device's capacity less OOM_FREE, where its next step's OOM_REQUEST fails."""
+    base = int(rank_memory(profile, rank) * state.gpu_memory_scale)
+    if rank != state.leak_rank:
+        return base
+    full = device_capacity(profile) - int(OOM_FREE)
+    return base + int(state.leak * max(0, full - base))
 
 
 def story_rank(profile: DemoProfile, rank: int) -> int:
@@ -308,35 +335,33 @@ def _nccl_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
 # ----- oom: one rank's memory climbs until it dies -----
 
 OOM_RANK = 3
-OOM_CLIMB_S = (10.0, 50.0)  # the leak grows over this span
 OOM_AT_S = 52.0
-
-
-OOM_GROWTH = 0.32  # the leak adds a third to the rank's memory: 61 GiB -> 80.5 GiB on an 80 GB A100
-
-
-def _oom_memory(base: int, t: float) -> int:
-    start, end = OOM_CLIMB_S
-    share = min(1.0, max(0.0, (t - start) / (end - start)))
-    return int(base * (1.0 + share * OOM_GROWTH))
+OOM_CLIMB_S = (10.0, OOM_AT_S)  # the leak grows over this span, until the next step cannot allocate
 
 
 def _oom(t: float) -> JobState:
+    """Every rank trains at batch 256; rank 3 keeps something of each step on its GPU (a leak: its memory climbs
+    at one batch size) until a step's allocation no longer fits, and torchrun ends the job. The memory is what
+    the leak held at the last whole second, when NVML's list of processes changes too (_oom_gpus)."""
     if t < OOM_AT_S:
-        return JobState("memory of rank 3 climbing" if t >= OOM_CLIMB_S[0] else "training")
+        start, end = OOM_CLIMB_S
+        share = min(1.0, max(0.0, (math.floor(t) - start) / (end - start)))
+        return JobState(f"memory of rank {OOM_RANK} climbing" if t >= start else "training", leak_rank=OOM_RANK,
+                        leak=share)
     return JobState(f"rank {OOM_RANK} died: CUDA out of memory", status="crashed", dead_ranks=(OOM_RANK,),
-                    oom_at=OOM_AT_S)
+                    oom_at=OOM_AT_S, leak_rank=OOM_RANK, leak=1.0)
 
 
 def _oom_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
     rank = story_rank(profile, OOM_RANK)
-    pid, base = RANK_PID + rank, rank_memory(profile, rank)
+    pid = RANK_PID + rank
 
     def grow(lib: FakeNvmlLibrary, t: float) -> None:
         lib.remove_process(pid)
-        lib.add_process(DemoProcess(rank, pid, "compute", _oom_memory(base, t), "python train.py"))
+        held = rank_held(profile, _oom(t).fitted(tuple(profile.busy_gpus)), rank)
+        lib.add_process(DemoProcess(rank, pid, "compute", held, "python train.py"))
 
-    for second in range(int(OOM_CLIMB_S[0]), int(OOM_CLIMB_S[1]) + 1, 2):
+    for second in range(int(OOM_CLIMB_S[0]), int(OOM_CLIMB_S[1])):
         library.at(float(second), lambda lib, s=second: grow(lib, float(s)))
 
     def die(lib: FakeNvmlLibrary) -> None:

@@ -225,3 +225,52 @@ async def test_a_range_of_one_value_is_said_as_one_value() -> None:
         assert isinstance(app.screen, AdviceScreen) or "seen" in text
         assert "the other 7 ranks wait in a collective 100% of the time" in text, text
         assert not [m for m in re.findall(r"(\d+)%-(\d+)%", text) if m[0] == m[1]]
+
+
+# ----- oom: the finding's batch and the memory it cites are the story's own -----
+
+async def test_the_oom_finding_and_its_fix_name_the_batch_the_ranks_ran() -> None:
+    """Issue 55: every rank ran batch 256 while the finding said "batch 128 was the largest that fit" and its fix
+    "Halve the batch size (from 128 ...)": the story tried no other batch, so the finding says none, and the fix
+    starts from the batch that failed."""
+    import re
+
+    climbing = story_snapshots("dgx-a100:oom", seconds=50.0, step=5.0)
+    commands = {p.cmdline for p in climbing[-1].processes if p.name == "python"}
+    batches = {int(m.group(1)) for c in commands if c for m in [re.search(r"--batch-size (\d+)", c)] if m}
+    workload = climbing[-1].workload
+    assert workload is not None and workload.config is not None
+    assert batches == {r.batch_size for r in workload.ranks} == {workload.config.batch_size} == {256}
+    app = lived_through(story_snapshots("dgx-a100:oom", seconds=60.0, step=5.0))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        assert app.frame is not None
+        oom = next(f for f in app.frame.findings if f.id == "cuda-oom" and f.severity == "critical")
+        await pilot.press("a")
+        await pilot.pause()
+        await pilot.pause()
+        text = "\n".join(screen_lines(app))
+        said = [int(b) for b in re.findall(r"ran out of device memory at batch (\d+)", text)]
+        assert said and set(said) == {256}, text
+        assert "largest that fit" not in text and "largest that fit" not in " ".join(oom.evidence)
+        assert re.findall(r"Halve the batch size \(from (\d+)", text) == ["256"], text
+
+
+@pytest.mark.parametrize("seconds", [30.0, 45.0, 50.0])
+async def test_the_leaking_rank_holds_one_figure_on_every_panel(seconds: float) -> None:
+    """Its GPU in the GPU panel, its process in the table and its line in the workload pane read one figure as
+    it climbs (one function of the story, demo/story.py rank_held); the other ranks hold what they held."""
+    import re
+
+    app = lived_through(story_snapshots("dgx-a100:oom", seconds=seconds, step=5.0))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        lines = screen_lines(app)
+        panel = [float(v) for line in lines for v in re.findall(r" mem [█░]+\s+([\d.]+)G/80G", line)]
+        workload = {rank: float(gib) for line in lines
+                    for rank, gib in re.findall(r"│ rank (\d+(?:-\d+ x\d+)?)\s.* mem\s+([\d.]+)G", line)}
+        process = [float(v) for line in lines for v in re.findall(r"^│ 41003 .*?\s3\s+([\d.]+)G ", line)]
+        assert len(panel) == 8 and process, (panel, process)
+        assert panel[3] == workload["3"] == process[0], (panel, workload, process)
+        assert {value for i, value in enumerate(panel) if i != 3} == {v for k, v in workload.items() if k != "3"}
+        assert panel[3] > panel[0] + 5
