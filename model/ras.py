@@ -43,6 +43,7 @@ class RasRank(Record, frozen=True):
     missing: bool = False
     unresponsive: bool = False
     dead: bool = False
+    name: str | None = None  # this node's hostname, where `host` is its address (the join says so; RAS never)
 
     def count(self, op: str) -> int | None:
         return next((value for name, value in self.counts if name == op), None)

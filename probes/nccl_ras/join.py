@@ -7,7 +7,7 @@ from __future__ import annotations
 import msgspec.structs
 
 from hwtop.model.job import RankFigures
-from hwtop.model.ras import NcclView, RasComm, RasRank
+from hwtop.model.ras import NcclComm, NcclView, RasComm, RasRank
 
 
 def lag_of(rank: RasRank, most: dict[str, int]) -> int | None:
@@ -39,3 +39,20 @@ def join_ranks(ranks: tuple[RankFigures, ...], view: NcclView, local_pids: set[i
         if id(r) not in used:
             out.setdefault(r.rank, r)
     return tuple(out[k] for k in sorted(out))
+
+
+def named(view: NcclView, local_pids: set[int], hostname: str) -> NcclView:
+    """The view with this node's hostname beside the address RAS reached it at (RasRank.name), on every rank of
+    that address: a host has one name on every screen (the job view's, the header's), NCCL's address beside it
+    where NCCL's words give one. The address is this node's where a rank at it is one of this host's job
+    processes."""
+    here = {r.host for nc in view.comms for r in nc.comm.ranks if r.pid is not None and r.pid in local_pids}
+    if not here or not hostname:
+        return view
+
+    def of(comm: RasComm) -> RasComm:
+        return msgspec.structs.replace(comm, ranks=tuple(msgspec.structs.replace(r, name=hostname)
+                                                         if r.host in here else r for r in comm.ranks))
+
+    comms: tuple[NcclComm, ...] = tuple(msgspec.structs.replace(nc, comm=of(nc.comm)) for nc in view.comms)
+    return msgspec.structs.replace(view, comms=comms)

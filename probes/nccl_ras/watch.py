@@ -20,7 +20,7 @@ import msgspec.structs
 from hwtop.model.job import JobSnapshot, RankFigures
 from hwtop.model.ras import IN_PROGRESS, NcclView, RasReply
 from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, parse_address, query
-from hwtop.probes.nccl_ras.join import join_ranks
+from hwtop.probes.nccl_ras.join import join_ranks, named
 from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from hwtop.probes.nccl_ras.track import Tracker
 
@@ -82,7 +82,7 @@ class RasWatch:
     _running_job: bool = True
     _json: bool = True
     _disabled: bool = False
-    _cache: tuple[object, object, tuple[RankFigures, ...]] | None = None
+    _cache: tuple[object, object, tuple[RankFigures, ...], NcclView] | None = None
 
     def attach(self, job: JobSnapshot, now: float) -> JobSnapshot:
         """The job with NCCL's view joined in (the latest answer; never waits for one)."""
@@ -101,11 +101,13 @@ class RasWatch:
                                                               errors=tuple(self._errors)))
         cached = self._cache
         if cached is not None and cached[0] is view and cached[1] is job.ranks:
-            ranks = cached[2]
+            ranks, view = cached[2], cached[3]
         else:
             local = {p.pid for p in job.processes if p.alive}
             ranks = join_ranks(job.ranks, view, local)
-            self._cache = (view, job.ranks, ranks)
+            shown = named(view, local, job.ranks[0].host if job.ranks else "")  # this node by its hostname
+            self._cache = (view, job.ranks, ranks, shown)
+            view = shown
         return msgspec.structs.replace(job, nccl=view, ranks=ranks)
 
     def _find_target(self, job: JobSnapshot) -> None:
