@@ -16,7 +16,7 @@ import msgspec.structs
 from hwtop.demo.story import RANK_PID, JobState, StepCounter, Story
 from hwtop.model.job import JobSnapshot
 from hwtop.model.ras import NcclView
-from hwtop.probes.nccl_ras.join import join_ranks
+from hwtop.probes.nccl_ras.join import join_ranks, named
 from hwtop.probes.nccl_ras.parse_json import parse_json
 from hwtop.probes.nccl_ras.track import Tracker
 
@@ -87,6 +87,7 @@ class DemoRas:
         self.view: NcclView | None = None
         self.asked = 0
         self.steps = StepCounter(story, local)  # NCCL counts what the job's telemetry counts
+        self._named: tuple[NcclView | None, NcclView | None] = (None, None)  # (an answer's view, it named)
 
     def attach(self, job: JobSnapshot, t: float) -> JobSnapshot:
         due = int(t // QUERY_S)
@@ -102,4 +103,6 @@ class DemoRas:
         if self.view is None:
             return job
         local = {p.pid for p in job.processes if p.alive}
-        return msgspec.structs.replace(job, nccl=self.view, ranks=join_ranks(job.ranks, self.view, local))
+        if self._named[0] is not self.view:  # this node by its hostname, once an answer
+            self._named = (self.view, named(self.view, local, job.ranks[0].host if job.ranks else ""))
+        return msgspec.structs.replace(job, nccl=self._named[1], ranks=join_ranks(job.ranks, self.view, local))

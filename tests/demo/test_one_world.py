@@ -274,3 +274,31 @@ async def test_the_leaking_rank_holds_one_figure_on_every_panel(seconds: float) 
         assert panel[3] == workload["3"] == process[0], (panel, workload, process)
         assert {value for i, value in enumerate(panel) if i != 3} == {v for k, v in workload.items() if k != "3"}
         assert panel[3] > panel[0] + 5
+
+
+# ----- one name per host -----
+
+async def test_the_straggler_s_host_has_one_name_on_every_line() -> None:
+    """Issue 55: the straggler's host was "10.0.0.1" on one line of its finding and "dgx-a100-demo" on the next.
+    Its name is the header's and the job view's; NCCL's address stands beside that name where NCCL's words give
+    one ("on dgx-a100-demo at 10.0.0.1"), and the other node, known only by its address, keeps it."""
+    import re
+
+    app = lived_through(story_snapshots("dgx-a100:straggler", seconds=60.0, step=5.0))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(app, pilot)
+        assert app.frame is not None and app.snapshot is not None and app.snapshot.host is not None
+        hostname = app.snapshot.host.hostname
+        assert hostname in screen_lines(app)[0]  # the header
+        finding = next(f for f in app.frame.findings if f.id == "rank-straggler")
+        names = []
+        for line in (finding.title, *finding.evidence, *finding.fix):
+            names += re.findall(r"rank 3 \(pid 41003 on ([^,)]+)", line)
+            names += re.findall(r"rank 3 \(pid 41003, host ([^,)]+)\)", line)
+            for address in re.findall(r"(?<![\w.])(10\.0\.0\.\d+)(?![\d:])", line):
+                assert f"{hostname} at {address}" in line, line  # an address only beside the name
+        assert len(names) >= 2 and set(names) == {f"{hostname} at 10.0.0.1", hostname}, names
+        await pilot.press("j")
+        await pilot.pause()
+        rows = rank_rows(screen_lines(app))
+        assert rows[3][0]["HOST"] == hostname and {rows[r][0]["HOST"] for r in range(8, 16)} == {"10.0.0.2"}
