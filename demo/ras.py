@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import msgspec.structs
 
-from hwtop.demo.story import RANK_PID, JobState, StepCounter, Story
+from hwtop.demo.story import RANK_PID, RAS_ADDR, JobState, StepCounter, Story, node_address
 from hwtop.model.job import JobSnapshot
 from hwtop.model.ras import NcclView
 from hwtop.probes.nccl_ras.join import join_ranks, named
@@ -21,13 +21,6 @@ from hwtop.probes.nccl_ras.parse_json import parse_json
 from hwtop.probes.nccl_ras.track import Tracker
 
 QUERY_S = 10.0  # hwtop's default interval
-
-
-def node_address(node: int) -> str:
-    """The address NCCL's RAS reaches node `node` of the job at (this one is node 0: it runs rank 0)."""
-    return f"10.0.0.{node + 1}"
-
-
 THIS_NODE, OTHER_NODE = node_address(0), node_address(1)
 OTHER_PID = 52000  # another node's rank r is pid 52000 + r - (this node's ranks) there
 # A step's AllReduces: DDP's gradient buckets, launched as the backward pass fills them (bucket_cap_mb=25, the
@@ -98,7 +91,7 @@ class DemoRas:
             text = answer(state, self.asked, self.local, self.steps.most)
             at = self.wall() - (t - self.asked * QUERY_S)
             comms = self.tracker.update(parse_json(text), at)
-            self.view = NcclView(f"{THIS_NODE}:28028", "demo: NCCL_RAS_ADDR of the ranks", comms, self.asked, at,
+            self.view = NcclView(RAS_ADDR, "demo: NCCL_RAS_ADDR of the ranks", comms, self.asked, at,
                                  "json", "2.30.3", reply_bytes=len(text))
         if self.view is None:
             return job

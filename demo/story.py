@@ -307,7 +307,14 @@ def _starved_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
 
 # ----- the two-node job of the stories NCCL's RAS tells (demo/ras.py): this node and one more, over InfiniBand -----
 
-TWO_NODES = JobState("training", nodes=2, transport="infiniband")
+def node_address(node: int) -> str:
+    """The address node `node` of a job spanning nodes has on its fabric, where NCCL's RAS reaches its ranks
+    (this one is node 0: it runs rank 0)."""
+    return f"10.0.0.{node + 1}"
+
+
+RAS_ADDR = f"{node_address(0)}:28028"  # NCCL_RAS_ADDR in the ranks' environment: RAS listens there, hwtop asks
+TWO_NODES = JobState("training", nodes=2, transport="infiniband", nccl_env=(("NCCL_RAS_ADDR", RAS_ADDR),))
 
 
 # ----- nccl-hang: one rank never reaches a collective, the others wait in it -----
@@ -320,7 +327,8 @@ def _nccl_hang(t: float) -> JobState:
     if t < NCCL_HANG_S:
         return TWO_NODES
     return JobState(f"rank {NCCL_STUCK_RANK} never reached the all_reduce the other ranks wait in", status="stalled",
-                    stuck_rank=NCCL_STUCK_RANK, nodes=TWO_NODES.nodes, transport=TWO_NODES.transport)
+                    stuck_rank=NCCL_STUCK_RANK, nodes=TWO_NODES.nodes, transport=TWO_NODES.transport,
+                    nccl_env=TWO_NODES.nccl_env)
 
 
 def _nccl_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
@@ -438,7 +446,7 @@ STRAGGLER_RANK = 3
 
 STRAGGLING = JobState(f"GPU {STRAGGLER_RANK} clocks held back: the other ranks wait for rank {STRAGGLER_RANK}",
                       step_time_s=0.52, straggler_rank=STRAGGLER_RANK, collective_wait=0.55, nodes=TWO_NODES.nodes,
-                      transport=TWO_NODES.transport)
+                      transport=TWO_NODES.transport, nccl_env=TWO_NODES.nccl_env)
 
 
 def _straggler(t: float) -> JobState:

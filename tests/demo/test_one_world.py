@@ -57,6 +57,7 @@ def test_a_two_node_job_is_launched_as_two_nodes_and_every_reader_counts_16_rank
     if nccl is not None and nccl.main is not None:  # the stories NCCL's RAS tells: its communicator is the world
         assert nccl.main.comm.size == 16
         assert {r.host for r in nccl.main.comm.ranks} == {"10.0.0.1", "10.0.0.2"}
+        assert {dict(p.nccl_env).get("NCCL_RAS_ADDR") for p in ranks} == {nccl.address}  # where it says it asked
 
 
 def test_a_one_node_job_stays_standalone() -> None:
