@@ -19,15 +19,24 @@ import msgspec.structs
 from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.timeline import clock
-from hwtop.cli.machine import make_sampler
-from hwtop.cli.options import WORKLOAD_KINDS, Invocation, add_job_options, add_source_options, interval_seconds
+from hwtop.cli.machine import open_sampler
+from hwtop.cli.options import (
+    WORKLOAD_KINDS,
+    Invocation,
+    add_job_options,
+    add_source_options,
+    interval_seconds,
+    source_config,
+)
 from hwtop.cli.stop_signals import StopSignals
 from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot, RankFigures, RankStacks
 from hwtop.model.ras import NcclView
 from hwtop.model.safe_text import printable, printable_lines
 from hwtop.model.snapshot import Snapshot
+from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from hwtop.session.session import Session
+from hwtop.session.sources import JobRefused
 
 STARTUP_LIMIT_S = 180.0  # a workload that has not reported a step by then has failed to start
 EXIT_CRASHED = 3
@@ -67,18 +76,9 @@ def run(call: Invocation) -> int:
     the options doctor does not know), then doctor_command."""
     args, extra = call.args, call.extra
     job_args = None
-    job_probe = None
-    if args.pid or args.job:  # --workload with either was refused by check_exclusive
-        from hwtop.probes.job import JobError, JobProbe
-
-        try:
-            job_probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True)
-            job_probe.check(strict=True)
-        except JobError as error:
-            print(f"hwtop: error: {error}", file=sys.stderr)
-            return 2
+    watching = bool(args.pid or args.job)  # --workload with either was refused by check_exclusive
     if args.seconds is None:
-        args.seconds = 20.0 if job_probe is not None else 10.0
+        args.seconds = 20.0 if watching else 10.0
     if args.workload is not None:
         from hwtop.workload.launcher import torch_missing
 
@@ -89,12 +89,11 @@ def run(call: Invocation) -> int:
         job_args = ["--scenario", args.workload, *extra]
         if "--steps" not in extra and "--seconds" not in extra:
             job_args += ["--seconds", str(args.seconds + 60)]  # outlives the sampling; stopped when it ends
-    sampler = make_sampler(args.demo, args.no_gpu)
-    if job_probe is not None:
-        sampler.job = job_probe
-        from hwtop.cli.nccl_ras_options import apply_nccl_ras  # NCCL RAS (issue 42)
-
-        apply_nccl_ras(args, sampler)
+    try:  # the job, checked strictly: doctor's answer is about it
+        sampler = open_sampler(source_config(args, strict=True, workload_stacks=True))
+    except JobRefused as refused:
+        print(f"hwtop: error: {refused}", file=sys.stderr)
+        return 2
     return doctor_command(sampler, call.config.thresholds, args.seconds, args.interval, job_args, args.json)
 
 
@@ -107,21 +106,16 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
     session = Session(sampler, thresholds)
     seen: dict[tuple[str, str], Seen] = {}
     facts: dict[str, Any] = {"ticks": 0, "workload": None}
-    if job_args is not None:
-        from hwtop.session.controls import workload_job
-        from hwtop.workload.monitor import WorkloadMonitor
-
-        monitor = sampler.workload = WorkloadMonitor(job_args)
-        if sampler.job is None:  # from its first step, the embedded job is watched as --pid watches one
-            sampler.job_at_first_step = lambda: workload_job(monitor, sample_stacks=True)
+    if job_args is not None and session.workload is not None:
+        session.workload.start(job_args)  # from its first step, its job is watched as --pid watches one
     try:
         started = time.monotonic()
         while job_args is not None:  # wait for the job's first step: its start-up is not its steady state
-            state = sampler.workload.state()
-            if any(r.step for r in state.ranks) or state.status in ("crashed", "finished", "stopped") or \
+            state = session.tick().snapshot.workload
+            if state is None or any(r.step for r in state.ranks) or \
+                    state.status in ("crashed", "finished", "stopped") or \
                     time.monotonic() - started > STARTUP_LIMIT_S or stop.asked:
                 break
-            session.tick()
             time.sleep(interval)
         if stop.asked:
             facts["stopped"] = True
@@ -138,7 +132,8 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
                 facts.setdefault("job_since", snapshot.time)
                 if snapshot.job.nccl is not None and not nccl_extended:  # NCCL RAS (issue 42)
                     nccl_extended = True
-                    longer = nccl_watch_s(sampler, thresholds)
+                    ras = getattr(sampler, "nccl_ras", None)
+                    longer = nccl_watch_s(ras.interval_s if ras is not None else DEFAULT_INTERVAL_S, thresholds)
                     if longer > seconds:
                         end = max(end, started + longer)
                         facts["nccl_watch_s"] = longer
@@ -176,7 +171,7 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
             shown = last_running or snapshot.job  # an ended job's last live view, with how it ended
             watched_s = snapshot.time - (facts.get("job_since") or snapshot.time)
             if snapshot.job.status == "running":
-                final = sampler.job.finish_stacks() if sampler.job is not None else None
+                final = session.finish_stacks()
                 if final is not None:
                     from hwtop.probes.job import with_stacks
                     from hwtop.probes.stack_sampler import WINDOW_S as STACK_WINDOW_S
@@ -195,11 +190,10 @@ def run_doctor(sampler: Any, thresholds: Thresholds, seconds: float, interval: f
     return seen, facts
 
 
-def nccl_watch_s(sampler: Any, thresholds: Thresholds) -> float:  # noqa: ANN401 - a Sampler
-    """How long doctor watches a job NCCL's RAS answers for: the first answer comes an interval after libnccl is
-    seen, and a hang needs answers spanning ras_hang_s, one interval of slack."""
-    interval = max(5.0, float(getattr(sampler, "nccl_ras_interval_s", 10.0)))
-    return 2 * interval + thresholds["ras_hang_s"] + 2.0
+def nccl_watch_s(interval_s: float, thresholds: Thresholds) -> float:
+    """How long doctor watches a job NCCL's RAS answers for (asked every `interval_s`): the first answer comes an
+    interval after libnccl is seen, and a hang needs answers spanning ras_hang_s, one interval of slack."""
+    return 2 * max(MIN_INTERVAL_S, interval_s) + thresholds["ras_hang_s"] + 2.0
 
 
 def settle(seen: dict[tuple[str, str], Seen], session: Session, last: Snapshot, whole: Snapshot,

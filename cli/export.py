@@ -8,9 +8,16 @@ import ipaddress
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
-from hwtop.cli.machine import make_sampler
-from hwtop.cli.options import Invocation, add_job_options, add_source_options
+from hwtop.cli.machine import open_sampler
+from hwtop.cli.options import Invocation, add_job_options, add_source_options, source_config
+from hwtop.session.sources import JobRefused
+
+if TYPE_CHECKING:
+    from hwtop.exporter.server import MetricsServer
+    from hwtop.session.sampler import Sampler
+    from hwtop.session.session import SnapshotSource
 
 DEFAULT_LISTEN = "127.0.0.1:9400"
 
@@ -71,21 +78,26 @@ def add_options(export: argparse.ArgumentParser) -> None:
                              "pattern, else 'pid N'); give every node's exporter the same one")
 
 
-def focus_job(args: argparse.Namespace):  # noqa: ANN201 - a JobProbe, or None (the reason printed)
-    """The job of --pid/--job, focused as the monitor focuses it (its ranks' stacks sampled), or None after one
-    line on stderr (exit 2): no such process, no match, not permitted."""
-    from hwtop.probes.job import JobError, JobProbe
-
+def live_source(args: argparse.Namespace) -> Sampler | None:
+    """This machine or a demo one (whose story may bring its own focused job), with the job of --pid/--job focused
+    as the monitor focuses it (its ranks' stacks sampled, its ranks named after --hostname); None after one line on
+    stderr (exit 2): no such process, no match, not permitted."""
+    hostname = args.hostname or os.environ.get("NODE_NAME") or ""  # the name its ranks carry
     try:
-        probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True,
-                         host=args.hostname or os.environ.get("NODE_NAME") or "")  # the name its ranks carry
-        probe.check()
-    except JobError as error:
+        return open_sampler(source_config(args, host=hostname))
+    except JobRefused as refused:
         from hwtop.model.safe_text import printable
 
-        print(f"hwtop: error: {printable(str(error))}", file=sys.stderr)
+        print(f"hwtop: error: {printable(str(refused))}", file=sys.stderr)
         return None
-    return probe
+
+
+def recorded_source(args: argparse.Namespace) -> SnapshotSource:
+    """A recording, played at --interval (a bad one exits 2 with its line)."""
+    from hwtop.cli.replay import load_or_exit
+    from hwtop.recording.replay import ReplaySource
+
+    return ReplaySource(load_or_exit(args.replay), interval_s=args.interval)
 
 
 def run(call: Invocation) -> int:
@@ -99,24 +111,11 @@ def run(call: Invocation) -> int:
     if job_name is not None and not watching and args.demo is None:  # a demo story may bring its own job
         print("hwtop: error: --job-name names the job of --pid or --job: give one of them", file=sys.stderr)
         return 2
-    if args.replay is not None:
-        from hwtop.cli.replay import load_or_exit
-        from hwtop.recording.replay import ReplaySource
-
-        source = ReplaySource(load_or_exit(args.replay), interval_s=args.interval)
-    else:
-        job_probe = focus_job(args) if watching else None
-        if watching and job_probe is None:
-            return 2
-        sampler = make_sampler(args.demo, args.no_gpu)
-        if job_probe is not None:  # else a demo story about the ranks may bring its own focused job
-            sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
-            from hwtop.cli.nccl_ras_options import apply_nccl_ras  # NCCL RAS (issue 42)
-
-            apply_nccl_ras(args, sampler)
-        source = sampler
-        if watching:
-            job_name = job_name or (args.job if args.job and not args.job.isdigit() else None)
+    source = recorded_source(args) if args.replay is not None else live_source(args)
+    if source is None:
+        return 2
+    if watching:  # its ranks' series are labelled by --job-name, else the --job pattern, else 'pid N'
+        job_name = job_name or (args.job if args.job and not args.job.isdigit() else None)
     session = Session(source, call.config.thresholds)
     host, port = args.listen
     try:
@@ -127,8 +126,19 @@ def run(call: Invocation) -> int:
         session.close()
         print(f"hwtop: error: cannot listen on {host}:{port}: {error.strerror or error}", file=sys.stderr)
         return 2
+    try:
+        serve(server, host)
+    finally:
+        stop.set()
+        server.server_close()
+        session.close()
+    return 0
+
+
+def serve(server: MetricsServer, host: str) -> None:
+    """Until ctrl-c, SIGTERM or SIGHUP (ending as ctrl-c does, connections closed, exit 0)."""
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    for sig in previous:  # end as ctrl-c does, connections closed, exit 0
+    for sig in previous:
         signal.signal(sig, lambda _signum, _frame: server.stop_soon())
     warning = exposure_warning(host, server.server_port)
     if warning:
@@ -142,7 +152,3 @@ def run(call: Invocation) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        stop.set()
-        server.server_close()
-        session.close()
-    return 0

@@ -1,4 +1,5 @@
-"""The machine a command reads: this one, or a --demo one (checked, its --scenario story folded in)."""
+"""The machine a command reads: this one, or a --demo one (checked, its --scenario story folded in), built from
+the command's SourceConfig the same way for the monitor, doctor and export."""
 
 from __future__ import annotations
 
@@ -6,24 +7,34 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
+from hwtop.session.sources import SourceConfig
+
 if TYPE_CHECKING:
     from hwtop.session.sampler import Sampler
 
 
-def make_sampler(demo: str | None, no_gpu: bool) -> Sampler:
-    from hwtop.probes.gpu import NvmlProbe
+def open_sampler(config: SourceConfig) -> Sampler:
+    """The sampler of `config`. Its job is checked first (JobRefused: its one line for the user), before a GPU
+    library is loaded for nothing."""
+    job = config.job.open() if config.job is not None else None
     from hwtop.session.sampler import Sampler
-    if demo is not None:  # a whole simulated machine: nothing of this host is read
+
+    if config.demo is not None:  # a whole simulated machine, which brings its own job: nothing of this host is read
         from hwtop.demo.machine import demo_sampler
 
-        sampler = demo_sampler(demo)
-        if no_gpu:
-            sampler.gpu = None
-        return sampler
-    if no_gpu:
-        return Sampler(gpu=None)
+        return demo_sampler(config.demo, gpu=config.gpu)
+    if not config.gpu:
+        return Sampler(gpu=None, job=job, nccl_ras=config.nccl_ras, workload_stacks=config.workload_stacks)
+    from hwtop.probes.gpu import NvmlProbe
+
     probe = NvmlProbe()
-    return Sampler(gpu=probe, topology_reader=probe.machine_topology)
+    return Sampler(gpu=probe, topology_reader=probe.machine_topology, job=job, nccl_ras=config.nccl_ras,
+                   workload_stacks=config.workload_stacks)
+
+
+def make_sampler(demo: str | None, no_gpu: bool) -> Sampler:
+    """This machine or a demo one, with no job focused (scripts and tests build a machine as a command does)."""
+    return open_sampler(SourceConfig(demo=demo, gpu=not no_gpu))
 
 
 def check_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:

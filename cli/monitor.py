@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 
-from hwtop.cli.machine import make_sampler
-from hwtop.cli.options import WORKLOAD_KINDS, Invocation, add_job_options, add_source_options
+from hwtop.cli.machine import open_sampler
+from hwtop.cli.options import WORKLOAD_KINDS, Invocation, add_job_options, add_source_options, source_config
+from hwtop.session.sources import JobRefused
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -27,21 +28,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def run(call: Invocation) -> int:
     args, config = call.args, call.config
     theme = args.theme or config.theme or ("mono" if os.environ.get("NO_COLOR") is not None else "dark")
-    job_probe = None
-    if args.pid or args.job:
-        from hwtop.probes.job import JobError, JobProbe
-
-        try:
-            job_probe = JobProbe(roots=tuple(args.pid or ()), pattern=args.job, sample_stacks=True)
-            job_probe.check()
-        except JobError as error:
-            call.parser.error(str(error))
-    sampler = make_sampler(args.demo, args.no_gpu)
-    if job_probe is not None:  # a demo story about the ranks brings its own focused job
-        sampler.job = job_probe  # closed with the sampler (its stack sampler's py-spy children)
-        from hwtop.cli.nccl_ras_options import apply_nccl_ras  # NCCL RAS (issue 42)
-
-        apply_nccl_ras(args, sampler)
+    sources = source_config(args)  # a demo story about the ranks brings its own focused job
+    try:
+        sampler = open_sampler(sources)  # the job is closed with the sampler (its py-spy children)
+    except JobRefused as refused:
+        call.parser.error(str(refused))
     try:
         # The first sample is taken while Textual is still to be imported; the first tick, after it, before the
         # app runs. The first frame then shows CPU %, disk and process rates, drawn at once rather than after a
@@ -52,7 +43,7 @@ def run(call: Invocation) -> int:
         if args.workload is not None:
             workload_args = ["--scenario", args.workload, "--device", args.workload_device, "--seconds", "600"]
         app = HwtopApp(sampler, interval=args.interval, workload_args=workload_args, exit_on_signals=True,
-                       thresholds=config.thresholds, open_job=job_probe is not None, theme=theme, hide=config.hide)
+                       thresholds=config.thresholds, open_job=sources.job is not None, theme=theme, hide=config.hide)
         app.tick_before_run()
         app.run()
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 
 if TYPE_CHECKING:
-    from hwtop.session.sampler import Sampler
+    from hwtop.session.sources import NcclRas
 
 
 def ras_address(text: str) -> object:
@@ -44,6 +44,8 @@ def add_nccl_ras_options(parser: argparse.ArgumentParser, sub: bool = False) -> 
                              f"{MIN_INTERVAL_S:g})")
 
 
-def apply_nccl_ras(args: argparse.Namespace, sampler: Sampler) -> None:
-    sampler.nccl_ras_address = getattr(args, "nccl_ras", None)
-    sampler.nccl_ras_interval_s = getattr(args, "nccl_ras_interval", DEFAULT_INTERVAL_S)
+def nccl_ras_config(args: argparse.Namespace) -> NcclRas:
+    """What the options say, for the session's SourceConfig."""
+    from hwtop.session.sources import NcclRas
+
+    return NcclRas(getattr(args, "nccl_ras", None), getattr(args, "nccl_ras_interval", DEFAULT_INTERVAL_S))

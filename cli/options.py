@@ -12,6 +12,7 @@ from hwtop.model.safe_text import printable
 
 if TYPE_CHECKING:  # the config is loaded after parsing: `hwtop --help` never reads it
     from hwtop.session.config import Config
+    from hwtop.session.sources import SourceConfig
 
 MAX_INTERVAL = 3600.0
 # The embedded workload's kinds: workload/job.py's KINDS, beside torch (tests/cli/test_help_lists.py). Apart from
@@ -115,6 +116,19 @@ def add_job_options(parser: argparse.ArgumentParser, sub: bool = False) -> None:
     from hwtop.cli.nccl_ras_options import add_nccl_ras_options  # NCCL RAS (issue 42)
 
     add_nccl_ras_options(parser, sub)
+
+
+def source_config(args: argparse.Namespace, strict: bool = False, host: str = "",
+                  workload_stacks: bool = False) -> SourceConfig:
+    """The machine and the job the options name, as the session is built from them (cli/machine.py's
+    open_sampler). `strict`: a job that is not Python or cannot be inspected is refused too (doctor)."""
+    from hwtop.cli.nccl_ras_options import nccl_ras_config
+    from hwtop.session.sources import JobTarget, SourceConfig
+
+    roots, pattern = tuple(getattr(args, "pid", None) or ()), getattr(args, "job", None)
+    job = JobTarget(roots, pattern, host, strict) if roots or pattern else None
+    return SourceConfig(getattr(args, "demo", None), not getattr(args, "no_gpu", False), job,
+                        nccl_ras_config(args), workload_stacks)
 
 
 # Options that contradict each other, with why: either one alone is fine, both is a mistake to say in one line.

@@ -55,9 +55,11 @@ def hostname_of(spec: str) -> str:
 
 def demo_sampler(spec: str, scenario: str | None = None, seed: int = 0,
                  clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time,
-                 process_limit: int = 60, extra_processes: int = 0) -> Sampler:
+                 process_limit: int = 60, extra_processes: int = 0, gpu: bool = True,
+                 workload: bool = True) -> Sampler:
     """`clock` drives the scenario (seconds from now on), `wall` stamps the snapshots; tests pass one fake clock
-    for both to play a story at any speed."""
+    for both to play a story at any speed. Without `gpu` its GPUs are not probed (--no-gpu); without `workload`
+    its story's job runs unseen in the workload pane (a screenshot of the process table)."""
     from hwtop.demo.nvml import demo_library
     from hwtop.demo.topology import read_demo_topology
     from hwtop.probes.gpu import NvmlProbe
@@ -80,10 +82,11 @@ def demo_sampler(spec: str, scenario: str | None = None, seed: int = 0,
         layout = read_demo_topology(gpu_spec, probe)[0]
         return msgspec.structs.replace(layout, numa=host.numa())
 
-    sampler = Sampler(gpu=probe, clock=wall, host=host, process_limit=process_limit, topology_reader=topology)
-    sampler.workload = DemoJob(story, library.profile, elapsed, wall)
+    job = None
     if story.focused:  # a story with a job: it is focused, as --pid focuses a real one (j, the rank rules)
         from hwtop.demo.ranks import DemoRanks
 
-        sampler.job = DemoRanks(story, host, elapsed, wall, job_ranks=story.job_ranks)
-    return sampler
+        job = DemoRanks(story, host, elapsed, wall, job_ranks=story.job_ranks)
+    return Sampler(gpu=probe if gpu else None, clock=wall, host=host, process_limit=process_limit,
+                   topology_reader=topology, job=job,
+                   workload=DemoJob(story, library.profile, elapsed, wall) if workload else None)

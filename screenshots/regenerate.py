@@ -232,8 +232,7 @@ async def capture_job(name: str, size: tuple[int, int]) -> str:
         assert out is not None  # stdout=PIPE
         while steps < 4:
             steps += '"event": "step"' in out.readline()
-        sampler = Sampler()
-        sampler.job = JobProbe(roots=(job.pid,))
+        sampler = Sampler(job=JobProbe(roots=(job.pid,)))
         app = HwtopApp(sampler, interval=0.5, open_job=True)
         async with app.run_test(size=size) as pilot:
             while app.ticks < 8:
@@ -256,9 +255,10 @@ async def capture_job(name: str, size: tuple[int, int]) -> str:
 async def capture_polish() -> list[str]:
     """The finish: tree view with a filter, the light and the no-colour themes. (No signal dialog: `k` would
     describe a real process of this machine by the demo's pid, so a demo has none to show.)"""
+    from hwtop.demo.machine import demo_sampler
+
     paths = []
-    sampler = make_sampler("dgx-a100", no_gpu=False)
-    sampler.workload = None  # the table, not the job's pane, at 140x40
+    sampler = demo_sampler("dgx-a100", workload=False)  # the table, not the job's pane, at 140x40
     app = HwtopApp(sampler, interval=0.5, hide=("disks",))
     async with app.run_test(size=(140, 40)) as pilot:
         while app.ticks < 4:

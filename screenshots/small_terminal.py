@@ -65,9 +65,9 @@ async def capture_help(name: str = "help-80x24") -> str:
 
 async def capture_job(root: int, name: str = "job-80x24") -> str:
     from hwtop.probes.job import JobProbe
+    from hwtop.session.sampler import Sampler
 
-    sampler = make_sampler(None, no_gpu=True)  # the tree is this machine's: a demo host would not list it
-    sampler.job = JobProbe(roots=(root,))
+    sampler = Sampler(gpu=None, job=JobProbe(roots=(root,)))  # the tree is this machine's, not a demo host's
     app = HwtopApp(sampler, interval=0.5, open_job=True)
     async with app.run_test(size=SIZE) as pilot:
         await _settle(app, pilot, 6)

@@ -1,10 +1,13 @@
 """What a user may do to a session besides watching it — pause, a replay's step/seek/speed, the workload, a
 focused job — as typed protocols. The Session offers the controls its source supports (None for the others), so
-the app asks the Session what it can do instead of probing the source with hasattr and setting its attributes."""
+the app asks the Session what it can do instead of probing the source with hasattr and setting its attributes.
+A live source is changed by commands (Focus, FollowWorkload, RefreshTopology) that it applies under its tick's
+lock, never by setting its attributes from another thread."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from hwtop.model.record import Record
@@ -53,19 +56,53 @@ class JobReader(Protocol):
     def close(self) -> None: ...
 
 
+# What may change a live source after it is made: commands the source applies under its tick's lock
+# (Sampler.send), now when no tick is in flight, else as soon as the tick in flight ends. The UI thread never waits
+# on a tick (a hung driver call may hold one), and a tick never sees its sources change under it: a job closed
+# while it is read, the user's focus undone by the workload's job found at its first step, a topology gone for a
+# tick.
+
+
+@dataclass(frozen=True, slots=True)
+class Focus:
+    """Read this job from now on (the user's f, --pid or --job) and close the one read before; the workload's own
+    job never replaces it."""
+
+    job: JobReader
+
+
+@dataclass(frozen=True, slots=True)
+class FollowWorkload:
+    """A workload the user started: its telemetry is read each tick, and its job is focused at its first step (or
+    its end) unless the user focused another."""
+
+    runner: WorkloadRunner
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshTopology:
+    """Read the machine's layout again at the next tick (a GPU or NIC added, a link retrained)."""
+
+
+Command = Focus | FollowWorkload | RefreshTopology
+
+
 @runtime_checkable
 class LiveSource(Protocol):
-    """A source that reads a machine (the Sampler): it can run a workload, focus a job and re-read its topology.
-    A simulated one (a demo machine) has pids that are not this machine's."""
+    """A source that reads a machine (the Sampler): it can run a workload, focus a job and re-read its topology,
+    each a command it applies under its tick's lock (above). A simulated one (a demo machine) has
+    pids that are not this machine's."""
 
-    workload: WorkloadRunner | None
-    job: JobReader | None
-    job_at_first_step: Callable[[], JobReader | None] | None  # the job to focus once the workload has stepped
+    @property
+    def workload(self) -> WorkloadRunner | None: ...
+
+    @property
+    def focused(self) -> bool: ...
 
     @property
     def simulated(self) -> bool: ...
 
-    def refresh_topology(self) -> None: ...
+    def send(self, command: Command) -> None: ...
 
 
 @runtime_checkable
@@ -178,7 +215,6 @@ class Workload:
 
     def __init__(self, source: LiveSource) -> None:
         self._source = source
-        self._job: JobReader | None = None  # the job reader this control focused on its workload
 
     @property
     def running(self) -> bool:
@@ -195,19 +231,12 @@ class Workload:
             raise ControlRefused(missing)
         from hwtop.workload.monitor import WorkloadMonitor  # lazy: no cost until a job is started
 
-        monitor = WorkloadMonitor(args)
-        self._source.workload = monitor
-        previous = self._source.job
-        if previous is None or previous is self._job:  # a job the user focused stays focused
-
-            def focus() -> JobReader | None:
-                self._job = workload_job(monitor)
-                return self._job
-
-            self._source.job_at_first_step = focus
+        self._source.send(FollowWorkload(WorkloadMonitor(args)))
 
     def stop(self) -> bool:
-        """Stop the job's whole process group; False when there was none."""
+        """Stop the job's whole process group; False when there was none. Not a command waiting for the tick in
+        flight: signalling the group is safe beside a tick's read of its telemetry, and the app's exit watchdog
+        stops it while a hung tick holds the lock."""
         current = self._source.workload
         if current is None:
             return False
@@ -223,10 +252,11 @@ class JobFocus:
 
     @property
     def focused(self) -> bool:
-        return self._source.job is not None
+        return self._source.focused
 
     def focus(self, pid: int) -> None:
-        """The process and its descendants become the focused job; ControlRefused if it cannot be read."""
+        """The process and its descendants become the focused job, from the next tick (the one in flight, if any,
+        ends on the job it was reading); ControlRefused if it cannot be read."""
         from hwtop.probes.job import JobError, JobProbe
 
         probe = JobProbe(roots=(pid,))
@@ -234,7 +264,4 @@ class JobFocus:
             probe.check()
         except JobError as error:
             raise ControlRefused(str(error)) from None
-        self._source.job_at_first_step = None  # the user's choice: the workload's own job is not focused later
-        previous, self._source.job = self._source.job, probe
-        if previous is not None:
-            previous.close()
+        self._source.send(Focus(probe))

@@ -27,6 +27,7 @@ from hwtop.session.controls import (
     JobFocus,
     LiveSource,
     Player,
+    RefreshTopology,
     Replay,
     ReplayControl,
     Workload,
@@ -35,6 +36,7 @@ from hwtop.session.controls import (
 
 if TYPE_CHECKING:
     from hwtop.advice.engine import AdviceEngine
+    from hwtop.model.job import RankStacks
 
 CLOSE_WAIT_S = 5.0  # how long close() waits for a tick in flight; past it (a hung driver call) it closes anyway
 
@@ -67,6 +69,13 @@ class RecordedTimeline(Protocol):
     def recorded_timeline(self) -> tuple[Change, ...] | None: ...
 
 
+@runtime_checkable
+class StackFinisher(Protocol):
+    """A source whose focused job samples its ranks' stacks (the Sampler)."""
+
+    def finish_stacks(self) -> tuple[RankStacks, ...] | None: ...
+
+
 class Session:
     def __init__(self, source: SnapshotSource, thresholds: Thresholds | None = None) -> None:
         self.source = source
@@ -93,8 +102,13 @@ class Session:
         """Re-read the machine's layout at the next tick; False where the source has none to re-read."""
         if not isinstance(self.source, LiveSource):
             return False
-        self.source.refresh_topology()
+        self.source.send(RefreshTopology())
         return True
+
+    def finish_stacks(self) -> tuple[RankStacks, ...] | None:
+        """The focused job's stack samples with the chunks still running; sampling ends (doctor's last look, after
+        its last tick). None where the source has no such job."""
+        return self.source.finish_stacks() if isinstance(self.source, StackFinisher) else None
 
     @property
     def engine(self) -> AdviceEngine:

@@ -62,7 +62,7 @@ def test_a_crash_in_the_monitor_exits_1_with_a_line_and_a_saved_traceback(state,
     from hwtop.widgets.processes import ProcessTable
 
     source = ScriptedSource([host_snapshot()])
-    monkeypatch.setattr(monitor, "make_sampler", lambda demo, no_gpu: source)
+    monkeypatch.setattr(monitor, "open_sampler", lambda config: source)
     monkeypatch.setattr(ProcessTable, "show", boom)  # deep in a tick, on the sampling worker's path
     assert main([]) == 1
     err = capsys.readouterr().err
@@ -112,7 +112,7 @@ def test_a_crash_in_doctor_exits_1_and_stops_sampling(state, monkeypatch, capsys
 
     source = ScriptedSource([host_snapshot()])
     source.workload = None
-    monkeypatch.setattr(doctor, "make_sampler", lambda demo, no_gpu: source)
+    monkeypatch.setattr(doctor, "open_sampler", lambda config: source)
     monkeypatch.setattr(AdviceEngine, "update", boom)
     assert main(["doctor", "--seconds", "1"]) == 1
     out, err = capsys.readouterr()

@@ -43,6 +43,9 @@ class FirstChunkStarved:
             return self.timeline.tick(self.step_s, job=self.first_chunk)
         return self.timeline.tick(0.01, job=self.later)  # the rest of the watch, well within the clear time
 
+    def finish_stacks(self) -> tuple[RankStacks, ...] | None:
+        return self.job.finish_stacks()
+
     def close(self) -> None:
         pass
 

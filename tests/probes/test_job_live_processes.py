@@ -228,8 +228,7 @@ async def test_job_screen_live_with_stack_on_a_key():
     process = start(PINNED_JOB.replace("os.sched_setaffinity(0, {1})", "pass").replace(
         "os.sched_setaffinity(0, {0})", "pass"))
     workers = children_of(process.pid)
-    sampler = Sampler(gpu=None)
-    sampler.job = JobProbe(roots=(process.pid,))
+    sampler = Sampler(gpu=None, job=JobProbe(roots=(process.pid,)))
     app = HwtopApp(sampler, interval=0.3, open_job=True)
     try:
         async with app.run_test(size=(200, 45)) as pilot:

@@ -140,6 +140,7 @@ def test_ethernet_nic_with_a_pci_device_is_placed(tmp_path: Path) -> None:
 
 
 def test_refresh_rereads_the_topology() -> None:
+    from hwtop.session.controls import RefreshTopology
     from hwtop.session.sampler import Sampler
 
     calls = []
@@ -152,7 +153,7 @@ def test_refresh_rereads_the_topology() -> None:
     sampler.sample()
     sampler.sample()
     assert len(calls) == 1
-    sampler.refresh_topology()
+    sampler.send(RefreshTopology())
     assert sampler.sample().topology is not None and len(calls) == 2
 
 

@@ -168,3 +168,63 @@ def test_the_embedded_workload_is_focused_as_a_job_from_its_pid_unless_the_user_
         session.close()
         other.kill()
         other.wait()
+
+
+def test_a_focus_while_a_tick_reads_the_job_closes_that_job_only_once_the_read_is_over(monkeypatch) -> None:
+    """The app ticks on a worker thread (asyncio.to_thread) while f focuses another job on the UI thread. The job
+    the tick is reading is closed when that read is over, not under it (its stack sampler's py-spy children
+    ended mid-read), the UI thread does not wait for the tick, and the next tick reads the new job."""
+    import subprocess
+    import sys
+    import threading
+
+    from hwtop.demo.ranks import DemoRanks
+
+    reading, release, in_read = threading.Event(), threading.Event(), threading.Event()
+    closed: list[bool] = []  # for each close: whether a read was in flight
+    read = DemoRanks.read
+
+    def blocking_read(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        in_read.set()
+        reading.set()
+        try:
+            assert release.wait(30)
+            return read(self, *args, **kwargs)
+        finally:
+            in_read.clear()
+
+    monkeypatch.setattr(DemoRanks, "read", blocking_read)
+    monkeypatch.setattr(DemoRanks, "close", lambda self: closed.append(in_read.is_set()))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    session = Session(demo_sampler("dgx-a100:straggler"))  # its story's ranks are the focused job
+    try:
+        focus = session.job
+        assert focus is not None
+        tick = threading.Thread(target=session.tick)
+        tick.start()
+        assert reading.wait(30)  # the tick is inside the story job's read
+        focus.focus(other.pid)  # the UI thread meanwhile: returns at once
+        closed_during_the_read = list(closed)
+        assert focus.focused  # the focus is taken, to be applied when the tick ends
+        release.set()
+        tick.join(30)
+        assert not tick.is_alive()
+        assert closed_during_the_read == [] and closed == [False]
+        job = session.tick().snapshot.job
+        assert job is not None and job.roots == (other.pid,)
+    finally:
+        release.set()
+        session.close()
+        other.kill()
+        other.wait()
+
+
+def test_a_samplers_sources_are_read_only_outside_the_session() -> None:
+    """What a sampler reads is given when it is made or sent as a command, never assigned from outside."""
+    sampler = demo_sampler("dgx-a100")
+    try:
+        for name in ("job", "workload", "focused"):
+            with pytest.raises(AttributeError):
+                setattr(sampler, name, None)
+    finally:
+        sampler.close()

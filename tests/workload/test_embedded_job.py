@@ -200,10 +200,9 @@ def test_oom_of_the_real_job_reaches_the_cuda_oom_rule(faulty_job: None) -> None
     from hwtop.session.sampler import Sampler
     from hwtop.workload.monitor import WorkloadMonitor
 
-    sampler = Sampler(gpu=None)
-    sampler.workload = WorkloadMonitor(["--scenario", "oom-ramp", "--device", "cpu", "--model", "mlp",
-                                        "--batch-size", "8", "--num-workers", "0"],
-                                       env=faults(oom_at="64"))
+    sampler = Sampler(gpu=None, workload=WorkloadMonitor(["--scenario", "oom-ramp", "--device", "cpu", "--model",
+                                                         "mlp", "--batch-size", "8", "--num-workers", "0"],
+                                                        env=faults(oom_at="64")))
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and sampler.workload.state().status not in ("crashed", "finished"):

@@ -15,10 +15,8 @@ def test_hostile_host_printed_visibly() -> None:
 
 
 def test_doctor_watches_long_enough_to_tell_a_hang() -> None:
-    from types import SimpleNamespace
-
     from hwtop.advice.thresholds import Thresholds
     from hwtop.cli.doctor import nccl_watch_s
 
-    assert nccl_watch_s(SimpleNamespace(nccl_ras_interval_s=10.0), Thresholds()) == 52.0
-    assert nccl_watch_s(SimpleNamespace(nccl_ras_interval_s=1.0), Thresholds()) == 42.0  # never under 5 s apart
+    assert nccl_watch_s(10.0, Thresholds()) == 52.0
+    assert nccl_watch_s(1.0, Thresholds()) == 42.0  # never under 5 s apart
