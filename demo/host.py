@@ -256,24 +256,9 @@ class SimulatedHost:
     def disks(self) -> tuple[DiskSnapshot, ...]:
         """The arrays' figures first, their members' from them: a RAID 0 member carries its share of the array's
         reads and writes, a RAID 1 member its share of the reads and every write (the kernel counts both)."""
-        t, job = self._now()
-        rng = self._rng("disk", int(t))
-        dataset_rate = job.samples_per_s * len(self._ranks()) * SAMPLE_BYTES * 0.35  # most come from the page cache
         names = [name for name, _ in self.spec.disks]
         arrays = demo_arrays(names)
-        data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data disks where there is no md1
-        rates: dict[str, tuple[float, float]] = {}
-        for name, kind in self.spec.disks:
-            if name in arrays:
-                continue
-            if name == "md1" or (name in data and "md1" not in names):
-                read = dataset_rate * (1.0 if name == "md1" or len(data) == 1 else 1.0 / len(data))
-            elif kind == "network":
-                read = dataset_rate * 0.05
-            else:
-                read = rng.uniform(0, 40e3)
-            write = rng.uniform(20e3, 400e3) if name in (names[0], "md0") else rng.uniform(0, 8e3)
-            rates[name] = (read * rng.uniform(0.9, 1.1), write)
+        rates = self._disk_rates(names, arrays)
         for member, array in arrays.items():
             read, write = rates[array]
             count = sum(1 for a in arrays.values() if a == array)
@@ -287,6 +272,27 @@ class SimulatedHost:
                                     round(write / 16384, 1), None if busy is None else round(busy, 1),
                                     held_by=arrays.get(name)))
         return tuple(out)
+
+    def _disk_rates(self, names: list[str], arrays: dict[str, str]) -> dict[str, tuple[float, float]]:
+        """(read, write) bytes/s of each disk that is no array's member: the dataset's reads on the data array (or
+        the data disks where there is none) and a little from the network share, the OS's writes on the first."""
+        t, job = self._now()
+        rng = self._rng("disk", int(t))
+        dataset_rate = job.samples_per_s * len(self._ranks()) * SAMPLE_BYTES * 0.35  # most come from the page cache
+        data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data disks where there is no md1
+        rates: dict[str, tuple[float, float]] = {}
+        for name, kind in self.spec.disks:
+            if name in arrays:
+                continue
+            if name == "md1" or (name in data and "md1" not in names):
+                read = dataset_rate * (1.0 if name == "md1" or len(data) == 1 else 1.0 / len(data))
+            elif kind == "network":
+                read = dataset_rate * 0.05
+            else:
+                read = rng.uniform(0, 40e3)
+            write = rng.uniform(20e3, 400e3) if name in (names[0], "md0") else rng.uniform(0, 8e3)
+            rates[name] = (read * rng.uniform(0.9, 1.1), write)
+        return rates
 
     def nics(self) -> tuple[NicSnapshot, ...]:
         """A single-node job (torchrun --standalone) all-reduces over NVLink: the InfiniBand fabric stays near idle
