@@ -41,11 +41,15 @@ WORKER = "DataLoader worker"  # the role probes/job/tree.py gives a rank's DataL
 
 
 def _shares(state: JobState, rank: int) -> dict[str, float]:
-    """Where a rank's main thread is: the collective and data waits the story's JobState gives its telemetry
-    too (one source for the workload pane and the job view), the rest computing, a little elsewhere."""
-    wait, data = state.collective_of(rank), state.data_wait
-    other = min(0.03, max(0.0, 1.0 - wait - data))
-    return {"collective": wait, "compute": max(0.0, 1.0 - wait - data - other), "data": data, "other": other}
+    """Where a rank's main thread is: waiting for data the share of the step the story's JobState gives its
+    telemetry too (one source for the workload pane and the job view); the rest of the step its GPU works, and of
+    that it waits in collectives its collective share, as the rank's CPU in the process table has it
+    (JobState.cpu_of_rank: on a CPU while it computes, asleep in the all-reduce), a little elsewhere."""
+    data = state.data_wait
+    busy = 1.0 - data
+    wait = state.collective_of(rank) * busy
+    other = min(0.03, max(0.0, busy - wait))
+    return {"collective": wait, "compute": max(0.0, busy - wait - other), "data": data, "other": other}
 
 
 @lru_cache(maxsize=64)

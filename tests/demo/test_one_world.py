@@ -303,3 +303,26 @@ async def test_the_straggler_s_host_has_one_name_on_every_line() -> None:
         await pilot.pause()
         rows = rank_rows(screen_lines(app))
         assert rows[3][0]["HOST"] == hostname and {rows[r][0]["HOST"] for r in range(8, 16)} == {"10.0.0.2"}
+
+
+# ----- a rank's time: its stack shares against its CPU -----
+
+async def test_a_rank_on_the_cpu_as_long_as_its_stacks_say_it_computes() -> None:
+    """starved: the job view said WAIT 12% COMP 4% DATA 81% for ranks at 17% CPU beside it (the collective share
+    was taken of the whole step where the ranks wait only in the part their GPU works); a rank's main thread is
+    on a CPU while it computes or runs its own Python, asleep while it waits."""
+    import re
+
+    app = lived_through(story_snapshots("dgx-a100:starved", seconds=30.0, step=5.0))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(app, pilot)
+        await pilot.press("j")
+        await pilot.pause()
+        lines = screen_lines(app)
+        rows = rank_rows(lines)
+        cpu = {int(rank): float(value) for line in lines
+               for rank, value in re.findall(r"│\s+\d+\s+└ rank (\d+)\s+[RS]\s+([\d.]+) ", line)}
+        assert len(rows) == 8 and len(cpu) == 8, (rows, cpu)
+        for rank, (cells, _) in rows.items():
+            on_cpu = sum(float(cells[name].rstrip("%")) for name in ("COMP", "PY") if cells[name] != "·")
+            assert on_cpu == pytest.approx(cpu[rank], abs=3.0), (rank, cells, cpu[rank])
