@@ -9,6 +9,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import NamedTuple
 
+import msgspec.structs
+
 from hwtop.demo.host import SimulatedHost
 from hwtop.demo.ras import RAS_STORIES, DemoRas
 from hwtop.demo.story import LAUNCHER_PID, RANK_PID, JobState, Story
@@ -81,6 +83,11 @@ class DemoRanks:
         self.ranks = tuple(host.profile.busy_gpus)
         self.hostname = host.spec.hostname
         self._t = 0.0
+        # what the job probe keeps of a job that ended (probes/job/probe.py): its launcher and ranks as they were
+        # last seen, gone, their exit codes unknown (it neither started them nor saw them as zombies)
+        self._gone: tuple[JobProcess, ...] = ()
+        self._seen = 0
+        self._ended_at: float | None = None
         # a story told through NCCL's RAS view of a two-node job (demo/ras.py)
         self.ras = DemoRas(story, self.ranks, wall) if story.name in RAS_STORIES else None
         # A job larger than this host (job_ranks): ranks len(ranks) on are other nodes', seen as the fleet sees them
@@ -128,9 +135,14 @@ class DemoRanks:
         steps = {r.pid: r.step for r in workload.ranks} if workload is not None else {}
         memory = {p.pid: p.used_memory_bytes for g in gpus for p in g.processes}
         processes = self._processes(state, memory)
-        if state.status == "crashed":  # torchrun tore the job down: its last figures, and how it ended
-            return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "ended", (), None, 0, ended_at=seen_at,
-                               message=f"demo: {state.phase}")
+        if state.status == "crashed":  # torchrun tore the job down: its last view, as the job probe keeps it
+            if self._ended_at is None:
+                self._ended_at = seen_at
+            return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "ended", self._gone, None, 0,
+                               ended_at=self._ended_at, message=f"demo: {state.phase}", pids_seen=self._seen)
+        self._gone = tuple(msgspec.structs.replace(p, alive=False, state="gone", cpu_percent=None)
+                           for p in processes if p.role == "launcher" or p.role.startswith("rank"))
+        self._seen = max(self._seen, len(processes))
         figures, stacks = [], []
         samples = int(min(t, WINDOW_S) * RATE_HZ)
         # A rank's shares follow from its collective wait alone (the data wait is the job's): of 256 ranks, two or

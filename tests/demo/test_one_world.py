@@ -326,3 +326,12 @@ async def test_a_rank_on_the_cpu_as_long_as_its_stacks_say_it_computes() -> None
         for rank, (cells, _) in rows.items():
             on_cpu = sum(float(cells[name].rstrip("%")) for name in ("COMP", "PY") if cells[name] != "·")
             assert on_cpu == pytest.approx(cpu[rank], abs=3.0), (rank, cells, cpu[rank])
+
+
+def test_a_job_torchrun_tore_down_keeps_its_last_view() -> None:
+    """After the OOM the job view said "ENDED 0 process(es) (0 seen)" of a job it had watched with 73: as the job
+    probe keeps an ended job, its launcher and ranks stay as rows, gone, and what was seen is said."""
+    job = story_snapshots("dgx-a100:oom", seconds=60.0, step=5.0)[-1].job
+    assert job is not None and job.status == "ended" and job.pids_seen == 73
+    gone = [p for p in job.processes if not p.alive]
+    assert [p.role for p in gone] == ["launcher", *(f"rank {r}" for r in range(8))]
