@@ -409,7 +409,13 @@ THERMAL_SLOW_S = 40.0  # SW thermal slowdown from here
 THERMAL_FIXED_S = 90.0  # cooling restored
 
 
-THERMAL_HOT = JobState("a GPU too hot: clocks held back, the others wait for it each step", compute_s=0.41)
+THERMAL_GPU = 2
+_COOL = JobState("training")
+# DDP steps at the hot GPU's pace: the others compute their share of its step (the cool step's, less its wait) and
+# wait in the all-reduce for the rest; its own rank hardly waits
+THERMAL_HOT = JobState("a GPU too hot: clocks held back, the others wait for it each step", compute_s=0.41,
+                       straggler_rank=THERMAL_GPU,
+                       collective_wait=1 - _COOL.compute * (1 - _COOL.collective_wait) / 0.41)
 
 
 def _thermal(t: float) -> JobState:
@@ -417,8 +423,6 @@ def _thermal(t: float) -> JobState:
         return THERMAL_HOT
     return JobState("cooling restored" if t >= THERMAL_FIXED_S else "training")
 
-
-THERMAL_GPU = 2
 
 
 def _thermal_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:

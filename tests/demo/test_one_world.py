@@ -307,13 +307,15 @@ async def test_the_straggler_s_host_has_one_name_on_every_line() -> None:
 
 # ----- a rank's time: its stack shares against its CPU -----
 
-async def test_a_rank_on_the_cpu_as_long_as_its_stacks_say_it_computes() -> None:
+@pytest.mark.parametrize(("story", "seconds"), [("starved", 30.0), ("thermal", 60.0)])
+async def test_a_rank_on_the_cpu_as_long_as_its_stacks_say_it_computes(story: str, seconds: float) -> None:
     """starved: the job view said WAIT 12% COMP 4% DATA 81% for ranks at 17% CPU beside it (the collective share
     was taken of the whole step where the ranks wait only in the part their GPU works); a rank's main thread is
-    on a CPU while it computes or runs its own Python, asleep while it waits."""
+    on a CPU while it computes or runs its own Python, asleep while it waits. thermal: "the others wait for it
+    each step" while every rank, the hot GPU's too, read WAIT 12%: the hot GPU's rank now waits least."""
     import re
 
-    app = lived_through(story_snapshots("dgx-a100:starved", seconds=30.0, step=5.0))
+    app = lived_through(story_snapshots(f"dgx-a100:{story}", seconds=seconds, step=5.0))
     async with app.run_test(size=(120, 40)) as pilot:
         await started(app, pilot)
         await pilot.press("j")
@@ -322,10 +324,16 @@ async def test_a_rank_on_the_cpu_as_long_as_its_stacks_say_it_computes() -> None
         rows = rank_rows(lines)
         cpu = {int(rank): float(value) for line in lines
                for rank, value in re.findall(r"│\s+\d+\s+└ rank (\d+)\s+[RS]\s+([\d.]+) ", line)}
+        job = app.snapshot.job if app.snapshot is not None else None
+        assert job is not None and cpu, lines  # the rows below the fold: the figure their rows draw
+        cpu |= {p.rank: round(p.cpu_percent or 0.0) for p in job.processes if p.rank is not None and p.rank not in cpu}
         assert len(rows) == 8 and len(cpu) == 8, (rows, cpu)
         for rank, (cells, _) in rows.items():
             on_cpu = sum(float(cells[name].rstrip("%")) for name in ("COMP", "PY") if cells[name] != "·")
             assert on_cpu == pytest.approx(cpu[rank], abs=3.0), (rank, cells, cpu[rank])
+        if story == "thermal":
+            waits = {rank: float(cells["WAIT"].rstrip("%")) for rank, (cells, _) in rows.items()}
+            assert min(waits, key=waits.__getitem__) == 2 and sorted(waits.values())[1] > 3 * waits[2], waits
 
 
 def test_a_job_torchrun_tore_down_keeps_its_last_view() -> None:
