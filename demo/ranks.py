@@ -136,10 +136,7 @@ class DemoRanks:
         memory = {p.pid: p.used_memory_bytes for g in gpus for p in g.processes}
         processes = self._processes(state, memory)
         if state.status == "crashed":  # torchrun tore the job down: its last view, as the job probe keeps it
-            if self._ended_at is None:
-                self._ended_at = seen_at
-            return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "ended", self._gone, None, 0,
-                               ended_at=self._ended_at, message=f"demo: {state.phase}", pids_seen=self._seen)
+            return self._ended(state, seen_at)
         self._gone = tuple(msgspec.structs.replace(p, alive=False, state="gone", cpu_percent=None)
                            for p in processes if p.role == "launcher" or p.role.startswith("rank"))
         self._seen = max(self._seen, len(processes))
@@ -173,24 +170,32 @@ class DemoRanks:
             self._seconds[rank] = known[1]
             return known[1].rounded
 
+        def ordered(rank: int) -> tuple[tuple[str, float], ...]:
+            return shares_of(rank)[1] if samples else ()
+
         for rank in self.ranks:
             pid = RANK_PID + rank
-            ordered = shares_of(rank)[1] if samples else ()
-            sites, busy = sampled(ordered)
+            sites, busy = sampled(ordered(rank))
             figures.append(RankFigures(rank, self.hostname, pid=pid, local_rank=rank, gpu=rank,
-                                       phase_seconds=spent(rank), shares=ordered, steps=steps.get(pid), site=busy,
-                                       samples=samples, seen_at=seen_at))
-            stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered, sites, busy_site=busy))
-        for rank, host, local in self._remote:
-            ordered = shares_of(rank)[1] if samples else ()
-            figures.append(RankFigures(rank, host, local_rank=local, gpu=local, phase_seconds=spent(rank),
-                                       shares=ordered, site=sampled(ordered)[1], samples=samples, seen_at=seen_at))
+                                       phase_seconds=spent(rank), shares=ordered(rank), steps=steps.get(pid),
+                                       site=busy, samples=samples, seen_at=seen_at))
+            stacks.append(RankStacks(pid, rank, samples, min(t, WINDOW_S), ordered(rank), sites, busy_site=busy))
+        figures += [RankFigures(rank, host, local_rank=local, gpu=local, phase_seconds=spent(rank),
+                                shares=ordered(rank), site=sampled(ordered(rank))[1], samples=samples,
+                                seen_at=seen_at) for rank, host, local in self._remote]
         job = JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "running", tuple(processes),
                            sum(p.cpu_percent or 0.0 for p in processes), sum(p.rss_bytes or 0 for p in processes),
                            gpu_memory=tuple((r, memory.get(RANK_PID + r) or 0) for r in self.ranks),
                            pids_seen=len(processes), stacks=tuple(stacks), ranks=tuple(figures),
                            message=f"demo: {state.phase}")
         return self.ras.attach(job, t) if self.ras is not None else job
+
+    def _ended(self, state: JobState, seen_at: float) -> JobSnapshot:
+        """The job's last view: its launcher and ranks gone, since the tick it ended."""
+        if self._ended_at is None:
+            self._ended_at = seen_at
+        return JobSnapshot(f"pid {LAUNCHER_PID}", (LAUNCHER_PID,), "ended", self._gone, None, 0,
+                           ended_at=self._ended_at, message=f"demo: {state.phase}", pids_seen=self._seen)
 
     def finish_stacks(self) -> tuple[RankStacks, ...] | None:
         return None
