@@ -2,14 +2,18 @@
 counts unequal and unchanged across queries are a hung rank, equal and unchanged a job that launches nothing,
 a rank routinely behind is a straggler, a missing rank an unresponsive or dead process, and non-zero error
 fields are NCCL's own errors. Pure functions of the view, so the one-node rules and the fleet (the same view
-rebuilt from Prometheus) name the same rank for the same answers."""
+rebuilt from Prometheus) name the same rank for the same answers.
+
+A count is of collectives *launched* (enqueued by the host), not completed: a collective hung on the GPU leaves
+every count equal (nccl#1730: RAS fine while PyTorch's watchdog timed out), and point-to-point, AlltoAll and
+CUDA-graph-captured collectives are not counted at all. Rank numbers are within each communicator."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from hwtop.advice.thresholds import Thresholds
-from hwtop.model.ras import IN_PROGRESS, NcclComm, NcclView, RasRank, result_name
+from hwtop.model.ras import IN_PROGRESS, NcclComm, NcclView, RasComm, RasEvent, RasRank, result_name
 
 
 def who(rank: RasRank) -> str:
@@ -27,6 +31,9 @@ def _ranks(names: list[str]) -> str:
 
 
 def _ordered(view: NcclView) -> list[NcclComm]:
+    """The judged communicator first; none at all from another job's answer (it says nothing of this job)."""
+    if view.foreign:
+        return []
     main = view.main
     return ([main] if main else []) + [c for c in view.comms if c is not main]
 
@@ -39,12 +46,15 @@ class Hang:
     most: int
     waiting: int  # ranks at `most`
     still_s: float
+    unnamed: int = 0  # more ranks behind that NCCL's text counts without naming (past 10 ranks)
 
     @property
     def sentence(self) -> str:
         names = [who(r) for r in self.behind[:3]] + ([f"{len(self.behind) - 3} more"] if len(self.behind) > 3
                                                        else [])
-        verb = "has" if len(self.behind) == 1 else "have"
+        if self.unnamed:
+            names.append(f"{self.unnamed} rank{'s' if self.unnamed != 1 else ''} NCCL's text counts without naming")
+        verb = "has" if len(self.behind) + self.unnamed == 1 else "have"
         others = "the other rank waits" if self.waiting == 1 else f"the other {self.waiting} ranks wait"
         return f"{_ranks(names)} {verb} not launched {self.op} #{self.most}, which {others} in"
 
@@ -65,16 +75,25 @@ def hang(view: NcclView, t: Thresholds) -> Hang | None:
         for op, most in comm.maxima().items():
             behind = tuple(r for r in present if _count(r, op, most) < most)
             if behind:
-                waiting = sum(1 for r in present if r.count(op) == most) + (
-                    comm.size - len(comm.ranks) if dict(comm.rest_counts).get(op) == most else 0)
-                return Hang(nc, behind, op, most, waiting, still)
+                return Hang(nc, behind, op, most, _waiting(comm, present, op, most), still,
+                            comm.unnamed_behind(op, most))
     return None
+
+
+def _waiting(comm: RasComm, present: list[RasRank], op: str, most: int) -> int:
+    """Ranks that have launched `most`: named ones, and those the text format counts (its groups) or leaves out
+    (the ranks that agree, when no group is printed)."""
+    groups = [g for g in comm.groups if g.op == op]
+    if groups:
+        return sum(g.ranks for g in groups if g.value == most)
+    return sum(1 for r in present if r.count(op) == most) + (
+        comm.size - len(comm.ranks) if dict(comm.rest_counts).get(op) == most else 0)
 
 
 def stopped(view: NcclView, t: Thresholds) -> tuple[NcclComm, float] | None:
     """Every rank of the job's communicator has launched as many collectives as the others, and none for
     ras_stopped_s: a checkpoint, an eval, or every rank stuck before a collective."""
-    nc = view.main
+    nc = view.main if not view.foreign else None
     if nc is None or any(r.missing for r in nc.comm.ranks) or nc.queries < 2 or not nc.comm.maxima():
         return None  # (the text format gives no counts of a communicator whose ranks agree)
     still = nc.queried_at - nc.same_since
@@ -105,7 +124,7 @@ class Straggler:
 
 def straggler(view: NcclView, t: Thresholds) -> Straggler | None:
     """The rank found behind in most of the recent queries while every other rank rarely is."""
-    nc = view.main
+    nc = view.main if not view.foreign else None
     if nc is None or nc.window < t["ras_straggler_min_queries"] or not nc.behind:
         return None
     if nc.same_since < nc.queried_at:  # nothing launched since the previous answer: stuck, not late
@@ -137,3 +156,12 @@ def errors(view: NcclView) -> list[tuple[RasRank, str]]:
             if what:
                 out.append((r, "; ".join(what)))
     return out
+
+
+def dead_peers(view: NcclView) -> list[RasEvent]:
+    """Processes MONITOR said were declared dead (PEER_DEAD, NCCL >= 2.29) and have not joined again since: known
+    at once, before any STATUS, at no gathering cost."""
+    last: dict[tuple[str, int | None], RasEvent] = {}
+    for event in view.events:
+        last[(event.host, event.pid)] = event
+    return [e for e in last.values() if e.event == "PEER_DEAD"]

@@ -18,7 +18,7 @@ from hwtop.advice.nccl_ranks import errors, hang, missing, straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.job import JobSnapshot, RankFigures
 from hwtop.model.ras import NcclView
-from hwtop.probes.nccl_ras.join import join_ranks
+from hwtop.probes.nccl_ras.join import Here, join_ranks
 from hwtop.probes.nccl_ras.parse_json import parse_json
 from hwtop.probes.nccl_ras.track import Tracker
 from hwtop.widgets.job_ranks import rank_table
@@ -60,8 +60,8 @@ def reply(ranks: int, nodes: int, step: int, late: int) -> str:
 def one_answer(text: str, tracker: Tracker, at: float, local: tuple[RankFigures, ...], t: Thresholds) -> int:
     parsed = parse_json(text)
     comms = tracker.update(parsed, at)
-    view = NcclView("localhost:28028", "bench", comms, 1, at, "json", reply_bytes=len(text))
-    ranks = join_ranks(local, view, {r.pid for r in local if r.pid is not None})
+    view = NcclView("localhost:28028", "bench", comms, 1, at, "json", reply_bytes=len(text), main_key=tracker.main)
+    ranks = join_ranks(local, view, Here(frozenset({"10.0.0.1"}), {r.pid: r.pid for r in local if r.pid is not None}))
     hang(view, t), straggler(view, t), missing(view), errors(view)
     job = JobSnapshot("bench", (1,), "running", (), None, 0, ranks=ranks, nccl=view)
     return len(rank_table(job, 160))

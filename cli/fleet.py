@@ -27,6 +27,9 @@ def add_options(fleet: argparse.ArgumentParser) -> None:
                             "--job'), worst first, the straggler or the hang named with its host's top finding")
     fleet.add_argument("--rank-window", type=interval_seconds, default=60.0, metavar="SECONDS",
                        help="with --job: the span the ranks' shares are taken over (default 60)")
+    fleet.add_argument("--alerts", action="store_true",
+                       help="with --prometheus: open on its alerts, firing first (the default when one fires); with "
+                            "--json, print them instead of the hosts: 0 read, 1 Prometheus did not give them")
     fleet.add_argument("--json", action="store_true",
                        help="read one round, print the hosts (and the --job view; through Prometheus without "
                             "--job, its jobs) as JSON and exit: 0 read, 1 Prometheus or every exporter did not "
@@ -60,6 +63,8 @@ def run(call: Invocation) -> int:
                 parser.error("--selector needs --prometheus URL")
             if args.job is not None:
                 parser.error("--job reads the job's ranks through Prometheus: it needs --prometheus URL")
+            if args.alerts:
+                parser.error("--alerts reads Prometheus's alerts: it needs --prometheus URL")
             if not targets:
                 parser.error("fleet needs at least one exporter URL (or --file, or --prometheus URL)")
             merged = merge(targets)
@@ -73,13 +78,13 @@ def run(call: Invocation) -> int:
         from hwtop.cli.fleet_json import fleet_json
 
         try:
-            return fleet_json(source, args.timeout)
+            return fleet_json(source, args.timeout, args.alerts)
         finally:
             source.close()
     from hwtop.tui.fleet_app import FleetApp
 
     try:
-        FleetApp(source).run()
+        FleetApp(source, alerts=args.alerts).run()
     except KeyboardInterrupt:
         pass
     finally:

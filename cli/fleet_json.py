@@ -21,15 +21,20 @@ def host_dict(view: HostView) -> dict[str, object]:
             "findings": [{"rule": f.rule, "severity": f.severity, "scope": f.scope} for f in view.findings]}
 
 
-def fleet_json(source: FleetSource, timeout: float) -> int:
+def fleet_json(source: FleetSource, timeout: float, alerts: bool = False) -> int:
     """Rounds on this thread until every host has answered or passed its deadline (each request has its own,
-    so this ends)."""
+    so this ends). `alerts` (--alerts): Prometheus's alerts instead (fleet/alerts.py)."""
     session = FleetSession(source)
-    session.ask(source.job, source.job is None)  # the job list: Prometheus only
+    session.ask(source.job, source.job is None and not alerts)  # the job list: Prometheus only
     frame = session.round()
     deadline = time.monotonic() + timeout + 5.0
     while any(h.error == WAITING for h in frame.hosts) and time.monotonic() < deadline:
         frame = session.round()
+    if alerts:
+        from hwtop.fleet.alerts import alerts_document, answered
+
+        print(json.dumps(alerts_document(frame, time.time()), indent=1))
+        return 0 if answered(frame) else 1
     out: dict[str, object] = {"source": source.description, "problem": frame.problem,
                               "hosts": [host_dict(h) for h in frame.hosts],
                               "summary": {"hosts": frame.summary.hosts, "up": frame.summary.up,

@@ -1,4 +1,4 @@
-"""`--nccl-ras HOST:PORT` and `--nccl-ras-interval SECONDS` (issue 42): where and how often hwtop asks a focused
+"""`--nccl-ras HOST:PORT`, `--nccl-ras-interval SECONDS` and `--nccl-ras-poll`: where and how often hwtop asks a focused
 job's NCCL RAS service. Kept out of cli/main.py, which only calls these two functions: without the options, a job
 whose processes map libnccl is asked at its ranks' NCCL_RAS_ADDR (else localhost:28028) every 10 s."""
 
@@ -42,10 +42,15 @@ def add_nccl_ras_options(parser: argparse.ArgumentParser, sub: bool = False) -> 
                         default=argparse.SUPPRESS if sub else DEFAULT_INTERVAL_S,
                         help=f"seconds between NCCL RAS queries (default {DEFAULT_INTERVAL_S:g}, at least "
                              f"{MIN_INTERVAL_S:g})")
+    parser.add_argument("--nccl-ras-poll", action="store_true", default=argparse.SUPPRESS if sub else False,
+                        help="ask every interval whatever the job's NCCL release: by default a release whose STATUS "
+                             "can crash the job (NCCL issues #1669, #1762, #2346; before 2.28.7) or an unknown one is "
+                             "asked only once the job looks stopped")
 
 
 def nccl_ras_config(args: argparse.Namespace) -> NcclRas:
     """What the options say, for the session's SourceConfig."""
     from hwtop.session.sources import NcclRas
 
-    return NcclRas(getattr(args, "nccl_ras", None), getattr(args, "nccl_ras_interval", DEFAULT_INTERVAL_S))
+    return NcclRas(getattr(args, "nccl_ras", None), getattr(args, "nccl_ras_interval", DEFAULT_INTERVAL_S),
+                   getattr(args, "nccl_ras_poll", False))

@@ -16,7 +16,8 @@ import msgspec.structs
 from hwtop.demo.story import RANK_PID, RAS_ADDR, JobState, StepCounter, Story, node_address
 from hwtop.model.job import JobSnapshot
 from hwtop.model.ras import NcclView
-from hwtop.probes.nccl_ras.join import join_ranks, named
+from hwtop.probes.nccl_ras import versions
+from hwtop.probes.nccl_ras.join import Here, join_ranks, named
 from hwtop.probes.nccl_ras.parse_json import parse_json
 from hwtop.probes.nccl_ras.track import Tracker
 
@@ -29,6 +30,7 @@ OTHER_PID = 52000  # another node's rank r is pid 52000 + r - (this node's ranks
 DDP_FIRST_BUCKET, DDP_BUCKET = 1 << 20, 25 << 20
 OPS = ("Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce")
 RAS_STORIES = ("straggler", "nccl-hang")
+POLICY = versions.policy((2, 30, 7), True, False).words
 
 
 def allreduces_per_step(state: JobState) -> int:
@@ -63,7 +65,7 @@ def answer(state: JobState, query: int, local: tuple[int, ...], steps: int) -> s
                       "status": {"init_state": 0, "async_error": 0, "finalize_called": False, "destroy_flag": False,
                                  "abort_flag": False},
                       "collective_counts": {op: count if op == "AllReduce" else 1 for op in OPS}})
-    return json.dumps({"nccl_version": "2.30.3", "cuda_runtime_version": 13000, "cuda_driver_version": 13000,
+    return json.dumps({"nccl_version": "2.30.7", "cuda_runtime_version": 13000, "cuda_driver_version": 13000,
                        "timestamp": "", "communicators_count": 1,
                        "communicators": [{"hash": "0x27a079b828ff1a75", "secondary_hash": "0x1:0x2", "size": world,
                                           "ranks_count": world, "missing_ranks_count": 0, "ranks": ranks,
@@ -92,10 +94,12 @@ class DemoRas:
             at = self.wall() - (t - self.asked * QUERY_S)
             comms = self.tracker.update(parse_json(text), at)
             self.view = NcclView(RAS_ADDR, "demo: NCCL_RAS_ADDR of the ranks", comms, self.asked, at,
-                                 "json", "2.30.3", reply_bytes=len(text))
+                                 "json", "2.30.7", reply_bytes=len(text), policy=POLICY,
+                                 version_source="libnccl.so.2.30.7 of the ranks", main_key=self.tracker.main,
+                                 polled=True)
         if self.view is None:
             return job
-        local = {p.pid for p in job.processes if p.alive}
+        here = Here(frozenset({THIS_NODE}), {p.pid: p.pid for p in job.processes if p.alive})
         if self._named[0] is not self.view:  # this node by its hostname, once an answer
-            self._named = (self.view, named(self.view, local, job.ranks[0].host if job.ranks else ""))
-        return msgspec.structs.replace(job, nccl=self._named[1], ranks=join_ranks(job.ranks, self.view, local))
+            self._named = (self.view, named(self.view, here.addresses, job.ranks[0].host if job.ranks else ""))
+        return msgspec.structs.replace(job, nccl=self._named[1], ranks=join_ranks(job.ranks, self.view, here))

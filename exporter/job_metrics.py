@@ -68,6 +68,12 @@ def nccl_families(job: JobSnapshot, job_name: str) -> Iterator[Family]:
     """What NCCL's RAS says of every rank of the job, on every node (issue 42). `Hostname` is the rank's own host
     as NCCL names it (its address), so the same rank read by the exporters of two nodes is one series apart from
     `instance`. Absent when the job's RAS was never read."""
+    if job.nccl is not None and job.nccl.polled is not None:  # issue 52: whether hwtop polls this job's RAS
+        polled = Family("hwtop_nccl_ras_polled", "1 while hwtop sends NCCL RAS STATUS to the job every interval, 0 "
+                        "while it asks only once the job stops (a release whose STATUS can crash the job, text-only "
+                        "or unknown)", ("job_name", "nccl_version"))
+        polled.add((job_name, job.nccl.nccl_version or ""), float(job.nccl.polled))
+        yield polled
     if job.nccl is None or not any(r.nccl_state is not None for r in job.ranks):
         return
     counts = Family("hwtop_nccl_rank_collectives_total",
@@ -76,8 +82,8 @@ def nccl_families(job: JobSnapshot, job_name: str) -> Iterator[Family]:
     state = Family("hwtop_nccl_rank_state",
                    "1 for each rank in its NCCL state (" + ", ".join(NCCL_STATES) + "): UNRESPONSIVE and DEAD are "
                    "ranks NCCL's RAS cannot reach or has given up on", (*RANK_LABELS, "state", "pid", "gpu"))
-    lag = Family("hwtop_nccl_rank_lag", "Collectives each rank is behind the most advanced rank of the job's "
-                 "largest communicator, summed over operations", RANK_LABELS)
+    lag = Family("hwtop_nccl_rank_lag", "Collectives each rank has launched behind the most advanced rank of the "
+                 "communicator judged as the job's (the one whose counts move), summed over operations", RANK_LABELS)
     missing = Family("hwtop_nccl_missing_ranks", "Ranks of the job's communicators NCCL's RAS cannot reach (state: "
                      "UNRESPONSIVE or DEAD)", ("job_name", "state"))
     tally = {"UNRESPONSIVE": 0, "DEAD": 0}

@@ -3,6 +3,7 @@ come worst first, with the figures of the summary line already counted, so the U
 
 from __future__ import annotations
 
+from hwtop.fleet.alerts import AlertList
 from hwtop.fleet.job import JobView
 from hwtop.fleet.jobs import JobList
 from hwtop.fleet.model import HostView
@@ -41,3 +42,4 @@ class FleetFrame(Record, frozen=True):
     job: JobView | None = None  # the ranks of the job asked for, as of the round that asked
     jobs: JobList | None = None  # the job list, while asked for
     round_s: float = 0.0  # how long the round took to read and assemble
+    alerts: AlertList | None = None  # Prometheus's alerts, firing first (None: a source without them)

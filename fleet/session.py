@@ -110,11 +110,11 @@ class FleetSession:
             problem = got.problem if age is None else f"{got.problem}; showing what it said {age:.0f} s ago"
             return FleetFrame(hosts=last.hosts, summary=last.summary, problem=problem, stale_s=age,
                               job=last.job if ask.job is not None else None,
-                              jobs=last.jobs if ask.jobs else None, **base)
+                              jobs=last.jobs if ask.jobs else None, alerts=last.alerts, **base)
         self._answered_at = self._clock()
         hosts = tuple(worst_first(list(got.hosts)))
         return FleetFrame(hosts=hosts, summary=summarise(hosts, self.source.thresholds), problem=got.problem,
-                          job=got.job, jobs=got.jobs, **base)
+                          job=got.job, jobs=got.jobs, alerts=got.alerts, **base)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="hwtop-fleet-session", daemon=True)

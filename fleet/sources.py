@@ -17,6 +17,7 @@ from typing import Protocol
 import msgspec
 
 from hwtop.advice.thresholds import Thresholds
+from hwtop.fleet.alerts import ALERTS, ALERTS_QUERY, AlertList, read_alerts
 from hwtop.fleet.build import GPU_FIELDS
 from hwtop.fleet.http import DaemonPool, FetchError, get
 from hwtop.fleet.job import DEFAULT_WINDOW_S, JobView, assemble_job, job_queries, jobs_queries
@@ -49,6 +50,7 @@ class Round(Record, frozen=True):
     warnings: tuple[str, ...] = ()
     job: JobView | None = None
     jobs: JobList | None = None
+    alerts: AlertList | None = None  # Prometheus's alerts (fleet/alerts.py); None: not read from this source
 
 
 class FleetSource(Protocol):
@@ -197,6 +199,7 @@ class PrometheusSource:
                         None if self._trend_end is None else self._trend_end + step, fresh, ask.host)
         if ask.job is not None:
             asked += job_queries(ask.job, self.matchers, self.job_window_s)
+        asked.append(ALERTS_QUERY)
         self._send_list(ask.jobs)
         futures = {self._submit(query.url(self.base)): query.key for query in asked}
         bodies: dict[str, bytes] = {}
@@ -231,9 +234,9 @@ class PrometheusSource:
         job = self._judge(ask.job, bodies, errors, views) if ask.job is not None else None
         jobs = self._join_list(views) if ask.jobs else None
         self._want_targets = any(v == 0 for _, v in answers.up or ())
-        partial = sorted(k for k in errors if k != "targets")
+        partial = sorted(k for k in errors if k not in ("targets", ALERTS))  # the alert list says its own
         problem = f"partial answer ({', '.join(f'{k}: {errors[k]}' for k in partial)})" if partial else None
-        return Round(tuple(views), problem, tuple(warnings), job, jobs)
+        return Round(tuple(views), problem, tuple(warnings), job, jobs, read_alerts(bodies, errors))
 
     def _send_list(self, wanted: bool) -> None:
         """The job list's queries, sent when none are in flight and one interval after the last were sent."""

@@ -122,9 +122,10 @@ class RankFigures(Record, frozen=True):
     samples: int = 0  # stack samples behind `shares`
     seen_at: float | None = None  # wall-clock time (epoch s) these figures were last updated: a rank that stops
     # advancing while the others do is a hang (advice/ranks.py), so it compares across hosts
-    # From NCCL RAS (issue 42; model/ras.py): what NCCL says of the rank in the job's largest communicator.
+    # From NCCL RAS (issues 42, 52; model/ras.py): what NCCL says of the rank in the communicator judged as the
+    # job's (NcclView.main: the one whose counts move); counts are collectives launched, not completed.
     collectives: tuple[tuple[str, int], ...] = ()  # (operation, collectives launched): AllReduce, ...
-    lag: int | None = None  # collectives behind the most advanced rank, summed over operations
+    lag: int | None = None  # collectives launched behind the most advanced rank, summed over operations
     nccl_state: str | None = None  # RUNNING, INIT, ABORT, UNRESPONSIVE, DEAD, ... (model/ras.py RasRank.state)
     nccl_only: bool = False  # known from RAS alone (another host's rank): no stack figures are expected of it
 

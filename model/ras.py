@@ -1,8 +1,12 @@
 """NCCL's own view of a job, from its RAS service (NCCL >= 2.24; docs/userguide/source/troubleshooting/ras.rst):
 every communicator, each rank's host, pid, GPU, init/abort state and how many collectives of each kind it has
-launched, and the ranks RAS could not reach. One query's answer is a `RasReply`; `NcclView` is what hwtop keeps
-across queries, because the signal lies in the change: counts that stop moving mean a stuck communicator, and a
-rank found behind in most queries is a straggler (the same document says so).
+*launched* (comm->seqNumber: counted when the host enqueues one, not when it completes; point-to-point, AlltoAll
+and CUDA-graph-captured collectives are not counted), and the ranks RAS could not reach. A rank's number is its
+rank within that communicator, not the job's global rank (they agree only in the world communicator). A rank's
+pid is the one it has in its own pid namespace (its container's), its host the address RAS reached it at.
+One query's answer is a `RasReply`; `NcclView` is what hwtop keeps across queries, because the signal lies in
+the change: counts that stop moving mean a stuck communicator, and a rank found behind in most queries is a
+straggler (the same document says so).
 
 Host names, versions and error lines here are text from the job's RAS thread: untrusted, shown through
 safe_text. Kept apart from model/job.py so a monitor with no NCCL job never imports it."""
@@ -43,6 +47,7 @@ class RasRank(Record, frozen=True):
     missing: bool = False
     unresponsive: bool = False
     dead: bool = False
+    word: str | None = None  # the status NCCL's text names for it (NOCOMM, UNKNOWN, INIT, ...), where it does
     name: str | None = None  # this node's hostname, where `host` is its address (the join says so; RAS never)
 
     def count(self, op: str) -> int | None:
@@ -55,6 +60,8 @@ class RasRank(Record, frozen=True):
             return "DEAD"
         if self.missing:
             return "UNRESPONSIVE" if self.unresponsive else "NOCOMM"
+        if self.word in ("NOCOMM", "UNKNOWN"):  # its process answered without this communicator (2.24: UNKNOWN)
+            return self.word
         if self.abort_flag:
             return "ABORT"
         if self.finalize_called or self.destroy_flag:
@@ -64,10 +71,23 @@ class RasRank(Record, frozen=True):
         return "INIT" if self.init_state == IN_PROGRESS else "ERROR"
 
 
+class CountGroup(Record, frozen=True):
+    """A line of the text format's counts: `ranks` ranks have launched `value` collectives of `op` (or have the
+    status `op` = "status:WORD"). Past 10 ranks, or a quarter of the communicator, NCCL names no rank of the
+    group (rasCountIsOutlier): the group's count is all that is known of them."""
+
+    op: str
+    value: int
+    ranks: int
+    named: int = 0  # of them, how many the answer names rank by rank
+
+
 class RasComm(Record, frozen=True):
-    """A communicator: its hash (NCCL's debug output prints the same), its size and the ranks the reply lists.
+    """A communicator: its hash (NCCL's debug output prints the same) and, in JSON, its secondary hash (the
+    first rank's host and pid hashes: the hash alone is not unique), its size and the ranks the reply lists.
     The JSON format lists every rank; the text format only the outliers, and `rest_counts` holds what the
-    others have launched (empty for JSON)."""
+    others have launched (empty for JSON), `groups` every count line, `missing_count` how many ranks NCCL says
+    it has no data from (it names them only up to 10)."""
 
     hash: str
     size: int
@@ -75,6 +95,24 @@ class RasComm(Record, frozen=True):
     rest_counts: tuple[tuple[str, int], ...] = ()
     status: str | None = None  # the text format's summary column (RUNNING, INIT, FINALIZE, ...)
     errors: str | None = None  # ... and its Errors column (OK, MISMATCH, INCOMPLETE, ...)
+    secondary: str = ""  # JSON's secondary_hash ("0x5d1f:0x9e37"); the text format prints none
+    groups: tuple[CountGroup, ...] = ()
+    missing_count: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What tells two communicators apart across answers: (hash, secondary hash)."""
+        return (self.hash, self.secondary)
+
+    def unnamed_behind(self, op: str, most: int) -> int:
+        """Ranks the text format counts below `most` collectives of `op` without naming them."""
+        return sum(g.ranks - g.named for g in self.groups if g.op == op and g.value < most)
+
+    def initialising(self) -> int:
+        """Ranks still initialising: named with init_state 7, or counted under status INIT by the text format."""
+        named = sum(1 for r in self.ranks if not r.missing and r.init_state == IN_PROGRESS)
+        counted = sum(g.ranks - g.named for g in self.groups if g.op == "status:INIT")
+        return named + counted + (self.size if self.status == "INIT" and self.size and not self.groups else 0)
 
     def ops(self) -> tuple[str, ...]:
         seen: dict[str, None] = {}
@@ -112,7 +150,8 @@ class RasProcess(Record, frozen=True):
 
 
 class RasReply(Record, frozen=True):
-    """One STATUS answer, parsed."""
+    """One STATUS answer, parsed. `notes`: what in the answer is NCCL's own bug, said rather than believed (a
+    2.28.7/2.28.9 JSON repaired, a zeroed communicator entry, a text answer garbled by a walk past its data)."""
 
     format: Literal["json", "text"]
     comms: tuple[RasComm, ...]
@@ -121,6 +160,20 @@ class RasReply(Record, frozen=True):
     timeouts: int = 0
     collection_s: float | None = None
     size_bytes: int = 0
+    processes_missing: int = 0  # text: "Missing communicator data from N job processes"
+    processes_dead: int = 0  # text: "N job processes are considered dead"
+    notes: tuple[str, ...] = ()
+
+
+class RasEvent(Record, frozen=True):
+    """An event a MONITOR connection pushed (NCCL >= 2.29): a process joined the job (PEER_NEW) or was declared
+    dead (PEER_DEAD), with its host, pid (its own namespace's) and GPUs where NCCL knows them."""
+
+    event: str
+    host: str
+    pid: int | None
+    gpus: tuple[int, ...] = ()
+    at: str = ""  # NCCL's local timestamp, as printed
 
 
 class NcclComm(Record, frozen=True):
@@ -155,9 +208,20 @@ class NcclView(Record, frozen=True):
     errors: tuple[str, ...] = ()
     holding: str | None = None  # why hwtop does not ask now (a communicator initialises)
     reply_bytes: int = 0
+    policy: str | None = None  # when hwtop sends STATUS to this job, and why (its NCCL version's known bugs)
+    version_source: str | None = None  # how the version was learned: "libnccl.so.2.27.5 mapped by pid N", ...
+    main_key: tuple[str, str] | None = None  # the communicator judged as the job's: the one whose counts move
+    foreign: str | None = None  # the answer was another job's (none of its ranks is this job's): not used
+    events: tuple[RasEvent, ...] = ()  # MONITOR's recent events (NCCL >= 2.29), newest last
+    notes: tuple[str, ...] = ()  # the latest answer's NCCL bugs, said (RasReply.notes)
+    polled: bool | None = None  # STATUS every interval (True) or only once the job stops (False): `policy`
 
     @property
     def main(self) -> NcclComm | None:
-        """The largest communicator: the job's world (DDP's default process group), whose rank numbers are the
-        job's."""
+        """The communicator judged as the job's (`main_key`: the one whose counts move with the job's steps, not
+        an idle world group of a tensor/pipeline-parallel job), else the largest."""
+        if self.main_key is not None:
+            for comm in self.comms:
+                if comm.comm.key == self.main_key:
+                    return comm
         return max(self.comms, key=lambda c: (c.comm.size, -self.comms.index(c)), default=None)

@@ -216,6 +216,49 @@ async def capture_fleet_job(name: str, size: tuple[int, int]) -> str | None:
             exporter.close()
 
 
+async def capture_fleet_alerts(size: tuple[int, int]) -> list[str]:
+    """`hwtop fleet --prometheus URL` once deploy/hwtop-alerts.yml fired on the nccl-hang story, in a real
+    Prometheus (Debian's; none installed: no shot): the fleet opens on the alerts, firing first; enter on the hang
+    opens the job's ranks, the hung rank named. docs/fleet.md's walk-through."""
+    import json
+    import subprocess
+
+    from hwtop.fleet.sources import PrometheusSource
+    from hwtop.tui.fleet.alerts_screen import FleetAlertsScreen
+    from hwtop.tui.fleet_app import FleetApp
+    from tests.deploy.alerts_rig import HangRig
+    from tests.prometheus_rig import HWTOP, PROMETHEUS
+
+    if PROMETHEUS is None:
+        print("prometheus not installed: no fleet alert shots", file=sys.stderr)
+        return []
+    rig = HangRig("gpu-node-07", job_name="pretrain", external_url="http://prometheus:9090")
+    width, height = size
+    try:
+        rig.wait_for("HwtopJobHung")
+        for _ in range(60):  # until the fleet's own judgement of the job spans the hang (its 15 s window)
+            answer = json.loads(subprocess.run([*HWTOP, "fleet", "--prometheus", rig.prometheus.url, "--job",
+                                                "pretrain", "--json", "--rank-window", "15"], capture_output=True,
+                                               text=True, timeout=60).stdout)
+            if ((answer.get("job") or {}).get("verdict") or {}).get("kind") == "hang":
+                break
+            await asyncio.sleep(2)
+        app = FleetApp(PrometheusSource(rig.prometheus.url, interval=1.0, timeout=5.0, job_window_s=15))
+        async with app.run_test(size=size) as pilot:
+            while not (isinstance(app.screen, FleetAlertsScreen) and app.screen.table.row_count):
+                await pilot.pause(0.2)
+            await pilot.pause(0.5)
+            shots = [app.save_screenshot(filename=f"fleet-alerts-{width}x{height}.svg", path=HERE)]
+            await pilot.press("enter")
+            while app.frame.job is None or app.frame.job.verdict is None:
+                await pilot.pause(0.2)
+            await pilot.pause(0.5)
+            shots.append(app.save_screenshot(filename=f"fleet-alert-job-{width}x{height}.svg", path=HERE))
+            return shots
+    finally:
+        rig.close()
+
+
 async def capture_job(name: str, size: tuple[int, int]) -> str:
     """hwtop --pid on the embedded job (2 CPU ranks, a DataLoader worker each), a rank's stack read with d."""
     import signal
@@ -305,6 +348,8 @@ def main(argv: list[str] | None = None) -> None:
         print(svg, to_png(svg) or "")
     svg = asyncio.run(capture_fleet_job("fleet-job-straggler-120x24", (120, 24)))
     if svg is not None:
+        print(svg, to_png(svg) or "")
+    for svg in asyncio.run(capture_fleet_alerts((120, 30))):
         print(svg, to_png(svg) or "")
     if not real:
         return

@@ -48,6 +48,7 @@ from hwtop.session.sources import NcclRas
 if TYPE_CHECKING:
     from hwtop.model.job import JobSnapshot, RankStacks
     from hwtop.model.workload import WorkloadState
+    from hwtop.probes.nccl_ras.stopped import GpuSpin
     from hwtop.probes.nccl_ras.watch import RasWatch  # imported only when a job is focused
 
 T = TypeVar("T")
@@ -165,7 +166,7 @@ class Sampler:
         self._mail_lock = threading.Lock()
         # --- NCCL RAS: the focused job's NCCL view (probes/nccl_ras/watch.py) ---
         self.nccl_ras = nccl_ras if nccl_ras is not None else NcclRas()
-        self._ras: tuple[JobReader, RasWatch] | None = None
+        self._ras: tuple[JobReader, RasWatch, GpuSpin] | None = None  # the job's GPUs busy at idle power beside it
 
     @property
     def simulated(self) -> bool:
@@ -317,19 +318,26 @@ class Sampler:
             return None
         job = guarded("job", lambda: focused.read(gpus, workload, now), None)
         if job is not None and not self.simulated:  # what NCCL's RAS service says of the job's ranks
-            watch, read = self._nccl_ras(focused), job
-            job = guarded("nccl-ras", lambda: watch.attach(read, now), read)
+            watch, spin = self._nccl_ras(focused)
+            read, spinning = job, spin.update(gpus, job, now)
+            job = guarded("nccl-ras", lambda: watch.attach(read, now, spinning), read)
         return job
 
-    def _nccl_ras(self, focused: JobReader) -> RasWatch:
-        """The NCCL RAS watch of the focused job, new when the job is."""
+    def _nccl_ras(self, focused: JobReader) -> tuple[RasWatch, GpuSpin]:
+        """The NCCL RAS watch of the focused job, new when the job is, and whether its GPUs spin (the advice's
+        collective-hang thresholds): a sign the job stopped, for a release asked only then."""
         if self._ras is None or self._ras[0] is not focused:
+            from hwtop.advice.thresholds import TABLE
+            from hwtop.probes.nccl_ras.stopped import GpuSpin
             from hwtop.probes.nccl_ras.watch import RasWatch
 
             if self._ras is not None:
                 self._ras[1].close()
-            self._ras = (focused, RasWatch(self.nccl_ras.address, self.nccl_ras.interval_s))
-        return self._ras[1]
+            spin = GpuSpin(TABLE["spin_util_percent"].value, TABLE["spin_power_share"].value,
+                           TABLE["spin_seconds"].value)
+            self._ras = (focused, RasWatch(self.nccl_ras.address, self.nccl_ras.interval_s,
+                                           polls=self.nccl_ras.poll), spin)
+        return self._ras[1], self._ras[2]
 
     def close(self) -> None:
         with self._lock:

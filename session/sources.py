@@ -22,10 +22,12 @@ class JobRefused(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class NcclRas:
-    """Where and how often the focused job's NCCL RAS service is asked (--nccl-ras, --nccl-ras-interval)."""
+    """Where and how often the focused job's NCCL RAS service is asked (--nccl-ras, --nccl-ras-interval,
+    --nccl-ras-poll)."""
 
     address: Address | None = None  # None: the ranks' NCCL_RAS_ADDR, else localhost:28028
     interval_s: float = DEFAULT_INTERVAL_S
+    poll: bool = False  # --nccl-ras-poll: STATUS every interval whatever the release (probes/nccl_ras/versions.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,9 +152,12 @@ class PageServer:
 
 
 class Prometheus:
-    """Debian's prometheus with `jobs` (name → list of (target address, metrics path, extra target labels))."""
+    """Debian's prometheus with `jobs` (name → list of (target address, metrics path, extra target labels)),
+    evaluating the rule files `rules` (alerting rules: deploy/hwtop-alerts.yml); its external URL (what an
+    alert's commands name, as an operator sets --web.external-url) is `external_url`, else its own address."""
 
-    def __init__(self, jobs: dict[str, list[tuple[str, str, dict[str, str]]]]) -> None:
+    def __init__(self, jobs: dict[str, list[tuple[str, str, dict[str, str]]]], rules: tuple[Path, ...] = (),
+                 external_url: str | None = None) -> None:
         if PROMETHEUS is None:
             raise RuntimeError("prometheus is not installed")
         self.dir = tempfile.TemporaryDirectory(prefix="hwtop-prom-")
@@ -164,12 +167,15 @@ class Prometheus:
                       {"job_name": job, "metrics_path": targets[0][1],
                        "static_configs": [{"targets": [address], "labels": labels} for address, _, labels in targets]}
                       for job, targets in jobs.items()]}
+        if rules:
+            config["rule_files"] = [str(path.resolve()) for path in rules]
         path = Path(self.dir.name) / "prometheus.yml"
         path.write_text(json.dumps(config, indent=1))  # JSON is YAML
         self.log = open(Path(self.dir.name) / "log", "w")  # noqa: SIM115 - closed in close()
         self.process = subprocess.Popen([PROMETHEUS, f"--config.file={path}",
                                          f"--storage.tsdb.path={self.dir.name}/tsdb",
-                                         f"--web.listen-address=127.0.0.1:{self.port}"],
+                                         f"--web.listen-address=127.0.0.1:{self.port}",
+                                         f"--web.external-url={external_url or f'http://127.0.0.1:{self.port}'}"],
                                         stdout=self.log, stderr=subprocess.STDOUT)
 
     @property

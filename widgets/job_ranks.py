@@ -140,11 +140,16 @@ def nccl_lines(job: JobSnapshot, width: int) -> list[Text]:
     head = Text("NCCL RAS ", style="bold")
     head.append_text(data(f"at {view.address}", palette.DIM))
     parts = [head, data(f"({view.source}):", palette.DIM), data(told, palette.DIM)]
+    if view.policy:  # when hwtop sends STATUS to this release, and why (issue 52: first, do no harm)
+        clauses = view.policy.split("; ")
+        parts += [data(("· " if i == 0 else "") + clause + (";" if i < len(clauses) - 1 else ""), palette.DIM)
+                  for i, clause in enumerate(clauses)]
     if view.holding:
         parts.append(data(f"· {view.holding}", palette.WARN))
     out = parts_lines(parts, width, sep=" ")
-    if view.errors:
-        error = data(f"  {view.errors[-1]}", palette.WARN)
+    said = view.foreign or (view.notes[-1] if view.notes else None) or (view.errors[-1] if view.errors else None)
+    if said:
+        error = data(f"  {said}", palette.WARN)
         error.truncate(max(1, width), overflow="ellipsis")  # NCCL's or the network's text: long, untrusted
         out.append(error)
     return out

@@ -127,6 +127,8 @@ FLEET = (Key("q", "quit", "Quit", "quit"),
          Key("j", "open_job", "Jobs", "the ranks of --job across hosts, worst first: the straggler or the hang "
                                       "named, with its host's likely cause; without --job, the jobs Prometheus "
                                       "holds (hangs and stragglers first), enter opens one"),
+         Key("a", "open_alerts", "Alerts", "the alerts Prometheus holds (--prometheus), firing first, with their "
+                                           "host, job and rank; enter opens the job's ranks or the host"),
          Key("question_mark", "help", "Help", "this help", display="?"))
 FLEET_HOSTS = (Key("enter", "open_host", "GPUs of the host", "open the selected host: its GPUs and every finding "
                                                              "(or a click on its row)"),
@@ -140,6 +142,7 @@ FLEET_FILTER = (Key("escape", "clear_filter", "Clear", show=False),)
 FLEET_HOST = (Key("escape,q", "app.pop_screen", "Back"),)
 FLEET_JOB = (Key("escape,q", "app.pop_screen", "Back"),)
 FLEET_JOBS = (Key("enter", "open_selected", "Job's ranks"), Key("escape,q", "app.pop_screen", "Hosts"))
+FLEET_ALERTS = (Key("enter", "open_selected", "Open"), Key("escape,q", "app.pop_screen", "Hosts"))
 FLEET_HELP_ONLY = (
     ("↑ ↓", "select a host (or a job); the worst is first"),
     ("← →", "scroll the columns (at 80 columns the address is past the right edge)"),

@@ -1,5 +1,7 @@
 """NCCL's own view of a focused job (its RAS service, issue 42): a rank whose process RAS cannot reach or has
-given up on, NCCL errors and aborts by NCCL's names, and a job whose ranks all stopped launching collectives.
+given up on (in an answer, or at once from MONITOR's PEER_DEAD, issue 52), NCCL errors and aborts by NCCL's names,
+and a job whose ranks all stopped launching collectives. Another job's answer (NcclView.foreign) says nothing of
+this one.
 A hung rank is collective-hang's and a routinely late one rank-straggler's (advice/rules/collective.py,
 straggler.py): one finding for one cause, whichever figures saw it first."""
 
@@ -17,6 +19,7 @@ from hwtop.model.finding import Finding
 
 if TYPE_CHECKING:  # a monitor with no focused job loads neither
     from hwtop.model.job import JobSnapshot
+    from hwtop.model.ras import RasEvent
 
 
 LOST_FIXES = (
@@ -39,9 +42,12 @@ STOPPED_FIXES = (
 )
 
 
-def _job(window: Window) -> JobSnapshot | None:
+def _job(window: Window, events: bool = False) -> JobSnapshot | None:
+    """The running job with an answer of its own (or, `events`, MONITOR's events) to judge."""
     job = running_job(window)
-    return job if job is not None and job.nccl is not None and job.nccl.comms else None
+    if job is None or job.nccl is None or job.nccl.foreign:
+        return None
+    return job if job.nccl.comms or (events and job.nccl.events) else None
 
 
 def _local_pids(job: JobSnapshot) -> set[int]:
@@ -55,13 +61,15 @@ def _since(at: float | None) -> str:
 @rule("nccl-rank-lost", severity="critical", hold_s=0.0, clear_s=30.0,
       watches="ranks NCCL's RAS cannot reach or considers dead", reads=())
 def nccl_rank_lost(window: Window, t: Thresholds) -> Iterator[Finding]:
-    job = _job(window)
+    job = _job(window, events=True)
     if job is None or job.nccl is None:
         return
-    from hwtop.advice.nccl_ranks import missing, who
+    from hwtop.advice.nccl_ranks import dead_peers, missing, who
 
     lost = missing(job.nccl)
-    if not lost:
+    seen = {(r.host, r.pid) for _, r, _ in lost}
+    announced = [e for e in dead_peers(job.nccl) if (e.host, e.pid) not in seen]
+    if not lost and not announced:
         return
     dead = [r for _, r, _ in lost if r.dead]
     evidence = []
@@ -69,17 +77,31 @@ def nccl_rank_lost(window: Window, t: Thresholds) -> Iterator[Finding]:
         state = "considered dead by NCCL (unreachable for 60 s)" if r.dead else "not answering NCCL's RAS"
         evidence.append(f"{who(r)}: {state}{_since(at)}, missing from communicator {nc.comm.hash} of "
                         f"{nc.comm.size} ranks")
-    if len(lost) > 8:
-        evidence.append(f"and {len(lost) - 8} more")
-    first = lost[0][1]
-    title = (f"NCCL considers {who(first)} dead" if dead and len(lost) == 1 else
-             f"{len(dead)} of the job's ranks are dead to NCCL" if dead else
-             f"NCCL cannot reach {who(first)}" if len(lost) == 1 else f"NCCL cannot reach {len(lost)} ranks")
+    evidence += [f"{_peer(e)}: declared dead by NCCL (MONITOR: PEER_DEAD at {e.at})" for e in announced[:8]]
+    count = len(lost) + len(announced)
+    if count > len(evidence):
+        evidence.append(f"and {count - len(evidence)} more")
+    title = _lost_title(who(lost[0][1]) if lost else _peer(announced[0]), count, len(dead) + len(announced))
     local = _local_pids(job)
     yield nccl_rank_lost.finding(
-        "critical" if dead else "warning", title, tuple(evidence), LOST_FIXES,
+        "critical" if dead or announced else "warning", title, tuple(evidence), LOST_FIXES,
         scope="job", pids=tuple(sorted({r.pid for _, r, _ in lost if r.pid in local and r.pid})),
-        measure=float(len(lost)))
+        measure=float(count))
+
+
+def _peer(event: RasEvent) -> str:
+    """A process MONITOR names: NCCL gives its host, pid and GPUs, not its ranks."""
+    gpus = f", GPU {','.join(map(str, event.gpus))}" if event.gpus else ""
+    return f"the process pid {event.pid} on {event.host}{gpus}" if event.pid is not None else \
+        f"the process at {event.host}"
+
+
+def _lost_title(first: str, count: int, dead: int) -> str:
+    if dead and count == 1:
+        return f"NCCL considers {first} dead"
+    if dead:
+        return f"{dead} of the job's ranks are dead to NCCL"
+    return f"NCCL cannot reach {first}" if count == 1 else f"NCCL cannot reach {count} ranks"
 
 
 @rule("nccl-error", severity="critical", hold_s=0.0, clear_s=30.0,
@@ -117,7 +139,9 @@ def nccl_stopped(window: Window, t: Thresholds) -> Iterator[Finding]:
     from hwtop.probes.stack_classify import LABELS
 
     evidence = [f"all {nc.comm.size} ranks of communicator {nc.comm.hash} have launched the same collectives and "
-                f"none for {still:.0f} s ({nc.queries} queries; limit {t['ras_stopped_s']:.0f} s)"]
+                f"none for {still:.0f} s ({nc.queries} queries; limit {t['ras_stopped_s']:.0f} s)",
+                "NCCL counts collectives launched, not completed: one stuck on the GPU leaves every count equal "
+                "(NVIDIA/nccl#1730), and point-to-point, AlltoAll and CUDA-graph collectives are not counted"]
     for rank in job.ranks:
         if rank.samples and not rank.nccl_only:
             phase, share = max(rank.shares, key=lambda kv: kv[1], default=("", 0.0))

@@ -1,7 +1,13 @@
-"""One RAS query over the text protocol of src/ras/client_support.cc: `CLIENT PROTOCOL 2` (answered `SERVER
-PROTOCOL n`), `TIMEOUT n` (`OK`), `SET FORMAT json` (`OK`; NCCL before 2.28.7 answers `ERROR: Unknown command`,
-and the text format is asked for instead), then `STATUS`, whose answer ends when the server closes the
-connection. Every step has a deadline and the answer a size cap; anything amiss is a RasError of one line."""
+"""One RAS query over the text protocol of src/ras/client_support.cc, with the manners of NCCL's own client
+(src/ras/client.cc, `ncclras`): `CLIENT PROTOCOL 2` answered `SERVER PROTOCOL n` within a 1 s deadline, or the
+connection is dropped and made again (every local rank listens on the port with SO_REUSEPORT, and the kernel may
+hand the connection to a rank that is stopped: ncclras retries the same way); `SET FORMAT json` (`OK`; before
+2.28.7 `ERROR: Unknown command`, and the text format is asked for instead), then `STATUS`, whose answer ends when
+the server closes the connection. No `TIMEOUT`: the server's default per gathering leg is already 5 s times the
+job's NCCL_RAS_TIMEOUT_FACTOR (ras_internal.h RAS_COLLECTIVE_LEG_TIMEOUT), and sending one would override the
+job's factor; hwtop's own deadline follows the same factor (a leg and the extra timeout, both scaled). Every step
+has a deadline and the answer a size cap sized by the job (ranks x communicators); anything amiss is a RasError of
+one line."""
 
 from __future__ import annotations
 
@@ -12,10 +18,27 @@ from dataclasses import dataclass
 
 PROTOCOL = 2  # NCCL_RAS_CLIENT_PROTOCOL (src/ras/ras_internal.h)
 DEFAULT_PORT = 28028  # NCCL_RAS_CLIENT_PORT
-NCCL_TIMEOUT_S = 5  # TIMEOUT sent: NCCL's own default per leg (RAS_COLLECTIVE_LEG_TIMEOUT_SEC)
-REPLY_CAP = 16 << 20  # a 4,096-rank JSON answer is a few MB (benchmarks/ras_scale.py)
+LEG_S = 5  # RAS_COLLECTIVE_LEG_TIMEOUT_SEC = RAS_COLLECTIVE_EXTRA_TIMEOUT_SEC, each times the timeout factor
+SEND_S = 2.0  # hwtop's margin for the answer to arrive once gathered
+HANDSHAKE_S = 1.0  # client.cc: a 1 s socket timeout on the handshake, then "Connection timed out; retrying..."
+HANDSHAKE_TRIES = 3
+REPLY_CAP_MIN = 16 << 20
+REPLY_CAP_MAX = 256 << 20
+BYTES_PER_RANK = 1024  # a rank's entry in the JSON answer is ~540 bytes (tests/fixtures/nccl-ras): twice that
 LINE_CAP = 4096
-ALLOWED = ("CLIENT PROTOCOL", "TIMEOUT", "SET FORMAT", "STATUS")  # every command hwtop may send
+ALLOWED = ("CLIENT PROTOCOL", "SET FORMAT", "STATUS", "MONITOR LIFECYCLE")  # every command hwtop may send
+
+
+def deadline_s(factor: float = 1.0) -> float:
+    """How long a STATUS may take: a gathering leg and the extra timeout, both 5 s x NCCL_RAS_TIMEOUT_FACTOR, and
+    2 s to send the answer (factor 2: 22 s)."""
+    return 2 * LEG_S * max(1.0, factor) + SEND_S
+
+
+def reply_cap(ranks: int, comms: int) -> int:
+    """The most bytes an answer may have: every rank of every communicator at twice its usual size, never under
+    16 MiB nor over 256 MiB (a 4,096-rank job with 5 communicators: 40 MiB)."""
+    return max(REPLY_CAP_MIN, min(REPLY_CAP_MAX, 2 * BYTES_PER_RANK * max(1, ranks) * max(1, comms)))
 
 
 class RasError(Exception):
@@ -71,7 +94,8 @@ class _Conn:
         return left
 
     def send(self, command: str) -> None:
-        if not command.upper().startswith(ALLOWED):  # hwtop's manners: never VERBOSE STATUS, MONITOR, ...
+        if not command.upper().startswith(ALLOWED) or command.upper().startswith("MONITOR") and \
+                command.upper() != "MONITOR LIFECYCLE":  # hwtop's manners: never VERBOSE STATUS, MONITOR all
             raise ValueError(f"not a command hwtop sends: {command}")
         self.sock.settimeout(self._left())
         self.sock.sendall(command.encode("ascii") + b"\n")
@@ -102,35 +126,52 @@ class _Conn:
             parts.append(chunk)
 
 
-def query(address: Address, want_json: bool = True, deadline_s: float = 2.0 * NCCL_TIMEOUT_S + 2.0,
-          cap: int = REPLY_CAP) -> RawReply:
-    """Ask once for STATUS. `deadline_s` bounds the whole exchange (NCCL gathers data from every process for up
-    to its TIMEOUT per leg, twice; ncclras waits as long)."""
-    deadline = time.monotonic() + deadline_s
-    try:
-        sock = socket.create_connection((address.host, address.port), timeout=min(deadline_s, 3.0))
-    except OSError as error:
-        raise RasError(f"cannot connect to {address}: {error.strerror or error}") from None
-    try:
-        conn = _Conn(sock, deadline)
-        conn.send(f"CLIENT PROTOCOL {PROTOCOL}")
-        hello = conn.line()
+def connect(address: Address, deadline: float) -> tuple[socket.socket, _Conn, int | None]:
+    """A connection past the handshake: a rank that does not answer CLIENT PROTOCOL within 1 s is left, and the
+    connection made again (another listener of the port may take it), up to HANDSHAKE_TRIES times."""
+    for attempt in range(HANDSHAKE_TRIES):
+        try:
+            sock = socket.create_connection((address.host, address.port), timeout=max(0.1, min(
+                3.0, deadline - time.monotonic())))
+        except OSError as error:
+            raise RasError(f"cannot connect to {address}: {error.strerror or error}") from None
+        conn = _Conn(sock, min(deadline, time.monotonic() + HANDSHAKE_S))
+        try:
+            conn.send(f"CLIENT PROTOCOL {PROTOCOL}")
+            hello = conn.line()
+        except (RasError, TimeoutError, OSError):
+            sock.close()
+            if attempt + 1 == HANDSHAKE_TRIES or time.monotonic() >= deadline:
+                raise RasError(f"no handshake from {address} in {HANDSHAKE_TRIES} tries of {HANDSHAKE_S:g} s "
+                               "(a stopped rank holding the port?)") from None
+            continue
         if not hello.upper().startswith("SERVER PROTOCOL "):
+            sock.close()
             raise RasError(f"not a RAS server: it answered {hello[:60]!r}")
+        conn.deadline = deadline
         version = hello.split()[-1]
-        server_protocol = int(version) if version.isdigit() else None
-        conn.send(f"TIMEOUT {NCCL_TIMEOUT_S}")
-        answer = conn.line()
-        if answer.upper() != "OK":
-            raise RasError(f"TIMEOUT refused: {answer[:60]!r}")
-        form = "text"
-        if want_json:
-            conn.send("SET FORMAT json")
-            answer = conn.line()
-            if answer.upper() == "OK":
-                form = "json"
-            elif not answer.upper().startswith("ERROR"):
-                raise RasError(f"SET FORMAT answered {answer[:60]!r}")
+        return sock, conn, int(version) if version.isdigit() else None
+    raise RasError(f"no handshake from {address}")  # not reached: the loop returns or raises
+
+
+def _set_format(conn: _Conn, want_json: bool) -> str:
+    if not want_json:
+        return "text"
+    conn.send("SET FORMAT json")
+    answer = conn.line()
+    if answer.upper() == "OK":
+        return "json"
+    if not answer.upper().startswith("ERROR"):
+        raise RasError(f"SET FORMAT answered {answer[:60]!r}")
+    return "text"
+
+
+def query(address: Address, want_json: bool = True, factor: float = 1.0, cap: int = REPLY_CAP_MIN) -> RawReply:
+    """Ask once for STATUS, within deadline_s(factor)."""
+    deadline = time.monotonic() + deadline_s(factor)
+    sock, conn, server_protocol = connect(address, deadline)
+    try:
+        form = _set_format(conn, want_json)
         conn.send("STATUS")
         body = conn.rest(cap)
     except TimeoutError:
@@ -140,3 +181,36 @@ def query(address: Address, want_json: bool = True, deadline_s: float = 2.0 * NC
     finally:
         sock.close()
     return RawReply(form, body.decode("utf-8", "replace"), server_protocol)
+
+
+def answers_json(address: Address) -> bool:
+    """Whether the server has the JSON format (NCCL >= 2.28.7), asked without a STATUS: the handshake and
+    `SET FORMAT json` only, which gather nothing from the job."""
+    sock, conn, _ = connect(address, time.monotonic() + 3.0)
+    try:
+        return _set_format(conn, True) == "json"
+    except TimeoutError:
+        raise RasError("no answer to SET FORMAT before the deadline") from None
+    except OSError as error:
+        raise RasError(f"connection to {address} failed: {error.strerror or error}") from None
+    finally:
+        sock.close()
+
+
+def monitor(address: Address) -> tuple[socket.socket, bytes]:
+    """A MONITOR connection (NCCL >= 2.29): lifecycle events (PEER_NEW, PEER_DEAD) pushed as they happen, in JSON,
+    at no gathering cost, and the bytes of them already read. The caller reads on (parse_json.parse_events) and
+closes it."""
+    sock, conn, _ = connect(address, time.monotonic() + 3.0)
+    try:
+        if _set_format(conn, True) != "json":
+            raise RasError("MONITOR wants the JSON format, which this server lacks")
+        conn.send("MONITOR LIFECYCLE")
+        answer = conn.line()
+        if answer.upper() != "OK":
+            raise RasError(f"MONITOR refused: {answer[:60]!r}")
+    except BaseException:
+        sock.close()
+        raise
+    sock.settimeout(None)
+    return sock, conn.buffer

@@ -4,13 +4,23 @@ missing ranks (unresponsive, considered dead). Decoded by msgspec into typed rec
 4,096-rank answer of a few MB costs milliseconds; fields NCCL adds later are ignored, fields it drops default.
 
 NCCL prints host names into the JSON without escaping them (jsonWriteRankData's "%s"): a host string with a quote
-or a control character breaks the document. That is a RasError of one line, never a guess at what was meant."""
+or a control character breaks the document. That is a RasError of one line, never a guess at what was meant.
+
+One break is NCCL's own and is repaired: 2.28.7 and 2.28.9 write no comma after a missing rank's "nvml_dev"
+(jsonWriteMissingRank; fixed in 2.29.2), so every answer naming a missing rank, the one that matters, is invalid
+JSON. The comma is put back where that line and the missing rank's "status" meet, and the answer says so (asking
+again in text would be worse: before 2.29.2 the text formatter misreads communicators with missing ranks,
+nccl#1762). A communicator of 0 ranks is NCCL's zeroed entry (nccl#2346): said and left out.
+
+MONITOR's events (2.29+) are JSON documents one after another on the connection: `parse_events` reads them."""
 
 from __future__ import annotations
 
+import re
+
 import msgspec
 
-from hwtop.model.ras import RasComm, RasRank, RasReply
+from hwtop.model.ras import RasComm, RasEvent, RasRank, RasReply
 from hwtop.probes.nccl_ras.client import RasError
 
 
@@ -36,6 +46,7 @@ class _Rank(msgspec.Struct):
 
 class _Comm(msgspec.Struct):
     hash: str = ""
+    secondary_hash: str = ""
     size: int = 0
     ranks: list[_Rank] = msgspec.field(default_factory=list)
     missing_ranks: list[_Rank] = msgspec.field(default_factory=list)
@@ -53,6 +64,10 @@ class _Reply(msgspec.Struct):
 
 
 _DECODER = msgspec.json.Decoder(_Reply)
+_MISSING_COMMA = re.compile(rb'("nvml_dev": -?\d+)(\s*\n\s*"status")')
+NOTE_COMMA = ("NCCL 2.28.7/2.28.9 wrote no comma after a missing rank's nvml_dev (jsonWriteMissingRank, fixed in "
+              "2.29.2): repaired")
+NOTE_ZEROED = "a communicator of 0 ranks in the answer: NCCL's zeroed entry (nccl#2346), left out"
 
 
 def _opt(value: int) -> int | None:
@@ -66,15 +81,83 @@ def _rank(raw: _Rank, missing: bool) -> RasRank:
                    tuple(raw.collective_counts.items()), missing, s.unresponsive, s.considered_dead)
 
 
-def parse_json(text: str) -> RasReply:
+def _decode(data: bytes) -> tuple[_Reply, tuple[str, ...]]:
     try:
-        reply = _DECODER.decode(text.encode("utf-8", "surrogatepass"))
-    except (msgspec.DecodeError, UnicodeEncodeError) as error:
+        return _DECODER.decode(data), ()
+    except msgspec.DecodeError as error:
+        repaired = _MISSING_COMMA.sub(rb"\1,\2", data)
+        if repaired != data:
+            try:
+                return _DECODER.decode(repaired), (NOTE_COMMA,)
+            except msgspec.DecodeError:
+                pass
         where = str(error).split("\n")[0][:100]
         raise RasError(f"broken JSON answer ({where})") from None
+
+
+def parse_json(text: str) -> RasReply:
+    try:
+        data = text.encode("utf-8", "surrogatepass")
+    except UnicodeEncodeError:
+        raise RasError("broken JSON answer (not UTF-8)") from None
+    reply, notes = _decode(data)
     comms = tuple(
         RasComm(c.hash, c.size or len(c.ranks) + len(c.missing_ranks),
-                tuple(_rank(r, False) for r in c.ranks) + tuple(_rank(r, True) for r in c.missing_ranks))
-        for c in reply.communicators)
+                tuple(_rank(r, False) for r in c.ranks) + tuple(_rank(r, True) for r in c.missing_ranks),
+                secondary=c.secondary_hash, missing_count=len(c.missing_ranks))
+        for c in reply.communicators if c.size or c.ranks or c.missing_ranks)
+    if len(comms) < len(reply.communicators):
+        notes += (NOTE_ZEROED,)
     return RasReply("json", comms, reply.nccl_version, (), reply.ras.timeouts_count, reply.ras.collection_time_sec,
-                    len(text))
+                    len(text), notes=notes)
+
+
+class _Peer(msgspec.Struct):
+    host: str = "unknown"
+    pid: int = -1
+    addr: str = ""
+    cuda_devs: list[int] = msgspec.field(default_factory=list)
+    nvml_devs: list[int] = msgspec.field(default_factory=list)
+
+
+class _Event(msgspec.Struct):
+    event: str
+    timestamp: str = ""
+    group: str = ""
+    peer: _Peer | None = None
+    details: str = ""
+
+
+_EVENT = msgspec.json.Decoder(_Event)
+_TEXT_EVENT = re.compile(r"^\[(?P<at>[^]]*)\] (?P<event>\w+): (?:Process (?P<pid>\d+) on node (?P<host>\S+) "
+                         r"managing GPUs? (?P<gpus>[\d,]+))?")
+
+
+def _event(peer: _Peer | None, event: str, at: str) -> RasEvent:
+    if peer is None:
+        return RasEvent(event, "unknown", None, (), at)
+    host = peer.host if peer.host != "unknown" or not peer.addr else peer.addr.partition("<")[0]
+    return RasEvent(event, host, _opt(peer.pid), tuple(peer.nvml_devs or peer.cuda_devs), at)
+
+
+def parse_events(data: bytes) -> tuple[list[RasEvent], bytes]:
+    """The complete events in what a MONITOR connection sent so far, and the bytes of an event not yet whole.
+    JSON events are documents ending in a line "}" (rasClientsNotifyEvent); text ones are one line each."""
+    events: list[RasEvent] = []
+    if data.lstrip().startswith(b"{"):
+        while (end := data.find(b"\n}\n")) >= 0:
+            chunk, data = data[:end + 3], data[end + 3:]
+            try:
+                raw = _EVENT.decode(chunk)
+            except msgspec.DecodeError:
+                continue  # a host name NCCL printed unescaped: that event is lost, the stream goes on
+            events.append(_event(raw.peer, raw.event, raw.timestamp))
+        return events, data
+    while (end := data.find(b"\n")) >= 0:
+        line, data = data[:end].decode("utf-8", "replace"), data[end + 1:]
+        m = _TEXT_EVENT.match(line)
+        if m:
+            gpus = tuple(int(g) for g in m["gpus"].split(",")) if m["gpus"] else ()
+            events.append(RasEvent(m["event"], m["host"] or "unknown", int(m["pid"]) if m["pid"] else None, gpus,
+                                   m["at"]))
+    return events, data

@@ -1,14 +1,20 @@
-"""When and where hwtop asks a focused job's RAS service, on its own thread, and the answer joined with the job.
+"""When and where to ask NCCL's RAS service about the focused job, and the answers joined with it. First, do no
+harm (versions.py): the job's NCCL release is learned before any STATUS, from the libnccl its ranks map (its file
+name, or the nvidia_nccl_cu* dist-info beside a wheel's library) or from `SET FORMAT json` answered OK (2.28.7+,
+a handshake that gathers nothing); a release whose STATUS path can crash the job, whose only format is text, or
+that the table does not know is asked only once the job's own signals say it stopped (stopped.py) or when the user
+asks (`polls`), and never while a rank is inside communicator initialisation; the job view says which.
 
-Asked only when one of the job's processes maps libnccl (/proc/PID/maps), or when the user named an address
-(`--nccl-ras HOST:PORT`). The port is the ranks' NCCL_RAS_ADDR (from their environment), else NCCL's default
-localhost:28028. Manners (NCCL issues #1718, #1762, #1669, #2346): one query at a time from one thread; at most
-one every `interval_s` (10 s by default, never under 5 s); the first one interval after libnccl was first seen
-mapped, and none for INIT_HOLD_S after an answer showed a communicator initialising (init_state 7); each query
-bounded by a deadline and its answer by a size cap. The tick never waits for a query: it takes the latest view."""
+Asked only once a process of the job maps libnccl, at the address its ranks' NCCL_RAS_ADDR names (else NCCL's
+default, localhost:28028), or at --nccl-ras. Queries run on a thread of their own, one at a time, at most every
+interval (default 10 s, never under 5 s, NCCL issue #1718), held for INIT_HOLD_S after an answer shows a
+communicator initialising; each bounded by a deadline scaled by the ranks' NCCL_RAS_TIMEOUT_FACTOR and by a cap
+sized by ranks x communicators. From 2.29 a MONITOR connection brings PEER_DEAD and PEER_NEW as they happen, at no
+gathering cost. The tick never waits for a query: it takes the latest view."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections import deque
@@ -17,17 +23,22 @@ from dataclasses import dataclass, field
 
 import msgspec.structs
 
-from hwtop.model.job import JobSnapshot, RankFigures
-from hwtop.model.ras import IN_PROGRESS, NcclView, RasReply
-from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, parse_address, query
-from hwtop.probes.nccl_ras.join import join_ranks, named
+from hwtop.model.job import JobProcess, JobSnapshot, RankFigures
+from hwtop.model.ras import NcclView, RasEvent, RasReply
+from hwtop.probes.nccl_ras import client, versions
+from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, parse_address
+from hwtop.probes.nccl_ras.join import Here, foreign, join_ranks, named
 from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
+from hwtop.probes.nccl_ras.stopped import StopSignals
 from hwtop.probes.nccl_ras.track import Tracker
 
 INIT_HOLD_S = 30.0  # after an answer with a communicator initialising: NCCL issues #1669, #2346
 MAPS_RECHECK_S = 30.0  # a process not mapping libnccl is looked at again this often (torch loads it lazily)
 MAPS_PER_TICK = 4  # /proc/PID/maps of a torch process is thousands of lines: a few a tick
+ADDRESSES_EVERY_S = 60.0
 ERRORS_KEPT = 8
+EVENTS_KEPT = 32
+MONITOR_TRIES = 3
 LIBNCCL = b"libnccl"
 DEFAULT_ADDRESS = Address("localhost", DEFAULT_PORT)
 
@@ -36,13 +47,46 @@ def interval_seconds(value: float) -> float:
     return max(MIN_INTERVAL_S, value)
 
 
-def maps_libnccl(pid: int, proc: str = "/proc") -> bool:
-    """Whether the process has NCCL loaded (its maps name libnccl*.so*); False when unreadable."""
+def libnccl_path(pid: int, proc: str = "/proc") -> str | None:
+    """The path of the libnccl the process maps (libnccl*.so*), or None (none, or unreadable)."""
     try:
         with open(f"{proc}/{pid}/maps", "rb") as maps:
-            return any(LIBNCCL in line for line in maps)
-    except OSError:
-        return False
+            for line in maps:
+                if LIBNCCL in line:
+                    return line.split(maxsplit=5)[-1].decode("utf-8", "replace").strip()
+    except (OSError, IndexError):
+        return None
+    return None
+
+
+def maps_libnccl(pid: int, proc: str = "/proc") -> bool:
+    """Whether the process has NCCL loaded (its maps name libnccl*.so*); False when unreadable."""
+    return libnccl_path(pid, proc) is not None
+
+
+def namespace_pid(pid: int, proc: str = "/proc") -> int:
+    """The pid the process has in its own (innermost) pid namespace: NSpid's last figure (Linux 4.1+), which is
+    what a rank in a container reports to RAS as its pid; its pid here where NSpid is absent or unreadable."""
+    try:
+        with open(f"{proc}/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return pid
+
+
+def node_addresses() -> frozenset[str]:
+    """This node's addresses as inet_ntop prints them (how RAS names a rank's host)."""
+    import psutil
+
+    out = set()
+    for entries in psutil.net_if_addrs().values():
+        for entry in entries:
+            if entry.family in (socket.AF_INET, socket.AF_INET6):
+                out.add(entry.address.split("%")[0])
+    return frozenset(out)
 
 
 def parse_reply(raw: RawReply) -> RasReply:
@@ -52,80 +96,147 @@ def parse_reply(raw: RawReply) -> RasReply:
     return parse_json(raw.text) if raw.format == "json" else parse_text(raw.text)
 
 
-Query = Callable[[Address, bool], RawReply]
+Query = Callable[[Address, bool, float, int], RawReply]
 
 
-def _query(address: Address, want_json: bool) -> RawReply:
-    return query(address, want_json)
+def _query(address: Address, want_json: bool, factor: float, cap: int) -> RawReply:
+    return client.query(address, want_json, factor, cap)
+
+
+def _env(processes: list[JobProcess], name: str) -> str | None:
+    return next((v for p in processes for k, v in p.nccl_env if k == name), None)
+
+
+def _factor(processes: list[JobProcess]) -> float:
+    try:
+        return max(1.0, float(_env(processes, "NCCL_RAS_TIMEOUT_FACTOR") or 1))
+    except ValueError:
+        return 1.0
 
 
 @dataclass(slots=True)
 class RasWatch:
-    """One per focused job. `address`: the user's --nccl-ras, which skips the libnccl check."""
+    """One per focused job. `address`: the user's --nccl-ras, which skips the libnccl check; `polls`: the user asks
+    for STATUS every interval whatever the release (--nccl-ras-poll, through session/sampler.py)."""
 
     address: Address | None = None
     interval_s: float = DEFAULT_INTERVAL_S
     proc: str = "/proc"
     ask: Query = _query
+    polls: bool = False
+    addresses: Callable[[], frozenset[str]] = node_addresses
+    answers_json: Callable[[Address], bool] = client.answers_json
+    monitor: Callable[[Address], tuple[socket.socket, bytes]] = client.monitor
     _target: Address | None = None
     _source: str = ""
     _nccl_seen_at: float | None = None  # monotonic
     _checked: dict[int, float] = field(default_factory=dict)  # pid -> when its maps were last read
-    _nccl_pids: set[int] = field(default_factory=set)
+    _nccl_pids: dict[int, str] = field(default_factory=dict)  # pid -> the libnccl it maps
+    _version: versions.Version | None = None
+    _version_source: str | None = None
+    _json: bool | None = None  # SET FORMAT json answered OK
+    _factor: float = 1.0
+    _ranks: int = 1
+    _comms: int = 8
+    _here: Here = field(default_factory=lambda: Here(frozenset()))
+    _here_at: float = -1e9
+    _ns: dict[int, int] = field(default_factory=dict)  # host pid -> namespace pid
+    _signals: StopSignals = field(default_factory=StopSignals)
+    _stopped: str | None = None
+    _initialising: str | None = None
+    _steps: int | None = None
+    _steps_asked: int | None = None
     _view: NcclView | None = None
     _errors: deque[str] = field(default_factory=lambda: deque(maxlen=ERRORS_KEPT))
+    _events: deque[RasEvent] = field(default_factory=lambda: deque(maxlen=EVENTS_KEPT))
     _tracker: Tracker = field(default_factory=Tracker)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _wake: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    _watcher: threading.Thread | None = None
+    _watch_sock: socket.socket | None = None
     _closed: bool = False
     _running_job: bool = True
-    _json: bool = True
     _disabled: bool = False
     _cache: tuple[object, object, tuple[RankFigures, ...], NcclView] | None = None
 
-    def attach(self, job: JobSnapshot, now: float) -> JobSnapshot:
-        """The job with NCCL's view joined in (the latest answer; never waits for one)."""
+    # ---- the tick's side: never waits ----
+    def attach(self, job: JobSnapshot, now: float, spinning: bool | None = None) -> JobSnapshot:
+        """The job with NCCL's view joined in (the latest answer; never waits for one). `spinning`: whether the
+        job's GPUs are busy at idle power, where the caller knows (a stop signal)."""
         self._running_job = job.status == "running"
         if self._target is None and not self._disabled:
             self._find_target(job)
         if self._target is None:
             return job
+        self._read_job(job, now, spinning)
         if self._thread is None and not self._closed:
             self._thread = threading.Thread(target=self._run, name="hwtop-nccl-ras", daemon=True)
             self._thread.start()
         with self._lock:
             view = self._view
-        if view is None:
-            return msgspec.structs.replace(job, nccl=NcclView(str(self._target), self._source,
-                                                              errors=tuple(self._errors)))
+            if view is not None and len(self._events) and view.events[-1:] != (self._events[-1],):
+                view = self._view = msgspec.structs.replace(view, events=tuple(self._events))  # MONITOR: at once
+        if view is None or not view.queries:
+            return msgspec.structs.replace(job, nccl=self._bare_view(view))
+        if view.foreign:
+            return msgspec.structs.replace(job, nccl=view)
         cached = self._cache
         if cached is not None and cached[0] is view and cached[1] is job.ranks:
             ranks, view = cached[2], cached[3]
         else:
-            local = {p.pid for p in job.processes if p.alive}
-            ranks = join_ranks(job.ranks, view, local)
-            shown = named(view, local, job.ranks[0].host if job.ranks else "")  # this node by its hostname
+            ranks = join_ranks(job.ranks, view, self._here)
+            shown = named(view, self._here.addresses, job.ranks[0].host if job.ranks else "")  # by its hostname
             self._cache = (view, job.ranks, ranks, shown)
             view = shown
         return msgspec.structs.replace(job, nccl=view, ranks=ranks)
+
+    def _bare_view(self, view: NcclView | None) -> NcclView:
+        """The view before any answer: where hwtop would ask, the release learned and the policy it gives."""
+        said = self._policy()
+        with self._lock:
+            errors, events = tuple(self._errors), tuple(self._events)
+        version = ".".join(map(str, self._version)) if self._version else None
+        if view is not None:
+            return msgspec.structs.replace(view, policy=said.words, errors=errors, events=events, polled=said.poll,
+                                           nccl_version=view.nccl_version or version)
+        return NcclView(str(self._target), self._source, nccl_version=version, errors=errors, policy=said.words,
+                        version_source=self._version_source, events=events, polled=said.poll)
+
+    def _read_job(self, job: JobSnapshot, now: float, spinning: bool | None) -> None:
+        mapping = [p for p in job.processes if p.alive and p.pid in self._nccl_pids] or \
+            [p for p in job.processes if p.alive]
+        self._factor = _factor(mapping)
+        self._ranks = max([p.world_size or 0 for p in job.processes] + [len(job.ranks), 1])
+        self._stopped = self._signals.stopped(job, now, spinning)
+        self._initialising = self._signals.initialising(job)
+        steps = [r.steps for r in job.ranks if r.steps is not None and not r.nccl_only]
+        self._steps = sum(steps) if steps else None
+        self._read_here(job)
+
+    def _read_here(self, job: JobSnapshot) -> None:
+        """This node's addresses (every minute) and each job process's namespace pid (once)."""
+        mono = time.monotonic()
+        addresses = self._here.addresses
+        if mono - self._here_at >= ADDRESSES_EVERY_S:
+            self._here_at = mono
+            try:
+                addresses = self.addresses()
+            except OSError:
+                pass
+        alive = {p.pid for p in job.processes if p.alive}
+        for pid in alive - self._ns.keys():
+            self._ns[pid] = namespace_pid(pid, self.proc)
+        self._ns = {pid: ns for pid, ns in self._ns.items() if pid in alive}
+        self._here = Here(addresses, {ns: pid for pid, ns in self._ns.items()})
 
     def _find_target(self, job: JobSnapshot) -> None:
         if self.address is not None:
             self._target, self._source = self.address, "--nccl-ras"
             self._nccl_seen_at = time.monotonic() - self.interval_s  # the user asked: ask at once
+            self._learn_from_maps(job)
             return
-        mono = time.monotonic()
-        budget = MAPS_PER_TICK
-        for process in job.processes:
-            if not process.alive or process.pid in self._nccl_pids:
-                continue
-            if mono - self._checked.get(process.pid, -1e9) < MAPS_RECHECK_S or budget <= 0:
-                continue
-            budget -= 1
-            self._checked[process.pid] = mono
-            if maps_libnccl(process.pid, self.proc):
-                self._nccl_pids.add(process.pid)
+        self._learn_from_maps(job)
         mapping = [p for p in job.processes if p.pid in self._nccl_pids and p.alive]
         if not mapping:
             return
@@ -143,7 +254,30 @@ class RasWatch:
                 return
         else:
             self._target, self._source = DEFAULT_ADDRESS, f"NCCL's default (pid {mapping[0].pid} maps libnccl)"
-        self._nccl_seen_at = mono
+        self._nccl_seen_at = time.monotonic()
+
+    def _learn_from_maps(self, job: JobSnapshot) -> None:
+        mono = time.monotonic()
+        budget = MAPS_PER_TICK
+        for process in job.processes:
+            if not process.alive or process.pid in self._nccl_pids:
+                continue
+            if mono - self._checked.get(process.pid, -1e9) < MAPS_RECHECK_S or budget <= 0:
+                continue
+            budget -= 1
+            self._checked[process.pid] = mono
+            path = libnccl_path(process.pid, self.proc)
+            if path is not None:
+                self._nccl_pids[process.pid] = path
+                self._learn_version(process.pid, path)
+
+    def _learn_version(self, pid: int, path: str) -> None:
+        if self._version is not None:
+            return
+        found = versions.version_of_library(path, f"{self.proc}/{pid}/root")
+        if found is not None:
+            self._version, how = found
+            self._version_source = f"{how} of pid {pid}"
 
     def _note(self, message: str) -> None:
         line = f"{time.strftime('%H:%M:%S')} {message}"
@@ -151,6 +285,10 @@ class RasWatch:
             if not self._errors or self._errors[-1][9:] != message:
                 self._errors.append(line)
 
+    def _policy(self) -> versions.Policy:
+        return versions.policy(self._version, self._json, self.polls)
+
+    # ---- the query thread ----
     def _run(self) -> None:
         due = (self._nccl_seen_at or time.monotonic()) + interval_seconds(self.interval_s)
         while not self._closed:
@@ -162,36 +300,125 @@ class RasWatch:
             due = time.monotonic() + interval
             if not self._running_job or self._target is None:
                 continue
-            holding = self._ask_once(self._target)
-            if holding:
+            if self._ask_once(self._target):
                 due = time.monotonic() + max(interval, INIT_HOLD_S)
 
-    def _ask_once(self, target: Address) -> bool:
-        """One query folded into the view; True when a communicator was initialising."""
+    def _why_not(self, policy: versions.Policy) -> str | None:
+        """Why no STATUS goes out now, or None to ask."""
+        if self._initialising is not None:
+            return f"not asked: {self._initialising} (NCCL issues #1669, #2346)"
+        if policy.poll or self._stopped is not None:
+            return None
+        return ""  # the policy's words say it
+
+    def _learn_format(self, target: Address) -> bool:
+        if self._json is not None or (versions.release(self._version) is not None):
+            return True
         try:
-            raw = self.ask(target, self._json)
-            if raw.format == "text" and self._json:
-                self._json = False  # NCCL before 2.28.7: ask for text from now on
+            self._json = self.answers_json(target)
+        except RasError as error:
+            self._note(str(error))
+            return False
+        return True
+
+    def _ask_once(self, target: Address) -> bool:
+        """One round: learn the format, maybe one STATUS folded into the view; True to hold (initialising)."""
+        if not self._learn_format(target):
+            return False
+        policy = self._policy()
+        self._start_monitor(target, policy)
+        why = self._why_not(policy)
+        if why is not None:
+            self._hold(why or None, policy)
+            return False
+        try:
+            raw = self.ask(target, policy.json, self._factor, client.reply_cap(self._ranks, self._comms))
             reply = parse_reply(raw)
         except RasError as error:
             self._note(str(error))
-            with self._lock:
-                if self._view is not None:
-                    self._view = msgspec.structs.replace(self._view, errors=tuple(self._errors))
+            self._hold(None, policy)
             return False
+        return self._fold(target, reply, policy)
+
+    def _hold(self, holding: str | None, policy: versions.Policy) -> None:
+        with self._lock:
+            if self._view is not None:
+                self._view = msgspec.structs.replace(self._view, errors=tuple(self._errors), holding=holding,
+                                                     policy=policy.words, events=tuple(self._events),
+                                                     polled=policy.poll)
+            else:
+                self._view = NcclView(str(self._target), self._source, errors=tuple(self._errors), holding=holding,
+                                      policy=policy.words, version_source=self._version_source,
+                                      events=tuple(self._events), polled=policy.poll)
+
+    def _fold(self, target: Address, reply: RasReply, policy: versions.Policy) -> bool:
         at = time.time()
-        comms = self._tracker.update(reply, at)
-        initialising = any(r.init_state == IN_PROGRESS for c in reply.comms for r in c.ranks if not r.missing)
-        holding = (f"a communicator initialises (init_state {IN_PROGRESS}): not asked again for "
-                   f"{INIT_HOLD_S:.0f} s") if initialising else None
+        if self._version is None and reply.nccl_version:
+            self._version = versions.parse_version(reply.nccl_version)
+            self._version_source = "its own answer"
+            policy = self._policy()
+        stepped = None if self._steps is None or self._steps_asked is None else self._steps != self._steps_asked
+        self._steps_asked = self._steps
+        comms = self._tracker.update(reply, at, stepped)
+        self._comms = max(1, len(reply.comms))
+        initialising = any(c.initialising() for c in reply.comms)
+        holding = (f"a communicator initialises (init_state 7): not asked again for {INIT_HOLD_S:.0f} s"
+                   if initialising else None)
+        words = policy.words + (f"; asked: {self._stopped}" if not policy.poll and self._stopped else "")
         with self._lock:
             queries = (self._view.queries if self._view is not None else 0) + 1
-            self._view = NcclView(str(target), self._source, comms, queries, at, reply.format, reply.nccl_version,
-                                  reply.processes, tuple(self._errors), holding, reply.size_bytes)
+            view = NcclView(str(target), self._source, comms, queries, at, reply.format, reply.nccl_version,
+                            reply.processes, tuple(self._errors), holding, reply.size_bytes, words,
+                            self._version_source, self._tracker.main, None, tuple(self._events), reply.notes)
+            self._view = msgspec.structs.replace(view, foreign=foreign(view, self._here), polled=policy.poll)
         return initialising
+
+    # ---- MONITOR (2.29+) ----
+    def _start_monitor(self, target: Address, policy: versions.Policy) -> None:
+        if self._watcher is None and policy.monitor and not self._closed:
+            self._watcher = threading.Thread(target=self._watch_events, args=(target,), name="hwtop-nccl-monitor",
+                                             daemon=True)
+            self._watcher.start()
+
+    def _watch_events(self, target: Address) -> None:
+        from hwtop.probes.nccl_ras.parse_json import parse_events
+
+        failures = 0
+        while not self._closed and failures < MONITOR_TRIES:
+            try:
+                sock, data = self.monitor(target)
+            except RasError as error:
+                failures += 1
+                self._note(f"MONITOR: {error}")
+                self._wake.wait(interval_seconds(self.interval_s))
+                continue
+            self._watch_sock, failures = sock, 0
+            with sock:
+                while not self._closed:
+                    events, data = parse_events(data)
+                    if events:
+                        with self._lock:
+                            self._events.extend(events)
+                    try:
+                        chunk = sock.recv(1 << 16)
+                    except OSError:
+                        break
+                    if not chunk:
+                        break
+                    data = (data + chunk)[-(1 << 20):]
+            if not self._closed:
+                self._note("MONITOR connection closed (the rank holding it ended?)")
+                self._wake.wait(interval_seconds(self.interval_s))
 
     def close(self) -> None:
         self._closed = True
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=1.0)
+        sock = self._watch_sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        for thread in (self._thread, self._watcher):
+            if thread is not None:
+                thread.join(timeout=1.0)

@@ -13,7 +13,7 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.job import JobSnapshot, RankFigures
 from hwtop.model.ras import NcclView
-from hwtop.probes.nccl_ras.join import join_ranks
+from hwtop.probes.nccl_ras.join import Here, join_ranks
 from hwtop.probes.nccl_ras.parse_json import parse_json
 from hwtop.probes.nccl_ras.track import Tracker
 from tests.factories import host_snapshot
@@ -102,7 +102,7 @@ def test_lost_and_errors() -> None:
 
 def job_with(view: NcclView, local: tuple[RankFigures, ...] = ()) -> JobSnapshot:
     job = JobSnapshot("job", (1,), "running", (), None, 0, ranks=local)
-    return msgspec.structs.replace(job, nccl=view, ranks=join_ranks(local, view, set()))
+    return msgspec.structs.replace(job, nccl=view, ranks=join_ranks(local, view, Here(frozenset())))
 
 
 def window_of(job: JobSnapshot) -> Window:
@@ -141,7 +141,7 @@ def test_straggler_rule_merges_with_stacks() -> None:
 def test_join_rows() -> None:
     view = view_of([ranks_at(hung_counts())])
     local = (RankFigures(0, "node-a", 4050, samples=30),)
-    rows = join_ranks(local, view, {4050, 4051})
+    rows = join_ranks(local, view, Here(frozenset({"10.0.0.1"}), {4050: 4050, 4051: 4051}))
     assert [r.rank for r in rows] == list(range(8))
     assert rows[0].host == "node-a" and rows[0].samples == 30 and rows[0].nccl_state == "RUNNING"
     assert rows[1].host == "node-a" and not rows[1].nccl_only  # a local pid without stacks yet
@@ -151,3 +151,49 @@ def test_join_rows() -> None:
 def test_a_stuck_rank_is_no_straggler() -> None:
     answers = [ranks_at(hung_counts())] * 8  # behind in every answer, but nothing moves: collective-hang's
     assert straggler(view_of(answers), T) is None and hang(view_of(answers), T) is not None
+
+
+def test_text_hang_past_ten_ranks_counts_the_unnamed() -> None:
+    """NCCL's own 2.27.5 text for 64 ranks: 49 at 6650, 14 counted at 6649 without names, rank 40 at 6648."""
+    from hwtop.probes.nccl_ras.parse_text import parse_text
+    from tests.nccl_ras_scenarios import fixture
+
+    reply = parse_text(fixture("2.27.5", "many.txt"))
+    tracker, comms = Tracker(), ()
+    for n in range(4):
+        comms = tracker.update(reply, 1000.0 + 10 * n)
+    found = hang(NcclView("x", "y", comms, 4, 1030.0, "text"), T)
+    assert found is not None and [r.rank for r in found.behind] == [40]
+    assert (found.unnamed, found.waiting, found.most) == (14, 49, 6650)
+    assert found.sentence.startswith("rank 40 (pid 4040 on 10.0.0.6, GPU 0) and 14 ranks NCCL's text counts "
+                                     "without naming have not launched AllReduce #6650, which the other 49 ranks")
+
+
+def test_dead_peers_from_monitor_events() -> None:
+    from hwtop.advice.nccl_ranks import dead_peers
+    from hwtop.model.ras import RasEvent
+
+    view = NcclView("x", "y", events=(RasEvent("PEER_DEAD", "10.0.0.2", 4006), RasEvent("PEER_DEAD", "10.0.0.3", 9),
+                                      RasEvent("PEER_NEW", "10.0.0.3", 9)))
+    assert [(e.host, e.pid) for e in dead_peers(view)] == [("10.0.0.2", 4006)]
+
+
+def test_monitor_dead_peer_is_lost_at_once_and_another_jobs_answer_says_nothing() -> None:
+    from hwtop.model.ras import RasEvent
+
+    event = RasEvent("PEER_DEAD", "10.0.0.4", 4056, (0,), "2026-12-06 01:00:00")
+    view = NcclView("127.0.0.1:1", "test", events=(event,), policy="NCCL 2.30.7: asked in JSON")
+    [lost] = nccl_rank_lost(window_of(job_with(view)), T)
+    assert lost.severity == "critical" and lost.title == "NCCL considers the process pid 4056 on 10.0.0.4, GPU 0 dead"
+    assert lost.evidence == ("the process pid 4056 on 10.0.0.4, GPU 0: declared dead by NCCL (MONITOR: PEER_DEAD at "
+                             "2026-12-06 01:00:00)",)
+    comms = ranks_at([10] * 8)
+    comms[0].ranks[6].missing = comms[0].ranks[6].dead = True
+    foreign = msgspec.structs.replace(view_of([comms] * 2), foreign="another job's")
+    assert list(nccl_rank_lost(window_of(job_with(foreign)), T)) == []
+
+
+def test_another_jobs_answer_judges_nothing() -> None:
+    foreign = msgspec.structs.replace(view_of([ranks_at(hung_counts())] * 4), foreign="another job's")
+    assert hang(foreign, T) is None and straggler(foreign, T) is None and stopped(foreign, T) is None
+    assert missing(foreign) == [] and errors(foreign) == []

@@ -9,6 +9,7 @@ from textual.screen import Screen
 from hwtop.fleet.frame import FleetFrame
 from hwtop.fleet.session import FleetSession
 from hwtop.fleet.sources import FleetSource
+from hwtop.tui.fleet.alerts_screen import FleetAlertsScreen, open_alerts, open_alerts_first
 from hwtop.tui.fleet.host_screen import FleetHostScreen
 from hwtop.tui.fleet.hosts_screen import FleetHostsScreen
 from hwtop.tui.fleet.job_screen import FleetJobScreen
@@ -16,7 +17,7 @@ from hwtop.tui.fleet.jobs_screen import FleetJobsScreen
 from hwtop.tui.guarded_app import GuardedApp
 from hwtop.widgets import keys
 
-SCREENS = (FleetHostsScreen, FleetHostScreen, FleetJobsScreen, FleetJobScreen)
+SCREENS = (FleetHostsScreen, FleetHostScreen, FleetJobsScreen, FleetJobScreen, FleetAlertsScreen)
 
 
 class FleetApp(GuardedApp[None]):
@@ -30,7 +31,7 @@ class FleetApp(GuardedApp[None]):
     """
     BINDINGS = keys.bindings(keys.FLEET)
 
-    def __init__(self, source: FleetSource, refresh_s: float = 0.25) -> None:
+    def __init__(self, source: FleetSource, refresh_s: float = 0.25, alerts: bool = False) -> None:
         super().__init__()
         self.session = FleetSession(source)
         self.source = source
@@ -38,6 +39,8 @@ class FleetApp(GuardedApp[None]):
         self.frame: FleetFrame = self.session.frame
         self.hosts_screen = FleetHostsScreen(lambda: self.frame)
         self.given_job = source.job  # --job: the job the screen opens on and `j` shows
+        self.given_alerts = alerts  # --alerts: open on the alerts even when none fires
+        self.alerts_seen = False  # the first alert list came: the fleet opened on it where it had to
         self.redraws = 0
         self._drawn: Screen[object] | None = None
 
@@ -59,6 +62,9 @@ class FleetApp(GuardedApp[None]):
                          isinstance(screen, FleetJobsScreen),
                          screen.host if isinstance(screen, FleetHostScreen) else None)
         frame = self.session.frame
+        if not self.alerts_seen:  # the fleet opens on what fired (tui/fleet/alerts_screen.py)
+            self.alerts_seen = open_alerts_first(self, frame, self.given_alerts,
+                                                 screen is self.hosts_screen and self.given_job is None)
         if frame is self.frame and screen is self._drawn:
             return
         self.frame, self._drawn = frame, screen
@@ -91,6 +97,9 @@ class FleetApp(GuardedApp[None]):
             return
         self.push_screen(FleetJobsScreen(self.frame.jobs))
         self.session.ask(None, True)
+
+    def action_open_alerts(self) -> None:
+        open_alerts(self, self.frame, self.source.reads_jobs)
 
     def on_unmount(self) -> None:
         self.session.close()

@@ -19,7 +19,7 @@ from tests.nccl_ras_standin import RasStandIn, StandComm, StandRank
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[3]
 WORLD = 8
-ALLOWED = ("CLIENT PROTOCOL 2", "TIMEOUT 5", "SET FORMAT json", "STATUS")
+ALLOWED = ("CLIENT PROTOCOL 2", "SET FORMAT json", "STATUS", "MONITOR LIFECYCLE")
 INTERVAL = 5.0
 
 
@@ -28,7 +28,7 @@ class Job:
         self.local: list[int] = []
         self.counts = counts
         self.server = RasStandIn(self.state, raw=raw, cut=cut)
-        lib = tmp / name / "libnccl.so.2"
+        lib = tmp / name / "libnccl.so.2.30.7"  # a release whose JSON path hwtop polls (probes/nccl_ras/versions)
         lib.parent.mkdir()
         lib.write_bytes(b"\x7fELF" + b"\0" * 8188)
         self.launcher = subprocess.Popen(
@@ -42,7 +42,7 @@ class Job:
         ranks = []
         for rank, count in enumerate(self.counts(n)):
             pid = self.local[rank] if rank < 2 else 4050 + rank
-            host = "10.0.0.1" if rank < 2 else f"10.0.0.{2 + rank // 3}"
+            host = "127.0.0.1" if rank < 2 else f"10.0.0.{2 + rank // 3}"  # this node: one of its addresses
             ranks.append(StandRank(rank, host, pid, rank % 4, {"AllReduce": count, "Broadcast": 1}))
         comm = StandComm(0x27A079B828FF1A75, ranks)
         if self.counts is dead:
@@ -129,14 +129,15 @@ def test_doctor_names_remote_ranks_from_nccl_ras(tmp_path: Path) -> None:
     assert any("considered dead by NCCL" in line and "since" in line for line in lost["evidence"])
     assert codes["dead"] == 1
 
-    slow = ids["straggler"]["rank-straggler"]
+    slow = next(f for f in report["straggler"]["findings"] if f["id"] == "rank-straggler" and
+                f["severity"] == "warning")  # (beside the info that this host's ranks' stacks are unreadable here)
     assert slow["title"].startswith("Rank 3 holds the job back")
     assert any("rank 3 (pid 4053 on 10.0.0.3, GPU 3)" in line and "no other rank more than once" in line
                for line in slow["evidence"])
     assert "collective-hang" not in ids["straggler"]
 
-    quiet = set(ids["balanced"]) & {"collective-hang", "rank-straggler", "nccl-rank-lost", "nccl-error",
-                                    "nccl-stopped"}
+    quiet = {f["id"] for f in report["balanced"]["findings"] if f["severity"] != "info"} & {
+        "collective-hang", "rank-straggler", "nccl-rank-lost", "nccl-error", "nccl-stopped"}
     assert not quiet, ids["balanced"]
     rows = report["balanced"]["job"]["rank_figures"]
     assert sorted(r["rank"] for r in rows) == list(range(WORLD))
@@ -150,13 +151,15 @@ def test_doctor_names_remote_ranks_from_nccl_ras(tmp_path: Path) -> None:
     assert "10.0.0.4\x1b]0;owned\x07" in hosts  # kept literally in the model; printed through safe_text
 
     for name, job in jobs.items():  # manners, from what each stand-in was sent
-        conns = job.server.conns
-        assert conns and job.server.max_active == 1, name
-        for conn in conns:
+        conns = [c for c in job.server.conns if "STATUS" in c.lines]  # MONITOR's connection stays open beside
+        assert conns, name
+        for conn in job.server.conns:
             assert conn.lines[0] == "CLIENT PROTOCOL 2", (name, conn.lines)
             assert all(line in ALLOWED for line in conn.lines), (name, conn.lines)
+        spans = sorted((c.opened, c.closed or 1e18) for c in conns)
+        assert all(b[0] >= a[1] for a, b in zip(spans, spans[1:], strict=False)), name  # one query at a time
         starts = [c.opened for c in conns]
         gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
         assert min(gaps) >= INTERVAL - 0.5, (name, gaps)
-    broken_starts = [c.opened for c in jobs["broken"].server.conns]
+    broken_starts = [c.opened for c in jobs["broken"].server.conns if "STATUS" in c.lines]
     assert broken_starts[3] - broken_starts[2] >= 30.0 - 0.5  # held while a communicator initialised

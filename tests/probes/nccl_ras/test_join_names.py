@@ -1,6 +1,6 @@
-"""A host has one name: the RAS ranks at the address of this node's job processes carry this node's hostname
-beside that address (probes/nccl_ras/join.py named), and the findings' words name them so (advice/nccl_ranks.py
-who); another node, known by its address alone, keeps it."""
+"""A host has one name: the RAS ranks at one of this node's addresses carry this node's hostname beside that address
+(probes/nccl_ras/join.py named), and the findings' words name them so (advice/nccl_ranks.py who); another node,
+known by its address alone, keeps it."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ def view() -> NcclView:
 
 
 def test_this_node_s_ranks_are_named_by_its_hostname_beside_their_address() -> None:
-    shown = named(view(), {100, 101, 7}, "dgx-a100-demo")
+    shown = named(view(), frozenset({"10.0.0.1", "127.0.0.1"}), "dgx-a100-demo")
     ranks = shown.comms[0].comm.ranks
     assert [r.name for r in ranks] == ["dgx-a100-demo", "dgx-a100-demo", None, None]
     assert who(ranks[1]) == "rank 1 (pid 101 on dgx-a100-demo at 10.0.0.1, GPU 1)"
     assert who(ranks[2]) == "rank 2 (pid 102 on 10.0.0.2, GPU 0)"
 
 
-def test_no_local_rank_or_no_hostname_names_nothing() -> None:
-    assert named(view(), {7}, "box") == view()
-    assert named(view(), {100}, "") == view()
+def test_no_rank_here_or_no_hostname_names_nothing() -> None:
+    assert named(view(), frozenset({"127.0.0.1"}), "box") == view()
+    assert named(view(), frozenset({"10.0.0.1"}), "") == view()
