@@ -13,7 +13,10 @@ from hwtop.model.snapshot import Snapshot
 from tests.small_screen import screen_lines, started
 from tests.tui.screens import lived_through, story_snapshots
 
-TWO_NODE_STORIES = ("straggler", "nccl-hang", "nccl-ethernet")
+# A few cases run in the fast suite, on story plays other fast tests share (tests/tui/screens.py caches each), the
+# rest with the slow ones.
+SLOW = pytest.mark.slow
+TWO_NODE_STORIES = ("straggler", pytest.param("nccl-hang", marks=SLOW), pytest.param("nccl-ethernet", marks=SLOW))
 
 
 def torchrun_args(cmdline: str) -> argparse.Namespace:
@@ -60,6 +63,7 @@ def test_a_two_node_job_is_launched_as_two_nodes_and_every_reader_counts_16_rank
         assert {dict(p.nccl_env).get("NCCL_RAS_ADDR") for p in ranks} == {nccl.address}  # where it says it asked
 
 
+@SLOW
 def test_a_one_node_job_stays_standalone() -> None:
     snapshot = story_snapshots("dgx-a100:amp", seconds=30.0, step=10.0)[-1]
     args = launched(snapshot)
@@ -69,6 +73,7 @@ def test_a_one_node_job_stays_standalone() -> None:
         {(8, 8)}
 
 
+@SLOW
 async def test_the_job_view_shows_the_two_node_launcher() -> None:
     app = lived_through(story_snapshots("dgx-a100:straggler", seconds=30.0, step=10.0))
     async with app.run_test(size=(200, 60)) as pilot:
@@ -124,7 +129,8 @@ def port_rates(lines: list[str]) -> dict[str, tuple[float, float]]:
     return out
 
 
-@pytest.mark.parametrize(("story", "seconds"), [("straggler", 10.0), ("straggler", 40.0), ("nccl-hang", 20.0)])
+@pytest.mark.parametrize(("story", "seconds"), [pytest.param("straggler", 10.0, marks=SLOW), ("straggler", 60.0),
+                                                pytest.param("nccl-hang", 20.0, marks=SLOW)])
 async def test_infiniband_carries_the_all_reduce_of_the_model_at_the_step_rate(story: str, seconds: float) -> None:
     """Issue 55: the two-node job's InfiniBand ports read a few kB/s. Each HDR port beside a GPU carries its share
     of a node's all-reduce traffic: 2(16-1)/16 x 102 MB of ResNet-50's gradients per step, over eight ports."""
@@ -148,6 +154,7 @@ def test_a_hung_job_sends_nothing_over_the_fabric() -> None:
 
 # ----- NCCL counts the job's steps -----
 
+@SLOW  # a Session over the story (its findings); tests/demo/test_ras_story.py holds #582 in the fast suite
 def test_nccl_counts_the_collectives_of_the_steps_the_job_reports() -> None:
     """The hang's "has not launched AllReduce #N" is the last AllReduce of the step after the one the ranks report
     (a ResNet-50 step launches DDP's five gradient buckets and the loss's AllReduce); before, #1060 at step 96."""
@@ -189,7 +196,7 @@ def rank_rows(lines: list[str]) -> dict[int, tuple[dict[str, str], str]]:
     return out
 
 
-@pytest.mark.parametrize("size", [(200, 60), (120, 40)])
+@pytest.mark.parametrize("size", [(200, 60), pytest.param((120, 40), marks=SLOW)])
 async def test_ranks_waiting_in_a_hung_collective_are_busy_where_they_wait(size: tuple[int, int]) -> None:
     """Issue 55: ranks at WAIT 100% showed BUSY AT `train.py:188 forward`, the stuck rank's own site."""
     app = lived_through(story_snapshots("dgx-a100:nccl-hang", seconds=70.0, step=5.0))
@@ -236,13 +243,14 @@ async def test_the_oom_finding_and_its_fix_name_the_batch_the_ranks_ran() -> Non
     starts from the batch that failed."""
     import re
 
-    climbing = story_snapshots("dgx-a100:oom", seconds=50.0, step=5.0)
+    played = story_snapshots("dgx-a100:oom", seconds=60.0, step=5.0)
+    climbing = played[:11]  # to 50 s
     commands = {p.cmdline for p in climbing[-1].processes if p.name == "python"}
     batches = {int(m.group(1)) for c in commands if c for m in [re.search(r"--batch-size (\d+)", c)] if m}
     workload = climbing[-1].workload
     assert workload is not None and workload.config is not None
     assert batches == {r.batch_size for r in workload.ranks} == {workload.config.batch_size} == {256}
-    app = lived_through(story_snapshots("dgx-a100:oom", seconds=60.0, step=5.0))
+    app = lived_through(played)
     async with app.run_test(size=(200, 60)) as pilot:
         await started(app, pilot)
         assert app.frame is not None
@@ -257,13 +265,13 @@ async def test_the_oom_finding_and_its_fix_name_the_batch_the_ranks_ran() -> Non
         assert re.findall(r"Halve the batch size \(from (\d+)", text) == ["256"], text
 
 
-@pytest.mark.parametrize("seconds", [30.0, 45.0, 50.0])
+@pytest.mark.parametrize("seconds", [pytest.param(30.0, marks=SLOW), pytest.param(45.0, marks=SLOW), 50.0])
 async def test_the_leaking_rank_holds_one_figure_on_every_panel(seconds: float) -> None:
     """Its GPU in the GPU panel, its process in the table and its line in the workload pane read one figure as
     it climbs (one function of the story, demo/story.py rank_held); the other ranks hold what they held."""
     import re
 
-    app = lived_through(story_snapshots("dgx-a100:oom", seconds=seconds, step=5.0))
+    app = lived_through(story_snapshots("dgx-a100:oom", seconds=60.0, step=5.0)[:int(seconds // 5) + 1])
     async with app.run_test(size=(200, 60)) as pilot:
         await started(app, pilot)
         lines = screen_lines(app)
@@ -307,7 +315,7 @@ async def test_the_straggler_s_host_has_one_name_on_every_line() -> None:
 
 # ----- a rank's time: its stack shares against its CPU -----
 
-@pytest.mark.parametrize(("story", "seconds"), [("starved", 30.0), ("thermal", 60.0)])
+@pytest.mark.parametrize(("story", "seconds"), [("starved", 30.0), pytest.param("thermal", 60.0, marks=SLOW)])
 async def test_a_rank_on_the_cpu_as_long_as_its_stacks_say_it_computes(story: str, seconds: float) -> None:
     """starved: the job view said WAIT 12% COMP 4% DATA 81% for ranks at 17% CPU beside it (the collective share
     was taken of the whole step where the ranks wait only in the part their GPU works); a rank's main thread is
