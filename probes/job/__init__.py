@@ -8,10 +8,13 @@ Work per tick grows with the live processes only: a process that ended is forgot
 its exit code; a DataLoader worker only counts in "N exited in the last minute"). The costlier files
 (smaps_rollup, numa_maps, fd) are read on their own schedules, a bounded number per tick.
 
-The parts, one module each (JobProbe in probe.py composes them): records.py (/proc/PID/stat, what is kept per
-process), state.py (the probe's fields), focus.py (which processes are the job), tree.py (the process tree and
-roles), figures.py (each process's figures), workers.py (DataLoader workers), resources.py (cores, pressure,
-cgroup, swap, disks), ranks.py (stacks to ranks). This package re-exports their public names."""
+The readers, one module each, each keeping its own state (JobProbe in probe.py composes them): table.py (the
+processes known: their stat, static facts and what their figures keep, shared by the next three), focus.py (which
+processes are the job), tree.py (the process tree and roles), figures.py (each process's figures), rows.py (the
+table's rows, the ended ranks kept); then the parts, handed what the tick found (parts.py: where a new reader
+plugs in): workers.py (DataLoader workers), resources.py (cores, pressure, cgroup, swap, disks), ranks.py (stacks
+to ranks). records.py parses /proc/PID/stat; state.py holds what they all share. This package re-exports their
+public names."""
 
 from __future__ import annotations
 
@@ -24,10 +27,11 @@ from hwtop.probes.job.figures import (
            nccl_variables,
 )
 from hwtop.probes.job.focus import PATTERN_RESCAN_S
-from hwtop.probes.job.probe import KEPT_WHEN_GONE, MAX_GONE_ROWS, JobProbe
+from hwtop.probes.job.probe import JobProbe
 from hwtop.probes.job.ranks import main_processes, with_stacks
 from hwtop.probes.job.records import exit_code_of, parse_job_stat
 from hwtop.probes.job.resources import DEVICE_MEMORY_S
+from hwtop.probes.job.rows import KEPT_WHEN_GONE, MAX_GONE_ROWS
 from hwtop.probes.job.state import MAX_PROCESSES, WORKER, JobError, StackSource
 from hwtop.probes.job.workers import MINUTE_S
 from hwtop.probes.procfiles import parse_numa_maps

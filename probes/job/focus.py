@@ -3,27 +3,76 @@
 from __future__ import annotations
 
 import os
+import re
 
 from hwtop.probes import owners, proctree
-from hwtop.probes.job.records import _Stat, _Static, _Tracked, parse_job_stat
-from hwtop.probes.job.state import MAX_PROCESSES, JobError, JobState
+from hwtop.probes.job.records import _Stat
+from hwtop.probes.job.state import MAX_PROCESSES, JobError
+from hwtop.probes.job.table import ProcessTable
 from hwtop.probes.procfiles import read_bytes
 
 PATTERN_RESCAN_S = 5.0
 
 
-class JobFocus(JobState):
-    """Which processes are the job: checked once at start, the pattern re-matched every PATTERN_RESCAN_S."""
+class JobFocus:
+    """Which processes are the job: checked once at start, the pattern re-matched every PATTERN_RESCAN_S. Keeps
+    what the caller named (roots, pattern, label), what the pattern or owner matched, and the note shown when a
+    named rank led to its launcher."""
 
-    __slots__ = ()
+    __slots__ = ("_cmdlines", "_matched", "_matched_at", "_owners", "_regex", "exclude", "label", "note", "pattern",
+                 "proc", "roots", "table")
+
+    def __init__(self, table: ProcessTable, roots: tuple[int, ...], pattern: str | None, label: str,
+                 exclude: frozenset[int] | None, root: str) -> None:
+        self.table = table
+        self.proc = table.proc
+        self.roots = roots
+        self.pattern = pattern
+        self.label = label
+        self.note: str | None = None  # how the named pid led to the job (a rank → its launcher)
+        self.exclude = exclude if exclude is not None else (
+            proctree.own_lineage(self.proc) if root == "/" else frozenset())  # hwtop and its ancestors
+        self._regex: re.Pattern[str] | None = None
+        self._matched: tuple[int, ...] = ()
+        self._matched_at = -1e9
+        self._cmdlines: dict[tuple[int, int], str] = {}
+        self._owners = owners.OwnerFocus(self.proc, pattern)  # --job slurm:ID / pod:NAME; the title's job or pod
+        if self._owners.target is not None:
+            self.label = self.label or owners.describe_target(self._owners.target)
+        elif pattern is not None:
+            number, text = proctree.parse_target(pattern)
+            if number is not None:
+                self.roots, self.pattern = (*self.roots, number), None
+            else:
+                try:
+                    self._regex = re.compile(text or "")
+                except re.error as error:
+                    raise JobError(f"--job {pattern!r} is not a regular expression: {error}") from None
+        if not self.label:
+            self.label = f"pid {', '.join(map(str, self.roots))}" if self.roots else f"job /{self.pattern}/"
+
+    @property
+    def matched(self) -> tuple[int, ...]:
+        """The topmost processes the pattern or owner matched at the last scan."""
+        return self._matched
+
+    def rescan(self, mono: float) -> None:
+        """Match the pattern or owner again, every PATTERN_RESCAN_S: a job started later joins."""
+        if self._searching and mono - self._matched_at >= PATTERN_RESCAN_S:
+            self._matched_at = mono
+            self._find_matches(self.table.stats())
+
+    def present(self, stats: dict[int, _Stat]) -> list[int]:
+        """This tick's roots: the named and matched processes still there."""
+        return [pid for pid in (*self.roots, *self._matched) if pid in stats]
 
     def check(self, strict: bool = False) -> None:
         """At start: every named pid exists and can be read, and is not hwtop or its shell; a pattern matches
         something. `strict` (doctor): the job runs Python and its /proc files can be read. Raises JobError."""
-        stats = self._stats()
+        stats = self.table.stats()
         for pid in self.roots:
             base = f"{self.proc}/{pid}"
-            if pid in (self.exclude or ()):
+            if pid in self.exclude:
                 raise JobError(f"pid {pid} is hwtop itself or one of its parents (its shell): name the job's pid")
             if not os.path.isdir(base):
                 raise JobError(f"no process with pid {pid}")
@@ -34,7 +83,7 @@ class JobFocus(JobState):
             except (FileNotFoundError, ProcessLookupError):
                 raise JobError(f"no process with pid {pid}") from None
         if self._searching and not self._find_matches(stats):
-            if self._owners is not None and self._owners.target is not None:
+            if self._owners.target is not None:
                 raise JobError(f"no process of {owners.describe_target(self._owners.target)} on this host (hwtop "
                                "itself and its shell never count)")
             raise JobError(f"no process matches --job {self.pattern!r} (hwtop itself and its shell never do)")
@@ -70,106 +119,60 @@ class JobFocus(JobState):
         while todo and seen < MAX_PROCESSES:
             current = todo.pop()
             seen += 1
-            if current in stats and self._static_of(stats[current]).python:
+            if current in stats and self.table.static_of(stats[current]).python:
                 return True
             todo += children.get(current, [])
         return False
 
-    def _stats(self) -> dict[int, _Stat]:
-        out = {}
-        try:
-            names = os.listdir(self.proc)
-        except OSError:
-            return out
-        for name in names:
-            if name.isdigit():
-                stat = self._stat(int(name))
-                if stat is not None:
-                    out[stat.pid] = stat
-        return out
-
-    def _stat(self, pid: int) -> _Stat | None:
-        try:
-            return parse_job_stat(read_bytes(f"{self.proc}/{pid}/stat").decode("utf-8", "replace"))
-        except (OSError, ValueError, IndexError):
-            return None
-
-    def _static_of(self, stat: _Stat) -> _Static:
-        key = (stat.pid, stat.start)
-        tracked = self._tracked.get(key)
-        if tracked is not None:
-            return tracked.static
-        base = f"{self.proc}/{stat.pid}"
-        try:
-            argv = proctree.argv_of(read_bytes(f"{base}/cmdline", limit=1 << 16))
-        except OSError:
-            argv = ()
-        try:
-            environ: dict[str, str] | None = proctree.parse_environ(read_bytes(f"{base}/environ", limit=1 << 20))
-        except OSError:
-            environ = None  # another user's process: environ needs ptrace rights
-        try:
-            exe: str | None = os.readlink(f"{base}/exe")
-        except OSError:
-            exe = None
-        static = _Static(argv, environ, proctree.is_python(argv, exe, stat.name),
-                         proctree.launcher_kind(argv, stat.name))
-        if stat.state != "Z" and argv:  # a zombie's files are empty: read again if it is ever seen alive
-            self._tracked[key] = _Tracked(static)
-        return static
-
     def _find_matches(self, stats: dict[int, _Stat]) -> list[int]:
-        """The topmost processes whose command line matches: never hwtop, its ancestors or its children. Only
-        command lines are read (kept per process between scans), not every process's environment."""
-        exclude = self.exclude or frozenset()
+        """The topmost processes whose command line matches (or that the owner holds): never hwtop, its ancestors
+        or its children."""
         own = os.getpid()
+        candidates = [stat for pid, stat in stats.items()
+                      if not (pid in self.exclude or stat.ppid == own or stat.state == "Z")]
+        if self._owners.target is not None:
+            found = [stat.pid for stat in candidates if self._owners.matches(stat.pid, stat.start)]
+            self._cmdlines = {}
+        else:
+            found = self._matching(candidates)
+        self._owners.forget({pid: stat.start for pid, stat in stats.items()})
+        tops = _topmost(found, stats)
+        self._matched = tuple(sorted(tops))
+        return tops
+
+    def _matching(self, candidates: list[_Stat]) -> list[int]:
+        """The candidates whose command line (or, without one, name) the pattern finds. Only command lines are
+        read, kept per process between scans, not every process's environment."""
+        assert self._regex is not None
         found = []
         cmdlines: dict[tuple[int, int], str] = {}
-        for pid, stat in stats.items():
-            if pid in exclude or stat.ppid == own or stat.state == "Z":
-                continue
-            key = (pid, stat.start)
-            if self._owners is not None and self._owners.target is not None:
-                if self._owners.matches(pid, stat.start):
-                    found.append(pid)
-                continue
-            assert self._regex is not None
+        for stat in candidates:
+            key = (stat.pid, stat.start)
             text = self._cmdlines.get(key)
             if text is None:
                 try:
-                    text = " ".join(proctree.argv_of(read_bytes(f"{self.proc}/{pid}/cmdline", limit=1 << 16)))
+                    text = " ".join(proctree.argv_of(read_bytes(f"{self.proc}/{stat.pid}/cmdline", limit=1 << 16)))
                 except OSError:
                     text = ""
             cmdlines[key] = text
             if self._regex.search(text or stat.name):
-                found.append(pid)
+                found.append(stat.pid)
         self._cmdlines = cmdlines
-        if self._owners is not None:
-            self._owners.forget({pid: stat.start for pid, stat in stats.items()})
-        matched = set(found)
-        tops = []
-        for pid in found:
-            ancestor, hops = stats[pid].ppid, 0
-            while ancestor in stats and ancestor not in matched and ancestor > 1 and hops < 64:
-                ancestor, hops = stats[ancestor].ppid, hops + 1
-            if ancestor not in matched:
-                tops.append(pid)
-        self._matched = tuple(sorted(tops))
-        return tops
+        return found
 
     def _climb(self, stats: dict[int, _Stat]) -> None:
         """A named rank stands for its whole job: while its parent is a launcher, focus on the parent."""
         climbed = []
         for pid in self.roots:
             top = pid
-            while top in stats and stats[top].ppid in stats and stats[top].ppid not in (self.exclude or ()):
+            while top in stats and stats[top].ppid in stats and stats[top].ppid not in self.exclude:
                 parent = stats[stats[top].ppid]
-                if self._static_of(parent).launcher is None:
+                if self.table.static_of(parent).launcher is None:
                     break
                 top = parent.pid
             climbed.append(top)
             if top != pid:
-                launcher = self._static_of(stats[top]).launcher
+                launcher = self.table.static_of(stats[top]).launcher
                 self.note = f"pid {pid} was started by {launcher} (pid {top}): showing the whole job"
         if climbed and tuple(climbed) != self.roots:
             self.roots = tuple(dict.fromkeys(climbed))
@@ -183,9 +186,22 @@ class JobFocus(JobState):
 
     @property
     def _searching(self) -> bool:  # a pattern or an owner (--job slurm:ID) chooses the roots
-        return self._regex is not None or (self._owners is not None and self._owners.target is not None)
+        return self._regex is not None or self._owners.target is not None
 
-    def _title(self, roots: list[int]) -> str:
-        members = self._members
+    def title(self, roots: list[int], members: dict[int, int]) -> str:
+        """The job's label, naming the Slurm job or pod of its first processes (`members`: pid → start time)."""
         order = [(pid, members[pid]) for pid in dict.fromkeys([*roots, *members]) if pid in members]
-        return self._owners.title(self.label, order) if self._owners is not None else self.label
+        return self._owners.title(self.label, order)
+
+
+def _topmost(found: list[int], stats: dict[int, _Stat]) -> list[int]:
+    """The found processes no other found process is an ancestor of."""
+    matched = set(found)
+    tops = []
+    for pid in found:
+        ancestor, hops = stats[pid].ppid, 0
+        while ancestor in stats and ancestor not in matched and ancestor > 1 and hops < 64:
+            ancestor, hops = stats[ancestor].ppid, hops + 1
+        if ancestor not in matched:
+            tops.append(pid)
+    return tops

@@ -6,22 +6,44 @@ import msgspec.structs
 
 from hwtop.model.job import JobProcess, RankFigures, RankStacks
 from hwtop.model.workload import WorkloadState
-from hwtop.probes.job.state import WORKER, JobState
+from hwtop.probes.job.parts import JobParts, JobTick
+from hwtop.probes.job.state import WORKER, StackSource
 
 
-class JobRanks(JobState):
-    """One RankFigures per rank, with its stack samples (when sampling stacks)."""
+class JobRanks:
+    """One RankFigures per rank, with its stack samples (when sampling stacks): owns the stack source."""
 
-    __slots__ = ()
+    __slots__ = ("host", "sample_stacks", "stacks")
 
-    def _stacks(self, alive: list[JobProcess]) -> tuple[tuple[RankStacks, ...], str | None]:
+    def __init__(self, host: str, sample_stacks: bool, stacks: StackSource | None) -> None:
+        self.host = host  # the name the job's ranks carry (RankFigures.host)
+        self.sample_stacks = sample_stacks
+        self.stacks = stacks
+
+    def read(self, tick: JobTick, parts: JobParts) -> None:
+        parts.stacks, parts.stack_message = self._stacks(tick.alive, tick.python)
+        parts.worker_stacks = self.stacks.worker_results() if self.stacks is not None else ()
+        parts.ranks = self._ranks(tick.rows, parts.stacks, tick.workload)
+
+    def finish(self) -> tuple[RankStacks, ...] | None:
+        """Where each rank's time went, with the samples of the chunks still running; sampling ends."""
+        if self.stacks is None:
+            return None
+        self.stacks.finish()
+        return self.stacks.results()[0]
+
+    def close(self) -> None:
+        if self.stacks is not None:
+            self.stacks.close()
+
+    def _stacks(self, alive: list[JobProcess], python: set[int]) -> tuple[tuple[RankStacks, ...], str | None]:
         if not self.sample_stacks and self.stacks is None:
             return (), None
         if self.stacks is None:
             from hwtop.probes.stack_sampler import StackSampler
 
             self.stacks = StackSampler()
-        mains = main_processes(alive, self._python)
+        mains = main_processes(alive, python)
         workers: dict[int, int | None] = {p.pid: p.ppid for p in alive if p.role == WORKER and p.ppid in mains}
         self.stacks.want(mains, frozenset(p.pid for p in alive if p.gpus), workers)
         return self.stacks.results()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from hwtop.probes.threads import ThreadProbe
@@ -67,3 +68,22 @@ class _Tracked:
     devices: tuple[tuple[str, int], ...] = ()
     fds_at: float = -1e9
 
+
+class ExitCodes:
+    """The exit codes of the job's processes seen as zombies (their parent had not reaped them yet), kept while
+    the process or its row is: the figures write them, the rows of ended processes read them."""
+
+    __slots__ = ("_codes",)
+
+    def __init__(self) -> None:
+        self._codes: dict[int, int] = {}
+
+    def seen(self, pid: int, code: int) -> None:
+        self._codes[pid] = code
+
+    def get(self, pid: int, default: int | None = None) -> int | None:
+        return self._codes.get(pid, default)
+
+    def forget(self, live: set[int], rows: Container[int]) -> None:
+        """Keep the codes of processes still there (`live`) or still shown (`rows`, by pid)."""
+        self._codes = {pid: code for pid, code in self._codes.items() if pid in live or pid in rows}
