@@ -184,6 +184,11 @@ TABLE: Mapping[str, Threshold] = MappingProxyType({
         0.98, "fraction", "hwtop's choice: a rank held back by a straggler still computes between all-reduces "
                           "(the waiting rank of tests/jobs/ddp_straggler.py: 91% waiting); one that waits 98% of "
                           "its samples or more makes no progress at all: the collective is not completing"),
+    "rank_hang_s": Threshold(
+        30.0, "s", "hwtop's choice, as ras_hang_s: a collective some ranks launched 30 s before another rank's Flight "
+                   "Recorder dump that it never launched, or one a rank launched and had not finished 30 s later, is "
+                   "a hang; a step's collectives take milliseconds, ranks are dumped seconds apart (a healthy "
+                   "3-rank gloo job's live dumps: 1 s and 54 collectives apart), and NCCL's watchdog waits 10 min"),
     "rank_stale_s": Threshold(
         30.0, "s", "hwtop's choice: the stack sampler reports each rank every 10 s (probes/stack_sampler.py); "
                    "three missed reports while the other ranks' arrive is a rank, or its host, that stopped"),

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from hwtop.exporter.text import Family
 from hwtop.model.job import JobSnapshot
+from hwtop.model.verdict import STATES, Verdicts
 from hwtop.probes.stack_classify import CATEGORIES
 
 MAX_RANKS = 4096  # ranks of one job on one host: far above any real node
@@ -22,8 +23,11 @@ MAX_SITE = 200  # a site is `file:line function`; a longer one is cut (its value
 RANK_LABELS = ("job_name", "rank", "Hostname")
 
 
-def job_families(job: JobSnapshot | None, job_name: str, host: str) -> Iterator[Family]:
-    """Nothing when no job is focused: the families exist only on an exporter started with --pid/--job."""
+def job_families(job: JobSnapshot | None, job_name: str, host: str,
+                 verdicts: Verdicts | None = None) -> Iterator[Family]:
+    """Nothing when no job is focused: the families exist only on an exporter started with --pid/--job.
+    `verdicts`: the frame's (advice/ranks.py judge, as doctor and the job view have them); without, the ranks are
+    judged here from this snapshot alone."""
     if job is None:
         return
     info = Family("hwtop_job_info", "1 while hwtop export watches this job (status: running or ended)",
@@ -57,7 +61,35 @@ def job_families(job: JobSnapshot | None, job_name: str, host: str) -> Iterator[
     yield steps
     yield seen
     yield about
+    yield from verdict_families(job, job_name, host, verdicts)
     yield from nccl_families(job, job_name)
+
+
+def verdict_families(job: JobSnapshot, job_name: str, host: str, verdicts: Verdicts | None) -> Iterator[Family]:
+    """Each of this host's ranks in its verdict's state, one series per rank at a time (a rank whose state changes
+    moves to another series; the old one goes stale), and what the verdict names: the collective, where in the
+    code, and whether it is the cause (`blamed`) or held back by one."""
+    if verdicts is None:
+        from hwtop.advice.ranks import Look, judge
+        from hwtop.advice.thresholds import Thresholds
+
+        verdicts = judge(Look(job.ranks), None, Thresholds())
+    state = Family("hwtop_job_rank_state", "1 for each rank in its verdict's state (state: " + ", ".join(STATES) +
+                   "): before-collective never launched the collective its peers launched, inside-collective "
+                   "launched one and never finished it", (*RANK_LABELS, "state"))
+    about = Family("hwtop_job_rank_verdict_info", "1 for each rank: its verdict's collective and site where it "
+                   "names them, and whether it names the rank as the cause (blamed) or held back by one",
+                   (*RANK_LABELS, "state", "blamed", "collective", "site"))
+    here = {r.rank for r in job.ranks if not r.nccl_only}
+    for v in sorted(verdicts.ranks, key=lambda v: v.rank)[:MAX_RANKS]:
+        if v.rank not in here or v.state not in STATES:
+            continue
+        labels = (job_name, str(v.rank), host)
+        state.add((*labels, v.state), 1)
+        about.add((*labels, v.state, "true" if v.blamed else "false", (v.collective or "")[:MAX_SITE],
+                   (v.site or "")[:MAX_SITE]), 1)
+    yield state
+    yield about
 
 
 NCCL_OPS_KEPT = 8  # NCCL has five collective kinds today (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)

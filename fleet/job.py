@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from hwtop.advice.ranks import RankVerdict, judge_ranks, missing_figure, worst_first
+from hwtop.advice.ranks import Look, RankVerdict, judge, missing_figure, worst_first
 from hwtop.advice.rules.collective import collective_hang
+from hwtop.advice.rules.health import gpu_errors, gpu_throttled
 from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.build import host_of
@@ -23,6 +24,7 @@ from hwtop.fleet.model import SEVERITY_ORDER, FindingRow, HostView
 from hwtop.fleet.prometheus import Query, promql_string
 from hwtop.model.job import RankFigures
 from hwtop.model.record import Record
+from hwtop.model.verdict import GpuFault, Verdicts
 from hwtop.probes.stack_sampler import RATE_HZ
 
 SECONDS = "hwtop_job_rank_seconds_total"
@@ -106,6 +108,7 @@ class JobView(Record, frozen=True):
     message: str | None
     cause: FindingRow | None = None  # the named rank's host's top finding other than the symptom itself
     hosts: dict[str, HostView] = msgspec.field(default_factory=dict)
+    verdicts: Verdicts = Verdicts()  # every rank's, as doctor and the job view judge it (advice/ranks.py judge)
 
     def to_dict(self, now: float) -> dict[str, object]:
         verdict = self.verdict
@@ -125,8 +128,13 @@ class JobView(Record, frozen=True):
                        "phase_seconds": dict(r.phase_seconds), "samples": r.samples, "steps": r.steps,
                        "steps_per_s": self.steps_per_s.get((r.host, r.rank)),
                        "seen_s_ago": None if r.seen_at is None else round(now - r.seen_at, 1),
-                       "nccl_state": r.nccl_state, "lag": r.lag} for r in self.ranks],
+                       "nccl_state": r.nccl_state, "lag": r.lag, **_state(self.verdicts, r)} for r in self.ranks],
         }
+
+
+def _state(verdicts: Verdicts, rank: RankFigures) -> dict[str, object]:
+    v = verdicts.of(rank.rank, rank.host)
+    return {} if v is None else {"state": v.state, "words": v.words, "blamed": v.blamed}
 
 
 def _rank_of(labels: dict[str, str]) -> tuple[str, int] | None:
@@ -192,12 +200,50 @@ def assemble_job(job: str, url: str, now: Series, increase: Series, steps: Serie
 
 def judge_job(job: str, url: str, fold: RankFold, hosts: list[HostView], t: Thresholds,
               names: Series | None = None) -> JobView:
-    """A job's folded ranks → its figures, verdict, likely cause and message."""
-    ranks = fold.ranks
-    increase = fold.advanced
+    """A job's folded ranks → its figures, every rank's verdict, the likely cause and a message."""
+    figures = _figures(fold)
+    by_host = {h.name: h for h in hosts}
+    if not figures:
+        there = sorted({labels.get("job_name", "") for labels, _ in names or ()} - {""})
+        listed = f" (jobs there: {', '.join(there[:8])}{', …' if len(there) > 8 else ''})" if there else ""
+        return JobView(job, (), {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}{listed}",
+                       hosts=by_host)
+    now = Look(figures, max((r.seen_at for r in figures if r.seen_at is not None), default=None))
+    verdicts = judge(now, None, t, host_faults(hosts))
+    verdict = _named(verdicts, figures)
+    steps_per_s = {key: r.steps_per_s for key, r in fold.ranks.items() if r.steps_per_s is not None}
+    return JobView(job, tuple(worst_first(now, None, verdicts)), steps_per_s, verdict,
+                   _message(verdict, figures, fold, hosts, t), _cause(verdict, by_host), by_host, verdicts)
+
+
+def _cause(verdict: RankVerdict | None, by_host: dict[str, HostView]) -> FindingRow | None:
+    """The named rank's host's top finding other than the symptom itself: the likely cause."""
+    if verdict is None or verdict.rank is None:
+        return None
+    host = by_host.get(verdict.rank.host)
+    causes = [f for f in host.findings if f.rule not in SYMPTOMS] if host is not None else []
+    return min(causes, key=lambda f: SEVERITY_ORDER.get(f.severity, 9)) if causes else None
+
+
+def _message(verdict: RankVerdict | None, figures: list[RankFigures], fold: RankFold, hosts: list[HostView],
+             t: Thresholds) -> str | None:
+    """Why nothing is named, in one line, or the hosts not answering whose ranks a hang may wait for."""
+    message = None if verdict is not None else missing_figure(figures, t)
+    if not fold.advanced and verdict is None:
+        message = ("the ranks' counters did not advance within the window: it must span at least two scrapes "
+                   "(--rank-window)")
+    down = [h for h in hosts if not h.up]
+    if verdict is not None and verdict.rank is None and down:  # its ranks' series went stale with its scrapes
+        message = "not answering, their ranks unseen: " + "; ".join(f"{h.name} ({h.error})" for h in down)
+    return message
+
+
+def _figures(fold: RankFold) -> list[RankFigures]:
+    """Each rank's figures from its series; a rank NCCL names by its address, where its own host exports it under
+    its host name, is that host's."""
+    with_stacks = {number for (_, number), rank in fold.ranks.items() if rank.stacks}
     figures = []
-    with_stacks = {number for (_, number), rank in ranks.items() if rank.stacks}
-    for (host, number), rank in sorted(ranks.items()):
+    for (host, number), rank in sorted(fold.ranks.items()):
         if not rank.stacks and number in with_stacks:  # the same rank, named by its address in NCCL's series
             continue
         observed = sum(rank.window.values())
@@ -208,24 +254,35 @@ def judge_job(job: str, url: str, fold: RankFold, hosts: list[HostView], t: Thre
                                    samples=round(observed * RATE_HZ), seen_at=rank.seen_at, pid=rank.pid,
                                    site=rank.site, gpu=rank.gpu, collectives=tuple(sorted(rank.collectives.items())),
                                    lag=rank.lag, nccl_state=rank.nccl_state, nccl_only=not rank.stacks))
-    by_host = {h.name: h for h in hosts}
-    if not figures:
-        there = sorted({labels.get("job_name", "") for labels, _ in names or ()} - {""})
-        listed = f" (jobs there: {', '.join(there[:8])}{', …' if len(there) > 8 else ''})" if there else ""
-        return JobView(job, (), {}, None, f"no hwtop job series at {url} for job_name={promql_string(job)}{listed}",
-                       hosts=by_host)
-    verdict = judge_ranks(figures, t)
-    cause = None
-    if verdict is not None and verdict.rank is not None:
-        host = by_host.get(verdict.rank.host)
-        causes = [f for f in host.findings if f.rule not in SYMPTOMS] if host is not None else []
-        cause = min(causes, key=lambda f: SEVERITY_ORDER.get(f.severity, 9)) if causes else None
-    steps_per_s = {key: r.steps_per_s for key, r in ranks.items() if r.steps_per_s is not None}
-    message = None if verdict is not None else missing_figure(figures, t)
-    if not increase and verdict is None:
-        message = ("the ranks' counters did not advance within the window: it must span at least two scrapes "
-                   "(--rank-window)")
-    down = [h for h in hosts if not h.up]
-    if verdict is not None and verdict.rank is None and down:  # its ranks' series went stale with its scrapes
-        message = "not answering, their ranks unseen: " + "; ".join(f"{h.name} ({h.error})" for h in down)
-    return JobView(job, tuple(worst_first(figures, verdict, t)), steps_per_s, verdict, message, cause, by_host)
+    return figures
+
+
+def host_faults(hosts: list[HostView]) -> dict[tuple[str, int], list[GpuFault]]:
+    """The GPU faults each host's own findings name (gpu-errors, gpu-throttled, scope `GPU<n>`), by host and GPU:
+    the same faults the host's doctor folds into its ranks' verdicts, in the host's words."""
+    out: dict[tuple[str, int], list[GpuFault]] = {}
+    for host in hosts:
+        for f in host.findings:
+            index = f.scope[3:] if f.scope.startswith("GPU") else ""
+            if f.rule in (gpu_errors.id, gpu_throttled.id) and index.isdigit() and len(index) < 4:
+                severe = f.rule == gpu_errors.id
+                what = f"an error its host reports ({f.rule}, {f.severity})" if severe else f"throttled ({f.rule})"
+                out.setdefault((host.name, int(index)), []).append(GpuFault(int(index), what, severe))
+    return out
+
+
+def _named(verdicts: Verdicts, figures: list[RankFigures]) -> RankVerdict | None:
+    """The job's verdict as the fleet's screens head it: the first blamed rank (a hang before a straggler), in
+    the verdict's own words; every rank waiting for one no exporter watches is a hang without a rank."""
+    blamed = sorted(verdicts.blamed, key=lambda v: v.state == "slow")
+    by_key = {(r.host, r.rank): r for r in figures}
+    if blamed:
+        v = blamed[0]
+        held = tuple(r for r in figures if (r.host, r.rank) != (v.host, v.rank))
+        return RankVerdict("straggler" if v.state == "slow" else "hang", by_key.get((v.host, v.rank)), held,
+                           (f"{v.who} {v.words}", *v.agree))
+    waiting = [v for v in verdicts.ranks if v.state == "inside-collective" and not v.held_by]
+    if waiting and len(waiting) == len([v for v in verdicts.ranks if by_key.get((v.host, v.rank)) is not None and
+                                        not by_key[(v.host, v.rank)].nccl_only]):
+        return RankVerdict("hang", None, tuple(by_key[(v.host, v.rank)] for v in waiting), waiting[0].agree)
+    return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from hwtop.model.flight import FlightRank
 from hwtop.model.ras import NcclView
 from hwtop.model.record import Record
 
@@ -128,6 +129,11 @@ class RankFigures(Record, frozen=True):
     lag: int | None = None  # collectives launched behind the most advanced rank, summed over operations
     nccl_state: str | None = None  # RUNNING, INIT, ABORT, UNRESPONSIVE, DEAD, ... (model/ras.py RasRank.state)
     nccl_only: bool = False  # known from RAS alone (another host's rank): no stack figures are expected of it
+    # What the verdict weighs besides (advice/ranks.py judge, issue 53): its main thread's stack stopped (for how
+    # long, where), its share on a CPU, and its Flight Recorder (model/flight.py).
+    still: Stillness | None = None
+    main_running: float | None = None
+    flight: FlightRank | None = None
 
     def share(self, phase: str) -> float:
         for name, value in self.shares:  # a plain loop: the rules ask it of every rank in every recent snapshot

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from rich.text import Text
 
+from hwtop.advice.ranks import steady_lag
 from hwtop.advice.rules.collective import collective_hang
 from hwtop.advice.rules.nccl_ras import nccl_error, nccl_rank_lost
 from hwtop.advice.rules.straggler import rank_straggler
@@ -79,18 +80,21 @@ def named_ranks(findings: Iterable[Finding]) -> dict[int, str]:
     return out
 
 
-def worst_key(rank: RankFigures, named: Mapping[int, str] | None = None) -> tuple[bool, bool, int, int]:
+def worst_key(rank: RankFigures, named: Mapping[int, str] | None = None,
+              behind: Mapping[int, int] | None = None) -> tuple[bool, bool, int, int]:
     """What the findings name first, then not running (dead, unresponsive, aborted, erred, initialising), then the
-    most collectives behind: a remote rank one behind by normal jitter never sorts above the named one."""
-    return (rank.rank not in (named or {}), rank.nccl_state in HEALTHY, -(rank.lag or 0), rank.rank)
+    most collectives behind judged over NCCL's queries (advice/ranks.py steady_lag, issue 55): a remote rank one
+    behind once, by normal jitter, never sorts above the others."""
+    return (rank.rank not in (named or {}), rank.nccl_state in HEALTHY, -steady_lag(rank, None, behind), rank.rank)
 
 
 def shown_ranks(ranks: tuple[RankFigures, ...], limit: int = MAX_ROWS,
-                named: Mapping[int, str] | None = None) -> list[RankFigures]:
-    """The rows drawn: every rank of a small job in rank order; with NCCL's view, the worst `limit` first."""
+                named: Mapping[int, str] | None = None, behind: Mapping[int, int] | None = None) -> list[RankFigures]:
+    """The rows drawn: every rank of a small job in rank order; with NCCL's view, the worst `limit` first.
+    `behind`: rank -> in how many of NCCL's recent queries it was behind (NcclComm.behind)."""
     if not any(r.nccl_state is not None for r in ranks):
         return list(ranks)
-    return heapq.nsmallest(limit, ranks, key=lambda r: worst_key(r, named))
+    return heapq.nsmallest(limit, ranks, key=lambda r: worst_key(r, named, behind))
 
 
 def fit_words(text: Text, width: int, slack: int | None = None) -> Text:
@@ -241,7 +245,8 @@ def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = N
     if len(job.ranks) < 2:
         return []
     named = named or {}
-    ranks = shown_ranks(job.ranks, named=named)
+    main = job.nccl.main if job.nccl is not None else None
+    ranks = shown_ranks(job.ranks, named=named, behind=dict(main.behind) if main is not None else None)
     wide = width >= WIDE
     columns, site_width = choose_columns(ranks, width, {named[r.rank] for r in ranks if r.rank in named})
     messages = {s.pid: s.message for s in job.stacks if s.message}

@@ -5,9 +5,10 @@ spin on a flag, so utilisation sits at 100% while the power drawn falls to littl
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from hwtop.advice.grouping import covering
+from hwtop.advice.rank_window import READS, window_verdicts
 from hwtop.advice.registry import rule
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, mean
@@ -16,7 +17,7 @@ from hwtop.model.snapshot import GpuSnapshot, Snapshot
 
 if TYPE_CHECKING:
     from hwtop.advice.nccl_ranks import Hang
-    from hwtop.advice.ranks import RankVerdict
+    from hwtop.model.verdict import Verdict
 
 FIXES = (
     "py-spy dump --pid PID on each rank (in hwtop: f on a rank, then d in the job view): the ranks waiting show "
@@ -73,16 +74,40 @@ def _odd_rank(snapshot: Snapshot) -> str | None:
             "has not reached the collective")
 
 
-def _hung_rank(snapshot: Snapshot, t: Thresholds) -> RankVerdict | None:
-    """From a focused job's per-rank figures (advice/ranks.py, as the fleet judges a job across hosts): the
-    others wait in a collective nearly all the time and one rank is elsewhere, or its figures stopped."""
-    job = snapshot.job
-    if job is None or job.status != "running" or len(job.ranks) < 2:
-        return None
-    from hwtop.advice.ranks import judge_ranks  # only a focused job with ranks loads it
+class _Hung(NamedTuple):
+    """The ranks' verdict of a hang (advice/ranks.py): the blamed rank, or None where every watched rank waits for
+    one no hwtop watches; the verdict's own words and signals as evidence."""
 
-    verdict = judge_ranks(job.ranks, t)
-    return verdict if verdict is not None and verdict.kind == "hang" else None
+    verdict: Verdict | None
+    evidence: tuple[str, ...]
+
+
+HUNG = ("before-collective", "inside-collective", "dead")
+
+
+def _hung(window: Window, t: Thresholds) -> _Hung | None:
+    """From the ranks' verdict, where it rests on their stacks or their Flight Recorder: NCCL's counts speak
+    through _ras_hang (with their communicator), a stack that stopped on its own through loop-stuck."""
+    verdicts = window_verdicts(window, t)
+    if verdicts is None:
+        return None
+    named = [v for v in verdicts.blamed if v.by in ("flight-recorder", "stacks") and v.state in HUNG]
+    if named:
+        v = named[0]
+        return _Hung(v, (v.sentence, *v.agree, *(f"against it: {line}" for line in v.disagree)))
+    waiting = [v for v in verdicts.ranks if v.by == "stacks" and v.state == "inside-collective" and not v.held_by]
+    return _Hung(None, waiting[0].agree) if waiting else None
+
+
+def _title(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return "Every watched rank waits in a collective"
+    who = f"Rank {verdict.rank} on {verdict.host}"
+    if verdict.state == "before-collective" and verdict.collective:
+        return f"{who} never launched {verdict.collective}"
+    if verdict.state == "inside-collective":
+        return f"{who} launched {verdict.collective or 'a collective'} and never finished it"
+    return f"{who} never reached the collective the others wait in"
 
 
 def _ras_hang(snapshot: Snapshot, t: Thresholds) -> Hang | None:
@@ -124,40 +149,44 @@ def _nccl_finding(ras: Hang, spinning: dict[int, tuple[float, float]], snapshot:
 # The rule itself waits spin_seconds of flat spinning (or the job's 15 s without a step): no extra hold.
 @rule("collective-hang", severity="critical", hold_s=0, clear_s=10, order=140,
       watches="GPUs busy at idle power, and steps that stop",
-      reads=("rank_hang_wait_share", "rank_stale_s", "ras_hang_s", "spin_power_share", "spin_seconds",
-             "spin_util_percent", "stack_min_samples", "straggler_own_wait_ratio", "straggler_peer_wait_share"))
+      reads=("spin_power_share", "spin_seconds", "spin_util_percent", *READS))
 def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
     spinning = _spinning_gpus(window, t)
     ras = _ras_hang(latest, t)
     workload = latest.workload
     stalled = workload is not None and workload.status == "stalled"
-    hung = _hung_rank(latest, t)
+    hung = _hung(window, t)
     if ras is None and not spinning and not stalled and hung is None:
         return
     if ras is None and hung is not None and not spinning and not stalled:  # the ranks' own figures say it
-        named = hung.rank
+        named = hung.verdict
         yield collective_hang.finding(
-            "critical",
-            f"Rank {named.rank} on {named.host} never reached the collective the others wait in"
-            if named is not None else "Every watched rank waits in a collective", hung.evidence, FIXES,
-            scope="job", gpus=(named.gpu,) if named is not None and named.gpu is not None else (),
+            "critical", _title(named), hung.evidence, FIXES, scope="job",
+            gpus=(named.gpu,) if named is not None and named.gpu is not None else (),
             pids=(named.pid,) if named is not None and named.pid is not None else ())
         return
     evidence = _local_evidence(latest, spinning, hung, t)
     if ras is not None:  # NCCL names the rank: the strongest figure there is, checked against this host's
         yield _nccl_finding(ras, spinning, latest, t, evidence)
         return
+    yield _spin_finding(latest, spinning, hung, evidence)
+
+
+def _spin_finding(latest: Snapshot, spinning: dict[int, tuple[float, float]], hung: _Hung | None,
+                  evidence: list[str]) -> Finding:
+    """GPUs polling at idle power, or steps that stopped, with the rank the verdict names where it names one."""
+    workload = latest.workload
     pids = tuple(sorted({pid for g in latest.gpus if g.index in spinning for pid in compute_pids(g)}))
     if not pids and workload is not None:
         pids = workload.pids
-    title = (f"Rank {hung.rank.rank} never reached the collective the others wait in"
-             if hung is not None and hung.rank is not None else "The job's ranks wait in a collective")
-    yield collective_hang.finding("critical", title, tuple(evidence), FIXES, scope="job",
-                                  gpus=tuple(sorted(spinning)), pids=pids)
+    named = hung.verdict if hung is not None else None
+    title = _title(named) if named is not None else "The job's ranks wait in a collective"
+    return collective_hang.finding("critical", title, tuple(evidence), FIXES, scope="job",
+                                   gpus=tuple(sorted(spinning)), pids=pids)
 
 
-def _local_evidence(latest: Snapshot, spinning: dict[int, tuple[float, float]], hung: RankVerdict | None,
+def _local_evidence(latest: Snapshot, spinning: dict[int, tuple[float, float]], hung: _Hung | None,
                     t: Thresholds) -> list[str]:
     """What this host's own figures say of a hang: the steps that stopped, the GPUs polling, the odd rank on a
     CPU, the ranks' stacks."""

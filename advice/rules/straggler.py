@@ -15,6 +15,7 @@ import msgspec.structs
 
 from hwtop.advice.job_facts import running_job
 from hwtop.advice.judge import link_degraded
+from hwtop.advice.rank_window import READS, window_verdicts
 from hwtop.advice.registry import rule
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.throttle import HARDWARE, POWER, THERMAL
@@ -23,7 +24,7 @@ from hwtop.model.finding import Finding
 
 if TYPE_CHECKING:
     from hwtop.model.job import JobProcess, JobSnapshot, RankFigures
-    from hwtop.model.snapshot import Snapshot
+    from hwtop.model.snapshot import GpuSnapshot, Snapshot
 
 SAMPLING = ("sampling its stack…", "no Python samples yet")  # not yet read, not refused
 
@@ -59,54 +60,64 @@ def _cause(snapshot: Snapshot, job: JobSnapshot, slow: RankFigures, others: list
            t: Thresholds) -> tuple[list[str], list[str]]:
     """Evidence and the fix that fits what the straggler does instead of waiting."""
     process: JobProcess | None = next((p for p in job.processes if p.pid == slow.pid), None)
-    other_pids = {r.pid for r in others}  # made once, not once a process (255 ranks of a big job)
-    peers = [p.run_wait_share for p in job.processes if p.run_wait_share is not None and p.pid in other_pids]
-    # Its cores shared: it waits for a CPU, and twice as much as its peers do (on a box loaded by others every
-    # rank queues alike: measured 85-89% for both ranks at load 20 on 2 cores, which is no cause of this rank's).
-    queued = process.run_wait_share if process is not None else None
     evidence: list[str] = []
     fixes: list[str] = []
-    gpu = next((g for g in snapshot.gpus if g.index == slow.gpu), None) if slow.gpu is not None else None
     if slow.share("data") >= t["data_wait_fraction"]:
         evidence.append(f"it waits for data {100 * slow.share('data'):.0f}% of its samples "
                         f"(limit {100 * t['data_wait_fraction']:.0f}%): its loader cannot keep up")
         fixes.append(f"Feed rank {slow.rank}: more DataLoader workers, cheaper samples, or its shard on faster "
                      "storage (see data-starved).")
-    if queued is not None and queued >= t["runqueue_wait_share"] and (not peers or queued >= 2 * median(peers)):
-        evidence.append(f"its threads wait for a CPU {100 * queued:.0f}% of their runnable time (limit "
-                        f"{100 * t['runqueue_wait_share']:.0f}%" + (f", the others {100 * median(peers):.0f}%"
-                                                                   if peers else "") + "): its cores are shared")
-        fixes.append(f"Give rank {slow.rank} cores of its own: pin each rank to disjoint CPUs (numactl or "
-                     "taskset per local rank), set OMP_NUM_THREADS to cores ÷ ranks, move other "
-                     "work off its cores.")
+    _queued(job, process, slow, others, t, evidence, fixes)
+    gpu = next((g for g in snapshot.gpus if g.index == slow.gpu), None) if slow.gpu is not None else None
     if gpu is not None:
-        reasons = sorted(set(gpu.throttle_reasons) & (THERMAL | POWER | HARDWARE))
-        if reasons:
-            clock = f", SM clock {gpu.sm_clock_mhz:.0f} MHz" if gpu.sm_clock_mhz is not None else ""
-            evidence.append(f"its GPU{gpu.index} is throttled ({', '.join(reasons)}{clock})")
-            fixes.append(f"GPU{gpu.index} is held back by its clocks: see gpu-throttled (cooling, power delivery); "
-                         f"until then, move rank {slow.rank} off it.")
-        link = gpu.pcie
-        if link is not None and link_degraded(link, gpu.util_percent, t):
-            evidence.append(f"its GPU{gpu.index} link is Gen{link.gen} x{link.width} of Gen{link.max_gen} "
-                            f"x{link.max_width}")
-            fixes.append(f"GPU{gpu.index}'s PCIe link trained below its maximum: see pcie-degraded (reseat, slot, "
-                         "BIOS).")
-        home = gpu_numa_node(snapshot, gpu.index)
-        if home is not None and process is not None and process.numa_pages:
-            total = sum(count for _, count in process.numa_pages)
-            local = sum(count for node, count in process.numa_pages if node == home)
-            if total and local / total < t["numa_local_memory_share"]:
-                evidence.append(f"{100 * (1 - local / total):.0f}% of its pages are off GPU{gpu.index}'s node "
-                                f"{home}")
-                fixes.append(f"Place rank {slow.rank} on node {home}: numactl --cpunodebind={home} "
-                             f"--membind={home} (see numa-misplaced).")
+        _gpu_causes(snapshot, gpu, process, slow, t, evidence, fixes)
     if not fixes:
         site = f" at {slow.site}" if slow.site else ""
         fixes.append(f"Rank {slow.rank} does more work than the others{site}: balance the shards (equal samples "
                      "and sequence lengths per rank: DistributedSampler, length-bucketed batches), or move that "
                      "work out of the step.")
     return evidence, fixes
+
+
+def _queued(job: JobSnapshot, process: JobProcess | None, slow: RankFigures, others: list[RankFigures],
+            t: Thresholds, evidence: list[str], fixes: list[str]) -> None:
+    """Its cores shared: it waits for a CPU, and twice as much as its peers do (on a box loaded by others every
+    rank queues alike: measured 85-89% for both ranks at load 20 on 2 cores, which is no cause of this rank's)."""
+    other_pids = {r.pid for r in others}  # made once, not once a process (255 ranks of a big job)
+    peers = [p.run_wait_share for p in job.processes if p.run_wait_share is not None and p.pid in other_pids]
+    queued = process.run_wait_share if process is not None else None
+    if queued is None or queued < t["runqueue_wait_share"] or (peers and queued < 2 * median(peers)):
+        return
+    evidence.append(f"its threads wait for a CPU {100 * queued:.0f}% of their runnable time (limit "
+                    f"{100 * t['runqueue_wait_share']:.0f}%" + (f", the others {100 * median(peers):.0f}%"
+                                                               if peers else "") + "): its cores are shared")
+    fixes.append(f"Give rank {slow.rank} cores of its own: pin each rank to disjoint CPUs (numactl or "
+                 "taskset per local rank), set OMP_NUM_THREADS to cores ÷ ranks, move other work off its cores.")
+
+
+def _gpu_causes(snapshot: Snapshot, gpu: GpuSnapshot, process: JobProcess | None, slow: RankFigures,
+                t: Thresholds, evidence: list[str], fixes: list[str]) -> None:
+    """Its GPU throttled, on a degraded link, or its memory far from the GPU's node."""
+    reasons = sorted(set(gpu.throttle_reasons) & (THERMAL | POWER | HARDWARE))
+    if reasons:
+        clock = f", SM clock {gpu.sm_clock_mhz:.0f} MHz" if gpu.sm_clock_mhz is not None else ""
+        evidence.append(f"its GPU{gpu.index} is throttled ({', '.join(reasons)}{clock})")
+        fixes.append(f"GPU{gpu.index} is held back by its clocks: see gpu-throttled (cooling, power delivery); "
+                     f"until then, move rank {slow.rank} off it.")
+    link = gpu.pcie
+    if link is not None and link_degraded(link, gpu.util_percent, t):
+        evidence.append(f"its GPU{gpu.index} link is Gen{link.gen} x{link.width} of Gen{link.max_gen} "
+                        f"x{link.max_width}")
+        fixes.append(f"GPU{gpu.index}'s PCIe link trained below its maximum: see pcie-degraded (reseat, slot, BIOS).")
+    home = gpu_numa_node(snapshot, gpu.index)
+    if home is None or process is None or not process.numa_pages:
+        return
+    total = sum(count for _, count in process.numa_pages)
+    local = sum(count for node, count in process.numa_pages if node == home)
+    if total and local / total < t["numa_local_memory_share"]:
+        evidence.append(f"{100 * (1 - local / total):.0f}% of its pages are off GPU{gpu.index}'s node {home}")
+        fixes.append(f"Place rank {slow.rank} on node {home}: numactl --cpunodebind={home} --membind={home} "
+                     "(see numa-misplaced).")
 
 
 def _from_nccl(job: JobSnapshot, t: Thresholds) -> Finding | None:
@@ -138,10 +149,8 @@ def _from_nccl(job: JobSnapshot, t: Thresholds) -> Finding | None:
 
 
 @rule("rank-straggler", hold_s=5, clear_s=10, order=220, watches="each rank's collective waits against the others'",
-      reads=("data_wait_fraction", "gpu_busy_util_percent", "numa_local_memory_share", "rank_hang_wait_share",
-             "rank_stale_s", "ras_hang_s", "ras_straggler_min_queries", "ras_straggler_others_share",
-             "ras_straggler_share", "runqueue_wait_share", "stack_min_samples", "straggler_own_wait_ratio",
-             "straggler_peer_wait_share"))
+      reads=("gpu_busy_util_percent", "numa_local_memory_share", "ras_straggler_min_queries",
+             "ras_straggler_others_share", "ras_straggler_share", "runqueue_wait_share", *READS))
 def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None:
@@ -159,12 +168,11 @@ def rank_straggler(window: Window, t: Thresholds) -> Iterator[Finding]:
 
 
 def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Finding]:
-    """One rank's stacks wait in collectives far less than the others' (this host's ranks, or the fleet's)."""
+    """The rank the ranks' verdict finds slow (advice/ranks.py: its stacks wait in collectives far less than the
+    others', which wait for it), in the verdict's words, with what its host says of why."""
     ranks = [r for r in job.ranks if not r.nccl_only]
     if len(ranks) < 2:
         return
-    enough = t["stack_min_samples"]
-    read = [r for r in ranks if r.samples >= enough]
     missing = missing_figures(job, t)
     if missing:  # which figure is missing, said once; no straggler is named from half the ranks
         yield rank_straggler.finding(
@@ -174,35 +182,15 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
              "as root (ptrace; in a container, --cap-add SYS_PTRACE).",),
             scope="job ranks unreadable")
         return
-    if len(read) < 2 or len(read) < len(ranks):
-        return
-    from hwtop.advice.ranks import judge_ranks  # the fleet's judgement too: the same rank for the same numbers
-
-    verdict = judge_ranks(job.ranks, t)  # it leaves out the nccl_only ranks as above; collective-hang asked it first
-    if verdict is None or verdict.kind != "straggler" or verdict.rank is None:
+    verdicts = window_verdicts(window, t)
+    named = next((v for v in verdicts.blamed if v.state == "slow"), None) if verdicts is not None else None
+    slow = next((r for r in ranks if named is not None and (r.host, r.rank) == (named.host, named.rank)), None)
+    if named is None or slow is None:
         return  # balanced, or a hang: collective-hang names the rank that never arrived
-    slow, others = verdict.rank, list(verdict.waiting)
-    waits = [r.collective_share for r in others]
-    waiting = median(waits)
+    others = [r for r in ranks if r is not slow]
     latest = window.latest
-    if len(others) <= 3:
-        evidence = [f"{_label(r)} waits in collectives {100 * r.collective_share:.0f}% of {r.samples} stack "
-                    "samples" for r in others]
-    else:
-        low, high = min(waits), max(waits)
-        spread = f"{100 * low:.0f}-{100 * high:.0f}%" if f"{100 * low:.0f}" != f"{100 * high:.0f}" else \
-            f"{100 * high:.0f}%"  # a range only where they differ: "55-55%" reads as a typo
-        evidence = [f"the other {len(others)} ranks wait in collectives {spread} of their stack samples (median "
-                    f"{100 * waiting:.0f}%)"]
-    evidence.append(f"{_label(slow)} waits in them {100 * slow.collective_share:.0f}% (limit "
-                    f"{100 * t['straggler_own_wait_ratio']:.0f}% of the others'): it is the one they wait for")
-    evidence.append(f"where its time goes: {_shares(slow)}" + (f"; commonest site {slow.site}" if slow.site else ""))
-    for rank in (slow, *others[:3]):
-        gpu = next((g for g in latest.gpus if g.index == rank.gpu), None) if rank.gpu is not None else None
-        if gpu is not None and gpu.util_percent is not None:
-            power = (f", {gpu.power_w:.0f} W of {gpu.power_limit_w:.0f} W" if gpu.power_w is not None and
-                     gpu.power_limit_w else "")
-            evidence.append(f"rank {rank.rank}'s GPU{gpu.index}: {gpu.util_percent:.0f}% busy{power}")
+    evidence = [named.sentence, *_wait_lines(slow, others, t), *_gpu_lines(latest, (slow, *others[:3]))]
+    evidence += [f"against it: {line}" for line in named.disagree]
     cause, fixes = _cause(latest, job, slow, others, t)
     evidence += cause
     fixes.append(f"py-spy dump --pid {slow.pid} (in hwtop: j, the rank, then d) shows what it is doing now."
@@ -211,3 +199,31 @@ def _from_stacks(window: Window, job: JobSnapshot, t: Thresholds) -> Iterator[Fi
         "warning", f"Rank {slow.rank} holds the job back: the others wait for it",
         tuple(evidence), tuple(fixes), scope="job",
         gpus=(slow.gpu,) if slow.gpu is not None else (), pids=(slow.pid,) if slow.pid is not None else ())
+
+
+def _wait_lines(slow: RankFigures, others: list[RankFigures], t: Thresholds) -> list[str]:
+    waits = [r.collective_share for r in others]
+    if len(others) <= 3:
+        lines = [f"{_label(r)} waits in collectives {100 * r.collective_share:.0f}% of {r.samples} stack samples"
+                 for r in others]
+    else:
+        low, high = min(waits), max(waits)
+        spread = f"{100 * low:.0f}-{100 * high:.0f}%" if f"{100 * low:.0f}" != f"{100 * high:.0f}" else \
+            f"{100 * high:.0f}%"  # a range only where they differ: "55-55%" reads as a typo
+        lines = [f"the other {len(others)} ranks wait in collectives {spread} of their stack samples (median "
+                 f"{100 * median(waits):.0f}%)"]
+    lines.append(f"{_label(slow)} waits in them {100 * slow.collective_share:.0f}% (limit "
+                 f"{100 * t['straggler_own_wait_ratio']:.0f}% of the others'): it is the one they wait for")
+    lines.append(f"where its time goes: {_shares(slow)}" + (f"; commonest site {slow.site}" if slow.site else ""))
+    return lines
+
+
+def _gpu_lines(latest: Snapshot, ranks: tuple[RankFigures, ...]) -> list[str]:
+    lines = []
+    for rank in ranks:
+        gpu = next((g for g in latest.gpus if g.index == rank.gpu), None) if rank.gpu is not None else None
+        if gpu is not None and gpu.util_percent is not None:
+            power = (f", {gpu.power_w:.0f} W of {gpu.power_limit_w:.0f} W" if gpu.power_w is not None and
+                     gpu.power_limit_w else "")
+            lines.append(f"rank {rank.rank}'s GPU{gpu.index}: {gpu.util_percent:.0f}% busy{power}")
+    return lines

@@ -18,6 +18,7 @@ from hwtop.advice.job_facts import (
     who,
     workers_of,
 )
+from hwtop.advice.rank_window import READS, window_verdicts
 from hwtop.advice.registry import rule
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
@@ -76,17 +77,29 @@ def worker_stuck(window: Window, t: Thresholds) -> Iterator[Finding]:
                                    cause="stuck worker", measure=still.seconds)
 
 
+def _not_stopped(window: Window, t: Thresholds) -> set[int]:
+    """The pids of ranks whose verdict is not a stop of their own (advice/ranks.py): progress between two looks
+    (NCCL's counts, steps, the Flight Recorder) outweighs a still stack, a rank with such counts is judged only
+    once two looks compare them, and a rank the collectives' rules name is theirs. A rank waiting on one line for
+    its GPU while its counts advance is running, not stuck."""
+    verdicts = window_verdicts(window, t)
+    if verdicts is None:
+        return set()
+    return {v.pid for v in verdicts.ranks if v.pid is not None and (v.by != "still-stack" or v.state == "unknown")}
+
+
 @rule("loop-stuck", order=222, severity="critical", hold_s=0.0, clear_s=10.0,
       watches="main threads whose stack stopped outside the loader and the collectives",
-      reads=("stuck_stack_s", "stuck_cpu_percent", "stack_min_samples"))
+      reads=("stuck_stack_s", "stuck_cpu_percent", "stack_min_samples", *READS))
 def loop_stuck(window: Window, t: Thresholds) -> Iterator[Finding]:
     job = running_job(window)
     if job is None:
         return
     by_pid = {p.pid: p for p in alive(job)}
+    moving = _not_stopped(window, t)
     for s in sampled(job, t):
         still = s.still
-        if still is None or still.seconds < t["stuck_stack_s"] or still.category in NOT_HERE:
+        if still is None or still.seconds < t["stuck_stack_s"] or still.category in NOT_HERE or s.pid in moving:
             continue
         # its main thread's share on a CPU covers the sampler's window, its process's CPU the last SPAN_S: a thread
         # that stopped after working has the first high and the second near 0; one that spins has both high

@@ -26,7 +26,9 @@ def test_the_rank_that_never_reached_the_collective_is_named_from_the_per_rank_f
     t = Timeline()
     ranks = (figures(0, 0.98), figures(1, 0.99), figures(2, 0.0, site="train.py:88 load_shard"))
     finding = find(run([hung(t, ranks) for _ in range(14)])[-1], "collective-hang")
-    assert finding.evidence[1:] == (
+    assert finding.evidence[1:] == (  # the rank's verdict in its words (advice/ranks.py), then its signals
+        "rank 2 (pid 50002 on node-a) never reached the collective the others wait in; it is at train.py:88 "
+        "load_shard",
         "rank 2 (pid 50002, host node-a): 0% in collectives, 100% other at train.py:88 load_shard",
         "the other 2 ranks wait in a collective 98%-99% of the time: no rank makes progress")
 

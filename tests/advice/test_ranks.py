@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hwtop.advice.ranks import judge_ranks, missing_figure, worst_first
+from hwtop.advice.ranks import Look, judge, judge_ranks, missing_figure, worst_first
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.job import RankFigures
 
@@ -28,7 +28,8 @@ def test_the_rank_that_hardly_waits_while_the_others_do_is_the_straggler():
     assert verdict.rank is not None and (verdict.rank.rank, verdict.rank.host) == (2, "node-1")
     assert "train.py:41 augment" in verdict.evidence[0] and "4% in collectives" in verdict.evidence[0]
     assert "58%-62%" in verdict.evidence[1]
-    assert [r.rank for r in worst_first(ranks, verdict, T)][:1] == [2]
+    now = Look(ranks)
+    assert [r.rank for r in worst_first(now, None, judge(now, None, T))][:1] == [2]
 
 
 def test_a_balanced_job_has_no_straggler():
@@ -83,7 +84,12 @@ def test_any_figures_give_a_verdict_or_none_and_name_only_a_rank_given(items):
     verdict = judge_ranks(ranks, T)
     if verdict is not None and verdict.rank is not None:
         assert verdict.rank in ranks and verdict.rank not in verdict.waiting
-    assert sorted(r.rank for r in worst_first(ranks, verdict, T)) == sorted(r.rank for r in ranks)
+    now = Look(ranks)
+    verdicts = judge(now, None, T)
+    assert [(v.rank, v.host) for v in verdicts.ranks] == sorted((r.rank, r.host) for r in ranks)
+    assert sorted(r.rank for r in worst_first(now, None, verdicts)) == sorted(r.rank for r in ranks)
+    if verdict is not None and verdict.rank is not None:  # the stack-only judgement and the verdict name one rank
+        assert {(v.rank, v.host) for v in verdicts.blamed} == {(verdict.rank.rank, verdict.rank.host)}
 
 
 def test_the_verdict_remembered_for_a_snapshot_s_ranks_follows_the_thresholds_and_the_ranks():

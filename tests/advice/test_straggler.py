@@ -44,7 +44,8 @@ def test_the_rank_the_others_wait_for_is_named_with_what_it_does_and_balance_the
     finding = find(history[-1], "rank-straggler")
     assert finding.severity == "warning" and finding.pids == (5001,)
     assert finding.title == "Rank 1 holds the job back: the others wait for it"
-    assert finding.evidence[:3] == (
+    assert finding.evidence[:4] == (  # the rank's verdict in its words (advice/ranks.py), then the figures
+        f"rank 1 (pid 5001 on node-a) is slow: the others wait for it (70% other at {SITE}, 1% in collectives)",
         "rank 0 (pid 5000, host node-a) waits in collectives 91% of 200 stack samples",
         "rank 1 (pid 5001, host node-a) waits in them 1% (limit 33% of the others'): it is the one they wait for",
         f"where its time goes: other Python 70%, compute 29%, collective 1%; commonest site {SITE}")
@@ -123,7 +124,7 @@ def test_many_ranks_are_summarised():
     t = Timeline(cores=16)
     many = job(*(figures(r, 0.8 + r / 100) for r in range(7)), figures(7, 0.05, other=0.6, site=SITE))
     finding = find(run([t.tick(job=many) for _ in range(8)])[-1], "rank-straggler")
-    assert finding.evidence[0] == "the other 7 ranks wait in collectives 80-86% of their stack samples (median 83%)"
+    assert finding.evidence[1] == "the other 7 ranks wait in collectives 80-86% of their stack samples (median 83%)"
     assert finding.title.startswith("Rank 7 ")
 
 

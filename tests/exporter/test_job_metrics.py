@@ -107,3 +107,16 @@ def test_nccl_ranks_of_every_node_as_counters_states_and_missing():
 
 def test_no_nccl_view_no_nccl_series():
     assert not any(name.startswith("hwtop_nccl_") for name in page(job_with(RANK0, RANK1)))
+
+
+def test_each_rank_is_in_its_verdicts_state_one_series_a_rank():
+    """hwtop_job_rank_state (the name agreed with the alert rules): the same state doctor and the job view give."""
+    waiting = replace(RANK0, shares=(("collective", 1.0),), site="train.py:63 main")
+    odd = replace(RANK1, shares=(("other", 1.0),), site="train.py:37 next_batch")
+    series = page(job_with(waiting, odd), job_name="train")
+    states = {s["rank"]: s["state"] for s, v in series["hwtop_job_rank_state"] if v == 1}
+    assert states == {"0": "inside-collective", "1": "before-collective"}
+    assert len(series["hwtop_job_rank_state"]) == 2
+    about = {s["rank"]: s for s, _ in series["hwtop_job_rank_verdict_info"]}
+    assert (about["1"]["blamed"], about["1"]["site"]) == ("true", "train.py:37 next_batch")
+    assert about["0"]["blamed"] == "false"

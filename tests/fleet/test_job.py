@@ -113,6 +113,12 @@ def test_the_straggler_and_its_host_with_that_hosts_own_top_finding_as_the_cause
     out = view.to_dict(now=1010.0)
     assert out["verdict"]["likely_cause"] == {"rule": "gpu-throttled", "severity": "warning", "scope": "GPU3"}
     assert out["ranks"][0]["seen_s_ago"] == 10.0
+    # one voice: every rank's state and words as doctor and the job view give them (advice/ranks.py judge)
+    assert [(r["rank"], r["state"], r["blamed"]) for r in out["ranks"]] == \
+        [(3, "slow", True), (0, "running", False), (1, "running", False), (2, "running", False)]
+    assert out["ranks"][0]["words"] == "is slow: the others wait for it (97% compute at train.py:43 step, 3% in " \
+        "collectives)"
+    assert view.verdict.evidence[0] == f"rank 3 (pid 103 on node-1) {out['ranks'][0]['words']}"
 
 
 def test_the_rank_that_never_reached_the_collective_is_named_as_the_hang():
@@ -121,6 +127,8 @@ def test_the_rank_that_never_reached_the_collective_is_named_as_the_hang():
     assert view is not None and view.verdict is not None
     assert (view.verdict.kind, view.verdict.named) == ("hang", "rank 1 on node-1 (pid 101)")
     assert view.cause is None
+    assert [(v.rank, v.state, v.blamed, v.held_by) for v in view.verdicts.ranks] == \
+        [(0, "inside-collective", False, (1,)), (1, "before-collective", True, ())]
 
 
 def test_a_prometheus_without_job_series_says_so_in_one_line():

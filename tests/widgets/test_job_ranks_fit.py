@@ -119,3 +119,19 @@ def test_the_job_panel_wraps_its_summary_and_placement_between_parts_indented() 
     assert placement[:2] == ["  rank 0 (pid 41000): GPU0 (node 0) · LOCAL_RANK=0",
                              "    allowed CPUs 0-63 (node 0) · memory n0 100%"]
     assert not any("LOCAL_RANK=0 of allowed" in line for line in lines)
+
+
+def test_lag_is_judged_over_queries_one_behind_once_stays_in_its_place() -> None:
+    """Issue 55: a healthy remote rank at LAG 1 once (a query catching a collective in flight) did not stay out of
+    the top of "worst first"; NCCL's view says in how many recent queries each rank was behind."""
+    from msgspec.structs import replace
+
+    from hwtop.model.ras import NcclComm, RasComm
+
+    base = two_nodes(lag={13: 1, 10: 2})
+    comm = NcclComm(RasComm("abc", 16, ()), 0.0, 60.0, 6, 6, behind=((13, 1), (10, 4)))
+    view = replace(base.nccl, comms=(comm,))  # type: ignore[arg-type]
+    lines = [line.plain for line in rank_table(replace(base, nccl=view), 116, {3: "straggler"})]
+    order = [int(line[1:5]) for line in rows(lines)]
+    assert order[:3] == [3, 10, 0]  # the named rank, then the rank behind in 4 of 6 queries; 13 in its place
+    assert order.index(13) > order.index(12)

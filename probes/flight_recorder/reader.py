@@ -1,0 +1,139 @@
+"""FlightRecorderReader: each rank's Flight Recorder as its environment sets it and its latest dump, read again only
+when the file changes (a dump is written on a watchdog timeout or when asked: rarely). It owns what it has read;
+the job probe hands it the ranks (pid, rank, environment) each tick and gets a `FlightRank` per pid back.
+
+A dump is the rank's only where it is safe to read (files.py: its user's, no link, bounded) and written since the
+rank started (an older file at the same prefix is an earlier run's), and its content is plain containers
+(unpickle.py). A file that fails any of these is named in `refused`, never read."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
+
+from hwtop.model.flight import FlightDump, FlightRank
+from hwtop.probes.flight_recorder.files import Found, Refused, look, read
+from hwtop.probes.flight_recorder.parse import parse_dump
+from hwtop.probes.flight_recorder.settings import Settings, settings_of
+from hwtop.probes.flight_recorder.unpickle import load_plain
+
+MAX_MAPS_BYTES = 8 << 20  # a torch process maps a few thousand files
+_VERSION = re.compile(rb"""__version__\s*=\s*['"]([0-9A-Za-z.+_-]{1,40})['"]""")
+_LIBTORCH = re.compile(rb"\s(/\S*/torch)/lib/libtorch(?:_cpu|_python)?\.so\b")
+
+
+class RankProcess(NamedTuple):
+    pid: int
+    rank: int
+    environ: Mapping[str, str]
+
+
+class _Known(NamedTuple):
+    """What is read once per process: its recorder settings, its user, when it started, its torch."""
+
+    settings: Settings
+    uid: int | None
+    started: float | None
+    torch_version: str | None
+
+
+class FlightRecorderReader:
+    """`read(ranks)` each tick: a FlightRank per pid. Forgets processes no longer handed to it."""
+
+    __slots__ = ("_dumps", "_known", "clock", "proc")
+
+    def __init__(self, proc: str = "/proc", clock: Callable[[], float] = time.time) -> None:
+        self.proc, self.clock = proc, clock
+        self._known: dict[int, _Known] = {}
+        self._dumps: dict[str, tuple[tuple[int, int, int, int], FlightDump | str]] = {}
+
+    def read(self, ranks: Iterable[RankProcess]) -> dict[int, FlightRank]:
+        out: dict[int, FlightRank] = {}
+        paths: set[str] = set()
+        for rank in ranks:
+            known = self._known.get(rank.pid)
+            if known is None:
+                known = self._known[rank.pid] = self._learn(rank)
+            out[rank.pid] = self._rank(rank, known, paths)
+        for pid in [p for p in self._known if p not in out]:
+            del self._known[pid]
+        for path in [p for p in self._dumps if p not in paths]:
+            del self._dumps[path]
+        return out
+
+    def _learn(self, rank: RankProcess) -> _Known:
+        base = f"{self.proc}/{rank.pid}"
+        try:
+            uid: int | None = os.stat(base).st_uid
+        except OSError:
+            uid = None
+        return _Known(settings_of(rank.environ), uid, self._start_time(base), self._torch_version(base))
+
+    def _rank(self, rank: RankProcess, known: _Known, paths: set[str]) -> FlightRank:
+        settings = known.settings
+        found: Found | None = None
+        refused = None
+        if settings.dynamic:
+            refused = "TORCH_FR_DUMP_DYNAMIC_FILE_NAME is set: each dump is named anew, not at <prefix><rank>"
+        for prefix in settings.prefixes if not settings.dynamic else ():
+            path = f"{prefix}{rank.rank}"
+            try:
+                seen = look(path, known.uid)
+            except Refused as why:
+                refused = str(why)
+                continue
+            if seen is not None and (found is None or seen.mtime > found.mtime):
+                found = seen
+        dump = None
+        if found is not None:
+            paths.add(found.path)
+            got = self._dump(found, known)
+            dump, refused = (got, refused) if isinstance(got, FlightDump) else (None, got)
+        return FlightRank(settings.buffer, known.torch_version, settings.prefixes[0] if settings.prefixes else None,
+                          settings.pipe, dump, refused)
+
+    def _dump(self, found: Found, known: _Known) -> FlightDump | str:
+        kept = self._dumps.get(found.path)
+        if kept is not None and kept[0] == found.key:
+            return kept[1]
+        got: FlightDump | str
+        if known.started is not None and found.mtime < known.started:
+            got = f"{found.path} was written before the rank started (an earlier run's)"
+        else:
+            try:
+                got = parse_dump(load_plain(read(found, known.uid)), found.path, found.mtime)
+            except (OSError, ValueError) as error:  # Refused and NotPlain are ValueErrors
+                got = f"{found.path}: {error}"[:300]
+        self._dumps[found.path] = (found.key, got)
+        return got
+
+    def _start_time(self, base: str) -> float | None:
+        """Wall-clock start of the process: /proc/PID/stat's starttime (ticks after boot) and /proc/stat's btime."""
+        try:
+            with open(f"{base}/stat", "rb") as handle:
+                fields = handle.read(4096).rpartition(b")")[2].split()
+            with open(f"{self.proc}/stat", "rb") as handle:
+                btime = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
+            return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError, StopIteration):
+            return None
+
+    def _torch_version(self, base: str) -> str | None:
+        """The version of the torch whose libtorch the process maps (torch/version.py beside it)."""
+        try:
+            with open(f"{base}/maps", "rb") as handle:
+                maps = handle.read(MAX_MAPS_BYTES)
+        except OSError:
+            return None
+        found = _LIBTORCH.search(maps)
+        if found is None:
+            return None
+        try:
+            with open(os.fsdecode(found.group(1)) + "/version.py", "rb") as handle:
+                version = _VERSION.search(handle.read(1 << 16))
+        except OSError:
+            return None
+        return version.group(1).decode() if version else None
