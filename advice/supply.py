@@ -3,7 +3,14 @@ of every loader rule, whatever the job (the demo's stories and the embedded work
 attached job from its stack samples). A batch takes one worker `ratio` times the step's own time (everything
 the training loop does besides waiting for data), so `ratio` workers keep up; each uses `worker_cores` of a CPU
 while it makes a batch, so keeping up takes `ratio * worker_cores` cores. Where that is more than the cores the
-rank has for loading, the cores are the limit and each sample must get cheaper; otherwise the fix is a number."""
+rank has for loading, the cores are the limit and each sample must get cheaper; otherwise the fix is a number.
+
+What limits the workers decides the fix (issue 54). Samples that wait (storage, the network: a worker on a CPU a
+fraction of the time it makes a batch) need a count from the rate and the wait, however few the cores. Samples
+that compute need a core each: a worker is proposed only where a core is free beside the job, counting what the
+job's own step and the box's other programs use of the cores it may use (`CoreUse`); where none is, a worker
+would take its core from the step (measured: no gain) or share one with others, and the fix is a cheaper
+sample, said for what the samples spend their time in (the job's own Python lines: vectorise it)."""
 
 from __future__ import annotations
 
@@ -14,6 +21,44 @@ import msgspec
 from hwtop.advice.thresholds import Thresholds
 
 CHEAPER_SAMPLE = "decode once and cache tensors, smaller inputs, fewer augmentation passes"
+PYTHON_SHARE = 0.5  # a loading whose samples are mostly in the job's own Python lines is a Python loop
+FREE_FOR_A_WORKER = 0.5  # of a core: less than this free beside the job, a worker computing takes someone's core
+OTHERS_BUSY = 0.5  # cores others use of the job's: enough that they, not the job's own step, fill them
+
+
+class CoreUse(msgspec.Struct, frozen=True):
+    """How the cores a job may use are used, in cores, over the recent past: by the job (its step's threads, its
+    loading, its workers) and by the box's other programs on the same cores (the box's per-core load less the
+    job's own). `cpus` is how many CPUs its affinity holds; `usable` may be fewer (a CPU quota). `step` is what
+    its ranks' steps use while they run (torch's intra-op threads: a fed step runs all the time), `loaders` what
+    its workers use now."""
+
+    usable: int
+    cpus: int
+    job: float
+    others: float
+    step: float | None = None
+    loaders: float = 0.0
+
+    @property
+    def free(self) -> float:
+        """Cores neither the job nor anyone else uses now."""
+        return max(0.0, min(self.usable - self.job, self.cpus - self.job - self.others))
+
+    @property
+    def spare(self) -> float:
+        """Cores a new worker would find idle once the step is fed: what the step uses while it runs, the workers
+        and the others set aside."""
+        if self.step is None:
+            return self.free
+        return max(0.0, min(float(self.usable), self.cpus - self.others) - self.step - self.loaders)
+
+    def line(self) -> str:
+        step = (f" (its step {self.step:.1f} while it runs, its workers {self.loaders:.1f})" if self.step is not None
+                else "")
+        return (f"the job uses {self.job:.1f} of the {self.usable} cores it may use{step} and the box's other "
+                f"programs {self.others:.1f} of them: {self.free:.1f} free now, {self.spare:.1f} once the step is "
+                "fed")
 
 
 class Supply(msgspec.Struct, frozen=True):
@@ -24,6 +69,11 @@ class Supply(msgspec.Struct, frozen=True):
     ranks: int
     arithmetic: str  # how `ratio` was measured, for the evidence
     cores_text: str | None = None  # what `cores` counts, where it is not plain ("256 logical CPUs on 128 cores")
+    use: CoreUse | None = None  # how the job's cores are used now, where the box's per-core load is known
+    python_share: float | None = None  # share of the loading's samples in the job's own Python lines (a loop)
+    site: str | None = None  # where the loading spends its time: `file:line function` of the job's own code
+    gpu: bool = False  # the job computes on a GPU (a decode there is a fix)
+    wait: float | None = None  # share of the step the main thread waits for data (serial loading's speed-ups)
 
     @property
     def loading_cores(self) -> int | None:
@@ -74,52 +124,155 @@ def supply_lines(supply: Supply, t: Thresholds) -> tuple[list[str], list[str]]:
     """(evidence, fixes) for a step that waits for its batches."""
     evidence = [supply.arithmetic]
     cores, needed = supply.loading_cores, supply.cpu_needed
-    share = (f"{supply.cores_text or f'{supply.cores} usable cores'} / {supply.ranks} rank(s), one left for the main "
-             "thread")
-    if cores is not None:
-        evidence.append(f"keeping up takes {supply.ratio:.1f} workers x {supply.worker_cores:.2f} of a core each = "
-                        f"{needed:.1f} cores for loading; the job has {cores} ({share})")
-    fixes: list[str] = []
+    keeping = (f"keeping up takes {supply.ratio:.1f} workers x {supply.worker_cores:.2f} of a core each = "
+               f"{needed:.1f} cores for loading")
+    if supply.use is not None:
+        evidence += [keeping, supply.use.line()]
+    elif cores is not None:
+        evidence.append(f"{keeping}; the job has {cores} ({_share(supply)})")
     if 0 < supply.workers and supply.ratio <= supply.workers:  # they make batches faster than the step uses them
         evidence.append(f"its {supply.workers} worker(s) keep up: {supply.ratio:.1f} would")
-        fixes.append("The workers keep up, so more of them would not help: the step waits for each batch's hand-over "
-                     "to the main process, or for batches that arrive unevenly. A larger batch_size makes the "
-                     "hand-over a smaller share of each step; a deeper prefetch_factor (default 2 batches per "
-                     "worker) smooths uneven batches.")
-    elif cores is not None and needed > cores:  # the cores are the limit
-        fixes.append(f"The cores are the limit: making batches as fast as the step uses them takes {needed:.1f} "
-                     f"cores and the job has {cores} for loading. Make each sample about {needed / max(cores, 1):.1f}x "
-                     f"cheaper ({CHEAPER_SAMPLE}), or run on more cores.")
-        if supply.workers < cores:
-            fixes.append(f"Meanwhile DataLoader(num_workers={cores}) uses every core there is for loading.")
+        return evidence, ["The workers keep up, so more of them would not help: the step waits for each batch's "
+                          "hand-over to the main process, or for batches that arrive unevenly. A larger batch_size "
+                          "makes the hand-over a smaller share of each step; a deeper prefetch_factor (default 2 "
+                          "batches per worker) smooths uneven batches."]
+    if waiting(supply):
+        return evidence, _waiting_fixes(supply, t)
+    return evidence, _computing_fixes(supply, t)
+
+
+def _share(supply: Supply) -> str:
+    return (f"{supply.cores_text or f'{supply.cores} usable cores'} / {supply.ranks} rank(s), one left for the main "
+            "thread")
+
+
+def _waiting_fixes(supply: Supply, t: Thresholds) -> list[str]:
+    """Workers that wait more than they compute: a count from the rate the step uses batches and how long each
+    takes one worker (rate x latency), bounded by the cores they would fill, not by the cores alone."""
+    target, fed, cap = target_workers(supply, t), fed_ratio(supply, t), worker_cap(supply)
+    cores = supply.loading_cores
+    why = (f"a batch takes one worker {supply.ratio:.1f}x the step's own time, so {supply.ratio:.1f} workers keep up "
+           f"with the step as measured; it was measured starved, when a step runs cold: fed, it runs faster (its "
+           f"threads awake, its data in cache), taken as {t['starved_step_speedup']:g}x, so {fed:.1f} keep up with "
+           f"it; they wait more than they compute ({100 * supply.worker_cores:.0f}% of a core each while making a "
+           "batch), so more of them cost little CPU")
+    why += _bound(supply, t, target, cap)
+    if cores is not None:
+        why += (f"; {target} of them take {target * supply.worker_cores:.1f} of the {cores} core(s) it has for "
+                f"loading ({_share(supply)})")
+    fixes = [f"DataLoader(num_workers={target}) (now {supply.workers}): {why}."]
+    if target < fed:
+        fixes.append(short_of_fed(supply, target, fed))
+    if supply.workers == 0:
+        fixes.append("persistent_workers=True with it, so the workers are not re-created each epoch.")
+    return fixes
+
+
+def _bound(supply: Supply, t: Thresholds, target: int, cap: int | None) -> str:
+    wanted = wanted_workers(supply, t)
+    if cap is not None and target == cap < wanted:
+        return (f"; {target}, the most such workers the {supply.loading_cores} core(s) it has for loading can run, "
+                f"at {100 * supply.worker_cores:.1f}% of a core each")
+    if target == t["loader_max_workers"] < wanted:
+        return (f"; {target}, the most hwtop names for one rank ({wanted} with "
+                f"{100 * (t['loader_headroom'] - 1):.0f}% headroom)")
+    return f"; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
+
+
+def room(supply: Supply) -> int:
+    """Workers more that the free cores hold: where the box's use is known, its free cores; else the cores the
+    rank has for loading less what its workers use now."""
+    if supply.use is not None:
+        free = supply.use.spare
+    elif supply.loading_cores is not None:
+        free = supply.loading_cores - supply.workers * supply.worker_cores
     else:
-        target, fed, cap = target_workers(supply, t), fed_ratio(supply, t), worker_cap(supply)
-        why = f"a batch takes one worker {supply.ratio:.1f}x the step's own time, so {supply.ratio:.1f} workers keep up"
-        if waiting(supply):
-            why += (f" with the step as measured; it was measured starved, when a step runs cold: fed, it runs "
-                    f"faster (its threads awake, its data in cache), taken as {t['starved_step_speedup']:g}x, so "
-                    f"{fed:.1f} keep up with it; they wait more than they compute ({100 * supply.worker_cores:.0f}% of "
-                    "a core each while making a batch), so more of them cost little CPU")
-        wanted = wanted_workers(supply, t)
-        if cap is not None and target == cap < wanted:
-            why += (f"; {target}, the most such workers the {cores} core(s) it has for loading can run, at "
-                    f"{100 * supply.worker_cores:.1f}% of a core each")
-        elif target == t["loader_max_workers"] < wanted:
-            why += (f"; {target}, the most hwtop names for one rank ({wanted} with "
-                    f"{100 * (t['loader_headroom'] - 1):.0f}% headroom)")
-        else:
-            why += f"; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
-        if cores is not None and waiting(supply):
-            why += (f"; {target} of them take {target * supply.worker_cores:.1f} of the {cores} core(s) it has for "
-                    f"loading ({share})")
-        elif cores is not None:
-            why += f"; they take {needed:.1f} of the {cores} cores it has for loading ({share})"
-        fixes.append(f"DataLoader(num_workers={target}) (now {supply.workers}): {why}.")
-        if target < fed:
-            fixes.append(short_of_fed(supply, target, fed))
+        return 0
+    if free < FREE_FOR_A_WORKER * min(1.0, supply.worker_cores):
+        return 0
+    return max(1, math.floor(free / max(supply.worker_cores, 0.05) + 0.25))
+
+
+def _computing_fixes(supply: Supply, t: Thresholds) -> list[str]:
+    """Workers that compute need a core each: as many more as the free cores hold (each sample cheaper for the
+    rest); none free, a cheaper sample first, and no worker that would take the step's core."""
+    more = room(supply)
+    needed = supply.cpu_needed
+    if more:
+        target = min(supply.workers + more, target_workers(supply, t))
+        held = (f"{target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
+                if target >= wanted_workers(supply, t) else f"{_room_words(supply)} hold {target}")
+        fixes = [f"DataLoader(num_workers={target}) (now {supply.workers}): a batch takes one worker "
+                 f"{supply.ratio:.1f}x the step's own time, so {supply.ratio:.1f} workers keep up, each using "
+                 f"{supply.worker_cores:.2f} of a core; {held}{_taken_words(supply, target)}."]
+        if target < supply.ratio:
+            fixes.append(short_of_fed(supply, target, supply.ratio))
+        elif supply.python_share is not None and supply.python_share >= PYTHON_SHARE:
+            fixes.append(f"Each sample cheaper too: {cheaper_ways(supply)}.")
         if supply.workers == 0:
             fixes.append("persistent_workers=True with it, so the workers are not re-created each epoch.")
-    return evidence, fixes
+        return fixes
+    fixes = [f"The cores are the limit: making batches as fast as the step uses them takes {needed:.1f} cores, "
+             f"{_busy_words(supply)}. Make each sample cheaper{_gain_words(supply)}: " + cheaper_ways(supply) + "."]
+    use = supply.use
+    if use is not None and use.others >= OTHERS_BUSY and supply.workers < (supply.loading_cores or 0):
+        fixes.append(f"A DataLoader worker more would share a core with the box's other programs ({use.others:.1f} "
+                     "of the job's cores): it gains only the share the scheduler takes from them, and less once "
+                     "they are busier.")
+    return fixes
+
+
+def _taken_words(supply: Supply, target: int) -> str:
+    if supply.use is not None or supply.loading_cores is None:
+        return ""
+    return (f"; they take {target * supply.worker_cores:.1f} of the {supply.loading_cores} cores it has for loading "
+            f"({_share(supply)})")
+
+
+def _room_words(supply: Supply) -> str:
+    use = supply.use
+    if use is None:
+        return f"the {supply.loading_cores} core(s) it has for loading ({_share(supply)})"
+    return f"the {use.spare:.1f} core(s) free beside the job once its step is fed"
+
+
+def _busy_words(supply: Supply) -> str:
+    use = supply.use
+    if use is None:
+        return f"and the job has {supply.loading_cores} for loading"
+    if use.others >= OTHERS_BUSY:
+        return (f"and no core is free for it: the job uses {use.job:.1f} of the {use.usable} it may use, the box's "
+                f"other programs {use.others:.1f}")
+    step = use.step if use.step is not None else use.job
+    return (f"and no core is free for it: the job's step uses {step:.1f} of the {use.usable} it may use while it "
+            "runs, so a worker would take its core from the step (no faster)")
+
+
+def _gain_words(supply: Supply) -> str:
+    """What a cheaper sample buys: a serial loader (num_workers=0) shortens every step by its share of the wait;
+    workers that keep up once each sample is k times cheaper."""
+    if supply.workers == 0 and supply.wait is not None and 0 < supply.wait < 1:
+        own = 1.0 - supply.wait
+        return (f" (the step waits {100 * supply.wait:.0f}% of its time for them: samples 2x cheaper make it "
+                f"{1 / (own + supply.wait / 2):.1f}x faster, 4x cheaper {1 / (own + supply.wait / 4):.1f}x)")
+    if supply.workers:
+        return f" (about {supply.ratio / supply.workers:.1f}x, for its {supply.workers} worker(s) to keep up)"
+    return ""
+
+
+def cheaper_ways(supply: Supply) -> str:
+    """How to make a sample cheaper, from where its time goes: the job's own Python lines are a loop to vectorise;
+    otherwise the usual ways, with a decode on the GPU where there is one."""
+    at = f" at {supply.site}" if supply.site else ""
+    if supply.python_share is not None and supply.python_share >= PYTHON_SHARE:
+        return (f"the samples spend {100 * supply.python_share:.0f}% of their time in the job's own Python "
+                f"lines{at}: vectorise that transform (numpy or torch operations on whole arrays) or move it to a "
+                "compiled op (torch.compile, numba, a C extension), many times faster than a Python loop; "
+                + CHEAPER_SAMPLE)
+    gpu = "; decode on the GPU (torchvision.io.decode_jpeg on CUDA, NVIDIA DALI)" if supply.gpu else ""
+    return (f"smaller stored inputs (images saved pre-resized offline to the size it trains at), a cheaper decode "
+            f"(PIL's Image.draft decodes a JPEG at a reduced scale; pillow-simd, turbojpeg), decoded tensors "
+            f"cached once, fewer augmentation passes{gpu}" + (f"; its loading spends its time{at}" if at else ""))
 
 
 def short_of_fed(supply: Supply, target: int, fed: float) -> str:
@@ -128,7 +281,7 @@ def short_of_fed(supply: Supply, target: int, fed: float) -> str:
     rest = ("each read must get cheaper: one request for a whole batch's samples (a Dataset's "
             "__getitems__(indices) is handed the batch's indices), a local copy or cache of the store, larger "
             "records per read" if waiting(supply) else
-            f"each sample must get cheaper ({CHEAPER_SAMPLE})")
+            f"each sample must get cheaper: {cheaper_ways(supply)}")
     return (f"{target} workers are not enough: they make batches {fed / target:.1f}x slower than the fed step uses "
             f"them, so it will still wait for data about {100 * (1 - target / fed):.0f}% of the time. Beyond them, "
             f"{rest}.")

@@ -24,6 +24,16 @@ class _Open(msgspec.Struct):
     worst: Finding
 
 
+class Shown(msgspec.Struct):
+    """A finding over a watch (a Timeline that keeps them: doctor's report): as last shown, when first and last
+    shown, and whether it still is."""
+
+    finding: Finding
+    first: float
+    last: float
+    active: bool = True
+
+
 def _worse(new: Finding, old: Finding) -> bool:
     if new.measure is None or old.measure is None:
         return old.measure is None  # unmeasured: the latest holding figure
@@ -31,16 +41,20 @@ def _worse(new: Finding, old: Finding) -> bool:
 
 
 class Timeline:
-    def __init__(self, keep_s: float = KEEP_S, max_changes: int | None = MAX_CHANGES) -> None:
+    def __init__(self, keep_s: float = KEEP_S, max_changes: int | None = MAX_CHANGES,
+                 keep_shown: bool = False) -> None:
         self.keep_s = keep_s
         self._changes: deque[Change] = deque(maxlen=max_changes)
         self._open: dict[tuple[str, str], _Open] = {}
         self._last: float | None = None
         self.changes: tuple[Change, ...] = ()
+        self._keep_shown = keep_shown
+        self.shown: dict[tuple[str, str], Shown] = {}  # with keep_shown: every finding shown, cleared ones too
 
     def reset(self) -> None:
         self._changes.clear()
         self._open.clear()
+        self.shown.clear()
         self._last = None
         self.changes = ()
 
@@ -61,6 +75,8 @@ class Timeline:
             self.reset()  # time went backwards (a replay seeked): that past no longer leads here
         self._last = now
         shown = {f.key: f for f in findings}
+        if self._keep_shown:
+            self._keep(now, shown)
         changed = False
         for key, finding in shown.items():
             entry = self._open.get(key)
@@ -85,6 +101,18 @@ class Timeline:
         if changed:
             self.changes = tuple(self._changes)
         return self.changes
+
+
+    def _keep(self, now: float, shown: dict[tuple[str, str], Finding]) -> None:
+        for key, finding in shown.items():
+            entry = self.shown.get(key)
+            if entry is None:
+                self.shown[key] = Shown(finding, now, now)
+            else:
+                entry.finding, entry.last, entry.active = finding, now, True
+        for key, entry in self.shown.items():
+            if key not in shown:
+                entry.active = False
 
 
 def _figure(finding: Finding) -> str:

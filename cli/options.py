@@ -9,15 +9,16 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from hwtop.model.safe_text import printable
+from hwtop.workload.kinds import KINDS
 
 if TYPE_CHECKING:  # the config is loaded after parsing: `hwtop --help` never reads it
     from hwtop.session.config import Config
     from hwtop.session.sources import SourceConfig
 
 MAX_INTERVAL = 3600.0
-# The embedded workload's kinds: workload/job.py's KINDS, beside torch (tests/cli/test_help_lists.py). Apart from
-# the demo's stories (--scenario NAME) and driver variants (--demo PROFILE:VARIANT).
-WORKLOAD_KINDS = ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
+# The embedded workload's kinds (workload/kinds.py, the job's own list). Apart from the demo's stories
+# (--scenario NAME) and driver variants (--demo PROFILE:VARIANT).
+WORKLOAD_KINDS = list(KINDS)
 # The demo's profiles and stories as the help names them: demo/profiles.py's PROFILES and demo/story.py's STORIES
 # and SCALE_STORIES (every story `--demo list` names), which a start without --demo does not load
 # (tests/cli/test_help_lists.py holds them equal).

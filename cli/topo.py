@@ -124,22 +124,32 @@ def link_health(topology: Topology, gpus: tuple[GpuSnapshot, ...], t: Thresholds
 
 def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...] = (),
            nics: tuple[NicSnapshot, ...] | None = None, thresholds: Thresholds | None = None) -> str:
+    out = [*_matrix_lines(topology), *_numa_lines(numa), "", "link health:", *link_health(topology, gpus, thresholds)]
+    if nics is not None:
+        out += ["", "network:", *network_lines(nics)]
+    return printable_lines(out)  # device names and notes come from sysfs and NVML: shown, never sent
+
+
+def _matrix_lines(topology: Topology) -> list[str]:
+    """nvidia-smi topo -m's matrix, with each device's CPU and NUMA affinity and the legend."""
     names = [d.name for d in topology.devices]
+    if not names:
+        return ["No GPU or NIC to place (no NVML, no NIC with a PCI device).", ""]
     width = max([6, *(len(n) + 1 for n in names)])
-    out = []
-    if names:
-        out.append(" " * width + "".join(f"{n:>{width}}" for n in names) + "    CPU Affinity      NUMA Affinity")
-        for device, row in zip(topology.devices, topology.links, strict=True):
-            cpus = format_cpulist(device.local_cpus) if device.local_cpus else "N/A"
-            node = "N/A" if device.numa_node is None else str(device.numa_node)
-            out.append(f"{device.name:<{width}}" + "".join(f"{c:>{width}}" for c in row) + f"    {cpus:<17} {node}")
-        out += ["", *LEGEND.split("\n"), ""]
-        for line in topology.disagreements:
-            out.append(f"note: sysfs and NVML disagree on {line} (the matrix shows sysfs)")
-    else:
-        out += ["No GPU or NIC to place (no NVML, no NIC with a PCI device).", ""]
-    out.append(f"available: {len(numa.nodes)} nodes ({format_cpulist([n.index for n in numa.nodes])})"
-               + ("  [no NUMA sysfs: one node]" if numa.source == "fallback" else ""))
+    out = [" " * width + "".join(f"{n:>{width}}" for n in names) + "    CPU Affinity      NUMA Affinity"]
+    for device, row in zip(topology.devices, topology.links, strict=True):
+        cpus = format_cpulist(device.local_cpus) if device.local_cpus else "N/A"
+        node = "N/A" if device.numa_node is None else str(device.numa_node)
+        out.append(f"{device.name:<{width}}" + "".join(f"{c:>{width}}" for c in row) + f"    {cpus:<17} {node}")
+    out += ["", *LEGEND.split("\n"), ""]
+    notes = topology.disagreements
+    return out + [f"note: sysfs and NVML disagree on {line} (the matrix shows sysfs)" for line in notes]
+
+
+def _numa_lines(numa: NumaSnapshot) -> list[str]:
+    """numactl -H's nodes, sizes and distances."""
+    out = [f"available: {len(numa.nodes)} nodes ({format_cpulist([n.index for n in numa.nodes])})"
+           + ("  [no NUMA sysfs: one node]" if numa.source == "fallback" else "")]
     for node in numa.nodes:
         out.append(f"node {node.index} cpus: {' '.join(map(str, node.cpus))}")
         # numactl -H's size line (it writes "MB" for MiB: the units rule), then "used" as the monitor means it
@@ -152,16 +162,7 @@ def render(topology: Topology, numa: NumaSnapshot, gpus: tuple[GpuSnapshot, ...]
                    "count used)")
     out.append("node distances:")
     out.append("node " + "".join(f"{n.index:>4}" for n in numa.nodes))
-    for node in numa.nodes:
-        out.append(f"{node.index:>4}:" + "".join(f"{d:>4}" for d in node.distances))
-    out.append("")
-    out.append("link health:")
-    out += link_health(topology, gpus, thresholds)
-    if nics is not None:
-        out.append("")
-        out.append("network:")
-        out += network_lines(nics)
-    return printable_lines(out)  # device names and notes come from sysfs and NVML: shown, never sent
+    return out + [f"{node.index:>4}:" + "".join(f"{d:>4}" for d in node.distances) for node in numa.nodes]
 
 
 def topo_command(demo: str | None, as_json: bool, thresholds: Thresholds | None = None) -> int:

@@ -84,7 +84,7 @@ class DemoJob:
                                 message=oom_message(self.profile, job, rank), time=self.wall() - (t - job.oom_at))
         pids = () if job.status == "crashed" else tuple(RANK_PID + r for r in self.ranks if r not in job.dead_ranks)
         return WorkloadState(
-            scenario=self.story.name, status=job.status, exit_code=1 if job.status == "crashed" else None,
+            kind=self.story.name, status=job.status, exit_code=1 if job.status == "crashed" else None,
             ranks=ranks, last_event=job.phase, pids=pids, config=config,
             oom_count=1 if last_oom else 0, last_oom=last_oom)
 

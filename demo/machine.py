@@ -10,7 +10,7 @@ import msgspec
 
 from hwtop.demo.host import SimulatedHost
 from hwtop.demo.job import DemoJob
-from hwtop.demo.story import get_story, is_story
+from hwtop.demo.story import get_story, is_story, unknown_story
 from hwtop.model.snapshot import Topology
 from hwtop.session.sampler import Sampler
 
@@ -27,8 +27,11 @@ def split_story(spec: str, scenario: str | None = None) -> tuple[str, str | None
         if scenario is not None and scenario != tail:
             raise KeyError(f"two demo stories: {tail!r} and {scenario!r}")
         return name, tail
-    if scenario is not None:
-        get_story(scenario)  # raises with the valid names
+    if scenario is not None and not is_story(scenario):
+        from hwtop.demo.variants import VARIANTS
+
+        hint = f" ({scenario!r} is a driver variant: --demo PROFILE:{scenario})" if scenario in VARIANTS else ""
+        raise KeyError(unknown_story(scenario, hint))
     return spec, scenario
 
 

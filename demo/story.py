@@ -552,8 +552,11 @@ def get_story(name: str | None) -> Story:
         return STEADY
     found = STORIES.get(name) or SCALE_STORIES.get(name)
     if found is None:
-        from hwtop.demo.variants import VARIANTS  # variants reads the stories: asked only for this message
-
-        hint = f" ({name!r} is a driver variant: --demo PROFILE:{name})" if name in VARIANTS else ""
-        raise KeyError(f"unknown demo scenario {name!r}{hint}; valid: {', '.join([*STORIES, *SCALE_STORIES])}")
+        raise KeyError(unknown_story(name))
     return found
+
+
+def unknown_story(name: str, hint: str = "") -> str:
+    """The line for a story name that is none: `hint` says what else it may be (demo/machine.py knows the driver
+    variants, which read the stories)."""
+    return f"unknown demo scenario {name!r}{hint}; valid: {', '.join([*STORIES, *SCALE_STORIES])}"

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from hwtop.demo.nvml import faults as gpu_faults
 from hwtop.demo.profiles import PROFILES, DemoOwner, DemoProfile, get_profile
 from hwtop.demo.story import SCALE_STORIES, STORIES, is_story
 from hwtop.model.owner import Owner
@@ -79,6 +80,7 @@ VARIANTS: dict[str, Variant] = {
                  setup=_every_link_busy),
         Variant("mig-toggle", f"GPU 0 switches MIG mode on and off every {MIG_PHASE_S:g} s",
                  setup=_mig_toggle),
+        Variant("gpu-faults", gpu_faults.DESCRIPTION, setup=gpu_faults.gpu_faults),
         Variant("shared", "two Slurm jobs of two users share the box, half the GPUs each (alice's job 4242, bob's "
                  "5151)", owners=_two_slurm_jobs),
         Variant("pod", "the job runs in a Kubernetes pod (ml-research/llama-ft-0)", owners=_one_pod),

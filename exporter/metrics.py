@@ -71,6 +71,30 @@ DCGM_FIELDS: tuple[GpuField, ...] = (
              lambda g: None if g.ecc is None else g.ecc.aggregate_corrected),
     GpuField("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.",
              lambda g: None if g.ecc is None else g.ecc.aggregate_uncorrected),
+    # The row remapper, NVLink errors and violation times (probes/nvml/faults.py): dcgm-exporter's help texts
+    # (etc/default-counters.csv), DCGM's for ROW_REMAP_PENDING (dcgm_fields.h, field 396), which the CSV leaves out.
+    # Violation time is in ns: NVML's unit, which DCGM passes on (dcgm-exporter's CSV said "us" until its #589).
+    GpuField("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors",
+             lambda g: None if g.row_remap is None else g.row_remap.correctable_rows),
+    GpuField("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors",
+             lambda g: None if g.row_remap is None else g.row_remap.uncorrectable_rows),
+    GpuField("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
+             lambda g: None if g.row_remap is None else int(g.row_remap.failed)),
+    GpuField("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending",
+             lambda g: None if g.row_remap is None else int(g.row_remap.pending)),
+    GpuField("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+             "Total number of NVLink flow-control CRC errors.",
+             lambda g: None if g.nvlink_errors is None else g.nvlink_errors.crc_flit),
+    GpuField("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink data CRC errors.",
+             lambda g: None if g.nvlink_errors is None else g.nvlink_errors.crc_data),
+    GpuField("DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink retries.",
+             lambda g: None if g.nvlink_errors is None else g.nvlink_errors.replay),
+    GpuField("DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter", "Total number of NVLink recovery errors.",
+             lambda g: None if g.nvlink_errors is None else g.nvlink_errors.recovery),
+    GpuField("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in ns).",
+             lambda g: g.power_violation_ns),
+    GpuField("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in ns).",
+             lambda g: g.thermal_violation_ns),
     GpuField("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.",
              _gpm(lambda m: m.graphics_activity_percent)),
     GpuField("DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned.",
@@ -258,7 +282,7 @@ def _workload_families(snapshot: Snapshot, host: str) -> Iterator[Family]:
     wait = Family("hwtop_workload_data_wait_ratio", "Share of each step spent waiting for data (0-1)", labels)
     step_time = Family("hwtop_workload_step_seconds", "Duration of the last step", labels)
     for rank in workload.ranks if workload else ():
-        key = (str(rank.rank), workload.scenario if workload else "", host)
+        key = (str(rank.rank), workload.kind if workload else "", host)
         if rank.step_time_s:
             steps.add(key, 1.0 / rank.step_time_s)
             step_time.add(key, rank.step_time_s)
@@ -279,8 +303,13 @@ def port_label(nic: NicSnapshot) -> str:
 def network_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Family]:
     """Interfaces and InfiniBand/RoCE ports under node-exporter's names (its netclass/netdev and infiniband
     collectors), so node-exporter dashboards read them unchanged; then hwtop's own rates, which the fleet reads."""
-    netdevs = [n for n in nics if n.port is None]
-    ports = [n for n in nics if n.port is not None]
+    yield from _netdev_families([n for n in nics if n.port is None], host)
+    yield from _infiniband_families([n for n in nics if n.port is not None], host)
+    yield from _port_rate_families(nics, host)
+
+
+def _netdev_families(netdevs: list[NicSnapshot], host: str) -> Iterator[Family]:
+    """node-exporter's netdev byte counters and netclass speed and state, by interface."""
     for name, text, read in (
             ("node_network_receive_bytes_total", "Network device statistic receive_bytes.", lambda n: n.rx_bytes_total),
             ("node_network_transmit_bytes_total", "Network device statistic transmit_bytes.",
@@ -300,6 +329,10 @@ def network_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Famil
             up.add((nic.name, host), 1 if nic.state == "up" else 0)
     yield speed
     yield up
+
+
+def _infiniband_families(ports: list[NicSnapshot], host: str) -> Iterator[Family]:
+    """node-exporter's infiniband collector: data octets each way and the rate, by device and port."""
     for name, text, read in (
             ("node_infiniband_port_data_received_bytes_total", "Number of data octets received on all links",
              lambda n: n.rx_bytes_total),
@@ -317,6 +350,10 @@ def network_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Famil
         if nic.speed_gbps is not None:
             rate.add((nic.name, port_label(nic), host), nic.speed_gbps * 1e9 / 8)
     yield rate
+
+
+def _port_rate_families(nics: tuple[NicSnapshot, ...], host: str) -> Iterator[Family]:
+    """hwtop's own: each physical port's bytes per second each way, and its busier direction's share of the line."""
     labels = ("device", "port", "kind", "Hostname")
     moving = Family("hwtop_network_port_bytes_per_second", "Traffic of each physical network port over the last "
                     "interval", (*labels, "direction"))

@@ -21,17 +21,21 @@ from hwtop.fleet.sources import WAITING, Ask, FleetSource, Round
 
 def summarise(hosts: tuple[HostView, ...], thresholds: Thresholds) -> Summary:
     """Each GPU once, memory as used of total (total = FB_TOTAL or used + free + reserved)."""
-    busy = thresholds["gpu_busy_util_percent"]
     gpus = [g for h in hosts for g in h.gpus]
     known = [g for g in gpus if g.fb_used_mib is not None and g.memory_total_mib is not None]
     utils = [g.util for g in gpus if g.util is not None]
-    idle = sum(1 for h in hosts if h.up for g in h.gpus if g.util is not None and g.util <= busy)
     rules = Counter(rule for h in hosts for rule in {f.rule for f in h.findings})
-    return Summary(len(hosts), sum(1 for h in hosts if h.up), len(gpus), idle,
+    return Summary(len(hosts), sum(1 for h in hosts if h.up), len(gpus),
+                   _idle_gpus(hosts, thresholds["gpu_busy_util_percent"]),
                    float(sum(g.fb_used_mib or 0.0 for g in known)),
                    float(sum(g.memory_total_mib or 0.0 for g in known)),
                    sum(utils) / len(utils) if utils else None,
                    tuple(sorted(rules.items(), key=lambda item: (-item[1], item[0]))))
+
+
+def _idle_gpus(hosts: tuple[HostView, ...], busy: float) -> int:
+    """The GPUs of the hosts up whose utilization is known and at most `busy`."""
+    return sum(1 for h in hosts if h.up for g in h.gpus if g.util is not None and g.util <= busy)
 
 
 @contextmanager

@@ -23,7 +23,16 @@ from hwtop.fleet.http import DaemonPool, FetchError, get
 from hwtop.fleet.job import DEFAULT_WINDOW_S, JobView, assemble_job, job_queries, jobs_queries
 from hwtop.fleet.jobs import JobList, assemble_jobs
 from hwtop.fleet.model import HostView
-from hwtop.fleet.prometheus import GPU_QUERY, HOST_GPUS, MAX_BYTES, assemble, parse_answers, queries, trend_step
+from hwtop.fleet.prometheus import (
+    GPU_QUERY,
+    HOST_GPUS,
+    MAX_BYTES,
+    Query,
+    assemble,
+    parse_answers,
+    queries,
+    trend_step,
+)
 from hwtop.fleet.promjson import Vector, parse_vector, vector
 from hwtop.fleet.scrape import fetch
 from hwtop.model.record import Record
@@ -189,11 +198,39 @@ class PrometheusSource:
         self._listed: JobList | None = None  # the last list made
 
     def read(self, ask: Ask) -> Round:
-        now, step = self._wall(), trend_step(self.window_s, TREND_POINTS)
+        now = self._wall()
+        last = self._trend_window(now)
+        bodies, errors = self._answers({self._submit(query.url(self.base)): query.key
+                                        for query in self._queries(ask, now, last)})
+        table = next((key for key in errors if key == "table" or key.startswith(GPU_QUERY)), None)
+        if table is not None:  # a host table without some of its columns is not shown as if it were whole
+            return Round(None, errors[table])
+        answers, parse_errors = parse_answers(bodies)
+        errors.update(parse_errors)
+        try:
+            views, warnings = assemble(vector(bodies["table"]), answers, self._instances, self._trends,
+                                       last - self.window_s, _gpu_vectors(bodies))
+        except FetchError as error:
+            return Round(None, str(error))
+        if "trend" in bodies and "trend" not in errors:
+            self._trend_end = last
+        job = self._judge(ask.job, bodies, errors, views) if ask.job is not None else None
+        jobs = self._join_list(views) if ask.jobs else None
+        self._want_targets = any(v == 0 for _, v in answers.up or ())
+        return Round(tuple(views), _partial(errors), tuple(warnings), job, jobs, read_alerts(bodies, errors))
+
+    def _trend_window(self, now: float) -> float:
+        """The trend's last point at `now`; when the clock went back, the window is read again."""
+        step = trend_step(self.window_s, TREND_POINTS)
         last = math.floor(now / step) * step
-        if self._trend_end is not None and last < self._trend_end:  # the clock went back: read the window again
+        if self._trend_end is not None and last < self._trend_end:
             self._trend_end = None
             self._trends.clear()
+        return last
+
+    def _queries(self, ask: Ask, now: float, last: float) -> list[Query]:
+        """This round's queries (the trend's only from its last point read); the job list's sent on their own."""
+        step = trend_step(self.window_s, TREND_POINTS)
         fresh = self._trend_end is None or last > self._trend_end  # a point was added since the last round
         asked = queries(self.matchers, now, self.window_s, TREND_POINTS, self._want_targets,
                         None if self._trend_end is None else self._trend_end + step, fresh, ask.host)
@@ -201,7 +238,11 @@ class PrometheusSource:
             asked += job_queries(ask.job, self.matchers, self.job_window_s)
         asked.append(ALERTS_QUERY)
         self._send_list(ask.jobs)
-        futures = {self._submit(query.url(self.base)): query.key for query in asked}
+        return asked
+
+    def _answers(self, futures: dict[Future[bytes], str]) -> tuple[dict[str, bytes], dict[str, str]]:
+        """Each query's body, or what went wrong with it (one bad answer is a message, never a crash), by key;
+        those that have not answered within the timeout say so."""
         bodies: dict[str, bytes] = {}
         errors: dict[str, str] = {}
         try:
@@ -216,27 +257,7 @@ class PrometheusSource:
             for key in futures.values():
                 if key not in bodies and key not in errors:
                     errors[key] = f"no answer within {self.timeout:g} s"
-        table = next((key for key in errors if key == "table" or key.startswith(GPU_QUERY)), None)
-        if table is not None:  # a host table without some of its columns is not shown as if it were whole
-            return Round(None, errors[table])
-        answers, parse_errors = parse_answers(bodies)
-        errors.update(parse_errors)
-        gpus = [(name, vector(bodies[f"{GPU_QUERY}{name}"])) for name in GPU_FIELDS if f"{GPU_QUERY}{name}" in bodies]
-        if HOST_GPUS in bodies:
-            gpus.append(("", vector(bodies[HOST_GPUS])))  # its series carry their names
-        try:
-            views, warnings = assemble(vector(bodies["table"]), answers, self._instances, self._trends,
-                                       last - self.window_s, gpus)
-        except FetchError as error:
-            return Round(None, str(error))
-        if "trend" in bodies and "trend" not in errors:
-            self._trend_end = last
-        job = self._judge(ask.job, bodies, errors, views) if ask.job is not None else None
-        jobs = self._join_list(views) if ask.jobs else None
-        self._want_targets = any(v == 0 for _, v in answers.up or ())
-        partial = sorted(k for k in errors if k not in ("targets", ALERTS))  # the alert list says its own
-        problem = f"partial answer ({', '.join(f'{k}: {errors[k]}' for k in partial)})" if partial else None
-        return Round(tuple(views), problem, tuple(warnings), job, jobs, read_alerts(bodies, errors))
+        return bodies, errors
 
     def _send_list(self, wanted: bool) -> None:
         """The job list's queries, sent when none are in flight and one interval after the last were sent."""
@@ -304,6 +325,21 @@ class PrometheusSource:
 
     def close(self) -> None:
         self._pool.close()
+
+
+def _partial(errors: dict[str, str]) -> str | None:
+    """What did not answer (the targets' list aside: it is only asked to name the hosts that are down; the alert list
+    says its own)."""
+    partial = sorted(k for k in errors if k not in ("targets", ALERTS))
+    return f"partial answer ({', '.join(f'{k}: {errors[k]}' for k in partial)})" if partial else None
+
+
+def _gpu_vectors(bodies: dict[str, bytes]) -> list[tuple[str, Iterator[tuple[dict[str, str], float]]]]:
+    """The GPU columns answered, by DCGM field name; then the hosts' GPUs (their series carry their names: "")."""
+    gpus = [(name, vector(bodies[f"{GPU_QUERY}{name}"])) for name in GPU_FIELDS if f"{GPU_QUERY}{name}" in bodies]
+    if HOST_GPUS in bodies:
+        gpus.append(("", vector(bodies[HOST_GPUS])))
+    return gpus
 
 
 def _named(key: str, body: bytes) -> Iterator[tuple[dict[str, str], float]]:

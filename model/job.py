@@ -70,6 +70,7 @@ class WorkerStacks(Record, frozen=True):
     busy: float  # share of the samples inside the fetch
     site: str | None = None
     still: Stillness | None = None
+    python: float | None = None  # share of its fetch samples in the job's own Python lines (a loop, not a library)
 
 
 class RankStacks(Record, frozen=True):
@@ -91,6 +92,7 @@ class RankStacks(Record, frozen=True):
     updated_at: float | None = None  # wall-clock time of the last samples read
     still: Stillness | None = None  # its main thread's stack has not moved: for how long, and where
     handover: float = 0.0  # share of its samples in "data" receiving a batch already made, not waiting for one
+    data_python: float | None = None  # share of its "data" samples in the job's own Python lines (num_workers=0)
 
     def fraction(self, category: str) -> float:
         return next((value for name, value in self.fractions if name == category), 0.0)

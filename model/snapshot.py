@@ -13,12 +13,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+import hwtop
 from hwtop.model.owner import Owner
 from hwtop.model.record import Record
 
 if TYPE_CHECKING:  # a focused job's and the embedded workload's models load with them, not with every tick
-    from hwtop.model.job import JobSnapshot
-    from hwtop.model.workload import WorkloadState
+    import hwtop.model.job
+    import hwtop.model.workload
+
+# Their records are named in full (hwtop.model.job.JobSnapshot): msgspec, decoding a recording (model/serial.py,
+# which imports both), resolves a field's type in this module's namespace, where `hwtop` is and they are not.
 
 SCHEMA = "hwtop.snapshot/1"
 
@@ -196,6 +200,29 @@ class GpmMetrics(Record, frozen=True):
     fp16_activity_percent: float | None = None
 
 
+class RowRemap(Record, frozen=True):
+    """The row remapper of an HBM GPU (A100, Hopper and newer; NVML's nvmlDeviceGetRemappedRows): rows of its
+    memory moved to spare rows after correctable and after uncorrectable errors (kept by the card across reboots), a
+    remap recorded but applied only at the next GPU reset (`pending`), and a remap that failed for want of a spare
+    row (`failed`: the card needs a reset, and an RMA if it fails again)."""
+
+    correctable_rows: int
+    uncorrectable_rows: int
+    pending: bool
+    failed: bool
+
+
+class NvlinkErrors(Record, frozen=True):
+    """NVLink error counters of one GPU, each summed over its links (nvmlDeviceGetNvLinkErrorCounter per link,
+    since the driver loaded): flow-control and data CRC errors, replays (a packet sent again) and recoveries (a
+    link retrained). None: the driver does not count that one on this card."""
+
+    crc_flit: int | None
+    crc_data: int | None
+    replay: int | None
+    recovery: int | None
+
+
 class MigInstance(Record, frozen=True):
     index: int
     uuid: str | None
@@ -259,6 +286,12 @@ class GpuSnapshot(Record, frozen=True):
     energy_mj: int | None = None  # energy since the driver loaded, millijoules
     xid_last: int | None = None  # the last XID error reported (0: none since the driver loaded)
     pcie_replays: int | None = None  # PCIe replays since the driver loaded
+    # GPU faults dcgm-exporter publishes (DCGM_FI_DEV_*_REMAPPED_ROWS, _ROW_REMAP_*, _NVLINK_*_ERROR_COUNT_TOTAL,
+    # _POWER_VIOLATION, _THERMAL_VIOLATION), read on the slow tier; None where the card or driver does not answer.
+    row_remap: RowRemap | None = None
+    nvlink_errors: NvlinkErrors | None = None  # None without NVLink
+    power_violation_ns: int | None = None  # time clocks were held below application clocks by the power limit
+    thermal_violation_ns: int | None = None  # ...by heat (both cumulative since the driver loaded)
 
 
 class GpuSystem(Record, frozen=True):
@@ -326,9 +359,9 @@ class Snapshot(Record, frozen=True):
     gpus: tuple[GpuSnapshot, ...] = ()
     gpu_system: GpuSystem | None = None
     topology: Topology | None = None
-    workload: WorkloadState | None = None
+    workload: hwtop.model.workload.WorkloadState | None = None
     errors: tuple[ProbeError, ...] = ()
-    job: JobSnapshot | None = None
+    job: hwtop.model.job.JobSnapshot | None = None
     nics: tuple[NicSnapshot, ...] = ()  # network ports, where a reader provides them (the demo host does)
     schema: str = SCHEMA
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+import msgspec
+
 from hwtop.model.record import Record
 
 # How the embedded job trains (its options, workload/job.py)
@@ -42,7 +44,7 @@ class JobConfig(Record, frozen=True):
     """Rank 0's `started` record: how the embedded job trains. Every field is optional: a job of another version
     (or a recording made by one) may lack any of them."""
 
-    scenario: str | None = None  # the job's kind (balanced, dataloader-bound, ...: its --scenario option)
+    kind: str | None = msgspec.field(default=None, name="scenario")  # balanced, dataloader-bound, ... (--scenario)
     world_size: int | None = None
     device: Device | None = None
     backend: Backend | None = None
@@ -90,7 +92,7 @@ class WorkloadState(Record, frozen=True):
     """The embedded job's telemetry as the monitor reads it: starting | running | stalled | finished | crashed |
     stopped."""
 
-    scenario: str  # the job's kind (balanced, ...); a demo machine's: its story's name
+    kind: str = msgspec.field(name="scenario")  # balanced, ... (the job's --scenario); a demo machine's: its story's
     status: str
     exit_code: int | None
     ranks: tuple[RankState, ...]

@@ -221,36 +221,43 @@ class NetworkProbe:
         if refresh:
             self._links_at = now
             self._ib = [_IbPort(self.root, hca, port) for hca, port in _list_ib_ports(self.root)]
-        out: list[NicSnapshot] = []
         seen: set[Hashable] = set()
         counters = self._counters()
-        for name, (rx, tx) in sorted(counters.items()):
-            facts = self._netdevs.get(name)
-            if facts is None:
-                facts = self._netdevs[name] = _Netdev(self.root, name)
-            if refresh or (name, None) not in self._links:
-                base = f"sys/class/net/{name}"
-                speed = (parse_speed_mbps(read_text(self.root, f"{base}/speed"))
-                         if facts.kind not in ("virtual", "loopback") else None)
-                state = read_text(self.root, f"{base}/operstate")
-                self._links[(name, None)] = (state.strip().lower() if state else None, speed)
-            state, speed = self._links[(name, None)]
-            seen.update(((name, "rx"), (name, "tx")))
-            out.append(NicSnapshot(
-                name=printable_name(name), kind=facts.kind, speed_gbps=speed,
-                rx_bytes_per_s=self._rates.rate((name, "rx"), float(rx), now),
-                tx_bytes_per_s=self._rates.rate((name, "tx"), float(tx), now),
-                state=state, numa_node=facts.numa_node, rx_bytes_total=rx, tx_bytes_total=tx,
-                bus_id=facts.bus_id))
+        out = [self._read_netdev(name, rx, tx, now, refresh, seen) for name, (rx, tx) in sorted(counters.items())]
         for ib in self._ib or ():
             out.append(self._read_ib(ib, now, refresh, seen))
         self._rates.forget_except(seen)
         if len(self._netdevs) > len(counters) or len(self._links) > len(counters) + len(self._ib or ()):
-            # interfaces and HCAs come and go (containers' veths, a hot-unplugged card): stay bounded
-            ports = {(ib.hca, ib.port) for ib in self._ib or ()}
-            self._netdevs = {k: v for k, v in self._netdevs.items() if k in counters}
-            self._links = {k: v for k, v in self._links.items() if k in ports or (k[1] is None and k[0] in counters)}
+            self._bound(counters)
         return keep_virtual(out)
+
+    def _read_netdev(self, name: str, rx: int, tx: int, now: float, refresh: bool,
+                     seen: set[Hashable]) -> NicSnapshot:
+        facts = self._netdevs.get(name)
+        if facts is None:
+            facts = self._netdevs[name] = _Netdev(self.root, name)
+        link = (name, None)
+        if refresh or link not in self._links:
+            base = f"sys/class/net/{name}"
+            speed = (parse_speed_mbps(read_text(self.root, f"{base}/speed"))
+                     if facts.kind not in ("virtual", "loopback") else None)
+            state = read_text(self.root, f"{base}/operstate")
+            self._links[link] = (state.strip().lower() if state else None, speed)
+        state, speed = self._links[link]
+        received, sent = (name, "rx"), (name, "tx")
+        seen.add(received)
+        seen.add(sent)
+        return NicSnapshot(
+            name=printable_name(name), kind=facts.kind, speed_gbps=speed,
+            rx_bytes_per_s=self._rates.rate(received, float(rx), now),
+            tx_bytes_per_s=self._rates.rate(sent, float(tx), now),
+            state=state, numa_node=facts.numa_node, rx_bytes_total=rx, tx_bytes_total=tx, bus_id=facts.bus_id)
+
+    def _bound(self, counters: Mapping[str, tuple[int, int]]) -> None:
+        """Interfaces and HCAs come and go (containers' veths, a hot-unplugged card): forget those gone."""
+        ports = {(ib.hca, ib.port) for ib in self._ib or ()}
+        self._netdevs = {k: v for k, v in self._netdevs.items() if k in counters}
+        self._links = {k: v for k, v in self._links.items() if k in ports or (k[1] is None and k[0] in counters)}
 
     def _read_ib(self, ib: _IbPort, now: float, refresh: bool, seen: set[Hashable]) -> NicSnapshot:
         base = f"sys/class/infiniband/{ib.hca}/ports/{ib.port}"

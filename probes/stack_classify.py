@@ -170,6 +170,12 @@ def handing_over(frames: list[Frame]) -> bool:
     return any(frame.filename.replace("\\", "/").endswith(_HANDOVER_FILES) for frame in frames)
 
 
+def own_line(frames: list[Frame]) -> bool:
+    """The innermost frame is the job's own code: the interpreter runs its Python lines (a loop over a sample's
+    values), or a C function they call directly, not a library's Python (PIL's decode, numpy's wrappers)."""
+    return bool(frames) and bool(frames[-1].filename) and not _library(frames[-1].filename)
+
+
 def frame_text(frame: Frame) -> str:
     """'queues.py:113 Queue.get': a frame as the evidence prints it."""
     where = os.path.basename(frame.filename) + (f":{frame.line}" if frame.line is not None else "")
@@ -187,6 +193,7 @@ class Tally:
     fetches: int = 0
     fetch_sites: Counter[str] = field(default_factory=Counter)  # where the job's own code was, inside them
     handovers: int = 0  # data samples receiving a batch already made (see handing_over)
+    python: int = 0  # loading samples (data, or a worker's fetch) whose innermost frame is the job's own line
     only: tuple[Frame, ...] | None = None
     mixed: bool = False
 
@@ -206,6 +213,8 @@ class Tally:
         if category == "data" and handing_over(frames):
             self.handovers += count
         site = site_of(frames)
+        if (category == "data" or fetching(frames)) and own_line(frames):
+            self.python += count
         if fetching(frames):
             self.fetches += count
             if site is not None:
@@ -224,6 +233,7 @@ class Tally:
         self.fetches += other.fetches
         self.fetch_sites.update(other.fetch_sites)
         self.handovers += other.handovers
+        self.python += other.python
         self.only, self.mixed = None, True  # the stack of one span, not of several
 
 

@@ -92,6 +92,16 @@ class _Target:
     still_until: float = 0.0
     still_samples: int = 0
 
+    def track_stillness(self, tally: Tally, start: float, end: float) -> None:
+        """A chunk whose samples all show one stack extends the stillness of that stack; any other ends it."""
+        if tally.only is not None and tally.samples:
+            if tally.only != self.still_stack or self.still_since is None:
+                self.still_stack, self.still_since, self.still_samples = tally.only, start, 0
+            self.still_samples += tally.samples
+            self.still_until = end
+        else:
+            self.still_stack, self.still_since, self.still_samples = None, None, 0
+
     def stillness(self, now: float, window_s: float) -> Stillness | None:
         if self.still_stack is None or self.still_since is None or self.still_until < now - window_s:
             return None
@@ -153,43 +163,15 @@ class StackSampler:
 
     def results(self) -> tuple[tuple[RankStacks, ...], str | None]:
         now = self.clock()
-        out = []
         with self._lock:
-            for pid, target in sorted(self._targets.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank, kv[0])):
-                if target.worker:
-                    continue
-                recent = [c for c in target.chunks if c.end >= now - self.window_s]
-                tally = Tally()
-                for chunk in recent:
-                    tally.merge(chunk.tally)
-                samples = tally.samples
-                span = sum(c.end - c.start for c in recent)
-                fractions = tuple((name, tally.counts[name] / samples) for name in CATEGORIES
-                                  if samples and tally.counts[name])
-                sites = tuple((name, tally.sites[name].most_common(1)[0][0]) for name in CATEGORIES
-                              if tally.sites.get(name))
-                loader = tally.loaders.most_common(1)[0][0] if tally.loaders else None
-                message = target.message
-                if message is None and not samples:
-                    message = self.message or ("sampling its stack…" if target.finished == 0 else
-                                               "no Python samples yet")
-                timed = [c for c in recent if c.running is not None]
-                timed_span = sum(c.end - c.start for c in timed)
-                running = (round(sum((c.running or 0.0) * (c.end - c.start) for c in timed) / timed_span, 3)
-                           if timed_span > 0 else None)
-                cpu = _least_cpu([c for c in recent if c.cpu is not None])
-                phase_seconds = tuple((name, round(target.seconds[name], 2)) for name in CATEGORIES
-                                      if target.seconds.get(name, 0.0) > 0)
-                out.append(RankStacks(pid, target.rank, samples, round(span, 1), fractions, sites, loader, message,
-                                      phase_seconds=phase_seconds, busy_site=busy_site(tally),
-                                      main_running=running, main_cpu=cpu, updated_at=target.updated_at,
-                                      handover=round(tally.handovers / samples, 3) if samples else 0.0,
-                                      still=target.stillness(now, self.window_s)))
+            out = tuple(self._rank_stacks(pid, target, now) for pid, target in
+                        sorted(self._targets.items(), key=lambda kv: (kv[1].rank is None, kv[1].rank, kv[0]))
+                        if not target.worker)
         sampled = sum(1 for t in self._targets.values() if not t.worker)
         note = self.message
         if note is None and sampled > MAX_TARGETS:
             note = f"sampling {MAX_TARGETS} of {sampled} ranks at a time, in turn"
-        return tuple(out), note
+        return out, note
 
     def worker_results(self) -> tuple[WorkerStacks, ...]:
         """What the DataLoader workers' samples say: how busy each is making batches, and whether it moves."""
@@ -199,18 +181,45 @@ class StackSampler:
             for pid, target in sorted(self._targets.items()):
                 if not target.worker:
                     continue
-                recent = [c for c in target.chunks if c.end >= now - self.window_s]
-                tally = Tally()
-                for chunk in recent:
-                    tally.merge(chunk.tally)
+                recent, tally = self._recent(target, now)
                 if not tally.samples:
                     continue
                 span = round(sum(c.end - c.start for c in recent), 1)
                 site = tally.fetch_sites.most_common(1)[0][0] if tally.fetch_sites else None
                 out.append(WorkerStacks(pid, target.parent, tally.samples, span,
                                         round(tally.fetches / tally.samples, 3), site,
-                                        target.stillness(now, self.window_s)))
+                                        target.stillness(now, self.window_s), _share(tally.python, tally.fetches)))
         return tuple(out)
+
+    def _recent(self, target: _Target, now: float) -> tuple[list[_Chunk], Tally]:
+        """The target's chunks that ended within the window, and their samples together."""
+        recent = [c for c in target.chunks if c.end >= now - self.window_s]
+        tally = Tally()
+        for chunk in recent:
+            tally.merge(chunk.tally)
+        return recent, tally
+
+    def _rank_stacks(self, pid: int, target: _Target, now: float) -> RankStacks:
+        """What a rank's samples in the window say (under the lock)."""
+        recent, tally = self._recent(target, now)
+        samples = tally.samples
+        fractions = tuple((name, tally.counts[name] / samples) for name in CATEGORIES
+                          if samples and tally.counts[name])
+        sites = tuple((name, tally.sites[name].most_common(1)[0][0]) for name in CATEGORIES if tally.sites.get(name))
+        loader = tally.loaders.most_common(1)[0][0] if tally.loaders else None
+        message = target.message
+        if message is None and not samples:
+            message = self.message or ("sampling its stack…" if target.finished == 0 else "no Python samples yet")
+        phase_seconds = tuple((name, round(target.seconds[name], 2)) for name in CATEGORIES
+                              if target.seconds.get(name, 0.0) > 0)
+        return RankStacks(pid, target.rank, samples, round(sum(c.end - c.start for c in recent), 1), fractions,
+                          sites, loader, message, phase_seconds=phase_seconds, busy_site=busy_site(tally),
+                          main_running=_main_running(recent), main_cpu=_least_cpu([c for c in recent
+                                                                                   if c.cpu is not None]),
+                          updated_at=target.updated_at,
+                          handover=round(tally.handovers / samples, 3) if samples else 0.0,
+                          data_python=_share(tally.python, tally.counts["data"]),
+                          still=target.stillness(now, self.window_s))
 
     def finish(self, timeout: float = 5.0) -> None:
         """Stops sampling but keeps what the running chunks have sampled so far (py-spy writes its samples when
@@ -321,37 +330,35 @@ class StackSampler:
                 return
             target.finished += 1
             if text is not None:
-                tally = parse_raw(text, pid)
-                start = max(running.started, end - running.duration)
-                after = main_thread_times(pid)
-                share = cpu = None
-                if running.times is not None and after is not None and end > running.started:
-                    spent = (after[0] - running.times[0]) + (after[1] - running.times[1])
-                    share = max(0.0, min(1.0, spent / (end - running.started)))
-                    if not target.worker and not target.on_gpu and not uses_cuda(pid):
-                        cpu = max(0.0, min(1.0, (after[0] - running.times[0]) / (end - running.started)))
-                        if target.rank is not None:
-                            move_hidden_wait(tally, 1.0 - share)
-                target.chunks.append(_Chunk(start, end, tally, share, cpu))
-                if tally.only is not None and tally.samples:
-                    if tally.only != target.still_stack or target.still_since is None:
-                        target.still_stack, target.still_since, target.still_samples = tally.only, start, 0
-                    target.still_samples += tally.samples
-                    target.still_until = end
-                else:
-                    target.still_stack, target.still_since, target.still_samples = None, None, 0
-                if tally.samples:
-                    for name, count in tally.counts.items():
-                        target.seconds[name] = target.seconds.get(name, 0.0) + (end - start) * count / tally.samples
-                target.updated_at = time.time()
-                target.message = None
-                target.refused_at = None
-            else:
-                target.message = message
-                if message is not None and ("ptrace not permitted" in message or "could not run" in message):
-                    target.refused_at = end
-                elif message is not None and "is gone" in message:
-                    del self._targets[pid]
+                self._read_chunk(pid, target, running, text, end)
+                return
+            target.message = message
+            if message is not None and ("ptrace not permitted" in message or "could not run" in message):
+                target.refused_at = end
+            elif message is not None and "is gone" in message:
+                del self._targets[pid]
+
+    def _read_chunk(self, pid: int, target: _Target, running: _Running, text: str, end: float) -> None:
+        """A chunk's samples, with the main thread's CPU over it, added to its target (under the lock)."""
+        tally = parse_raw(text, pid)
+        start = max(running.started, end - running.duration)
+        after = main_thread_times(pid)
+        share = cpu = None
+        if running.times is not None and after is not None and end > running.started:
+            spent = (after[0] - running.times[0]) + (after[1] - running.times[1])
+            share = max(0.0, min(1.0, spent / (end - running.started)))
+            if not target.worker and not target.on_gpu and not uses_cuda(pid):
+                cpu = max(0.0, min(1.0, (after[0] - running.times[0]) / (end - running.started)))
+                if target.rank is not None:
+                    move_hidden_wait(tally, 1.0 - share)
+        target.chunks.append(_Chunk(start, end, tally, share, cpu))
+        target.track_stillness(tally, start, end)
+        if tally.samples:
+            for name, count in tally.counts.items():
+                target.seconds[name] = target.seconds.get(name, 0.0) + (end - start) * count / tally.samples
+        target.updated_at = time.time()
+        target.message = None
+        target.refused_at = None
 
     def _interrupt_all(self, timeout: float = 5.0) -> None:
         """SIGINT to each running py-spy (it then writes what it has sampled), and the chunks read. A child that
@@ -388,6 +395,15 @@ class StackSampler:
             _release(running)
 
 
+def _main_running(recent: list[_Chunk]) -> float | None:
+    """The main thread's share of the timed chunks on a CPU or queued for one, weighted by their length."""
+    timed = [c for c in recent if c.running is not None]
+    timed_span = sum(c.end - c.start for c in timed)
+    if timed_span <= 0:
+        return None
+    return round(sum((c.running or 0.0) * (c.end - c.start) for c in timed) / timed_span, 3)
+
+
 CPU_CHUNK_S = 2.0  # a chunk cut shorter (the end of a watch) holds too few steps to read its CPU from
 
 
@@ -418,3 +434,7 @@ def _release(running: _Running) -> None:
         os.unlink(running.path)
     except OSError:
         pass
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None

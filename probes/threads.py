@@ -48,7 +48,6 @@ class ThreadProbe:
         runnable = blocked = 0
         cpus: set[int] = set()
         demand = waits = switches = 0.0
-        span = 0.0
         measured = False
         hot: tuple[float, str] | None = None
         current: dict[int, tuple[float, float, float, float]] = {}
@@ -82,15 +81,21 @@ class ThreadProbe:
             demand += (ran + waited) / 1e9 / seconds
             waits += waited / 1e9 / seconds
             switches += max(0.0, slices - before[3]) / seconds
-            span = max(span, seconds)
             measured = True
             percent = min(100.0, 100.0 * (ran + waited) / 1e9 / seconds)  # queued counts: it wanted the core
             if hot is None or percent > hot[0]:
                 hot = (percent, comm)
         self._last = current
-        return ThreadStats(
-            threads=len(current), runnable=runnable, blocked=blocked, cpus=tuple(sorted(cpus)),
-            cpu_demand=round(demand, 3) if measured else None,
-            wait_share=round(waits / demand, 3) if measured and demand > 0 else (0.0 if measured else None),
-            switches_per_s=round(switches, 1) if measured else None,
-            hot_percent=round(hot[0], 1) if hot else None, hot_name=hot[1] if hot else None)
+        return _stats(len(current), runnable, blocked, cpus, (demand, waits, switches) if measured else None, hot)
+
+
+def _stats(threads: int, runnable: int, blocked: int, cpus: set[int], rates: tuple[float, float, float] | None,
+           hot: tuple[float, str] | None) -> ThreadStats:
+    """`rates`: (CPUs' worth of demand, of it queued, switches per second) over the threads read twice; None until
+    one has been."""
+    if rates is None:
+        return ThreadStats(threads, runnable, blocked, tuple(sorted(cpus)), None, None, None, None, None)
+    demand, waits, switches = rates
+    return ThreadStats(threads, runnable, blocked, tuple(sorted(cpus)), round(demand, 3),
+                       round(waits / demand, 3) if demand > 0 else 0.0, round(switches, 1),
+                       round(hot[0], 1) if hot else None, hot[1] if hot else None)

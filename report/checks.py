@@ -92,78 +92,119 @@ def tier(facts: BoxFacts) -> Tier:
 
 
 def checks(facts: BoxFacts) -> list[Check]:
-    out: list[Check] = []
+    """Every check of the box, in the report's order: the GPUs' (when there are any), then the host's."""
+    gpu_checks = (_gpu_memory, _tensor_cores, _tf32, _nvlink, _mig, _pcie_links) if facts.gpus else ()
+    return [check for judge in (*gpu_checks, *HOST_CHECKS) for check in judge(facts)]
+
+
+def _gpu_memory(facts: BoxFacts) -> list[Check]:
     gpus = facts.gpus
-    if gpus:
-        smallest = min((g.memory_bytes for g in gpus if g.memory_bytes), default=None)
-        out.append(Check("GPU memory", _gib(smallest) + (" (smallest GPU)" if len(gpus) > 1 else ""),
-                         "≥ 6 GB entry, ≥ 16 GB professional, 80 GB enterprise",
-                         "pass" if smallest and smallest >= 5.5 * GIB else "short"))
-        tensor = [g for g in gpus if g.caps and g.caps.tensor_cores]
-        out.append(Check("Tensor Cores (AMP speed-up)", f"{len(tensor)} of {len(gpus)} GPU(s)",
-                         "Tensor Cores for fp16/bf16 (the guide: FP16 3-5x)", "pass" if tensor else "short",
-                         "" if tensor else "fp16 autocast still halves activation memory, without the speed-up"))
-        ampere = [g for g in gpus if g.caps and g.caps.tf32]
-        out.append(Check("TF32 and bf16", f"{len(ampere)} of {len(gpus)} GPU(s) (compute capability ≥ 8.0)",
-                         "3rd-gen Tensor Cores (A100): TF32 for fp32 matmuls", "pass" if ampere else "info"))
-        if len(gpus) > 1:
-            linked = [g for g in gpus if g.nvlinks]
-            first = linked[0] if linked else None
-            each = "" if first is None else (
-                f" ({first.nvlinks} links each: ≈ {nvlink_gbs(first.nvlinks or 0, first.compute_capability):.0f} GB/s "
-                "each way)")
-            out.append(Check("NVLink between GPUs", f"{len(linked)} of {len(gpus)} GPU(s) with active NVLinks" + each,
-                             f"NVLink {GUIDE_NVLINK_GBS:.0f} GB/s (both directions: ≈ {GUIDE_NVLINK_GBS / 2:.0f} each "
-                             f"way) against a PCIe switch's {GUIDE_PCIE_SWITCH_GBS:.0f} GB/s (a Gen3 x16 link, "
-                             "each way)",
-                             "pass" if len(linked) == len(gpus) else "short",
-                             "" if linked else "all-reduce goes over PCIe (or across sockets): see hwtop topo"))
-        mig = [g for g in gpus if g.mig_capable]
-        out.append(Check("MIG", f"{len(mig)} of {len(gpus)} GPU(s) MIG-capable" +
-                         (f", {sum(1 for g in mig if g.mig_enabled)} enabled" if mig else ""),
-                         "enterprise: up to 7 instances per A100/H100", "pass" if mig else "info"))
-        links: dict[tuple[int | None, int | None], list[int]] = {}
-        for gpu in gpus:
-            links.setdefault((gpu.pcie_gen, gpu.pcie_width), []).append(gpu.index)
-        for (gen, width), members in links.items():
-            ok = gen is not None and width is not None and gen >= 4 and width >= 16
-            who = f"GPU{members[0]}" if len(members) == 1 else f"GPU{','.join(map(str, members))}"
-            measured = "N/A" if gen is None else f"Gen{gen} x{width} (≈ {_pcie_gbs(gen, width):.0f} GB/s each way)"
-            out.append(Check(f"{who} PCIe link", measured,
-                             f"PCIe 4.0 x16, ≈ {_pcie_gbs(4, 16):.0f} GB/s each way (the guide's "
-                             f"{GUIDE_PCIE4_X16_GBS:.0f} GB/s counts both directions)",
-                             "info" if gen is None else "pass" if ok else "short"))
+    smallest = min((g.memory_bytes for g in gpus if g.memory_bytes), default=None)
+    return [Check("GPU memory", _gib(smallest) + (" (smallest GPU)" if len(gpus) > 1 else ""),
+                  "≥ 6 GB entry, ≥ 16 GB professional, 80 GB enterprise",
+                  "pass" if smallest and smallest >= 5.5 * GIB else "short")]
+
+
+def _tensor_cores(facts: BoxFacts) -> list[Check]:
+    tensor = [g for g in facts.gpus if g.caps and g.caps.tensor_cores]
+    return [Check("Tensor Cores (AMP speed-up)", f"{len(tensor)} of {len(facts.gpus)} GPU(s)",
+                  "Tensor Cores for fp16/bf16 (the guide: FP16 3-5x)", "pass" if tensor else "short",
+                  "" if tensor else "fp16 autocast still halves activation memory, without the speed-up")]
+
+
+def _tf32(facts: BoxFacts) -> list[Check]:
+    ampere = [g for g in facts.gpus if g.caps and g.caps.tf32]
+    return [Check("TF32 and bf16", f"{len(ampere)} of {len(facts.gpus)} GPU(s) (compute capability ≥ 8.0)",
+                  "3rd-gen Tensor Cores (A100): TF32 for fp32 matmuls", "pass" if ampere else "info")]
+
+
+def _nvlink(facts: BoxFacts) -> list[Check]:
+    gpus = facts.gpus
+    if len(gpus) < 2:
+        return []
+    linked = [g for g in gpus if g.nvlinks]
+    first = linked[0] if linked else None
+    each = "" if first is None else (
+        f" ({first.nvlinks} links each: ≈ {nvlink_gbs(first.nvlinks or 0, first.compute_capability):.0f} GB/s "
+        "each way)")
+    return [Check("NVLink between GPUs", f"{len(linked)} of {len(gpus)} GPU(s) with active NVLinks" + each,
+                  f"NVLink {GUIDE_NVLINK_GBS:.0f} GB/s (both directions: ≈ {GUIDE_NVLINK_GBS / 2:.0f} each "
+                  f"way) against a PCIe switch's {GUIDE_PCIE_SWITCH_GBS:.0f} GB/s (a Gen3 x16 link, "
+                  "each way)",
+                  "pass" if len(linked) == len(gpus) else "short",
+                  "" if linked else "all-reduce goes over PCIe (or across sockets): see hwtop topo")]
+
+
+def _mig(facts: BoxFacts) -> list[Check]:
+    mig = [g for g in facts.gpus if g.mig_capable]
+    return [Check("MIG", f"{len(mig)} of {len(facts.gpus)} GPU(s) MIG-capable" +
+                  (f", {sum(1 for g in mig if g.mig_enabled)} enabled" if mig else ""),
+                  "enterprise: up to 7 instances per A100/H100", "pass" if mig else "info")]
+
+
+def _pcie_links(facts: BoxFacts) -> list[Check]:
+    """One check per kind of link (generation and width), naming the GPUs on it."""
+    links: dict[tuple[int | None, int | None], list[int]] = {}
+    for gpu in facts.gpus:
+        links.setdefault((gpu.pcie_gen, gpu.pcie_width), []).append(gpu.index)
+    out = []
+    for (gen, width), members in links.items():
+        ok = gen is not None and width is not None and gen >= 4 and width >= 16
+        who = f"GPU{members[0]}" if len(members) == 1 else f"GPU{','.join(map(str, members))}"
+        measured = "N/A" if gen is None else f"Gen{gen} x{width} (≈ {_pcie_gbs(gen, width):.0f} GB/s each way)"
+        out.append(Check(f"{who} PCIe link", measured,
+                         f"PCIe 4.0 x16, ≈ {_pcie_gbs(4, 16):.0f} GB/s each way (the guide's "
+                         f"{GUIDE_PCIE4_X16_GBS:.0f} GB/s counts both directions)",
+                         "info" if gen is None else "pass" if ok else "short"))
+    return out
+
+
+def _cpu(facts: BoxFacts) -> list[Check]:
     cores, threads = facts.physical_cores, facts.logical_cores
-    out.append(Check("CPU cores / threads", f"{cores or 'N/A'} / {threads or 'N/A'}",
-                     "≥ 8 cores / 16 threads for preprocessing (4 / 8 for inference)",
-                     "pass" if (cores or 0) >= 8 and (threads or 0) >= 16 else "short"))
+    return [Check("CPU cores / threads", f"{cores or 'N/A'} / {threads or 'N/A'}",
+                  "≥ 8 cores / 16 threads for preprocessing (4 / 8 for inference)",
+                  "pass" if (cores or 0) >= 8 and (threads or 0) >= 16 else "short")]
+
+
+def _l3(facts: BoxFacts) -> list[Check]:
     l3 = facts.l3_cache_bytes
-    out.append(Check("L3 cache", "N/A" if l3 is None else f"{l3 / (1 << 20):.0f} MiB", "≥ 32 MB helps small batches",
-                     "info" if l3 is None else "pass" if l3 >= 30 * (1 << 20) else "short"))
+    return [Check("L3 cache", "N/A" if l3 is None else f"{l3 / (1 << 20):.0f} MiB", "≥ 32 MB helps small batches",
+                  "info" if l3 is None else "pass" if l3 >= 30 * (1 << 20) else "short")]
+
+
+def _storage(facts: BoxFacts) -> list[Check]:
+    from hwtop.report.storage import CLASS_BYTES_PER_S as CLASS
+
     nvme = [n for n, kind in facts.disks if kind == "nvme"]
     counts: dict[str, int] = {}
     for _name, kind in facts.disks:
         counts[kind] = counts.get(kind, 0) + 1
     kinds = ", ".join(f"{n} {kind}" + (" (md arrays of the disks beside)" if kind == "raid" else "")
                       for kind, n in counts.items()) or "none found"
-    from hwtop.report.storage import CLASS_BYTES_PER_S as CLASS
-
     guide = (f"NVMe (~{CLASS['nvme'] / 1e9:.0f} GB/s) for live data loading; SATA SSD ~{CLASS['ssd'] / 1e6:.0f} "
              f"MB/s, HDD ~{CLASS['hdd'] / 1e6:.0f} MB/s")
-    out.append(Check("Dataset storage", kinds, guide, "pass" if nvme else "short",
-                     "" if nvme else "measure it: hwtop report --storage /path/to/dataset"))
-    total_gpu = sum(g.memory_bytes or 0 for g in gpus)
+    return [Check("Dataset storage", kinds, guide, "pass" if nvme else "short",
+                  "" if nvme else "measure it: hwtop report --storage /path/to/dataset")]
+
+
+def _ram(facts: BoxFacts) -> list[Check]:
+    total_gpu = sum(g.memory_bytes or 0 for g in facts.gpus)
     ram = facts.ram_bytes
-    out.append(Check("Host RAM", _gib(ram) + (f" against {_gib(total_gpu)} of GPU memory" if total_gpu else ""),
-                     "the guide's '2x the parameters, 100M need 80 GB' is wrong (100M fp32 parameters are 0.4 GB): "
-                     "--params computes the real need",
-                     "info" if not total_gpu or ram is None else "pass" if ram >= total_gpu else "short",
-                     "hwtop's rule of thumb, not the guide's: RAM at least the GPUs' memory (checkpoint load per "
-                     "rank, pinned buffers, page cache)"))
-    if facts.swap_bytes:
-        out.append(Check("Swap", _gib(facts.swap_bytes), "swap does not add GPU memory (the guide suggests it does)",
-                         "info"))
-    return out
+    return [Check("Host RAM", _gib(ram) + (f" against {_gib(total_gpu)} of GPU memory" if total_gpu else ""),
+                  "the guide's '2x the parameters, 100M need 80 GB' is wrong (100M fp32 parameters are 0.4 GB): "
+                  "--params computes the real need",
+                  "info" if not total_gpu or ram is None else "pass" if ram >= total_gpu else "short",
+                  "hwtop's rule of thumb, not the guide's: RAM at least the GPUs' memory (checkpoint load per "
+                  "rank, pinned buffers, page cache)")]
+
+
+def _swap(facts: BoxFacts) -> list[Check]:
+    if not facts.swap_bytes:
+        return []
+    return [Check("Swap", _gib(facts.swap_bytes), "swap does not add GPU memory (the guide suggests it does)", "info")]
+
+
+HOST_CHECKS = (_cpu, _l3, _storage, _ram, _swap)
 
 
 def _pcie_gbs(gen: int, width: int | None) -> float:

@@ -69,8 +69,25 @@ def text(facts: BoxFacts, tier: Tier, checks: list[Check], fit: FitEstimate | No
     out.append(f"Tier: {tier.label}  ({tier.why})")
     out.append(f"  typical work: {tier.typical_work}")
     out.append("")
-    if facts.gpus:  # else the tier's line has said there is none, and why
-        out.append("GPUs:")
+    out += _box_lines(facts)
+    out.append("")
+    out.append("Checks (measured · the guide's figure):")
+    for check in checks:
+        out.append(f"  [{MARK[check.status]}] {check.name}: {check.measured} · {check.guide}")
+        if check.note:
+            out.append(f"           {check.note}")
+    if storage is not None or storage_error:
+        out += ["", "Storage read (page cache bypassed):", *_storage_lines(storage, storage_error)]
+    if bench is not None:
+        out += _bench_lines(bench, facts)
+    if fit is not None:
+        out += _fit_lines(fit)
+    return printable_lines(out)
+
+
+def _box_lines(facts: BoxFacts) -> list[str]:
+    """The GPUs, CPU, memory and storage the checks below grade."""
+    out = ["GPUs:"] if facts.gpus else []  # else the tier's line has said there is none, and why
     out += [f"  {line}" for line in _gpu_lines(facts.gpus)]
     ram, swap = gib(facts.ram_bytes), gib(facts.swap_bytes)
     out.append(f"CPU: {facts.cpu_model or 'N/A'} · {facts.physical_cores or 'N/A'} cores / "
@@ -80,33 +97,23 @@ def text(facts: BoxFacts, tier: Tier, checks: list[Check], fit: FitEstimate | No
     disks = facts.disks if len(facts.disks) <= 4 else facts.disks[:3]
     more = f", … {len(facts.disks) - 3} more" if len(facts.disks) > 4 else ""
     out.append("Storage: " + (", ".join(f"{n} ({k})" for n, k in disks) + more or "none found"))
-    out.append("")
-    out.append("Checks (measured · the guide's figure):")
-    for check in checks:
-        out.append(f"  [{MARK[check.status]}] {check.name}: {check.measured} · {check.guide}")
-        if check.note:
-            out.append(f"           {check.note}")
-    if storage is not None or storage_error:
-        out += ["", "Storage read (page cache bypassed):"]
-        if storage_error:
-            out.append(f"  {storage_error}")
-        else:
-            assert storage is not None
-            line = (f"  {storage.path}: {storage.bytes_read / 1e6:.0f} MB from {storage.files} file(s) in "
-                    f"{storage.seconds:.2f} s = {storage.bytes_per_s / 1e6:.0f} MB/s")
-            out.append(line)
-            if storage.class_bytes_per_s:
-                share = storage.bytes_per_s / storage.class_bytes_per_s
-                out.append(f"  device {storage.device} ({storage.kind}): {100 * share:.0f}% of its class's "
-                           f"~{storage.class_bytes_per_s / 1e6:.0f} MB/s")
-            else:
-                out.append(f"  device {storage.device or 'unknown'} ({storage.kind or 'kind unknown'}): no class "
-                           "figure to compare with")
-    if bench is not None:
-        out += _bench_lines(bench, facts)
-    if fit is not None:
-        out += _fit_lines(fit)
-    return printable_lines(out)
+    return out
+
+
+def _storage_lines(storage: StorageResult | None, storage_error: str | None) -> list[str]:
+    """What --storage measured, against its device's class."""
+    if storage_error or storage is None:
+        return [f"  {storage_error}"]
+    out = [f"  {storage.path}: {storage.bytes_read / 1e6:.0f} MB from {storage.files} file(s) in "
+           f"{storage.seconds:.2f} s = {storage.bytes_per_s / 1e6:.0f} MB/s"]
+    if storage.class_bytes_per_s:
+        share = storage.bytes_per_s / storage.class_bytes_per_s
+        out.append(f"  device {storage.device} ({storage.kind}): {100 * share:.0f}% of its class's "
+                   f"~{storage.class_bytes_per_s / 1e6:.0f} MB/s")
+    else:
+        out.append(f"  device {storage.device or 'unknown'} ({storage.kind or 'kind unknown'}): no class "
+                   "figure to compare with")
+    return out
 
 
 def _bench_lines(bench: dict[str, Any], facts: BoxFacts) -> list[str]:

@@ -11,8 +11,8 @@ hide, and the advice thresholds. The command line wins over the file.
     [advice.hold_s]            # per rule id, seconds from 0 to 3600
     gpu-starved = 10
 
-Its schema is the dataclasses of session/config_file.py, read by session.schema and imported only when a file
-exists: a wrong type, a value out of range, an unknown key, threshold or rule is refused with one line naming the
+Its schema is the msgspec Structs of session/config_file.py, decoded by session.schema and imported only when a
+file exists: a wrong type, a value out of range, an unknown key, threshold or rule is refused with one line naming the
 key and what it allows. Like ssh with its config, a file
 someone else could have written is refused too: it must be owned by the user running hwtop (or root) and not be
 writable by group or others, since it steers what hwtop runs and shows, often as root."""
@@ -26,13 +26,12 @@ from dataclasses import dataclass, field
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.safe_text import printable
+from hwtop.session.schema import ConfigError
+
+__all__ = ["THEMES", "Config", "ConfigError", "default_path", "load", "read_trusted"]
 
 THEMES: dict[str, str] = {"dark": "textual-dark", "light": "textual-light", "mono": "textual-dark"}
 MAX_BYTES = 1 << 20  # a config file larger than this is not one
-
-
-class ConfigError(ValueError):
-    """One line: the key, the value found, what is allowed."""
 
 
 @dataclass(slots=True)

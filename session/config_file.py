@@ -1,16 +1,16 @@
-"""The config file's schema: the dataclasses whose annotations session.schema reads, and `read`, which parses a
-file's TOML text into them. Imported only when a config file exists (see session/config.py)."""
+"""The config file's schema: the Structs whose annotations session.schema decodes with msgspec, and `read`, which
+parses a file's TOML text into them. Imported only when a config file exists (see session/config.py)."""
 
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
 from typing import Annotated, Literal, get_args
+
+import msgspec
 
 from hwtop.advice.rules import RULES, THRESHOLDS
 from hwtop.model.safe_text import printable
-from hwtop.session.config import ConfigError
-from hwtop.session.schema import Names, Range, parse
+from hwtop.session.schema import ConfigError, Names, Range, parse
 
 Theme = Literal["dark", "light", "mono"]
 Panel = Literal["cpu", "memory", "disks", "gpu", "network", "advice", "processes"]
@@ -26,23 +26,23 @@ THRESHOLD_NAMES = Names("advice threshold", {
 RULE_NAMES = Names("rule", {rule.id: Range(0.0, MAX_HOLD_S, what="a number of seconds") for rule in RULES})
 
 
-@dataclass(frozen=True, slots=True)
-class UiTable:
-    interval: Annotated[float, Range(0.0, MAX_INTERVAL_S, low_open=True, what="a number of seconds")] | None = None
+INTERVAL = Range(0.0, MAX_INTERVAL_S, low_open=True, what="a number of seconds")
+
+
+class UiTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    interval: Annotated[float, INTERVAL.meta(), INTERVAL] | None = None
     theme: Theme | None = None
     hide: tuple[Panel, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class AdviceTable:
-    thresholds: Annotated[dict[str, float], THRESHOLD_NAMES] = field(default_factory=dict)
-    hold_s: Annotated[dict[str, float], RULE_NAMES] = field(default_factory=dict)
+class AdviceTable(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    thresholds: Annotated[dict[str, float], THRESHOLD_NAMES] = msgspec.field(default_factory=dict)
+    hold_s: Annotated[dict[str, float], RULE_NAMES] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigFile:
-    ui: UiTable = field(default_factory=UiTable)
-    advice: AdviceTable = field(default_factory=AdviceTable)
+class ConfigFile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    ui: UiTable = msgspec.field(default_factory=UiTable)
+    advice: AdviceTable = msgspec.field(default_factory=AdviceTable)
 
 
 def read(text: str, path: str) -> ConfigFile:

@@ -43,6 +43,13 @@ class WorkloadRunner(Protocol):
     def stop(self) -> None: ...
 
 
+@runtime_checkable
+class LastWords(Protocol):
+    """A workload whose stderr is kept (workload/monitor.py's WorkloadMonitor)."""
+
+    def last_stderr(self, wait_s: float) -> tuple[str, ...]: ...
+
+
 class JobReader(Protocol):
     """A focused job, read each tick: probes/job/'s JobProbe."""
 
@@ -154,9 +161,13 @@ class WorkloadControl(Protocol):
     @property
     def running(self) -> bool: ...
 
+    def state(self) -> WorkloadState | None: ...
+
     def start(self, args: list[str]) -> None: ...
 
     def stop(self) -> bool: ...
+
+    def last_stderr(self, wait_s: float = 2.0) -> tuple[str, ...]: ...
 
 
 class JobControl(Protocol):
@@ -221,6 +232,10 @@ class Workload:
         current = self._source.workload
         return current is not None and current.state().status in ALIVE
 
+    def state(self) -> WorkloadState | None:
+        current = self._source.workload
+        return current.state() if current is not None else None
+
     def start(self, args: list[str]) -> None:
         from hwtop.workload.launcher import torch_missing
 
@@ -242,6 +257,12 @@ class Workload:
             return False
         current.stop()
         return True
+
+    def last_stderr(self, wait_s: float = 2.0) -> tuple[str, ...]:
+        """An ended job's last stderr lines, once its output has been drained (its state keeps three, and a
+        launcher's "rank N ... terminated with exit code X" comes last, after the rank's traceback)."""
+        current = self._source.workload
+        return current.last_stderr(wait_s) if isinstance(current, LastWords) else ()
 
 
 class JobFocus:

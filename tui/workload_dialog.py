@@ -10,8 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Select
 
 from hwtop.tui.dialog import Dialog
-
-KINDS = ("balanced", "dataloader-bound", "amp-compare", "oom-ramp")  # cli/options.py's WORKLOAD_KINDS
+from hwtop.workload.kinds import KINDS
 
 
 class WorkloadDialog(Dialog[list[str] | None]):

@@ -144,6 +144,7 @@ class GpuPanel(TextPanel):
         pieces: dict[str, Text] = {}
         pieces["name"] = data(f"{len(self.gpus)}× {names.pop()}" if len(names) == 1 else f"{len(self.gpus)} GPUs",
                               "bold")
+        pieces.update(remap_count(gpus))  # before the figures, which a short line cuts from the end
         utils = [g.util_percent for g in gpus if g.util_percent is not None]
         average = sum(utils) / len(utils) if utils else None
         pieces["util"] = Text(" util") + Text(pct(average, 5), style=level_style(average))
@@ -193,6 +194,7 @@ class GpuPanel(TextPanel):
             line = Text()
             for gpu in self.gpus[start:start + per_line]:
                 cell = Text(f"GPU{gpu.index}", style=palette.CRIT_STRONG if gpu.index in self.marked else "bold")
+                cell.append_text(remap_mark(gpu, "!"))  # one character: the cell's figures keep their room
                 if gpu.lost:
                     cell.append(" LOST", style=palette.CRIT_STRONG)
                 else:
@@ -240,6 +242,7 @@ class GpuPanel(TextPanel):
         if gpu.lost:
             return [head + Text("  LOST: GPU fell off the bus or stopped answering (retrying)",
                                 style=palette.CRIT_STRONG)]
+        head.append_text(remap_mark(gpu))  # on the GPU's first line, before the figures a narrow line cuts
         mem_pct = (100.0 * gpu.memory_used_bytes / gpu.memory_total_bytes
                    if gpu.memory_total_bytes and gpu.memory_used_bytes is not None else None)
         temp = _num(gpu.temperature_c, unit="°C")
@@ -312,6 +315,29 @@ class GpuPanel(TextPanel):
         if gpu.mig_enabled:
             line3.append(f"  MIG {len(gpu.mig)} slices", style=palette.TAG)
         return line3
+
+
+def remap_mark(gpu: GpuSnapshot, short: str | None = None) -> Text:
+    """A GPU whose row remapper failed (critical: drain, reset, RMA) or waits for a reset to apply a remap (a
+    warning: reset when the job allows), marked where its figures are (`short` in place of the words where there is
+    no room); empty for any other GPU. The gpu-errors finding says the rest."""
+    remap = gpu.row_remap
+    if remap is not None and remap.failed:
+        return Text(short or " REMAP FAILED", style=palette.CRIT_STRONG)
+    if remap is not None and remap.pending:
+        return Text(short or " RESET: remap pending", style=palette.WARN_STRONG)
+    return Text()
+
+
+def remap_count(gpus: list[GpuSnapshot]) -> dict[str, Text]:
+    """The summary line's piece: the GPUs with a failed or pending remap (`REMAP GPU2,6`; critical where one failed)."""
+    marks = {g.index: remap_mark(g) for g in gpus}
+    marked = [index for index, mark in marks.items() if mark.plain]
+    if not marked:
+        return {}
+    failed = any(mark.style == palette.CRIT_STRONG for mark in marks.values())
+    return {"remap": Text(f" REMAP GPU{gpu_numbers(marked)}",
+                          style=palette.CRIT_STRONG if failed else palette.WARN_STRONG)}
 
 
 # What the summary line gives up first when it is too short; whose the GPUs are goes after every figure but the

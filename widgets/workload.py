@@ -54,7 +54,7 @@ class WorkloadPanel(TextPanel):
         self.collective = dict(collective or {})
         self.display = state is not None
         if state is not None:
-            self.set_title(data(f"Workload · {state.scenario}" + (" · x stop" if stoppable else "")))
+            self.set_title(data(f"Workload · {state.kind}" + (" · x stop" if stoppable else "")))
         if not self.same_as_shown((state, room, tuple(sorted(self.gpu_memory.items())),
                                    tuple(sorted(self.collective.items())))):
             self.changed()

@@ -16,7 +16,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -26,13 +26,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 
-KINDS = {
-    # kind (--scenario): overrides of the options (the user's explicit options win)
-    "balanced": {"num_workers": 2, "transform_cost": 0.2},
-    "dataloader-bound": {"num_workers": 0, "transform_cost": 8.0},
-    "amp-compare": {},
-    "oom-ramp": {},
-}
+from hwtop.workload.kinds import KINDS
 
 
 def emit(record: dict[str, Any]) -> None:
@@ -142,7 +136,7 @@ def _non_negative_float(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="hwtop workload")  # its errors reach the user as they are
-    parser.add_argument("--scenario", choices=list(KINDS), default="balanced")
+    parser.add_argument("--scenario", dest="kind", choices=list(KINDS), default="balanced")  # the job's kind
     parser.add_argument("--model", choices=["mlp", "convnet"], default="convnet")
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--world-size", type=_at_least(1, 64), default=1)
@@ -164,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve(args: argparse.Namespace) -> argparse.Namespace:
-    for key, value in KINDS[args.scenario].items():
+    for key, value in KINDS[args.kind].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
     args.num_workers = 0 if args.num_workers is None else args.num_workers
@@ -174,103 +168,143 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
     return args
 
 
+class Trainer:
+    """One rank's model, optimizer, AMP scaler and loader, made for a run; `step` is one optimizer step."""
+
+    def __init__(self, rank: int, args: argparse.Namespace, amp: str, batch_size: int) -> None:
+        self.args, self.amp, self.batch_size = args, amp, batch_size
+        torch.manual_seed(args.seed)
+        cuda = args.device == "cuda"
+        self.device = torch.device("cuda", rank % max(1, torch.cuda.device_count())) if cuda else torch.device("cpu")
+        model = (ToyMlp() if args.model == "mlp" else SmallConvNet()).to(self.device)
+        self.ddp = DistributedDataParallel(model, device_ids=[self.device.index] if cuda else None)
+        self.optimizer = torch.optim.SGD(self.ddp.parameters(), lr=args.lr)
+        self.dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=amp == "fp16")
+        if args.model == "mlp":
+            dataset: Dataset = SyntheticVectors(4096, args.seed + rank)
+        else:
+            dataset = SyntheticImages(100_000, args.transform_cost, args.seed + rank)
+        self.loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=args.num_workers,
+                                 pin_memory=args.pin_memory and cuda, drop_last=True,
+                                 persistent_workers=args.num_workers > 0)
+        if cuda:
+            torch.backends.cudnn.benchmark = args.cudnn_benchmark
+            torch.cuda.reset_peak_memory_stats(self.device)
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.iterator: Iterator[tuple[torch.Tensor, torch.Tensor]] | None = None
+
+    def start(self) -> None:
+        """The loader's iterator (its workers start): the run's clock is running."""
+        self.iterator = iter(self.loader)
+
+    def _batch(self) -> tuple[torch.Tensor, torch.Tensor]:
+        assert self.iterator is not None, "start() first"
+        try:
+            return next(self.iterator)
+        except StopIteration:
+            self.iterator = iter(self.loader)
+            return next(self.iterator)
+
+    def step(self) -> tuple[float, float, bool]:
+        """One optimizer step over --grad-accum micro-batches: (its loss, seconds waiting for data, whether its
+        gradients were finite and it was taken)."""
+        accum, device = self.args.grad_accum, self.device
+        wait = 0.0
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = torch.zeros((), device=device)
+        for micro in range(accum):
+            fetch = time.perf_counter()
+            x, y = self._batch()
+            wait += time.perf_counter() - fetch
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            sync = self.ddp.no_sync() if micro < accum - 1 else _null()
+            with sync, torch.autocast(device.type, dtype=self.dtype, enabled=self.dtype is not None):
+                loss = self.loss_fn(self.ddp(x), y) / accum
+            self.scaler.scale(loss).backward()
+        loss_value = float(loss.detach()) * accum
+        # DDP has averaged the gradients, so every rank reaches the same verdict and the ranks stay in step.
+        finite = self.amp == "fp16" or _gradients_finite(self.ddp)  # fp16: GradScaler skips such steps itself
+        if finite:
+            self.scaler.step(self.optimizer)
+        else:
+            self.optimizer.zero_grad(set_to_none=True)  # a NaN/inf gradient is skipped, as GradScaler skips one
+        self.scaler.update()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        return loss_value, wait, finite
+
+    def memory(self) -> dict[str, int]:
+        """The CUDA allocator's figures (none on a CPU)."""
+        if self.device.type != "cuda":
+            return {}
+        return {"cuda_allocated_bytes": torch.cuda.memory_allocated(self.device),
+                "cuda_reserved_bytes": torch.cuda.memory_reserved(self.device),
+                "cuda_peak_bytes": torch.cuda.max_memory_allocated(self.device)}
+
+    def checksum(self) -> float | None:
+        total = float(sum(p.detach().double().sum() for p in self.ddp.parameters()))
+        return total if math.isfinite(total) else None
+
+
+class Tally:
+    """A run's figures, step by step: the first step pays for worker start-up and is not the steady state."""
+
+    def __init__(self, steps: int | None) -> None:
+        self.steps, self.step = steps, 0
+        self.total_wait = self.total_time = 0.0
+        self.losses: list[float] = []
+        self.nonfinite_steps = self.peak_rss = 0
+
+    def add(self, loss: float, wait: float, elapsed: float, finite: bool, rss: int) -> None:
+        self.step += 1
+        if self.step > 1 or self.steps == 1:
+            self.total_wait += wait
+            self.total_time += elapsed
+        if math.isfinite(loss):
+            self.losses.append(loss)
+        self.nonfinite_steps += not finite
+        self.peak_rss = max(self.peak_rss, rss)
+
+    def summary(self, samples_per_step: int) -> dict[str, Any]:
+        measured = self.step - 1 if self.step > 1 else self.step
+        seconds = self.total_time
+        return {"steps": self.step, "nonfinite_steps": self.nonfinite_steps,
+                "data_wait_fraction": self.total_wait / seconds if seconds else None,
+                "samples_per_s": measured * samples_per_step / seconds if seconds else None,
+                "first_loss": self.losses[0] if self.losses else None,
+                "last_loss": self.losses[-1] if self.losses else None, "peak_rss_bytes": self.peak_rss}
+
+
 def train(rank: int, world: int, args: argparse.Namespace, amp: str, batch_size: int, steps: int | None,
           phase: str | None = None) -> dict[str, Any]:
     """One training run on this rank; returns its summary. Raises torch.OutOfMemoryError upward."""
-    torch.manual_seed(args.seed)
-    device = torch.device("cuda", rank % max(1, torch.cuda.device_count())) if args.device == "cuda" else \
-        torch.device("cpu")
-    model = (ToyMlp() if args.model == "mlp" else SmallConvNet()).to(device)
-    ddp = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=args.lr)
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(amp)
-    scaler = torch.amp.GradScaler(device.type, enabled=amp == "fp16")
-    if args.model == "mlp":
-        dataset: Dataset = SyntheticVectors(4096, args.seed + rank)
-    else:
-        dataset = SyntheticImages(100_000, args.transform_cost, args.seed + rank)
-    loader = DataLoader(dataset, batch_size=batch_size, shuffle=False, num_workers=args.num_workers,
-                        pin_memory=args.pin_memory and device.type == "cuda", drop_last=True,
-                        persistent_workers=args.num_workers > 0)
-    if device.type == "cuda":
-        torch.backends.cudnn.benchmark = args.cudnn_benchmark
-        torch.cuda.reset_peak_memory_stats(device)
-    loss_fn = nn.CrossEntropyLoss()
+    trainer = Trainer(rank, args, amp, batch_size)
+    tally = Tally(steps)
     started = time.perf_counter()
-    step = 0
-    total_wait = total_time = 0.0
-    losses: list[float] = []
-    nonfinite_steps = 0
-    iterator = iter(loader)
-    peak_rss = 0
-    while True:
-        if steps is not None and step >= steps:
-            break
-        if args.seconds is not None and time.perf_counter() - started >= args.seconds:
-            break
+    trainer.start()
+    samples_per_step = batch_size * args.grad_accum
+    while (steps is None or tally.step < steps) and \
+            (args.seconds is None or time.perf_counter() - started < args.seconds):
         step_start = time.perf_counter()
-        wait = 0.0
-        optimizer.zero_grad(set_to_none=True)
-        loss = torch.zeros((), device=device)
-        for micro in range(args.grad_accum):
-            fetch = time.perf_counter()
-            try:
-                x, y = next(iterator)
-            except StopIteration:
-                iterator = iter(loader)
-                x, y = next(iterator)
-            wait += time.perf_counter() - fetch
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            sync = ddp.no_sync() if micro < args.grad_accum - 1 else _null()
-            with sync, torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-                loss = loss_fn(ddp(x), y) / args.grad_accum
-            scaler.scale(loss).backward()
-        loss_value = float(loss.detach()) * args.grad_accum
-        # DDP has averaged the gradients, so every rank reaches the same verdict and the ranks stay in step.
-        finite = amp == "fp16" or _gradients_finite(ddp)  # fp16: GradScaler skips such steps itself
-        if finite:
-            scaler.step(optimizer)
-        else:
-            optimizer.zero_grad(set_to_none=True)  # a NaN/inf gradient is skipped, as GradScaler skips one
-            nonfinite_steps += 1
-        scaler.update()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+        loss, wait, finite = trainer.step()
         elapsed = time.perf_counter() - step_start
-        step += 1
-        if step > 1 or steps == 1:  # the first step pays for worker start-up: not the steady state
-            total_wait += wait
-            total_time += elapsed
-        if math.isfinite(loss_value):
-            losses.append(loss_value)
         rss = rss_bytes() or 0
-        peak_rss = max(peak_rss, rss)
-        record = {"event": "step", "rank": rank, "world_size": world, "step": step, "step_time_s": elapsed,
-                  "data_wait_s": wait, "data_wait_fraction": wait / elapsed if elapsed else None,
-                  "samples_per_s": batch_size * args.grad_accum / elapsed if elapsed else None,
-                  "loss": loss_value if math.isfinite(loss_value) else None,
-                  "loss_finite": math.isfinite(loss_value), "step_skipped": not finite, "amp": amp,
-                  "scale": scaler.get_scale() if amp == "fp16" else None,
-                  "batch_size": batch_size, "rss_bytes": rss, "phase": phase}
-        if device.type == "cuda":
-            record.update(cuda_allocated_bytes=torch.cuda.memory_allocated(device),
-                          cuda_reserved_bytes=torch.cuda.memory_reserved(device),
-                          cuda_peak_bytes=torch.cuda.max_memory_allocated(device))
-        emit(record)
+        tally.add(loss, wait, elapsed, finite, rss)
+        emit({"event": "step", "rank": rank, "world_size": world, "step": tally.step, "step_time_s": elapsed,
+              "data_wait_s": wait, "data_wait_fraction": wait / elapsed if elapsed else None,
+              "samples_per_s": samples_per_step / elapsed if elapsed else None,
+              "loss": loss if math.isfinite(loss) else None, "loss_finite": math.isfinite(loss),
+              "step_skipped": not finite, "amp": amp,
+              "scale": trainer.scaler.get_scale() if amp == "fp16" else None,
+              "batch_size": batch_size, "rss_bytes": rss, "phase": phase, **trainer.memory()})
         if not finite and args.on_nonfinite == "stop":
-            emit({"event": "diverged", "rank": rank, "step": step, "loss": None if not math.isfinite(loss_value)
-                  else loss_value, "message": f"non-finite gradients at step {step}: training stopped "
+            emit({"event": "diverged", "rank": rank, "step": tally.step, "loss": loss if math.isfinite(loss)
+                  else None, "message": f"non-finite gradients at step {tally.step}: training stopped "
                   "(--on-nonfinite stop)"})
             break
-    checksum = float(sum(p.detach().double().sum() for p in ddp.parameters()))
-    checksum = checksum if math.isfinite(checksum) else None
-    measured = step - 1 if step > 1 else step
-    return {"steps": step, "nonfinite_steps": nonfinite_steps,
-            "data_wait_fraction": total_wait / total_time if total_time else None,
-            "samples_per_s": measured * batch_size * args.grad_accum / total_time if total_time else None,
-            "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
-            "peak_rss_bytes": peak_rss, "param_checksum": checksum,
-            "cuda_peak_bytes": torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None}
+    cuda_peak = torch.cuda.max_memory_allocated(trainer.device) if trainer.device.type == "cuda" else None
+    return {**tally.summary(samples_per_step), "param_checksum": trainer.checksum(), "cuda_peak_bytes": cuda_peak}
 
 
 class _null:
@@ -298,13 +332,13 @@ def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
     if "MASTER_ADDR" not in os.environ:
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(args.port or free_port())
     dist.init_process_group(backend, rank=rank, world_size=world)
-    emit({"event": "started", "rank": rank, "world_size": world, "pid": os.getpid(), "scenario": args.scenario,
+    emit({"event": "started", "rank": rank, "world_size": world, "pid": os.getpid(), "scenario": args.kind,
           "device": args.device, "backend": backend, "amp": args.amp, "batch_size": args.batch_size,
           "num_workers": args.num_workers, "transform_cost_ms": args.transform_cost, "model": args.model,
           "pin_memory": args.pin_memory, "cudnn_benchmark": args.cudnn_benchmark, "grad_accum": args.grad_accum,
           "on_nonfinite": args.on_nonfinite, "lr": args.lr})
     try:
-        if args.scenario == "amp-compare":
+        if args.kind == "amp-compare":
             low = "bf16" if args.device == "cpu" else "fp16"
             fp32 = train(rank, world, args, "off", args.batch_size, args.steps, phase="fp32")
             mixed = train(rank, world, args, low, args.batch_size, args.steps, phase=low)
@@ -316,7 +350,7 @@ def run_rank(rank: int, world: int, args: argparse.Namespace) -> None:
                   "memory_saving_fraction": (1 - mixed[key] / fp32[key]) if key and fp32[key] else None,
                   "speedup": (mixed["samples_per_s"] / fp32["samples_per_s"]) if fp32["samples_per_s"] else None})
             summary = mixed
-        elif args.scenario == "oom-ramp":
+        elif args.kind == "oom-ramp":
             summary = oom_ramp(rank, world, args)
         else:
             summary = train(rank, world, args, args.amp, args.batch_size, args.steps)

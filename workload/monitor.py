@@ -21,7 +21,7 @@ RING = 60
 class WorkloadMonitor:
     def __init__(self, job_args: list[str], env: dict[str, str] | None = None) -> None:
         self.job_args = job_args
-        self.scenario = next((job_args[i + 1] for i, a in enumerate(job_args[:-1]) if a == "--scenario"), "balanced")
+        self.kind = next((job_args[i + 1] for i, a in enumerate(job_args[:-1]) if a == "--scenario"), "balanced")
         self._lock = threading.Lock()
         self._ranks: dict[int, dict[str, Any]] = {}
         self._rings: dict[tuple[int, str], deque[float]] = {}
@@ -112,7 +112,7 @@ class WorkloadMonitor:
                 for rank, s in sorted(self._ranks.items()))
             tail = tuple(self.job.stderr_tail)[-3:] if status == "crashed" else ()
             return WorkloadState(
-                scenario=self.scenario, status=status, exit_code=code, ranks=ranks, last_event=self._last_event,
+                kind=self.kind, status=status, exit_code=code, ranks=ranks, last_event=self._last_event,
                 stderr_tail=tail, pids=tuple(sorted(self._pids)), garbage_lines=self.job.garbage_lines,
                 summary=self._summary, config=self._config, oom_count=self._oom_count, last_oom=self._last_oom,
                 nonfinite_steps=self._nonfinite_steps, last_nonfinite=self._last_nonfinite,
@@ -121,3 +121,9 @@ class WorkloadMonitor:
     def stop(self) -> None:
         self._stopped = True
         self.job.stop()
+
+    def last_stderr(self, wait_s: float) -> tuple[str, ...]:
+        """Its stderr's last lines once its output has been drained (it has ended): the reader thread reads
+        stderr once stdout has closed."""
+        self._reader.join(wait_s)
+        return tuple(self.job.stderr_tail)

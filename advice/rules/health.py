@@ -9,7 +9,7 @@ from hwtop.advice.thresholds import Threshold, Thresholds
 from hwtop.advice.throttle import HARDWARE, POWER, THERMAL
 from hwtop.advice.window import Window, compute_pids
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import GpuSnapshot
+from hwtop.model.snapshot import GpuSnapshot, RowRemap
 
 
 @rule("gpu-throttled", hold_s=5, clear_s=10, order=90, watches="clock event reasons of busy GPUs",
@@ -79,53 +79,144 @@ PROGRAM_XID_FIXES = ("The program's own error: its stderr names the kernel; CUDA
                      "dmesg | grep -i xid shows the report with the process it hit.")
 
 
+def _bus(gpu: GpuSnapshot) -> str:
+    return gpu.pci_bus_id or "bus id unknown"
+
+
 def _xid_finding(gpu: GpuSnapshot) -> Finding:
     xid = gpu.xid_last or 0
     meaning, hardware = XID_MEANING.get(xid, ("see NVIDIA's Xid table for this code", True))
+    evidence = [f"GPU{gpu.index} ({_bus(gpu)}): Xid {xid}, {meaning} (NVML event, within the last two minutes)"]
+    if gpu.row_remap is not None and gpu.row_remap.pending:
+        evidence.append(f"GPU{gpu.index}'s row remapper has a remap pending: it takes effect at the next GPU reset")
     return gpu_errors.finding(
-        "critical" if hardware else "warning", f"GPU{gpu.index} reported Xid {xid}",
-        (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}): Xid {xid}, {meaning} (NVML event, "
-         "within the last two minutes)",),
+        "critical" if hardware else "warning", f"GPU{gpu.index} reported Xid {xid}", tuple(evidence),
         ECC_FIXES if hardware else PROGRAM_XID_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,),
         pids=compute_pids(gpu),
         # a program's fault on eight GPUs is one bug; a card's own error is that card's
         cause="" if hardware else f"Xid {xid}")
 
 
-@rule("gpu-errors", severity="critical", hold_s=0, clear_s=60, order=130, watches="ECC errors and lost GPUs",
-      thresholds={"ecc_corrected_growth": Threshold(
-          100, "errors", "hwtop's choice: 100 more corrected errors within two minutes is a burst; NVML here gives "
-                         "totals, not addresses")})
+def _rows(remap: RowRemap) -> str:
+    return (f"{remap.uncorrectable_rows} row(s) remapped after uncorrectable errors, {remap.correctable_rows} after "
+            "correctable ones")
+
+
+def _remap_failed(gpu: GpuSnapshot, remap: RowRemap) -> Finding:
+    return gpu_errors.finding(
+        "critical", f"GPU{gpu.index} row remapping failed",
+        (f"GPU{gpu.index} ({_bus(gpu)}): a failing row of its memory could not be remapped: no spare row was left "
+         f"({_rows(remap)}; NVML row remapper)",),
+        (f"Drain the node: stop the jobs on GPU{gpu.index}, then reset it (nvidia-smi -r -i {gpu.index}) or reboot; "
+         "RMA the card if remapping fails again.",
+         "nvidia-smi -q -d ROW_REMAPPER shows the remapper's state and the spare rows left per bank."),
+        scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu))
+
+
+def _remap_pending(gpu: GpuSnapshot, remap: RowRemap) -> Finding:
+    return gpu_errors.finding(
+        "warning", f"GPU{gpu.index} row remap pending: reset needed",
+        (f"GPU{gpu.index} ({_bus(gpu)}): a failing row of its memory is remapped to a spare one at the next GPU "
+         f"reset ({_rows(remap)}; NVML row remapper)",),
+        (f"Reset the GPU when the job allows: once no process uses GPU{gpu.index}, nvidia-smi -r -i {gpu.index} "
+         "(or reboot the node); the remap takes effect then.",
+         "nvidia-smi -q -d ROW_REMAPPER shows the pending remap; dmesg | grep -i xid the Xid 63 that recorded it."),
+        scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu))
+
+
+NVLINK_WORDS = (("replay", "replays"), ("recovery", "recoveries"), ("crc_data", "data CRC errors"),
+                ("crc_flit", "flow-control CRC errors"))
+
+
+def _nvlink_growth(gpu: GpuSnapshot, before: GpuSnapshot | None) -> dict[str, int]:
+    """Each NVLink counter's growth since `before` (a counter that went back, reset by the driver, grew 0)."""
+    now, then = gpu.nvlink_errors, before.nvlink_errors if before is not None else None
+    if now is None or then is None:
+        return {}
+    grown = {}
+    for name, _ in NVLINK_WORDS:
+        late, early = getattr(now, name), getattr(then, name)
+        if late is not None and early is not None and late > early:
+            grown[name] = late - early
+    return grown
+
+
+def _nvlink_climbing(gpu: GpuSnapshot, before: GpuSnapshot | None, span: float, t: Thresholds) -> Finding | None:
+    """Replays, recoveries or data CRC errors, any at all (DCGM's health watch warns at one); flow-control CRC
+    errors, which a replay corrects, only at DCGM's rate (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR)."""
+    grown = _nvlink_growth(gpu, before)
+    flit_rate = grown.get("crc_flit", 0) / span if span > 0 else 0.0
+    if not any(grown.get(name, 0) >= t["nvlink_error_growth"] for name in ("replay", "recovery", "crc_data")) \
+            and flit_rate < t["nvlink_crc_flit_per_s"]:
+        return None
+    counts = ", ".join(f"{words} +{grown[name]}" for name, words in NVLINK_WORDS if grown.get(name))
+    return gpu_errors.finding(
+        "warning", f"GPU{gpu.index} NVLink errors climbing",
+        (f"GPU{gpu.index} ({_bus(gpu)}) NVLink errors in {span:.0f} s: {counts}",),
+        (f"nvidia-smi nvlink -e -i {gpu.index} shows the counts per link, nvidia-smi nvlink -s -i {gpu.index} each "
+         "link's state: a link that keeps replaying or retraining slows every collective over it.",
+         "dcgmi diag -r 2 tests the links; a link that keeps failing is the GPU board's or the NVSwitch tray's to "
+         "reseat or replace."),
+        scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu))
+
+
+def _ecc_finding(gpu: GpuSnapshot, before: GpuSnapshot | None, span: float, t: Thresholds) -> Finding | None:
+    ecc = gpu.ecc
+    if ecc is None:
+        return None
+    if ecc.volatile_uncorrected:
+        return gpu_errors.finding(
+            "critical", f"GPU{gpu.index} uncorrectable ECC errors",
+            (f"GPU{gpu.index} {ecc.volatile_uncorrected} uncorrectable ECC error(s) since the last driver load",),
+            ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+    start = before.ecc.volatile_corrected if before is not None and before.ecc is not None else None
+    if start is not None and ecc.volatile_corrected is not None and \
+            ecc.volatile_corrected - start >= t["ecc_corrected_growth"]:
+        return gpu_errors.finding(
+            "warning", f"GPU{gpu.index} corrected ECC errors climbing",
+            (f"GPU{gpu.index} corrected ECC errors {start} → {ecc.volatile_corrected} in {span:.0f} s",),
+            ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+    return None
+
+
+def _gpu_fault(gpu: GpuSnapshot, before: GpuSnapshot | None, span: float, t: Thresholds) -> Finding | None:
+    """The worst of a GPU's faults, one finding a GPU: a failed remap, a new Xid, the GPU lost, uncorrectable ECC
+    errors, a remap pending a reset, NVLink errors climbing, corrected ECC errors climbing."""
+    remap = gpu.row_remap
+    if remap is not None and remap.failed:
+        return _remap_failed(gpu, remap)
+    if gpu.xid_last and (before is None or before.xid_last != gpu.xid_last):  # reported within the window
+        return _xid_finding(gpu)
+    if gpu.lost:
+        return gpu_errors.finding(
+            "critical", f"GPU{gpu.index} lost",
+            (f"GPU{gpu.index} ({_bus(gpu)}) stopped answering NVML (GPU_IS_LOST); hwtop retries it every 5 s",),
+            ("Check dmesg for Xid 79 (fell off the bus): power, seating, or an overheated card.",
+             "Jobs on it are dead or hung: stop them; the node usually needs a reboot."),
+            scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+    if gpu.ecc is not None and gpu.ecc.volatile_uncorrected:
+        return _ecc_finding(gpu, before, span, t)
+    if remap is not None and remap.pending:
+        return _remap_pending(gpu, remap)
+    return _nvlink_climbing(gpu, before, span, t) or _ecc_finding(gpu, before, span, t)
+
+
+@rule("gpu-errors", severity="critical", hold_s=0, clear_s=60, order=130,
+      watches="Xid errors, ECC errors, row remapping, NVLink errors and lost GPUs",
+      thresholds={
+          "ecc_corrected_growth": Threshold(
+              100, "errors", "hwtop's choice: 100 more corrected errors within two minutes is a burst; NVML here "
+                             "gives totals, not addresses"),
+          "nvlink_error_growth": Threshold(
+              1, "errors", "DCGM's health watch (DCGM_LIMIT_MAX_NVLINK_ERROR): one NVLink replay, recovery or data "
+                           "CRC error within its window is a warning"),
+          "nvlink_crc_flit_per_s": Threshold(
+              100, "errors/s", "DCGM's health watch (DCGM_LIMIT_MAX_NVLINK_CRC_ERROR): flow-control CRC errors, "
+                               "which a replay corrects, fail a link from 100 a second")})
 def gpu_errors(window: Window, t: Thresholds) -> Iterator[Finding]:
     first = {g.index: g for g in window.snapshots[0].gpus}
+    span = window.latest.time - window.snapshots[0].time
     for gpu in window.latest.gpus:
-        before = first.get(gpu.index)
-        if gpu.xid_last and (before is None or before.xid_last != gpu.xid_last):  # reported within the window
-            yield _xid_finding(gpu)
-            continue
-        if gpu.lost:
-            yield gpu_errors.finding(
-                "critical", f"GPU{gpu.index} lost",
-                (f"GPU{gpu.index} ({gpu.pci_bus_id or 'bus id unknown'}) stopped answering NVML "
-                 "(GPU_IS_LOST); hwtop retries it every 5 s",),
-                ("Check dmesg for Xid 79 (fell off the bus): power, seating, or an overheated card.",
-                 "Jobs on it are dead or hung: stop them; the node usually needs a reboot."),
-                scope=f"GPU{gpu.index}", gpus=(gpu.index,))
-            continue
-        ecc = gpu.ecc
-        if ecc is None:
-            continue
-        if ecc.volatile_uncorrected:
-            yield gpu_errors.finding(
-                "critical", f"GPU{gpu.index} uncorrectable ECC errors",
-                (f"GPU{gpu.index} {ecc.volatile_uncorrected} uncorrectable ECC error(s) since the last "
-                 "driver load",), ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
-            continue
-        start = before.ecc.volatile_corrected if before is not None and before.ecc is not None else None
-        if start is not None and ecc.volatile_corrected is not None and \
-                ecc.volatile_corrected - start >= t["ecc_corrected_growth"]:
-            span = window.latest.time - window.snapshots[0].time
-            yield gpu_errors.finding(
-                "warning", f"GPU{gpu.index} corrected ECC errors climbing",
-                (f"GPU{gpu.index} corrected ECC errors {start} → {ecc.volatile_corrected} in {span:.0f} s",),
-                ECC_FIXES, scope=f"GPU{gpu.index}", gpus=(gpu.index,))
+        finding = _gpu_fault(gpu, first.get(gpu.index), span, t)
+        if finding is not None:
+            yield finding

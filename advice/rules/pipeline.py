@@ -55,13 +55,19 @@ def telemetry_supply(window: Window, workload: WorkloadState, waits: dict[int, f
     if own <= 0:
         return None
     batch_s = batch * cost / 1000.0
-    cpu = window.latest.cpu
-    cores = cpu.logical_cores if cpu else None
-    smt = cpu is not None and cpu.physical_cores and cpu.physical_cores != cpu.logical_cores
-    what = f"{cores} logical CPUs on {cpu.physical_cores} cores" if smt and cpu else None
+    cores, what = _logical_cores(window.latest)
     text = (f"a batch takes one worker {batch} samples x {cost:g} ms = {batch_s:.2f} s; the step's own time is "
             f"{own:.2f} s ({step:.2f} s a step, {100 * wait:.0f}% of it waiting): {batch_s / own:.1f}x")
     return Supply(workers, batch_s / own, 1.0, cores, config.world_size or len(workload.ranks) or 1, text, what)
+
+
+def _logical_cores(snapshot: Snapshot) -> tuple[int | None, str | None]:
+    """(logical CPUs, what they are where not plain: "256 logical CPUs on 128 cores" on an SMT box)."""
+    cpu = snapshot.cpu
+    if cpu is None:
+        return None, None
+    smt = cpu.physical_cores and cpu.physical_cores != cpu.logical_cores
+    return cpu.logical_cores, (f"{cpu.logical_cores} logical CPUs on {cpu.physical_cores} cores" if smt else None)
 
 
 def _worker_fix(snapshot: Snapshot, workers: int | None, world: int, affinity: int | None) -> tuple[str, ...]:

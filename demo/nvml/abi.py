@@ -123,6 +123,25 @@ EVENT_XID_CRITICAL = 8  # nvmlEventTypeXidCriticalError
 NO_INSTANCE = 0xFFFFFFFF  # an event of the whole GPU, not of one MIG instance
 
 
+class ViolationTime(Structure):
+    """nvmlViolationTime_t: referenceTime is the host's clock in µs, violationTime the time in the policy in ns."""
+
+    _fields_ = [("referenceTime", c_ulonglong), ("violationTime", c_ulonglong)]
+
+
+# nvmlPerfPolicyType_t: the policies nvmlDeviceGetViolationStatus answers for (6-9 are not defined)
+PERF_POLICY_POWER = 0
+PERF_POLICY_THERMAL = 1
+PERF_POLICIES = frozenset({0, 1, 2, 3, 4, 5, 10, 11})
+# nvmlNvLinkErrorCounter_t
+NVLINK_ERROR_DL_REPLAY = 0
+NVLINK_ERROR_DL_RECOVERY = 1
+NVLINK_ERROR_DL_CRC_FLIT = 2
+NVLINK_ERROR_DL_CRC_DATA = 3
+NVLINK_ERROR_DL_ECC_DATA = 4
+NVLINK_ERROR_COUNT = 5
+
+
 class GpmSupport(Structure):
     _fields_ = [("version", c_uint), ("isSupportedDevice", c_uint)]
 
@@ -164,6 +183,9 @@ FI_NVLINK_THROUGHPUT_DATA_TX = 138
 FI_NVLINK_THROUGHPUT_DATA_RX = 139
 FI_PCIE_COUNT_TX_BYTES = 197
 FI_PCIE_COUNT_RX_BYTES = 198
+# NVML_FI_DEV_NVLINK_{CRC_FLIT,CRC_DATA,REPLAY,RECOVERY}_ERROR_COUNT_TOTAL: the counter summed over every link,
+# by its nvmlNvLinkErrorCounter_t
+FI_NVLINK_ERROR_TOTALS = {38: 2, 45: 3, 52: 0, 59: 1}
 
 U = c_uint
 P = c_void_p  # every pointer travels as an address; the fake casts it to the type nvml.h declares
@@ -204,6 +226,8 @@ SIGNATURES: dict[str, tuple[type, ...]] = {
     "nvmlDeviceGetTotalEccErrors": (P, U, U, P),
     "nvmlDeviceGetTotalEnergyConsumption": (P, P),
     "nvmlDeviceGetPcieReplayCounter": (P, P),
+    "nvmlDeviceGetRemappedRows": (P, P, P, P, P),
+    "nvmlDeviceGetViolationStatus": (P, U, P),
     "nvmlEventSetCreate": (P,),
     "nvmlDeviceRegisterEvents": (P, c_ulonglong, P),
     "nvmlEventSetWait_v2": (P, P, U),
@@ -225,6 +249,7 @@ SIGNATURES: dict[str, tuple[type, ...]] = {
     "nvmlGpmMetricsGet": (P,),
     "nvmlDeviceGetNvLinkState": (P, U, P),
     "nvmlDeviceGetNvLinkRemotePciInfo_v2": (P, U, P),
+    "nvmlDeviceGetNvLinkErrorCounter": (P, U, U, P),
     "nvmlDeviceGetTopologyCommonAncestor": (P, P, P),
 }
 

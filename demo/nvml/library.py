@@ -35,6 +35,8 @@ ALIASES = {"nvmlInit": ("nvmlInitWithFlags", "nvmlInit_v2"), "nvmlDeviceGetCount
            "nvmlDeviceGetHandleByIndex": ("nvmlDeviceGetHandleByIndex_v2",),
            "nvmlDeviceGetPciInfo": ("nvmlDeviceGetPciInfo_v3",)}
 NO_INIT_NEEDED = frozenset({"nvmlInitWithFlags", "nvmlInit_v2", abi.ERROR_STRING})
+NVLINK_ERROR_KINDS = {"replay": abi.NVLINK_ERROR_DL_REPLAY, "recovery": abi.NVLINK_ERROR_DL_RECOVERY,
+                      "crc_flit": abi.NVLINK_ERROR_DL_CRC_FLIT, "crc_data": abi.NVLINK_ERROR_DL_CRC_DATA}
 
 
 @dataclass(slots=True)
@@ -333,6 +335,27 @@ class FakeNvmlLibrary:
     def set_ecc(self, index: int, corrected: int, uncorrected: int) -> None:
         card = self.world.cards[index]
         card.ecc_corrected, card.ecc_uncorrected = corrected, uncorrected
+
+    def set_row_remap(self, index: int, correctable: int | None = None, uncorrectable: int | None = None,
+                      pending: bool | None = None, failed: bool | None = None) -> None:
+        """The card's row remapper (HBM cards): rows remapped after correctable and uncorrectable errors, a remap
+        waiting for a reset, a remap that failed; what is not given stays as it was."""
+        card = self.world.cards[index]
+        rows = card.remapped_rows
+        card.remapped_rows = (rows[0] if correctable is None else correctable,
+                              rows[1] if uncorrectable is None else uncorrectable)
+        card.remap_pending = card.remap_pending if pending is None else pending
+        card.remap_failed = card.remap_failed if failed is None else failed
+
+    def add_nvlink_errors(self, index: int, link: int, kind: str, count: int) -> None:
+        """`count` more NVLink errors of `kind` (replay, recovery, crc_flit, crc_data) on one link of a card."""
+        counter = NVLINK_ERROR_KINDS[kind]
+        errors = self.world.cards[index].nvlink_errors
+        errors[(link, counter)] = errors.get((link, counter), 0) + count
+
+    def reset_nvlink_errors(self, index: int) -> None:
+        """The driver reloaded (or the GPU was reset): every NVLink error count of the card back to 0."""
+        self.world.cards[index].nvlink_errors.clear()
 
     def set_ecc_mode(self, index: int, enabled: bool) -> None:
         self.world.cards[index].ecc_enabled = enabled

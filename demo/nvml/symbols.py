@@ -17,7 +17,7 @@ from hwtop.demo.nvml import abi
 from hwtop.demo.nvml.abi import write, write_string
 from hwtop.demo.nvml.branches import DriverBranch
 from hwtop.demo.nvml.world import Card, EventQueue, GpuTruth, Target, World
-from hwtop.demo.profiles import DemoProfile
+from hwtop.demo.profiles import DemoProfile, GpuModel
 
 
 class LibraryState(Protocol):
@@ -60,6 +60,19 @@ _NVLINK_COUNTER = {(field, link): f"nvl_{'tx' if field == abi.FI_NVLINK_THROUGHP
 _MEMBER = {abi.VALUE_DOUBLE: "dVal", abi.VALUE_UINT: "uiVal", abi.VALUE_ULONG: "ulVal",
            abi.VALUE_ULONGLONG: "ullVal", abi.VALUE_SLONGLONG: "sllVal", abi.VALUE_SINT: "siVal",
            abi.VALUE_USHORT: "usVal"}
+
+
+def fully_supported(model: GpuModel) -> bool:
+    """What NVML calls a "fully supported" device (data-centre and professional cards, not GeForce), for the
+    queries it answers only there (nvmlDeviceGetViolationStatus): the profiles' cards with ECC at all."""
+    return model.ecc
+
+
+def row_remapper(model: GpuModel) -> bool:
+    """Cards with a row remapper: NVIDIA's data-centre cards with HBM from A100 on (compute capability 8.0, and 9.0
+    and newer); the H200 of tests/fixtures/gpu-capture/h200-r580 showed its remapped rows in nvidia-smi -q. Whether
+    the GDDR6 professional Ampere cards (8.6, the A4000) answer too was not measured: the fake says NOT_SUPPORTED."""
+    return model.ecc and (model.compute_capability == (8, 0) or model.compute_capability >= (9, 0))
 
 
 class _FieldCall(NamedTuple):
@@ -307,6 +320,11 @@ class Symbols:
         elif field_id in (abi.FI_PCIE_COUNT_TX_BYTES, abi.FI_PCIE_COUNT_RX_BYTES):
             code = abi.SUCCESS
             counter_name = "pcie_tx" if field_id == abi.FI_PCIE_COUNT_TX_BYTES else "pcie_rx"
+        elif field_id in abi.FI_NVLINK_ERROR_TOTALS:
+            code = abi.SUCCESS if links else abi.NOT_SUPPORTED
+            counter = abi.FI_NVLINK_ERROR_TOTALS[field_id]
+            self._put(value, abi.VALUE_ULONGLONG,
+                      sum(n for (_, kind), n in card.nvlink_errors.items() if kind == counter))
         else:
             code = abi.NOT_SUPPORTED
         value.nvmlReturn = code  # type: ignore[attr-defined]
@@ -339,6 +357,34 @@ class Symbols:
 
     def nvmlDeviceGetPcieReplayCounter(self, target: Target, value: int) -> int:
         write(value, ctypes.c_uint, self._card(target).pcie_replays)
+        return abi.SUCCESS
+
+    # ----- faults: the row remapper, violation times -----
+
+    def nvmlDeviceGetRemappedRows(self, target: Target, correctable: int, uncorrectable: int, pending: int,
+                                  failed: int) -> int:
+        card = self._card(target)
+        if not row_remapper(card.model) or target.mig_slot is not None:
+            return abi.NOT_SUPPORTED
+        write(correctable, ctypes.c_uint, card.remapped_rows[0])
+        write(uncorrectable, ctypes.c_uint, card.remapped_rows[1])
+        write(pending, ctypes.c_uint, int(card.remap_pending))
+        write(failed, ctypes.c_uint, int(card.remap_failed))
+        return abi.SUCCESS
+
+    def nvmlDeviceGetViolationStatus(self, target: Target, policy: int, violation: int) -> int:
+        card = self._card(target)
+        if policy not in abi.PERF_POLICIES:
+            return abi.INVALID_ARGUMENT
+        if not fully_supported(card.model) or target.mig_slot is not None:
+            return abi.NOT_SUPPORTED
+        if policy not in (abi.PERF_POLICY_POWER, abi.PERF_POLICY_THERMAL):
+            return abi.NOT_SUPPORTED  # the fake keeps the time of these two only
+        out = abi.struct_at(violation, abi.ViolationTime)
+        now = self.lib.now()
+        out.referenceTime = self.lib.timestamp_us(now)  # type: ignore[attr-defined]
+        out.violationTime = self._world.violation_ns(  # type: ignore[attr-defined]
+            card, "power" if policy == abi.PERF_POLICY_POWER else "thermal", now)
         return abi.SUCCESS
 
     # ----- events (only critical XIDs) -----
@@ -583,6 +629,16 @@ class Symbols:
             return abi.INVALID_ARGUMENT
         pci = abi.struct_at(info, abi.PciInfo)
         pci.busId = f"00000000:{0xC0 + link // 2:02X}:00.0".encode()  # type: ignore[attr-defined]
+        return abi.SUCCESS
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, target: Target, link: int, counter: int, value: int) -> int:
+        """The driver's count since it loaded; a link that is down keeps its counts."""
+        card = self._card(target)
+        if not card.model.nvlinks:
+            return abi.NOT_SUPPORTED
+        if link >= card.model.nvlinks or counter >= abi.NVLINK_ERROR_COUNT:
+            return abi.INVALID_ARGUMENT
+        write(value, ctypes.c_ulonglong, card.nvlink_errors.get((link, counter), 0))
         return abi.SUCCESS
 
     def nvmlDeviceGetTopologyCommonAncestor(self, target: Target, other: int, level: int) -> int:

@@ -23,6 +23,8 @@ EPOCH_S = 1_700_000_000.0  # the fake's wall clock at clock 0: field and sample 
 # Clock event reasons (nvml.h nvmlClocksEventReason*)
 EVENT = {"idle": 0x1, "sw_power_cap": 0x4, "hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40}
 THROTTLING = EVENT["sw_power_cap"] | EVENT["hw_slowdown"] | EVENT["sw_thermal"] | EVENT["hw_thermal"]
+# What nvmlDeviceGetViolationStatus counts the time of, by policy: the power limit, and heat
+VIOLATION_EVENTS = {"power": EVENT["sw_power_cap"], "thermal": EVENT["sw_thermal"] | EVENT["hw_thermal"]}
 
 PCIE_RX_PER_LOAD = 0.6e9  # bytes/s of batches crossing PCIe at full load; TX is 30 % of it
 NVLINK_KIB_PER_LOAD = 45e6  # KiB/s over all of a GPU's NVLinks at full load (gradient all-reduce)
@@ -57,6 +59,8 @@ class GpuTruth:
     nvlink_rx_rate: float
     ecc_corrected: int
     ecc_uncorrected: int
+    power_violation_ns: int  # cumulative, from clock 0 (0 without counters)
+    thermal_violation_ns: int
     sm_activity: float
     sm_occupancy: float
     tensor_activity: float
@@ -134,6 +138,12 @@ class Card:
     pcie_replays: int = 0  # PCIe replays since the driver loaded (a marginal riser or slot retries packets)
     temperature_offset: float = 0.0  # degrees above what its load alone gives (a story's failing airflow)
     spin_power_w: float | None = None  # busy but idle inside: kernels spinning on a flag (a hung collective)
+    # The row remapper (HBM cards): rows remapped after (correctable, uncorrectable) errors, a remap waiting for a
+    # reset, a remap that failed; NVLink errors by (link, nvmlNvLinkErrorCounter_t), as the driver counts them
+    remapped_rows: tuple[int, int] = (0, 0)
+    remap_pending: bool = False
+    remap_failed: bool = False
+    nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)
     counters: dict[str, Counter] = field(default_factory=dict)
     # The last few truth(counters=False) answers, each with every input it was computed from (World.truth_key).
     truths: list[tuple[tuple[object, ...], GpuTruth]] = field(default_factory=list, repr=False, compare=False)
@@ -232,6 +242,28 @@ class World:
             return self.rate(card, name, at, load)
         return int(counter.value_at(max(t, 0.0), rate_at))
 
+    def event_reasons(self, card: Card, load: float, power: float) -> int:
+        """The card's clock event reasons under `load` drawing `power`: those forced, idle, and the power cap."""
+        reasons = card.forced_reasons
+        if load == 0:
+            reasons |= EVENT["idle"]
+        if power >= card.model.power_limit_w * 0.98:
+            reasons |= EVENT["sw_power_cap"]
+        return reasons
+
+    def violation_ns(self, card: Card, policy: str, t: float) -> int:
+        """nvmlDeviceGetViolationStatus's time at t (ns from clock 0): the seconds in which the card's event reasons
+        held `policy`'s ("power", "thermal"). A reason forced counts from the last reading on, as it applies then."""
+        counter = card.counters.get(f"violation_{policy}")
+        if counter is None:
+            counter = card.counters[f"violation_{policy}"] = Counter(0.0)
+        events = VIOLATION_EVENTS[policy]
+
+        def rate_at(at: float) -> float:
+            load = self.load(card, at)
+            return 1e9 if self.event_reasons(card, load, self.power_w(card, at, load)) & events else 0.0
+        return int(counter.value_at(max(t, 0.0), rate_at))
+
     # ----- the whole state -----
 
     def job_memory(self, card: Card) -> int:
@@ -281,11 +313,7 @@ class World:
         used = int(min(model.memory_bytes - model.reserved_bytes,
                        (self.job_memory(card) * ramp if working else 0) + 4 * MIB + (card.index * 3 % 7) * MIB))
         power = self.power_w(card, t, load)
-        reasons = card.forced_reasons
-        if load == 0:
-            reasons |= EVENT["idle"]
-        if power >= model.power_limit_w * 0.98:
-            reasons |= EVENT["sw_power_cap"]
+        reasons = self.event_reasons(card, load, power)
         sm_clock = int(model.sm_max_mhz * (0.97 if load else 0.15))
         if reasons & THROTTLING:
             sm_clock = int(model.sm_max_mhz * 0.78)
@@ -323,6 +351,8 @@ class World:
             nvlink_rx_rate=NVLINK_KIB_PER_LOAD * load * 1024 if self.active_links(card) else 0.0,
             ecc_corrected=card.ecc_corrected if card.ecc_enabled else 0,
             ecc_uncorrected=card.ecc_uncorrected if card.ecc_enabled else 0,
+            power_violation_ns=self.violation_ns(card, "power", t) if counters else 0,
+            thermal_violation_ns=self.violation_ns(card, "thermal", t) if counters else 0,
             sm_activity=round(100 * load * 0.82, 2),
             sm_occupancy=round(100 * load * 0.41, 2),
             tensor_activity=round(100 * load * 0.37, 2),

@@ -2,8 +2,9 @@
 tree, figures) and its rows, hands them to its part readers as a JobTick, in order, and builds the JobSnapshot from
 the JobParts they filled. A part reader keeps its own state between ticks (rings, files, a sampler) and reads
 only what its `read` is handed; a later reader may read what an earlier one filled (the ranks, to join its own
-facts to them by pid). A new part: a class with `read(tick, parts)` and `close()`, one entry in JobProbe's
-`parts`, and the field it fills here and in JobSnapshot."""
+facts to them by pid). A new part: a class with `read(tick, parts)` and `close()` and one entry in JobProbe's
+`parts`; a new field it fills is declared here and in JobSnapshot, and passed on in JobProbe._snapshot (joining
+facts to the ranks needs none: a RankFigures field)."""
 
 from __future__ import annotations
 

@@ -39,6 +39,14 @@ class Query(StrEnum):
     ENERGY = "energy"
     PCIE_REPLAYS = "pcie_replays"
     PCIE_THROUGHPUT = "pcie_tp"  # the 20-ms sample, on the background thread
+    REMAPPED_ROWS = "remapped_rows"  # GPU faults (probes/nvml/faults.py)
+    NVLINK_ERROR_FIELDS = "nvlink_error_fields"  # ...the NVLink error totals, one nvmlDeviceGetFieldValues call
+    NVLINK_CRC_FLIT = "nvlink_crc_flit"  # ...each NVLink error counter per link, where a total is not given
+    NVLINK_CRC_DATA = "nvlink_crc_data"
+    NVLINK_REPLAY = "nvlink_replay"
+    NVLINK_RECOVERY = "nvlink_recovery"
+    VIOLATION_POWER = "violation_power"
+    VIOLATION_THERMAL = "violation_thermal"
     # every tick
     UTIL = "util"
     POWER = "power"

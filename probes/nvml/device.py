@@ -1,8 +1,8 @@
 """One GPU's reader, which owns its tiers: static facts once per handle (and again after a reset); MIG mode every
-tick (what utilization means depends on it); power limit, ECC, energy, PCIe replays, MIG slices and NVLink link
-states every SLOW_TIER_S, or at once when a query that used to work stops (a change of state); live values every
-tick. What the card does not answer is its Capabilities' (probes/nvml/capabilities.py); its traffic, GPM and
-processes are read by their own modules."""
+tick (what utilization means depends on it); power limit, ECC, energy, PCIe replays, MIG slices, NVLink link
+states and the faults of probes/nvml/faults.py every SLOW_TIER_S, or at once when a query that used to work stops
+(a change of state); live values every tick. What the card does not answer is its Capabilities'
+(probes/nvml/capabilities.py); its traffic, GPM and processes are read by their own modules."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import msgspec
 
 from hwtop.model.snapshot import EccCounts, GpuSnapshot, MigInstance, PcieLink, ProcessInfo
 from hwtop.probes.nvml.capabilities import Query
+from hwtop.probes.nvml.faults import FaultReader, GpuFaults
 from hwtop.probes.nvml.gpm import GpmReader
 from hwtop.probes.nvml.handle import DeviceHandle
 from hwtop.probes.nvml.holders import Holders
@@ -68,6 +69,7 @@ class SlowFacts(msgspec.Struct):
     mig: tuple[MigInstance, ...] = ()
     energy_mj: int | None = None  # since the driver loaded (Volta and newer)
     pcie_replays: int | None = None  # since the driver loaded
+    faults: GpuFaults = msgspec.field(default_factory=GpuFaults)  # row remaps, NVLink errors, violation times
 
 
 class DeviceReader:
@@ -86,6 +88,7 @@ class DeviceReader:
         self.gpm = GpmReader(self.gpu)
         self.traffic = LinkTraffic(self.gpu, background)
         self.processes = ProcessReader(self.gpu, holders)
+        self.faults = FaultReader(self.gpu)
 
     @property
     def handle(self) -> Any:
@@ -171,6 +174,10 @@ class DeviceReader:
             energy_mj=slow.energy_mj,
             xid_last=xid_last,
             pcie_replays=slow.pcie_replays,
+            row_remap=slow.faults.row_remap,
+            nvlink_errors=slow.faults.nvlink_errors,
+            power_violation_ns=slow.faults.power_violation_ns,
+            thermal_violation_ns=slow.faults.thermal_violation_ns,
             compute_capability=static.compute_capability,
             mig_enabled=self.mig,
             mig=slow.mig if self.mig else (),
@@ -261,7 +268,8 @@ class DeviceReader:
         replays = gpu.call(Query.PCIE_REPLAYS, "nvmlDeviceGetPcieReplayCounter")
         self.slow = SlowFacts(limit, ecc, ecc_enabled, tuple(instances),
                               energy_mj=None if energy is None else int(energy),
-                              pcie_replays=None if replays is None else int(replays))
+                              pcie_replays=None if replays is None else int(replays),
+                              faults=self.faults.read(self.nvlinks))
         self.slow_at = now
 
     def _mig_instance(self, slot: int, handle: Any) -> MigInstance:

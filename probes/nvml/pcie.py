@@ -54,6 +54,27 @@ class LinkTraffic:
     def read(self, nvlinks: tuple[int, ...], now: float) -> Rates:
         """(PCIe TX, RX, NVLink TX, RX) in bytes/s over the active `nvlinks`; older drivers' PCIe figure comes
         from the background thread."""
+        caps = self._gpu.caps
+        request, pcie_fields = self._request_for(nvlinks, now)
+        rates, unsupported = self._rates_of(request, now)
+        if unsupported & {NVLINK_TX, NVLINK_RX} and not rates[NVLINK_TX] and not rates[NVLINK_RX]:
+            caps.unsupported(Query.NVLINK_FIELDS, now)
+        if unsupported & {PCIE_TX, PCIE_RX}:
+            caps.unsupported(Query.PCIE_FIELDS, now)
+            pcie_fields = False
+        nvlink_tx = _total(rates[NVLINK_TX], 1024.0)
+        nvlink_rx = _total(rates[NVLINK_RX], 1024.0)
+        if pcie_fields:
+            pcie_tx, pcie_rx = _total(rates[PCIE_TX], 1.0), _total(rates[PCIE_RX], 1.0)
+            if self.poller is not None:
+                self._watch(now, pcie_tx, pcie_rx)
+            return pcie_tx, pcie_rx, nvlink_tx, nvlink_rx
+        pcie_tx, pcie_rx = self._throughput(now)
+        return pcie_tx, pcie_rx, nvlink_tx, nvlink_rx
+
+    def _request_for(self, nvlinks: tuple[int, ...], now: float) -> tuple[list[tuple[int, int]], bool]:
+        """The fields to ask this tick: each active NVLink's two counters, the two PCIe ones where the driver has
+        them; and whether the PCIe ones are asked."""
         gpu = self._gpu
         caps = gpu.caps
         request: list[tuple[int, int]] = []
@@ -64,6 +85,12 @@ class LinkTraffic:
                        and not caps.skip(Query.FIELDS, now))
         if pcie_fields:
             request += [(PCIE_TX, 0), (PCIE_RX, 0)]
+        return request, pcie_fields
+
+    def _rates_of(self, request: list[tuple[int, int]],
+                  now: float) -> tuple[dict[int, list[float | None]], set[int]]:
+        """The rate of each field asked, by field (a link's each); the fields the driver does not support."""
+        gpu = self._gpu
         rates: dict[int, list[float | None]] = {NVLINK_TX: [], NVLINK_RX: [], PCIE_TX: [], PCIE_RX: []}
         unsupported: set[int] = set()
         values = gpu.call(Query.FIELDS, "nvmlDeviceGetFieldValues", request, how=self._field_values) \
@@ -83,20 +110,7 @@ class LinkTraffic:
                 number, stamp = self._widened().feed(field_id, number, stamp, bits)
                 bits = 64
             rates[field_id].append(self._rates.rate((gpu.index, field_id, scope), number, stamp, bits))
-        if unsupported & {NVLINK_TX, NVLINK_RX} and not rates[NVLINK_TX] and not rates[NVLINK_RX]:
-            caps.unsupported(Query.NVLINK_FIELDS, now)
-        if unsupported & {PCIE_TX, PCIE_RX}:
-            caps.unsupported(Query.PCIE_FIELDS, now)
-            pcie_fields = False
-        nvlink_tx = _total(rates[NVLINK_TX], 1024.0)
-        nvlink_rx = _total(rates[NVLINK_RX], 1024.0)
-        if pcie_fields:
-            pcie_tx, pcie_rx = _total(rates[PCIE_TX], 1.0), _total(rates[PCIE_RX], 1.0)
-            if self.poller is not None:
-                self._watch(now, pcie_tx, pcie_rx)
-            return pcie_tx, pcie_rx, nvlink_tx, nvlink_rx
-        pcie_tx, pcie_rx = self._throughput(now)
-        return pcie_tx, pcie_rx, nvlink_tx, nvlink_rx
+        return rates, unsupported
 
     def _field_values(self, handle: Any, request: list[tuple[int, int]]) -> Any:
         """nvmlDeviceGetFieldValues as the bindings make it (their array, their error), its request array copied

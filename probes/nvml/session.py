@@ -16,7 +16,7 @@ from typing import Any
 from hwtop.model.snapshot import GpuSystem
 from hwtop.probes.nvml.calls import DRIVER_NOT_LOADED, LIBRARY_NOT_FOUND, error_code
 
-SLOW_TIER_S = 5.0  # power limit, ECC, energy, PCIe replays, MIG slices, NVLink states; holders of /dev/nvidiaN
+SLOW_TIER_S = 5.0  # power limit, ECC, energy, PCIe replays, MIG slices, NVLink states, faults; /dev/nvidiaN holders
 LOST_RETRY_S = 5.0  # how often a lost GPU is looked up again
 INIT_RETRY_S = 10.0  # how often a failed nvmlInit is tried again
 PCIE_FIELDS_FROM_DRIVER = 555  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES answer from this branch on

@@ -140,14 +140,20 @@ def test_one_core_loading_with_num_workers_0_names_the_workers_to_start():
     finding = find(run(ticks(t, 7, SINGLE))[-1], "single-core-loading")
     assert finding.evidence[0] == ("pid 4100: its thread python3 wants a whole core (running or queued 99% of the "
                                    "time) and it has no DataLoader workers (num_workers=0)")
-    assert finding.evidence[1] == "the job uses 1.0 of the 4 cores it may use: 3.0 idle"
+    assert finding.evidence[1] == ("the job uses 1.0 of the 4 cores it may use and the box's other programs 0.0 of "
+                                   "them: 3.0 free now, 3.0 once the step is fed")
     assert "(_SingleProcessDataLoaderIter), at train.py:57 <module>" in finding.evidence[2]
-    # loading 85% and the rest of the step 15%: a batch takes 5.7x the step's own time, at a whole core
-    assert finding.evidence[-1] == ("keeping up takes 5.7 workers x 1.00 of a core each = 5.7 cores for loading; the "
-                                   "job has 3 (4 usable cores / 1 rank(s), one left for the main thread)")
-    assert finding.fix[0].startswith("The cores are the limit: making batches as fast as the step uses them takes "
-                                     "5.7 cores and the job has 3 for loading. Make each sample about 1.9x cheaper")
-    assert finding.fix[1].startswith("Meanwhile DataLoader(num_workers=3)")
+    # loading 85% and the rest of the step 15%: a batch takes 5.7x the step's own time, at a whole core; its step
+    # uses the 1.0 core less its loading over the 15% it runs: 1.1 cores; 2.9 are free beside it, 3 workers' worth
+    assert "keeping up takes 5.7 workers x 1.00 of a core each = 5.7 cores for loading" in finding.evidence
+    assert finding.evidence[-1] == ("the job uses 1.0 of the 4 cores it may use (its step 1.1 while it runs, its "
+                                    "workers 0.0) and the box's other programs 0.0 of them: 3.0 free now, 2.9 once "
+                                    "the step is fed")
+    assert finding.fix[0].startswith("DataLoader(num_workers=3) (now 0): a batch takes one worker 5.7x the step's "
+                                     "own time, so 5.7 workers keep up, each using 1.00 of a core; the 2.9 core(s) "
+                                     "free beside the job once its step is fed hold 3.")
+    assert finding.fix[1].startswith("3 workers are not enough: they make batches 1.9x slower than the fed step uses "
+                                     "them")
 
 
 def test_one_core_loading_with_cores_to_spare_names_the_workers_that_keep_up():
@@ -156,7 +162,8 @@ def test_one_core_loading_with_cores_to_spare_names_the_workers_that_keep_up():
     finding = find(run(ticks(t, 7, lighter))[-1], "single-core-loading")
     # 0.6 / 0.4 = 1.5 workers keep up, 2 with 25% headroom; 1.5 cores of the 7 it has for loading
     assert finding.fix[0].startswith("DataLoader(num_workers=2) (now 0): a batch takes one worker 1.5x the step's "
-                                     "own time, so 1.5 workers keep up; 2 leaves 25% headroom")
+                                     "own time, so 1.5 workers keep up, each using 1.00 of a core; 2 leaves 25% "
+                                     "headroom")
     assert len([f for f in finding.fix if f.startswith("persistent_workers=True")]) == 1
 
 

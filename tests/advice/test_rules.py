@@ -331,6 +331,63 @@ def test_an_xid_event_is_named_then_clears_once_it_is_older_than_the_window(xid,
     assert "gpu-errors" not in ids(later[-1])
 
 
+def test_a_failed_row_remap_is_critical_and_outranks_the_xid_that_reported_it():
+    t = Timeline("dgx-a100")
+    frames = ticks(t, 2)
+    t.fake.set_row_remap(6, uncorrectable=8, failed=True)
+    t.fake.report_xid(6, 64)
+    frames += ticks(t, 6)  # the slow tier re-reads the remapper every 5 s
+    finding = find(run(frames)[-1], "gpu-errors")
+    assert (finding.title, finding.severity, finding.gpus) == ("GPU6 row remapping failed", "critical", (6,))
+    assert "no spare row" in finding.evidence[0] and "8 row(s) remapped after uncorrectable" in finding.evidence[0]
+    assert any("RMA" in fix for fix in finding.fix)
+
+
+def test_a_pending_remap_is_a_warning_to_reset_the_gpu_when_the_job_allows_after_its_xid():
+    t = Timeline("dgx-a100")
+    frames = ticks(t, 2)
+    t.fake.set_row_remap(2, uncorrectable=1, pending=True)
+    t.fake.report_xid(2, 63)
+    frames += ticks(t, 6)
+    engine = AdviceEngine()
+    xid = find(run(frames, engine)[-1], "gpu-errors")
+    assert xid.title == "GPU2 reported Xid 63" and "remap pending" in xid.evidence[1]
+    later = run([t.tick(10.0) for _ in range(15)], engine)[-1]  # the Xid left the window; the remap still waits
+    pending = find(later, "gpu-errors")
+    assert (pending.title, pending.severity) == ("GPU2 row remap pending: reset needed", "warning")
+    assert pending.fix[0].startswith("Reset the GPU when the job allows") and "nvidia-smi -r -i 2" in pending.fix[0]
+    t.fake.set_row_remap(2, pending=False)  # reset: the remap took effect
+    assert "gpu-errors" not in ids(run([t.tick(10.0) for _ in range(8)], engine)[-1])
+
+
+@pytest.mark.parametrize(("errors", "fires"), [
+    ({"replay": 1}, True), ({"recovery": 2}, True), ({"crc_data": 1}, True),
+    ({"crc_flit": 50}, False),  # corrected by replays: under DCGM's 100 a second
+    ({"crc_flit": 5000}, True), ({}, False)])
+def test_nvlink_errors_climbing(errors, fires):
+    t = Timeline("dgx-a100")
+    frames = ticks(t, 2)
+    for kind, count in errors.items():
+        t.fake.add_nvlink_errors(3, 4, kind, count)
+    frames += ticks(t, 6)
+    found = run(frames)[-1]
+    assert ("gpu-errors" in ids(found)) is fires
+    if fires:
+        finding = find(found, "gpu-errors")
+        assert (finding.title, finding.severity, finding.gpus) == ("GPU3 NVLink errors climbing", "warning", (3,))
+        kind, count = next(iter(errors.items()))
+        assert "NVLink errors in 7 s: " in finding.evidence[0] and f" +{count}" in finding.evidence[0], finding.evidence
+
+
+def test_nvlink_counters_reset_by_the_driver_are_no_errors():
+    t = Timeline("dgx-a100")
+    t.fake.add_nvlink_errors(3, 4, "replay", 40)
+    frames = ticks(t, 2)
+    t.fake.reset_nvlink_errors(3)
+    frames += ticks(t, 6)
+    assert "gpu-errors" not in ids(run(frames)[-1])
+
+
 # ----- amp-available, cudnn-benchmark, amp-overflow -----
 
 @pytest.mark.parametrize(("amp", "profile", "fires"), [("off", "rtx3090", True), ("bf16", "rtx3090", False),

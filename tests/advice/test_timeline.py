@@ -66,3 +66,16 @@ def test_a_line_quotes_at_most_a_hundred_characters_of_its_figure() -> None:
     (raised,) = timeline.update(0.0, [Finding("gpu-starved", "warning", "Training waits", ("x" * 500,), ("f",))])
     assert raised.figure == "x" * 500  # kept whole: doctor's JSON and a recording have all of it
     assert describe(raised).endswith(" — " + "x" * 99 + "…")
+
+
+def test_a_timeline_that_keeps_what_it_showed_has_every_finding_with_its_first_and_last_time() -> None:
+    """doctor's report: each finding shown over a watch, as last shown, cleared ones too; a plain timeline keeps
+    none (the monitor's runs for hours)."""
+    kept, plain = Timeline(keep_shown=True), Timeline()
+    for now, findings in enumerate(((finding(40),), (finding(80), finding(60, "pid 7")), (finding(60, "pid 7"),))):
+        kept.update(T0 + now, findings)
+        plain.update(T0 + now, findings)
+    job, pid = kept.shown[("gpu-starved", "job")], kept.shown[("gpu-starved", "pid 7")]
+    assert (job.first, job.last, job.active, job.finding.measure) == (T0, T0 + 1, False, 80)
+    assert (pid.first, pid.last, pid.active) == (T0 + 1, T0 + 2, True)
+    assert plain.shown == {}

@@ -9,7 +9,7 @@ from msgspec.structs import replace
 
 from hwtop.demo.profiles import GIB, MIB
 from hwtop.model.job import CgroupMemory, RankStacks, Stillness, WorkerStacks
-from tests.advice.test_job_rules import BALANCED, RANK, job, proc, stacks, ticks, worker
+from tests.advice.test_job_rules import BALANCED, RANK, SINGLE, job, proc, stacks, ticks, worker
 from tests.advice_timeline import Timeline, find, ids, plain_gpu, run
 
 WORKER_PID = 4101
@@ -113,8 +113,12 @@ def test_cpu_bound_workers_on_too_few_cores_are_told_the_cores_are_the_limit():
     t = Timeline(cores=2)
     pegged = waiting(0.75, worker(WORKER_PID, cpu=99.0), worker_stacks=(worker_stacks(),))
     finding = find(run(ticks(t, 8, pegged))[-1], "data-starved")
+    # the step uses 0.4 of a core over the 25% it runs: 1.6 cores; with the worker's 1.0, no core is left
     assert finding.fix[0].startswith("The cores are the limit: making batches as fast as the step uses them takes "
-                                     "4.0 cores and the job has 1 for loading. Make each sample about 4.0x cheaper")
+                                     "4.0 cores, and no core is free for it: the job's step uses 1.6 of the 2 it may "
+                                     "use while it runs, so a worker would take its core from the step (no faster). "
+                                     "Make each sample cheaper (about 4.0x, for its 1 worker(s) to keep up)")
+    assert len(finding.fix) == 1 or "num_workers" not in finding.fix[1]
     assert not any("prefetch" in fix or "num_workers=5" in fix for fix in finding.fix)
 
 
@@ -296,3 +300,47 @@ def test_growth_that_levels_off_or_is_small_stays_quiet():
     assert "memory-growing" not in ids(run([t.tick(job=j) for j in grown(30, 40 * MIB, level_after=12)])[-1])
     t = Timeline(cores=2)
     assert "memory-growing" not in ids(run([t.tick(job=j) for j in grown(30, 2 * MIB)])[-1])  # 60 MiB in all
+
+
+# ----- what limits the loader (issue 54): waiting samples, computing samples on busy cores, a Python loop -----
+
+def main_loading(data: float, running: float, python: float | None = None, cpu: float = 100.0,
+                 demand: float | None = None):
+    """num_workers=0: the main thread loads its own batches `data` of the time, on a CPU or queued `running`."""
+    main = replace(stacks(data=data, loader="single-process"), main_running=running, data_python=python,
+                   sites=(("data", "train.py:40 Clips.emphasised"),))
+    return job(proc(cpu=cpu, cpu_demand=demand), stacks=(main,))
+
+
+def test_a_main_thread_that_sleeps_on_its_reads_gets_a_count_from_rate_and_wait_however_few_the_cores():
+    """The DDP rank of issue 54 whose reads were 0.2 ms slower: it loads 40% of the time, and is on a CPU 66% of
+    it, the step's 60% all but 6 points: its loading uses 15% of a core. Measured: one worker, nothing; eight, 2x."""
+    finding = find(run(ticks(Timeline(cores=2), 8, main_loading(0.4, 0.66, cpu=70.0)))[-1], "data-starved")
+    assert "so its loading 15% of the time it loads" in next(line for line in finding.evidence if "num_workers=0" in
+                                                              line and "own time" in line)
+    assert finding.fix[0].startswith("DataLoader(num_workers="), finding.fix
+    assert "they wait more than they compute (15% of a core each while making a batch)" in finding.fix[0]
+    assert not any(fix.startswith("The cores are the limit") for fix in finding.fix)
+
+
+def test_a_python_loop_on_busy_cores_is_told_to_vectorise_and_never_given_a_worker_that_takes_the_steps_core():
+    """The step's own threads use both cores while it runs (2 wanted over its 60%): no core for a worker."""
+    busy = main_loading(0.4, 1.0, python=0.95, cpu=160.0, demand=1.6)
+    finding = find(run(ticks(Timeline(cores=2), 8, busy, cores=80.0))[-1], "data-starved")
+    assert finding.fix[0].startswith("The cores are the limit"), finding.fix
+    assert "a worker would take its core from the step (no faster)" in finding.fix[0]
+    assert ("the samples spend 95% of their time in the job's own Python lines at train.py:40 Clips.emphasised: "
+            "vectorise that transform") in finding.fix[0]
+    assert not any("num_workers=" in fix for fix in finding.fix), finding.fix
+
+
+def test_others_on_the_jobs_cores_are_counted_and_said():
+    """Issue 55: "uses 1.0 of the 2 cores it may use: 1.0 idle" beside "cores now: 0 100%, 1 100%"."""
+    shared = replace(SINGLE, usable_cores=2, cpu_percent=100.0)
+    assert "single-core-loading" not in ids(run(ticks(Timeline(cores=2), 7, shared, cores=100.0))[-1])
+    finding = find(run(ticks(Timeline(cores=2), 8, shared, cores=100.0))[-1], "data-starved")
+    line = next(line for line in finding.evidence if line.startswith("the job uses "))
+    assert line.startswith("the job uses 1.0 of the 2 cores it may use") and "other programs 1.0 of them: 0.0 free" \
+        in line
+    assert finding.fix[0].startswith("The cores are the limit") and "the box's other programs 1.0" in finding.fix[0]
+    assert finding.fix[1].startswith("A DataLoader worker more would share a core with the box's other programs")

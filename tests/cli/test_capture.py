@@ -32,7 +32,9 @@ def test_the_recording_has_every_call_with_arguments_results_errors_and_latency(
     fans = [c for c in calls if c["call"] == "nvmlDeviceGetFanSpeed"]
     assert {c["args"][0]["handle"]: c["error"]["code"] for c in fans} == {f"gpu{i}": 999 if i == 3 else 3
                                                                          for i in range(8)}
-    fields = next(c for c in calls if c["call"] == "nvmlDeviceGetFieldValues")
+    fields = next(c for c in calls if c["call"] == "nvmlDeviceGetFieldValues" and c["args"][1][0][0] == 138)
+    totals = next(c for c in calls if c["call"] == "nvmlDeviceGetFieldValues" and c["args"][1][0][0] != 138)
+    assert totals["args"][1] == [[38, 0], [45, 0], [52, 0], [59, 0]]  # the NVLink error totals (probes/nvml/faults)
     assert fields["args"][1] == [[field, link] for link in range(12) for field in (138, 139)]
     first = fields["result"][0]
     assert first["fieldId"] == 138 and first["scopeId"] == 0 and first["valueType"] == 3 and first["timestamp"] > 0

@@ -39,16 +39,17 @@ class FakeTime:
 @pytest.mark.slow  # a whole machine for 50 ticks: ~2 s
 @pytest.mark.parametrize("as_json", [False, True])
 def test_doctor_prints_what_changed_when_after_its_findings(monkeypatch, capsys, as_json: bool) -> None:
-    from hwtop.advice.thresholds import Thresholds
     from hwtop.cli import doctor
+    from hwtop.cli.doctor import watch
     from hwtop.demo.machine import demo_sampler
     from hwtop.demo.story import STARVED_FIX_S
+    from hwtop.session.session import Session
 
     clock = [0.0]
     epoch = 1_796_200_000.0
-    monkeypatch.setattr(doctor, "time", FakeTime(clock))
+    monkeypatch.setattr(watch, "time", FakeTime(clock))
     sampler = demo_sampler("dgx-a100", "starved", seed=7, clock=lambda: clock[0], wall=lambda: epoch + clock[0])
-    assert doctor.doctor_command(sampler, Thresholds(), 100.0, 2.0, None, as_json) == 1
+    assert doctor.doctor_command(Session(sampler), 100.0, 2.0, None, as_json) == 1
     out = capsys.readouterr().out
     if as_json:
         changes = [c for c in json.loads(out)["timeline"] if c["id"] == "gpu-starved"]
@@ -67,15 +68,16 @@ def test_doctor_prints_what_changed_when_after_its_findings(monkeypatch, capsys,
 @pytest.mark.slow  # a whole machine for 33 ticks: ~2 s
 def test_doctor_says_a_finding_that_stopped_holding_is_clearing_and_when_its_figures_are_from(monkeypatch,
                                                                                                 capsys) -> None:
-    from hwtop.advice.thresholds import Thresholds
     from hwtop.cli import doctor
+    from hwtop.cli.doctor import watch
     from hwtop.demo.machine import demo_sampler
     from hwtop.demo.story import AMP_SWITCH_S
+    from hwtop.session.session import Session
 
     clock = [0.0]
-    monkeypatch.setattr(doctor, "time", FakeTime(clock))
+    monkeypatch.setattr(watch, "time", FakeTime(clock))
     sampler = demo_sampler("dgx-a100", "amp", seed=7, clock=lambda: clock[0], wall=lambda: 1_796_200_000.0 + clock[0])
-    doctor.doctor_command(sampler, Thresholds(), AMP_SWITCH_S + 4, 2.0, None, False)
+    doctor.doctor_command(Session(sampler), AMP_SWITCH_S + 4, 2.0, None, False)
     out = capsys.readouterr().out
     assert re.search(r"· GPU0-7  \(amp-available, clearing: not seen for [2-6] s, its figures as of "
                      r"\d\d:\d\d:\d\d\)", out), out

@@ -11,7 +11,9 @@ import textwrap
 
 import pytest
 
-from hwtop.cli.doctor import Seen, render
+from hwtop.cli.doctor.facts import BoxFacts, JobFacts, StackFacts
+from hwtop.cli.doctor.findings import Reported
+from hwtop.cli.doctor.render import report, text
 from hwtop.model.finding import Finding
 
 HWTOP = [sys.executable, "-m", "hwtop"]
@@ -82,19 +84,15 @@ def test_another_user_s_job_exits_2_saying_who_may_inspect_it(sleeper):
 
 
 def test_the_report_says_where_each_rank_s_time_went():
-    facts = {"ticks": 20, "host": "box", "gpus": 0, "job": {
-        "label": "pid 500", "status": "running", "processes": 5, "ranks": 2, "watched_s": 20.0, "message": None,
-        "workers_exited_last_minute": 12, "stack_message": None,
-        "stacks": [{"pid": 510, "rank": 0, "samples": 190, "window_s": 30.0, "message": None,
-                    "fractions": {"waiting for data": 0.72, "compute": 0.2, "worker start/join": 0.08}},
-                   {"pid": 511, "rank": 1, "samples": 0, "window_s": 0.0, "message": "ptrace not permitted",
-                    "fractions": {}}]}}
+    job = JobFacts("pid 500", (500,), "running", 20.0, processes=5, ranks=2, workers_exited_last_minute=12, stacks=(
+        StackFacts(510, 0, 190, 30.0, {"waiting for data": 0.72, "compute": 0.2, "worker start/join": 0.08}),
+        StackFacts(511, 1, 0, 0.0, {}, message="ptrace not permitted")))
     finding = Finding("worker-churn", "warning", "DataLoader workers re-created", ("e",), ("f",), scope="pid 510")
-    text = render({finding.key: Seen(finding, 1.0, 9.0)}, facts, 20.0)
-    lines = text.splitlines()
+    out = text(report(20.0, BoxFacts(20, None, "box", 0, None, {}, (), job), [Reported(finding, 1.0, 9.0)]))
+    lines = out.splitlines()
     assert lines[1] == ("  watching pid 500: running, 5 process(es), 2 rank(s), watched 20 s; 12 DataLoader workers "
                         "exited in the last minute")
     assert lines[2] == ("  where rank 0 (pid 510) spends its time (190 samples over 30 s): waiting for data 72%, "
                         "compute 20%, worker start/join 8%")
     assert lines[3] == "  where rank 1 (pid 511) spends its time: ptrace not permitted"
-    assert "[WARNING] DataLoader workers re-created · pid 510  (worker-churn, active)" in text
+    assert "[WARNING] DataLoader workers re-created · pid 510  (worker-churn, active)" in out

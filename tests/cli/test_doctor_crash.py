@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import signal
-from typing import Any
 
 import pytest
 
-from hwtop.advice.thresholds import Thresholds
 from hwtop.cli import doctor
+from hwtop.cli.doctor.facts import BoxFacts, WorkloadFacts
+from hwtop.cli.doctor.render import Report, report
+from hwtop.session.session import Session
 from tests.finalizer_signal import SignalsInItsFinalizer
 
 TAIL = ["  File \"train.py\", line 9, in step", "ValueError: batch_size should be a positive integer",
@@ -24,16 +25,16 @@ class Closable:
         self.closed = True
 
 
-def crashed(stderr_tail: list[str], code: int = 1) -> dict[str, Any]:
-    return {"ticks": 3, "host": "box", "gpus": 0, "rule_errors": {},
-            "workload": {"scenario": "balanced", "status": "crashed", "exit_code": code, "stderr_tail": stderr_tail}}
+def crashed(stderr_tail: list[str], code: int = 1, status: str = "crashed") -> Report:
+    workload = WorkloadFacts("balanced", status, code, tuple(stderr_tail))
+    return report(3.0, BoxFacts(3, workload, "box", 0, None, {}, ()), ())
 
 
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_crashed_workload_exits_3_with_the_rank_and_its_stderr(monkeypatch, capsys, as_json: bool) -> None:
-    monkeypatch.setattr(doctor, "run_doctor", lambda *args: ({}, crashed(TAIL)))
+    monkeypatch.setattr(doctor, "run_doctor", lambda *args: crashed(TAIL))
     sampler = Closable()
-    code = doctor.doctor_command(sampler, Thresholds(), 3.0, 1.0, ["--scenario", "balanced"], as_json)
+    code = doctor.doctor_command(Session(sampler), 3.0, 1.0, ["--scenario", "balanced"], as_json)
     out, err = capsys.readouterr()
     assert code == doctor.EXIT_CRASHED == 3 and sampler.closed
     assert "the workload crashed: rank 1 (pid 4242) exited with code 1" in err
@@ -45,17 +46,15 @@ def test_a_crashed_workload_exits_3_with_the_rank_and_its_stderr(monkeypatch, ca
 
 
 def test_a_crash_without_a_rank_line_gives_the_job_exit_code(monkeypatch, capsys) -> None:
-    monkeypatch.setattr(doctor, "run_doctor", lambda *args: ({}, crashed([], code=-9)))
-    assert doctor.doctor_command(Closable(), Thresholds(), 3.0, 1.0, [], False) == 3
+    monkeypatch.setattr(doctor, "run_doctor", lambda *args: crashed([], code=-9))
+    assert doctor.doctor_command(Session(Closable()), 3.0, 1.0, [], False) == 3
     err = capsys.readouterr().err
     assert "the workload crashed: exit code -9" in err and "wrote nothing to stderr" in err
 
 
 def test_a_finished_workload_is_not_a_crash(monkeypatch, capsys) -> None:
-    facts = crashed(TAIL)
-    facts["workload"]["status"] = "finished"
-    monkeypatch.setattr(doctor, "run_doctor", lambda *args: ({}, facts))
-    assert doctor.doctor_command(Closable(), Thresholds(), 3.0, 1.0, [], False) == 0
+    monkeypatch.setattr(doctor, "run_doctor", lambda *args: crashed(TAIL, status="finished"))
+    assert doctor.doctor_command(Session(Closable()), 3.0, 1.0, [], False) == 0
     assert capsys.readouterr().err == ""
 
 
@@ -81,7 +80,6 @@ def test_doctor_workload_that_crashes_exits_non_zero_with_the_rank_and_its_stder
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_landing_in_a_finalizer_still_ends_the_watch_with_130(monkeypatch, capsys, sig) -> None:
     from hwtop.cli.machine import make_sampler
-    from hwtop.session.session import Session
 
     ticks = 0
     real_tick = Session.tick
@@ -95,7 +93,7 @@ def test_a_signal_landing_in_a_finalizer_still_ends_the_watch_with_130(monkeypat
 
     monkeypatch.setattr(Session, "tick", tick)
     previous = signal.getsignal(sig)
-    code = doctor.doctor_command(make_sampler("rtx3090", False), Thresholds(), 20.0, 0.01, None, False)
+    code = doctor.doctor_command(Session(make_sampler("rtx3090", False)), 20.0, 0.01, None, False)
     assert (code, ticks) == (130, 2)  # at the signal, not after the 20 s watch
     out, err = capsys.readouterr()
     assert out == "" and err.endswith("hwtop doctor: stopped before the watch ended; no report\n")

@@ -9,13 +9,14 @@ import dataclasses
 import pytest
 from msgspec.structs import replace
 
-import hwtop.cli.doctor as doctor_module
+import hwtop.cli.doctor.watch as watch_module
 from hwtop.advice.engine import AdviceEngine
 from hwtop.advice.thresholds import Thresholds
 from hwtop.cli.doctor import run_doctor
 from hwtop.model.history import History
 from hwtop.model.job import JobSnapshot, RankStacks, Stillness
 from hwtop.model.snapshot import Snapshot
+from hwtop.session.session import Session
 from tests.advice.test_job_rules import BALANCED, stacks
 from tests.advice_timeline import Timeline
 
@@ -77,12 +78,12 @@ class WatchClock:
 
 
 def watched(source: FirstChunkStarved):
-    """doctor's watch of `source` on WatchClock: (seen, facts)."""
+    """doctor's watch of `source` on WatchClock: (its findings by key, its facts)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(doctor_module, "time", WatchClock())
-        seen, facts = run_doctor(source, Thresholds(), 0.2, 0.005, None)
-    assert facts["ticks"] == 41, facts["ticks"]
-    return seen, facts
+        patch.setattr(watch_module, "time", WatchClock())
+        done = run_doctor(Session(source, Thresholds()), 0.2, 0.005, None)
+    assert done is not None and done.facts.ticks == 41, done
+    return {entry.finding.key: entry for entry in done.findings}, done.facts
 
 
 def watch(whole_watch: float | None, step_s: float = SHORT_S, first: RankStacks | None = None):
@@ -96,7 +97,7 @@ def watch(whole_watch: float | None, step_s: float = SHORT_S, first: RankStacks 
 def test_a_finding_the_samples_of_the_whole_watch_contradict_is_dropped() -> None:
     entry, facts = watch(whole_watch=0.05)
     assert entry is None  # shown from the first 3 s of samples, which are among the 150: it never held
-    assert facts["job"]["stacks"][0]["samples"] == 150  # the report's job part has them all
+    assert facts.job is not None and facts.job.stacks[0].samples == 150  # the report's job part has them all
 
 
 def test_after_a_long_watch_a_finding_the_last_samples_contradict_is_cleared() -> None:

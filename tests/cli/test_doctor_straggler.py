@@ -100,21 +100,19 @@ def test_the_same_job_balanced_names_no_straggler():
 
 
 def test_the_text_report_sets_the_ranks_side_by_side_and_marks_the_straggler():
-    from hwtop.cli.doctor import Seen, render
+    from hwtop.cli.doctor.facts import BoxFacts, JobFacts, RankFacts
+    from hwtop.cli.doctor.findings import Reported
+    from hwtop.cli.doctor.render import report, text
     from hwtop.model.finding import Finding
 
-    job = {"label": "pid 500", "status": "running", "processes": 3, "ranks": 2, "watched_s": 15.0, "message": None,
-           "workers_exited_last_minute": 0, "stack_message": None, "stacks": [],
-           "rank_figures": [{"rank": 0, "host": "node-a", "pid": 510, "samples": 120, "collective": 0.91,
-                             "site": "train.py:57 main"},
-                            {"rank": 1, "host": "node-a", "pid": 511, "samples": 138, "collective": 0.01,
-                             "site": "train.py:25 augment"},
-                            {"rank": 2, "host": "node-\x1b[31mb", "pid": None, "samples": 0, "collective": 0.0,
-                             "site": None}]}
+    job = JobFacts("pid 500", (500,), "running", 15.0, processes=3, ranks=2, rank_figures=(
+        RankFacts(0, "node-a", 510, samples=120, collective=0.91, site="train.py:57 main"),
+        RankFacts(1, "node-a", 511, samples=138, collective=0.01, site="train.py:25 augment"),
+        RankFacts(2, "node-\x1b[31mb", None)))
     finding = Finding("rank-straggler", "warning", "Rank 1 holds the job back", ("e",), ("f",), scope="job",
                       pids=(511,))
-    lines = render({finding.key: Seen(finding, 1.0, 9.0)}, {"ticks": 15, "host": "box", "gpus": 0, "job": job},
-                   15.0).splitlines()
+    facts = BoxFacts(15, None, "box", 0, None, {}, (), job)
+    lines = text(report(15.0, facts, [Reported(finding, 1.0, 9.0)])).splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("  ranks:"))
     assert lines[start:start + 4] == [  # a host label's escape is shown, not obeyed, and the columns hold
         "  ranks: rank  host             pid  waits in collectives  busy at",

@@ -39,15 +39,12 @@ def help_of(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> str:
 def test_the_help_s_lists_are_the_code_s_lists() -> None:
     assert PROFILE_NAMES == tuple(PROFILES)
     assert STORY_NAMES == (*STORIES, *SCALE_STORIES)  # every story `--demo list` names
-    # the job's own list sits beside torch: read from its source, not imported
-    tree = ast.parse((ROOT / "workload" / "job.py").read_text())
-    job = next(node.value for node in tree.body if isinstance(node, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == "KINDS" for t in node.targets))
-    assert isinstance(job, ast.Dict)
-    assert WORKLOAD_KINDS == [ast.literal_eval(key) for key in job.keys if key is not None]
-    from hwtop.tui.workload_dialog import KINDS  # the w dialog's list, below cli/ in the layers
+    # the workload's kinds are named once (workload/kinds.py), and the job reads them from there
+    from hwtop.workload.kinds import KINDS
 
-    assert list(KINDS) == WORKLOAD_KINDS
+    assert WORKLOAD_KINDS == list(KINDS) == ["balanced", "dataloader-bound", "amp-compare", "oom-ramp"]
+    job = ast.parse((ROOT / "workload" / "job.py").read_text())  # beside torch: read from its source
+    assert any(isinstance(node, ast.ImportFrom) and node.module == "hwtop.workload.kinds" for node in job.body)
 
 
 @pytest.mark.parametrize("argv", [[], *([name] for name in COMMANDS if name not in OWN_PARSER | {"fleet", "replay"})],

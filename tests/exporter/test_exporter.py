@@ -25,7 +25,7 @@ from hwtop.exporter.server import make_exporter, metrics_app
 from hwtop.exporter.text import Family, render
 from hwtop.model.finding import Finding
 from hwtop.model.frame import Frame
-from hwtop.model.snapshot import GpmMetrics
+from hwtop.model.snapshot import GpmMetrics, NvlinkErrors, RowRemap
 from hwtop.model.workload import RankState, WorkloadState
 from hwtop.probes.gpu import NvmlProbe
 from hwtop.session.sampler import Sampler
@@ -45,7 +45,14 @@ DCGM_TYPES = {"DCGM_FI_DEV_SM_CLOCK": "gauge", "DCGM_FI_DEV_MEM_CLOCK": "gauge",
               "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "counter", "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "gauge",
               "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "gauge", "DCGM_FI_PROF_DRAM_ACTIVE": "gauge",
               "DCGM_FI_PROF_SM_ACTIVE": "gauge", "DCGM_FI_PROF_SM_OCCUPANCY": "gauge",
-              "DCGM_FI_PROF_PCIE_TX_BYTES": "gauge", "DCGM_FI_PROF_PCIE_RX_BYTES": "gauge"}
+              "DCGM_FI_PROF_PCIE_TX_BYTES": "gauge", "DCGM_FI_PROF_PCIE_RX_BYTES": "gauge",
+              "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": "counter", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "counter",
+              "DCGM_FI_DEV_ROW_REMAP_FAILURE": "gauge", "DCGM_FI_DEV_ROW_REMAP_PENDING": "gauge",
+              "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": "counter",
+              "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": "counter",
+              "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": "counter",
+              "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": "counter",
+              "DCGM_FI_DEV_POWER_VIOLATION": "counter", "DCGM_FI_DEV_THERMAL_VIOLATION": "counter"}
 
 
 def free_port() -> int:
@@ -181,6 +188,29 @@ def test_fields_the_probe_may_add_are_exported_with_dcgm_semantics():
     assert re.search(r'^DCGM_FI_DEV_PCIE_REPLAY_COUNTER\{gpu="0",.*\} 3$', text, re.M)
     parsed = {f.name: f for f in text_string_to_metric_families(text)}
     assert parsed["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"].type == "counter"
+
+
+def test_gpu_faults_are_exported_under_dcgm_s_names_and_units():
+    """The row remapper (counts as counters, pending and failure as 0/1 gauges), NVLink errors summed over the
+    links, violation time in ns as NVML and DCGM give it; a GPU that does not report them has no sample."""
+    gpu = replace(demo_snapshots("h200", count=2)[-1].gpus[0], row_remap=RowRemap(3, 1, True, False),
+                  nvlink_errors=NvlinkErrors(crc_flit=40, crc_data=0, replay=7, recovery=None),
+                  power_violation_ns=12_000_000_000, thermal_violation_ns=0)
+    bare = replace(gpu, index=1, uuid="GPU-other", row_remap=None, nvlink_errors=None, power_violation_ns=None,
+                   thermal_violation_ns=None)
+    text = render(families(replace(host_snapshot(), gpus=(gpu, bare)), (), "t")).decode()
+    samples = {(f.name, s.labels["gpu"]): s.value for f in text_string_to_metric_families(text) for s in f.samples
+               if f.name.startswith("DCGM_FI_DEV_") and s.labels.get("gpu") in ("0", "1")}
+    assert {name: value for (name, index), value in samples.items() if index == "0" and (
+        "REMAP" in name or "NVLINK" in name or "VIOLATION" in name)} == {
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": 3, "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": 1,
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE": 0, "DCGM_FI_DEV_ROW_REMAP_PENDING": 1,
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": 40, "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": 0,
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": 7, "DCGM_FI_DEV_POWER_VIOLATION": 12e9,
+        "DCGM_FI_DEV_THERMAL_VIOLATION": 0}
+    assert not [name for (name, index) in samples if index == "1" and (
+        "REMAP" in name or "NVLINK" in name or "VIOLATION" in name)]
+    assert "# HELP DCGM_FI_DEV_POWER_VIOLATION Throttling duration due to power constraints (in ns)." in text
 
 
 def test_findings_step_rate_and_data_wait_are_hwtop_series():

@@ -37,9 +37,13 @@ def test_an_empty_vector_and_a_matrix() -> None:
     (b'{"status":"success","data":{"resultType":"matrix","result":[]}}', "expected an instant vector"),
     (b'{"status":"success","data":{"resultType":"vector"}}', "expected an instant vector"),
     (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"a":1},"value":[1,"2"]}]}}',
-     "a series without string labels"),
+     "Prometheus answer: Expected `str`, got `int` - at `$.data.result[0].metric[...]`"),
     (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"x"]}]}}',
-     "a value is not a number"),
+     "Prometheus answer: a value is not a number - at `$.data.result[0].value[1]`"),
+    (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{}},{"metric":{},"value":[1,"2"]}]}}',
+     "Prometheus answer: Object missing required field `value` - at `$.data.result[0]`"),
+    (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"2"]},{"metric":{},'
+     b'"value":["now","2"]}]}}', "Prometheus answer: Expected `float`, got `str` - at `$.data.result[1].value[0]`"),
     (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"2"]},', "not JSON"),
     (b"<html>502</html>", "not JSON"),
     (b"[" * 100000, "not JSON"),
@@ -53,7 +57,7 @@ def test_anything_else_is_one_line(body: bytes, said: str) -> None:
 
 def test_a_big_answer_read_in_batches_is_the_whole_answer_and_a_bad_series_late_in_it_is_one_line() -> None:
     """Over BATCH_BYTES the series are decoded a batch at a time: every series once, in order; a series Prometheus
-    would not write, far into the answer, is named by the walk (not a second copy of the series before it)."""
+    would not write, far into the answer, is named where it is (the series before it given once)."""
     from hwtop.fleet import promjson
 
     many = [{"metric": {"__name__": "up", "instance": f"h{i}:9400", "pad": "x" * 200}, "value": [1.8e9, str(i)]}
@@ -64,7 +68,14 @@ def test_a_big_answer_read_in_batches_is_the_whole_answer_and_a_bad_series_late_
     many[4000]["value"] = [1.8e9, "x"]
     bad = json.dumps({"status": "success", "data": {"resultType": "vector", "result": many}}).encode()
     seen: list[float] = []
-    with pytest.raises(FetchError, match="a value is not a number"):
+    with pytest.raises(FetchError, match=r"a value is not a number - at `\$\.data\.result\[4000\]\.value\[1\]`"):
         for _, value in promjson.vector(bad):
             seen.append(value)
     assert seen == [float(i) for i in range(4000)]
+    many[4000]["value"], many[4100]["metric"]["pad"] = [1.8e9, "4000"], 4100  # a wrong type: msgspec's batch fails
+    bad = json.dumps({"status": "success", "data": {"resultType": "vector", "result": many}}).encode()
+    seen.clear()
+    with pytest.raises(FetchError, match=r"Expected `str`, got `int` - at `\$\.data\.result\[4100\]\.metric\["):
+        for _, value in promjson.vector(bad):
+            seen.append(value)
+    assert seen == [float(i) for i in range(4100)]

@@ -5,10 +5,10 @@ kind is documented, and every link between the pages lands."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
 from pathlib import Path
 
+import msgspec.structs
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -118,9 +118,9 @@ def test_every_config_field_and_choice_is_documented() -> None:
     hints = {name: typing.get_type_hints(cls) for name, cls in (("ui", config_file.UiTable),
                                                                  ("advice", config_file.AdviceTable))}
     fields = [f"{table}.{name}" for table, names in hints.items() for name in names]
-    assert fields == [f"ui.{f.name}" for f in dataclasses.fields(config_file.UiTable)] + \
-        [f"advice.{f.name}" for f in dataclasses.fields(config_file.AdviceTable)]
-    assert [f.name for f in dataclasses.fields(config_file.ConfigFile)] == ["ui", "advice"]
+    assert fields == [f"ui.{f.name}" for f in msgspec.structs.fields(config_file.UiTable)] + \
+        [f"advice.{f.name}" for f in msgspec.structs.fields(config_file.AdviceTable)]
+    assert [f.name for f in msgspec.structs.fields(config_file.ConfigFile)] == ["ui", "advice"]
     documented = quoted(page("config.md"))
     missing = [name for name in [*fields, *config_file.PANELS, *typing.get_args(config_file.Theme)]
                if name not in documented]

@@ -12,7 +12,7 @@ from functools import cache
 import grimp
 import pytest
 
-CHECKED = ("hwtop.advice",)
+CHECKED = ("hwtop.advice", "hwtop.demo", "hwtop.session")
 
 
 @cache

@@ -15,6 +15,7 @@ import pynvml
 import pytest
 
 from hwtop.demo.nvml import FakeNvmlLibrary
+from hwtop.demo.nvml.symbols import fully_supported, row_remapper
 from hwtop.demo.profiles import PROFILES, DemoProcess, get_profile
 from hwtop.model.snapshot import ProcessInfo
 from hwtop.probes.gpu import NvmlProbe
@@ -73,6 +74,9 @@ def test_probe_reports_what_the_fake_holds(name: str) -> None:
         assert (gpu.ecc is not None) == (model.ecc and model.ecc_enabled)
         assert gpu.mig_enabled == (False if model.mig_capable else None)
         assert (gpu.nvlink_tx_bytes_per_s is not None) == bool(model.nvlinks)
+        assert (gpu.nvlink_errors is not None) == bool(model.nvlinks)
+        assert (gpu.row_remap is not None) == row_remapper(model)
+        assert (gpu.thermal_violation_ns is not None) == (gpu.power_violation_ns is not None) == fully_supported(model)
         if model.gpm:
             assert gpu.gpm is not None and gpu.gpm.sm_activity_percent == truth.sm_activity
             assert gpu.gpm.tensor_activity_percent == truth.tensor_activity and gpu.gpm_status is None
@@ -232,6 +236,7 @@ FUNCTIONS = [
     "nvmlDeviceGetCudaComputeCapability", "nvmlDeviceGetMigMode", "nvmlDeviceGetComputeRunningProcesses",
     "nvmlDeviceGetGraphicsRunningProcesses", "nvmlDeviceGetProcessUtilization", "nvmlGpmQueryDeviceSupport",
     "nvmlGpmSampleAlloc", "nvmlGpmSampleGet", "nvmlGpmMetricsGet", "nvmlDeviceGetNvLinkState",
+    "nvmlDeviceGetRemappedRows", "nvmlDeviceGetViolationStatus", "nvmlDeviceGetNvLinkErrorCounter",
 ]
 CODES = [pynvml.NVML_ERROR_NOT_SUPPORTED, pynvml.NVML_ERROR_FUNCTION_NOT_FOUND, pynvml.NVML_ERROR_GPU_IS_LOST,
          pynvml.NVML_ERROR_UNKNOWN, pynvml.NVML_ERROR_NO_PERMISSION, pynvml.NVML_ERROR_TIMEOUT,

@@ -120,13 +120,20 @@ def test_replaying_the_real_readings_through_the_widened_counters_gives_what_hwt
     assert max(a for a in aliased if a is not None) < 2**32 / 0.9 < min(p["rx_bytes_per_s"] for p in shown[2:])
 
 
+# Calls hwtop makes since the capture was recorded (probes/nvml/faults.py): the fake's answers for them are not
+# checked against a real driver until scripts/capture-gpu.sh records them again on a GPU machine.
+NOT_CAPTURED = {"nvmlDeviceGetRemappedRows", "nvmlDeviceGetViolationStatus"}
+
+
 def test_the_library_fake_answers_hwtops_calls_as_the_real_driver_did(tmp_path: Path) -> None:
     """The demo 'h200-vm' (modelled on this machine) through the real bindings: the same functions called, each
     answering as the driver did (fan and NVLink state NOT_SUPPORTED, event waits timing out, the rest ok), the
     PCIe counters 32-bit, and the same static facts."""
     summary = capture(tmp_path, "load", seconds=30, interval=1.0, demo="h200-vm", reads=3)
     assert summary["gpus"] == 1
-    assert outcomes(tmp_path / "nvml-calls-load.jsonl") == outcomes(CAPTURE / "nvml-calls-load.jsonl")
+    real_calls, fake_calls = outcomes(CAPTURE / "nvml-calls-load.jsonl"), outcomes(tmp_path / "nvml-calls-load.jsonl")
+    assert set(fake_calls) - set(real_calls) == NOT_CAPTURED
+    assert {call: answer for call, answer in fake_calls.items() if call not in NOT_CAPTURED} == real_calls
     fake_fields = [c for c in jsonl(tmp_path / "nvml-calls-load.jsonl")[1:]
                    if c["call"] == "nvmlDeviceGetFieldValues"]
     assert {r["valueType"] for c in fake_fields for r in c["result"]} == {abi.VALUE_UINT}

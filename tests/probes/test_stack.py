@@ -102,6 +102,29 @@ def test_receiving_a_batch_already_made_is_data_but_counted_apart_from_waiting_f
     assert tally.handovers == 15
 
 
+PYTHON_LOOP = stack(TRAIN, frame("_BaseDataLoaderIter.__next__", LOADER),
+                    frame("_SingleProcessDataLoaderIter._next_data", LOADER),
+                    frame("_MapDatasetFetcher.fetch", f"{SITE}/utils/data/_utils/fetch.py"),
+                    frame("Clips.__getitem__", "/home/me/train.py", 44),
+                    frame("Clips.emphasised", "/home/me/train.py", 37))  # the job's own line, innermost
+DECODE = stack(TRAIN, frame("_BaseDataLoaderIter.__next__", LOADER),
+               frame("_SingleProcessDataLoaderIter._next_data", LOADER),
+               frame("_MapDatasetFetcher.fetch", f"{SITE}/utils/data/_utils/fetch.py"),
+               frame("Photos.__getitem__", "/home/me/train.py", 50),
+               frame("ImageFile.load", "/usr/lib/python3/dist-packages/PIL/ImageFile.py", 290))
+
+
+def test_loading_in_the_jobs_own_python_lines_is_counted_apart_from_a_librarys():
+    """A transform written as a Python loop: its samples end in the job's own line; a decode ends in PIL's."""
+    tally = parse_raw("\n".join([f"thread (4242): MainThread;{PYTHON_LOOP} 30",
+                                  f"thread (4242): MainThread;{DECODE} 10",
+                                  f"thread (4242): MainThread;{MULTI_WAIT} 5",
+                                  f"thread (4242): MainThread;{FORWARD} 55"]), 4242)
+    assert tally.counts["data"] == 45 and tally.python == 30
+    tally.merge(parse_raw(f"thread (4242): MainThread;{PYTHON_LOOP} 2", 4242))
+    assert tally.python == 32
+
+
 def test_a_single_process_loader_is_data_and_says_num_workers_0():
     frames = [parse_frame(part) for part in SINGLE.split(";")]
     assert classify(frames) == "data" and loader_kind(frames) == "single-process"

@@ -121,6 +121,7 @@ def test_wrong_types_inside_a_snapshot_skip_that_frame_and_count_it(tmp_path):
     source.sample()
     source.step(2)
     assert source.skipped == 1 and "line 3" in (source.error or "")
+    assert (source.error or "").endswith("line 3: Expected `array`, got `str` - at `$.cpu.cores`")  # where, in one line
 
 
 def test_an_overlong_line_is_refused_without_reading_it_whole(tmp_path, monkeypatch):

@@ -336,15 +336,16 @@ async def test_report_screen_keeps_its_marks(monkeypatch):
 def test_doctor_prints_hostile_evidence_one_line_each():
     from hwtop.advice.engine import AdviceEngine
     from hwtop.advice.thresholds import Thresholds
-    from hwtop.cli.doctor import Seen, render
+    from hwtop.cli.doctor.facts import BoxFacts
+    from hwtop.cli.doctor.findings import Reported
+    from hwtop.cli.doctor.render import report, text
 
     engine = AdviceEngine(Thresholds(hold_s={"host-memory-pressure": 0}))
     frame = pressed_frames(1)[0]
     (finding,) = engine.update(frame)
-    seen = {finding.key: Seen(finding, frame.time, frame.time)}
-    facts = {"ticks": 1, "host": "[b]box\x1b]0;pwn\x07", "gpus": 0, "gpu_message": "\x9b2J[/x]",
-             "rule_errors": {"io-bound": "ValueError: \x1b[?1049h bad [/x]\n[CRITICAL] forged"}}
-    out = render(seen, facts, 1.0)
+    facts = BoxFacts(1, None, "[b]box\x1b]0;pwn\x07", 0, "\x9b2J[/x]",
+                     {"io-bound": "ValueError: \x1b[?1049h bad [/x]\n[CRITICAL] forged"}, ())
+    out = text(report(1.0, facts, [Reported(finding, frame.time, frame.time)]))
     assert not UNSAFE.search(out.replace("\n", ""))
     assert "on [b]box␛]0;pwn␇," in out and "GPUs: �2J[/x]" in out
     assert "  seen: pid 50000 [/x] RSS" in out and "  seen: pid 50001 [@click=app.quit] RSS" in out
