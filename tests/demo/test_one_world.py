@@ -88,16 +88,17 @@ async def test_the_job_view_shows_the_two_node_launcher() -> None:
 def test_doctor_says_the_two_node_job_has_16_ranks_8_of_them_here(monkeypatch, capsys) -> None:
     import json
 
-    from hwtop.advice.thresholds import Thresholds
     from hwtop.cli import doctor
+    from hwtop.cli.doctor import watch
     from hwtop.demo.machine import demo_sampler
+    from hwtop.session.session import Session
     from tests.cli.test_doctor_advice import FakeTime
 
     clock = [0.0]
-    monkeypatch.setattr(doctor, "time", FakeTime(clock))
+    monkeypatch.setattr(watch, "time", FakeTime(clock))
     sampler = demo_sampler("dgx-a100", "straggler", seed=7, clock=lambda: clock[0],
                            wall=lambda: 1_796_200_000.0 + clock[0])
-    doctor.doctor_command(sampler, Thresholds(), 30.0, 2.0, None, True)
+    doctor.doctor_command(Session(sampler), 30.0, 2.0, None, True)
     job = json.loads(capsys.readouterr().out)["job"]
     assert (job["world_size"], job["local_world_size"], job["ranks"]) == (16, 8, 8)
     assert job["nccl"]["communicators"][0]["size"] == 16
