@@ -2,8 +2,9 @@
 harm (versions.py): the job's NCCL release is learned before any STATUS, from the libnccl its ranks map (its file
 name, or the nvidia_nccl_cu* dist-info beside a wheel's library) or from `SET FORMAT json` answered OK (2.28.7+,
 a handshake that gathers nothing); a release whose STATUS path can crash the job, whose only format is text, or
-that the table does not know is asked only once the job's own signals say it stopped (stopped.py) or when the user
-asks (`polls`), and never while a rank is inside communicator initialisation; the job view says which.
+that the table does not know is asked once each time the job stops (stopped.py: no progress for the still time; asked
+once per stop, again only after progress resumes and stops again) or when the user asks (`polls`), and never while a
+rank is inside communicator initialisation; the job view says which.
 
 Asked only once a process of the job maps libnccl, at the address its ranks' NCCL_RAS_ADDR names (else NCCL's
 default, localhost:28028), or at --nccl-ras. Queries run on a thread of their own, one at a time, at most every
@@ -142,7 +143,10 @@ class RasWatch:
     _here_at: float = -1e9
     _ns: dict[int, int] = field(default_factory=dict)  # host pid -> namespace pid
     _signals: StopSignals = field(default_factory=StopSignals)
-    _stopped: str | None = None
+    _stopped: str | None = None  # why the job looks stopped (the tick's), None while it makes progress
+    _stops: int = 0  # stop episodes begun: one more each time progress gives way to a stop (the tick's)
+    _stop_asked: int = 0  # the episode a STATUS went out in (the query thread's)
+    _asked: str | None = None  # when and why, while that episode lasts
     _initialising: str | None = None
     _steps: int | None = None
     _steps_asked: int | None = None
@@ -194,13 +198,14 @@ class RasWatch:
     def _bare_view(self, view: NcclView | None) -> NcclView:
         """The view before any answer: where hwtop would ask, the release learned and the policy it gives."""
         said = self._policy()
+        words = self._words(said)
         with self._lock:
             errors, events = tuple(self._errors), tuple(self._events)
         version = ".".join(map(str, self._version)) if self._version else None
         if view is not None:
-            return msgspec.structs.replace(view, policy=said.words, errors=errors, events=events, polled=said.poll,
+            return msgspec.structs.replace(view, policy=words, errors=errors, events=events, polled=said.poll,
                                            nccl_version=view.nccl_version or version)
-        return NcclView(str(self._target), self._source, nccl_version=version, errors=errors, policy=said.words,
+        return NcclView(str(self._target), self._source, nccl_version=version, errors=errors, policy=words,
                         version_source=self._version_source, events=events, polled=said.poll)
 
     def _read_job(self, job: JobSnapshot, now: float, spinning: bool | None) -> None:
@@ -208,7 +213,11 @@ class RasWatch:
             [p for p in job.processes if p.alive]
         self._factor = _factor(mapping)
         self._ranks = max([p.world_size or 0 for p in job.processes] + [len(job.ranks), 1])
-        self._stopped = self._signals.stopped(job, now, spinning)
+        stopped = self._signals.stopped(job, now, spinning)
+        with self._lock:
+            if stopped is not None and self._stopped is None:
+                self._stops += 1
+            self._stopped = stopped
         self._initialising = self._signals.initialising(job)
         steps = [r.steps for r in job.ranks if r.steps is not None and not r.nccl_only]
         self._steps = sum(steps) if steps else None
@@ -304,12 +313,25 @@ class RasWatch:
                 due = time.monotonic() + max(interval, INIT_HOLD_S)
 
     def _why_not(self, policy: versions.Policy) -> str | None:
-        """Why no STATUS goes out now, or None to ask."""
+        """Why no STATUS goes out now, or None to ask. A careful release is asked once per stop: the episode is
+        marked asked here, before the query, whatever comes of it."""
         if self._initialising is not None:
             return f"not asked: {self._initialising} (NCCL issues #1669, #2346)"
-        if policy.poll or self._stopped is not None:
+        if policy.poll:
             return None
-        return ""  # the policy's words say it
+        with self._lock:
+            stopped, episode = self._stopped, self._stops
+        if stopped is None:
+            self._asked = None
+            return ""  # the policy's words say it
+        if episode == self._stop_asked:
+            return ""  # asked in this stop already: the words say when
+        self._stop_asked = episode
+        self._asked = f"asked once at {time.strftime('%H:%M:%S')}: {stopped}; not again until the job moves"
+        return None
+
+    def _words(self, policy: versions.Policy) -> str:
+        return policy.words + (f"; {self._asked}" if self._asked and not policy.poll else "")
 
     def _learn_format(self, target: Address) -> bool:
         if self._json is not None or (versions.release(self._version) is not None):
@@ -344,11 +366,11 @@ class RasWatch:
         with self._lock:
             if self._view is not None:
                 self._view = msgspec.structs.replace(self._view, errors=tuple(self._errors), holding=holding,
-                                                     policy=policy.words, events=tuple(self._events),
+                                                     policy=self._words(policy), events=tuple(self._events),
                                                      polled=policy.poll)
             else:
                 self._view = NcclView(str(self._target), self._source, errors=tuple(self._errors), holding=holding,
-                                      policy=policy.words, version_source=self._version_source,
+                                      policy=self._words(policy), version_source=self._version_source,
                                       events=tuple(self._events), polled=policy.poll)
 
     def _fold(self, target: Address, reply: RasReply, policy: versions.Policy) -> bool:
@@ -364,7 +386,7 @@ class RasWatch:
         initialising = any(c.initialising() for c in reply.comms)
         holding = (f"a communicator initialises (init_state 7): not asked again for {INIT_HOLD_S:.0f} s"
                    if initialising else None)
-        words = policy.words + (f"; asked: {self._stopped}" if not policy.poll and self._stopped else "")
+        words = self._words(policy)
         with self._lock:
             queries = (self._view.queries if self._view is not None else 0) + 1
             view = NcclView(str(target), self._source, comms, queries, at, reply.format, reply.nccl_version,

@@ -1,6 +1,7 @@
 """The watch: first, do no harm. Against the recording stand-in of each release (intervals shortened by
-monkeypatch): a crash-prone release is never sent STATUS while the job is healthy and is asked once it stops;
-a JSON release is polled; an unknown one is careful; never while a rank initialises a communicator. Then the
+monkeypatch): a crash-prone release is never sent STATUS while the job makes progress (its ranks waiting in
+collectives and its GPUs spinning, as a healthy straggler's are, change nothing) and is asked once each time it
+stops; a JSON release is polled; an unknown one is careful; never while a rank initialises a communicator. Then the
 join (a pod's namespace pids and host address, a look-alike remote pid, another job's answer), the judged
 communicator, the timeout factor and MONITOR's events, and the old manners (one query at a time, the interval,
 the hold after an initialising answer, errors one line each)."""
@@ -11,11 +12,12 @@ import mmap
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from hwtop.model.job import JobProcess, JobSnapshot, RankFigures, RankStacks
+from hwtop.model.job import JobProcess, JobSnapshot, RankFigures, RankStacks, Stillness
 from hwtop.probes.nccl_ras import watch as watch_module
 from hwtop.probes.nccl_ras.client import Address, RasError, RawReply
 from hwtop.probes.nccl_ras.versions import parse_version, policy, version_of_library
@@ -31,15 +33,21 @@ def process(pid: int, env: tuple[tuple[str, str], ...] = (), rank: int | None = 
                       nccl_env=env)
 
 
-def stacks(pid: int, rank: int, collective: float, site: str = "train.py:40 step") -> RankStacks:
+def stacks(pid: int, rank: int, collective: float, site: str = "train.py:40 step",
+           still_s: float | None = None) -> RankStacks:
+    still = None if still_s is None else Stillness(still_s, 40, "ncclKernelWait", "train.py:40 step", "collective")
     return RankStacks(pid, rank, 40, 10.0, (("collective", collective), ("compute", 1 - collective)),
-                      (("compute", site),))
+                      (("compute", site),), still=still)
 
 
-def job(*processes: JobProcess, waits: float = 0.1, site: str = "train.py:40 step") -> JobSnapshot:
+def job(*processes: JobProcess, waits: float = 0.1, site: str = "train.py:40 step", steps: int | None = None,
+        still_s: float | None = None) -> JobSnapshot:
+    """`steps`: the job's steps where its telemetry gives them; `still_s`: every rank's main thread on one stack
+    that long (None: its stack moves)."""
     ranked = [p for p in processes if p.rank is not None]
-    return JobSnapshot("job", (1,), "running", processes, None, 0,
-                       stacks=tuple(stacks(p.pid, p.rank or 0, waits, site) for p in ranked))
+    ranks = () if steps is None else tuple(RankFigures(p.rank or 0, "node-a", p.pid, steps=steps) for p in ranked)
+    return JobSnapshot("job", (1,), "running", processes, None, 0, ranks=ranks,
+                       stacks=tuple(stacks(p.pid, p.rank or 0, waits, site, still_s) for p in ranked))
 
 
 def fake_proc(tmp: Path, pid: int, library: str, ns_pid: int | None = None) -> None:
@@ -76,6 +84,57 @@ def watched(servers, tmp: Path, version: str, library: str, polls: bool = False,
     return server, w, process(4000, (("NCCL_RAS_ADDR", f"127.0.0.1:{server.port}"),))
 
 
+class Rounds:
+    """The query thread's rounds, counted as each ends (RasWatch._ask_once wrapped by monkeypatch): what proves that
+    the watch had its chances to ask before a test says it did not."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.ended = threading.Condition()
+
+    def wait(self, count: int, timeout: float = 20.0) -> None:
+        with self.ended:
+            assert self.ended.wait_for(lambda: self.count >= count, timeout), f"{self.count} rounds of {count}"
+
+    def next(self) -> None:
+        with self.ended:
+            count = self.count
+        self.wait(count + 1)
+
+
+@pytest.fixture
+def rounds(monkeypatch) -> Rounds:
+    seen = Rounds()
+    ask_once = RasWatch._ask_once
+
+    def counted(self: RasWatch, target: Address) -> bool:
+        try:
+            return ask_once(self, target)
+        finally:
+            with seen.ended:
+                seen.count += 1
+                seen.ended.notify_all()
+
+    monkeypatch.setattr(RasWatch, "_ask_once", counted)
+    return seen
+
+
+class Ticks:
+    """The tick's side, on the job's own clock (`now`, which StopSignals reads): 100 s a tick, each tick followed
+    by a whole round of the query thread."""
+
+    def __init__(self, w: RasWatch, rounds: Rounds) -> None:
+        self.w, self.rounds, self.now = w, rounds, 0.0
+
+    def run(self, the_job: Callable[[int], JobSnapshot], count: int, spinning: bool | None = None) -> JobSnapshot:
+        """`count` ticks of `the_job(i)`; the job as the watch gives it after the last round."""
+        for i in range(count):
+            self.w.attach(the_job(i), self.now, spinning)
+            self.now += 100.0
+            self.rounds.next()
+        return self.w.attach(the_job(count - 1), self.now - 100.0, spinning)
+
+
 def tick_until(w: RasWatch, the_job: JobSnapshot, done, timeout: float = 20.0) -> JobSnapshot:
     end = time.monotonic() + timeout
     out = w.attach(the_job, time.time())
@@ -85,25 +144,43 @@ def tick_until(w: RasWatch, the_job: JobSnapshot, done, timeout: float = 20.0) -
     return out
 
 
-def test_crash_prone_release_is_not_polled_while_healthy_and_is_asked_once_it_stops(tmp_path, fast,
-                                                                                    servers) -> None:
-    """NCCL 2.27.5 (PyTorch's pin): text only, and nccl#2346/#1762 in its STATUS path."""
+def test_a_healthy_job_waiting_in_collectives_is_never_asked_on_a_crash_prone_release(tmp_path, fast, servers,
+                                                                                     rounds) -> None:
+    """NCCL 2.27.5 (PyTorch's pin): text only, and nccl#2346/#1762 in its STATUS path. A straggler's job: its fast
+    ranks wait 97% of their samples in the all-reduce and their GPUs spin at idle power, while its steps advance
+    and its stacks move. Twelve rounds, 100 s of the job's clock apart: never asked."""
     server, w, rank0 = watched(servers, tmp_path, "2.27.5", "/usr/lib/x86_64-linux-gnu/libnccl.so.2.27.5")
-    healthy_job = job(rank0, waits=0.2)
-    for _ in range(20):  # a second of ticks, at 0.05 s intervals: twenty chances to ask
-        out = w.attach(healthy_job, time.time())
-        time.sleep(0.05)
-    assert server.statuses == 0 and "STATUS" not in server.sent()
-    assert server.sent() == []  # its release known from the library: nothing at all sent
-    assert out.nccl is not None and out.nccl.policy is not None
+    ticks = Ticks(w, rounds)
+    out = ticks.run(lambda i: job(rank0, waits=0.97, steps=10 + i), 12, spinning=True)
+    assert server.statuses == 0 and server.sent() == []  # its release known from the library: nothing sent
+    assert out.nccl is not None and out.nccl.policy is not None and out.nccl.queries == 0
     assert "NCCL 2.27.5" in out.nccl.policy and "#2346" in out.nccl.policy
-    assert "asked only once the job stops" in out.nccl.policy
+    assert "asked once each time the job stops, never while it makes progress" in out.nccl.policy
     assert out.nccl.version_source == "libnccl.so.2.27.5 of pid 4000"
-    stopped = job(rank0, waits=0.97)  # every rank waits in a collective: the job stopped
-    out = tick_until(w, stopped, lambda o: o.nccl is not None and o.nccl.queries >= 1)
-    assert server.statuses >= 1 and server.conns[0].lines == ["CLIENT PROTOCOL 2", "STATUS"]
-    assert out.nccl is not None and out.nccl.format == "text" and "asked: every rank's main thread waits" in (
-        out.nccl.policy or "")
+    unstepped = ticks.run(lambda i: job(rank0, waits=0.97), 6, spinning=True)  # no steps known: its stacks move
+    assert server.statuses == 0 and server.sent() == [] and unstepped.nccl is not None
+
+
+def test_a_stopped_job_is_asked_once_per_stop(tmp_path, fast, servers, rounds) -> None:
+    """No step and every rank's main thread on one stack for the still time: one STATUS, however many rounds the
+    stop lasts; progress (a step, a stack that moves) re-arms it, and the next stop is asked once more."""
+    server, w, rank0 = watched(servers, tmp_path, "2.27.5", "/usr/lib/x86_64-linux-gnu/libnccl.so.2.27.5")
+    ticks = Ticks(w, rounds)
+    ticks.run(lambda i: job(rank0, waits=0.97, steps=40, still_s=60.0 + 100 * i), 2)  # the 2nd: 100 s, no step
+    assert server.wait_statuses(1)
+    out = ticks.run(lambda i: job(rank0, waits=0.97, steps=40, still_s=260.0 + 100 * i), 8)
+    assert server.statuses == 1 and server.conns[0].lines == ["CLIENT PROTOCOL 2", "STATUS"]
+    assert out.nccl is not None and out.nccl.format == "text" and out.nccl.queries == 1
+    words = out.nccl.policy or ""
+    assert "asked once at " in words and words.endswith(
+        ": no step for 100 s and every rank's main thread on one stack for 160 s; every rank waits in a collective "
+        "(97% or more of its samples); not again until the job moves")
+    moving = ticks.run(lambda i: job(rank0, waits=0.97, steps=41 + i), 3)  # progress resumes
+    assert server.statuses == 1 and moving.nccl is not None and "asked once at" not in (moving.nccl.policy or "")
+    ticks.run(lambda i: job(rank0, waits=0.97, steps=44, still_s=60.0 + 100 * i), 2)
+    assert server.wait_statuses(2)
+    ticks.run(lambda i: job(rank0, waits=0.97, steps=44, still_s=260.0 + 100 * i), 8)
+    assert server.statuses == 2 and [c.lines for c in server.conns] == [["CLIENT PROTOCOL 2", "STATUS"]] * 2
 
 
 def test_never_while_a_communicator_initialises(tmp_path, fast, servers) -> None:
