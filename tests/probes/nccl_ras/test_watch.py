@@ -183,11 +183,10 @@ def test_a_stopped_job_is_asked_once_per_stop(tmp_path, fast, servers, rounds) -
     assert server.statuses == 2 and [c.lines for c in server.conns] == [["CLIENT PROTOCOL 2", "STATUS"]] * 2
 
 
-def test_never_while_a_communicator_initialises(tmp_path, fast, servers) -> None:
+def test_never_while_a_communicator_initialises(tmp_path, fast, servers, rounds) -> None:
     server, w, rank0 = watched(servers, tmp_path, "2.27.5", "/opt/nccl/lib/libnccl.so.2.27.5", polls=True)
     initialising = job(rank0, waits=0.97, site="distributed_c10d.py:1600 init_process_group")
-    out = tick_until(w, initialising, lambda o: o.nccl is not None and o.nccl.holding is not None)
-    time.sleep(0.3)
+    out = Ticks(w, rounds).run(lambda i: initialising, 6)
     assert server.statuses == 0 and out.nccl is not None and "initialising a communicator" in (out.nccl.holding or "")
 
 
@@ -211,11 +210,9 @@ def test_json_release_is_polled_and_monitored(tmp_path, fast, servers) -> None:
     assert statuses and all(lines == ["CLIENT PROTOCOL 2", "SET FORMAT json", "STATUS"] for lines in statuses)
 
 
-def test_unknown_release_is_careful_and_learns_json_without_a_status(tmp_path, fast, servers) -> None:
+def test_unknown_release_is_careful_and_learns_json_without_a_status(tmp_path, fast, servers, rounds) -> None:
     server, w, rank0 = watched(servers, tmp_path, "2.30.7", "/opt/conda/lib/libnccl.so.2")
-    out = tick_until(w, job(rank0), lambda o: bool(server.conns))
-    time.sleep(0.3)
-    out = w.attach(job(rank0), time.time())
+    out = Ticks(w, rounds).run(lambda i: job(rank0, steps=i), 6)
     assert server.statuses == 0 and server.conns[0].lines == ["CLIENT PROTOCOL 2", "SET FORMAT json"]
     assert out.nccl is not None and "version unknown" in (out.nccl.policy or "") and "2.28.7 or later" in (
         out.nccl.policy or "")
