@@ -27,7 +27,7 @@ import msgspec.structs
 from hwtop.model.job import JobProcess, JobSnapshot, RankFigures
 from hwtop.model.ras import NcclView, RasEvent, RasReply
 from hwtop.probes.nccl_ras import client, versions
-from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, parse_address
+from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, one_line, parse_address
 from hwtop.probes.nccl_ras.join import Here, foreign, join_ranks, named
 from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from hwtop.probes.nccl_ras.stopped import StopSignals
@@ -294,6 +294,18 @@ class RasWatch:
             if not self._errors or self._errors[-1][9:] != message:
                 self._errors.append(line)
 
+    def _unexpected(self, where: str, error: Exception) -> None:
+        """An error no part of the watch foresaw (hwtop's bug, not NCCL's answer): one line in the job view; the
+        thread it ended a round of goes on."""
+        self._tell(f"{where}: unexpected {type(error).__name__} ({one_line(error)}); going on")
+
+    def _tell(self, message: str) -> None:
+        """A line in the job view's errors now, not at the next answer."""
+        self._note(message)
+        with self._lock:
+            if self._view is not None:
+                self._view = msgspec.structs.replace(self._view, errors=tuple(self._errors))
+
     def _policy(self) -> versions.Policy:
         return versions.policy(self._version, self._json, self.polls)
 
@@ -309,8 +321,11 @@ class RasWatch:
             due = time.monotonic() + interval
             if not self._running_job or self._target is None:
                 continue
-            if self._ask_once(self._target):
-                due = time.monotonic() + max(interval, INIT_HOLD_S)
+            try:
+                if self._ask_once(self._target):
+                    due = time.monotonic() + max(interval, INIT_HOLD_S)
+            except Exception as error:  # noqa: BLE001 - the thread outlives a bug of one round: said, not fatal
+                self._unexpected("RAS query", error)
 
     def _why_not(self, policy: versions.Policy) -> str | None:
         """Why no STATUS goes out now, or None to ask. A careful release is asked once per stop: the episode is
@@ -403,8 +418,6 @@ class RasWatch:
             self._watcher.start()
 
     def _watch_events(self, target: Address) -> None:
-        from hwtop.probes.nccl_ras.parse_json import parse_events
-
         failures = 0
         while not self._closed and failures < MONITOR_TRIES:
             try:
@@ -414,23 +427,42 @@ class RasWatch:
                 self._note(f"MONITOR: {error}")
                 self._wake.wait(interval_seconds(self.interval_s))
                 continue
+            except Exception as error:  # noqa: BLE001 - the thread outlives a bug of one try: said, not fatal
+                failures += 1
+                self._unexpected("MONITOR", error)
+                self._wake.wait(interval_seconds(self.interval_s))
+                continue
             self._watch_sock, failures = sock, 0
             with sock:
-                while not self._closed:
-                    events, data = parse_events(data)
-                    if events:
-                        with self._lock:
-                            self._events.extend(events)
-                    try:
-                        chunk = sock.recv(1 << 16)
-                    except OSError:
-                        break
-                    if not chunk:
-                        break
-                    data = (data + chunk)[-(1 << 20):]
+                self._read_events(sock, data)
             if not self._closed:
                 self._note("MONITOR connection closed (the rank holding it ended?)")
                 self._wake.wait(interval_seconds(self.interval_s))
+
+    def _read_events(self, sock: socket.socket, data: bytes) -> None:
+        """Events as they come, until the connection ends; what cannot be read is said and left behind."""
+        from hwtop.probes.nccl_ras.parse_json import parse_events
+
+        while not self._closed:
+            try:
+                events, data, lost = parse_events(data)
+            except RasError as error:
+                events, data, lost = [], b"", [str(error)]
+            except Exception as error:  # noqa: BLE001 - a bug of one read: said, the bytes left, the stream read on
+                events, data, lost = [], b"", []
+                self._unexpected("MONITOR", error)
+            for line in lost:
+                self._tell(f"MONITOR: {line}")
+            if events:
+                with self._lock:
+                    self._events.extend(events)
+            try:
+                chunk = sock.recv(1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data = (data + chunk)[-(1 << 20):]
 
     def close(self) -> None:
         self._closed = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -298,9 +299,10 @@ def test_timeout_factor_reaches_the_query(tmp_path, fast) -> None:
 
 
 class Asked:
-    """Answers like NCCL, recording when each query began and ended and what it was given."""
+    """Answers like NCCL, recording when each query began and ended and what it was given: communicators in JSON,
+    a str as a text answer, an exception raised."""
 
-    def __init__(self, answers: list[list[StandComm] | Exception]) -> None:
+    def __init__(self, answers: list[list[StandComm] | str | Exception]) -> None:
         self.answers, self.calls, self.active, self.most = answers, [], 0, 0
         self.done = threading.Condition()
 
@@ -313,6 +315,8 @@ class Asked:
         try:
             if isinstance(answer, Exception):
                 raise answer
+            if isinstance(answer, str):
+                return RawReply("text", answer, 2)
             return RawReply("json", json_reply(answer), 2)
         finally:
             with self.done:
@@ -347,6 +351,55 @@ def test_address_from_environment_manners_and_init_hold(tmp_path: Path, fast) ->
     view = w.attach(the_job, 0.0).nccl
     assert view is not None and view.queries >= 3
     assert any("mid-answer" in line for line in view.errors) and all("\n" not in line for line in view.errors)
+
+
+def no_monitor(address: Address) -> tuple[socket.socket, bytes]:
+    raise RasError("MONITOR refused: 'ERROR'")
+
+
+def test_a_round_that_fails_unforeseen_is_one_line_and_the_thread_goes_on(tmp_path: Path, fast) -> None:
+    """A query that raises what no one caught (a ValueError, not a RasError), then a text answer whose count has
+    5,000 digits (int() past Python's limit): each one line in the job view, and the next round is asked."""
+    fake_proc(tmp_path, 7, "/opt/nccl/lib/libnccl.so.2.30.7")
+    huge = "NCCL version 2.27.5\nJob summary\n  Encountered " + "9" * 5000 + " communication timeouts\n"
+    asked = Asked([ValueError("no such field"), huge, comms()])
+    w = RasWatch(interval_s=0.05, proc=str(tmp_path), ask=asked, addresses=lambda: HERE,
+                 monitor=no_monitor)
+    the_job = job(process(7, (("NCCL_RAS_ADDR", "127.0.0.1:9"),)))
+    w.attach(the_job, 0.0)
+    asked.wait(3)
+    view = tick_until(w, the_job, lambda o: o.nccl is not None and o.nccl.queries >= 1).nccl
+    w.close()
+    assert view is not None and view.queries >= 1 and w._thread is not None
+    errors = [line[9:] for line in view.errors]
+    assert "RAS query: unexpected ValueError (no such field); going on" in errors
+    assert any(line.startswith("unreadable text answer (ValueError: Exceeds the limit (4300 digits)")
+               for line in errors) and all("\n" not in line for line in errors)
+
+
+def test_monitor_goes_on_past_an_unreadable_event_and_an_unforeseen_error(tmp_path: Path, fast) -> None:
+    """MONITOR (2.29+): the first connection attempt fails with a KeyError, the second sends an event whose GPU
+    list is "1,,2" and then one that reads: the first is said lost, the second arrives."""
+    fake_proc(tmp_path, 7, "/opt/nccl/lib/libnccl.so.2.30.7")
+    mine, theirs = socket.socketpair()
+    tries: list[int] = []
+
+    def monitor(address: Address) -> tuple[socket.socket, bytes]:
+        tries.append(1)
+        if len(tries) == 1:
+            raise KeyError("peer")
+        return mine, b"[2026-12-06 20:27:00] PEER_DEAD: Process 4006 on node 10.0.0.2 managing GPUs 1,,2\n"
+
+    w = RasWatch(interval_s=0.05, proc=str(tmp_path), ask=Asked([comms()]), addresses=lambda: HERE, monitor=monitor)
+    the_job = job(process(7, (("NCCL_RAS_ADDR", "127.0.0.1:9"),)))
+    with theirs:
+        theirs.sendall(b"[2026-12-06 20:27:01] PEER_DEAD: Process 4007 on node 10.0.0.2 managing GPU 3\n")
+        view = tick_until(w, the_job, lambda o: o.nccl is not None and bool(o.nccl.events)).nccl
+        w.close()
+    assert view is not None and [(e.event, e.pid, e.gpus) for e in view.events] == [("PEER_DEAD", 4007, (3,))]
+    errors = [line[9:] for line in view.errors]
+    assert "MONITOR: unexpected KeyError ('peer'); going on" in errors
+    assert "MONITOR: an event lost, unreadable (ValueError: invalid literal for int() with base 10: '')" in errors
 
 
 def test_not_asked_without_libnccl(tmp_path: Path, fast) -> None:
