@@ -131,8 +131,8 @@ class RasWatch:
     _target: Address | None = None
     _source: str = ""
     _nccl_seen_at: float | None = None  # monotonic
-    _checked: dict[int, float] = field(default_factory=dict)  # pid -> when its maps were last read
-    _nccl_pids: dict[int, str] = field(default_factory=dict)  # pid -> the libnccl it maps
+    _checked: dict[int, float] = field(default_factory=dict)  # live pid -> when its maps were last read
+    _nccl_pids: dict[int, str] = field(default_factory=dict)  # live pid -> the libnccl it maps
     _version: versions.Version | None = None
     _version_source: str | None = None
     _json: bool | None = None  # SET FORMAT json answered OK
@@ -233,11 +233,19 @@ class RasWatch:
                 addresses = self.addresses()
             except OSError:
                 pass
-        alive = {p.pid for p in job.processes if p.alive}
+        alive = self._prune(job)
         for pid in alive - self._ns.keys():
             self._ns[pid] = namespace_pid(pid, self.proc)
-        self._ns = {pid: ns for pid, ns in self._ns.items() if pid in alive}
         self._here = Here(addresses, {ns: pid for pid, ns in self._ns.items()})
+
+    def _prune(self, job: JobSnapshot) -> set[int]:
+        """What is kept per pid, for the job's live processes only (DataLoader workers come and go each epoch, and
+        map libnccl as their rank does); the live pids."""
+        alive = {p.pid for p in job.processes if p.alive}
+        self._checked = {pid: at for pid, at in self._checked.items() if pid in alive}
+        self._nccl_pids = {pid: path for pid, path in self._nccl_pids.items() if pid in alive}
+        self._ns = {pid: ns for pid, ns in self._ns.items() if pid in alive}
+        return alive
 
     def _find_target(self, job: JobSnapshot) -> None:
         if self.address is not None:
@@ -266,6 +274,7 @@ class RasWatch:
         self._nccl_seen_at = time.monotonic()
 
     def _learn_from_maps(self, job: JobSnapshot) -> None:
+        self._prune(job)
         mono = time.monotonic()
         budget = MAPS_PER_TICK
         for process in job.processes:

@@ -402,6 +402,26 @@ def test_monitor_goes_on_past_an_unreadable_event_and_an_unforeseen_error(tmp_pa
     assert "MONITOR: an event lost, unreadable (ValueError: invalid literal for int() with base 10: '')" in errors
 
 
+@pytest.mark.parametrize(("library", "env"), [
+    ("/usr/lib/libc.so.6", ()),  # a gloo job: no libnccl, the watch looks on and on
+    ("/usr/lib/libnccl.so.2.27.5", (("NCCL_RAS_ADDR", "not an address"),)),  # libnccl, no address to ask at
+    ("/usr/lib/libnccl.so.2.27.5", ())])  # the address found: the job read on every tick
+def test_what_is_kept_per_pid_is_the_live_processes_only(tmp_path: Path, library: str, env) -> None:
+    """Fifty epochs of four DataLoader workers (forked from the rank: they map its libnccl, carry its environment):
+    the watch keeps its rank and the live epoch's workers, not every worker it ever saw."""
+    w = RasWatch(interval_s=5.0, proc=str(tmp_path), ask=Asked([comms()]), addresses=lambda: HERE)
+    w._closed = True  # no query thread: the tick's side alone
+    fake_proc(tmp_path, 4000, library)
+    for epoch in range(50):
+        workers = [5000 + 4 * epoch + i for i in range(4)]
+        for pid in workers:
+            fake_proc(tmp_path, pid, library)
+        w.attach(job(process(4000, env), *(process(pid, env, rank=None) for pid in workers)), 0.0)
+    live = {4000, *workers}
+    assert set(w._checked) <= live and set(w._nccl_pids) <= live and set(w._ns) <= live
+    assert bool(w._nccl_pids) == ("libnccl" in library)
+
+
 def test_not_asked_without_libnccl(tmp_path: Path, fast) -> None:
     asked = Asked([comms()])
     w = RasWatch(interval_s=0.05, proc=str(tmp_path), ask=asked)
