@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import msgspec.structs
 
-from hwtop.model.job import JobProcess, JobSnapshot, RankFigures
+from hwtop.model.job import JobProcess, JobSnapshot
 from hwtop.model.ras import NcclView, RasEvent, RasReply
 from hwtop.probes.nccl_ras import client, versions
 from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, one_line, parse_address
@@ -162,7 +162,7 @@ class RasWatch:
     _closed: bool = False
     _running_job: bool = True
     _disabled: bool = False
-    _cache: tuple[object, object, tuple[RankFigures, ...], NcclView] | None = None
+    _named: tuple[NcclView, frozenset[str], str, NcclView] | None = None  # named() of (view, addresses, hostname)
 
     # ---- the tick's side: never waits ----
     def attach(self, job: JobSnapshot, now: float, spinning: bool | None = None) -> JobSnapshot:
@@ -185,15 +185,19 @@ class RasWatch:
             return msgspec.structs.replace(job, nccl=self._bare_view(view))
         if view.foreign:
             return msgspec.structs.replace(job, nccl=view)
-        cached = self._cache
-        if cached is not None and cached[0] is view and cached[1] is job.ranks:
-            ranks, view = cached[2], cached[3]
-        else:
-            ranks = join_ranks(job.ranks, view, self._here)
-            shown = named(view, self._here.addresses, job.ranks[0].host if job.ranks else "")  # by its hostname
-            self._cache = (view, job.ranks, ranks, shown)
-            view = shown
-        return msgspec.structs.replace(job, nccl=view, ranks=ranks)
+        ranks = join_ranks(job.ranks, view, self._here)  # the job's ranks are new each tick: joined each tick
+        return msgspec.structs.replace(job, nccl=self._shown(view, job.ranks[0].host if job.ranks else ""),
+                                       ranks=ranks)
+
+    def _shown(self, view: NcclView, hostname: str) -> NcclView:
+        """The view with this node's ranks by its hostname (join.named), made again only for a new answer: it
+        rebuilds every communicator's ranks, and depends on nothing the tick brings but the hostname."""
+        addresses, cached = self._here.addresses, self._named
+        if cached is not None and cached[0] is view and cached[1] == addresses and cached[2] == hostname:
+            return cached[3]
+        shown = named(view, addresses, hostname)
+        self._named = (view, addresses, hostname, shown)
+        return shown
 
     def _bare_view(self, view: NcclView | None) -> NcclView:
         """The view before any answer: where hwtop would ask, the release learned and the policy it gives."""
