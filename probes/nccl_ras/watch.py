@@ -28,7 +28,7 @@ from hwtop.model.job import JobProcess, JobSnapshot
 from hwtop.model.ras import NcclView, RasEvent, RasReply
 from hwtop.probes.nccl_ras import client, versions
 from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, one_line, parse_address
-from hwtop.probes.nccl_ras.join import Here, foreign, join_ranks, named
+from hwtop.probes.nccl_ras.join import AnswerSide, Here, answer_side, foreign, named
 from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from hwtop.probes.nccl_ras.stopped import StopSignals
 from hwtop.probes.nccl_ras.track import Tracker
@@ -162,7 +162,7 @@ class RasWatch:
     _closed: bool = False
     _running_job: bool = True
     _disabled: bool = False
-    _named: tuple[NcclView, frozenset[str], str, NcclView] | None = None  # named() of (view, addresses, hostname)
+    _answer: tuple[NcclView, Here, str, AnswerSide | None, NcclView] | None = None  # the answer's side, made once
 
     # ---- the tick's side: never waits ----
     def attach(self, job: JobSnapshot, now: float, spinning: bool | None = None) -> JobSnapshot:
@@ -185,19 +185,20 @@ class RasWatch:
             return msgspec.structs.replace(job, nccl=self._bare_view(view))
         if view.foreign:
             return msgspec.structs.replace(job, nccl=view)
-        ranks = join_ranks(job.ranks, view, self._here)  # the job's ranks are new each tick: joined each tick
-        return msgspec.structs.replace(job, nccl=self._shown(view, job.ranks[0].host if job.ranks else ""),
-                                       ranks=ranks)
+        side, shown = self._answer_side(view, job.ranks[0].host if job.ranks else "")
+        ranks = job.ranks if side is None else side.join(job.ranks)  # the tick's own figures, new each tick
+        return msgspec.structs.replace(job, nccl=shown, ranks=ranks)
 
-    def _shown(self, view: NcclView, hostname: str) -> NcclView:
-        """The view with this node's ranks by its hostname (join.named), made again only for a new answer: it
-        rebuilds every communicator's ranks, and depends on nothing the tick brings but the hostname."""
-        addresses, cached = self._here.addresses, self._named
-        if cached is not None and cached[0] is view and cached[1] == addresses and cached[2] == hostname:
-            return cached[3]
-        shown = named(view, addresses, hostname)
-        self._named = (view, addresses, hostname, shown)
-        return shown
+    def _answer_side(self, view: NcclView, hostname: str) -> tuple[AnswerSide | None, NcclView]:
+        """The answer's half of the join (join.answer_side) and the view with this node's ranks by its hostname
+        (join.named), made again only for a new answer, a change in this node's job processes or its name: both walk
+        every rank of the answer."""
+        here, cached = self._here, self._answer
+        if cached is not None and cached[0] is view and cached[1] == here and cached[2] == hostname:
+            return cached[3], cached[4]
+        side, shown = answer_side(view, here), named(view, here.addresses, hostname)
+        self._answer = (view, here, hostname, side, shown)
+        return side, shown
 
     def _bare_view(self, view: NcclView | None) -> NcclView:
         """The view before any answer: where hwtop would ask, the release learned and the policy it gives."""

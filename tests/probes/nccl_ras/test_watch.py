@@ -422,29 +422,40 @@ def test_what_is_kept_per_pid_is_the_live_processes_only(tmp_path: Path, library
     assert bool(w._nccl_pids) == ("libnccl" in library)
 
 
-def test_the_names_are_made_once_an_answer_and_the_join_each_tick(tmp_path: Path, fast, monkeypatch) -> None:
-    """The job probe gives its ranks as a new tuple each tick: each tick's figures are joined with the answer, and
-    the answer's ranks are named by this node's hostname once (join.named rebuilds every communicator)."""
-    made: list[int] = []
-    real = watch_module.named
-    monkeypatch.setattr(watch_module, "named", lambda *args: made.append(1) or real(*args))
+def test_the_answers_side_is_made_once_an_answer_and_the_join_each_tick(tmp_path: Path, fast, monkeypatch) -> None:
+    """The job probe gives its ranks as a new tuple each tick: each tick's figures are joined with the answer, whose
+    side of the join (every rank's counts and row) and names (join.named) are made once, and again when this node's
+    job processes change."""
+    made: list[str] = []
+
+    def counted(name: str):
+        real = getattr(watch_module, name)
+        return lambda *args: made.append(name) or real(*args)
+
+    for name in ("named", "answer_side"):
+        monkeypatch.setattr(watch_module, name, counted(name))
     fake_proc(tmp_path, 100, "/opt/nccl/lib/libnccl.so.2.30.7", ns_pid=100)
+    fake_proc(tmp_path, 101, "/opt/nccl/lib/libnccl.so.2.30.7", ns_pid=101)
     asked = Asked([comms()])
     w = RasWatch(interval_s=600.0, proc=str(tmp_path), ask=asked, addresses=lambda: HERE, monitor=no_monitor)
     w.address = Address("127.0.0.1", 9)  # asked at once, then not for ten minutes
 
-    def the_job(samples: int) -> JobSnapshot:
-        return JobSnapshot("job", (1,), "running", (process(100),), None, 0,
-                           ranks=(RankFigures(0, "node-a", 100, samples=samples),))
+    def the_job(samples: int, pids: tuple[int, ...] = (100,)) -> JobSnapshot:
+        return JobSnapshot("job", (1,), "running", tuple(process(pid, rank=pid - 100) for pid in pids), None, 0,
+                           ranks=tuple(RankFigures(pid - 100, "node-a", pid, samples=samples) for pid in pids))
 
     tick_until(w, the_job(0), lambda o: o.nccl is not None and o.nccl.queries >= 1)
     made.clear()
     outs = [w.attach(the_job(samples), 0.0) for samples in range(1, 21)]
-    w.close()
     assert [o.ranks[0].samples for o in outs] == list(range(1, 21))  # joined each tick
     assert all(dict(o.ranks[0].collectives)["AllReduce"] == 5 and o.ranks[0].lag == 0 for o in outs)
-    assert len(made) <= 1 and all(o.nccl is outs[0].nccl for o in outs)
+    assert all(o.ranks[1].nccl_only and o.ranks[1].host == "10.0.0.1" for o in outs)  # pid 101: not the job's
+    assert len(made) <= 2 and all(o.nccl is outs[0].nccl for o in outs)
     assert outs[0].nccl is not None and outs[0].nccl.comms[0].comm.ranks[0].name == "node-a"
+    grown = w.attach(the_job(30, (100, 101)), 0.0)  # pid 101 joins the job: the answer's side made again
+    w.close()
+    assert [(r.rank, r.pid, r.samples, r.nccl_only) for r in grown.ranks[:3]] == [
+        (0, 100, 30, False), (1, 101, 30, False), (2, 102, 0, True)]
 
 
 def test_not_asked_without_libnccl(tmp_path: Path, fast) -> None:
