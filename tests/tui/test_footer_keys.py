@@ -14,6 +14,7 @@ from tests.factories import ScriptedSource
 from tests.small_screen import job_snapshot, screen_lines
 from tests.tui.screens import lived_through, story_snapshots
 from tests.tui.test_fleet_screen import StillFleet
+from tests.waiting import pilot_until
 
 
 def shown_keys(app) -> list[str]:  # noqa: ANN001 - a running App
@@ -87,8 +88,7 @@ async def test_every_footer_key_of_the_fleet_does_something_visible() -> None:
     """Exporters read directly, no --job: `j` (the jobs Prometheus holds) has nothing to open and is not shown."""
     app = FleetApp(StillFleet())
     async with app.run_test(size=(120, 24), notifications=True) as pilot:
-        while app.hosts_screen.table.row_count < 3:
-            await pilot.pause(0.05)
+        await pilot_until(pilot, lambda: app.hosts_screen.table.row_count >= 3)
         await pilot.pause()
         assert "j" not in shown_keys(app)
         assert quits(app) and await silent_keys(app, pilot) == []
