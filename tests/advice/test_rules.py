@@ -343,7 +343,9 @@ def test_a_failed_row_remap_is_critical_and_outranks_the_xid_that_reported_it():
     assert any("RMA" in fix for fix in finding.fix)
 
 
-def test_a_pending_remap_is_a_warning_to_reset_the_gpu_when_the_job_allows_after_its_xid():
+def test_a_pending_remap_is_a_warning_to_reset_the_gpu_when_the_job_allows_from_its_xid_on():
+    """One remap reads the same while the Xid 63 that recorded it is in the window and after: a warning, never
+    critical for two minutes and then a warning with nothing changed on the GPU."""
     t = Timeline("dgx-a100")
     frames = ticks(t, 2)
     t.fake.set_row_remap(2, uncorrectable=1, pending=True)
@@ -351,10 +353,12 @@ def test_a_pending_remap_is_a_warning_to_reset_the_gpu_when_the_job_allows_after
     frames += ticks(t, 6)
     engine = AdviceEngine()
     xid = find(run(frames, engine)[-1], "gpu-errors")
-    assert xid.title == "GPU2 reported Xid 63" and "remap pending" in xid.evidence[1]
+    assert (xid.title, xid.severity) == ("GPU2 row remap pending: reset needed", "warning")
+    assert xid.evidence[1] == "Xid 63 recorded it (NVML event, within the last two minutes)"
     later = run([t.tick(10.0) for _ in range(15)], engine)[-1]  # the Xid left the window; the remap still waits
     pending = find(later, "gpu-errors")
     assert (pending.title, pending.severity) == ("GPU2 row remap pending: reset needed", "warning")
+    assert len(pending.evidence) == 1
     assert pending.fix[0].startswith("Reset the GPU when the job allows") and "nvidia-smi -r -i 2" in pending.fix[0]
     t.fake.set_row_remap(2, pending=False)  # reset: the remap took effect
     assert "gpu-errors" not in ids(run([t.tick(10.0) for _ in range(8)], engine)[-1])
