@@ -189,7 +189,7 @@ def test_any_bytes_as_a_text_answer(head: str, data: bytes) -> None:
     one_line_or_reply(parse_reply, RawReply("text", head + data.decode("utf-8", "replace"), 2))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.sampled_from(HEADS), st.lists(text_lines, max_size=40))
 def test_any_lines_of_nccls_forms_as_a_text_answer(head: str, lines: list[str]) -> None:
     one_line_or_reply(parse_reply, RawReply("text", head + "\n".join(["Errors"] + lines), 2))
@@ -203,8 +203,8 @@ scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.flo
     max_size=12), st.integers(4301, 5000).map(lambda n: f"BIG{n}"))  # a count of n digits, written by dumps
 json_ish = st.recursive(scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.sampled_from(FIELDS), st.text(max_size=6)), inner,
-                                                 max_size=6)), max_leaves=30)
-documents = st.dictionaries(st.sampled_from(FIELDS), json_ish, max_size=6)
+                                                 max_size=4)), max_leaves=12)
+documents = st.dictionaries(st.sampled_from(FIELDS), json_ish, max_size=4)
 
 
 def dumps(value: object) -> str:
@@ -212,14 +212,14 @@ def dumps(value: object) -> str:
     return re.sub(r'"BIG(\d+)"', lambda m: "9" * int(m[1]), json.dumps(value, indent=2))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(documents)
 def test_any_json_ish_as_a_json_answer(document: dict) -> None:
     one_line_or_reply(parse_reply, RawReply("json", dumps(document), 2))
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(documents, max_size=4), st.lists(text_lines, max_size=4), st.sampled_from(["", "[2026] PEER_DEAD: "]))
+@settings(max_examples=40, deadline=None)
+@given(st.lists(documents, max_size=2), st.lists(text_lines, max_size=3), st.sampled_from(["", "[2026] PEER_DEAD: "]))
 def test_any_json_ish_or_line_as_monitor_events(documents: list[dict], lines: list[str], prefix: str) -> None:
     for data in ("".join(dumps(d) + "\n" for d in documents), "".join(prefix + line + "\n" for line in lines)):
         try:
