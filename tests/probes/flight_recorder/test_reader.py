@@ -83,7 +83,7 @@ def test_a_link_at_the_prefix_is_not_followed(tmp_path: Path) -> None:
 
 def test_a_link_swapped_in_after_the_look_is_not_followed(tmp_path: Path) -> None:
     lay_out("healthy", tmp_path)
-    found = files.look(f"{tmp_path}/fr_rank_0", os.getuid())
+    found = files.look(f"{tmp_path}/fr_rank_0", os.getuid(), files.HOST)
     assert found is not None
     os.replace(tmp_path / "fr_rank_1", tmp_path / "other")
     os.unlink(tmp_path / "fr_rank_0")
@@ -95,7 +95,7 @@ def test_a_link_swapped_in_after_the_look_is_not_followed(tmp_path: Path) -> Non
 def test_another_users_file_is_not_read(tmp_path: Path) -> None:
     lay_out("healthy", tmp_path)
     with pytest.raises(files.Refused, match=f"owned by uid {os.getuid()}, not the job's"):
-        files.look(f"{tmp_path}/fr_rank_0", os.getuid() + 1)
+        files.look(f"{tmp_path}/fr_rank_0", os.getuid() + 1, files.HOST)
 
 
 def test_a_dump_over_the_bound_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
