@@ -11,6 +11,7 @@ not be taken for the job's:
   the job's user (or root, where root's install is wanted too), and within its bound. It is checked with lstat
   before it is opened, so a FIFO or a device is never opened, and again with fstat on the descriptor, in case it was
   swapped in between; it is opened O_NONBLOCK|O_NOCTTY|O_CLOEXEC, so even then an open cannot block.
+- A file whose user is unknown (/proc/PID unreadable) is nobody's: refused.
 
 A full recorder of 2,000 entries with their frames is a few MB: MAX_DUMP_BYTES bounds a dump."""
 
@@ -130,7 +131,9 @@ def _check(path: str, info: os.stat_result, uid: int | None, want: Want) -> None
         raise Refused(f"{path} is a symbolic link")
     if not want.test(info.st_mode):
         raise Refused(f"{path} is not {want.kind}")
-    if uid is not None and info.st_uid != uid and info.st_uid not in want.trusted:
+    if uid is None:
+        raise Refused(f"{path}: the job's user is unknown, so no file is known to be the job's")
+    if info.st_uid != uid and info.st_uid not in want.trusted:
         raise Refused(f"{path} is owned by uid {info.st_uid}, not the job's ({uid})")
     if want.limit is not None and info.st_size > want.limit:
         raise Refused(f"{path} is {info.st_size} bytes, over the {want.limit} bytes {want.noun} may be")

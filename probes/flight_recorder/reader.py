@@ -74,13 +74,9 @@ class FlightRecorderReader:
 
     def _learn(self, rank: RankProcess) -> _Known:
         base = f"{self.proc}/{rank.pid}"
-        try:
-            uid: int | None = os.stat(base).st_uid
-        except OSError:
-            uid = None
-        view = view_of(self.proc, rank.pid)
-        return _Known(settings_of(rank.environ), uid, self._start_time(base), self._torch_version(base, uid, view),
-                      view)
+        uid, view = _uid(base), view_of(self.proc, rank.pid)
+        version = self._torch_version(base, uid, view) if uid is not None else None
+        return _Known(settings_of(rank.environ), uid, self._start_time(base), version, view)
 
     def _rank(self, rank: RankProcess, known: _Known, paths: set[str]) -> FlightRank:
         settings = known.settings
@@ -88,7 +84,10 @@ class FlightRecorderReader:
         refused = None
         if settings.dynamic:
             refused = "TORCH_FR_DUMP_DYNAMIC_FILE_NAME is set: each dump is named anew, not at <prefix><rank>"
-        for prefix in settings.prefixes if not settings.dynamic else ():
+        elif known.uid is None:
+            refused = f"pid {rank.pid}'s user is unknown (its /proc/{rank.pid}/status unreadable): no file is read " \
+                      "as its"
+        for prefix in settings.prefixes if not settings.dynamic and known.uid is not None else ():
             path = f"{prefix}{rank.rank}"
             try:
                 seen = look(path, known.uid, known.view)
@@ -130,7 +129,7 @@ class FlightRecorderReader:
         except (OSError, ValueError, IndexError, StopIteration):
             return None
 
-    def _torch_version(self, base: str, uid: int | None, view: View) -> str | None:
+    def _torch_version(self, base: str, uid: int, view: View) -> str | None:
         """The version of the torch whose libtorch the process maps (torch/version.py beside it, at the path the
         process's maps names, in its own file system)."""
         try:
@@ -147,3 +146,14 @@ class FlightRecorderReader:
             return None
         return version.group(1).decode() if version else None
 
+
+def _uid(base: str) -> int | None:
+    """The user whose files the process makes: the file system uid of /proc/PID/status's Uid line (real, effective,
+    saved, file system). None where it cannot be read (the process gone, or hidden: hidepid)."""
+    try:
+        status = read_bytes(f"{base}/status", 1 << 16)
+    except OSError:
+        return None
+    line = next((line for line in status.splitlines() if line.startswith(b"Uid:")), b"")
+    fields = line.split()
+    return int(fields[4]) if len(fields) == 5 and fields[4].isdigit() else None

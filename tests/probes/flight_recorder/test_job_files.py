@@ -1,6 +1,6 @@
 """Every file the reader opens is the job's, as the job sees it, and opening it cannot stop the tick: a FIFO or a
 link at any path the reader opens (the torch version file beside the libtorch a rank maps, a dump) is refused at
-once, and paths are resolved in the rank's own file system view (/proc/PID/root:
+once, a file of another user is refused, and paths are resolved in the rank's own file system view (/proc/PID/root:
 a containerised job's /tmp is not the host's)."""
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from hwtop.probes.flight_recorder.reader import FlightRecorderReader, RankProces
 from tests.probes.flight_recorder.conftest import fake_proc, lay_out
 
 PID = 4343
+as_root = pytest.mark.skipif(os.getuid() != 0, reason="giving a file to another user needs root")
 
 
 def _torch(folder: Path, version: str = "2.7.0") -> Path:
@@ -81,6 +82,16 @@ def test_a_link_at_the_torch_version_file_is_not_followed(tmp_path: Path) -> Non
     assert _read(tmp_path / "proc").torch_version is None
 
 
+@as_root
+def test_a_torch_version_file_of_another_user_is_not_read_but_roots_install_is(tmp_path: Path) -> None:
+    torch = _torch(tmp_path / "site" / "torch")
+    fake_proc(tmp_path / "proc", PID, 0.0, uid=12345)  # the job's user; the install is root's (this test's)
+    _maps(tmp_path / "proc", torch)
+    assert _read(tmp_path / "proc").torch_version == "2.7.0"
+    os.chown(torch / "version.py", 23456, 23456)  # neither the job's user nor root
+    assert _read(tmp_path / "proc").torch_version is None
+
+
 def test_the_torch_version_is_read_in_the_ranks_own_file_system(tmp_path: Path) -> None:
     """A containerised rank maps its container's libtorch at a path the host may hold too: its version is the
     container's, found under /proc/PID/root."""
@@ -136,3 +147,20 @@ def test_a_relative_prefix_is_the_ranks_working_directory(tmp_path: Path) -> Non
     os.symlink(tmp_path, tmp_path / "proc" / str(PID) / "cwd")
     got = _read(tmp_path / "proc", {"TORCH_FR_DUMP_TEMP_FILE": "fr_rank_"})
     assert got.dump is not None and got.dump.groups[0].launched == 26
+
+
+@as_root
+def test_a_dump_of_another_user_is_refused(tmp_path: Path) -> None:
+    lay_out("hang", tmp_path)
+    os.chown(tmp_path / "fr_rank_0", 23456, 23456)
+    fake_proc(tmp_path / "proc", PID, 0.0, uid=12345)
+    got = _read(tmp_path / "proc", {"TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/fr_rank_"})
+    assert got.dump is None and got.refused == f"{tmp_path}/fr_rank_0 is owned by uid 23456, not the job's (12345)"
+
+
+def test_a_rank_whose_user_is_unknown_has_nothing_read(tmp_path: Path) -> None:
+    """/proc/PID hidden (hidepid=2, another user's process) or gone: its user is unknown, so no file is its."""
+    lay_out("hang", tmp_path)
+    (tmp_path / "proc").mkdir()
+    got = _read(tmp_path / "proc", {"TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/fr_rank_"})
+    assert got.dump is None and got.refused is not None and "user is unknown" in got.refused

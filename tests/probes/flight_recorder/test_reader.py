@@ -92,10 +92,14 @@ def test_a_link_swapped_in_after_the_look_is_not_followed(tmp_path: Path) -> Non
         files.read(found, os.getuid())
 
 
-def test_another_users_file_is_not_read(tmp_path: Path) -> None:
+def test_another_users_file_is_not_read_nor_any_file_where_the_user_is_unknown(tmp_path: Path) -> None:
     lay_out("healthy", tmp_path)
     with pytest.raises(files.Refused, match=f"owned by uid {os.getuid()}, not the job's"):
         files.look(f"{tmp_path}/fr_rank_0", os.getuid() + 1, files.HOST)
+    for check in (lambda: files.look(f"{tmp_path}/fr_rank_0", None, files.HOST),
+                  lambda: files.read(files.Found(f"{tmp_path}/fr_rank_0", 0.0, (0, 0, 0, 0)), None)):
+        with pytest.raises(files.Refused, match="the job's user is unknown"):
+            check()
 
 
 def test_a_dump_over_the_bound_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
