@@ -164,3 +164,11 @@ def test_a_rank_whose_user_is_unknown_has_nothing_read(tmp_path: Path) -> None:
     (tmp_path / "proc").mkdir()
     got = _read(tmp_path / "proc", {"TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/fr_rank_"})
     assert got.dump is None and got.refused is not None and "user is unknown" in got.refused
+
+
+def test_a_loop_of_links_on_the_way_ends_in_a_refusal(tmp_path: Path) -> None:
+    os.symlink("b", tmp_path / "a")
+    os.symlink("a", tmp_path / "b")
+    fake_proc(tmp_path / "proc", PID, 0.0)
+    got = _read(tmp_path / "proc", {"TORCH_FR_DUMP_TEMP_FILE": f"{tmp_path}/a/fr_rank_"})
+    assert got.dump is None and got.refused == f"{tmp_path}/a/fr_rank_0: Too many levels of symbolic links"
