@@ -17,8 +17,10 @@ from hwtop.model.ras import IN_PROGRESS, NcclComm, NcclView, RasComm, RasEvent, 
 
 
 def who(rank: RasRank) -> str:
-    """`rank 5 (pid 4055 on 10.0.0.3, GPU 1)`: as a user finds it on a cluster."""
-    parts = [f"pid {rank.pid} on {rank.host}" if rank.pid is not None else f"on {rank.host}"]
+    """`rank 5 (pid 4055 on 10.0.0.3, GPU 1)`: as a user finds it on a cluster; a rank of this node by the name
+    the rest of hwtop gives it, with the address NCCL gives (`on dgx-a100-demo at 10.0.0.1`)."""
+    host = f"{rank.name} at {rank.host}" if rank.name else rank.host
+    parts = [f"pid {rank.pid} on {host}" if rank.pid is not None else f"on {host}"]
     if rank.nvml_dev is not None:
         parts.append(f"GPU {rank.nvml_dev}")
     return f"rank {rank.rank} ({', '.join(parts)})"

@@ -13,11 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hwtop.demo.profiles import DemoHost, DemoProfile
-from hwtop.demo.story import LAUNCHER_PID, RANK_PID, JobState, Story
+from hwtop.demo.story import LAUNCHER_PID, RANK_PID, RDZV_PORT, JobState, Story
 from hwtop.model.owner import Owner
 from hwtop.model.snapshot import (
     CoreLoad,
     CpuSnapshot,
+    DiskKind,
     DiskSnapshot,
     HostInfo,
     MemorySnapshot,
@@ -42,7 +43,39 @@ def demo_arrays(names: list[str]) -> dict[str, str]:
     return out | ({n: "md1" for n in nvme[2:]} if "md1" in names else {})
 
 
+def disk_rates(disks: tuple[tuple[str, DiskKind], ...], arrays: dict[str, str], dataset_rate: float,
+               rng: random.Random) -> dict[str, tuple[float, float]]:
+    """(read, write) bytes/s of each disk: the dataset from md1 (or the data disks where there is none), a little
+    from the network share, the OS's writes to md0 (or the first disk); an array's members carry its share of its
+    reads and writes (RAID 0), or their share of its reads and every write (RAID 1): the kernel counts both."""
+    names = [name for name, _ in disks]
+    data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data disks where there is no md1
+    rates: dict[str, tuple[float, float]] = {}
+    for name, kind in disks:
+        if name in arrays:
+            continue
+        if name == "md1" or (name in data and "md1" not in names):
+            read = dataset_rate * (1.0 if name == "md1" or len(data) == 1 else 1.0 / len(data))
+        else:
+            read = dataset_rate * 0.05 if kind == "network" else rng.uniform(0, 40e3)
+        write = rng.uniform(20e3, 400e3) if name in (names[0], "md0") else rng.uniform(0, 8e3)
+        rates[name] = (read * rng.uniform(0.9, 1.1), write)
+    for member, array in arrays.items():
+        read, write = rates[array]
+        count = sum(1 for a in arrays.values() if a == array)
+        rates[member] = (read / count, write if array == MIRROR else write / count)
+    return rates
+
+
+def _disk(name: str, kind: DiskKind, read: float, write: float, held_by: str | None) -> DiskSnapshot:
+    busy = min(100.0, 100.0 * read / 3.0e9) if kind != "network" else None
+    return DiskSnapshot(name, kind, round(read, 1), round(write, 1), round(read / (128 * 1024) if read else 0.0, 1),
+                        round(write / 16384, 1), None if busy is None else round(busy, 1), held_by=held_by)
+
+
 SAMPLE_BYTES = 112 * 1024  # one training sample read from the dataset (a JPEG of ImageNet, about)
+DATASETS = {"resnet50": "/raid/imagenet", "gpt-1.3b": "/raid/openwebtext"}  # where each model's data lies
+SOCKET_LINE_SHARE = 0.96  # the most of a port's line rate NCCL's sockets keep busy
 
 _FALLBACK_HOST = DemoHost("Demo CPU", 8, 16, 16 * MIB, 64 * GIB, 8 * GIB, (("nvme0n1", "nvme"),))
 
@@ -84,6 +117,18 @@ _DESKTOP = (
     _Daemon(3300, "gnome-shell", JOB_USER, "/usr/bin/gnome-shell", 2.5, 420 * MIB, 22),
 )
 _FILLER_NAMES = ("python3", "bash", "sleep", "tail", "rsync", "tmux: server", "jupyter-lab", "code-server")
+
+
+def torchrun_command(job: JobState, per_node: int, hostname: str, script: str) -> str:
+    """The launcher's command line as torchrun's users write it: one node alone (--standalone), or this node's
+    share of a job of `job.nodes` nodes meeting at a c10d rendezvous on this node (it runs rank 0: GROUP_RANK 0,
+    so its ranks' RANK is their LOCAL_RANK). torchrun gives each rank its LOCAL_RANK, RANK and WORLD_SIZE in
+    the environment, not as arguments (use_env: no --local-rank on the ranks' command lines)."""
+    torchrun = "/usr/bin/python3 /usr/local/bin/torchrun"
+    if job.nodes <= 1:
+        return f"{torchrun} --standalone --nproc_per_node {per_node} {script}"
+    return (f"{torchrun} --nnodes {job.nodes} --nproc_per_node {per_node} --rdzv_backend c10d --rdzv_endpoint "
+            f"{hostname}:{RDZV_PORT} --rdzv_id {job.model}-{job.nodes}n {script}")
 
 
 def _busiest(process: ProcessInfo) -> tuple[float, int]:
@@ -239,46 +284,20 @@ class SimulatedHost:
                            l2, self.spec.l3_cache_bytes)
 
     def disks(self) -> tuple[DiskSnapshot, ...]:
-        """The arrays' figures first, their members' from them: a RAID 0 member carries its share of the array's
-        reads and writes, a RAID 1 member its share of the reads and every write (the kernel counts both)."""
+        """The arrays' figures first, their members' from them (`disk_rates`)."""
         t, job = self._now()
-        rng = self._rng("disk", int(t))
         dataset_rate = job.samples_per_s * len(self._ranks()) * SAMPLE_BYTES * 0.35  # most come from the page cache
-        names = [name for name, _ in self.spec.disks]
-        arrays = demo_arrays(names)
-        data = [n for n in names if n.startswith("nvme")][2:] or names[:1]  # the data disks where there is no md1
-        rates: dict[str, tuple[float, float]] = {}
-        for name, kind in self.spec.disks:
-            if name in arrays:
-                continue
-            if name == "md1" or (name in data and "md1" not in names):
-                read = dataset_rate * (1.0 if name == "md1" or len(data) == 1 else 1.0 / len(data))
-            elif kind == "network":
-                read = dataset_rate * 0.05
-            else:
-                read = rng.uniform(0, 40e3)
-            write = rng.uniform(20e3, 400e3) if name in (names[0], "md0") else rng.uniform(0, 8e3)
-            rates[name] = (read * rng.uniform(0.9, 1.1), write)
-        for member, array in arrays.items():
-            read, write = rates[array]
-            count = sum(1 for a in arrays.values() if a == array)
-            rates[member] = (read / count, write if array == MIRROR else write / count)
-        out = []
-        for name, kind in self.spec.disks:
-            read, write = rates[name]
-            iops_read = read / (128 * 1024) if read else 0.0
-            busy = min(100.0, 100.0 * read / 3.0e9) if kind != "network" else None
-            out.append(DiskSnapshot(name, kind, round(read, 1), round(write, 1), round(iops_read, 1),
-                                    round(write / 16384, 1), None if busy is None else round(busy, 1),
-                                    held_by=arrays.get(name)))
-        return tuple(out)
+        arrays = demo_arrays([name for name, _ in self.spec.disks])
+        rates = disk_rates(self.spec.disks, arrays, dataset_rate, self._rng("disk", int(t)))
+        return tuple(_disk(name, kind, *rates[name], arrays.get(name)) for name, kind in self.spec.disks)
 
     def nics(self) -> tuple[NicSnapshot, ...]:
         """A single-node job (torchrun --standalone) all-reduces over NVLink: the InfiniBand fabric stays near idle
         and the storage Ethernet port carries what the job reads from the network share (the nfs0 disk). A job
-        that spans nodes all-reduces over the fabric, each rank through the port beside its GPU; one whose NCCL
-        fell back to sockets pushes it all through the Ethernet port, which saturates. The counters are the rates
-        summed second by second (`_nic_rates`), so they only grow and every figure stays a function of time."""
+        that spans nodes all-reduces over the fabric, each rank's share through the port beside its GPU; one whose
+        NCCL fell back to sockets pushes a node's whole share through the Ethernet port (`_nic_rates`). The
+        counters are the rates summed second by second (`_nic_totals`), so they only grow and every figure stays a
+        function of time."""
         t, _job = self._now()
         second = int(t)
         totals = self._nic_totals(second)
@@ -297,33 +316,30 @@ class SimulatedHost:
         return tuple(out)
 
     def _nic_rates(self, second: int) -> list[tuple[float, float]]:
-        """(rx, tx) bytes/s of each port over scenario second `second`."""
-        job = self.story.at(float(second))
+        """(rx, tx) bytes/s of each port over scenario second `second`: the job's all-reduce where it spans nodes
+        (JobState.allreduce_bytes_per_s: a node's share, over the InfiniBand ports NCCL uses, one beside each of
+        its GPUs, or all through the first Ethernet port where NCCL fell back to sockets or there is no fabric,
+        at most SOCKET_LINE_SHARE of its line), the network share's reads, and each port's own small traffic."""
+        job = self.story.state(float(second), self._ranks())
         rng = self._rng("nic", second)
-        training = self._job_running(job) and job.stuck_rank is None
         ranks = self._ranks()
+        training = self._job_running(job) and job.stuck_rank is None
         samples_per_s = (job.batch_size / job.step_s * len(ranks)) if training else 0.0
         # the network share's part of the dataset's reads (the nfs0 disk of disks()), where the profile has one
         shared = any(kind == "network" for _, kind in self.spec.disks)
         share_read = samples_per_s * SAMPLE_BYTES * 0.35 * 0.05 if shared else 0.0
-        # The all-reduce's bytes per rank and second: ring all-reduce sends 2(n-1)/n of the gradients each step,
-        # over the step time; n = every rank of every node.
-        world = max(1, len(ranks) * job.nodes)
-        per_rank = 2 * (world - 1) / world * job.gradient_bytes / job.step_s if training and job.nodes > 1 \
-            else 0.0
-        infiniband = [n for n in self.spec.nics if n.infiniband]
+        node = job.allreduce_bytes_per_s(len(ranks))
+        fabric = [n for n in self.spec.nics if n.infiniband][:len(ranks)] if job.transport == "infiniband" else []
         ethernet = [n for n in self.spec.nics if not n.infiniband]
         out = []
         for nic in self.spec.nics:
             if nic.infiniband:
-                index = infiniband.index(nic)
-                rank_here = job.transport == "infiniband" and index < len(ranks)
-                rx = (per_rank if rank_here else 0.0) * rng.uniform(0.97, 1.03) + rng.uniform(0.0, 4e3)
-                tx = (per_rank if rank_here else 0.0) * rng.uniform(0.97, 1.03) + rng.uniform(0.0, 4e3)
+                rx = (node / len(fabric) if nic in fabric else 0.0) * rng.uniform(0.97, 1.03) + rng.uniform(0.0, 4e3)
+                tx = (node / len(fabric) if nic in fabric else 0.0) * rng.uniform(0.97, 1.03) + rng.uniform(0.0, 4e3)
             else:
-                first = ethernet.index(nic) == 0
+                first = bool(ethernet) and nic is ethernet[0]
                 line = nic.speed_gbps * 1e9 / 8
-                sockets = min(0.96 * line, per_rank * len(ranks)) if job.transport == "ethernet" and first else 0.0
+                sockets = min(SOCKET_LINE_SHARE * line, node) if first and not fabric else 0.0
                 rx = sockets * rng.uniform(0.98, 1.0) + (share_read if first else 0.0) + rng.uniform(2e3, 60e3)
                 tx = sockets * rng.uniform(0.98, 1.0) + (share_read * 0.02 if first else 0.0) + rng.uniform(1e3, 20e3)
             out.append((round(rx, 1), round(tx, 1)))
@@ -401,28 +417,27 @@ class SimulatedHost:
                            round(d.cpu * rng.uniform(0.5, 1.5), 1), d.rss, d.threads, None)
                for d in self._daemons()]
         ranks = self._ranks()
-        script = (f"train.py --arch {job.model} --data /raid/imagenet --batch-size {job.batch_size} "
+        data = DATASETS.get(job.model, "/raid/data")
+        script = (f"train.py --arch {job.model} --data {data} --batch-size {job.batch_size} "
                   f"--workers {job.num_workers}" + ("" if job.amp == "off" else f" --amp {job.amp}"))
         worker_rss = min(2 * GIB, self.spec.ram_bytes // (8 * max(1, len(ranks)) * max(1, job.num_workers)))
         if self._job_running(job) and ranks:
             for launcher, group, owner, user in self._launchers(ranks):
                 out.append(ProcessInfo(launcher, 40950, user, "torchrun",
-                                       f"/usr/bin/python3 /usr/local/bin/torchrun --standalone --nproc_per_node="
-                                       f"{len(group)} {script}", "S", round(rng.uniform(0.1, 0.4), 1), 410 * MIB, 6,
-                                       None, owner=owner))
+                                       torchrun_command(job, len(group), self.spec.hostname, script), "S",
+                                       round(rng.uniform(0.1, 0.4), 1), 410 * MIB, 6, None, owner=owner))
                 for rank in group:
                     pid = RANK_PID + rank
                     if rank in job.dead_ranks:
                         continue
                     affinity = self.nodes[gpu_node(self.profile, rank)]
-                    out.append(ProcessInfo(pid, launcher, user, "python",
-                                           f"/usr/bin/python3 -u {script} --local_rank={rank}",
+                    out.append(ProcessInfo(pid, launcher, user, "python", f"/usr/bin/python3 -u {script}",
                                            "R" if job.rank_runs(rank) else "S",
                                            round(job.cpu_of_rank(rank) * rng.uniform(0.95, 1.0), 1),
                                            rank_rss(self.spec, len(ranks), rank), 86, affinity, owner=owner))
                     for worker in range(job.num_workers):  # their CPU jitters around what the step consumes
                         out.append(ProcessInfo(WORKER_PID + 64 * rank + worker, pid, user, "pt_data_worker",
-                                               f"/usr/bin/python3 -u {script} --local_rank={rank}",
+                                               f"/usr/bin/python3 -u {script}",
                                                "R" if job.worker_cpu_percent > 50 else "S",
                                                round(min(100.0, job.worker_cpu_percent * rng.uniform(0.97, 1.03)),
                                                      1),

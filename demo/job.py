@@ -10,10 +10,37 @@ from collections.abc import Callable
 from hwtop.demo.host import host_of, rank_rss
 from hwtop.demo.nvml.world import memory_ramp
 from hwtop.demo.profiles import DemoProfile
-from hwtop.demo.story import RANK_PID, JobState, Story, rank_memory
+from hwtop.demo.story import (
+    OOM_REQUEST,
+    RANK_PID,
+    JobState,
+    StepCounter,
+    Story,
+    device_capacity,
+    rank_held,
+)
 from hwtop.model.workload import JobConfig, OomEvent, RankState, WorkloadState
 
 RING = 30  # points kept for the rank sparklines
+ALLOCATED = 0.82  # of what a rank's caching allocator reserves, the share its tensors use
+
+
+def _gib(size: float) -> str:
+    return f"{size / 1024**3:.2f} GiB"
+
+
+def oom_message(profile: DemoProfile, job: JobState, rank: int) -> str:
+    """What PyTorch (2.1 on) raises, with the figures of the rank as the story leaves it: what it holds, what its
+    tensors use of that, and what its device has left."""
+    held = rank_held(profile, job, rank)
+    capacity = device_capacity(profile)
+    return (f"CUDA out of memory. Tried to allocate {_gib(OOM_REQUEST)}. GPU {rank} has a total capacity of "
+            f"{_gib(capacity)} of which {_gib(capacity - held)} is free. Including non-PyTorch memory, this process "
+            f"has {_gib(held)} memory in use. Of the allocated memory {_gib(held * ALLOCATED)} is allocated by "
+            f"PyTorch, and {_gib(held * (1 - ALLOCATED))} is reserved by PyTorch but unallocated. If reserved but "
+            "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+            "fragmentation.  See documentation for Memory Management  "
+            "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
 
 
 class DemoJob:
@@ -29,21 +56,16 @@ class DemoJob:
         self.ranks = ranks
         self.elapsed = elapsed
         self.wall = wall
-        self._t = 0.0
-        self._steps = [0.0] * len(ranks)
+        self._steps = StepCounter(story, ranks)
         self._times: list[float] = []
 
+    @property
+    def _t(self) -> float:
+        return self._steps.t
+
     def _advance(self, t: float) -> JobState:
-        job = self.story.state(t, self.ranks)
-        while self._t < t:  # whole seconds at a time, so a fast-played story counts the same steps
-            step_end = min(t, math.floor(self._t) + 1.0)
-            state = self.story.state(self._t, self.ranks)
-            for i, rank in enumerate(self.ranks):
-                if state.status == "running" and rank != state.stuck_rank and rank not in state.dead_ranks:
-                    self._steps[i] += (step_end - self._t) / state.step_s
-                # stalled: every rank waits on the stuck one in the collective, so no step completes
-            self._t = step_end
-        return job
+        self._steps.advance(t)
+        return self.story.state(t, self.ranks)
 
     def state(self) -> WorkloadState:
         t = max(0.0, self.elapsed())
@@ -57,11 +79,9 @@ class DemoJob:
                            transform_cost_ms=job.cpu_ms_per_sample)
         last_oom = None
         if job.oom_at is not None and job.dead_ranks:
-            gpu = self.profile.gpu
-            capacity = (gpu.memory_bytes - gpu.reserved_bytes) / 1024**3  # what PyTorch calls total capacity
-            last_oom = OomEvent(rank=job.dead_ranks[0], batch_size=job.batch_size, largest_fit=job.batch_size // 2,
-                                message=f"CUDA out of memory. Tried to allocate 2.00 GiB (GPU {job.dead_ranks[0]}; "
-                                        f"{capacity:.2f} GiB total capacity)", time=self.wall() - (t - job.oom_at))
+            rank = job.dead_ranks[0]  # it ran the job's batch, as every rank did: no smaller batch was tried
+            last_oom = OomEvent(rank=rank, batch_size=job.batch_size, largest_fit=None,
+                                message=oom_message(self.profile, job, rank), time=self.wall() - (t - job.oom_at))
         pids = () if job.status == "crashed" else tuple(RANK_PID + r for r in self.ranks if r not in job.dead_ranks)
         return WorkloadState(
             kind=self.story.name, status=job.status, exit_code=1 if job.status == "crashed" else None,
@@ -69,8 +89,8 @@ class DemoJob:
             oom_count=1 if last_oom else 0, last_oom=last_oom)
 
     def _rank(self, i: int, rank: int, job: JobState) -> RankState:
-        step = int(self._steps[i])
-        held = int(rank_memory(self.profile, rank) * job.gpu_memory_scale * memory_ramp(self._t))
+        step = self._steps.of(rank)
+        held = int(rank_held(self.profile, job, rank) * memory_ramp(self._t))
         stalled = job.status == "stalled"
         step_time = None if stalled else job.step_s
         return RankState(
@@ -78,8 +98,8 @@ class DemoJob:
             samples_per_s=None if step_time is None else round(job.samples_per_s, 1),
             data_wait_fraction=job.data_wait, loss=round(6.9 * math.exp(-step / 4000.0) + 0.9, 4),
             amp=job.amp, scale=65536.0 if job.amp == "fp16" else None, batch_size=job.batch_size,
-            rss_bytes=rank_rss(host_of(self.profile), len(self.ranks), rank), cuda_allocated_bytes=int(held * 0.82),
-            cuda_reserved_bytes=held, cuda_peak_bytes=held,
+            rss_bytes=rank_rss(host_of(self.profile), len(self.ranks), rank),
+            cuda_allocated_bytes=int(held * ALLOCATED), cuda_reserved_bytes=held, cuda_peak_bytes=held,
             step_times=tuple(self._times),
             throughput=tuple(round(job.batch_size / s, 1) for s in self._times))
 

@@ -10,6 +10,7 @@ here reads wall time, so tests play a story at any speed.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,9 +28,14 @@ if TYPE_CHECKING:
     from hwtop.model.workload import Amp
 
 GIB = 1024**3
+# A model's gradients as DDP all-reduces them: fp32, one per parameter (autocast runs the ops in bf16 but keeps the
+# parameters, so their gradients, in fp32; DDP sends them as they are, with no compression hook)
+GRADIENT_BYTES = 4
+RESNET50_PARAMETERS = 25.557e6  # torchvision's resnet50: 25,557,032 parameters
 STRAGGLER_OWN_WAIT = 0.03  # the rank the others wait for reaches each all-reduce last: it barely waits
 RANK_PID = 41000  # rank r is pid 41000 + r, as the fake NVML library lists it
 LAUNCHER_PID = 40990
+RDZV_PORT = 29400  # torchrun's c10d rendezvous, on the node of rank 0 (this one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +57,8 @@ class JobState:
     stuck_rank: int | None = None  # a rank that never reached the collective the others wait in
     dead_ranks: tuple[int, ...] = ()
     oom_at: float | None = None  # scenario time of the OOM that killed the first dead rank
+    leak_rank: int | None = None  # a rank whose device memory grows step after step at one batch size...
+    leak: float = 0.0  # ...this far (0-1) from what it holds in full training to its device's last free bytes
     straggler_rank: int | None = None  # a rank the others wait for in every all-reduce
     collective_wait: float = 0.12  # the share of their time the other ranks spend waiting in NCCL
     # The network side (demo/host.py nics()): hosts the job spans, where its all-reduce goes (nvlink: one node,
@@ -60,7 +68,7 @@ class JobState:
     transport: str = "nvlink"
     nccl_env: tuple[tuple[str, str], ...] = ()
     model: str = "resnet50"
-    gradient_bytes: float = 51e6  # what each all-reduce moves: ResNet-50's 25.6 M gradients in bf16
+    gradient_bytes: float = RESNET50_PARAMETERS * GRADIENT_BYTES  # what a step's all-reduce sums: 102 MB
     # Follow from the above unless a story sets them: a step time given alone is the GPU's part of the step (the
     # workers may still make it longer); a training rank's main-thread CPU is the share of the step it computes,
     # less the share it sleeps in the all-reduce.
@@ -145,6 +153,17 @@ class JobState:
             return STRAGGLER_OWN_WAIT
         return self.collective_wait
 
+    def allreduce_bytes_per_s(self, ranks_here: int) -> float:
+        """What one node sends (and receives) over the network each second for the gradient all-reduce of a job
+        spanning nodes: NCCL's ring all-reduce has each of the n ranks send 2(n-1)/n of the gradients a step
+        (its bus bandwidth), and of each ring (one per channel, each carrying its share of the gradients)
+        one rank per node sends to the next node and one receives from the previous: a node moves 2(n-1)/n of
+        the gradients a step over its ports, whichever its ranks' count. 0 on one node, or with no step."""
+        world = ranks_here * self.nodes
+        if not self.training or self.stuck_rank is not None or self.nodes <= 1 or world < 2:
+            return 0.0
+        return 2 * (world - 1) / world * self.gradient_bytes / self.step_s
+
     def rank_runs(self, rank: int) -> bool:
         """Its state in the process table: R while on the CPU, else S."""
         return self.cpu_of_rank(rank) >= 50.0
@@ -156,6 +175,9 @@ class JobState:
             return self
         last = ranks[-1]
         phase, stuck, dead, slow = self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank
+        leak = self.leak_rank
+        if leak is not None and leak not in ranks:
+            phase, leak = phase.replace(f"rank {leak}", f"rank {last}"), last
         if stuck is not None and stuck not in ranks:
             phase, stuck = phase.replace(f"rank {stuck}", f"rank {last}"), last
         if slow is not None and slow not in ranks:
@@ -164,15 +186,67 @@ class JobState:
             for r in dead:
                 phase = phase.replace(f"rank {r}", f"rank {last}") if r not in ranks else phase
             dead = tuple(dict.fromkeys(r if r in ranks else last for r in dead))
-        if (phase, stuck, dead, slow) == (self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank):
+        if (phase, stuck, dead, slow, leak) == (self.phase, self.stuck_rank, self.dead_ranks, self.straggler_rank,
+                                                self.leak_rank):
             return self
-        return dataclasses.replace(self, phase=phase, stuck_rank=stuck, dead_ranks=dead, straggler_rank=slow)
+        return dataclasses.replace(self, phase=phase, stuck_rank=stuck, dead_ranks=dead, straggler_rank=slow,
+                                   leak_rank=leak)
+
+
+class StepCounter:
+    """The steps each rank has completed by scenario time t, integrated over the story's step time whole seconds
+    at a time (a fast-played story counts the same steps). The job's telemetry (demo/job.py) and NCCL's counts of
+    collectives launched (demo/ras.py) each keep one, so both count the same steps."""
+
+    def __init__(self, story: Story, ranks: tuple[int, ...]) -> None:
+        self.story, self.ranks = story, ranks
+        self.t = 0.0
+        self.steps = [0.0] * len(ranks)
+
+    def advance(self, t: float) -> None:
+        while self.t < t:
+            step_end = min(t, math.floor(self.t) + 1.0)
+            state = self.story.state(self.t, self.ranks)
+            for i, rank in enumerate(self.ranks):
+                if state.status == "running" and rank != state.stuck_rank and rank not in state.dead_ranks:
+                    self.steps[i] += (step_end - self.t) / state.step_s
+                # stalled: every rank waits on the stuck one in the collective, so no step completes
+            self.t = step_end
+
+    def of(self, rank: int) -> int:
+        """Rank `rank`'s completed steps."""
+        return int(self.steps[self.ranks.index(rank)])
+
+    @property
+    def most(self) -> int:
+        """The most steps a rank has completed (DDP keeps the live ranks in step)."""
+        return int(max(self.steps, default=0.0))
 
 
 def rank_memory(profile: DemoProfile, rank: int) -> int:
     """The device memory a profile's rank holds in full training (its DemoProcess): what the job's telemetry and
     the fake NVML library both start from."""
     return next((p.used_memory_bytes or 0 for p in profile.processes if p.pid == RANK_PID + rank), 0)
+
+
+OOM_REQUEST = 2 * GIB  # the allocation a leaking rank's step fails at: its largest activation
+OOM_FREE = 1.5 * GIB  # what its device has left then
+
+
+def device_capacity(profile: DemoProfile) -> int:
+    """What PyTorch calls the device's total capacity: its memory less what the driver reserves."""
+    return profile.gpu.memory_bytes - profile.gpu.reserved_bytes
+
+
+def rank_held(profile: DemoProfile, state: JobState, rank: int) -> int:
+    """The device memory rank `rank` holds in `state` (its process in NVML's list, and its telemetry's reserved
+    memory, both read this): its profile's rank in full training, scaled by the story (AMP); a leaking rank holds
+    `leak` of the way from there to its device's capacity less OOM_FREE, where its next step's OOM_REQUEST fails."""
+    base = int(rank_memory(profile, rank) * state.gpu_memory_scale)
+    if rank != state.leak_rank:
+        return base
+    full = device_capacity(profile) - int(OOM_FREE)
+    return base + int(state.leak * max(0, full - base))
 
 
 def story_rank(profile: DemoProfile, rank: int) -> int:
@@ -198,8 +272,14 @@ class Story:
     extra_processes: int = 0
 
     def state(self, t: float, ranks: tuple[int, ...]) -> JobState:
-        """The job at scenario time t on a machine with these ranks."""
-        return self.at(t).fitted(ranks)
+        """The job at scenario time t on a machine with these ranks; a job of `job_ranks` spans as many nodes as
+        hold them at this host's share each."""
+        state = self.at(t).fitted(ranks)
+        if self.job_ranks and ranks:
+            nodes = -(-self.job_ranks // len(ranks))
+            if state.nodes != nodes:
+                state = dataclasses.replace(state, nodes=nodes, transport="infiniband")
+        return state
 
 
 def _steady(_t: float) -> JobState:
@@ -225,6 +305,18 @@ def _starved_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
         library.at(STARVED_FIX_S, lambda lib, i=index: lib.set_load(i, None))
 
 
+# ----- the two-node job of the stories NCCL's RAS tells (demo/ras.py): this node and one more, over InfiniBand -----
+
+def node_address(node: int) -> str:
+    """The address node `node` of a job spanning nodes has on its fabric, where NCCL's RAS reaches its ranks
+    (this one is node 0: it runs rank 0)."""
+    return f"10.0.0.{node + 1}"
+
+
+RAS_ADDR = f"{node_address(0)}:28028"  # NCCL_RAS_ADDR in the ranks' environment: RAS listens there, hwtop asks
+TWO_NODES = JobState("training", nodes=2, transport="infiniband", nccl_env=(("NCCL_RAS_ADDR", RAS_ADDR),))
+
+
 # ----- nccl-hang: one rank never reaches a collective, the others wait in it -----
 
 NCCL_HANG_S = 30.0
@@ -233,9 +325,10 @@ NCCL_STUCK_RANK = 5
 
 def _nccl_hang(t: float) -> JobState:
     if t < NCCL_HANG_S:
-        return JobState("training")
-    return JobState(f"rank {NCCL_STUCK_RANK} never reached the all_reduce the other ranks wait in",
-                    status="stalled", stuck_rank=NCCL_STUCK_RANK)
+        return TWO_NODES
+    return JobState(f"rank {NCCL_STUCK_RANK} never reached the all_reduce the other ranks wait in", status="stalled",
+                    stuck_rank=NCCL_STUCK_RANK, nodes=TWO_NODES.nodes, transport=TWO_NODES.transport,
+                    nccl_env=TWO_NODES.nccl_env)
 
 
 def _nccl_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
@@ -250,35 +343,33 @@ def _nccl_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
 # ----- oom: one rank's memory climbs until it dies -----
 
 OOM_RANK = 3
-OOM_CLIMB_S = (10.0, 50.0)  # the leak grows over this span
 OOM_AT_S = 52.0
-
-
-OOM_GROWTH = 0.32  # the leak adds a third to the rank's memory: 61 GiB -> 80.5 GiB on an 80 GB A100
-
-
-def _oom_memory(base: int, t: float) -> int:
-    start, end = OOM_CLIMB_S
-    share = min(1.0, max(0.0, (t - start) / (end - start)))
-    return int(base * (1.0 + share * OOM_GROWTH))
+OOM_CLIMB_S = (10.0, OOM_AT_S)  # the leak grows over this span, until the next step cannot allocate
 
 
 def _oom(t: float) -> JobState:
+    """Every rank trains at batch 256; rank 3 keeps something of each step on its GPU (a leak: its memory climbs
+    at one batch size) until a step's allocation no longer fits, and torchrun ends the job. The memory is what
+    the leak held at the last whole second, when NVML's list of processes changes too (_oom_gpus)."""
     if t < OOM_AT_S:
-        return JobState("memory of rank 3 climbing" if t >= OOM_CLIMB_S[0] else "training")
+        start, end = OOM_CLIMB_S
+        share = min(1.0, max(0.0, (math.floor(t) - start) / (end - start)))
+        return JobState(f"memory of rank {OOM_RANK} climbing" if t >= start else "training", leak_rank=OOM_RANK,
+                        leak=share)
     return JobState(f"rank {OOM_RANK} died: CUDA out of memory", status="crashed", dead_ranks=(OOM_RANK,),
-                    oom_at=OOM_AT_S)
+                    oom_at=OOM_AT_S, leak_rank=OOM_RANK, leak=1.0)
 
 
 def _oom_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
     rank = story_rank(profile, OOM_RANK)
-    pid, base = RANK_PID + rank, rank_memory(profile, rank)
+    pid = RANK_PID + rank
 
     def grow(lib: FakeNvmlLibrary, t: float) -> None:
         lib.remove_process(pid)
-        lib.add_process(DemoProcess(rank, pid, "compute", _oom_memory(base, t), "python train.py"))
+        held = rank_held(profile, _oom(t).fitted(tuple(profile.busy_gpus)), rank)
+        lib.add_process(DemoProcess(rank, pid, "compute", held, "python train.py"))
 
-    for second in range(int(OOM_CLIMB_S[0]), int(OOM_CLIMB_S[1]) + 1, 2):
+    for second in range(int(OOM_CLIMB_S[0]), int(OOM_CLIMB_S[1])):
         library.at(float(second), lambda lib, s=second: grow(lib, float(s)))
 
     def die(lib: FakeNvmlLibrary) -> None:
@@ -318,7 +409,13 @@ THERMAL_SLOW_S = 40.0  # SW thermal slowdown from here
 THERMAL_FIXED_S = 90.0  # cooling restored
 
 
-THERMAL_HOT = JobState("a GPU too hot: clocks held back, the others wait for it each step", compute_s=0.41)
+THERMAL_GPU = 2
+_COOL = JobState("training")
+# DDP steps at the hot GPU's pace: the others compute their share of its step (the cool step's, less its wait) and
+# wait in the all-reduce for the rest; its own rank hardly waits
+THERMAL_HOT = JobState("a GPU too hot: clocks held back, the others wait for it each step", compute_s=0.41,
+                       straggler_rank=THERMAL_GPU,
+                       collective_wait=1 - _COOL.compute * (1 - _COOL.collective_wait) / 0.41)
 
 
 def _thermal(t: float) -> JobState:
@@ -326,8 +423,6 @@ def _thermal(t: float) -> JobState:
         return THERMAL_HOT
     return JobState("cooling restored" if t >= THERMAL_FIXED_S else "training")
 
-
-THERMAL_GPU = 2
 
 
 def _thermal_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
@@ -353,11 +448,13 @@ STRAGGLER_S = 20.0
 STRAGGLER_RANK = 3
 
 
+STRAGGLING = JobState(f"GPU {STRAGGLER_RANK} clocks held back: the other ranks wait for rank {STRAGGLER_RANK}",
+                      step_time_s=0.52, straggler_rank=STRAGGLER_RANK, collective_wait=0.55, nodes=TWO_NODES.nodes,
+                      transport=TWO_NODES.transport, nccl_env=TWO_NODES.nccl_env)
+
+
 def _straggler(t: float) -> JobState:
-    if t < STRAGGLER_S:
-        return JobState("training")
-    return JobState(f"GPU {STRAGGLER_RANK} clocks held back: the other ranks wait for rank {STRAGGLER_RANK}",
-                    step_time_s=0.52, straggler_rank=STRAGGLER_RANK, collective_wait=0.55)
+    return TWO_NODES if t < STRAGGLER_S else STRAGGLING
 
 
 def _straggler_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
@@ -381,14 +478,23 @@ NCCL_ETH_FIXED_S = 100.0  # relaunched without it
 NCCL_ETH_PORT = "enp225s0f0"  # the 100 GbE storage/management port the sockets pick
 
 
-NCCL_ETH_MODEL = "gpt-1.3b"  # 1.3 B parameters: 2.6 GB of bf16 gradients each step
-NCCL_ETH_GRADIENTS = 2.6e9
+NCCL_ETH_MODEL = "gpt-1.3b"  # 1.3 B parameters: 5.2 GB of fp32 gradients each step
+NCCL_ETH_GRADIENTS = 1.3e9 * GRADIENT_BYTES
+NCCL_ETH_RANKS = 16  # two nodes of eight
+NCCL_ETH_COMPUTE_S = 0.86 * (1 - 0.18)  # over InfiniBand a step takes 0.86 s, 18% of it waiting in the all-reduce
+# Over sockets the port sends at its most while the all-reduce runs: a node's 2(n-1)/n of the gradients a step
+# take 0.81 s through 100 GbE. DDP overlaps it with the backward pass (about two thirds of the compute): the step
+# is the forward pass, then the longer of the backward pass and the all-reduce.
+NCCL_ETH_LINE = 100e9 / 8
+NCCL_ETH_SOCKETS_S = 2 * (NCCL_ETH_RANKS - 1) / NCCL_ETH_RANKS * NCCL_ETH_GRADIENTS / (0.96 * NCCL_ETH_LINE)
+NCCL_ETH_STEP_S = NCCL_ETH_COMPUTE_S / 3 + max(2 * NCCL_ETH_COMPUTE_S / 3, NCCL_ETH_SOCKETS_S)
+NCCL_ETH_BUSY = NCCL_ETH_COMPUTE_S / NCCL_ETH_STEP_S  # the GPUs' share of the step
 
 
 def _nccl_ethernet(t: float) -> JobState:
-    if NCCL_ETH_FROM_S <= t < NCCL_ETH_FIXED_S:  # 8 ranks' all-reduce through one 100 GbE port: 3.3 s a step
+    if NCCL_ETH_FROM_S <= t < NCCL_ETH_FIXED_S:  # the all-reduce through one 100 GbE port sets the pace
         return JobState("relaunched: NCCL_IB_DISABLE=1, all-reduce over Ethernet", nodes=2, batch_size=16,
-                        transport="ethernet", collective_wait=0.8, step_time_s=3.3, rank_cpu_percent=64.0,
+                        transport="ethernet", collective_wait=1 - NCCL_ETH_BUSY, step_time_s=NCCL_ETH_STEP_S,
                         model=NCCL_ETH_MODEL, gradient_bytes=NCCL_ETH_GRADIENTS,
                         nccl_env=(("NCCL_IB_DISABLE", "1"), ("NCCL_SOCKET_IFNAME", NCCL_ETH_PORT)))
     phase = "relaunched without NCCL_IB_DISABLE" if t >= NCCL_ETH_FIXED_S else "2 nodes, all-reduce over InfiniBand"
@@ -398,8 +504,8 @@ def _nccl_ethernet(t: float) -> JobState:
 
 
 def _nccl_ethernet_gpus(library: FakeNvmlLibrary, profile: DemoProfile) -> None:
-    for index in profile.busy_gpus:  # each step waits ~80 % of its time on the network
-        library.at(NCCL_ETH_FROM_S, lambda lib, i=index: lib.set_load(i, 0.22))
+    for index in profile.busy_gpus:  # each step waits on the network for the rest
+        library.at(NCCL_ETH_FROM_S, lambda lib, i=index: lib.set_load(i, NCCL_ETH_BUSY))
         library.at(NCCL_ETH_FIXED_S, lambda lib, i=index: lib.set_load(i, None))
 
 
@@ -421,7 +527,7 @@ STORIES: dict[str, Story] = {
               f"{STRAGGLER_RANK} in NCCL (the job view, j, shows each rank)", 120.0, _straggler, _straggler_gpus,
               finding=rank_straggler.id),
         Story("nccl-ethernet", f"two nodes over InfiniBand, then from {NCCL_ETH_FROM_S:g} s NCCL_IB_DISABLE=1: the "
-              f"all-reduce saturates the 100 GbE management port until {NCCL_ETH_FIXED_S:g} s", 140.0,
+              f"all-reduce fills the 100 GbE management port until {NCCL_ETH_FIXED_S:g} s", 140.0,
               _nccl_ethernet, _nccl_ethernet_gpus, finding=nccl_wrong_transport.id, clears=True),
     )
 }

@@ -86,7 +86,7 @@ class RankStacks(Record, frozen=True):
     data_loader: str | None = None  # "single-process" (num_workers=0) or "multi-process", as the stack shows
     message: str | None = None
     phase_seconds: tuple[tuple[str, float], ...] = ()  # cumulative seconds per category since first sampled
-    busy_site: str | None = None  # the commonest own-code site outside waits (collective, data, workers)
+    busy_site: str | None = None  # the commonest own-code site outside waits (collective, data, workers), else in them
     main_running: float | None = None  # share of the window its main thread was on a CPU or queued for one
     main_cpu: float | None = None  # ...on a CPU only, in its quietest chunk, for a rank without a GPU (schedstat)
     updated_at: float | None = None  # wall-clock time of the last samples read
@@ -121,7 +121,7 @@ class RankFigures(Record, frozen=True):
     phase_seconds: tuple[tuple[str, float], ...] = ()
     shares: tuple[tuple[str, float], ...] = ()
     steps: int | None = None  # optimizer steps where the job's telemetry reports them (the embedded workload's)
-    site: str | None = None  # its commonest own-code site outside waits: `file:line function`
+    site: str | None = None  # its commonest own-code site outside waits, else where it waits: `file:line function`
     samples: int = 0  # stack samples behind `shares`
     seen_at: float | None = None  # wall-clock time (epoch s) these figures were last updated: a rank that stops
     # advancing while the others do is a hang (advice/ranks.py), so it compares across hosts

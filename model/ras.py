@@ -48,6 +48,7 @@ class RasRank(Record, frozen=True):
     unresponsive: bool = False
     dead: bool = False
     word: str | None = None  # the status NCCL's text names for it (NOCOMM, UNKNOWN, INIT, ...), where it does
+    name: str | None = None  # this node's hostname, where `host` is its address (the join says so; RAS never)
 
     def count(self, op: str) -> int | None:
         return next((value for name, value in self.counts if name == op), None)

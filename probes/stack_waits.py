@@ -58,9 +58,11 @@ def move_hidden_wait(tally: Tally, blocked: float) -> int:
 
 
 def busy_site(tally: Tally) -> str | None:
-    """The commonest site of the job's own code outside waits: what a rank does when it is not waiting."""
+    """The commonest site of the job's own code outside waits: what a rank does when it is not waiting; a rank
+    whose every sample waits, where it waits (a rank in a hung collective: the line that called it), not blank."""
     sites: Counter[str] = Counter()
+    waits: Counter[str] = Counter()
     for category, counts in tally.sites.items():
-        if category not in WAITS:
-            sites.update(counts)
-    return sites.most_common(1)[0][0] if sites else None
+        (waits if category in WAITS else sites).update(counts)
+    common = sites or waits
+    return common.most_common(1)[0][0] if common else None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import msgspec.structs
 
 from hwtop.model.job import RankFigures
-from hwtop.model.ras import NcclView, RasComm, RasRank
+from hwtop.model.ras import NcclComm, NcclView, RasComm, RasRank
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,3 +83,18 @@ def join_ranks(ranks: tuple[RankFigures, ...], view: NcclView, here: Here) -> tu
         if id(r) not in used:
             out.setdefault(r.rank, r)
     return tuple(out[k] for k in sorted(out))
+
+
+def named(view: NcclView, addresses: frozenset[str], hostname: str) -> NcclView:
+    """The view with this node's hostname beside the address RAS reached it at (RasRank.name), on every rank at
+    one of this node's addresses (Here.addresses): a host has one name on every screen (the job view's, the
+    header's), NCCL's address beside it where NCCL's words give one."""
+    if not hostname or not any(r.host in addresses for nc in view.comms for r in nc.comm.ranks):
+        return view
+
+    def of(comm: RasComm) -> RasComm:
+        return msgspec.structs.replace(comm, ranks=tuple(msgspec.structs.replace(r, name=hostname)
+                                                         if r.host in addresses else r for r in comm.ranks))
+
+    comms: tuple[NcclComm, ...] = tuple(msgspec.structs.replace(nc, comm=of(nc.comm)) for nc in view.comms)
+    return msgspec.structs.replace(view, comms=comms)

@@ -27,7 +27,7 @@ from hwtop.model.job import JobProcess, JobSnapshot, RankFigures
 from hwtop.model.ras import NcclView, RasEvent, RasReply
 from hwtop.probes.nccl_ras import client, versions
 from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, parse_address
-from hwtop.probes.nccl_ras.join import Here, foreign, join_ranks
+from hwtop.probes.nccl_ras.join import Here, foreign, join_ranks, named
 from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from hwtop.probes.nccl_ras.stopped import StopSignals
 from hwtop.probes.nccl_ras.track import Tracker
@@ -158,7 +158,7 @@ class RasWatch:
     _closed: bool = False
     _running_job: bool = True
     _disabled: bool = False
-    _cache: tuple[object, object, tuple[RankFigures, ...]] | None = None
+    _cache: tuple[object, object, tuple[RankFigures, ...], NcclView] | None = None
 
     # ---- the tick's side: never waits ----
     def attach(self, job: JobSnapshot, now: float, spinning: bool | None = None) -> JobSnapshot:
@@ -183,10 +183,12 @@ class RasWatch:
             return msgspec.structs.replace(job, nccl=view)
         cached = self._cache
         if cached is not None and cached[0] is view and cached[1] is job.ranks:
-            ranks = cached[2]
+            ranks, view = cached[2], cached[3]
         else:
             ranks = join_ranks(job.ranks, view, self._here)
-            self._cache = (view, job.ranks, ranks)
+            shown = named(view, self._here.addresses, job.ranks[0].host if job.ranks else "")  # by its hostname
+            self._cache = (view, job.ranks, ranks, shown)
+            view = shown
         return msgspec.structs.replace(job, nccl=view, ranks=ranks)
 
     def _bare_view(self, view: NcclView | None) -> NcclView:

@@ -15,9 +15,9 @@ def test_nccl_hang_names_the_rank_from_nccl_and_shows_the_other_node() -> None:
     assert hosts == {"10.0.0.2"} and len(job.ranks) == 16
     hang = next(f for f in last.findings if f.id == "collective-hang")
     assert hang.title == f"Rank {NCCL_STUCK_RANK} never reached the collective the others wait in"  # one title
-    assert hang.evidence[0] == (f"NCCL RAS: rank {NCCL_STUCK_RANK} (pid {RANK_PID + NCCL_STUCK_RANK} on 10.0.0.1, "
-                                f"GPU {NCCL_STUCK_RANK}) has not launched AllReduce #1060, which the other 15 ranks "
-                                "wait in")
+    assert hang.evidence[0] == (f"NCCL RAS: rank {NCCL_STUCK_RANK} (pid {RANK_PID + NCCL_STUCK_RANK} on dgx-a100-demo "
+                                f"at 10.0.0.1, GPU {NCCL_STUCK_RANK}) has not launched AllReduce #582, which the other "
+                                "15 ranks wait in")
     assert hang.pids == (RANK_PID + NCCL_STUCK_RANK,)  # this node's rank: its pid is a local one
 
 
@@ -25,5 +25,5 @@ def test_straggler_named_by_stacks_and_nccl_in_one_finding() -> None:
     last = play("dgx-a100", "straggler", 5.0)[-1]
     found = [f for f in last.findings if f.id == "rank-straggler"]
     assert len(found) == 1 and found[0].pids == (RANK_PID + STRAGGLER_RANK,)
-    assert any(line.startswith(f"NCCL RAS: rank {STRAGGLER_RANK} (pid {RANK_PID + STRAGGLER_RANK} on 10.0.0.1")
-               for line in found[0].evidence), found[0].evidence
+    assert any(line.startswith(f"NCCL RAS: rank {STRAGGLER_RANK} (pid {RANK_PID + STRAGGLER_RANK} on dgx-a100-demo "
+                               "at 10.0.0.1") for line in found[0].evidence), found[0].evidence

@@ -58,7 +58,8 @@ def test_a_real_prometheus_reads_the_ports_as_node_exporter_dashboards_query_the
         received = prometheus.query('rate(node_infiniband_port_data_received_bytes_total{device="mlx5_0"}[4s])')
         assert len(received) == 1 and received[0]["metric"]["port"] == "1"
         rate = float(received[0]["value"][1])
-        assert 0.9 * 5.5e9 < rate < 1.1 * 5.9e9  # the story's all-reduce traffic per port (~5.7 GB/s)
+        per_port = 2 * 15 / 16 * 5.2e9 / 0.86 / 8  # a node's share of the story's all-reduce, per port: 1.42 GB/s
+        assert 0.9 * per_port < rate < 1.1 * per_port
         up = prometheus.query('node_network_up{device="enp225s0f0"}')
         assert [float(r["value"][1]) for r in up] == [1.0]
         busiest = prometheus.query("topk(1, hwtop_network_port_line_ratio)")

@@ -50,6 +50,14 @@ def test_a_rank_that_is_never_blocked_or_never_in_compute_keeps_its_samples():
     assert busy_site(waiting) == "train.py:12 augment"  # the data samples are waits, not what it does
 
 
+def test_a_rank_that_only_waits_is_busy_where_it_waits():
+    """Issue 55: ranks at WAIT 100% in a hang showed a site they were not at; with no sample outside waits, the
+    site is the line the wait was called from."""
+    assert busy_site(tally(data=50)) == "train.py:20 <module>"
+    assert busy_site(tally(data=50, other=1)) == "train.py:12 augment"  # one sample of its own work says it
+    assert busy_site(Tally()) is None
+
+
 @given(st.integers(0, 200), st.integers(0, 200), st.integers(0, 200), st.floats(0.0, 1.0))
 def test_moved_samples_never_exceed_compute_or_the_blocked_share(compute, other, data, blocked):
     t = tally(compute=compute, other=other, data=data)
