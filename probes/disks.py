@@ -18,6 +18,7 @@ _VIRTUAL = re.compile(r"^(vd|xvd)[a-z]+$")
 
 CountersSource = Callable[[], Mapping[str, Any]]
 SECTOR_BYTES = 512  # /proc/diskstats counts 512-byte sectors whatever the device's own (psutil's DISK_SECTOR_SIZE)
+HOLDERS_S = 30.0  # how often the md/dm devices built on each disk are listed again (holders/: a few stats a disk)
 BUSY_WRAP = 2**32  # the kernel prints busy time as an unsigned int of ms (jiffies_to_msecs(io_ticks)): it wraps here
 
 
@@ -140,7 +141,9 @@ class DiskProbe:
         self._clock = clock or time.monotonic
         self._rates = RateMeter()  # 64-bit counters: one that goes back was reset, a gap
         self._busy = RateMeter(wrap_at=BUSY_WRAP)
-        self._kinds: dict[str, tuple[DiskKind, str | None]] = {}  # each disk's kind and holder, read once
+        self._kinds: dict[str, DiskKind] = {}  # each disk's kind, read once
+        self._holders: dict[str, str | None] = {}  # each disk's md/dm holder, read again every HOLDERS_S
+        self._holders_at: float | None = None
         self._names: list[str] | None = None
 
     def _disks(self) -> list[str]:
@@ -152,15 +155,17 @@ class DiskProbe:
         names = self._disks()
         now = self._clock()
         counters = self._counters()
+        if self._holders_at is None or now - self._holders_at >= HOLDERS_S:  # an array assembled since, LVM, dm-crypt
+            self._holders = {name: holder_of(name, self.root) for name in names}
+            self._holders_at = now
         disks = []
         for name in names:
             counter = counters.get(name)
             if counter is None:
                 continue
-            known = self._kinds.get(name)
-            if known is None:
-                known = self._kinds[name] = (disk_kind(name, self.root), holder_of(name, self.root))
-            kind, held_by = known
+            kind = self._kinds.get(name)
+            if kind is None:
+                kind = self._kinds[name] = disk_kind(name, self.root)
             busy_ms = self._busy.rate(name, float(getattr(counter, "busy_time", 0)), now)
             disks.append(DiskSnapshot(
                 name=name,
@@ -170,6 +175,6 @@ class DiskProbe:
                 read_iops=self._rates.rate((name, "rc"), float(counter.read_count), now),
                 write_iops=self._rates.rate((name, "wc"), float(counter.write_count), now),
                 busy_percent=None if busy_ms is None else min(100.0, busy_ms / 10.0),
-                held_by=held_by,
+                held_by=self._holders.get(name),
             ))
         return tuple(disks)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.safe_text import printable
-from hwtop.session.schema import ConfigError
+from hwtop.session.config_error import ConfigError
 
 __all__ = ["THEMES", "Config", "ConfigError", "default_path", "load", "read_trusted"]
 

@@ -12,7 +12,8 @@ from hwtop.advice.rules import RULES, THRESHOLDS
 from hwtop.model.panels import PANELS as PANELS  # the names `ui.hide` takes, the main screen's
 from hwtop.model.panels import Panel
 from hwtop.model.safe_text import printable
-from hwtop.session.schema import ConfigError, Names, Range, parse
+from hwtop.session.config_error import ConfigError
+from hwtop.session.schema import Names, Range, parse
 
 Theme = Literal["dark", "light", "mono"]
 MAX_INTERVAL_S = 3600.0  # as the command line's --interval

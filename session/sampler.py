@@ -66,6 +66,9 @@ class GpuProbeLike(Protocol):
     def close(self) -> None: ...
 
 
+CLOSE_WAIT_S = 2.0  # how long close() waits for a tick in flight (after Session.close has waited its own)
+
+
 class HostReader(Protocol):
     """Where the host side of a snapshot comes from: this machine (RealHost) or a simulated one (demo/host.py),
     so that a demo sampler reads nothing of the real host."""
@@ -180,8 +183,11 @@ class Sampler:
 
     @property
     def workload(self) -> WorkloadRunner | None:
-        """The workload whose telemetry each snapshot carries (the user's, or a demo story's job)."""
-        return self._workload
+        """The workload whose telemetry each snapshot carries (the user's, or a demo story's job): one started and
+        waiting for the tick in flight to end is already the workload, so a second start is refused."""
+        with self._mail_lock:
+            sent = [command.runner for command in self._mail if isinstance(command, FollowWorkload)]
+        return sent[-1] if sent else self._workload
 
     @property
     def job(self) -> JobReader | None:
@@ -221,6 +227,8 @@ class Sampler:
                 self._focus(command.job, workloads=False)
                 self._follow = None  # the user's choice: the workload's own job is not focused later
             elif isinstance(command, FollowWorkload):
+                if self._workload is not None and self._workload is not command.runner:
+                    self._workload.stop()  # never two: the one replaced would be left running, unwatched
                 self._workload = command.runner
                 self._follow = command.runner if self._job is None or self._job_is_workloads else None
             elif isinstance(command, RefreshTopology):
@@ -340,8 +348,14 @@ class Sampler:
         return self._ras[1], self._ras[2]
 
     def close(self) -> None:
-        with self._lock:
+        """Stops the workload and closes every source, after the tick in flight; past CLOSE_WAIT_S (a tick hung in
+        a driver call) it closes anyway, as Session.close does: the job, py-spy and the terminal are not left to it."""
+        locked = self._lock.acquire(timeout=CLOSE_WAIT_S)
+        try:
             self._apply_mail()  # a job focused meanwhile is closed below with the rest
+        finally:
+            if locked:
+                self._lock.release()
         if self._workload is not None:
             self._workload.stop()
         if self.gpu is not None:

@@ -21,16 +21,13 @@ from typing import Annotated, Any, Literal, Optional, TypeVar, Union, get_args, 
 import msgspec
 
 from hwtop.model.safe_text import printable
+from hwtop.session.config_error import ConfigError
 
 T = TypeVar("T")
 SHOWN_CHARS = 40  # of a wrong value, in the message
 _WHERE = re.compile(r"^(?P<what>.*) - at `(?P<path>\$[^`]*)`$", re.DOTALL)
 _UNKNOWN = re.compile(r"^Object contains unknown field `(?P<name>.*)`$", re.DOTALL)
 _STEP = re.compile(r"\.([^.\[]+)|\[[^\]]*\]")
-
-
-class ConfigError(ValueError):
-    """One line: the key, the value found, what is allowed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,3 +178,17 @@ def test_the_xid_alert_calls_a_program_s_xid_a_warning_as_hwtop_s_own_rule_does(
     rule = next(r for r in alerts() if r["alert"] == "GpuXidError")
     warned = {int(float(code)) for code in re.findall(r"eq \$value ([\d.]+)", rule["labels"]["severity"])}
     assert warned == {xid for xid, (_, hardware) in XID_MEANING.items() if not hardware}
+
+
+def test_every_path_the_deploy_files_name_exists():
+    """A manifest's comment that sends the reader to a file that is not there is a dead end."""
+    for path in DEPLOY.rglob("*"):
+        if path.is_file() and path.suffix in (".yaml", ".yml", ".md", ".service", "") :
+            for named in re.findall(r"deploy/[\w./-]+\.(?:ya?ml|md|json|service)\b", path.read_text()):
+                assert (ROOT / named).exists(), f"{path.relative_to(ROOT)} names {named}"
+
+
+def test_the_image_listens_on_loopback_unless_told():
+    text = (DEPLOY / "kubernetes" / "Containerfile").read_text()
+    command = yaml.safe_load(re.search(r"^CMD (.+)$", text, re.MULTILINE).group(1))  # type: ignore[union-attr]
+    assert command[command.index("--listen") + 1].startswith("127.0.0.1:")

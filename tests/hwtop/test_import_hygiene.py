@@ -25,7 +25,7 @@ ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hw
                "hwtop.tui.help", "hwtop.tui.topology_screen", "hwtop.tui.advice_screen", "hwtop.tui.workload_dialog",
                "textual.widgets._data_table",
                # the config file's schema and TOML: only when a config file exists
-               "hwtop.session.config_file", "tomllib",
+               "hwtop.session.config_file", "hwtop.session.schema", "tomllib",
                # widened PCIe counters: on a GPU's first 32-bit PCIe reading (R555+; the rtx3090 demo is R550)
                "hwtop.probes.nvml.pcie_wide",
                # the options of subcommands the command line does not name

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-from hwtop.probes.disks import DiskProbe, device_for_path, disk_kind, whole_disks
+from hwtop.probes.disks import HOLDERS_S, DiskProbe, device_for_path, disk_kind, whole_disks
 from tests.sysfs_trees import write
 
 
@@ -136,3 +136,16 @@ def test_an_array_member_names_its_array_whether_the_disk_or_a_partition_is_held
     held = {d.name: d.held_by for d in probe.read()}
     assert held == {"dm-0": None, "md0": None, "md1": None, "nvme0n1": "md0", "nvme1n1": "md0", "nvme2n1": "md1",
                     "nvme3n1": "md1", "sda": "dm-0"}
+
+
+def test_an_array_assembled_while_watched_is_seen_within_the_holders_interval(tmp_path: Path) -> None:
+    for name in ("nvme0n1", "nvme1n1"):
+        write(tmp_path, f"sys/block/{name}/queue/rotational", "0\n")
+    now = [0.0]
+    zero = {name: counters(0, 0, 0, 0, 0) for name in ("nvme0n1", "nvme1n1", "md0")}
+    probe = DiskProbe(str(tmp_path), counters=lambda: zero, clock=lambda: now[0])
+    assert {d.name: d.held_by for d in probe.read()} == {"nvme0n1": None, "nvme1n1": None}
+    for member in ("nvme0n1", "nvme1n1"):  # mdadm --create /dev/md0 ... (the new device's own entry aside)
+        (tmp_path / f"sys/block/{member}/holders/md0").mkdir(parents=True)
+    now[0] = HOLDERS_S
+    assert {d.name: d.held_by for d in probe.read()} == {"nvme0n1": "md0", "nvme1n1": "md0"}

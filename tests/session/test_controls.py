@@ -8,7 +8,7 @@ import pytest
 from hwtop.demo.machine import demo_sampler
 from hwtop.recording.replay import ReplaySource
 from hwtop.recording.store import load
-from hwtop.session.controls import ControlRefused, ReplayState
+from hwtop.session.controls import ControlRefused, FollowWorkload, ReplayState
 from hwtop.session.sampler import Sampler
 from hwtop.session.session import Session
 from tests.factories import ScriptedSource, demo_snapshots, host_snapshot
@@ -228,3 +228,83 @@ def test_a_samplers_sources_are_read_only_outside_the_session() -> None:
                 setattr(sampler, name, None)
     finally:
         sampler.close()
+
+
+class RecordedRunner:
+    """A workload runner that records whether it was stopped (no process: the sampler's bookkeeping is tested)."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    @property
+    def root(self) -> None:
+        return None
+
+    def state(self):  # noqa: ANN201 - a WorkloadState
+        from hwtop.model.workload import WorkloadState
+
+        return WorkloadState("balanced", "stopped" if self.stopped else "running", None, (), None)
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def test_a_second_start_while_the_first_waits_for_the_tick_is_refused_and_none_is_left_running(monkeypatch) -> None:
+    """w twice while a tick holds the lock: the first start is already the workload (the second refused), and a
+    runner replaced by another is stopped, never left running unwatched."""
+    import threading
+
+    import hwtop.workload.launcher
+    import hwtop.workload.monitor
+
+    monkeypatch.setattr(hwtop.workload.launcher, "torch_missing", lambda: None)
+    monkeypatch.setattr(hwtop.workload.monitor, "WorkloadMonitor", lambda args: RecordedRunner())
+    sampler = Sampler(gpu=None)
+    session = Session(sampler)
+    try:
+        workload = session.workload
+        assert workload is not None
+        with sampler._lock:  # a tick in flight  # noqa: SLF001
+            workload.start(["--scenario", "balanced"])
+            first = sampler.workload
+            assert isinstance(first, RecordedRunner) and workload.running
+            with pytest.raises(ControlRefused):
+                workload.start(["--scenario", "balanced"])
+            second = RecordedRunner()
+            sampler.send(FollowWorkload(second))  # a runner sent beside it all the same
+        session.tick()
+        assert sampler.workload is second and first.stopped and not second.stopped
+        done = threading.Event()
+        threading.Thread(target=lambda: (session.close(), done.set())).start()
+        assert done.wait(30) and second.stopped
+    finally:
+        session.close()
+
+
+def test_close_ends_the_workload_even_while_a_tick_hangs_in_a_driver_call(monkeypatch) -> None:
+    """A tick hung in a driver call holds the lock for good: q still stops the job and closes the sources, after
+    a bounded wait, instead of waiting on the driver."""
+    import threading
+
+    import hwtop.session.sampler as sampler_module
+
+    monkeypatch.setattr(sampler_module, "CLOSE_WAIT_S", 0.1)
+    sampler = Sampler(gpu=None)
+    runner = RecordedRunner()
+    sampler.send(FollowWorkload(runner))
+    hung, released = threading.Event(), threading.Event()
+
+    def hang() -> None:
+        with sampler._lock:  # noqa: SLF001 - the tick's lock, held as a hung tick holds it
+            hung.set()
+            released.wait(30)
+
+    threading.Thread(target=hang, daemon=True).start()
+    assert hung.wait(10)
+    closed = threading.Event()
+    threading.Thread(target=lambda: (sampler.close(), closed.set()), daemon=True).start()
+    try:
+        assert closed.wait(10), "close waited on the hung tick"
+        assert runner.stopped
+    finally:
+        released.set()
