@@ -48,16 +48,17 @@ class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed line
         self.panel.draw(self.app.size.height)  # every line: the screen scrolls it
         self.scroll.follow_title()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "dump_stack" and self.simulated:
-            return False  # a demo machine's pids are simulated: no stack to read, no `d` in the footer
-        return True
-
     async def action_dump_stack(self) -> None:
         from hwtop.probes.stack import dump
 
         target = self.panel.selected
         if target is None or self.dumping:
+            return
+        if self.simulated:  # the advice says "d in the job view": on a demo it says why there is no stack to read
+            self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role})", None,
+                                 "a demo machine's process is simulated: py-spy has no stack to read. Its story puts "
+                                 "its time at BUSY AT above; on a real job, d dumps the whole stack with py-spy.")
+            self.call_after_refresh(self.scroll.scroll_end, animate=False)
             return
         self.dumping = True
         self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role}): reading with py-spy…", None, None)

@@ -113,11 +113,17 @@ def _remap_failed(gpu: GpuSnapshot, remap: RowRemap) -> Finding:
         scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu))
 
 
-def _remap_pending(gpu: GpuSnapshot, remap: RowRemap) -> Finding:
+REMAP_RECORDED = 63  # the Xid that reports a remap recorded: the remapper's own state says the rest
+
+
+def _remap_pending(gpu: GpuSnapshot, remap: RowRemap, new_xid: bool = False) -> Finding:
+    """A warning however it was learned: the Xid 63 that recorded the remap (`new_xid`: within the window) is a line
+    of its evidence, so one remap reads the same while that Xid is in the window and after."""
+    recorded = (f"Xid {REMAP_RECORDED} recorded it (NVML event, within the last two minutes)",) if new_xid else ()
     return gpu_errors.finding(
         "warning", f"GPU{gpu.index} row remap pending: reset needed",
         (f"GPU{gpu.index} ({_bus(gpu)}): a failing row of its memory is remapped to a spare one at the next GPU "
-         f"reset ({_rows(remap)}; NVML row remapper)",),
+         f"reset ({_rows(remap)}; NVML row remapper)", *recorded),
         (f"Reset the GPU when the job allows: once no process uses GPU{gpu.index}, nvidia-smi -r -i {gpu.index} "
          "(or reboot the node); the remap takes effect then.",
          "nvidia-smi -q -d ROW_REMAPPER shows the pending remap; dmesg | grep -i xid the Xid 63 that recorded it."),
@@ -185,7 +191,10 @@ def _gpu_fault(gpu: GpuSnapshot, before: GpuSnapshot | None, span: float, t: Thr
     remap = gpu.row_remap
     if remap is not None and remap.failed:
         return _remap_failed(gpu, remap)
-    if gpu.xid_last and (before is None or before.xid_last != gpu.xid_last):  # reported within the window
+    new_xid = bool(gpu.xid_last) and (before is None or before.xid_last != gpu.xid_last)  # within the window
+    if remap is not None and remap.pending and new_xid and gpu.xid_last == REMAP_RECORDED:
+        return _remap_pending(gpu, remap, new_xid)
+    if new_xid:
         return _xid_finding(gpu)
     if gpu.lost:
         return gpu_errors.finding(

@@ -36,7 +36,8 @@ def test_each_fault_is_one_finding_on_its_gpu_and_a_series_under_dcgm_s_name(fra
     findings = {f.scope: f for f in frames[-1].findings if f.id == "gpu-errors"}
     assert set(findings) == {"GPU2", "GPU3", "GPU6"}
     assert (findings["GPU6"].title, findings["GPU6"].severity) == ("GPU6 row remapping failed", "critical")
-    assert findings["GPU2"].title == "GPU2 reported Xid 63" and "remap pending" in findings["GPU2"].evidence[1]
+    assert (findings["GPU2"].title, findings["GPU2"].severity) == ("GPU2 row remap pending: reset needed", "warning")
+    assert findings["GPU2"].evidence[1].startswith("Xid 63 recorded it")
     assert (findings["GPU3"].title, findings["GPU3"].severity) == ("GPU3 NVLink errors climbing", "warning")
     samples = {(name, re.search(r'gpu="(\d+)"', labels)[1]): float(value)  # type: ignore[index]
                for name, labels, value in FAULTS.findall(exported(frames[-1]))}

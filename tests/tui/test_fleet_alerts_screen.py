@@ -17,6 +17,7 @@ from hwtop.tui.fleet.app import FleetApp
 from hwtop.tui.fleet.host_screen import FleetHostScreen
 from hwtop.tui.fleet.job_screen import FleetJobScreen
 from tests.fleet.test_job import URL, FakePrometheus, finding, rank_series
+from tests.waiting import pilot_until
 
 EVIL = "[@click=app.quit]x\x1b]0;y\x07"
 
@@ -62,11 +63,7 @@ def app_over(served: list[dict], **options: bool) -> FleetApp:
 
 
 async def until(pilot: Pilot, ready) -> None:  # noqa: ANN001 - a no-argument predicate
-    for _ in range(100):
-        await pilot.pause(0.05)
-        if ready():
-            return
-    raise AssertionError("the screen never showed it")
+    await pilot_until(pilot, ready)
 
 
 def rows(screen: FleetAlertsScreen) -> list[list[str]]:

@@ -9,6 +9,7 @@ from hwtop.fleet.sources import Ask, Round
 from hwtop.tui.fleet.app import FleetApp
 from hwtop.tui.help import HelpScreen
 from tests.small_screen import screen_lines
+from tests.waiting import pilot_until
 
 DEAD = "http://127.0.0.1:39001/metrics"
 
@@ -45,8 +46,7 @@ class StillFleet:
 async def test_the_fleet_at_80x24_keeps_its_columns_readable_and_answers_help() -> None:
     app = FleetApp(StillFleet())
     async with app.run_test(size=(80, 24)) as pilot:
-        while app.hosts_screen.table.row_count < 3:
-            await pilot.pause(0.05)
+        await pilot_until(pilot, lambda: app.hosts_screen.table.row_count >= 3)
         await pilot.pause()
         lines = screen_lines(app)
         assert lines[0].rstrip().endswith("3 exporters · every 1s"), lines[0]
@@ -78,8 +78,7 @@ async def test_at_120_columns_top_finding_is_whole_and_a_down_hosts_status_gives
     fleet.views = (replace(fleet.views[0], findings=throttled), *fleet.views[1:])
     app = FleetApp(fleet)
     async with app.run_test(size=(120, 24)) as pilot:
-        while app.hosts_screen.table.row_count < 3:
-            await pilot.pause(0.05)
+        await pilot_until(pilot, lambda: app.hosts_screen.table.row_count >= 3)
         await pilot.pause()
         lines = screen_lines(app)
         dgx = next(line for line in lines if "dgx-a100-demo" in line)
