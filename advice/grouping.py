@@ -73,29 +73,45 @@ def alike(figures: dict[int, float | None], name: str = "GPU") -> dict[str, str]
 
 
 def _merge(members: list[Finding], now: float) -> Finding:
-    holding = [m for m in members if not m.clearing(now)]
-    latest = max((m.held_at or now) for m in members)
-    pool = holding or [m for m in members if (m.held_at or now) == latest]
-    worst = max(pool, key=lambda m: -float("inf") if m.measure is None else m.measure)
+    """One finding for the members of a cause: the worst member's, named for them all."""
+    worst = _worst(members, now)
     if len(members) == 1:
         return worst
     scopes = [m.scope for m in members]
     gpus = sorted({g for m in members for g in m.gpus})
     label, noun = covering(scopes, gpus)
     title = worst.title.replace(worst.scope, label, 1) if worst.scope and worst.scope in worst.title else worst.title
-    measured = worst.measure is not None and any(m.measure != worst.measure for m in members)
-    evidence = [*worst.evidence, f"the same on {len(members)} {noun}: {label} (the figures above: "
-                f"{worst.scope}{', the worst' if measured else ''})"]
-    gone = [m for m in members if m.clearing(now)]
-    if holding and gone:
-        quiet, _ = covering([m.scope for m in gone], [g for m in gone for g in m.gpus])
-        evidence.append(f"not seen for {now - max(m.held_at or now for m in gone):.0f} s on {quiet}")
     return msgspec.structs.replace(
-        worst, title=title, scope=label, evidence=tuple(evidence),
+        worst, title=title, scope=label,
+        evidence=(*worst.evidence, _same_line(members, worst, label, noun), *_quiet_lines(members, now)),
         gpus=tuple(gpus), cores=tuple(sorted({c for m in members for c in m.cores})),
         pids=tuple(sorted({p for m in members for p in m.pids})),
         since=min((m.since for m in members if m.since is not None), default=None),
-        covers=tuple(sorted(scopes, key=natural)), held_at=latest)
+        covers=tuple(sorted(scopes, key=natural)), held_at=max((m.held_at or now) for m in members))
+
+
+def _worst(members: list[Finding], now: float) -> Finding:
+    """The member whose figures the merged finding shows: the highest measure of those that hold, or where none
+    does, of those that held last."""
+    holding = [m for m in members if not m.clearing(now)]
+    latest = max((m.held_at or now) for m in members)
+    pool = holding or [m for m in members if (m.held_at or now) == latest]
+    return max(pool, key=lambda m: -float("inf") if m.measure is None else m.measure)
+
+
+def _same_line(members: list[Finding], worst: Finding, label: str, noun: str) -> str:
+    measured = worst.measure is not None and any(m.measure != worst.measure for m in members)
+    return (f"the same on {len(members)} {noun}: {label} (the figures above: {worst.scope}"
+            f"{', the worst' if measured else ''})")
+
+
+def _quiet_lines(members: list[Finding], now: float) -> tuple[str, ...]:
+    """Where some members hold and others only wait out their clear time: those not seen, and for how long."""
+    gone = [m for m in members if m.clearing(now)]
+    if not gone or len(gone) == len(members):
+        return ()
+    quiet, _ = covering([m.scope for m in gone], [g for m in gone for g in m.gpus])
+    return (f"not seen for {now - max(m.held_at or now for m in gone):.0f} s on {quiet}",)
 
 
 def group(findings: Iterable[Finding], now: float) -> tuple[Finding, ...]:

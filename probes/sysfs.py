@@ -15,16 +15,22 @@ def read_bytes(path: str, limit: int | None = None) -> bytes:
     open()'s three layered file objects: these small files are read many a tick. OSError as os.open raises it."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        chunks = []
-        total = 0
-        while chunk := os.read(fd, 65536):
-            chunks.append(chunk)
-            total += len(chunk)
-            if limit is not None and total >= limit:
-                break
-        return b"".join(chunks)
+        return read_fd(fd, limit)
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int, limit: int | None = None) -> bytes:
+    """An open file's bytes to its end (its first `limit` or a little more, where given), for a reader that opens
+    the file itself (with flags of its own, checked with fstat first); the descriptor stays the caller's."""
+    chunks = []
+    total = 0
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+        total += len(chunk)
+        if limit is not None and total >= limit:
+            break
+    return b"".join(chunks)
 
 
 def read_text(root: str, path: str) -> str | None:

@@ -21,7 +21,7 @@ from hwtop.model.snapshot import NicSnapshot, Snapshot
 from hwtop.probes.procfiles import network_filesystem
 
 if TYPE_CHECKING:
-    from hwtop.model.job import JobSnapshot
+    from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
 
 FABRIC = ("infiniband", "roce")
 UP_STATES = ("up", "active", "unknown")  # unknown: loopback-like drivers that do not report; never a fabric port
@@ -93,33 +93,53 @@ _FACTS: LastAnswer[JobNetwork] = LastAnswer()
 
 def _focused(job: JobSnapshot, t: Thresholds) -> JobNetwork:
     ranks = [p for p in job.processes if p.alive and p.rank is not None]
+    stacks = sampled(job, t)
+    share, source = _collective_share(job, t, stacks)
+    return JobNetwork("/proc/PID/environ of its ranks", _nccl_env(job, ranks), _spans_hosts(job, ranks), share,
+                      source, _job_gpus(job), tuple(p.pid for p in ranks) or job.roots,
+                      mean(s.fraction("data") for s in stacks) if stacks else None)
+
+
+def _nccl_env(job: JobSnapshot, ranks: list[JobProcess]) -> dict[str, str]:
+    """NCCL's variables as the ranks have them (the first rank that sets one), else the job's other processes."""
     env: dict[str, str] = {}
     for process in ranks or [p for p in job.processes if p.alive]:
         for key, value in process.nccl_env:
             env.setdefault(key, value)
-    # Ranks of several hosts (the fleet's), or torchrun's WORLD_SIZE above LOCAL_WORLD_SIZE; this host's ranks
-    # alone say nothing of the others: None, not False
-    spans: bool | None = True if len({r.host for r in job.ranks}) > 1 else None
+    return env
+
+
+def _spans_hosts(job: JobSnapshot, ranks: list[JobProcess]) -> bool | None:
+    """Ranks of several hosts (the fleet's), or torchrun's WORLD_SIZE above LOCAL_WORLD_SIZE; this host's ranks
+    alone say nothing of the others: None, not False."""
+    if len({r.host for r in job.ranks}) > 1:
+        return True
     sizes = [(p.world_size, p.local_world_size) for p in ranks if p.world_size and p.local_world_size]
-    if spans is None and sizes:
-        spans = any(world > local for world, local in sizes)
-    share, source = None, ""
-    enough = t["stack_min_samples"]
-    figures = [r for r in job.ranks if r.samples >= enough]
-    stacks = sampled(job, t)
+    return any(world > local for world, local in sizes) if sizes else None
+
+
+def _collective_share(job: JobSnapshot, t: Thresholds, stacks: list[RankStacks]) -> tuple[float | None, str]:
+    """The share of time the ranks wait in collectives, and where it is from: the ranks' figures with enough
+    samples, else their stacks."""
+    figures = [r for r in job.ranks if r.samples >= t["stack_min_samples"]]
     if figures:
-        share, source = mean(r.collective_share for r in figures), f"{len(figures)} ranks' stack samples"
-    elif stacks:
-        share, source = mean(s.fraction("collective") for s in stacks), f"{len(stacks)} ranks' stack samples"
-    data_wait = mean(s.fraction("data") for s in stacks) if stacks else None
-    gpus = tuple(sorted({g for p in job.processes if p.alive for g, _ in p.gpus}
+        return mean(r.collective_share for r in figures), f"{len(figures)} ranks' stack samples"
+    if stacks:
+        return mean(s.fraction("collective") for s in stacks), f"{len(stacks)} ranks' stack samples"
+    return None, ""
+
+
+def _job_gpus(job: JobSnapshot) -> tuple[int, ...]:
+    return tuple(sorted({g for p in job.processes if p.alive for g, _ in p.gpus}
                         | {r.gpu for r in job.ranks if r.gpu is not None}))
-    return JobNetwork("/proc/PID/environ of its ranks", env, spans, share, source, gpus,
-                      tuple(p.pid for p in ranks) or job.roots, data_wait)
 
 
 def _ports(snapshot: Snapshot) -> dict[tuple[str, int | None], NicSnapshot]:
     return {(n.name, n.port): n for n in snapshot.nics if n.physical}
+
+
+def _fabric_up(nic: NicSnapshot) -> bool:
+    return nic.kind in FABRIC and nic.state in ("active", "up")
 
 
 # ----- network-saturated -----
@@ -157,7 +177,7 @@ def network_saturated(window: Window, t: Thresholds) -> Iterator[Finding]:
             f"the job's ranks wait in collectives {100 * job.collective_share:.0f}% of the time (limit "
             f"{100 * t['collective_wait_fraction']:.0f}%; from {job.collective_source})",
         )
-        if nic.kind == "ethernet" and any(n.kind in FABRIC and n.state in ("active", "up") for n in ports.values()):
+        if nic.kind == "ethernet" and any(_fabric_up(n) for n in ports.values()):
             continue  # an Ethernet port full while the fabric is up: the transport is wrong (nccl-wrong-transport)
         yield network_saturated.finding("warning", f"{name} is at its line rate while the ranks wait on it",
                                         evidence, SATURATED_FIXES, scope=name, gpus=job.gpus, pids=job.pids)
@@ -218,34 +238,50 @@ def nccl_wrong_transport(window: Window, t: Thresholds) -> Iterator[Finding]:
     if job is None or not latest.nics:
         return
     ports = _ports(latest)
-    fabric_up = [n for n in ports.values() if n.kind in FABRIC and n.state in ("active", "up")]
-    evidence = []
-    ib_off = job.nccl_env.get("NCCL_IB_DISABLE", "").strip() == "1"
-    if ib_off and fabric_up and job.spans_hosts is not False:
-        evidence.append(f"NCCL_IB_DISABLE=1 in the ranks' environment ({job.source}) while {len(fabric_up)} "
-                        "InfiniBand/RoCE port(s) are up: NCCL sends over TCP sockets")
-    if job.nccl_env.get("NCCL_P2P_DISABLE", "").strip() == "1" and len(job.gpus) > 1:
-        evidence.append(f"NCCL_P2P_DISABLE=1 with {len(job.gpus)} GPUs: transfers between them go through host "
-                        "memory instead of NVLink/PCIe peer-to-peer")
-    spec = job.nccl_env.get("NCCL_SOCKET_IFNAME")
-    if spec and (ib_off or not fabric_up) and job.spans_hosts is not False:
-        found = _socket_evidence(spec, latest, t)
-        if found:
-            evidence.append(found)
-    means = port_means(window)
-    if job.spans_hosts and fabric_up and all(max(means.get((n.name, n.port), (0.0, 0.0))) < t[
-            "network_idle_bytes_per_s"] for n in fabric_up):
-        for key, rates in sorted(means.items()):
-            nic = ports.get(key)
-            share = None if nic is None or nic.kind != "ethernet" else line_share(nic, rates)
-            if nic is not None and share is not None and share >= t["network_busy_share"]:
-                evidence.append(f"the job spans hosts, its InfiniBand/RoCE ports idle (under "
-                                f"{rate(t['network_idle_bytes_per_s'])}), while Ethernet port {nic.name} carries "
-                                f"{rate(max(rates))} ({100 * share:.0f}% of {nic.speed_gbps:g} Gb/s)")
+    fabric_up = [n for n in ports.values() if _fabric_up(n)]
+    evidence = _environment_lines(job, latest, fabric_up, t) + _ethernet_lines(window, t, job, ports, fabric_up)
     if not evidence:
         return
     yield nccl_wrong_transport.finding("warning", "NCCL is not using the fast transport", tuple(evidence),
                                        TRANSPORT_FIXES, scope="job", gpus=job.gpus, pids=job.pids)
+
+
+def _environment_lines(job: JobNetwork, snapshot: Snapshot, fabric_up: list[NicSnapshot],
+                       t: Thresholds) -> list[str]:
+    """What the ranks' NCCL variables turn off or point at: InfiniBand off while a fabric port is up, peer-to-peer
+    off between GPUs, a socket interface that is missing, down or slow."""
+    lines = []
+    ib_off = job.nccl_env.get("NCCL_IB_DISABLE", "").strip() == "1"
+    if ib_off and fabric_up and job.spans_hosts is not False:
+        lines.append(f"NCCL_IB_DISABLE=1 in the ranks' environment ({job.source}) while {len(fabric_up)} "
+                     "InfiniBand/RoCE port(s) are up: NCCL sends over TCP sockets")
+    if job.nccl_env.get("NCCL_P2P_DISABLE", "").strip() == "1" and len(job.gpus) > 1:
+        lines.append(f"NCCL_P2P_DISABLE=1 with {len(job.gpus)} GPUs: transfers between them go through host "
+                     "memory instead of NVLink/PCIe peer-to-peer")
+    spec = job.nccl_env.get("NCCL_SOCKET_IFNAME")
+    if spec and (ib_off or not fabric_up) and job.spans_hosts is not False:
+        found = _socket_evidence(spec, snapshot, t)
+        if found:
+            lines.append(found)
+    return lines
+
+
+def _ethernet_lines(window: Window, t: Thresholds, job: JobNetwork, ports: dict[tuple[str, int | None], NicSnapshot],
+                    fabric_up: list[NicSnapshot]) -> list[str]:
+    """A job across hosts whose fabric ports idle while an Ethernet port is busy: each such port."""
+    means = port_means(window)
+    fabric_idle = all(max(means.get((n.name, n.port), (0.0, 0.0))) < t["network_idle_bytes_per_s"] for n in fabric_up)
+    if not (job.spans_hosts and fabric_up and fabric_idle):
+        return []
+    lines = []
+    for key, rates in sorted(means.items()):
+        nic = ports.get(key)
+        share = None if nic is None or nic.kind != "ethernet" else line_share(nic, rates)
+        if nic is not None and share is not None and share >= t["network_busy_share"]:
+            lines.append(f"the job spans hosts, its InfiniBand/RoCE ports idle (under "
+                         f"{rate(t['network_idle_bytes_per_s'])}), while Ethernet port {nic.name} carries "
+                         f"{rate(max(rates))} ({100 * share:.0f}% of {nic.speed_gbps:g} Gb/s)")
+    return lines
 
 
 # ----- nic-far-from-gpu -----
@@ -266,8 +302,21 @@ def nic_far_from_gpu(window: Window, t: Thresholds) -> Iterator[Finding]:
     if job is None or not job.spans_hosts or latest.topology is None or not job.gpus:
         return
     gpu_nodes = gpu_numa_nodes(latest)
-    ports = _ports(latest)
-    if any(n.kind in FABRIC and n.state in ("active", "up") for n in ports.values()):
+    busy = _busy_ports(window, t)
+    nodes = {n.numa_node for n in busy}
+    far = [g for g in job.gpus if g in gpu_nodes and gpu_nodes[g] not in nodes]
+    if not busy or not far:
+        return
+    yield nic_far_from_gpu.finding("warning", "Ranks send through a port on another NUMA node",
+                                   _far_lines(busy, far, gpu_nodes), FAR_FIXES, scope="job", gpus=tuple(far),
+                                   pids=job.pids)
+
+
+def _busy_ports(window: Window, t: Thresholds) -> list[NicSnapshot]:
+    """The ports the job's traffic leaves through: busy ones whose NUMA node is known, only the fabric's while a
+    fabric port is up."""
+    ports = _ports(window.latest)
+    if any(_fabric_up(n) for n in ports.values()):
         # with a fabric up, a rank's traffic should leave through it; an Ethernet port busy instead is the wrong
         # transport (nccl-wrong-transport), not a placement
         ports = {key: n for key, n in ports.items() if n.kind in FABRIC}
@@ -277,19 +326,17 @@ def nic_far_from_gpu(window: Window, t: Thresholds) -> Iterator[Finding]:
         share = None if nic is None else line_share(nic, rates)
         if nic is not None and nic.numa_node is not None and share is not None and share >= t["network_busy_share"]:
             busy.append(nic)
-    nodes = {n.numa_node for n in busy}
-    far = [g for g in job.gpus if g in gpu_nodes and gpu_nodes[g] not in nodes]
-    if not busy or not far:
-        return
+    return busy
+
+
+def _far_lines(busy: list[NicSnapshot], far: list[int], gpu_nodes: dict[int, int]) -> tuple[str, ...]:
     by_node: dict[int, list[int]] = {}
     for gpu in far:
         by_node.setdefault(gpu_nodes[gpu], []).append(gpu)
     ports_text = ", ".join(f"{port_name(n)} (node {n.numa_node})" for n in sorted(busy, key=port_name))
-    evidence = [f"the job's traffic leaves through {ports_text}"]
-    evidence += [f"GPU{', GPU'.join(map(str, gpus))} sit on NUMA node {node}: their ranks' traffic crosses the "
-                 "CPU interconnect to reach the port" for node, gpus in sorted(by_node.items())]
-    yield nic_far_from_gpu.finding("warning", "Ranks send through a port on another NUMA node",
-                                   tuple(evidence), FAR_FIXES, scope="job", gpus=tuple(far), pids=job.pids)
+    return (f"the job's traffic leaves through {ports_text}",
+            *(f"GPU{', GPU'.join(map(str, gpus))} sit on NUMA node {node}: their ranks' traffic crosses the CPU "
+              "interconnect to reach the port" for node, gpus in sorted(by_node.items())))
 
 
 # ----- data-from-network -----

@@ -17,7 +17,7 @@ from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
 
 if TYPE_CHECKING:
-    from hwtop.model.job import JobSnapshot
+    from hwtop.model.job import CgroupMemory, JobSnapshot
 
 SHOWN_S = 60.0  # a kill stays shown this long: the job it ended has nothing newer to show
 MIB = 1 << 20
@@ -32,22 +32,11 @@ def job_oom_killed(window: Window, t: Thresholds) -> Iterator[Finding]:
     jobs = [(s.time, s.job) for s in window.recent(SHOWN_S) if s.job is not None and s.job.label == latest.label]
     counted = [(when, job, job.cgroup_memory) for when, job in jobs
                if job.cgroup_memory is not None and job.cgroup_memory.oom_kills is not None]
-    if len(counted) < 2:
+    at = _first_rise(counted)
+    if at is None:  # a count from before the watch may be someone else's, long ago: only a rise is this job's
         return
-    before_kills = counted[0][2].oom_kills or 0
-    raised = [index for index, (_, _, group) in enumerate(counted) if (group.oom_kills or 0) > before_kills]
-    if not raised:  # a count from before the watch may be someone else's, long ago: only a rise is this job's
-        return
-    at = raised[0]
-    when = counted[at][0]
     _, before, group = counted[at - 1]  # the last look before the kill: the cgroup as it was full
-    killed = (counted[-1][2].oom_kills or 0) - before_kills
-    evidence = [f"the kernel's OOM killer ended {killed} process(es) in the job's memory cgroup {group.path} "
-                f"{window.latest.time - when:.0f} s ago (its oom_kill count went {before_kills} → "
-                f"{before_kills + killed})"]
-    if group.limit_bytes:
-        evidence.append(f"just before, the cgroup used {gib(group.used_bytes)} of its {gib(group.limit_bytes)} "
-                        "limit")
+    evidence = _kill_lines(window.latest.time, counted, at)
     evidence += gone_lines(before, [job for _, job, _ in counted[at:]])
     running = [(w, j) for w, j in jobs if j.status == "running"]
     # A cache that fills a limit in seconds is killed before the pressure rule's 5 s of samples: 2 s will do, on
@@ -59,6 +48,30 @@ def job_oom_killed(window: Window, t: Thresholds) -> Iterator[Finding]:
     yield job_oom_killed.finding(
         "critical", "The OOM killer ended a process of the job", tuple(evidence),
         tuple(memory_fixes(growing, group)), scope="job", pids=tuple(g[0] for g in growing[:4]))
+
+
+Counted = list[tuple[float, "JobSnapshot", "CgroupMemory"]]  # (when, the job, its cgroup with an oom_kill count)
+
+
+def _first_rise(counted: Counted) -> int | None:
+    """The first look at which the cgroup's oom_kill count is above the first look's; None if it never rose."""
+    if len(counted) < 2:
+        return None
+    before_kills = counted[0][2].oom_kills or 0
+    return next((index for index, (_, _, group) in enumerate(counted) if (group.oom_kills or 0) > before_kills),
+                None)
+
+
+def _kill_lines(now: float, counted: Counted, at: int) -> list[str]:
+    """How many the OOM killer ended, when, and how full the cgroup was at the look before."""
+    before_kills = counted[0][2].oom_kills or 0
+    killed = (counted[-1][2].oom_kills or 0) - before_kills
+    group = counted[at - 1][2]
+    lines = [f"the kernel's OOM killer ended {killed} process(es) in the job's memory cgroup {group.path} "
+             f"{now - counted[at][0]:.0f} s ago (its oom_kill count went {before_kills} → {before_kills + killed})"]
+    if group.limit_bytes:
+        lines.append(f"just before, the cgroup used {gib(group.used_bytes)} of its {gib(group.limit_bytes)} limit")
+    return lines
 
 
 def gone_lines(before: JobSnapshot, since: list[JobSnapshot]) -> list[str]:

@@ -14,7 +14,7 @@ from hwtop.advice.text import command, cpus, job_name
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window, compute_pids, gpu_numa_node, gpus_in_use, node_cpus
 from hwtop.model.finding import Finding
-from hwtop.model.snapshot import GpuSnapshot, Snapshot
+from hwtop.model.snapshot import GpuSnapshot, NumaSnapshot, Snapshot
 
 SPAN_S = 10.0
 
@@ -60,25 +60,11 @@ def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
         home = gpu_numa_node(latest, placed.gpu)
         if home is None or home not in nodes:
             continue
-        evidence = []
-        allowed = {node_of[c] for c in placed.affinity or () if c in node_of}
-        if allowed and home not in allowed:
-            evidence.append(f"{placed.label} may run only on CPUs {cpus(placed.affinity or ())} "
-                            f"(node {', '.join(map(str, sorted(allowed)))})")
-        share = memory_far(placed.numa_pages, home, t)  # the job panel marks the rank with the same judgement
-        if share is not None and placed.numa_pages:
-            far = max(placed.numa_pages, key=lambda nc: nc[1])[0]
-            evidence.append(f"{placed.label} keeps {100 * (1 - share):.0f}% of its resident pages off "
-                            f"node {home} (mostly on node {far}, /proc/{placed.pid}/numa_maps)")
+        evidence = _far_lines(placed, home, node_of, t)
         if not evidence:
             continue
         evidence.append(f"GPU{placed.gpu} is attached to node {home} (CPUs {cpus(nodes[home])})")
-        if numa is not None:
-            row = next((n.distances for n in numa.nodes if n.index == home), ())
-            others = sorted(set(nodes) - {home})
-            if others and len(row) > others[0]:
-                evidence.append(f"numactl --hardware: distance node {home}→{others[0]} is {row[others[0]]}, "
-                                f"local {row[home]}")
+        evidence += _distance_lines(numa, sorted(set(nodes) - {home}), home)
         yield numa_misplaced.finding(
             "warning", "Process on the far NUMA node from its GPU", tuple(evidence),
             (f"numactl --cpunodebind={home} --membind={home} <your command>, so its threads and host memory "
@@ -88,6 +74,32 @@ def numa_misplaced(window: Window, t: Thresholds) -> Iterator[Finding]:
              "nvidia-smi topo -m lists each GPU's CPU and NUMA affinity."),
             scope=f"GPU{placed.gpu} pid {placed.pid}", gpus=(placed.gpu,), pids=(placed.pid,),
             cause=f"far from node {home}")
+
+
+def _far_lines(placed: _Placed, home: int, node_of: dict[int, int], t: Thresholds) -> list[str]:
+    """What places the process away from its GPU's node `home`: its CPU affinity, its resident pages (empty:
+    neither does)."""
+    lines = []
+    allowed = {node_of[c] for c in placed.affinity or () if c in node_of}
+    if allowed and home not in allowed:
+        lines.append(f"{placed.label} may run only on CPUs {cpus(placed.affinity or ())} "
+                     f"(node {', '.join(map(str, sorted(allowed)))})")
+    share = memory_far(placed.numa_pages, home, t)  # the job panel marks the rank with the same judgement
+    if share is not None and placed.numa_pages:
+        far = max(placed.numa_pages, key=lambda nc: nc[1])[0]
+        lines.append(f"{placed.label} keeps {100 * (1 - share):.0f}% of its resident pages off "
+                     f"node {home} (mostly on node {far}, /proc/{placed.pid}/numa_maps)")
+    return lines
+
+
+def _distance_lines(numa: NumaSnapshot | None, others: list[int], home: int) -> list[str]:
+    """numactl's distance from `home` to the first other node, beside the local one."""
+    if numa is None:
+        return []
+    row = next((n.distances for n in numa.nodes if n.index == home), ())
+    if others and len(row) > others[0]:
+        return [f"numactl --hardware: distance node {home}→{others[0]} is {row[others[0]]}, local {row[home]}"]
+    return []
 
 
 @rule("pcie-degraded", hold_s=5, clear_s=10, order=50, watches="PCIe gen and width of busy GPUs",
@@ -173,40 +185,56 @@ def topology_slow_p2p(window: Window, t: Thresholds) -> Iterator[Finding]:
     for label, gpus in job_groups(latest):
         indices = sorted(g.index for g in gpus)
         scope = "GPUs " + ",".join(map(str, indices))
-        if links and all(i < len(links) for i in indices):
-            pairs = [(links[a][b], a, b) for a, b in itertools.combinations(indices, 2)]
-            kind, a, b = max(pairs, key=lambda p: link_cost(p[0]))
-            worst = link_cost(kind)
-            best, better = best_worst_link(tuple(tuple(row) for row in links), len(indices))
-            if kind in SLOW and best < worst:
-                yield topology_slow_p2p.finding(
-                    "warning", "Ranks talk over a slow path",
-                    (f"{label} uses GPUs {','.join(map(str, indices))}; GPU{a}↔GPU{b} connect through {kind}",
-                     f"GPUs {','.join(map(str, better))} are connected no worse than "
-                     f"{_kind_name(links, better)}"),
-                    (f"Run on the connected set: CUDA_VISIBLE_DEVICES={','.join(map(str, better))}.",) + P2P_FIXES,
-                    scope=f"{scope} links", gpus=tuple(indices))
-        names = sorted({g.name or "?" for g in gpus})
-        if len(names) > 1:
-            yield topology_slow_p2p.finding(
-                "warning", "Mixed GPU models in one job",
-                (f"{label} runs on " + "; ".join(f"GPU{g.index} {g.name}" for g in gpus),
-                 "DDP steps at the pace of the slowest rank"),
-                ("Use the same GPU model on every rank (CUDA_VISIBLE_DEVICES to pick them).",) + P2P_FIXES,
-                scope=f"{scope} models", gpus=tuple(indices))
-        utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in gpus}
-        known = {i: u for i, u in utils.items() if u is not None}
-        if len(known) >= 2:
-            top = max(known.values())
-            laggards = [i for i, u in known.items() if u < t["straggler_ratio"] * top]
-            if top >= t["gpu_waiting_util_percent"] and laggards:
-                yield topology_slow_p2p.finding(
-                    "warning", "A rank lags the others",
-                    tuple(f"GPU{i} busy {known[i]:.0f}% against {top:.0f}% on the busiest rank's GPU "
-                          f"(limit {100 * t['straggler_ratio']:.0f}% of it)" for i in laggards),
-                    ("That rank is waiting: compare its input pipeline, CPU/NUMA placement, clocks and link with "
-                     "the others (a throttled or differently placed GPU shows here).",) + P2P_FIXES,
-                    scope=f"{scope} straggler", gpus=tuple(laggards))
+        found = (_slow_path(links, label, indices, scope), _mixed_models(label, gpus, indices, scope),
+                 _lagging_rank(window, t, gpus, scope))
+        yield from (finding for finding in found if finding is not None)
+
+
+def _slow_path(links: tuple[tuple[str, ...], ...], label: str, indices: list[int], scope: str) -> Finding | None:
+    """The job's slowest pair of GPUs talks over the host while a set as large is connected better."""
+    if not links or not all(i < len(links) for i in indices):
+        return None
+    pairs = [(links[a][b], a, b) for a, b in itertools.combinations(indices, 2)]
+    kind, a, b = max(pairs, key=lambda p: link_cost(p[0]))
+    best, better = best_worst_link(tuple(tuple(row) for row in links), len(indices))
+    if kind not in SLOW or best >= link_cost(kind):
+        return None
+    return topology_slow_p2p.finding(
+        "warning", "Ranks talk over a slow path",
+        (f"{label} uses GPUs {','.join(map(str, indices))}; GPU{a}↔GPU{b} connect through {kind}",
+         f"GPUs {','.join(map(str, better))} are connected no worse than {_kind_name(links, better)}"),
+        (f"Run on the connected set: CUDA_VISIBLE_DEVICES={','.join(map(str, better))}.",) + P2P_FIXES,
+        scope=f"{scope} links", gpus=tuple(indices))
+
+
+def _mixed_models(label: str, gpus: list[GpuSnapshot], indices: list[int], scope: str) -> Finding | None:
+    if len({g.name or "?" for g in gpus}) <= 1:
+        return None
+    return topology_slow_p2p.finding(
+        "warning", "Mixed GPU models in one job",
+        (f"{label} runs on " + "; ".join(f"GPU{g.index} {g.name}" for g in gpus),
+         "DDP steps at the pace of the slowest rank"),
+        ("Use the same GPU model on every rank (CUDA_VISIBLE_DEVICES to pick them).",) + P2P_FIXES,
+        scope=f"{scope} models", gpus=tuple(indices))
+
+
+def _lagging_rank(window: Window, t: Thresholds, gpus: list[GpuSnapshot], scope: str) -> Finding | None:
+    """A GPU of the job much less busy than its busiest one, which is busy: its rank lags."""
+    utils = {g.index: window.gpu_mean(g.index, lambda x: x.util_percent, SPAN_S) for g in gpus}
+    known = {i: u for i, u in utils.items() if u is not None}
+    if len(known) < 2:
+        return None
+    top = max(known.values())
+    laggards = [i for i, u in known.items() if u < t["straggler_ratio"] * top]
+    if top < t["gpu_waiting_util_percent"] or not laggards:
+        return None
+    return topology_slow_p2p.finding(
+        "warning", "A rank lags the others",
+        tuple(f"GPU{i} busy {known[i]:.0f}% against {top:.0f}% on the busiest rank's GPU "
+              f"(limit {100 * t['straggler_ratio']:.0f}% of it)" for i in laggards),
+        ("That rank is waiting: compare its input pipeline, CPU/NUMA placement, clocks and link with "
+         "the others (a throttled or differently placed GPU shows here).",) + P2P_FIXES,
+        scope=f"{scope} straggler", gpus=tuple(laggards))
 
 
 def _kind_name(links: tuple[tuple[str, ...], ...], group: tuple[int, ...]) -> str:

@@ -40,28 +40,17 @@ def _job_gpus(snapshot: Snapshot) -> list[GpuSnapshot]:
       watches="precision of the job against Tensor Core support", reads=("gpu_waiting_util_percent",))
 def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
     latest = window.latest
-    workload = latest.workload
-    config = workload.config if workload else None
-    if workload_running(latest) and workload and config is not None and config.device == "cuda" and workload.ranks and \
-            all(r.amp == "off" for r in workload.ranks):
+    if _trains_in_fp32(latest):
         for gpu in _job_gpus(latest):
-            capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
-            if capability is None or caps is None or not caps.tensor_cores:
-                continue
-            yield amp_available.finding(
-                "info", "fp32 training on a GPU with Tensor Cores",
-                (f"{job_name(latest)} trains in fp32 (amp off) on GPU{gpu.index} {gpu.name}, compute capability "
-                 f"{capability[0]}.{capability[1]}",),
-                _precision_fixes(capability) + ("hwtop's amp-compare scenario measures the saving on this box.",),
-                scope=f"GPU{gpu.index}", gpus=(gpu.index,), cause=_precision_cause("fp32", capability))
+            capability = _tensor_capability(gpu)
+            if capability is not None:
+                yield _fp32_finding(latest, gpu, capability)
         return
     for gpu in latest.gpus:  # any job: Hopper's GPM says whether Tensor Cores do any of the work
-        capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
-        if gpu.gpm is None or capability is None or caps is None or not caps.tensor_cores:
+        capability = _tensor_capability(gpu)
+        if gpu.gpm is None or capability is None:
             continue
-        recent = window.recent(10.0)
-        sm = mean(g.gpm.sm_activity_percent for s in recent for g in s.gpus if g.index == gpu.index and g.gpm)
-        tensor = mean(g.gpm.tensor_activity_percent for s in recent for g in s.gpus if g.index == gpu.index and g.gpm)
+        sm, tensor = _gpm_activity(window, gpu.index)
         if sm is None or tensor is None or sm < t["gpu_waiting_util_percent"] or tensor >= 1.0:
             continue
         yield amp_available.finding(
@@ -70,6 +59,37 @@ def amp_available(window: Window, t: Thresholds) -> Iterator[Finding]:
              "in plain fp32",),
             _precision_fixes(capability), scope=f"GPU{gpu.index}", gpus=(gpu.index,), pids=compute_pids(gpu),
             cause=_precision_cause("Tensor Cores idle", capability), measure=sm - tensor)
+
+
+def _trains_in_fp32(snapshot: Snapshot) -> bool:
+    """The embedded job runs on CUDA with every rank's AMP off (its own configuration says so)."""
+    workload = snapshot.workload
+    config = workload.config if workload else None
+    return workload_running(snapshot) and workload is not None and config is not None and \
+        config.device == "cuda" and bool(workload.ranks) and all(r.amp == "off" for r in workload.ranks)
+
+
+def _tensor_capability(gpu: GpuSnapshot) -> tuple[int, int] | None:
+    """The GPU's compute capability where it has Tensor Cores; None where it has none or is not known."""
+    capability, caps = gpu.compute_capability, capabilities(gpu.name, gpu.compute_capability)
+    return None if capability is None or caps is None or not caps.tensor_cores else capability
+
+
+def _fp32_finding(snapshot: Snapshot, gpu: GpuSnapshot, capability: tuple[int, int]) -> Finding:
+    return amp_available.finding(
+        "info", "fp32 training on a GPU with Tensor Cores",
+        (f"{job_name(snapshot)} trains in fp32 (amp off) on GPU{gpu.index} {gpu.name}, compute capability "
+         f"{capability[0]}.{capability[1]}",),
+        _precision_fixes(capability) + ("hwtop's amp-compare scenario measures the saving on this box.",),
+        scope=f"GPU{gpu.index}", gpus=(gpu.index,), cause=_precision_cause("fp32", capability))
+
+
+def _gpm_activity(window: Window, index: int) -> tuple[float | None, float | None]:
+    """(SM activity, Tensor Core activity), percent, GPM's means over the last 10 s."""
+    recent = window.recent(10.0)
+    sm = mean(g.gpm.sm_activity_percent for s in recent for g in s.gpus if g.index == index and g.gpm)
+    tensor = mean(g.gpm.tensor_activity_percent for s in recent for g in s.gpus if g.index == index and g.gpm)
+    return sm, tensor
 
 
 @rule("cudnn-benchmark", severity="info", hold_s=5, clear_s=5, order=110, watches="cuDNN autotuning of conv jobs")

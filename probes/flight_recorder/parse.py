@@ -3,12 +3,14 @@
 `process_group` (name, desc), `collective_seq_id`, `profiling_name` (`nccl:all_reduce`), `state` (scheduled, started,
 completed), `retired`, `time_created_ns`, `frames` innermost first, `is_p2p`). gloo (torch 2.13) leaves every entry
 `scheduled` and marks a finished one `retired`; NCCL marks it `completed`. Anything of another shape is a ValueError
-with one line; fields of the wrong type are skipped, never trusted."""
+with one line; fields of the wrong type are skipped, never trusted. What is read is bounded: the newest MAX_ENTRIES
+entries (the ring is dumped oldest first), MAX_GROUPS groups, 256 frames an entry, integers of 64 bits."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from itertools import islice
 from typing import Any
 
 from hwtop.model.flight import FlightCollective, FlightDump, FlightGroup
@@ -16,6 +18,7 @@ from hwtop.probes.stack_classify import Frame, site_of
 
 MAX_TEXT = 200  # an operation's name or a group's description: bounded, untrusted
 MAX_GROUPS = 64
+MAX_ENTRIES = 20_000  # torch keeps 2,000 unless TORCH_FR_BUFFER_SIZE says more
 
 
 def parse_dump(value: object, path: str, dumped_at: float) -> FlightDump:
@@ -28,7 +31,7 @@ def parse_dump(value: object, path: str, dumped_at: float) -> FlightDump:
     config = value.get("pg_config")
     by_group: dict[str, list[Mapping[str, Any]]] = {}
     descs: dict[str, str] = {}
-    for entry in entries:
+    for entry in entries[-MAX_ENTRIES:]:
         if not isinstance(entry, dict) or entry.get("is_p2p") is True or not _int(entry.get("collective_seq_id")):
             continue
         group = entry.get("process_group")
@@ -38,7 +41,8 @@ def parse_dump(value: object, path: str, dumped_at: float) -> FlightDump:
         by_group.setdefault(name, []).append(entry)
         if isinstance(group, (list, tuple)) and len(group) > 1:
             descs.setdefault(name, _text(group[1]))
-    names = list(by_group) + [k for k in (status if isinstance(status, dict) else {}) if _text(k) not in by_group]
+    names = list(by_group) + list(islice((k for k in (status if isinstance(status, dict) else {})
+                                          if _text(k) not in by_group), MAX_GROUPS))
     groups = tuple(_group(_text(name), by_group.get(name, []), status, descs.get(name, ""), config)
                    for name in names[:MAX_GROUPS])
     return FlightDump(path[:4096], dumped_at, _text(value.get("version", "")), groups)
@@ -89,7 +93,8 @@ def _size(config: object, name: str, desc: str) -> int | None:
 
 
 def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    """An integer of 64 bits (signed or not), as torch writes them: a larger one is no figure of a dump."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and -(1 << 63) <= value < 1 << 64 else None
 
 
 def _text(value: object, limit: int = MAX_TEXT) -> str:

@@ -2,25 +2,31 @@
 when the file changes (a dump is written on a watchdog timeout or when asked: rarely). It owns what it has read;
 the job probe hands it the ranks (pid, rank, environment) each tick and gets a `FlightRank` per pid back.
 
-A dump is the rank's only where it is safe to read (files.py: its user's, no link, bounded) and written since the
-rank started (an older file at the same prefix is an earlier run's), and its content is plain containers
-(unpickle.py). A file that fails any of these is named in `refused`, never read."""
+A dump is the rank's only where it is safe to read (files.py: at the rank's own path under its own root, its
+user's, no link, bounded) and written since the rank started (an older file at the same prefix is an earlier
+run's), and its content is plain containers (unpickle.py). A file that fails any of these is named in `refused`,
+never read. Every file of the job's is opened through files.open_checked; /proc's own files through sysfs.read_bytes.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from hwtop.model.flight import FlightDump, FlightRank
-from hwtop.probes.flight_recorder.files import Found, Refused, look, read
+from hwtop.probes.flight_recorder.files import Found, Refused, View, Want, look, read, read_checked, view_of
 from hwtop.probes.flight_recorder.parse import parse_dump
 from hwtop.probes.flight_recorder.settings import Settings, settings_of
 from hwtop.probes.flight_recorder.unpickle import load_plain
+from hwtop.probes.sysfs import read_bytes
 
 MAX_MAPS_BYTES = 8 << 20  # a torch process maps a few thousand files
+# torch/version.py: a few hundred bytes; the job's user's own install, or root's (a system or image install)
+VERSION_FILE = Want(stat.S_ISREG, "a regular file", "a version file", 1 << 16, frozenset({0}))
 _VERSION = re.compile(rb"""__version__\s*=\s*['"]([0-9A-Za-z.+_-]{1,40})['"]""")
 _LIBTORCH = re.compile(rb"\s(/\S*/torch)/lib/libtorch(?:_cpu|_python)?\.so\b")
 
@@ -32,12 +38,14 @@ class RankProcess(NamedTuple):
 
 
 class _Known(NamedTuple):
-    """What is read once per process: its recorder settings, its user, when it started, its torch."""
+    """What is read once per process: its recorder settings, its user, when it started, its torch, its view of the
+    file system."""
 
     settings: Settings
     uid: int | None
     started: float | None
     torch_version: str | None
+    view: View
 
 
 class FlightRecorderReader:
@@ -66,11 +74,9 @@ class FlightRecorderReader:
 
     def _learn(self, rank: RankProcess) -> _Known:
         base = f"{self.proc}/{rank.pid}"
-        try:
-            uid: int | None = os.stat(base).st_uid
-        except OSError:
-            uid = None
-        return _Known(settings_of(rank.environ), uid, self._start_time(base), self._torch_version(base))
+        uid, view = _uid(base), view_of(self.proc, rank.pid)
+        version = self._torch_version(base, uid, view) if uid is not None else None
+        return _Known(settings_of(rank.environ), uid, self._start_time(base), version, view)
 
     def _rank(self, rank: RankProcess, known: _Known, paths: set[str]) -> FlightRank:
         settings = known.settings
@@ -78,10 +84,13 @@ class FlightRecorderReader:
         refused = None
         if settings.dynamic:
             refused = "TORCH_FR_DUMP_DYNAMIC_FILE_NAME is set: each dump is named anew, not at <prefix><rank>"
-        for prefix in settings.prefixes if not settings.dynamic else ():
+        elif known.uid is None:
+            refused = f"pid {rank.pid}'s user is unknown (its /proc/{rank.pid}/status unreadable): no file is read " \
+                      "as its"
+        for prefix in settings.prefixes if not settings.dynamic and known.uid is not None else ():
             path = f"{prefix}{rank.rank}"
             try:
-                seen = look(path, known.uid)
+                seen = look(path, known.uid, known.view)
             except Refused as why:
                 refused = str(why)
                 continue
@@ -113,27 +122,38 @@ class FlightRecorderReader:
     def _start_time(self, base: str) -> float | None:
         """Wall-clock start of the process: /proc/PID/stat's starttime (ticks after boot) and /proc/stat's btime."""
         try:
-            with open(f"{base}/stat", "rb") as handle:
-                fields = handle.read(4096).rpartition(b")")[2].split()
-            with open(f"{self.proc}/stat", "rb") as handle:
-                btime = next(int(line.split()[1]) for line in handle if line.startswith(b"btime "))
+            fields = read_bytes(f"{base}/stat", 4096).rpartition(b")")[2].split()
+            lines = read_bytes(f"{self.proc}/stat").splitlines()
+            btime = next(int(line.split()[1]) for line in lines if line.startswith(b"btime "))
             return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
         except (OSError, ValueError, IndexError, StopIteration):
             return None
 
-    def _torch_version(self, base: str) -> str | None:
-        """The version of the torch whose libtorch the process maps (torch/version.py beside it)."""
+    def _torch_version(self, base: str, uid: int, view: View) -> str | None:
+        """The version of the torch whose libtorch the process maps (torch/version.py beside it, at the path the
+        process's maps names, in its own file system)."""
         try:
-            with open(f"{base}/maps", "rb") as handle:
-                maps = handle.read(MAX_MAPS_BYTES)
+            maps = read_bytes(f"{base}/maps", MAX_MAPS_BYTES)
         except OSError:
             return None
         found = _LIBTORCH.search(maps)
         if found is None:
             return None
         try:
-            with open(os.fsdecode(found.group(1)) + "/version.py", "rb") as handle:
-                version = _VERSION.search(handle.read(1 << 16))
-        except OSError:
+            version = _VERSION.search(read_checked(os.fsdecode(found.group(1)) + "/version.py", uid, view,
+                                                   VERSION_FILE))
+        except (OSError, Refused):
             return None
         return version.group(1).decode() if version else None
+
+
+def _uid(base: str) -> int | None:
+    """The user whose files the process makes: the file system uid of /proc/PID/status's Uid line (real, effective,
+    saved, file system). None where it cannot be read (the process gone, or hidden: hidepid)."""
+    try:
+        status = read_bytes(f"{base}/status", 1 << 16)
+    except OSError:
+        return None
+    line = next((line for line in status.splitlines() if line.startswith(b"Uid:")), b"")
+    fields = line.split()
+    return int(fields[4]) if len(fields) == 5 and fields[4].isdigit() else None

@@ -3,7 +3,12 @@ write runs whatever that file says. torch's dumps hold plain containers only (di
 numbers, None, booleans: FlightRecorder.cpp builds them with c10's IValue pickler), so only the opcodes that build
 those are accepted. Every opcode is checked before anything is built (`pickletools.genops` parses, it never
 executes), and what is built is built by an Unpickler that can find no class and load no persistent id: two
-locks, either of which alone keeps a planted file from running code."""
+locks, either of which alone keeps a planted file from running code.
+
+The work is bounded too, before anything is built: the memo lets two bytes (BINGET) add one more reference, so an
+8 MiB file of them built 4.2 M entries (174 MiB, 5 s of the tick) as the parse read it. The check stops past
+MAX_OPCODES opcodes and past MAX_OBJECTS new objects; a dump of torch's here takes 75-83 opcodes and 19-23 objects an
+entry (five frames), so a full default recorder (2,000 entries) with 40 frames each is about 0.9 M and 0.2 M."""
 
 from __future__ import annotations
 
@@ -23,6 +28,14 @@ PLAIN = frozenset({
     "EMPTY_DICT", "DICT", "SETITEM", "SETITEMS", "EMPTY_SET", "ADDITEMS", "FROZENSET",
     "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE", "GET", "BINGET", "LONG_BINGET",
 })
+# The plain opcodes that build a new object (a container, a string, a number), not a reference, a mark or a slot.
+NEW_OBJECT = PLAIN - {
+    "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP", "NONE", "NEWTRUE", "NEWFALSE", "EMPTY_TUPLE",
+    "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE", "GET", "BINGET", "LONG_BINGET",
+    "APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS",
+}
+MAX_OPCODES = 2_000_000
+MAX_OBJECTS = 500_000
 
 
 class NotPlain(ValueError):
@@ -38,11 +51,10 @@ class _Containers(pickle.Unpickler):
 
 
 def load_plain(data: bytes) -> object:
-    """The value a pickle of plain containers holds; NotPlain for any other pickle, ValueError for a broken one."""
+    """The value a pickle of plain containers holds; NotPlain for any other pickle or one past the budgets,
+    ValueError for a broken one."""
     try:
-        for opcode, _, _ in pickletools.genops(data):
-            if opcode.name not in PLAIN:
-                raise NotPlain(f"opcode {opcode.name}")
+        _check(data)
     except NotPlain:
         raise
     except Exception as error:  # genops raises ValueError, and others, on a truncated or garbled pickle
@@ -53,3 +65,20 @@ def load_plain(data: bytes) -> object:
         raise
     except Exception as error:  # a pickle genops passed but that will not build (a bad memo index, say)
         raise ValueError(f"unreadable pickle ({type(error).__name__})") from None
+
+
+def _check(data: bytes) -> None:
+    """Every opcode plain, and no more of them, nor of new objects, than the budgets: checked as it is parsed, so a
+    flood stops at the budget."""
+    opcodes = objects = 0
+    for opcode, _, _ in pickletools.genops(data):
+        name = opcode.name
+        if name not in PLAIN:
+            raise NotPlain(f"opcode {name}")
+        opcodes += 1
+        if opcodes > MAX_OPCODES:
+            raise NotPlain(f"more than {MAX_OPCODES:,} opcodes: more than a dump holds, not read")
+        if name in NEW_OBJECT:
+            objects += 1
+            if objects > MAX_OBJECTS:
+                raise NotPlain(f"more than {MAX_OBJECTS:,} objects: more than a dump holds, not read")

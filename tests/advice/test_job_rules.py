@@ -205,6 +205,29 @@ def test_a_busy_box_is_not_the_job_s_oversubscription(demand, wait):
     assert "cpu-oversubscribed" not in ids(run(ticks(t, 10, ranks(demand, wait)))[-1])
 
 
+def test_oversubscription_counts_the_dataloader_workers_too():
+    t = Timeline(cores=2)
+    base = ranks(2.0, 0.5)
+    workers = (worker(4110, parent=4100, cpu_demand=0.7), worker(4111, parent=4101, cpu_demand=0.6))
+    finding = find(run(ticks(t, 7, replace(base, processes=base.processes + workers)))[-1], "cpu-oversubscribed")
+    assert finding.title == "More runnable threads than cores (5.3 for 2)"
+    assert finding.evidence == (
+        "the job's threads want 5.3 CPUs (running or queued, mean over 10 s) and may use 2 (limit 1.5x)",
+        "they wait in the run queue 38% of that time (limit 25%); 1800 context switches/s",
+        "rank 0 (pid 4100): 4 threads, 2 runnable now, wants 2.0 CPUs, OMP_NUM_THREADS=unset",
+        "rank 1 (pid 4101): 4 threads, 2 runnable now, wants 2.0 CPUs, OMP_NUM_THREADS=unset",
+        "2 DataLoader workers want 1.3 CPUs more",
+        "CPU pressure (system): some task waited for a CPU 70% of the time")
+    assert finding.fix == (
+        "OMP_NUM_THREADS=1 for each rank (2 usable cores / 2 rank(s)), or torch.set_num_threads(1) at the top of the "
+        "script; do not set it to os.cpu_count() per rank.",
+        "torchrun sets OMP_NUM_THREADS=1 when it is unset: a torch.set_num_threads() call in the script overrides "
+        "that.",
+        "Count the DataLoader workers too: ranks x threads + workers should stay near the usable cores; fewer "
+        "workers if they are CPU-bound.")
+    assert (finding.scope, finding.pids) == ("job", (4100, 4101))
+
+
 # ----- loader-io-bound -----
 
 def io_job(worker_cpu: float = 20.0, io: float = 40.0, blocked: int = 1, memory: float = 0.0,
@@ -264,6 +287,30 @@ def test_memory_pressure_names_the_cgroup_limit_and_what_grows():
                        "growing: DataLoader worker pid 4102 +285 MiB in 19 s (15.0 MiB/s)"]
     assert finding.fix[0].startswith("2 DataLoader worker(s) grow each on its own") and \
         "Drop the per-worker cache" in finding.fix[0]
+
+
+def test_memory_pressure_with_the_box_reading_back_from_swap_says_all_it_measured():
+    t = Timeline(cores=2)
+    frames = [replace(s, job=replace(s.job, swap_in_pages_per_s=350.0)) for s in growing_job(t, 20)]
+    finding = find(run(frames)[-1], "job-memory-pressure")
+    assert finding.title == "The job is short of memory"
+    assert finding.evidence == (
+        "memory pressure (system): some task stalled on memory 30% of the last 10 s (limit 10%)",
+        "the job's processes fault 60 pages/s back in from disk or swap (limit 20)",
+        "the box reads 350 pages/s back from swap",
+        "its memory cgroup /job uses 1.2 GiB of its 1.2 GiB limit (99%)",
+        "the box has 200.0 GiB of 256.0 GiB available (78%)",
+        "the job's memory (PSS) 1.2 GiB",
+        "growing: DataLoader worker pid 4101 +285 MiB in 19 s (15.0 MiB/s)",
+        "growing: DataLoader worker pid 4102 +285 MiB in 19 s (15.0 MiB/s)")
+    assert finding.fix == (
+        "2 DataLoader worker(s) grow each on its own: a cache or list filled in Dataset.__getitem__ is copied per "
+        "worker. Drop the per-worker cache, or build it once before the DataLoader starts and share it "
+        "(numpy.memmap, torch tensors in shared memory).",
+        "Fewer DataLoader workers and a smaller prefetch_factor: each worker holds its own Dataset copy and "
+        "prefetch_factor x batch samples.",
+        "A larger memory limit for the job (its cgroup allows 1.2 GiB), or a smaller batch.")
+    assert (finding.scope, finding.pids) == ("job", (4101, 4102))
 
 
 def test_a_worker_that_grew_and_was_killed_is_still_named_with_the_kill():

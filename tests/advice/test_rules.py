@@ -98,6 +98,38 @@ def test_starved_gpu_without_telemetry_from_pegged_workers():
     assert "gpu-starved" not in ids(run(ticks(Timeline("rtx3090"), 8, processes=relaxed))[-1])
 
 
+STORAGE_FIX = "Check storage: if iowait is high or the dataset disk is near its class's throughput, see io-bound."
+PIN_FIX = "pin_memory=True, and .to(device, non_blocking=True), so copies overlap compute."
+
+
+def test_data_wait_without_the_workers_arithmetic_names_a_count_from_the_cores():
+    """The step waits all of its time (no own time to weigh a batch against): the fix is a count from the cores,
+    with persistent workers once there are any, and pinned memory for a CUDA job."""
+    t = Timeline()
+    job = workload(rank(0, wait=1.0), rank(1, wait=1.0), num_workers=0, device="cuda")
+    finding = find(run(ticks(t, 8, workload=job))[-1], "gpu-starved")
+    assert finding.title == "Training waits on data loading"
+    assert finding.evidence == (
+        "the training step waits for its next batch 100% of the time (ranks 0, 1 100%; limit 30%)",
+        "DataLoader num_workers=0, pin_memory=False, 8.0 ms CPU per sample")
+    assert finding.fix == (
+        "Raise DataLoader num_workers from 0 to about 7 (16 logical CPUs on 8 cores the job may use / 2 rank(s), one "
+        "left for the main process).",
+        "persistent_workers=True once num_workers > 0, so workers survive across epochs.", PIN_FIX, STORAGE_FIX)
+    assert (finding.scope, finding.gpus, finding.pids, finding.measure) == ("job", (), (50000, 50001), 100.0)
+
+
+def test_data_wait_of_a_job_that_sent_no_worker_count():
+    t = Timeline()
+    job = workload(rank(0, wait=0.83), rank(1, wait=0.81), num_workers=None, device="cuda")
+    finding = find(run(ticks(t, 8, workload=job))[-1], "gpu-starved")
+    assert finding.evidence == (
+        "the training step waits for its next batch 82% of the time (rank 0 83%, rank 1 81%; limit 30%)",)
+    assert finding.fix == (
+        "Raise DataLoader num_workers to about 7 (16 logical CPUs on 8 cores the job may use / 2 rank(s), one left "
+        "for the main process).", PIN_FIX, STORAGE_FIX)
+
+
 # ----- cpu-single-core -----
 
 def test_one_pegged_core_while_the_gpu_waits():
@@ -245,6 +277,22 @@ def test_io_near_misses(case):
     disks = (DiskSnapshot("nvme0n1", "nvme", 1.5e9, 0.0, 9000.0, 0.0, 40.0),)
     iowait = 5.0 if case != "busy gpu" else 40.0
     assert "io-bound" not in ids(run(ticks(t, 8, iowait=iowait, disks=disks))[-1])
+
+
+def test_a_disk_busy_all_the_time_below_its_class_throughput():
+    t = Timeline("rtx3090")
+    t.fake.set_load(0, 0.2)
+    disks = (DiskSnapshot("nvme0n1", "nvme", 1.5e9, 0.0, 9000.0, 0.0, 97.0),)
+    finding = find(run(ticks(t, 8, iowait=5.0, disks=disks))[-1], "io-bound")
+    assert finding.title == "Storage is holding up training"
+    assert finding.evidence == ("nvme0n1 (nvme) busy 97% of the time, reading 1.50 GB/s", "GPU0 util 20%")
+    assert finding.fix == (
+        "Faster storage for the dataset: NVMe ~7 GB/s, SATA SSD ~550 MB/s, HDD ~150 MB/s.",
+        "Let the page cache hold it: a dataset smaller than the available RAM (200 GiB here) is read from disk once.",
+        "Memory-mapped or sharded datasets (numpy.memmap, WebDataset tar shards, LMDB) read sequentially instead of "
+        "one small file per sample.",
+        "More DataLoader workers keep more reads in flight.")
+    assert (finding.scope, finding.gpus, finding.pids) == ("", (0,), ())
 
 
 # ----- host-memory-pressure -----

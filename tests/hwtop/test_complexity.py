@@ -13,9 +13,9 @@ from radon.visitors import Function
 from tests.import_names import ROOMS
 
 ROOT = Path(__file__).resolve().parents[2]
-LIMIT = 39  # no function past this (the house's aim: 30)
+LIMIT = 30  # no function past this: the house's aim
 OVER = 20
-MOST_OVER = 15  # functions past OVER (the house's aim: 20)
+MOST_OVER = 20  # functions past OVER: the house's aim
 
 
 def _functions(path: Path) -> Iterator[tuple[int, str]]:

@@ -22,12 +22,20 @@ def lay_out(scenario: str, folder: Path, prefix: str = "fr_rank_") -> dict[int, 
     return times
 
 
-def fake_proc(root: Path, pid: int, started: float) -> None:
-    """A /proc with one process that started at `started` (wall clock): its stat and the box's btime."""
+def fake_proc(root: Path, pid: int, started: float, *, fs_root: str = "/", uid: int | None = None) -> None:
+    """A /proc with one process that started at `started` (wall clock): its stat, its user (status's Uid line: real,
+    effective, saved, file system), its view of the file system (`root`, `cwd`: links to `fs_root`, as the kernel's
+    are to the process's root) and the box's btime."""
     ticks = os.sysconf("SC_CLK_TCK")
     btime = int(started) - 1000
-    (root / str(pid)).mkdir(parents=True, exist_ok=True)
+    folder = root / str(pid)
+    folder.mkdir(parents=True, exist_ok=True)
     fields = ["S", *["0"] * 18, str(round((started - btime) * ticks))]
-    (root / str(pid) / "stat").write_text(f"{pid} (python) " + " ".join(fields) + " 0 0\n")
-    (root / str(pid) / "maps").write_text("")
+    (folder / "stat").write_text(f"{pid} (python) " + " ".join(fields) + " 0 0\n")
+    (folder / "maps").write_text("")
+    user = os.getuid() if uid is None else uid
+    (folder / "status").write_text(f"Name:\tpython\nUid:\t{user}\t{user}\t{user}\t{user}\nGid:\t0\t0\t0\t0\n")
+    for name in ("root", "cwd"):
+        if not (folder / name).is_symlink():
+            os.symlink(fs_root, folder / name)
     (root / "stat").write_text(f"cpu 1 2 3\nbtime {btime}\n")

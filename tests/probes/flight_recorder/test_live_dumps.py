@@ -63,8 +63,8 @@ def job(tmp_path: Path, *args: str) -> Iterator[dict[int, tuple[int, dict[str, s
 
 def dumped(tmp_path: Path, ranks: dict[int, tuple[int, dict[str, str]]]) -> list[RankFigures]:
     """Each rank asked for its dump through its pipe, read once all are written; the ranks' figures with them."""
-    for rank in ranks:
-        assert request_dump(f"{tmp_path}/pipe_", rank, os.getuid()) is None
+    for rank, (pid, _) in ranks.items():  # at its path in its own file system (/proc/PID/root), as the reader reads
+        assert request_dump(f"{tmp_path}/pipe_", rank, os.getuid(), pid=pid) is None
     reader = FlightRecorderReader()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hwtop.probes.flight_recorder import files
+from hwtop.probes.flight_recorder import files, unpickle
 from hwtop.probes.flight_recorder.reader import FlightRecorderReader, RankProcess
 from tests.probes.flight_recorder.conftest import WORLD, fake_proc, lay_out
 
@@ -74,6 +74,31 @@ def test_a_planted_pickle_at_the_prefix_runs_nothing(tmp_path: Path) -> None:
         assert "REDUCE" in (got[PID + rank].refused or "") or "GLOBAL" in (got[PID + rank].refused or "")
 
 
+def _memo_flood(entries: int) -> bytes:
+    """A dump whose entries are one entry referenced again and again: two bytes (BINGET) an entry."""
+    entry = {"collective_seq_id": 1, "process_group": ("0", "default_pg"), "state": "completed",
+             "frames": [{"name": "main", "filename": "train.py", "line": 3}] * 5}
+    return pickle.dumps({"entries": [entry] * entries}, protocol=2)
+
+
+def test_a_dump_past_the_budgets_is_refused_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(unpickle, "MAX_OPCODES", 10_000)
+    (tmp_path / "fr_rank_0").write_bytes(_memo_flood(20_000))
+    got = _reader(tmp_path, 0.0).read([RankProcess(PID, 0, _env(tmp_path))])[PID]
+    assert got.dump is None
+    assert got.refused == f"{tmp_path}/fr_rank_0: more than 10,000 opcodes: more than a dump holds, not read"
+
+
+@pytest.mark.slow
+def test_the_memo_amplification_dump_is_refused_under_the_real_budgets(tmp_path: Path) -> None:
+    """8 MiB of memo references (4 M entries when built) at a rank's prefix: refused before it is built."""
+    (tmp_path / "fr_rank_0").write_bytes(_memo_flood(4 << 20))
+    assert (tmp_path / "fr_rank_0").stat().st_size < files.MAX_DUMP_BYTES
+    got = _reader(tmp_path, 0.0).read([RankProcess(PID, 0, _env(tmp_path))])[PID]
+    assert got.dump is None
+    assert got.refused == f"{tmp_path}/fr_rank_0: more than 2,000,000 opcodes: more than a dump holds, not read"
+
+
 def test_a_link_at_the_prefix_is_not_followed(tmp_path: Path) -> None:
     lay_out("healthy", tmp_path, prefix="real_")
     os.symlink(tmp_path / "real_0", tmp_path / "fr_rank_0")
@@ -83,7 +108,7 @@ def test_a_link_at_the_prefix_is_not_followed(tmp_path: Path) -> None:
 
 def test_a_link_swapped_in_after_the_look_is_not_followed(tmp_path: Path) -> None:
     lay_out("healthy", tmp_path)
-    found = files.look(f"{tmp_path}/fr_rank_0", os.getuid())
+    found = files.look(f"{tmp_path}/fr_rank_0", os.getuid(), files.HOST)
     assert found is not None
     os.replace(tmp_path / "fr_rank_1", tmp_path / "other")
     os.unlink(tmp_path / "fr_rank_0")
@@ -92,10 +117,14 @@ def test_a_link_swapped_in_after_the_look_is_not_followed(tmp_path: Path) -> Non
         files.read(found, os.getuid())
 
 
-def test_another_users_file_is_not_read(tmp_path: Path) -> None:
+def test_another_users_file_is_not_read_nor_any_file_where_the_user_is_unknown(tmp_path: Path) -> None:
     lay_out("healthy", tmp_path)
     with pytest.raises(files.Refused, match=f"owned by uid {os.getuid()}, not the job's"):
-        files.look(f"{tmp_path}/fr_rank_0", os.getuid() + 1)
+        files.look(f"{tmp_path}/fr_rank_0", os.getuid() + 1, files.HOST)
+    for check in (lambda: files.look(f"{tmp_path}/fr_rank_0", None, files.HOST),
+                  lambda: files.read(files.Found(f"{tmp_path}/fr_rank_0", 0.0, (0, 0, 0, 0)), None)):
+        with pytest.raises(files.Refused, match="the job's user is unknown"):
+            check()
 
 
 def test_a_dump_over_the_bound_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
