@@ -11,10 +11,13 @@ one line."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
 
 PROTOCOL = 2  # NCCL_RAS_CLIENT_PROTOCOL (src/ras/ras_internal.h)
 DEFAULT_PORT = 28028  # NCCL_RAS_CLIENT_PORT
@@ -43,6 +46,34 @@ def reply_cap(ranks: int, comms: int) -> int:
 
 class RasError(Exception):
     """A query that failed: its message is the one line shown in the job's errors."""
+
+
+# What a parser's own code raises on text it did not foresee (int() of a 5,000-digit count, an empty field, a
+# missing key): the answer is unreadable, which is a RasError like any other, never a thread ended.
+PARSE_ERRORS = (ValueError, IndexError, KeyError, TypeError, OverflowError)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def one_line(error: BaseException, most: int = 100) -> str:
+    text = str(error).strip()
+    return (text.splitlines()[0] if text else type(error).__name__)[:most]
+
+
+def unreadable(what: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A parser whose errors (PARSE_ERRORS) are a RasError of one line: "unreadable <what> (ValueError: ...)"."""
+
+    def wrap(parse: Callable[_P, _R]) -> Callable[_P, _R]:
+        @functools.wraps(parse)
+        def guarded(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                return parse(*args, **kwargs)
+            except PARSE_ERRORS as error:
+                raise RasError(f"unreadable {what} ({type(error).__name__}: {one_line(error)})") from None
+
+        return guarded
+
+    return wrap
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,12 @@ a row of its own, with the host and pid NCCL names and no stack figures (`nccl_o
 Counts come from the communicator judged as the job's (NcclView.main: the one whose counts move); row numbers are
 global ranks, read from the largest communicator (the world group, whose ranks are the job's), since a rank's
 number in a tensor-parallel group is not its number in the job. An answer none of whose ranks on this node is a
-job process is another job's (two jobs of one user on the default port): `foreign` says so and nothing is joined."""
+job process is another job's (two jobs of one user on the default port): `foreign` says so and nothing is joined.
+
+The join is made in two halves: the answer's (`answer_side`: every rank's counts, lag, state and row number, and the
+rows of the ranks that are not this node's job processes), once an answer, and the tick's (`AnswerSide.join`: this
+node's ranks' own figures, new each tick, with NCCL's beside them), so a tick of a 4,096-rank job costs its own
+ranks and a sort, not the whole answer again."""
 
 from __future__ import annotations
 
@@ -57,32 +62,71 @@ def _global_ranks(view: NcclView) -> dict[tuple[str, int | None], int]:
     return {} if world is None else {(r.host, r.pid): r.rank for r in world.ranks if r.pid is not None}
 
 
-def join_ranks(ranks: tuple[RankFigures, ...], view: NcclView, here: Here) -> tuple[RankFigures, ...]:
+@dataclass(frozen=True, slots=True)
+class _Mine:
+    """A RAS rank that is one of this node's job processes (`pid`: its pid here), with what NCCL says of it."""
+
+    pid: int
+    number: int
+    host: str
+    gpu: int | None
+    collectives: tuple[tuple[str, int], ...]
+    lag: int | None
+    state: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSide:
+    """The answer's half of the join: `others`, the rows of the ranks that are not this node's job processes (by row
+    number, the first of a number kept), and `mine`, NCCL's figures of those that are, in the answer's order."""
+
+    others: dict[int, RankFigures]
+    mine: tuple[_Mine, ...]
+
+    def join(self, ranks: tuple[RankFigures, ...]) -> tuple[RankFigures, ...]:
+        """The job's ranks (this tick's figures) with NCCL's beside them, and every other rank NCCL names, by row."""
+        by_pid = {r.pid: r for r in ranks if r.pid is not None}
+        out = dict(self.others)
+        used: set[int] = set()
+        for m in self.mine:
+            own = by_pid.get(m.pid)
+            if own is not None:
+                out[own.rank] = msgspec.structs.replace(own, gpu=own.gpu if own.gpu is not None else m.gpu,
+                                                        collectives=m.collectives, lag=m.lag, nccl_state=m.state)
+                used.add(id(own))
+            else:
+                out[m.number] = RankFigures(m.number, ranks[0].host if ranks else m.host, m.pid, gpu=m.gpu,
+                                            collectives=m.collectives, lag=m.lag, nccl_state=m.state)
+        for r in ranks:
+            if id(r) not in used:
+                out.setdefault(r.rank, r)
+        return tuple(out[k] for k in sorted(out))
+
+
+def answer_side(view: NcclView, here: Here) -> AnswerSide | None:
+    """The answer's half of the join, or None where nothing is joined (no communicator judged, another job's)."""
     main = view.main
     if main is None or view.foreign:
-        return ranks
+        return None
     comm: RasComm = main.comm
     most = comm.maxima()
-    by_pid = {r.pid: r for r in ranks if r.pid is not None}
     numbers = _global_ranks(view)
-    out: dict[int, RankFigures] = {}
-    used: set[int] = set()
+    others: dict[int, RankFigures] = {}
+    mine: list[_Mine] = []
     for rr in comm.ranks:
-        nccl = {"collectives": rr.counts, "lag": lag_of(rr, most), "nccl_state": rr.state}
         number = numbers.get((rr.host, rr.pid), rr.rank)
         pid = here.pid(rr)
-        own = by_pid.get(pid) if pid is not None else None
-        if own is not None:
-            out[own.rank] = msgspec.structs.replace(own, gpu=own.gpu if own.gpu is not None else rr.nvml_dev, **nccl)
-            used.add(id(own))
-        elif pid is not None:
-            out[number] = RankFigures(number, ranks[0].host if ranks else rr.host, pid, gpu=rr.nvml_dev, **nccl)
-        else:
-            out.setdefault(number, RankFigures(number, rr.host, rr.pid, gpu=rr.nvml_dev, nccl_only=True, **nccl))
-    for r in ranks:
-        if id(r) not in used:
-            out.setdefault(r.rank, r)
-    return tuple(out[k] for k in sorted(out))
+        if pid is not None:
+            mine.append(_Mine(pid, number, rr.host, rr.nvml_dev, rr.counts, lag_of(rr, most), rr.state))
+        elif number not in others:
+            others[number] = RankFigures(number, rr.host, rr.pid, gpu=rr.nvml_dev, nccl_only=True,
+                                         collectives=rr.counts, lag=lag_of(rr, most), nccl_state=rr.state)
+    return AnswerSide(others, tuple(mine))
+
+
+def join_ranks(ranks: tuple[RankFigures, ...], view: NcclView, here: Here) -> tuple[RankFigures, ...]:
+    side = answer_side(view, here)
+    return ranks if side is None else side.join(ranks)
 
 
 def named(view: NcclView, addresses: frozenset[str], hostname: str) -> NcclView:

@@ -12,7 +12,8 @@ JSON. The comma is put back where that line and the missing rank's "status" meet
 again in text would be worse: before 2.29.2 the text formatter misreads communicators with missing ranks,
 nccl#1762). A communicator of 0 ranks is NCCL's zeroed entry (nccl#2346): said and left out.
 
-MONITOR's events (2.29+) are JSON documents one after another on the connection: `parse_events` reads them."""
+MONITOR's events (2.29+) are JSON documents one after another on the connection: `parse_events` reads them, and
+says each it cannot read (lost) rather than ending the stream. Whatever arrives, both raise nothing but RasError."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import re
 import msgspec
 
 from hwtop.model.ras import RasComm, RasEvent, RasRank, RasReply
-from hwtop.probes.nccl_ras.client import RasError
+from hwtop.probes.nccl_ras.client import PARSE_ERRORS, RasError, one_line, unreadable
 
 
 class _Status(msgspec.Struct):
@@ -95,6 +96,7 @@ def _decode(data: bytes) -> tuple[_Reply, tuple[str, ...]]:
         raise RasError(f"broken JSON answer ({where})") from None
 
 
+@unreadable("JSON answer")
 def parse_json(text: str) -> RasReply:
     try:
         data = text.encode("utf-8", "surrogatepass")
@@ -140,24 +142,36 @@ def _event(peer: _Peer | None, event: str, at: str) -> RasEvent:
     return RasEvent(event, host, _opt(peer.pid), tuple(peer.nvml_devs or peer.cuda_devs), at)
 
 
-def parse_events(data: bytes) -> tuple[list[RasEvent], bytes]:
-    """The complete events in what a MONITOR connection sent so far, and the bytes of an event not yet whole.
-    JSON events are documents ending in a line "}" (rasClientsNotifyEvent); text ones are one line each."""
+def _json_event(chunk: bytes) -> RasEvent:
+    raw = _EVENT.decode(chunk)
+    return _event(raw.peer, raw.event, raw.timestamp)
+
+
+def _text_event(line: str) -> RasEvent | None:
+    m = _TEXT_EVENT.match(line)
+    if m is None:
+        return None
+    gpus = tuple(int(g) for g in m["gpus"].split(",")) if m["gpus"] else ()
+    return RasEvent(m["event"], m["host"] or "unknown", int(m["pid"]) if m["pid"] else None, gpus, m["at"])
+
+
+@unreadable("MONITOR events")
+def parse_events(data: bytes) -> tuple[list[RasEvent], bytes, list[str]]:
+    """The complete events in what a MONITOR connection sent so far, the bytes of an event not yet whole, and a
+    line for each event that could not be read (lost; the stream goes on: a host name NCCL printed unescaped, a
+    field out of form). JSON events are documents ending in a line "}" (rasClientsNotifyEvent); text ones are one
+    line each."""
     events: list[RasEvent] = []
-    if data.lstrip().startswith(b"{"):
-        while (end := data.find(b"\n}\n")) >= 0:
-            chunk, data = data[:end + 3], data[end + 3:]
-            try:
-                raw = _EVENT.decode(chunk)
-            except msgspec.DecodeError:
-                continue  # a host name NCCL printed unescaped: that event is lost, the stream goes on
-            events.append(_event(raw.peer, raw.event, raw.timestamp))
-        return events, data
-    while (end := data.find(b"\n")) >= 0:
-        line, data = data[:end].decode("utf-8", "replace"), data[end + 1:]
-        m = _TEXT_EVENT.match(line)
-        if m:
-            gpus = tuple(int(g) for g in m["gpus"].split(",")) if m["gpus"] else ()
-            events.append(RasEvent(m["event"], m["host"] or "unknown", int(m["pid"]) if m["pid"] else None, gpus,
-                                   m["at"]))
-    return events, data
+    lost: list[str] = []
+    json = data.lstrip().startswith(b"{")
+    while (end := data.find(b"\n}\n" if json else b"\n")) >= 0:
+        size = end + 3 if json else end + 1
+        chunk, data = data[:size], data[size:]
+        try:
+            event = _json_event(chunk) if json else _text_event(chunk[:-1].decode("utf-8", "replace"))
+        except PARSE_ERRORS as error:  # msgspec.DecodeError is a ValueError
+            lost.append(f"an event lost, unreadable ({type(error).__name__}: {one_line(error, 80)})")
+            continue
+        if event is not None:
+            events.append(event)
+    return events, data, lost

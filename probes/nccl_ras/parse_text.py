@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hwtop.model.ras import IN_PROGRESS, CountGroup, RasComm, RasProcess, RasRank, RasReply
-from hwtop.probes.nccl_ras.client import RasError
+from hwtop.probes.nccl_ras.client import RasError, unreadable
 
 _WHERE = (r"(?:GPU (?P<gpu>\d+(?: \(NVML \d+\))?) managed by process (?P<pid>\d+) on node (?P<host>.*)"
           r"|(?P<nowhere>\[process information not found\]))")
@@ -301,6 +301,7 @@ _HANDLERS: tuple[tuple[re.Pattern[str], _Handler], ...] = (
 )
 
 
+@unreadable("text answer")
 def parse_text(text: str) -> RasReply:
     lines = text.splitlines()
     if not any(line.startswith(("NCCL version", "Communicators")) for line in lines[:40]):

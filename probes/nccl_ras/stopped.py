@@ -1,10 +1,14 @@
-"""Whether the job's own signals say it stopped, so that a careful NCCL release (versions.py) may be asked STATUS:
-no step for a while where steps are known, or every rank's main thread still (the same stack) or waiting in a
-collective for a while; and whether a rank is inside communicator initialisation (never a time to ask: nccl#1669,
-#2346). Read from the JobSnapshot alone (its ranks' figures and stacks), each tick, cheaply. GPUs busy at idle
-power (NCCL's kernels spinning on a flag) are the third signal; the watch has no GPU readings of its own, so the
-sampler, which has them, keeps a GpuSpin beside it and passes its answer as `spinning`. The per-rank verdict
-(advice/ranks.py) may replace `_stacks_say`: one function, one place to swap."""
+"""Whether the job made no progress for a while, so that a careful NCCL release (versions.py) may be asked STATUS;
+and whether a rank is inside communicator initialisation (never a time to ask: nccl#1669, #2346). Read from the
+JobSnapshot alone (its ranks' figures and stacks), each tick, cheaply.
+
+Progress is what is measured, never guessed from a wait: the job's steps advancing (where its telemetry gives them)
+and its ranks' main-thread stacks moving (where they are sampled; Stillness is one stack for `seconds`). The job has
+stopped only when every measure it has says so for `still_s`: no step, and every sampled rank's main thread on the
+same stack; a job with neither measure is never called stopped. Ranks waiting in a collective nearly all the time
+and GPUs busy at idle power (NCCL's kernels spinning on a flag: the sampler keeps a GpuSpin beside the watch and
+passes its answer as `spinning`) are what a healthy straggler or network-bound job shows too (its fast ranks wait
+in the all-reduce, their GPUs spin), so they are said beside a stop as corroboration, and never make one."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from hwtop.model.job import JobSnapshot, RankStacks
 from hwtop.model.snapshot import GpuSnapshot
 
 STILL_S = 30.0  # hwtop's choice: a step of a training job is seconds; half a minute of nothing is not a step
-WAIT_SHARE = 0.9  # a rank waiting in a collective nine tenths of its samples makes no progress of its own
+WAIT_SHARE = 0.9  # a rank waiting in a collective nine tenths of its samples: said beside a stop, never one alone
 MIN_SAMPLES = 10  # fewer stack samples say nothing
 INIT_WORDS = ("init_process_group", "new_group", "new_subgroups", "_new_process_group_helper", "ncclCommInit",
               "ncclCommSplit", "comm_split", "_store_based_barrier", "rendezvous")
@@ -38,25 +42,26 @@ class StopSignals:
         return None
 
     def stopped(self, job: JobSnapshot, now: float, spinning: bool | None = None) -> str | None:
-        """Why the job looks stopped, in words, or None while it makes progress (or the signals cannot tell)."""
-        steps = self._steps_say(job, now)
-        if steps is not None:
-            return steps
-        stacks = _stacks_say(job.stacks, self.still_s)
-        if stacks is not None:
-            return stacks
-        return "its GPUs are busy at idle power (NCCL kernels waiting for a peer)" if spinning else None
+        """Why the job looks stopped, in words, or None while it makes progress (or the signals cannot tell):
+        every measure of progress it has (steps, stacks) still for `still_s`, the waits and the GPUs beside."""
+        steps = self._steps_still(job, now)
+        stacks = _stacks_still(job.stacks)
+        measured = [seconds for seconds in (steps, stacks) if seconds is not None]
+        if not measured or min(measured) < self.still_s:
+            return None
+        said = ([f"no step for {steps:.0f} s"] if steps is not None else []) + (
+            [f"every rank's main thread on one stack for {stacks:.0f} s"] if stacks is not None else [])
+        return " and ".join(said) + "".join(f"; {why}" for why in _corroboration(job.stacks, spinning))
 
-    def _steps_say(self, job: JobSnapshot, now: float) -> str | None:
+    def _steps_still(self, job: JobSnapshot, now: float) -> float | None:
+        """Seconds since the job's steps last advanced (0 as they do), or None where no rank reports steps."""
         known = [r.steps for r in job.ranks if r.steps is not None and not r.nccl_only]
         if not known:
             return None
         total = sum(known)
         if total != self._steps:
             self._steps, self._steps_since = total, now
-            return None
-        idle = now - self._steps_since
-        return f"no step for {idle:.0f} s" if idle >= self.still_s else None
+        return now - self._steps_since
 
 
 def _frames(stacks: RankStacks) -> list[str]:
@@ -68,18 +73,28 @@ def _frames(stacks: RankStacks) -> list[str]:
     return out
 
 
-def _stacks_say(all_stacks: tuple[RankStacks, ...], still_s: float) -> str | None:
-    """Every sampled rank still for still_s, or waiting in a collective nearly all the time."""
-    sampled = [s for s in all_stacks if s.rank is not None and s.samples >= MIN_SAMPLES]
+def _sampled(all_stacks: tuple[RankStacks, ...]) -> list[RankStacks]:
+    return [s for s in all_stacks if s.rank is not None and s.samples >= MIN_SAMPLES]
+
+
+def _stacks_still(all_stacks: tuple[RankStacks, ...]) -> float | None:
+    """Seconds every sampled rank's main thread has shown one stack (0 once one moves), or None where no rank has
+    enough samples to tell."""
+    sampled = _sampled(all_stacks)
     if not sampled:
         return None
-    still = [s.still.seconds for s in sampled if s.still is not None]
-    if len(still) == len(sampled) and min(still) >= still_s:
-        return f"every rank's main thread has not moved for {min(still):.0f} s"
-    waits = [dict(s.fractions).get("collective", 0.0) for s in sampled]
-    if min(waits) >= WAIT_SHARE:
-        return f"every rank's main thread waits in a collective ({100 * min(waits):.0f}% or more of its samples)"
-    return None
+    return min(s.still.seconds if s.still is not None else 0.0 for s in sampled)
+
+
+def _corroboration(all_stacks: tuple[RankStacks, ...], spinning: bool | None) -> list[str]:
+    """What a stopped job shows besides, and a healthy one may show too: never a stop on its own."""
+    out = []
+    waits = [s.fraction("collective") for s in _sampled(all_stacks)]
+    if waits and min(waits) >= WAIT_SHARE:
+        out.append(f"every rank waits in a collective ({100 * min(waits):.0f}% or more of its samples)")
+    if spinning:
+        out.append("its GPUs busy at idle power (NCCL kernels waiting for a peer)")
+    return out
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """Which NCCL releases hwtop may send STATUS to, and in which format: one table, each row with its source. First,
 do no harm: a release whose only format is text, or whose STATUS path has a known crash, is never asked while the
-job is healthy (asked once the job's own signals say it stopped, or when the user asks: RasWatch(polls=True)), and a
-release the table does not know gets the same care.
+job is healthy (asked once each time the job's own measures of progress say it stopped, or when the user asks:
+RasWatch(polls=True)), and a release the table does not know gets the same care.
 
 The crashes, read from NVIDIA/nccl at each tag and its tracker:
 - nccl#1669 (2.26.2): a query while a communicator initialises read peer info not yet gathered; fixed in 2.27 by
@@ -70,7 +70,7 @@ def _issues(crashes: tuple[str, ...]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Policy:
-    """`poll`: STATUS may go to the healthy job every interval; otherwise only once it stopped, or with
+    """`poll`: STATUS may go to the healthy job every interval; otherwise once each time it stops, or with
     the user's say-so. `json`: ask in JSON. `words`: the policy as the job view and doctor say it, in clauses
     joined by "; " (the job view wraps between them)."""
 
@@ -95,7 +95,8 @@ def policy(version: Version | None, json_answered: bool | None, user_polls: bool
         why = "its release not learned yet" + (" (it answers JSON: 2.28.7 or later)" if json_answered else "")
     if user_polls:
         return Policy(True, json, json, f"{named}: {why}; asked every interval (--nccl-ras-poll)")
-    return Policy(False, json, json, f"{named}: {why}; asked only once the job stops (--nccl-ras-poll: every interval)")
+    return Policy(False, json, json, f"{named}: {why}; asked once each time the job stops, never while it makes "
+                  "progress (--nccl-ras-poll: every interval)")
 
 
 # ---- learning the version before any STATUS ----

@@ -2,8 +2,9 @@
 harm (versions.py): the job's NCCL release is learned before any STATUS, from the libnccl its ranks map (its file
 name, or the nvidia_nccl_cu* dist-info beside a wheel's library) or from `SET FORMAT json` answered OK (2.28.7+,
 a handshake that gathers nothing); a release whose STATUS path can crash the job, whose only format is text, or
-that the table does not know is asked only once the job's own signals say it stopped (stopped.py) or when the user
-asks (`polls`), and never while a rank is inside communicator initialisation; the job view says which.
+that the table does not know is asked once each time the job stops (stopped.py: no progress for the still time; asked
+once per stop, again only after progress resumes and stops again) or when the user asks (`polls`), and never while a
+rank is inside communicator initialisation; the job view says which.
 
 Asked only once a process of the job maps libnccl, at the address its ranks' NCCL_RAS_ADDR names (else NCCL's
 default, localhost:28028), or at --nccl-ras. Queries run on a thread of their own, one at a time, at most every
@@ -23,11 +24,11 @@ from dataclasses import dataclass, field
 
 import msgspec.structs
 
-from hwtop.model.job import JobProcess, JobSnapshot, RankFigures
+from hwtop.model.job import JobProcess, JobSnapshot
 from hwtop.model.ras import NcclView, RasEvent, RasReply
 from hwtop.probes.nccl_ras import client, versions
-from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, parse_address
-from hwtop.probes.nccl_ras.join import Here, foreign, join_ranks, named
+from hwtop.probes.nccl_ras.client import DEFAULT_PORT, Address, RasError, RawReply, one_line, parse_address
+from hwtop.probes.nccl_ras.join import AnswerSide, Here, answer_side, foreign, named
 from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from hwtop.probes.nccl_ras.stopped import StopSignals
 from hwtop.probes.nccl_ras.track import Tracker
@@ -130,8 +131,8 @@ class RasWatch:
     _target: Address | None = None
     _source: str = ""
     _nccl_seen_at: float | None = None  # monotonic
-    _checked: dict[int, float] = field(default_factory=dict)  # pid -> when its maps were last read
-    _nccl_pids: dict[int, str] = field(default_factory=dict)  # pid -> the libnccl it maps
+    _checked: dict[int, float] = field(default_factory=dict)  # live pid -> when its maps were last read
+    _nccl_pids: dict[int, str] = field(default_factory=dict)  # live pid -> the libnccl it maps
     _version: versions.Version | None = None
     _version_source: str | None = None
     _json: bool | None = None  # SET FORMAT json answered OK
@@ -142,7 +143,10 @@ class RasWatch:
     _here_at: float = -1e9
     _ns: dict[int, int] = field(default_factory=dict)  # host pid -> namespace pid
     _signals: StopSignals = field(default_factory=StopSignals)
-    _stopped: str | None = None
+    _stopped: str | None = None  # why the job looks stopped (the tick's), None while it makes progress
+    _stops: int = 0  # stop episodes begun: one more each time progress gives way to a stop (the tick's)
+    _stop_asked: int = 0  # the episode a STATUS went out in (the query thread's)
+    _asked: str | None = None  # when and why, while that episode lasts
     _initialising: str | None = None
     _steps: int | None = None
     _steps_asked: int | None = None
@@ -158,7 +162,7 @@ class RasWatch:
     _closed: bool = False
     _running_job: bool = True
     _disabled: bool = False
-    _cache: tuple[object, object, tuple[RankFigures, ...], NcclView] | None = None
+    _answer: tuple[NcclView, Here, str, AnswerSide | None, NcclView] | None = None  # the answer's side, made once
 
     # ---- the tick's side: never waits ----
     def attach(self, job: JobSnapshot, now: float, spinning: bool | None = None) -> JobSnapshot:
@@ -181,26 +185,32 @@ class RasWatch:
             return msgspec.structs.replace(job, nccl=self._bare_view(view))
         if view.foreign:
             return msgspec.structs.replace(job, nccl=view)
-        cached = self._cache
-        if cached is not None and cached[0] is view and cached[1] is job.ranks:
-            ranks, view = cached[2], cached[3]
-        else:
-            ranks = join_ranks(job.ranks, view, self._here)
-            shown = named(view, self._here.addresses, job.ranks[0].host if job.ranks else "")  # by its hostname
-            self._cache = (view, job.ranks, ranks, shown)
-            view = shown
-        return msgspec.structs.replace(job, nccl=view, ranks=ranks)
+        side, shown = self._answer_side(view, job.ranks[0].host if job.ranks else "")
+        ranks = job.ranks if side is None else side.join(job.ranks)  # the tick's own figures, new each tick
+        return msgspec.structs.replace(job, nccl=shown, ranks=ranks)
+
+    def _answer_side(self, view: NcclView, hostname: str) -> tuple[AnswerSide | None, NcclView]:
+        """The answer's half of the join (join.answer_side) and the view with this node's ranks by its hostname
+        (join.named), made again only for a new answer, a change in this node's job processes or its name: both walk
+        every rank of the answer."""
+        here, cached = self._here, self._answer
+        if cached is not None and cached[0] is view and cached[1] == here and cached[2] == hostname:
+            return cached[3], cached[4]
+        side, shown = answer_side(view, here), named(view, here.addresses, hostname)
+        self._answer = (view, here, hostname, side, shown)
+        return side, shown
 
     def _bare_view(self, view: NcclView | None) -> NcclView:
         """The view before any answer: where hwtop would ask, the release learned and the policy it gives."""
         said = self._policy()
+        words = self._words(said)
         with self._lock:
             errors, events = tuple(self._errors), tuple(self._events)
         version = ".".join(map(str, self._version)) if self._version else None
         if view is not None:
-            return msgspec.structs.replace(view, policy=said.words, errors=errors, events=events, polled=said.poll,
+            return msgspec.structs.replace(view, policy=words, errors=errors, events=events, polled=said.poll,
                                            nccl_version=view.nccl_version or version)
-        return NcclView(str(self._target), self._source, nccl_version=version, errors=errors, policy=said.words,
+        return NcclView(str(self._target), self._source, nccl_version=version, errors=errors, policy=words,
                         version_source=self._version_source, events=events, polled=said.poll)
 
     def _read_job(self, job: JobSnapshot, now: float, spinning: bool | None) -> None:
@@ -208,7 +218,11 @@ class RasWatch:
             [p for p in job.processes if p.alive]
         self._factor = _factor(mapping)
         self._ranks = max([p.world_size or 0 for p in job.processes] + [len(job.ranks), 1])
-        self._stopped = self._signals.stopped(job, now, spinning)
+        stopped = self._signals.stopped(job, now, spinning)
+        with self._lock:
+            if stopped is not None and self._stopped is None:
+                self._stops += 1
+            self._stopped = stopped
         self._initialising = self._signals.initialising(job)
         steps = [r.steps for r in job.ranks if r.steps is not None and not r.nccl_only]
         self._steps = sum(steps) if steps else None
@@ -224,11 +238,19 @@ class RasWatch:
                 addresses = self.addresses()
             except OSError:
                 pass
-        alive = {p.pid for p in job.processes if p.alive}
+        alive = self._prune(job)
         for pid in alive - self._ns.keys():
             self._ns[pid] = namespace_pid(pid, self.proc)
-        self._ns = {pid: ns for pid, ns in self._ns.items() if pid in alive}
         self._here = Here(addresses, {ns: pid for pid, ns in self._ns.items()})
+
+    def _prune(self, job: JobSnapshot) -> set[int]:
+        """What is kept per pid, for the job's live processes only (DataLoader workers come and go each epoch, and
+        map libnccl as their rank does); the live pids."""
+        alive = {p.pid for p in job.processes if p.alive}
+        self._checked = {pid: at for pid, at in self._checked.items() if pid in alive}
+        self._nccl_pids = {pid: path for pid, path in self._nccl_pids.items() if pid in alive}
+        self._ns = {pid: ns for pid, ns in self._ns.items() if pid in alive}
+        return alive
 
     def _find_target(self, job: JobSnapshot) -> None:
         if self.address is not None:
@@ -257,6 +279,7 @@ class RasWatch:
         self._nccl_seen_at = time.monotonic()
 
     def _learn_from_maps(self, job: JobSnapshot) -> None:
+        self._prune(job)
         mono = time.monotonic()
         budget = MAPS_PER_TICK
         for process in job.processes:
@@ -285,6 +308,18 @@ class RasWatch:
             if not self._errors or self._errors[-1][9:] != message:
                 self._errors.append(line)
 
+    def _unexpected(self, where: str, error: Exception) -> None:
+        """An error no part of the watch foresaw (hwtop's bug, not NCCL's answer): one line in the job view; the
+        thread it ended a round of goes on."""
+        self._tell(f"{where}: unexpected {type(error).__name__} ({one_line(error)}); going on")
+
+    def _tell(self, message: str) -> None:
+        """A line in the job view's errors now, not at the next answer."""
+        self._note(message)
+        with self._lock:
+            if self._view is not None:
+                self._view = msgspec.structs.replace(self._view, errors=tuple(self._errors))
+
     def _policy(self) -> versions.Policy:
         return versions.policy(self._version, self._json, self.polls)
 
@@ -300,16 +335,32 @@ class RasWatch:
             due = time.monotonic() + interval
             if not self._running_job or self._target is None:
                 continue
-            if self._ask_once(self._target):
-                due = time.monotonic() + max(interval, INIT_HOLD_S)
+            try:
+                if self._ask_once(self._target):
+                    due = time.monotonic() + max(interval, INIT_HOLD_S)
+            except Exception as error:  # noqa: BLE001 - the thread outlives a bug of one round: said, not fatal
+                self._unexpected("RAS query", error)
 
     def _why_not(self, policy: versions.Policy) -> str | None:
-        """Why no STATUS goes out now, or None to ask."""
+        """Why no STATUS goes out now, or None to ask. A careful release is asked once per stop: the episode is
+        marked asked here, before the query, whatever comes of it."""
         if self._initialising is not None:
             return f"not asked: {self._initialising} (NCCL issues #1669, #2346)"
-        if policy.poll or self._stopped is not None:
+        if policy.poll:
             return None
-        return ""  # the policy's words say it
+        with self._lock:
+            stopped, episode = self._stopped, self._stops
+        if stopped is None:
+            self._asked = None
+            return ""  # the policy's words say it
+        if episode == self._stop_asked:
+            return ""  # asked in this stop already: the words say when
+        self._stop_asked = episode
+        self._asked = f"asked once at {time.strftime('%H:%M:%S')}: {stopped}; not again until the job moves"
+        return None
+
+    def _words(self, policy: versions.Policy) -> str:
+        return policy.words + (f"; {self._asked}" if self._asked and not policy.poll else "")
 
     def _learn_format(self, target: Address) -> bool:
         if self._json is not None or (versions.release(self._version) is not None):
@@ -344,11 +395,11 @@ class RasWatch:
         with self._lock:
             if self._view is not None:
                 self._view = msgspec.structs.replace(self._view, errors=tuple(self._errors), holding=holding,
-                                                     policy=policy.words, events=tuple(self._events),
+                                                     policy=self._words(policy), events=tuple(self._events),
                                                      polled=policy.poll)
             else:
                 self._view = NcclView(str(self._target), self._source, errors=tuple(self._errors), holding=holding,
-                                      policy=policy.words, version_source=self._version_source,
+                                      policy=self._words(policy), version_source=self._version_source,
                                       events=tuple(self._events), polled=policy.poll)
 
     def _fold(self, target: Address, reply: RasReply, policy: versions.Policy) -> bool:
@@ -364,7 +415,7 @@ class RasWatch:
         initialising = any(c.initialising() for c in reply.comms)
         holding = (f"a communicator initialises (init_state 7): not asked again for {INIT_HOLD_S:.0f} s"
                    if initialising else None)
-        words = policy.words + (f"; asked: {self._stopped}" if not policy.poll and self._stopped else "")
+        words = self._words(policy)
         with self._lock:
             queries = (self._view.queries if self._view is not None else 0) + 1
             view = NcclView(str(target), self._source, comms, queries, at, reply.format, reply.nccl_version,
@@ -381,8 +432,6 @@ class RasWatch:
             self._watcher.start()
 
     def _watch_events(self, target: Address) -> None:
-        from hwtop.probes.nccl_ras.parse_json import parse_events
-
         failures = 0
         while not self._closed and failures < MONITOR_TRIES:
             try:
@@ -392,23 +441,42 @@ class RasWatch:
                 self._note(f"MONITOR: {error}")
                 self._wake.wait(interval_seconds(self.interval_s))
                 continue
+            except Exception as error:  # noqa: BLE001 - the thread outlives a bug of one try: said, not fatal
+                failures += 1
+                self._unexpected("MONITOR", error)
+                self._wake.wait(interval_seconds(self.interval_s))
+                continue
             self._watch_sock, failures = sock, 0
             with sock:
-                while not self._closed:
-                    events, data = parse_events(data)
-                    if events:
-                        with self._lock:
-                            self._events.extend(events)
-                    try:
-                        chunk = sock.recv(1 << 16)
-                    except OSError:
-                        break
-                    if not chunk:
-                        break
-                    data = (data + chunk)[-(1 << 20):]
+                self._read_events(sock, data)
             if not self._closed:
                 self._note("MONITOR connection closed (the rank holding it ended?)")
                 self._wake.wait(interval_seconds(self.interval_s))
+
+    def _read_events(self, sock: socket.socket, data: bytes) -> None:
+        """Events as they come, until the connection ends; what cannot be read is said and left behind."""
+        from hwtop.probes.nccl_ras.parse_json import parse_events
+
+        while not self._closed:
+            try:
+                events, data, lost = parse_events(data)
+            except RasError as error:
+                events, data, lost = [], b"", [str(error)]
+            except Exception as error:  # noqa: BLE001 - a bug of one read: said, the bytes left, the stream read on
+                events, data, lost = [], b"", []
+                self._unexpected("MONITOR", error)
+            for line in lost:
+                self._tell(f"MONITOR: {line}")
+            if events:
+                with self._lock:
+                    self._events.extend(events)
+            try:
+                chunk = sock.recv(1 << 16)
+            except OSError:
+                break
+            if not chunk:
+                break
+            data = (data + chunk)[-(1 << 20):]
 
     def close(self) -> None:
         self._closed = True

@@ -120,7 +120,7 @@ def test_monitor_events(standin) -> None:
         events: list = []
         while not events:
             data += sock.recv(4096)
-            events, data = parse_events(data)
+            events, data, _ = parse_events(data)
     assert [(e.event, e.host, e.pid) for e in events] == [("PEER_DEAD", "10.0.0.4", 4056)]
     assert server.conns[0].lines == ["CLIENT PROTOCOL 2", "SET FORMAT json", "MONITOR LIFECYCLE"]
     with pytest.raises(RasError, match="MONITOR refused"):

@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+import json
+import re
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hwtop.probes.nccl_ras.client import RasError
-from hwtop.probes.nccl_ras.parse_json import parse_json
+from hwtop.probes.nccl_ras.client import RasError, RawReply
+from hwtop.probes.nccl_ras.parse_json import parse_events, parse_json
 from hwtop.probes.nccl_ras.parse_text import parse_text
+from hwtop.probes.nccl_ras.watch import parse_reply
 from tests.nccl_ras_standin import OPS, StandComm, StandRank, json_reply, text_reply
 
 hosts = st.text(st.characters(blacklist_categories=("Cs", "Cc"), blacklist_characters='"\\'), min_size=1,
@@ -150,3 +155,87 @@ def test_text_of_a_healthy_job_lists_its_communicators_and_says_no_stop() -> Non
     for n in range(10):
         comms = tracker.update(reply, 100.0 * n)
     assert stopped(NcclView("x", "y", comms, 10, 900.0), Thresholds()) is None  # no counts: nothing to say
+
+
+# ---- hostile answers: nothing but RasError, of one line, whatever arrives (issue 52's review: int() of a count past
+# 4,300 digits raised ValueError and ended the query thread) ----
+HEADS = ["", "NCCL version 2.27.5 compiled with CUDA 12.4\n", "NCCL version 2.24.3\nCommunicators... (0.1s)\n"]
+numbers = st.one_of(st.integers(0, 2**70).map(str), st.integers(4301, 5000).map(lambda n: "9" * n), st.just(""),
+                    st.just("-1"))
+TEXT_LINES = [
+    "    {0}         {0}         {0}       {0}        {0}        {0}   RUNNING  INCOMPLETE,MISMATCH",
+    "#{0}-{0} (cf264af53edbe986) INCOMPLETE", "#{0}-{0} ({0}) MISMATCH", "  Missing communicator data from {0} rank",
+    "  The missing ranks: {0},{0}", "  {0} ranks have launched up to operation {0}",
+    "  Rank {0} has launched up to operation {0} -- GPU {0} (NVML {0}) managed by process {0} on node h",
+    "  Rank {0} -- GPU {0} managed by process {0} on node 10.0.0.{0}", "  Rank {0} has status UNKNOWN",
+    "  The unknown ranks: {0}", "  Process {0} on node h managing GPUs {0},,{0}", "  Encountered {0} communication "
+    "timeouts", "  {0} job processes are considered dead", "  Missing communicator data from {0} job processes",
+    "  Communicator ranks have different AllReduce operation counts", "  Rank {0} reported Internal error -- "
+    "[process information not found]", "Errors", "Warnings", "DEAD", "INCOMPLETE", "Communicators... ({0}s)"]
+text_lines = st.one_of(st.builds(str.format, st.sampled_from(TEXT_LINES), numbers),
+                       st.binary(max_size=60).map(lambda b: b.decode("utf-8", "replace")))
+
+
+def one_line_or_reply(parse, *args) -> None:
+    try:
+        parse(*args)
+    except RasError as error:
+        assert "\n" not in str(error) and str(error)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(HEADS), st.binary(max_size=2000))
+def test_any_bytes_as_a_text_answer(head: str, data: bytes) -> None:
+    one_line_or_reply(parse_reply, RawReply("text", head + data.decode("utf-8", "replace"), 2))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(HEADS), st.lists(text_lines, max_size=40))
+def test_any_lines_of_nccls_forms_as_a_text_answer(head: str, lines: list[str]) -> None:
+    one_line_or_reply(parse_reply, RawReply("text", head + "\n".join(["Errors"] + lines), 2))
+
+
+FIELDS = ["communicators", "nccl_version", "ras", "timeouts_count", "collection_time_sec", "hash", "secondary_hash",
+          "size", "ranks", "missing_ranks", "rank", "host", "pid", "cuda_dev", "nvml_dev", "status", "init_state",
+          "async_error", "collective_counts", "AllReduce", "event", "timestamp", "peer", "cuda_devs", "nvml_devs",
+          "addr", "details", "group"]
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False), st.text(
+    max_size=12), st.integers(4301, 5000).map(lambda n: f"BIG{n}"))  # a count of n digits, written by dumps
+json_ish = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.sampled_from(FIELDS), st.text(max_size=6)), inner,
+                                                 max_size=4)), max_leaves=12)
+documents = st.dictionaries(st.sampled_from(FIELDS), json_ish, max_size=4)
+
+
+def dumps(value: object) -> str:
+    """JSON as NCCL indents it, a "BIGn" string written as a number of n digits (past Python's int() limit)."""
+    return re.sub(r'"BIG(\d+)"', lambda m: "9" * int(m[1]), json.dumps(value, indent=2))
+
+
+@settings(max_examples=60, deadline=None)
+@given(documents)
+def test_any_json_ish_as_a_json_answer(document: dict) -> None:
+    one_line_or_reply(parse_reply, RawReply("json", dumps(document), 2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(documents, max_size=2), st.lists(text_lines, max_size=3), st.sampled_from(["", "[2026] PEER_DEAD: "]))
+def test_any_json_ish_or_line_as_monitor_events(documents: list[dict], lines: list[str], prefix: str) -> None:
+    for data in ("".join(dumps(d) + "\n" for d in documents), "".join(prefix + line + "\n" for line in lines)):
+        try:
+            events, rest, lost = parse_events(data.encode())
+        except RasError as error:
+            assert "\n" not in str(error)
+            continue
+        assert all("\n" not in line for line in lost) and len(events) + len(lost) <= max(len(documents), len(lines))
+
+
+def test_a_count_past_pythons_digits_and_an_empty_gpu_are_one_line() -> None:
+    count = "9" * 5000
+    with pytest.raises(RasError, match=r"^unreadable text answer \(ValueError: Exceeds the limit \(4300 digits\)"):
+        parse_reply(RawReply("text", f"NCCL version 2.27.5\nJob summary\n  Encountered {count} communication "
+                                     "timeouts\n", 2))
+    events, rest, lost = parse_events(b"[2026-12-06 20:27:00] PEER_DEAD: Process 4006 on node h managing GPUs 1,,2\n"
+                                      b"[2026-12-06 20:27:01] PEER_DEAD: Process 4007 on node h managing GPU 3\n")
+    assert [(e.pid, e.gpus) for e in events] == [(4007, (3,))] and rest == b""
+    assert lost == ["an event lost, unreadable (ValueError: invalid literal for int() with base 10: '')"]

@@ -1,5 +1,5 @@
-"""--nccl-ras-poll reaches the watch through the session's SourceConfig; and a careful release is asked once the job's
-GPUs spin at idle power (GpuSpin, with the collective-hang rule's thresholds), a stopped job's third sign."""
+"""--nccl-ras-poll reaches the watch through the session's SourceConfig; and the job's GPUs spinning at idle power
+(GpuSpin, with the collective-hang rule's thresholds), said beside a careful release's stop, never one alone."""
 
 from __future__ import annotations
 

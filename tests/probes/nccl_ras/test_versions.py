@@ -121,16 +121,16 @@ def test_2_30_json_text_and_events() -> None:
     stranger = _by_rank(parse_json(fixture("2.30.7", "notfound.json")))[2]
     assert (stranger.host, stranger.pid) == ("unknown", None)
     for name in ("monitor.json", "monitor.txt"):
-        events, rest = parse_events((FIXTURES / "2.30.7" / name).read_bytes())
+        events, rest, lost = parse_events((FIXTURES / "2.30.7" / name).read_bytes())
         assert [(e.event, e.host, e.pid, e.gpus) for e in events] == [
-            ("PEER_NEW", "10.0.0.2", 4005, (1,)), ("PEER_DEAD", "10.0.0.2", 4006, (2,))] and rest == b""
+            ("PEER_NEW", "10.0.0.2", 4005, (1,)), ("PEER_DEAD", "10.0.0.2", 4006, (2,))] and rest == b"" and lost == []
 
 
 def test_events_arrive_in_pieces() -> None:
     data = (FIXTURES / "2.30.7" / "monitor.json").read_bytes()
-    first, rest = parse_events(data[:100])
+    first, rest, _ = parse_events(data[:100])
     assert first == [] and rest == data[:100]
-    events, rest = parse_events(rest + data[100:])
+    events, rest, _ = parse_events(rest + data[100:])
     assert len(events) == 2 and rest == b""
 
 
