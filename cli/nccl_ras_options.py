@@ -45,7 +45,7 @@ def add_nccl_ras_options(parser: argparse.ArgumentParser, sub: bool = False) -> 
     parser.add_argument("--nccl-ras-poll", action="store_true", default=argparse.SUPPRESS if sub else False,
                         help="ask every interval whatever the job's NCCL release: by default a release whose STATUS "
                              "can crash the job (NCCL issues #1669, #1762, #2346; before 2.28.7) or an unknown one is "
-                             "asked only once the job looks stopped")
+                             "asked only when the job stops, twice a stop")
 
 
 def nccl_ras_config(args: argparse.Namespace) -> NcclRas:

@@ -1,6 +1,6 @@
 """Which NCCL releases hwtop may send STATUS to, and in which format: one table, each row with its source. First,
 do no harm: a release whose only format is text, or whose STATUS path has a known crash, is never asked while the
-job is healthy (asked once each time the job's own measures of progress say it stopped, or when the user asks:
+job is healthy (asked only when the job's own measures of progress say it stopped, twice a stop, or when the user asks:
 RasWatch(polls=True)), and a release the table does not know gets the same care.
 
 The crashes, read from NVIDIA/nccl at each tag and its tracker:
@@ -95,7 +95,7 @@ def policy(version: Version | None, json_answered: bool | None, user_polls: bool
         why = "its release not learned yet" + (" (it answers JSON: 2.28.7 or later)" if json_answered else "")
     if user_polls:
         return Policy(True, json, json, f"{named}: {why}; asked every interval (--nccl-ras-poll)")
-    return Policy(False, json, json, f"{named}: {why}; asked once each time the job stops, never while it makes "
+    return Policy(False, json, json, f"{named}: {why}; asked only when the job stops, never while it makes "
                   "progress (--nccl-ras-poll: every interval)")
 
 

@@ -2,8 +2,9 @@
 harm (versions.py): the job's NCCL release is learned before any STATUS, from the libnccl its ranks map (its file
 name, or the nvidia_nccl_cu* dist-info beside a wheel's library) or from `SET FORMAT json` answered OK (2.28.7+,
 a handshake that gathers nothing); a release whose STATUS path can crash the job, whose only format is text, or
-that the table does not know is asked once each time the job stops (stopped.py: no progress for the still time; asked
-once per stop, again only after progress resumes and stops again) or when the user asks (`polls`), and never while a
+that the table does not know is asked only when the job stops (stopped.py: no progress for the still time), twice a
+stop (the second answer CONFIRM_S after the first: a hang is counts unchanged across answers), again only after
+progress resumes and it stops again, or when the user asks (`polls`), and never while a
 rank is inside communicator initialisation; the job view says which.
 
 Asked only once a process of the job maps libnccl, at the address its ranks' NCCL_RAS_ADDR names (else NCCL's
@@ -33,6 +34,8 @@ from hwtop.probes.nccl_ras.manners import DEFAULT_INTERVAL_S, MIN_INTERVAL_S
 from hwtop.probes.nccl_ras.stopped import StopSignals
 from hwtop.probes.nccl_ras.track import Tracker
 
+STOP_ANSWERS = 2  # STATUS a careful release is sent each time its job stops: the first, and one to compare it with
+CONFIRM_S = 30.0  # ...sent this long after the first (ras_hang_s's default: counts unchanged over 30 s are a hang)
 INIT_HOLD_S = 30.0  # after an answer with a communicator initialising: NCCL issues #1669, #2346
 MAPS_RECHECK_S = 30.0  # a process not mapping libnccl is looked at again this often (torch loads it lazily)
 MAPS_PER_TICK = 4  # /proc/PID/maps of a torch process is thousands of lines: a few a tick
@@ -146,6 +149,9 @@ class RasWatch:
     _stopped: str | None = None  # why the job looks stopped (the tick's), None while it makes progress
     _stops: int = 0  # stop episodes begun: one more each time progress gives way to a stop (the tick's)
     _stop_asked: int = 0  # the episode a STATUS went out in (the query thread's)
+    _stop_answers: int = 0  # STATUS sent in that episode: at most STOP_ANSWERS
+    _stop_asked_at: float = 0.0  # the job's clock (the tick's `now`) at the episode's first STATUS
+    _now: float = 0.0  # the job's clock at the latest tick
     _asked: str | None = None  # when and why, while that episode lasts
     _initialising: str | None = None
     _steps: int | None = None
@@ -222,7 +228,7 @@ class RasWatch:
         with self._lock:
             if stopped is not None and self._stopped is None:
                 self._stops += 1
-            self._stopped = stopped
+            self._stopped, self._now = stopped, now
         self._initialising = self._signals.initialising(job)
         steps = [r.steps for r in job.ranks if r.steps is not None and not r.nccl_only]
         self._steps = sum(steps) if steps else None
@@ -342,22 +348,28 @@ class RasWatch:
                 self._unexpected("RAS query", error)
 
     def _why_not(self, policy: versions.Policy) -> str | None:
-        """Why no STATUS goes out now, or None to ask. A careful release is asked once per stop: the episode is
+        """Why no STATUS goes out now, or None to ask. A careful release is asked twice per stop: the episode is
         marked asked here, before the query, whatever comes of it."""
         if self._initialising is not None:
             return f"not asked: {self._initialising} (NCCL issues #1669, #2346)"
         if policy.poll:
             return None
         with self._lock:
-            stopped, episode = self._stopped, self._stops
+            stopped, episode, now = self._stopped, self._stops, self._now
         if stopped is None:
             self._asked = None
             return ""  # the policy's words say it
-        if episode == self._stop_asked:
-            return ""  # asked in this stop already: the words say when
-        self._stop_asked = episode
-        self._asked = f"asked once at {time.strftime('%H:%M:%S')}: {stopped}; not again until the job moves"
-        return None
+        if episode != self._stop_asked:  # a new stop: its first answer
+            self._stop_asked, self._stop_answers, self._stop_asked_at = episode, 1, now
+            self._asked = f"asked at {time.strftime('%H:%M:%S')}: {stopped}"
+            return None
+        if self._stop_answers < STOP_ANSWERS and now - self._stop_asked_at >= CONFIRM_S:  # counts unchanged since?
+            self._stop_answers += 1
+            self._asked = (f"asked at {time.strftime('%H:%M:%S')} once more, {now - self._stop_asked_at:.0f} s after "
+                           f"the first (a hang is counts unchanged across answers): {stopped}; not again until the "
+                           "job moves")
+            return None
+        return ""  # asked in this stop already: the words say when
 
     def _words(self, policy: versions.Policy) -> str:
         return policy.words + (f"; {self._asked}" if self._asked and not policy.poll else "")

@@ -17,11 +17,11 @@ def plain(view: NcclView, width: int = 200) -> list[str]:
 def test_the_nccl_line_says_the_policy() -> None:
     words = policy((2, 27, 5), None, False).words
     lines = plain(NcclView("localhost:28028", "NCCL's default (pid 7 maps libnccl)", policy=words))
-    assert "· NCCL 2.27.5: text answers only; STATUS can crash it (NVIDIA/nccl#2346, #1762); asked once each time " \
+    assert "· NCCL 2.27.5: text answers only; STATUS can crash it (NVIDIA/nccl#2346, #1762); asked only when " \
            "the job stops, never while it makes progress" in " ".join(line.strip() for line in lines)
     narrow = plain(NcclView("localhost:28028", "x", policy=words), 60)  # 80 columns, less the panel's frame
     assert all(len(line) <= 60 for line in narrow) and "#2346, #1762" in "".join(narrow)
-    assert any("asked once each time the job stops" in line for line in narrow)
+    assert any("asked only when the job stops" in line for line in narrow)
 
 
 def test_another_jobs_answer_and_nccls_bugs_are_said() -> None:
