@@ -86,8 +86,8 @@ def window_verdicts(window: Window, t: Thresholds) -> Verdicts | None:
     def work() -> Verdicts:
         from hwtop.advice.ranks import Look, judge
 
-        before = earlier(window)
-        look = Look(with_stacks(before.job), before.time) if before is not None and before.job is not None else None
-        return judge(Look(with_stacks(job), latest.time), look, t, gpu_faults(window))
+        looks = [Look(with_stacks(s.job), s.time) if s is not None and s.job is not None else None
+                 for s in (earlier(window), earlier(window, t["stuck_stack_s"]))]
+        return judge(Look(with_stacks(job), latest.time), looks[0], t, gpu_faults(window), recent=looks[1])
 
     return _ANSWER.ask(latest, tuple(t[name] for name in READS), work)

@@ -56,16 +56,27 @@ class _Case(NamedTuple):
     ras: dict[tuple[str, int], tuple[str, str, tuple[int, ...]]]  # (host, rank) -> (kind, words, held by)
     span_s: float | None
     t: Thresholds
+    lately: Mapping[tuple[str, int], RankFigures]  # the ranks at the recent look (stuck_stack_s back)
 
 
-def judge(now: Look, before: Look | None, t: Thresholds, faults: Faults | None = None) -> Verdicts:
+def _span(now: Look, before: Look | None) -> float | None:
+    return now.at - before.at if before is not None and now.at is not None and before.at is not None else None
+
+
+def judge(now: Look, before: Look | None, t: Thresholds, faults: Faults | None = None,
+          recent: Look | None = None) -> Verdicts:
+    """`before`: the ranks a look earlier (LOOK_S); `recent`: the ranks stuck_stack_s earlier, where steps that
+    stopped since show that the progress between the looks came before the stop."""
     ranks = sorted(now.ranks, key=lambda r: (r.rank, r.host))
     if not ranks:
         return Verdicts((), "no rank figures (py-spy missing or ptrace refused?)")
     earlier = {(r.host, r.rank): r for r in before.ranks} if before is not None else {}
-    span = now.at - before.at if before is not None and now.at is not None and before.at is not None else None
+    span = _span(now, before)
+    recent_span = _span(now, recent)
+    lately = {(r.host, r.rank): r for r in recent.ranks} \
+        if recent is not None and recent_span is not None and recent_span >= t["stuck_stack_s"] else {}
     case = _Case(flight_claims(ranks, t["rank_hang_s"]), stack_call(ranks, t), _ras_claims(ranks, earlier, span, t),
-                 span, t)
+                 span, t, lately)
     verdicts = tuple(_with_faults(_verdict(r, earlier.get((r.host, r.rank)), case),
                                   (faults or {}).get((r.host, r.gpu), ()) if r.gpu is not None else ())
                      for r in ranks)
@@ -74,7 +85,7 @@ def judge(now: Look, before: Look | None, t: Thresholds, faults: Faults | None =
 
 
 def _verdict(rank: RankFigures, before: RankFigures | None, case: _Case) -> Verdict:
-    moved = progress(rank, before, case.t)
+    moved = _since_stop(rank, progress(rank, before, case.t), case)
     dead = _dead(rank, case)
     if dead is not None:
         return dead
@@ -89,6 +100,16 @@ def _verdict(rank: RankFigures, before: RankFigures | None, case: _Case) -> Verd
                        blamed=stuck.blamed, collective=stuck.collective, since=stuck.since, site=stuck.site,
                        held_by=stuck.held_by, by=stuck.by)
     return _moving(rank, case, moved, stuck)
+
+
+def _since_stop(rank: RankFigures, moved: Progress, case: _Case) -> Progress:
+    """Progress between the looks that all came before the rank's steps stopped is no progress now: steps counted
+    at the recent look and now, unchanged, with nothing else moved since (NCCL's counts, the recorder's). Only steps
+    say it: they advance every step, where NCCL's counts are asked only now and then."""
+    lately = case.lately.get((rank.host, rank.rank))
+    if not moved.job or lately is None or rank.steps is None or lately.steps != rank.steps:
+        return moved
+    return moved if progress(rank, lately, case.t).job else Progress((), moved.motion)
 
 
 def _counted(rank: RankFigures) -> bool:
@@ -149,8 +170,10 @@ def _stuck(rank: RankFigures, case: _Case, moved: Progress) -> _Stuck | None:
         kind, words, held = ras
         state: RankState = "before-collective" if kind == "before" else "inside-collective"
         at = f"; it is at {site}" if site and kind == "before" else ""
-        return _Stuck(state, words + at, (f"NCCL RAS: {words}", *extra), blamed=not held, site=site, held_by=held,
-                      by="nccl")
+        stacks = _from_stacks(rank, case.stacks, site, ())
+        agree = stacks.agree if stacks is not None and stacks.state == state else ()  # the stacks say so too
+        return _Stuck(state, words + at, (f"NCCL RAS: {words}", *agree, *extra), blamed=not held, site=site,
+                      held_by=held, by="nccl")
     stacks = _from_stacks(rank, case.stacks, site, extra)
     if stacks is not None:
         return stacks

@@ -20,6 +20,7 @@ from hwtop.demo.story import (
     rank_held,
 )
 from hwtop.model.workload import JobConfig, OomEvent, RankState, WorkloadState
+from hwtop.workload.monitor import STALL_S
 
 RING = 30  # points kept for the rank sparklines
 ALLOCATED = 0.82  # of what a rank's caching allocator reserves, the share its tensors use
@@ -57,6 +58,7 @@ class DemoJob:
         self.elapsed = elapsed
         self.wall = wall
         self._steps = StepCounter(story, ranks)
+        self._stopped_at: float | None = None  # scenario time the story's steps stopped
         self._times: list[float] = []
 
     @property
@@ -84,9 +86,19 @@ class DemoJob:
                                 message=oom_message(self.profile, job, rank), time=self.wall() - (t - job.oom_at))
         pids = () if job.status == "crashed" else tuple(RANK_PID + r for r in self.ranks if r not in job.dead_ranks)
         return WorkloadState(
-            kind=self.story.name, status=job.status, exit_code=1 if job.status == "crashed" else None,
+            kind=self.story.name, status=self._status(job, t), exit_code=1 if job.status == "crashed" else None,
             ranks=ranks, last_event=job.phase, pids=pids, config=config,
             oom_count=1 if last_oom else 0, last_oom=last_oom)
+
+    def _status(self, job: JobState, t: float) -> str:
+        """The job's status as the embedded job's monitor says it: "stalled" only STALL_S after its steps stopped
+        (workload/monitor.py), so the rules see the stop when they would on a real job, not the instant it began."""
+        if job.status != "stalled":
+            self._stopped_at = None
+            return job.status
+        if self._stopped_at is None or self._stopped_at > t:
+            self._stopped_at = t
+        return "stalled" if t - self._stopped_at >= STALL_S else "running"
 
     def _rank(self, i: int, rank: int, job: JobState) -> RankState:
         step = self._steps.of(rank)

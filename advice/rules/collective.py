@@ -86,8 +86,9 @@ HUNG = ("before-collective", "inside-collective", "dead")
 
 
 def _hung(window: Window, t: Thresholds) -> _Hung | None:
-    """From the ranks' verdict, where it rests on their stacks or their Flight Recorder: NCCL's counts speak
-    through _ras_hang (with their communicator), a stack that stopped on its own through loop-stuck."""
+    """From the ranks' verdict, where it rests on their stacks or their Flight Recorder; where NCCL's counts named
+    the rank, what else agrees (NCCL's own words come through _ras_hang, with their communicator); a stack that
+    stopped on its own speaks through loop-stuck."""
     verdicts = window_verdicts(window, t)
     if verdicts is None:
         return None
@@ -95,14 +96,22 @@ def _hung(window: Window, t: Thresholds) -> _Hung | None:
     if named:
         v = named[0]
         return _Hung(v, (v.sentence, *v.agree, *(f"against it: {line}" for line in v.disagree)))
+    by_nccl = [v for v in verdicts.blamed if v.by == "nccl" and v.state in HUNG]
+    if by_nccl:  # NCCL's own words come with its communicator (_nccl_finding): here, what else agrees
+        v = by_nccl[0]
+        return _Hung(v, tuple(line for line in v.agree if not line.startswith("NCCL RAS: ")))
     waiting = [v for v in verdicts.ranks if v.by == "stacks" and v.state == "inside-collective" and not v.held_by]
     return _Hung(None, waiting[0].agree) if waiting else None
 
 
-def _title(verdict: Verdict | None) -> str:
+def _title(verdict: Verdict | None, snapshot: Snapshot) -> str:
+    """The rank named as NCCL's figures name it (_nccl_finding): its host only where it is not this one, so the
+    title stays one whichever figures named the rank first."""
     if verdict is None:
         return "Every watched rank waits in a collective"
-    who = f"Rank {verdict.rank} on {verdict.host}"
+    job = snapshot.job
+    here = next((r.host for r in job.ranks if not r.nccl_only), None) if job is not None else None
+    who = f"Rank {verdict.rank}" + ("" if verdict.host == here else f" on {verdict.host}")
     if verdict.state == "before-collective" and verdict.collective:
         return f"{who} never launched {verdict.collective}"
     if verdict.state == "inside-collective":
@@ -162,7 +171,7 @@ def collective_hang(window: Window, t: Thresholds) -> Iterator[Finding]:
     if ras is None and hung is not None and not spinning and not stalled:  # the ranks' own figures say it
         named = hung.verdict
         yield collective_hang.finding(
-            "critical", _title(named), hung.evidence, FIXES, scope="job",
+            "critical", _title(named, latest), hung.evidence, FIXES, scope="job",
             gpus=(named.gpu,) if named is not None and named.gpu is not None else (),
             pids=(named.pid,) if named is not None and named.pid is not None else ())
         return
@@ -181,7 +190,7 @@ def _spin_finding(latest: Snapshot, spinning: dict[int, tuple[float, float]], hu
     if not pids and workload is not None:
         pids = workload.pids
     named = hung.verdict if hung is not None else None
-    title = _title(named) if named is not None else "The job's ranks wait in a collective"
+    title = _title(named, latest) if named is not None else "The job's ranks wait in a collective"
     return collective_hang.finding("critical", title, tuple(evidence), FIXES, scope="job",
                                    gpus=tuple(sorted(spinning)), pids=pids)
 

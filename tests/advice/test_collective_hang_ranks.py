@@ -18,13 +18,14 @@ def job(*ranks: RankFigures) -> JobSnapshot:
     return JobSnapshot("job /train.py/", (400,), "running", (), 10.0, 1 << 30, ranks=ranks)
 
 
-def test_the_rank_elsewhere_while_the_others_wait_all_the_time_is_named_with_its_host():
+def test_the_rank_elsewhere_while_the_others_wait_all_the_time_is_named_as_nccl_names_a_rank_of_this_host():
     t = Timeline()
     hung = job(figures(0, 1.0), figures(1, 0.0, "other"), figures(2, 0.99))
     found = run([t.tick(job=hung) for _ in range(3)])[-1]
     finding = find(found, "collective-hang")
     assert finding.severity == "critical" and finding.pids == (501,)
-    assert finding.title == "Rank 1 on trainbox never reached the collective the others wait in"
+    assert finding.title == "Rank 1 never reached the collective the others wait in"  # as _nccl_finding's title
+    assert "(pid 501 on trainbox)" in finding.evidence[0]
     assert "train.py:52 wait_for_next_shard" in finding.evidence[0]
 
 

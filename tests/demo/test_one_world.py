@@ -177,6 +177,9 @@ def test_nccl_counts_the_collectives_of_the_steps_the_job_reports() -> None:
 
 # ----- nccl-hang: a rank that waits is shown where it waits -----
 
+SCROLLBAR = "▁▂▃▄▅▆▇█"  # Textual's scrollbar thumb ends in eighth blocks, in the view's two rightmost columns
+
+
 def rank_rows(lines: list[str]) -> dict[int, tuple[dict[str, str], str]]:
     """The job view's rank table: rank -> (its cells by column, its BUSY AT text)."""
     out: dict[int, tuple[dict[str, str], str]] = {}
@@ -193,7 +196,8 @@ def rank_rows(lines: list[str]) -> dict[int, tuple[dict[str, str], str]]:
         if not cells or not cells[0].isdigit():
             columns = []
             continue
-        out[int(cells[0])] = (dict(zip(columns, cells, strict=False)), line[busy_at:].split("◀")[0].strip())
+        busy = line[busy_at:].split("◀")[0].rstrip(" " + SCROLLBAR).strip()  # the view's scrollbar at its edge
+        out[int(cells[0])] = (dict(zip(columns, cells, strict=False)), busy)
     return out
 
 

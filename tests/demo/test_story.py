@@ -7,6 +7,7 @@ import pytest
 
 from hwtop.demo.story import NCCL_HANG_S, NCCL_STUCK_RANK, STORIES
 from hwtop.model.frame import Frame
+from hwtop.workload.monitor import STALL_S
 from tests.demo.played import EPOCH, play
 
 pytestmark = pytest.mark.slow  # each plays a whole machine (fake NVML library and all) for 60-110 ticks: ~1 s
@@ -74,7 +75,7 @@ def test_oom_memory_climbs_to_a_warning_then_the_rank_dies() -> None:
 
 def test_nccl_hang_freezes_steps_and_flattens_gpu_utilization() -> None:
     frames = play("nccl-hang", 60)
-    hung = [f.snapshot for f in frames if f.time - EPOCH >= NCCL_HANG_S + 2]
+    hung = [f.snapshot for f in frames if f.time - EPOCH >= NCCL_HANG_S + STALL_S]  # stalled as the monitor says
     assert all(s.workload is not None and s.workload.status == "stalled" for s in hung)
     first, last = hung[0].workload, hung[-1].workload
     assert first is not None and last is not None
