@@ -179,9 +179,43 @@ def _bound(supply: Supply, t: Thresholds, target: int, cap: int | None) -> str:
     return f"; {target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
 
 
+MIN_GAIN = 1.2  # a worker count named where no count can feed the step must make it at least this much faster
+
+
+def unfed_room(supply: Supply) -> float | None:
+    """Cores the loading can have where no count of workers the cores hold could feed the step (keeping up takes
+    more cores than the job may use beside the box's other programs, the step's own aside): the step then runs only as often as batches
+    arrive, using its cores that share of the time, so the loading has the rest: L + step x L / needed = room.
+    None where the step could be fed (its cores are then taken all the time: `CoreUse.spare`) or the use is not
+    known. tests/jobs/single_core.py on 2 cores (19.6 workers' worth): 0 workers 5.5 steps/s, 1 4.8, 2 8.1."""
+    use = supply.use
+    if use is None or use.step is None:
+        return None
+    cores = min(float(use.usable), use.cpus - use.others)
+    needed = supply.cpu_needed
+    if needed <= cores:
+        return None
+    return max(0.0, cores / (1.0 + use.step / needed) - use.loaders)
+
+
+def unfed_gain(supply: Supply, workers: int, cores: float) -> float:
+    """How much faster `workers` computing workers on `cores` make a step that cannot be fed than it is now: a
+    batch now takes `ratio` step-times in the main thread plus the step (num_workers=0), or `ratio` over what its
+    workers get; then `ratio` over what the new ones get, never less than the step itself."""
+    ratio, each = supply.ratio, max(supply.worker_cores, 0.05)
+    now = ratio + 1.0 if supply.workers == 0 else max(1.0, ratio * each / min(supply.workers * each, cores or each))
+    return now / max(1.0, ratio * each / max(min(workers * each, cores), 1e-9))
+
+
 def room(supply: Supply) -> int:
-    """Workers more that the free cores hold: where the box's use is known, its free cores; else the cores the
-    rank has for loading less what its workers use now."""
+    """Workers more that the free cores hold: where the box's use is known, its free cores (where no count can
+    feed the step, what its loading can have beside it, filled, and only where that measures faster); else the
+    cores the rank has for loading less what its workers use now."""
+    unfed = unfed_room(supply)
+    if unfed is not None and supply.use is not None:
+        total = max(1, math.ceil(unfed / max(supply.worker_cores, 0.05) - 0.25))
+        more = max(0, total - supply.workers)
+        return more if more and unfed_gain(supply, total, unfed + supply.use.loaders) >= MIN_GAIN else 0
     if supply.use is not None:
         free = supply.use.spare
     elif supply.loading_cores is not None:
@@ -201,7 +235,8 @@ def _computing_fixes(supply: Supply, t: Thresholds) -> list[str]:
     if more:
         target = min(supply.workers + more, target_workers(supply, t))
         held = (f"{target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
-                if target >= wanted_workers(supply, t) else f"{_room_words(supply)} hold {target}")
+                if target >= wanted_workers(supply, t) else _unfed_words(supply, target) or
+                f"{_room_words(supply)} hold {target}")
         fixes = [f"DataLoader(num_workers={target}) (now {supply.workers}): a batch takes one worker "
                  f"{supply.ratio:.1f}x the step's own time, so {supply.ratio:.1f} workers keep up, each using "
                  f"{supply.worker_cores:.2f} of a core; {held}{_taken_words(supply, target)}."]
@@ -227,6 +262,18 @@ def _taken_words(supply: Supply, target: int) -> str:
         return ""
     return (f"; they take {target * supply.worker_cores:.1f} of the {supply.loading_cores} cores it has for loading "
             f"({_share(supply)})")
+
+
+def _unfed_words(supply: Supply, target: int) -> str | None:
+    """Where no count feeds the step: what its loading can have beside it, and what `target` workers gain."""
+    unfed, use = unfed_room(supply), supply.use
+    if unfed is None or use is None:
+        return None
+    cores = unfed + use.loaders
+    return (f"no count the cores hold can feed the step, so it runs only as often as batches arrive and its "
+            f"loading can have {cores:.1f} of the {min(float(use.usable), use.cpus - use.others):.1f} core(s) the "
+            f"box's other programs leave; {target} use {min(target * supply.worker_cores, cores):.1f} of them: about "
+            f"{unfed_gain(supply, target, cores):.1f}x as fast as now")
 
 
 def _room_words(supply: Supply) -> str:

@@ -8,6 +8,7 @@ shared: compare only within one run).
     python -m benchmarks.advice_fixes waiting --rounds 3 --seconds 30
     python -m benchmarks.advice_fixes checkpoint --rounds 3 --seconds 30
     python -m benchmarks.advice_fixes transform --rounds 3 --seconds 30
+    python -m benchmarks.advice_fixes single --rounds 3 --seconds 30
 """
 
 from __future__ import annotations
@@ -56,6 +57,10 @@ def cases(name: str) -> dict[str, list[str]]:
         return {"Python loop, num_workers=0 (as found)": ["python_transform.py", "--num-workers", "0"],
                 "Python loop, num_workers=1": ["python_transform.py", "--num-workers", "1"],
                 "vectorised, num_workers=0": ["python_transform.py", "--num-workers", "0", "--vectorised"]}
+    if name == "single":  # 19.6 workers' worth of loading on 2 cores: what the cores the loading can have buy
+        return {"num_workers=0 (as found)": ["single_core.py", "--num-workers", "0"],
+                "num_workers=1": ["single_core.py", "--num-workers", "1"],
+                "num_workers=2": ["single_core.py", "--num-workers", "2"]}
     raise SystemExit(f"unknown case {name!r}")
 
 
@@ -83,7 +88,7 @@ def rate_of(command: list[str], seconds: float) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("case", choices=("decode", "waiting", "checkpoint", "transform"))
+    parser.add_argument("case", choices=("decode", "waiting", "checkpoint", "transform", "single"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=30.0)
     args = parser.parse_args()

@@ -149,9 +149,13 @@ def test_one_core_loading_with_num_workers_0_names_the_workers_to_start():
     assert finding.evidence[-1] == ("the job uses 1.0 of the 4 cores it may use (its step 1.1 while it runs, its "
                                     "workers 0.0) and the box's other programs 0.0 of them: 3.0 free now, 2.9 once "
                                     "the step is fed")
+    # 5.7 cores to keep up, 4 in all: the step is never fed, so it runs 3.3/5.7 of the time at most, with 1.1
+    # cores; the loading can have 3.3 (3.3 + 1.1 x 3.3 / 5.7 = 4), three workers (3 cores for loading) use 3.0
     assert finding.fix[0].startswith("DataLoader(num_workers=3) (now 0): a batch takes one worker 5.7x the step's "
-                                     "own time, so 5.7 workers keep up, each using 1.00 of a core; the 2.9 core(s) "
-                                     "free beside the job once its step is fed hold 3.")
+                                     "own time, so 5.7 workers keep up, each using 1.00 of a core; no count the "
+                                     "cores hold can feed the step, so it runs only as often as batches arrive and "
+                                     "its loading can have 3.3 of the 4.0 core(s) the box's other programs leave; 3 "
+                                     "use 3.0 of them: about 3.5x as fast as now.")
     assert finding.fix[1].startswith("3 workers are not enough: they make batches 1.9x slower than the fed step uses "
                                      "them")
 
