@@ -184,8 +184,9 @@ MIN_GAIN = 1.2  # a worker count named where no count can feed the step must mak
 
 def unfed_room(supply: Supply) -> float | None:
     """Cores the loading can have where no count of workers the cores hold could feed the step (keeping up takes
-    more cores than the job may use beside the box's other programs, the step's own aside): the step then runs only as often as batches
-    arrive, using its cores that share of the time, so the loading has the rest: L + step x L / needed = room.
+    more cores than the job may use beside the box's other programs, the step's own aside): the step then runs
+    only as often as batches arrive, using its cores that share of the time, so the loading has the rest:
+    L + step x L / needed = room.
     None where the step could be fed (its cores are then taken all the time: `CoreUse.spare`) or the use is not
     known. tests/jobs/single_core.py on 2 cores (19.6 workers' worth): 0 workers 5.5 steps/s, 1 4.8, 2 8.1."""
     use = supply.use

@@ -43,7 +43,7 @@ class Records(Dataset):
             record = self.records[index]
             path, label, box, caption = record["path"], record["label"], record["box"], record["caption"]
         x0, y0, x1, y1 = box
-        image = np.full((40, 40, 3), label % 256, dtype=np.float32)  # what decoding its file would give
+        image = crop = np.full((40, 40, 3), label % 256, dtype=np.float32)  # what decoding its file would give
         for _ in range(self.passes):  # crop, flip, blur, normalise: the sample's own work, a millisecond or so
             crop = image[y0 % 8:y0 % 8 + 32, x0 % 8:x0 % 8 + 32][:, ::-1]
             crop = (crop[:-2, :-2] + crop[1:-1, 1:-1] + crop[2:, 2:]) / 3.0
