@@ -5,7 +5,7 @@ the training loop does besides waiting for data), so `ratio` workers keep up; ea
 while it makes a batch, so keeping up takes `ratio * worker_cores` cores. Where that is more than the cores the
 rank has for loading, the cores are the limit and each sample must get cheaper; otherwise the fix is a number.
 
-What limits the workers decides the fix (issue 54). Samples that wait (storage, the network: a worker on a CPU a
+What limits the workers decides the fix. Samples that wait (storage, the network: a worker on a CPU a
 fraction of the time it makes a batch) need a count from the rate and the wait, however few the cores. Samples
 that compute need a core each: a worker is proposed only where a core is free beside the job, counting what the
 job's own step and the box's other programs use of the cores it may use (`CoreUse`); where none is, a worker

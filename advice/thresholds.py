@@ -28,7 +28,7 @@ class Threshold(msgspec.Struct, frozen=True):
 
 TABLE: Mapping[str, Threshold] = MappingProxyType({
     "gpu_memory_full_percent": Threshold(
-        95.0, "%", "issue 6: device memory above ~95% of total leaves no room for the allocator's next block"),
+        95.0, "%", "device memory above ~95% of total leaves no room for the allocator's next block"),
     "fragmentation_ratio": Threshold(
         1.5, "x", "hwtop's choice: reserved above 1.5x allocated (and >1 GiB cached) is memory the caching "
         "allocator holds but cannot hand to the next, larger request; PyTorch's CUDA notes name expandable_segments "
@@ -75,7 +75,7 @@ TABLE: Mapping[str, Threshold] = MappingProxyType({
         "draws well over a third of its power limit"),
     "spin_seconds": Threshold(20.0, "s", "hwtop's choice: a collective takes milliseconds; 20 s of flat spinning "
                                          "is a rank that never arrived, not a slow step"),
-    # ----- a focused job, with or without a GPU (issue 20) -----
+    # ----- a focused job, with or without a GPU -----
     "stack_min_samples": Threshold(
         20, "samples", "hwtop's choice: with 20 samples a 30% share has a standard error of ~10 points; fewer "
         "say too little"),
@@ -107,7 +107,7 @@ TABLE: Mapping[str, Threshold] = MappingProxyType({
                           "longer fits"),
     "cgroup_memory_full_share": Threshold(
         0.9, "fraction", "hwtop's choice: a cgroup at 90% of its memory limit reclaims its own page cache"),
-    # ----- the user's own job: the loader's arithmetic, hangs, work in the loop, memory that grows (issue 47) -----
+    # ----- the user's own job: the loader's arithmetic, hangs, work in the loop, memory that grows -----
     "loader_headroom": Threshold(
         1.25, "x", "hwtop's choice: workers that make batches 25% faster than the step uses them absorb a slow "
                    "sample or a slow step without a stall; exactly enough workers stall on every hiccup"),
@@ -169,7 +169,7 @@ TABLE: Mapping[str, Threshold] = MappingProxyType({
     "memory_exhaustion_s": Threshold(
         24 * 3600.0, "s", "hwtop's choice: a job that would run the box (or its cgroup) out of memory within a day "
                           "at its rate is named now, long before pressure; the OOM killer ends it otherwise"),
-    # ----- the ranks of a job (issue 34) -----
+    # ----- the ranks of a job -----
     "straggler_peer_wait_share": Threshold(
         0.4, "fraction", "hwtop's choice, measured on tests/jobs/ddp_straggler.py (gloo, 2 ranks, a 2-core box at "
                          "load ~9): with one rank slowed the other waits in collectives 52-91% of its samples (52% "
@@ -192,7 +192,7 @@ TABLE: Mapping[str, Threshold] = MappingProxyType({
     "rank_stale_s": Threshold(
         30.0, "s", "hwtop's choice: the stack sampler reports each rank every 10 s (probes/stack_sampler.py); "
                    "three missed reports while the other ranks' arrive is a rank, or its host, that stopped"),
-    # ----- NCCL's own view of a job, from its RAS service (issue 42; advice/nccl_ranks.py) -----
+    # ----- NCCL's own view of a job, from its RAS service (advice/nccl_ranks.py) -----
     "ras_hang_s": Threshold(
         30.0, "s", "NCCL's ras.rst: a one-operation mismatch is normal while a job runs, but counts that do not "
                    "change across subsequent queries mean a stuck communicator; 30 s is three queries at hwtop's "
@@ -208,7 +208,7 @@ TABLE: Mapping[str, Threshold] = MappingProxyType({
     "ras_straggler_others_share": Threshold(
         0.2, "fraction", "hwtop's choice: ...while every other rank is behind in at most a fifth of them (one in "
                          "nine, say): in a balanced job the rank caught behind changes from query to query"),
-    # ----- the network (issue 35) -----
+    # ----- the network -----
     "network_saturated_share": Threshold(
         0.8, "fraction", "hwtop's choice: a port moving 80% of its line rate in one direction has no headroom; "
                          "NCCL's all-reduce bus bandwidth tops out near 90% of line rate (nccl-tests' README)"),

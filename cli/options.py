@@ -114,7 +114,7 @@ def add_job_options(parser: argparse.ArgumentParser, sub: bool = False) -> None:
                         help="a running job by pid, or by a regular expression over command lines (never hwtop "
                              "itself or its shell); slurm:ID, pod:NAME or container:NAME: every process of that "
                              "owner on this host")
-    from hwtop.cli.nccl_ras_options import add_nccl_ras_options  # NCCL RAS (issue 42)
+    from hwtop.cli.nccl_ras_options import add_nccl_ras_options  # NCCL RAS
 
     add_nccl_ras_options(parser, sub)
 

@@ -97,10 +97,10 @@ NCCL_STATES = ("RUNNING", "INIT", "FINALIZE", "ABORT", "ERROR", "NOCOMM", "UNRES
 
 
 def nccl_families(job: JobSnapshot, job_name: str) -> Iterator[Family]:
-    """What NCCL's RAS says of every rank of the job, on every node (issue 42). `Hostname` is the rank's own host
+    """What NCCL's RAS says of every rank of the job, on every node. `Hostname` is the rank's own host
     as NCCL names it (its address), so the same rank read by the exporters of two nodes is one series apart from
     `instance`. Absent when the job's RAS was never read."""
-    if job.nccl is not None and job.nccl.polled is not None:  # issue 52: whether hwtop polls this job's RAS
+    if job.nccl is not None and job.nccl.polled is not None:  # whether hwtop polls this job's RAS
         polled = Family("hwtop_nccl_ras_polled", "1 while hwtop sends NCCL RAS STATUS to the job every interval, 0 "
                         "while it asks only once the job stops (a release whose STATUS can crash the job, text-only "
                         "or unknown)", ("job_name", "nccl_version"))

@@ -31,7 +31,7 @@ SECONDS = "hwtop_job_rank_seconds_total"
 STEPS = "hwtop_job_rank_steps_total"
 SEEN = "hwtop_job_rank_last_seen_timestamp_seconds"
 INFO = "hwtop_job_rank_info"
-# NCCL RAS (issue 42; exporter/job_metrics.py nccl_families): every node's ranks as NCCL reports them
+# NCCL RAS (exporter/job_metrics.py nccl_families): every node's ranks as NCCL reports them
 NCCL_COUNTS, NCCL_STATE, NCCL_LAG = "hwtop_nccl_rank_collectives_total", "hwtop_nccl_rank_state", "hwtop_nccl_rank_lag"
 JOB_INFO = "hwtop_job_info"  # one per exporter watching a job: its job_name, Hostname, status
 DEFAULT_WINDOW_S = 60.0
@@ -86,7 +86,7 @@ class _Rank:
     seen_at: float | None = None
     pid: int | None = None
     site: str | None = None
-    collectives: dict[str, int] = field(default_factory=dict)  # NCCL RAS (issue 42)
+    collectives: dict[str, int] = field(default_factory=dict)  # NCCL RAS
     nccl_state: str | None = None
     lag: int | None = None
     gpu: int | None = None
@@ -174,7 +174,7 @@ class RankFold:
             rank.seen_at = value
         elif name == INFO:
             rank.pid, rank.site = _number(labels.get("pid")), labels.get("site") or None
-        elif name == NCCL_COUNTS:  # NCCL RAS (issue 42)
+        elif name == NCCL_COUNTS:  # NCCL RAS
             rank.collectives[labels.get("op", "")[:40]] = int(value)
         elif name == NCCL_STATE:
             rank.nccl_state, rank.gpu = labels.get("state", "")[:20], _number(labels.get("gpu"))

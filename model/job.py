@@ -125,13 +125,13 @@ class RankFigures(Record, frozen=True):
     samples: int = 0  # stack samples behind `shares`
     seen_at: float | None = None  # wall-clock time (epoch s) these figures were last updated: a rank that stops
     # advancing while the others do is a hang (advice/ranks.py), so it compares across hosts
-    # From NCCL RAS (issues 42, 52; model/ras.py): what NCCL says of the rank in the communicator judged as the
+    # From NCCL RAS (model/ras.py): what NCCL says of the rank in the communicator judged as the
     # job's (NcclView.main: the one whose counts move); counts are collectives launched, not completed.
     collectives: tuple[tuple[str, int], ...] = ()  # (operation, collectives launched): AllReduce, ...
     lag: int | None = None  # collectives launched behind the most advanced rank, summed over operations
     nccl_state: str | None = None  # RUNNING, INIT, ABORT, UNRESPONSIVE, DEAD, ... (model/ras.py RasRank.state)
     nccl_only: bool = False  # known from RAS alone (another host's rank): no stack figures are expected of it
-    # What the verdict weighs besides (advice/ranks.py judge, issue 53): its main thread's stack stopped (for how
+    # What the verdict weighs besides (advice/ranks.py judge): its main thread's stack stopped (for how
     # long, where), its share on a CPU, and its Flight Recorder (model/flight.py).
     still: Stillness | None = None
     main_running: float | None = None
@@ -213,5 +213,5 @@ class JobSnapshot(Record, frozen=True):
     dataset_devices: tuple[tuple[str, int], ...] = ()  # (disk, files seen open on it by any process of the job)
     swap_in_pages_per_s: float | None = None  # the box's pages read back from swap (/proc/vmstat pswpin)
     ranks: tuple[RankFigures, ...] = ()  # per-rank figures (rank order); ranks of other hosts come from the fleet
-    nccl: NcclView | None = None  # NCCL's own view of the job from its RAS service, where it answers (issue 42)
+    nccl: NcclView | None = None  # NCCL's own view of the job from its RAS service, where it answers
     worker_stacks: tuple[WorkerStacks, ...] = ()  # DataLoader workers sampled beside the ranks, where slots allow

@@ -89,7 +89,7 @@ def classify(frames: list[Frame], source: SourceLine | None = None) -> str:
     return next((kind for kind in PRECEDENCE if kind in kinds), "other")
 
 
-# ----- A GPU rank's own wait (issue 42): the main thread blocked until the GPU has finished -----------------
+# ----- A GPU rank's own wait: the main thread blocked until the GPU has finished -----------------
 # torch.cuda.synchronize and Event/Stream.synchronize are Python functions (a frame of their own); .item(),
 # .cpu(), .tolist(), .numpy() and a copy without non_blocking=True are C methods: py-spy (no --native) shows only
 # the job's line that calls them, innermost. So that line is read, as py-spy's own `dump` prints it. On a CPU

@@ -1,7 +1,7 @@
 """Samples the Python stacks of a job's ranks in the background, so the rules can say where each rank's time
 goes. One `py-spy record` child per rank at a time, for a bounded chunk (3 s first, then 10 s) at a low rate,
 `--nonblocking` (the rank is never paused), `--idle` (a thread blocked on a queue is a sample too). One
-`py-spy dump` per sample costs more CPU than a whole chunk of `record` (benchmarks/README.md, issue 20), so chunks
+`py-spy dump` per sample costs more CPU than a whole chunk of `record` (benchmarks/README.md), so chunks
 it is. The thread ends when nobody has asked for stacks for IDLE_STOP_S.
 
 DDP's hidden wait. A CPU rank waiting for the gradient all-reduce is blocked inside `loss.backward()`: the wait

@@ -41,7 +41,7 @@ FIRST_FRAME_SWITCH_INTERVAL_S = 0.0005
 # Container allocations (net) between the collector's young passes once the monitor runs, instead of Python's 700:
 # each tick's rows, strips and segments are freed by their reference counts, so Python's default walked the young
 # objects several times a second and found next to nothing (the collector's share of an idle monitor's CPU:
-# benchmarks/README.md, issue 46). Cyclic garbage still goes, less often.
+# benchmarks/README.md). Cyclic garbage still goes, less often.
 YOUNG_COLLECTION_THRESHOLD = 20_000
 
 

@@ -83,7 +83,7 @@ def named_ranks(findings: Iterable[Finding]) -> dict[int, str]:
 def worst_key(rank: RankFigures, named: Mapping[int, str] | None = None,
               behind: Mapping[int, int] | None = None) -> tuple[bool, bool, int, int]:
     """What the findings name first, then not running (dead, unresponsive, aborted, erred, initialising), then the
-    most collectives behind judged over NCCL's queries (advice/ranks.py steady_lag, issue 55): a remote rank one
+    most collectives behind judged over NCCL's queries (advice/ranks.py steady_lag): a remote rank one
     behind once, by normal jitter, never sorts above the others."""
     return (rank.rank not in (named or {}), rank.nccl_state in HEALTHY, -steady_lag(rank, None, behind), rank.rank)
 
@@ -144,7 +144,7 @@ def nccl_lines(job: JobSnapshot, width: int) -> list[Text]:
     head = Text("NCCL RAS ", style="bold")
     head.append_text(data(f"at {view.address}", palette.DIM))
     parts = [head, data(f"({view.source}):", palette.DIM), data(told, palette.DIM)]
-    if view.policy:  # when hwtop sends STATUS to this release, and why (issue 52: first, do no harm)
+    if view.policy:  # when hwtop sends STATUS to this release, and why (first, do no harm)
         clauses = view.policy.split("; ")
         parts += [data(("· " if i == 0 else "") + clause + (";" if i < len(clauses) - 1 else ""), palette.DIM)
                   for i, clause in enumerate(clauses)]

@@ -1,6 +1,6 @@
 """A table drawn with Textual's line API: one `Strip` per visible row, cached by the row's content and the column
 widths, so a tick that changes ten rows of five thousand renders ten strips and repaints ten lines. DataTable
-re-rendered every cell of the table on each `clear()`/`add_row` (most of hwtop's CPU in a profile, issue 21).
+re-rendered every cell of the table on each `clear()`/`add_row` (most of hwtop's CPU in a profile).
 Rows arrive already sorted and filtered; the widget only draws them, keeps a row cursor and reports header clicks.
 Every cell passes `safe_text.cell`: outside text is literal and its control characters are shown."""
 
@@ -300,7 +300,7 @@ class LineTable(ScrollView, can_focus=True):
     def _drawn_widths(self) -> tuple[int, ...]:
         """The widths drawn. A table that does not scroll sideways (overflow-x hidden, as the process table) gives
         its last column what the others leave of the visible width: a long command line ends in `…` and its
-        padding before the scrollbar, not cut off under it (issue 48: the scrollbar drawn over COMMAND)."""
+        padding before the scrollbar, not cut off under it (the scrollbar drawn over COMMAND)."""
         widths, room = self._widths, self.scrollable_content_region.width
         if self.styles.overflow_x != "hidden" or room <= 0:
             return widths

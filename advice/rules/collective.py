@@ -120,7 +120,7 @@ def _title(verdict: Verdict | None, snapshot: Snapshot) -> str:
 
 
 def _ras_hang(snapshot: Snapshot, t: Thresholds) -> Hang | None:
-    """From NCCL's own counts (its RAS service, issue 42): the rank that has not launched the collective the
+    """From NCCL's own counts (its RAS service): the rank that has not launched the collective the
     others have, with nothing launched since."""
     job = snapshot.job
     if job is None or job.status != "running" or job.nccl is None or not job.nccl.comms:

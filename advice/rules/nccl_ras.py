@@ -1,5 +1,5 @@
-"""NCCL's own view of a focused job (its RAS service, issue 42): a rank whose process RAS cannot reach or has
-given up on (in an answer, or at once from MONITOR's PEER_DEAD, issue 52), NCCL errors and aborts by NCCL's names,
+"""NCCL's own view of a focused job (its RAS service): a rank whose process RAS cannot reach or has
+given up on (in an answer, or at once from MONITOR's PEER_DEAD), NCCL errors and aborts by NCCL's names,
 and a job whose ranks all stopped launching collectives. Another job's answer (NcclView.foreign) says nothing of
 this one.
 A hung rank is collective-hang's and a routinely late one rank-straggler's (advice/rules/collective.py,

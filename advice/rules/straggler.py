@@ -121,7 +121,7 @@ def _gpu_causes(snapshot: Snapshot, gpu: GpuSnapshot, process: JobProcess | None
 
 
 def _from_nccl(job: JobSnapshot, t: Thresholds) -> Finding | None:
-    """The rank NCCL's RAS answers find behind in most queries while the others rarely are (issue 42)."""
+    """The rank NCCL's RAS answers find behind in most queries while the others rarely are."""
     if job.nccl is None or not job.nccl.comms:
         return None
     from hwtop.advice.nccl_ranks import hang, straggler, who
