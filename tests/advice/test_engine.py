@@ -64,6 +64,7 @@ def test_time_going_backwards_resets():
     assert not engine.findings
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_window_is_bounded_and_thinned_at_fast_refresh():
     t = Timeline()
     engine = AdviceEngine()

@@ -31,6 +31,7 @@ def test_scopes_that_are_not_numbered_name_their_gpus() -> None:
 
 
 @given(st.sets(st.integers(0, 4095), min_size=2, max_size=600))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_covering_label_is_bounded_and_reads_back_as_its_members(indices: set[int]) -> None:
     label, noun = covering([f"rank {i}" for i in indices])
     assert noun == "ranks" and len(label) <= MAX_LABEL + 20

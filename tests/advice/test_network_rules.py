@@ -182,6 +182,7 @@ def test_the_job_probe_reads_nccl_variables_and_nfs_mounts_and_the_rules_see_the
     assert not list(data_from_network(window(nics, job=local), T))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_silent_on_the_balanced_demo_and_on_this_machine_at_rest() -> None:
     from hwtop.advice.rules import RULES
     from hwtop.demo.machine import demo_sampler

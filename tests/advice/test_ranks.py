@@ -4,6 +4,7 @@ Prometheus."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,6 +80,7 @@ shares = st.floats(0.0, 1.0)
 
 
 @given(st.lists(st.tuples(shares, st.integers(0, 400), st.sampled_from(["a", "b", "c"])), max_size=12))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_figures_give_a_verdict_or_none_and_name_only_a_rank_given(items):
     ranks = [rank(i, host, share, samples=samples) for i, (share, samples, host) in enumerate(items)]
     verdict = judge_ranks(ranks, T)

@@ -56,6 +56,7 @@ def _reads(function: types.FunctionType, seen: set[object]) -> set[str]:
 
 
 @pytest.mark.parametrize("rule", RULES, ids=RULE_IDS)
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_rule_declares_every_threshold_its_check_reads(rule: Rule) -> None:
     assert isinstance(rule.check, types.FunctionType)
     assert _reads(rule.check, set()) <= set(rule.reads)
@@ -105,6 +106,7 @@ def literal_id_findings(path: pathlib.Path, rules: bool) -> list[int]:
     return out
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_no_finding_is_built_with_a_literal_id() -> None:
     files = sorted({*_product_files(), *(ROOT / "advice").rglob("*.py")})
     assert any(path.parent.name == "rules" for path in files)
@@ -266,6 +268,7 @@ def rule_id_strings(path: pathlib.Path) -> list[tuple[int, str]]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() in ids]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_no_rule_id_is_spelled_outside_advice() -> None:
     files = _product_files()
     assert len(files) > 100 and any(path.parent.name == "tui" for path in files)  # the rooms were found at all

@@ -172,6 +172,7 @@ def test_single_core_needs_a_gpu_to_wait():
 
 @pytest.mark.parametrize(("affinity", "fires"), [(tuple(range(64, 128)), True), (tuple(range(0, 64)), False),
                                                  (tuple(range(256)), False)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_dgx_job_on_the_wrong_node(affinity, fires):
     t = Timeline("dgx-a100", cores=16, topology=True)
     procs = (process(41000, cpu=90.0, affinity=affinity),)
@@ -352,6 +353,7 @@ def test_uncorrectable_ecc_and_lost_gpu_are_critical():
 
 
 @pytest.mark.parametrize(("growth", "fires"), [(150, True), (50, False)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_corrected_ecc_growth(growth, fires):
     t = Timeline("dgx-a100")
     frames = ticks(t, 2)
@@ -365,6 +367,7 @@ def test_corrected_ecc_growth(growth, fires):
 
 @pytest.mark.parametrize(("xid", "severity", "words"), [(79, "critical", "fallen off the bus"),
                                                        (31, "warning", "page fault"), (1234, "critical", "Xid table")])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_an_xid_event_is_named_then_clears_once_it_is_older_than_the_window(xid, severity, words):
     t = Timeline("dgx-a100")
     frames = ticks(t, 2)
@@ -391,6 +394,7 @@ def test_a_failed_row_remap_is_critical_and_outranks_the_xid_that_reported_it():
     assert any("RMA" in fix for fix in finding.fix)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_pending_remap_is_a_warning_to_reset_the_gpu_when_the_job_allows_from_its_xid_on():
     """One remap reads the same while the Xid 63 that recorded it is in the window and after: a warning, never
     critical for two minutes and then a warning with nothing changed on the GPU."""
@@ -416,6 +420,7 @@ def test_a_pending_remap_is_a_warning_to_reset_the_gpu_when_the_job_allows_from_
     ({"replay": 1}, True), ({"recovery": 2}, True), ({"crc_data": 1}, True),
     ({"crc_flit": 50}, False),  # corrected by replays: under DCGM's 100 a second
     ({"crc_flit": 5000}, True), ({}, False)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_nvlink_errors_climbing(errors, fires):
     t = Timeline("dgx-a100")
     frames = ticks(t, 2)
@@ -499,6 +504,7 @@ def test_turing_rtx_gets_fp16_with_a_scaler_not_bf16():
 
 
 @pytest.mark.parametrize(("pages", "fires"), [(((0, 100), (1, 900)), True), (((0, 900), (1, 100)), False)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_focused_rank_with_its_memory_on_the_far_node(pages, fires):
     from hwtop.model.job import JobProcess, JobSnapshot
 

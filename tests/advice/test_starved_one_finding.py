@@ -5,6 +5,7 @@ on a job without telemetry data-starved's stacks tell it, gpu-starved's guess fr
 
 from __future__ import annotations
 
+import pytest
 from msgspec.structs import replace
 
 from tests.advice.test_job_rules import BALANCED, RANK, ticks, worker
@@ -14,6 +15,7 @@ from tests.advice_timeline import Timeline, find, ids, plain_gpu, play_story, pr
 LOADER_RULES = {"gpu-starved", "data-starved", "cpu-single-core"}
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_starved_story_tells_its_one_cause_once() -> None:
     frames = play_story("starved", 58.0, step=4.0)
     told = [ids(frame.findings) & LOADER_RULES for frame in frames]

@@ -128,6 +128,7 @@ def test_many_ranks_are_summarised():
     assert finding.title.startswith("Rank 7 ")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_its_memory_on_the_far_numa_node_gives_the_placement_fix():
     t = Timeline("dgx-a100", topology=True)  # GPUs 0-3 on node 0, 4-7 on node 1
     slowed = job(figures(0, 0.8, gpu=0), figures(1, 0.04, gpu=1),

@@ -5,6 +5,7 @@ the near miss that tells it apart."""
 
 from __future__ import annotations
 
+import pytest
 from msgspec.structs import replace
 
 from hwtop.demo.profiles import GIB, MIB
@@ -135,6 +136,7 @@ def test_workers_that_keep_up_get_no_number_but_the_hand_over_and_a_gpu_job_pin_
     assert any(fix.startswith("pin_memory=True") for fix in finding.fix)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_demo_and_an_attached_job_reach_their_fix_through_the_same_arithmetic(monkeypatch):
     """The starved story's telemetry (1 worker, 256 x 6 ms a batch, a 0.29 s step) through gpu-starved, and an
     attached job whose samples say the same (wait 81%, its worker always busy) through data-starved: one function

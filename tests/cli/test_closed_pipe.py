@@ -16,6 +16,7 @@ from hwtop.cli.closed_pipe import SIGPIPE_EXIT
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_reader_that_stops_early_ends_hwtop_quietly(tmp_path: Path):
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
     hwtop = subprocess.Popen([sys.executable, "-m", "hwtop", "--demo", "dgx-a100", "snapshot", "--json"],

@@ -38,6 +38,7 @@ def sleeper():
     (("--pid", str(os.getpid())), f"hwtop: error: pid {os.getpid()} is hwtop itself or one of its parents"),
     (("--pid", "1", "--workload", "balanced"), "hwtop: error: --workload and --pid cannot be used together"),
 ], ids=["no-such-pid", "no-such-job", "pid-0", "own-pid", "pid-and-workload"])  # ids stable from run to run
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_bad_targets_exit_2_with_one_line(args, message):
     result = doctor(*args)
     assert result.returncode == 2 and result.stdout == ""
@@ -52,6 +53,7 @@ def test_a_process_that_is_not_python_exits_2(sleeper):
                                      "nothing to diagnose")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_pattern_never_matches_hwtop_or_the_shell_that_started_it(tmp_path):
     """The pattern is in hwtop's own command line and in its shell's: only the job is found."""
     marker = f"train-{os.getpid()}-marker"

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from typing import Any
 
+import pytest
+
 HWTOP = [sys.executable, "-m", "hwtop.cli.main"]
 MIB = 1 << 20
 
@@ -33,6 +35,7 @@ def _memory_adds_up(data: dict[str, Any]) -> None:
         assert node["memory_used_bytes"] == node["memory_total_bytes"] - node["memory_available_bytes"]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_demo_box_nodes_add_up_to_its_two_tebibytes_in_json_and_in_topo() -> None:
     data = snapshot("--demo", "dgx-a100")
     assert data["memory"]["total_bytes"] == 2 * 1024**4
@@ -43,6 +46,7 @@ def test_the_demo_box_nodes_add_up_to_its_two_tebibytes_in_json_and_in_topo() ->
     assert sizes == [1024**4 // MIB] * 2  # not 515,625 MiB
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_this_machine_has_one_meaning_of_used_in_json() -> None:
     data = snapshot()
     if data["numa"]["source"] == "fallback":
@@ -56,6 +60,7 @@ def test_this_machine_has_one_meaning_of_used_in_json() -> None:
         assert data["numa"]["nodes"][0]["memory_used_bytes"] == memory["used_bytes"]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_this_machines_topo_prints_used_as_the_monitor_means_it() -> None:
     out = run("topo")
     used = [int(m) for m in re.findall(r"^node \d+ used: (\d+) MiB$", out, re.M)]
@@ -63,6 +68,7 @@ def test_this_machines_topo_prints_used_as_the_monitor_means_it() -> None:
     assert not re.search(r"^node \d+ free:", out, re.M)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_starved_story_trains_no_faster_than_its_one_worker_supplies_in_json() -> None:
     data = snapshot("--demo", "dgx-a100", "--scenario", "starved")
     config = data["workload"]["config"]

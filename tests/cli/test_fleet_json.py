@@ -7,12 +7,15 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.exporter.test_exporter import StaticExporter
 from tests.prometheus_rig import free_port
 
 HWTOP = [sys.executable, "-m", "hwtop"]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_exporters_read_once_as_json():
     exporter = StaticExporter("dgx-a100", hostname="node-dgx")
     try:
@@ -26,6 +29,7 @@ def test_exporters_read_once_as_json():
     assert host["gpu_models"] == "8x A100-SXM4-80GB" and "job" not in answer
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_prometheus_that_does_not_answer_exits_1_and_says_why():
     done = subprocess.run([*HWTOP, "fleet", "--prometheus", f"http://127.0.0.1:{free_port()}", "--job", "train",
                            "--json", "--timeout", "2"], capture_output=True, text=True, timeout=60)

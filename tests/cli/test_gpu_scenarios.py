@@ -54,6 +54,7 @@ def test_snapshot_of_nvlink_traffic_on_every_link_and_pcie_off_the_tick(capsys) 
         assert gpu["util_percent"] == 100.0
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_snapshot_on_r555_has_pcie_from_the_byte_counters(capsys) -> None:
     gpus = snapshot(capsys, "dgx-a100:r555")["gpus"]
     assert all(g["pcie"]["rx_bytes_per_s"] is not None and g["pcie"]["tx_bytes_per_s"] is not None for g in gpus)

@@ -25,6 +25,7 @@ def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     (["--bogus"], "unrecognized"),
     (["snapshot"], "--json"),
 ])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_bad_input_exits_2_with_one_line(args: list[str], needle: str) -> None:
     result = run(*args)
     assert result.returncode == 2
@@ -55,6 +56,7 @@ def _meminfo_total() -> int:
     raise AssertionError("no MemTotal")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_snapshot_json_matches_this_machine() -> None:
     result = run("snapshot", "--json", "--interval", "0.5")
     assert result.returncode == 0, result.stderr
@@ -70,6 +72,7 @@ def test_snapshot_json_matches_this_machine() -> None:
     assert data["errors"] == []
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_snapshot_json_demo_dgx_lists_eight_80gb_gpus() -> None:
     result = run("--demo", "dgx-a100", "snapshot", "--json", "--interval", "0.2")
     data = json.loads(result.stdout)

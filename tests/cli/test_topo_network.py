@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -20,6 +22,7 @@ def hwtop(*args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_topo_shows_the_demo_ports_with_their_traffic_node_and_gpu() -> None:
     out = hwtop("topo", "--demo", "dgx-a100:nccl-ethernet")
     network = out.split("network:\n", 1)[1].splitlines()
@@ -33,6 +36,7 @@ def test_topo_shows_the_demo_ports_with_their_traffic_node_and_gpu() -> None:
     assert rx_share == round(100 * 2 * 15 / 16 * 5.2e9 / 0.86 / 8 / 25e9)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_topo_json_carries_the_ports_and_this_machine_keeps_loopback_apart() -> None:
     ports = json.loads(hwtop("topo", "--demo", "dgx-a100", "--json"))["network"]
     assert [p["name"] for p in ports if p["kind"] == "infiniband"] == [f"mlx5_{i}" for i in range(8)]

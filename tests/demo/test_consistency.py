@@ -33,16 +33,19 @@ def _check(frames: list[Frame]) -> None:
 @pytest.mark.parametrize(("profile", "story"), fast_few(
     [(profile, story) for profile in PROFILES for story in (None, *STORIES)],
     lambda case: case[0] == "dgx-a100" or case[1] is None, arguments=2))  # every story on the box they are written for
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_every_profile_in_every_story_agrees_with_itself(profile: str, story: str | None) -> None:
     # the eight-GPU box the stories are written for, closely; the others at a coarser pace (the same checks)
     _check(play(profile, story, 4.0 if profile == "dgx-a100" else 9.0))
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_every_driver_and_fleet_variant_agrees_with_itself(variant: str) -> None:
     _check(play(f"h200:{variant}", None, 7.0))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_hung_rank_is_alone_on_the_cpu_in_the_table_and_in_the_finding() -> None:
     frames = play("dgx-a100", "nccl-hang", 3.0)
     _check(frames)
@@ -55,6 +58,7 @@ def test_the_hung_rank_is_alone_on_the_cpu_in_the_table_and_in_the_finding() -> 
     assert all((p.cpu_percent or 0) < 5 for pid, p in ranks.items() if pid != stuck)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_starved_job_trains_no_faster_than_its_one_worker_supplies() -> None:
     frames = play("dgx-a100", "starved", 3.0)
     before = frames[10].snapshot.workload  # t = 30 s, num_workers=1

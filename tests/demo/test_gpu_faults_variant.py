@@ -32,6 +32,7 @@ def frames() -> list[Frame]:
     return play(None, 27.0, "dgx-a100:gpu-faults", step=3.0)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_each_fault_is_one_finding_on_its_gpu_and_a_series_under_dcgm_s_name(frames: list[Frame]) -> None:
     findings = {f.scope: f for f in frames[-1].findings if f.id == "gpu-errors"}
     assert set(findings) == {"GPU2", "GPU3", "GPU6"}

@@ -24,6 +24,7 @@ def inside(line: str) -> str:
 
 
 @pytest.mark.parametrize(("story", "at", "rank", "label", "size"), CASES)
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_rank_a_finding_names_is_marked_first(story: str, at: float, rank: int, label: str,
                                                         size: tuple[int, int]) -> None:
     app = lived_through(story_snapshots(f"dgx-a100:{story}", seconds=at, step=5.0))

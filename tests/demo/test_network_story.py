@@ -35,6 +35,7 @@ def test_nccl_over_ethernet_raises_wrong_transport_then_clears() -> None:
     assert int(NCCL_ETH_FIXED_S) < 140
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_dgx_ports_sit_beside_their_gpus_and_their_counters_add_up_their_rates() -> None:
     from hwtop.demo.machine import demo_sampler
 

@@ -39,6 +39,7 @@ def test_a_release_outside_the_covered_ones_is_named(version: str | None, says: 
 
 @pytest.mark.parametrize("version", ["13.700.1", "13.615.71"])
 @pytest.mark.parametrize("command", [["snapshot", "--json", "--interval", "0.1"], ["topo"]])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_demo_says_so_in_one_line_when_another_release_is_installed(
         version: str, command: list[str], monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

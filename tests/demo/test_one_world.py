@@ -41,6 +41,7 @@ def launched(snapshot: Snapshot) -> argparse.Namespace:
 
 
 @pytest.mark.parametrize("story", TWO_NODE_STORIES)
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_two_node_job_is_launched_as_two_nodes_and_every_reader_counts_16_ranks(story: str) -> None:
     snapshot = story_snapshots(f"dgx-a100:{story}", seconds=30.0, step=10.0)[-1]
     args = launched(snapshot)
@@ -132,6 +133,7 @@ def port_rates(lines: list[str]) -> dict[str, tuple[float, float]]:
 
 @pytest.mark.parametrize(("story", "seconds"), [pytest.param("straggler", 10.0, marks=SLOW), ("straggler", 60.0),
                                                 pytest.param("nccl-hang", 20.0, marks=SLOW)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_infiniband_carries_the_all_reduce_of_the_model_at_the_step_rate(story: str, seconds: float) -> None:
     """Issue 55: the two-node job's InfiniBand ports read a few kB/s. Each HDR port beside a GPU carries its share
     of a node's all-reduce traffic: 2(16-1)/16 x 102 MB of ResNet-50's gradients per step, over eight ports."""
@@ -202,6 +204,7 @@ def rank_rows(lines: list[str]) -> dict[int, tuple[dict[str, str], str]]:
 
 
 @pytest.mark.parametrize("size", [(200, 60), pytest.param((120, 40), marks=SLOW)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_ranks_waiting_in_a_hung_collective_are_busy_where_they_wait(size: tuple[int, int]) -> None:
     """Issue 55: ranks at WAIT 100% showed BUSY AT `train.py:188 forward`, the stuck rank's own site."""
     app = lived_through(story_snapshots("dgx-a100:nccl-hang", seconds=70.0, step=5.0))
@@ -222,6 +225,7 @@ async def test_ranks_waiting_in_a_hung_collective_are_busy_where_they_wait(size:
         assert stuck_busy.startswith("train.py:188 forward")  # the one that runs: where it runs
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_range_of_one_value_is_said_as_one_value() -> None:
     """Issue 55: "the other 7 ranks wait in a collective 100%-100% of the time"; the opened finding says 100%."""
     import re
@@ -242,6 +246,7 @@ async def test_a_range_of_one_value_is_said_as_one_value() -> None:
 
 # ----- oom: the finding's batch and the memory it cites are the story's own -----
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_oom_finding_and_its_fix_name_the_batch_the_ranks_ran() -> None:
     """Issue 55: every rank ran batch 256 while the finding said "batch 128 was the largest that fit" and its fix
     "Halve the batch size (from 128 ...)": the story tried no other batch, so the finding says none, and the fix
@@ -292,6 +297,7 @@ async def test_the_leaking_rank_holds_one_figure_on_every_panel(seconds: float) 
 
 # ----- one name per host -----
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_straggler_s_host_has_one_name_on_every_line() -> None:
     """Issue 55: the straggler's host was "10.0.0.1" on one line of its finding and "dgx-a100-demo" on the next.
     Its name is the header's and the job view's; NCCL's address stands beside that name where NCCL's words give
@@ -321,6 +327,7 @@ async def test_the_straggler_s_host_has_one_name_on_every_line() -> None:
 # ----- a rank's time: its stack shares against its CPU -----
 
 @pytest.mark.parametrize(("story", "seconds"), [("starved", 30.0), pytest.param("thermal", 60.0, marks=SLOW)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_rank_on_the_cpu_as_long_as_its_stacks_say_it_computes(story: str, seconds: float) -> None:
     """starved: the job view said WAIT 12% COMP 4% DATA 81% for ranks at 17% CPU beside it (the collective share
     was taken of the whole step where the ranks wait only in the part their GPU works); a rank's main thread is

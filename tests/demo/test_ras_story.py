@@ -3,10 +3,13 @@ the other node's ranks, and the findings name the rank with its host and GPU as 
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.demo.story import NCCL_STUCK_RANK, RANK_PID, STRAGGLER_RANK
 from tests.demo.test_consistency import play
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_nccl_hang_names_the_rank_from_nccl_and_shows_the_other_node() -> None:
     last = play("dgx-a100", "nccl-hang", 5.0)[-1]
     job = last.snapshot.job
@@ -21,6 +24,7 @@ def test_nccl_hang_names_the_rank_from_nccl_and_shows_the_other_node() -> None:
     assert hang.pids == (RANK_PID + NCCL_STUCK_RANK,)  # this node's rank: its pid is a local one
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_straggler_named_by_stacks_and_nccl_in_one_finding() -> None:
     last = play("dgx-a100", "straggler", 5.0)[-1]
     found = [f for f in last.findings if f.id == "rank-straggler"]

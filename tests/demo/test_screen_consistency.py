@@ -30,6 +30,7 @@ def test_every_story_is_checked() -> None:
 
 
 @pytest.mark.parametrize(("story", "size"), fast_few(CASES, lambda case: case in FAST, arguments=2))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_what_a_finding_cites_reads_the_same_on_screen(story: str, size: tuple[int, int]) -> None:
     spec = "dgx-a100" if story == "steady" else f"dgx-a100:{story}"
     app = lived_through(story_snapshots(spec, seconds=TOLD_AT[story], step=5.0))

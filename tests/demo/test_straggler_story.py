@@ -52,6 +52,7 @@ def test_rank_straggler_names_rank_3_and_its_throttled_gpu_and_no_hang_is_raised
     assert ranks[STRAGGLER_RANK].collective_share < 0.1 and ranks[STRAGGLER_RANK].steps == ranks[0].steps
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_job_view_marks_the_straggler_and_reads_no_real_stack():
     clock = StepClock()
     app = HwtopApp(demo_sampler("dgx-a100", "straggler", seed=7, clock=clock, wall=clock.wall), interval=0.05)

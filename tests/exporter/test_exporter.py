@@ -250,6 +250,7 @@ def test_text_format_keeps_names_types_and_label_order():
     assert {f.name for f in DCGM_FIELDS} >= set(DCGM_TYPES) - {"DCGM_FI_DEV_FB_TOTAL"}
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_scrape_costs_no_nvml_call(exporter):
     exporter.stop.set()  # freeze the sampler: from here, only scrapes run
     time.sleep(0.5)
@@ -299,6 +300,7 @@ def test_a_silent_connection_is_closed_after_the_read_timeout():
         running.close()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_2000_idle_connections_keep_threads_constant_and_scrapes_fast():
     """2,000 half-open connections cost no thread each, and a normal scrape still answers (within scrape()'s
     10 s timeout: a server that gave each connection a worker from a pool would leave it waiting behind them). How
@@ -339,6 +341,7 @@ def test_over_the_connection_cap_the_oldest_idle_one_is_closed():
         running.close()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_command_binds_127_0_0_1_by_default_refuses_a_taken_port_and_ends_cleanly():
     port = free_port()
     process = subprocess.Popen([*HWTOP, "--demo", "rtx3090", "export", "--listen", f":{port}"],
@@ -406,6 +409,7 @@ def test_listening_beyond_loopback_warns_once(monkeypatch, listen, warned):
 
 @pytest.mark.parametrize(("listen", "message"), [("9400", "expected HOST:PORT"), ("h:99999", "port must be 1-65535"),
                                                  ("h:x", "not a port number")])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_bad_listen_address_exits_2(listen, message):
     result = subprocess.run([*HWTOP, "export", "--listen", listen], capture_output=True, text=True, timeout=30)
     assert result.returncode == 2 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1

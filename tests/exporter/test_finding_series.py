@@ -3,12 +3,14 @@ named in its scope label."""
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.advice_timeline import play_story
 from tests.exporter.scrape import scrape_once
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_fp32_on_eight_gpus_is_one_series_covering_gpu0_7() -> None:
     frame = play_story("amp", 30)[-1]
     text = scrape_once(frame, hostname="dgx")

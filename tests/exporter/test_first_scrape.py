@@ -75,6 +75,7 @@ def test_a_scrape_before_the_first_reading_waits_for_it(monkeypatch):
     assert len(re.findall(r"^DCGM_FI_DEV_GPU_UTIL\{", body, re.M)) == 8, body[:400]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_reading_that_never_comes_answers_503_with_the_reason():
     never = threading.Event()
 
@@ -91,6 +92,7 @@ def test_a_reading_that_never_comes_answers_503_with_the_reason():
     assert other == 404  # only /metrics waits for a reading
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_failing_ticks_are_the_503s_reason():
     def failing_tick() -> Frame:
         raise OSError("NVML: driver/library version mismatch")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from msgspec.structs import replace
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -78,6 +79,7 @@ def test_hostile_job_and_host_names_cannot_forge_series():
     assert all(s["job_name"] == evil and s["Hostname"] == evil for s in labels)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_export_refuses_a_job_it_cannot_focus_in_one_line():
     done = subprocess.run([*HWTOP, "export", "--job", "^no-such-job-anywhere-x9$", "--listen", "127.0.0.1:1"],
                           capture_output=True, text=True, timeout=60)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from hwtop.demo.machine import demo_sampler
 from hwtop.exporter.metrics import families
 from hwtop.exporter.text import render
@@ -34,6 +36,7 @@ def exposition(spec: str) -> str:
     return render(families(snapshot, (), "test")).decode()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_two_slurm_jobs_label_their_gpus() -> None:
     util = series(exposition("dgx-a100:shared"), "DCGM_FI_DEV_GPU_UTIL")
     assert {s["gpu"]: s["hpc_job"] for s in util} == {**{str(i): "4242" for i in range(4)},
@@ -48,6 +51,7 @@ def test_a_pod_labels_its_gpu() -> None:
     assert "hpc_job" not in util[0]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_no_owner_no_owner_labels() -> None:
     util = series(exposition("dgx-a100"), "DCGM_FI_DEV_GPU_UTIL")
     assert len(util) == 8 and all(set(s) == {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}

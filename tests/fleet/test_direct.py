@@ -140,6 +140,7 @@ def _view(url: str, host: str, uuids: tuple[str, ...], util: float = 50.0) -> Ho
     return HostView(url, host, gpus, hwtop=True)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_request_past_its_deadline_is_shown_without_waiting_for_it():
     release = threading.Event()
 

@@ -97,6 +97,7 @@ def one_line(text: str | None) -> str:
     ("500", "HTTP 500: "),
     ("cut", "answer cut short: "),
 ])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_bad_answer_keeps_the_last_hosts_marked_stale_with_their_age(mode: str, said: str) -> None:
     clock = Clock()
     with stand_in() as server:
@@ -116,6 +117,7 @@ def test_a_bad_answer_keeps_the_last_hosts_marked_stale_with_their_age(mode: str
             session.close()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_prometheus_restarted_mid_session_is_a_line_then_the_fleet_again() -> None:
     clock = Clock()
     with stand_in() as server:
@@ -134,6 +136,7 @@ def test_a_prometheus_restarted_mid_session_is_a_line_then_the_fleet_again() -> 
             session.close()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_json_answer_cut_short_is_one_line() -> None:
     with stand_in() as server:
         recorded = json.dumps(server.replay.recording["answers"]["gpu:DCGM_FI_DEV_GPU_UTIL"]["body"]).encode()
@@ -146,6 +149,7 @@ def test_a_json_answer_cut_short_is_one_line() -> None:
     assert one_line(frame.problem) == "not a Prometheus API answer (not JSON)" and frame.hosts == ()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_slow_prometheus_is_a_line_at_the_deadline() -> None:
     with stand_in() as server:
         server.mode = "slow"
@@ -165,6 +169,7 @@ def _series(name: str, labels: dict[str, str], value: str) -> dict[str, object]:
     return {"metric": {"__name__": name, **labels}, "value": [1.8e9, value]}
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_hostile_label_values_are_literal_cut_and_never_a_crash() -> None:
     table = []
     for i, text in enumerate(HOSTILE):
@@ -191,6 +196,7 @@ def test_hostile_label_values_are_literal_cut_and_never_a_crash() -> None:
             assert not any(c in cell.plain for cell in cells for c in "\x1b\x07\n\r")  # control characters shown
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_an_exporter_down_or_slow_is_its_row_in_one_line() -> None:
     with stand_in() as slow:
         slow.mode = "slow"

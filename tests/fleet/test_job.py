@@ -10,6 +10,7 @@ import re
 import urllib.parse
 
 import msgspec
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -189,6 +190,7 @@ def test_when_every_rank_seen_waits_a_host_that_stopped_answering_is_named():
 @given(st.lists(st.tuples(st.dictionaries(st.sampled_from(["__name__", "rank", "Hostname", "phase", "pid", "site",
                                                             "job_name"]), st.text(max_size=12)),
                           st.floats(allow_nan=True, allow_infinity=True)), max_size=30))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_answer_gives_a_view_never_an_error(items):
     view = assemble_job("train", URL, items, items, items, [], Thresholds())
     assert all(r.rank >= 0 for r in view.ranks) and (view.ranks or view.message)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -109,6 +110,7 @@ def test_more_jobs_than_listed_are_counted():
 @given(st.lists(st.tuples(st.dictionaries(st.sampled_from(["__name__", "rank", "Hostname", "phase", "job_name"]),
                                           st.text(max_size=8)),
                           st.floats(allow_nan=True, allow_infinity=True)), max_size=30))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_answer_gives_a_list_never_an_error(items):
     jobs = assemble_jobs(URL, items, items, items, [], Thresholds())
     assert all(row.name for row in jobs.jobs) and (jobs.jobs or jobs.message)
@@ -140,6 +142,7 @@ def served(prometheus: FakePrometheus) -> Iterator[str]:
         server.server_close()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_command_without_a_job_lists_the_jobs_as_json():
     with served(three_jobs()) as url:
         done = subprocess.run([*HWTOP, "fleet", "--prometheus", url, "--json", "--rank-window", "30"],

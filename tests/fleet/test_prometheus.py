@@ -204,6 +204,7 @@ def _replay_any(replay: Replay, url: str) -> bytes:
     raise AssertionError(promql)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_prometheus_that_never_answers_ends_the_round_at_its_deadline():
     """A request stuck past its deadline (the getter ignores it) does not hold the round: the round ends at the
     deadline and says so; the request ends on its own thread."""

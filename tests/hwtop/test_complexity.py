@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 from radon.complexity import cc_visit
 from radon.visitors import Function
 
@@ -35,6 +36,7 @@ def complexities() -> list[tuple[int, str]]:
     return sorted(out, reverse=True)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_no_function_is_past_the_limit_and_few_are_past_over() -> None:
     found = complexities()
     assert len(found) > 1000  # every room was read

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 
 def imported_after(code: str) -> str:
     """Runs `code` in a fresh interpreter and prints which of Textual, Rich and torch it loaded."""
@@ -33,6 +35,7 @@ ON_USE_ONLY = ("torch", "prometheus_client", "hypothesis", "hwtop.exporter", "hw
                "hwtop.cli.record", "hwtop.cli.replay", "hwtop.cli.fleet", "hwtop.cli.workload")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_monitor_start_path_loads_what_it_draws_only(tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
     """The monitor's start (argument parsing, config, the app, a demo sampler's first tick) never loads what
     only other commands or keys use: torch, prometheus_client, hypothesis, the exporter, the box report, the
@@ -51,6 +54,7 @@ def test_monitor_start_path_loads_what_it_draws_only(tmp_path) -> None:  # noqa:
     assert out == ""
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_live_monitor_without_a_job_or_workload_loads_neither_model() -> None:
     """This machine's sampler, two ticks of advice and the app: a focused job's model and the embedded workload's
     (a dozen records and their modules) load only with a job or a workload."""
@@ -77,6 +81,7 @@ def test_the_start_path_guard_sees_a_forbidden_import() -> None:
     assert "hwtop.report" in out.split(",")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_advice_and_report_are_headless() -> None:
     """The rules and the box report run without Textual, Rich or torch (doctor, report, scripts)."""
     code = (

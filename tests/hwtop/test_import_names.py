@@ -63,6 +63,7 @@ def test_the_scan_sees_each_form_of_a_bare_import() -> None:
                                          "probes (line 5)", "session.sampler (line 6)"]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_checkout_imports_every_room_through_hwtop() -> None:
     offenders = {str(path.relative_to(ROOT)): found for path in python_files()
                  if (found := bare_room_imports(path.read_text(encoding="utf-8")))}
@@ -76,6 +77,7 @@ def test_under_pytest_a_bare_room_is_refused() -> None:
     assert not ROOMS.intersection(name.split(".")[0] for name in sys.modules)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_each_source_file_is_one_module_with_the_checkout_on_sys_path() -> None:
     """Every module of hwtop imported in a fresh interpreter (the checkout on sys.path, as under pytest): no
     file is loaded under two names, and `hwtop.model.snapshot` is model/snapshot.py's only name. torch is held

@@ -36,6 +36,7 @@ def printed_modules() -> dict[str, list[str]]:
     return found
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_every_printed_module_is_named_as_installed() -> None:
     modules = printed_modules()
     assert {"hwtop.workload.job", "hwtop.workload.bench", "hwtop.cli.capture"} <= set(modules)
@@ -43,6 +44,7 @@ def test_every_printed_module_is_named_as_installed() -> None:
     assert [name for name in modules if importlib.util.find_spec(name) is None] == []
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_cli_points_to_a_hwtop_command_for_the_jobs_options() -> None:
     for args in (["--help"], ["doctor", "--help"]):
         out = subprocess.run([sys.executable, "-m", "hwtop", *args], capture_output=True, text=True, check=True,

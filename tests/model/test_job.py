@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,6 +33,7 @@ json_values = (st.none() | st.booleans() | st.integers() | st.floats() | st.text
 
 
 @given(st.dictionaries(st.sampled_from(["rank", "step", "time", "skipped", "stopped", "other"]), json_values))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_record_gives_a_typed_event(record):
     event = lenient_record(NonfiniteEvent, record)
     assert event.rank is None or type(event.rank) is int

@@ -235,6 +235,7 @@ _times = st.tuples(*[st.one_of(st.integers(0, 10**9), st.floats(0, 1e7, allow_na
 
 @settings(max_examples=300, deadline=None)
 @given(before=st.one_of(st.none(), _times), after=_times, mhz=st.one_of(st.none(), st.floats(0, 5000)))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_core_load_is_what_it_was(before, after, mhz) -> None:
     assert core_load(3, 1, before, after, mhz) == _core_load_before(3, 1, before, after, mhz)
     assert core_load(3, 1, after, after) == _core_load_before(3, 1, after, after)

@@ -125,6 +125,7 @@ def test_replaying_the_real_readings_through_the_widened_counters_gives_what_hwt
 NOT_CAPTURED = {"nvmlDeviceGetRemappedRows", "nvmlDeviceGetViolationStatus"}
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_library_fake_answers_hwtops_calls_as_the_real_driver_did(tmp_path: Path) -> None:
     """The demo 'h200-vm' (modelled on this machine) through the real bindings: the same functions called, each
     answering as the driver did (fan and NVLink state NOT_SUPPORTED, event waits timing out, the rest ok), the

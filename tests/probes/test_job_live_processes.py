@@ -64,6 +64,7 @@ def children_of(pid: int) -> list[int]:
 
 
 @pytest.mark.skipif(not TWO_CPUS, reason="pinning parent and workers apart needs two CPUs")
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_tree_roles_affinity_and_the_cpus_threads_ran_on():
     process = start(PINNED_JOB)
     workers = children_of(process.pid)
@@ -210,6 +211,7 @@ def test_py_spy_missing_forbidden_and_gone_say_what_is_missing(tmp_path, monkeyp
     (("--job", "("), "is not a regular expression"),
     (("--pid", "abc"), "invalid int value"),
 ])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_bad_focus_exits_2_with_one_line(args, message):
     assert_one_line_error(subprocess.run([*HWTOP, *args], capture_output=True, text=True, timeout=30), message)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -14,6 +15,7 @@ WRAP = 2**32
 
 
 @given(st.integers(0, WRAP - 1), st.lists(st.integers(0, WRAP - 1), min_size=1, max_size=50))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_readings_under_a_wrap_apart_add_up_to_the_true_total(start: int, steps: list[int]) -> None:
     counters, true_total, raw = WideCounters(), 0, start
     counters.feed(197, raw, 0, 32)

@@ -229,6 +229,7 @@ _names = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=
 
 
 @given(st.lists(st.tuples(st.integers(0, 20), _names, _names), max_size=12))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_cgroup_file_parses_or_says_none(lines: list[tuple[int, str, str]]) -> None:
     text = "\n".join(f"{h}:{c}:{p}" for h, c, p in lines)
     owner = parse_cgroup(text)

@@ -156,6 +156,7 @@ def wait_for(sampler: StackSampler, pid: int, condition, timeout: float = 10.0):
     raise AssertionError(sampler.results())
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_sampler_runs_py_spy_in_chunks_and_sums_the_window(tmp_path):
     raw = tmp_path / "raw.txt"
     raw.write_text(RAW.replace("4242", str(os.getpid())))

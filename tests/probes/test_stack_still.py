@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import time
 
+import pytest
+
 from hwtop.probes.stack_classify import parse_raw
 from hwtop.probes.stack_sampler import StackSampler
 from tests.probes.test_stack import LIB, MULTI_WAIT, SITE, TRAIN, fake_py_spy, frame, stack
@@ -41,6 +43,7 @@ def sampler_over(tmp_path, body: str) -> StackSampler:
     return StackSampler(py_spy=tool, first_chunk_s=0.1, chunk_s=0.1)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_main_thread_that_does_not_move_has_its_stillness_grow_over_chunks(tmp_path):
     pid = os.getpid()
     sampler = sampler_over(tmp_path, raw(pid, (MULTI_WAIT, 30)))

@@ -122,6 +122,7 @@ def sleeper():
 
 
 @pytest.mark.parametrize("rank, on_gpu, collective", [(0, False, True), (0, True, False), (None, False, False)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_blocked_cpu_rank_inside_backward_reads_collective(tmp_path, sleeper, rank, on_gpu, collective):
     sampler = StackSampler(py_spy=fake_py_spy(tmp_path, sleeper), first_chunk_s=1.0, chunk_s=1.0)
     try:
@@ -141,6 +142,7 @@ def test_a_blocked_cpu_rank_inside_backward_reads_collective(tmp_path, sleeper, 
     assert stacks.updated_at is not None and abs(stacks.updated_at - time.time()) < 15
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_main_thread_on_a_cpu_reads_its_own_cpu_share(tmp_path):
     """The step's own time for the loader's arithmetic (advice/rules/loader.py): a main thread that spins is on a
     CPU most of each chunk, read from its schedstat, not from its few samples."""

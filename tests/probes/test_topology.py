@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hwtop.demo.nvml import FakeNvmlLibrary
 from hwtop.demo.topology import Endpoint, build, dgx_a100
 from hwtop.probes.gpu import NvmlProbe
@@ -97,6 +99,7 @@ def _hwtop(*args: str) -> str:
                           check=True, timeout=60).stdout
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_topo_demo_dgx_prints_the_matrix_with_affinity() -> None:
     out = _hwtop("topo", "--demo", "dgx-a100")
     rows = [line.split() for line in out.splitlines() if line.startswith("GPU")]
@@ -107,6 +110,7 @@ def test_topo_demo_dgx_prints_the_matrix_with_affinity() -> None:
     assert "node distances:" in out and "   0:  10  32" in out
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_topo_on_this_machine_matches_lscpu() -> None:
     out = _hwtop("topo")
     lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout

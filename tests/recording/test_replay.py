@@ -171,6 +171,7 @@ def test_a_corrupt_line_in_the_middle_names_its_line(tmp_path):
     (b"", "empty file"),
     (b"\x1f\x8b\x08garbage", "corrupt compressed data"),
 ])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_foreign_and_wrong_files_are_refused_with_where(tmp_path, content, message):
     path = tmp_path / "bad.jsonl"
     path.write_bytes(content)
@@ -311,6 +312,7 @@ async def test_replay_controls_and_advice_as_it_plays(tmp_path):
         assert app.session.history is source.history
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_r_records_from_the_tui(tmp_path, monkeypatch):
     from hwtop.tui.app import HwtopApp
     from tests.factories import ScriptedSource

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from hwtop.model.frame import Frame
 from hwtop.recording.replay import ReplaySource
 from hwtop.recording.store import Recorder, load
@@ -70,6 +72,7 @@ def test_a_recording_of_ungrouped_findings_still_loads_and_tells_its_changes(tmp
     assert shown.findings[0].covers == () and shown.findings[0].held_at is None
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_hwtop_replay_shows_the_recordings_timeline_on_the_advice_screen(tmp_path) -> None:
     from hwtop.tui.advice_screen import AdviceScreen
     from hwtop.tui.app import HwtopApp

@@ -49,6 +49,7 @@ def _grade(facts):  # noqa: ANN001, ANN202
     return tier(facts), checks(facts)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_dgx_report_gives_every_link_each_way_as_the_guide_does() -> None:
     out = report("--demo", "dgx-a100")
     lines = out.split("\n")

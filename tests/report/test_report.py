@@ -105,6 +105,7 @@ def test_bad_fit_input():
 
 # ----- storage -----
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_storage_reads_the_bytes_it_claims_without_the_page_cache(tmp_path):
     data = tmp_path / "shard-000.bin"
     size = 64 << 20
@@ -148,6 +149,7 @@ def test_report_here_is_readable_and_json_follows_the_schema():
     assert {c["status"] for c in data["checks"]} <= {"pass", "short", "info"}
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_demo_dgx_7b_amp_report():
     result = run("--demo", "dgx-a100", "--params", "7e9", "--amp")
     out = result.stdout
@@ -178,6 +180,7 @@ def test_measurements_on_a_cpu_only_machine():
     (("--demo", "dgx-a100", "--storage", "/tmp"), "measure this machine: not with --demo"),
     (("--optimizer", "lamb", "--params", "1e6"), "invalid choice: 'lamb'"),
 ])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_bad_report_usage_exits_2_with_one_line(args, message):
     assert_one_line_error(run(*args), message)
 

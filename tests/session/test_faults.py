@@ -9,6 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,6 +34,7 @@ def monitor_with(tmp_path: Path, body: str, monkeypatch, stall_s: float = 15.0):
     return monitor.WorkloadMonitor(["--scenario", "balanced"])
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_hung_workload_is_shown_as_stalled(tmp_path, monkeypatch):
     job = monitor_with(tmp_path, """
         import json, os, time
@@ -79,6 +81,7 @@ contents = st.one_of(st.none(), st.just(""), st.text(max_size=200), st.binary(ma
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.fixed_dictionaries({name: contents for name in FILES}))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_proc_and_sys_content_gives_a_snapshot_not_a_traceback(tmp_path_factory, files):
     root = tmp_path_factory.mktemp("root")
     for name, content in files.items():

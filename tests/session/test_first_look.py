@@ -3,6 +3,8 @@ before its own, so from the second frame on a session shows what one that advise
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.model.frame import Frame
 from hwtop.session.session import Session
 from tests.factories import SequenceSource
@@ -13,6 +15,7 @@ def _advice(frame: Frame) -> tuple[object, ...]:
     return frame.findings, frame.rule_errors, frame.timeline
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_first_tick_without_advice_changes_no_later_frame() -> None:
     snapshots = story_snapshots("dgx-a100:starved", seconds=12.0, step=1.0)  # gpu-starved holds from the 6th tick
     every = Session(SequenceSource(snapshots))

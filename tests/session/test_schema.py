@@ -184,6 +184,7 @@ documents = st.recursive(toml_values, lambda inner: st.dictionaries(keys, inner,
 
 @settings(max_examples=60, deadline=None)
 @given(st.dictionaries(keys, documents, max_size=4))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_document_is_read_or_refused_in_one_line(document):
     try:
         config = parse(ConfigFile, document)

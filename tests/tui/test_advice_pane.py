@@ -22,6 +22,7 @@ def text_of(panel: AdvicePanel) -> str:
     return "\n".join(line.plain for line in panel.lines(panel.content_size.width))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_fp32_on_eight_gpus_is_one_finding_covering_them_all() -> None:
     frames = play_story("amp", 30)
     app = warmed_app([f.snapshot for f in frames])
@@ -37,6 +38,7 @@ async def test_fp32_on_eight_gpus_is_one_finding_covering_them_all() -> None:
         assert "Advice · 1 finding " in str(panel.border_title)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_advice_screen_tells_what_was_raised_and_cleared_when() -> None:
     from hwtop.tui.advice_screen import AdviceScreen
     from tests.advice_timeline import Timeline, rank, workload
@@ -60,6 +62,7 @@ async def test_the_advice_screen_tells_what_was_raised_and_cleared_when() -> Non
 
 
 @pytest.mark.parametrize(("size", "told"), [((200, 60), True), ((140, 40), False)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_tall_box_shows_the_latest_of_what_changed_in_the_pane(size: tuple[int, int], told: bool) -> None:
     from tests.widgets.test_advice import troubled_frames
 
@@ -77,6 +80,7 @@ async def test_a_tall_box_shows_the_latest_of_what_changed_in_the_pane(size: tup
 
 
 @pytest.mark.parametrize("size", fast_few([(80, 24), (120, 40), (200, 60)], lambda size: size == (120, 40)))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_one_a_shows_the_selected_finding_open_at_every_size(size: tuple[int, int]) -> None:
     """The first `a` opens the selected finding where it fits in the pane, else on the advice screen: at 120x40
     it closed the evidence drawn inline and opened nothing; a second `a` was needed (issue 48)."""

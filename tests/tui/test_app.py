@@ -29,6 +29,7 @@ async def started(app: HwtopApp, pilot) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_tick_taken_before_run_is_drawn_at_mount_and_the_next_waits_an_interval() -> None:
     """What the command line does: sample, import, tick, run. The first frame draws that tick (no frame of empty
     panels, no sample at mount); without it, the app samples at mount as before."""
@@ -125,6 +126,7 @@ async def test_sort_key_and_header_click_resort() -> None:
         assert [r.pid for r in table.rows_shown] == [812, 41000, 41010]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_pause_stops_sampling_and_says_so() -> None:
     source = ScriptedSource([host_snapshot()])
     app = HwtopApp(source, interval=0.05)
@@ -143,6 +145,7 @@ async def test_pause_stops_sampling_and_says_so() -> None:
             await pilot.pause(0.05)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_help_screen_lists_keys() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -205,6 +208,7 @@ async def test_lost_gpu_is_shown_as_lost() -> None:
         assert "GPU2 A100-SXM4-80GB  LOST" in text_of(app.query_one(GpuPanel))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_tiny_terminal_keeps_running() -> None:
     app = HwtopApp(ScriptedSource(demo_snapshots("dgx-a100", count=2)))
     async with app.run_test(size=(20, 6)) as pilot:

@@ -19,6 +19,7 @@ from tests.tui.screens import EPOCH, FakeClock
 REFUSALS = (("k", DEMO_PIDS), ("f", DEMO_PIDS), ("w", DEMO_JOB), ("x", DEMO_JOB))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_keys_that_touch_real_processes_refuse_on_a_demo() -> None:
     app = HwtopApp(make_sampler("gtx1660s:starved", no_gpu=False), interval=0.2)
     async with app.run_test(size=(160, 50)) as pilot:
@@ -34,6 +35,7 @@ async def test_keys_that_touch_real_processes_refuse_on_a_demo() -> None:
 
 
 @pytest.mark.parametrize("story", fast_few(["steady", *STORIES], lambda story: story == "nccl-hang"))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_j_opens_the_job_view_in_every_story(story: str) -> None:
     clock = FakeClock()
     sampler = demo_sampler("dgx-a100" if story == "steady" else f"dgx-a100:{story}", seed=5, clock=clock,

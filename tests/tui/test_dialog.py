@@ -66,6 +66,7 @@ DIALOGS = {
 
 
 @pytest.mark.parametrize("name", sorted(DIALOGS))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_focus_first_field_escape_cancels(name: str) -> None:
     make, first, _ = DIALOGS[name]
     async with opened(make()) as (app, pilot):
@@ -77,6 +78,7 @@ async def test_focus_first_field_escape_cancels(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(DIALOGS))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_enter_confirms(name: str) -> None:
     make, _, confirmed = DIALOGS[name]
     async with opened(make()) as (app, pilot):
@@ -85,6 +87,7 @@ async def test_enter_confirms(name: str) -> None:
         assert app.result == confirmed and not isinstance(app.screen, Dialog)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_workload_enter_in_the_options_field_starts_with_them() -> None:
     async with opened(WorkloadDialog("cpu")) as (app, pilot):
         await pilot.press("tab")
@@ -96,6 +99,7 @@ async def test_workload_enter_in_the_options_field_starts_with_them() -> None:
         assert app.result == ["--scenario", "balanced", "--device", "cpu", "--seconds", "5"]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_workload_enter_on_an_open_scenario_list_picks_it_and_does_not_start() -> None:
     async with opened(WorkloadDialog("cpu")) as (app, pilot):
         await pilot.press("space")  # opens the list
@@ -110,6 +114,7 @@ async def test_workload_enter_on_an_open_scenario_list_picks_it_and_does_not_sta
         assert app.result is not NOTHING and app.result[:2] == ["--scenario", "dataloader-bound"]  # type: ignore[index]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_signal_dialog_cancel_button_with_enter_cancels() -> None:
     async with opened(SignalDialog(target())) as (app, pilot):
         await pilot.press("tab", "tab")

@@ -47,6 +47,7 @@ async def test_a_widget_with_no_changed_cell_is_not_asked_for_its_lines(monkeypa
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_terminal_shows_what_a_full_redraw_draws(size: tuple[int, int]) -> None:
     """Twelve frames of the straggler story (a finding comes, panels change height, rows move): after each, the
     bytes sent so far, applied to a terminal, equal the whole screen drawn from nothing (measure raises Stale)."""
@@ -65,6 +66,7 @@ class _Shown(HwtopApp):
 
 
 @pytest.mark.parametrize("screen", ["job", "topology"])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_job_and_topology_screens_show_what_a_full_redraw_draws(screen: str) -> None:
     """The same compositor on the other full screens (the header's clock, the panel's changing rows, the panel
     scrolled part way in its container): after each of eight frames the terminal equals a full redraw."""

@@ -48,6 +48,7 @@ asyncio.run(main())
 
 
 @pytest.mark.skipif(nvml_library_loads(), reason="this machine has an NVIDIA library")
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_box_without_the_library_draws_its_first_frame_without_the_gpu_readers() -> None:
     """The monitor as the command line starts it on this CPU-only box, through its first frame (Pilot)."""
     out = subprocess.run([sys.executable, "-c", FIRST_FRAME.format(readers=GPU_READERS)], capture_output=True,
@@ -55,6 +56,7 @@ def test_a_box_without_the_library_draws_its_first_frame_without_the_gpu_readers
     assert out == ""
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_readers_guard_sees_a_reader_imported() -> None:
     code = FIRST_FRAME.format(readers=GPU_READERS).replace("from hwtop.cli.machine", "import hwtop.probes.nvml.device\n"
                                                            "from hwtop.cli.machine")
@@ -62,6 +64,7 @@ def test_the_readers_guard_sees_a_reader_imported() -> None:
     assert "hwtop.probes.nvml.device" in out.split(",")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_first_frame_imports_no_rule() -> None:
     """The monitor as the command line starts it, through its first frame (Pilot): no rule, no engine."""
     out = subprocess.run([sys.executable, "-c", FIRST_FRAME.format(readers=RULES)], capture_output=True,
@@ -115,6 +118,7 @@ async def test_the_first_resume_keeps_the_styles_given_at_mount(monkeypatch: pyt
         assert restyled and "ProcessTable" in restyled[-1]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_workload_pane_is_made_when_a_workload_first_shows() -> None:
     """A box without a workload composes no workload pane; one started later (w, a job's telemetry) gets its pane
     above the advice pane at the tick that first brings it."""

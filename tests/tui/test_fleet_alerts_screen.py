@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 
+import pytest
 from textual.pilot import Pilot
 
 from hwtop.fleet.sources import DirectSource, PrometheusSource
@@ -70,6 +71,7 @@ def rows(screen: FleetAlertsScreen) -> list[list[str]]:
     return [[cell.plain for cell in screen.table.get_row_at(i)] for i in range(screen.table.row_count)]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_it_opens_on_the_firing_alerts_and_enter_opens_the_job_or_the_host():
     app = app_over([LATER, DOWN, HANG, XID])
     async with app.run_test(size=(140, 30)) as pilot:

@@ -3,6 +3,8 @@ first), escape shows the hosts (their GPU models named), `j` the ranks again; te
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.fleet.sources import PrometheusSource
 from hwtop.tui.fleet.app import FleetApp
 from hwtop.tui.fleet.job_screen import FleetJobScreen as JobScreen
@@ -21,6 +23,7 @@ def source(host1: str = "node-1") -> PrometheusSource:
     return PrometheusSource(URL, "", interval=0.2, timeout=2.0, getter=FakePrometheus(table, ranks), job="train")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_job_screen_names_the_straggler_its_host_and_the_likely_cause():
     app = FleetApp(source())
     async with app.run_test(size=(120, 24)) as pilot:
@@ -47,6 +50,7 @@ async def test_the_job_screen_names_the_straggler_its_host_and_the_likely_cause(
         await pilot.press("q")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_hostile_host_label_is_shown_literally_on_the_job_screen():
     evil = "[@click=app.quit]n\x1b]0;x\x07"
     app = FleetApp(source(evil))

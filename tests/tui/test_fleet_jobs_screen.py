@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from textual.pilot import Pilot
 
 from hwtop.fleet.sources import PrometheusSource
@@ -41,6 +42,7 @@ async def open_list(app: FleetApp, pilot: Pilot, ready: Callable[[JobListScreen]
     return listing
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_j_lists_the_jobs_enter_opens_one_escape_goes_back():
     prometheus = three_jobs()
     app = FleetApp(source(prometheus))
@@ -74,6 +76,7 @@ async def test_j_lists_the_jobs_enter_opens_one_escape_goes_back():
         await pilot.press("q")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_hostile_job_name_is_shown_literally():
     evil = "[@click=app.quit]x\x1b]0;y\x07"
     prometheus = FakePrometheus([], [rank_series("node-0", 0, 15.0, 15.0, job=evil),
@@ -88,6 +91,7 @@ async def test_a_hostile_job_name_is_shown_literally():
         await pilot.press("escape", "escape", "q")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_prometheus_without_job_series_says_so_in_one_line():
     app = FleetApp(source(FakePrometheus([finding("node-0", "io-bound", "warning")], [])))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -100,6 +104,7 @@ async def test_a_prometheus_without_job_series_says_so_in_one_line():
 
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_selected_job_stays_selected_when_the_rows_move():
     prometheus = three_jobs()
     app = FleetApp(source(prometheus))

@@ -3,6 +3,8 @@ that never answered named by its address and port, and `?` answering as everywhe
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.advice.thresholds import Thresholds
 from hwtop.fleet.model import FindingRow, GpuRow, HostView
 from hwtop.fleet.sources import Ask, Round
@@ -43,6 +45,7 @@ class StillFleet:
         pass
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_fleet_at_80x24_keeps_its_columns_readable_and_answers_help() -> None:
     app = FleetApp(StillFleet())
     async with app.run_test(size=(80, 24)) as pilot:

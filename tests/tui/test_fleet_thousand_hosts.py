@@ -5,6 +5,7 @@ findings."""
 
 from __future__ import annotations
 
+import pytest
 from textual.pilot import Pilot
 
 from hwtop.advice.thresholds import Thresholds
@@ -77,6 +78,7 @@ async def test_a_thousand_hosts_draw_only_the_rows_on_screen(monkeypatch) -> Non
         assert 0 < len(set(made)) <= 24
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_slash_filters_by_host_model_job_and_finding_and_s_sorts() -> None:
     app = FleetApp(Thousand())
     async with app.run_test(size=(80, 24)) as pilot:
@@ -106,6 +108,7 @@ async def test_slash_filters_by_host_model_job_and_finding_and_s_sorts() -> None
         assert table.hosts[0].util_mean == 90.0 and table.hosts[-1].util_mean is None
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_enter_shows_the_hosts_gpus_and_findings() -> None:
     app = FleetApp(Thousand())
     async with app.run_test(size=(80, 24)) as pilot:
@@ -132,6 +135,7 @@ async def _asked(pilot: Pilot, source: Thousand, host: str | None) -> bool:
     return False
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_round_asks_the_open_hosts_own_fields_and_none_once_it_is_closed() -> None:
     source = Thousand()
     app = FleetApp(source)

@@ -84,6 +84,7 @@ async def test_every_footer_key_of_a_focused_job_does_something_visible() -> Non
         assert "d" in shown_keys(app)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_every_footer_key_of_the_fleet_does_something_visible() -> None:
     """Exporters read directly, no --job: `j` (the jobs Prometheus holds) has nothing to open and is not shown."""
     app = FleetApp(StillFleet())

@@ -36,6 +36,7 @@ class Observed(GuardedApp[tuple[bool, bool, bool, float, float]]):
                    sys.getswitchinterval()))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_collector_is_off_until_the_first_frame_then_what_lives_is_frozen() -> None:
     alive_at_start: list[object] = [object()]  # a list: tracked by the collector
     python_interval = sys.getswitchinterval()
@@ -57,6 +58,7 @@ class Thresholds(GuardedApp[tuple[int, int, int]]):
         self.set_timer(0.3, lambda: self.exit(gc.get_threshold()))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_once_running_the_young_collections_are_spaced_out_and_python_s_thresholds_come_back() -> None:
     python_thresholds = gc.get_threshold()
     assert python_thresholds[0] != YOUNG_COLLECTION_THRESHOLD
@@ -76,6 +78,7 @@ def test_a_monitor_start_refused_leaves_the_collector_on(capsys: pytest.CaptureF
     assert gc.isenabled()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_under_run_test_a_collector_left_off_by_another_app_is_not_taken_for_the_monitor_s_start() -> None:
     """Textual pauses the collector during a smooth scroll; an app that ends mid-scroll leaves it off. The next
     app under run_test must not then freeze the heap or space out the young passes as the monitor's run() does."""

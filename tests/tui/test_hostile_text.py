@@ -174,6 +174,7 @@ def hostile_job() -> JobSnapshot:
                        message="\x1b[2J[b]cannot read /proc/60001/environ[/b]")
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_job_view_shows_hostile_command_lines_as_text():
     app = HwtopApp(ScriptedSource([replace(host_snapshot(), job=hostile_job())]))
     async with app.run_test(size=(250, 80)) as pilot:
@@ -202,6 +203,7 @@ def pressed_frames(count: int = 8) -> list[Snapshot]:
 
 
 @pytest.mark.parametrize("size", [(200, 60), (120, 24)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_advice_evidence_quotes_hostile_commands_as_text(size):
     from tests.widgets.test_advice import warmed_app
 
@@ -276,6 +278,7 @@ async def test_a_hostile_recording_replays_as_text(tmp_path):
         assert_clean(segments)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_help_shows_every_key_and_no_stray_tag():
     from hwtop.tui.help import KEYS
 
@@ -312,6 +315,7 @@ def test_report_text_keeps_its_marks_and_shows_facts_literally():
     assert re.search(r"^  \[(ok   |SHORT|info )\] ", report, re.M)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_report_screen_keeps_its_marks(monkeypatch):
     from hwtop.report import facts as facts_module
     from hwtop.tui.report_screen import ReportScreen
@@ -366,6 +370,7 @@ def test_topo_prints_hostile_device_names_literally():
     assert "[b]mlx␛]0;pwn␇" in out and "GPU0 ␛[2J␊forged" in out
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_signal_dialog_and_notifications_show_text_as_text():
     from hwtop.probes.signals import Target
     from hwtop.tui.signal_dialog import SignalDialog
@@ -417,6 +422,7 @@ def squeezed(text: str) -> str:
 
 @settings(max_examples=100, deadline=None)
 @given(hostile_text, hostile_text)
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_text_in_a_row_renders_without_escape_or_action(command, user):
     """A process table row, through `cell` (LineTable passes every cell it is given through it) and Rich's
     rendering."""

@@ -31,6 +31,7 @@ async def test_j_after_the_job_ended_opens_its_view_again_and_says_how_it_ended(
         assert any("job ended (exit codes pid 50000: 0, pid 50001: 1)" in m for m in said), said
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_topology_opens_again_after_it_was_closed() -> None:
     app = HwtopApp(ScriptedSource([job_snapshot()]))
     async with app.run_test(size=(80, 24)) as pilot:

@@ -24,6 +24,7 @@ def _app(kind: str) -> HwtopApp:
     ("dgx-a100", (80, 24)), ("dgx-a100", (200, 60)),
     ("gtx1660s", (80, 24)), ("gtx1660s", (200, 60)),
 ])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_look(snap_compare, kind: str, size: tuple[int, int]) -> None:
     assert snap_compare(_app(kind), terminal_size=size, run_before=_first_frame)
 
@@ -35,6 +36,7 @@ async def _topology(pilot) -> None:
 
 
 @pytest.mark.parametrize(("kind", "size"), [("dgx-a100", (200, 60)), ("dgx-a100", (80, 24)), ("nogpu", (80, 24))])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_topology_look(snap_compare, kind: str, size: tuple[int, int]) -> None:
     from tests.factories import with_demo_topology
 
@@ -52,6 +54,7 @@ async def _advice_open(pilot) -> None:
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_advice_look(snap_compare, size: tuple[int, int]) -> None:
     """A starved job on a busy GPU with a degraded link: two findings, the first expanded."""
     from tests.widgets.test_advice import troubled_frames, warmed_app

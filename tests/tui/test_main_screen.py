@@ -14,6 +14,7 @@ from tests.tui.screens import STORIES, lived_through, process_rows, story_snapsh
 
 @pytest.mark.parametrize("spec", fast_few(["dgx-a100", *(f"dgx-a100:{story}" for story in STORIES)],
                                           lambda spec: spec in ("dgx-a100", "dgx-a100:nccl-hang")))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_eight_gpus_at_80x24_open_unscrolled_with_the_gpu_summary_and_three_processes(spec: str) -> None:
     app = lived_through(story_snapshots(spec))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -30,6 +31,7 @@ async def test_eight_gpus_at_80x24_open_unscrolled_with_the_gpu_summary_and_thre
 
 
 @pytest.mark.parametrize("size", [(80, 24), (100, 30), (120, 40), (200, 60)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_resize_lays_the_screen_out_again(size: tuple[int, int]) -> None:
     app = lived_through(story_snapshots("dgx-a100:starved"))
     async with app.run_test(size=(200, 60)) as pilot:
@@ -40,6 +42,7 @@ async def test_a_resize_lays_the_screen_out_again(size: tuple[int, int]) -> None
         assert app.main.max_scroll_y == 0 and process_rows(lines) >= 3, "\n".join(lines)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_s_on_the_topology_screen_leaves_the_process_order_alone() -> None:
     app = HwtopApp(ScriptedSource(with_demo_topology(demo_snapshots("dgx-a100"), "dgx-a100")))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -54,6 +57,7 @@ async def test_s_on_the_topology_screen_leaves_the_process_order_alone() -> None
 
 
 @pytest.mark.parametrize("key", ["end", "pagedown", "down"])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_topology_screen_scrolls_from_the_keyboard_at_80x24(key: str) -> None:
     app = HwtopApp(ScriptedSource(with_demo_topology(demo_snapshots("dgx-a100"), "dgx-a100")))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -77,6 +81,7 @@ async def test_the_topology_screen_scrolls_from_the_keyboard_at_80x24(key: str) 
             assert scroll.scroll_y == 0
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_with_no_finding_says_so(monkeypatch) -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     said: list[str] = []
@@ -99,6 +104,7 @@ async def test_a_gpu_less_box_gives_the_command_the_gpu_columns_room() -> None:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 60)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_focused_job_takes_no_row_of_the_main_screen(size: tuple[int, int]) -> None:
     """The job has its own view (j): the main screen's budget is the same with and without one."""
     budgets = []

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from hwtop.cli.main import make_sampler
 from hwtop.tui.app import HwtopApp
@@ -20,6 +21,7 @@ async def run(size: tuple[int, int], spec: str = "dgx-a100:nccl-ethernet", hide:
         return panel.outer_size.height, panel.display, lines, app.main.panels["gpu"].outer_size.height
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_at_80x24_one_row_names_the_busiest_port_and_the_gpus_stay() -> None:
     height, _, lines, gpu_rows = await run((80, 24), "dgx-a100")
     assert height == 1 and gpu_rows >= 3
@@ -29,12 +31,14 @@ async def test_at_80x24_one_row_names_the_busiest_port_and_the_gpus_stay() -> No
     assert quiet[0] == 1 and quiet[2] == ["Network 1 port quiet (1 Eth)"]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_at_200x60_busy_ports_two_a_line_the_quiet_folded() -> None:
     height, _, lines, _ = await run((200, 60))
     assert lines[:4] and all(line.count(" IB ") == 2 for line in lines[:4])
     assert lines[-1].startswith("+2 quiet (2 Eth)") and height == len(lines) + 2
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_hidden_by_the_config() -> None:
     height, display, _, _ = await run((80, 24), "gtx1660s", hide=("network",))
     assert not display and height == 0

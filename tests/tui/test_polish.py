@@ -25,6 +25,7 @@ def pids(app: HwtopApp) -> list[int]:
     return [row.pid for row in app.main.process_table.rows_shown]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_filter_by_name_and_escape_clears() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -44,6 +45,7 @@ async def test_filter_by_name_and_escape_clears() -> None:
         assert len(app.query("#filter")) == 1 and app.filter_input.display and app.filter_input.value == ""
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_tree_view_puts_children_under_parents() -> None:
     base = host_snapshot()
     processes = tuple(reversed(base.processes))  # the child first: the tree must still order it after its parent
@@ -108,6 +110,7 @@ def test_help_option_lists_every_option(capsys) -> None:
             assert option in text
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_terminal_shrunk_to_20x6_and_back_keeps_drawing() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]), interval=0.05)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -178,6 +181,7 @@ def process_forests(draw):
 
 
 @given(process_forests())
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_tree_rows_is_a_permutation_with_parents_first(rows) -> None:
     tree = tree_rows(rows)
     assert sorted(r.pid for r in tree) == sorted(r.pid for r in rows)
@@ -188,6 +192,7 @@ def test_tree_rows_is_a_permutation_with_parents_first(rows) -> None:
 
 
 @given(process_forests(), st.text(max_size=6))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_filter_rows_keeps_only_matches(rows, text) -> None:
     kept = filter_rows(rows, text)
     needle = text.lower().strip()
@@ -205,6 +210,7 @@ def test_a_pid_is_found_from_its_first_digits() -> None:
     assert [r.pid for r in filter_rows(rows, "24437")] == [24437]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_click_on_a_gpu_shows_its_processes() -> None:
     from hwtop.widgets.gpu import GpuPanel
     from tests.factories import demo_snapshots

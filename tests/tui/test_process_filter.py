@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from msgspec.structs import replace
 
 from hwtop.probes.processes import CLOCK_TICKS, ProcessProbe
@@ -45,6 +46,7 @@ def shown(app: HwtopApp) -> list[int]:
     return [row.pid for row in app.main.process_table.rows_shown]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_slash_finds_a_process_at_0_percent_among_200_by_pid_and_by_name(tmp_path: Path) -> None:
     snapshot = probed(tmp_path)
     idle = next((p for p in snapshot.processes if p.pid == IDLE_PID), None)
@@ -67,6 +69,7 @@ async def test_slash_finds_a_process_at_0_percent_among_200_by_pid_and_by_name(t
         assert len(shown(app)) == HELD and str(table.border_title) == f"Processes · {HELD} of 199 matching"
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_sort_orders_every_process_not_only_those_held(tmp_path: Path) -> None:
     """`s` to memory, then `r`: the smallest first, the idle process that no CPU order holds at the top."""
     app = HwtopApp(ScriptedSource([probed(tmp_path)]), interval=3600.0)

@@ -78,12 +78,14 @@ def wait_for(predicate, timeout: float = 10.0) -> bool:  # a bound, not a pace: 
     return wait_until(predicate, timeout, poll=0.01)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_with_no_input_the_thread_sleeps(terminal) -> None:
     assert wait_for(lambda: CountingSelector.calls >= 1)  # the thread is waiting (a busy box starts it late)
     time.sleep(0.8)
     assert CountingSelector.calls == 1  # one wait, still blocked (Textual's thread: 8 by now)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_keys_and_a_lone_escape_arrive(terminal) -> None:
     _, test_side, seen = terminal
     os.write(test_side, b"q")
@@ -113,6 +115,7 @@ def test_the_wait_follows_the_parsers_deadline() -> None:
     assert wait_s(SimpleNamespace()) == POLL_S  # a parser that keeps its deadline elsewhere: poll as Textual does
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_at_the_end_of_input_the_thread_sleeps_instead_of_spinning(monkeypatch: pytest.MonkeyPatch) -> None:
     """stdin from /dev/null or a file: readable forever, every read empty. Textual's own thread spins at 100% of a
     core on it."""
@@ -143,6 +146,7 @@ def test_a_character_split_across_reads_is_not_the_end_of_input(terminal) -> Non
     assert wait_for(lambda: keys(seen) == ["euro_sign", "q"]), keys(seen)  # Textual names the key "€" so
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_after_a_suspend_the_new_input_thread_reads_and_ends_as_the_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """Textual's suspend: stop input (set, join, clear), close the driver; on resume, a new input thread."""
     driver_side, test_side = pty.openpty()

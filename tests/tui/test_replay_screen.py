@@ -3,6 +3,8 @@ workload pane does not offer to stop a recorded job."""
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.recording.replay import ReplaySource
 from hwtop.recording.store import load
 from hwtop.tui.app import HwtopApp
@@ -11,6 +13,7 @@ from tests.small_screen import screen_lines, started
 from tests.tui.screens import story_snapshots
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_replay_header_keeps_its_state_whole_at_80x24(tmp_path) -> None:
     path = tmp_path / "story.jsonl.gz"
     snapshots = story_snapshots("dgx-a100:starved", seconds=16, step=2.0)

@@ -16,6 +16,7 @@ from tests.tui.screens import opened_report
 
 @pytest.mark.parametrize("spec", fast_few([f"dgx-a100:{story}" for story in STORIES] + ["h200", "dgx-a100:r470"],
                                           lambda spec: spec in ("dgx-a100:starved", "h200")))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_b_opens_the_report_of_the_demo_machine_in_every_story(spec: str) -> None:
     app = HwtopApp(make_sampler(spec, no_gpu=False), interval=0.2)
     async with app.run_test(size=(120, 40)) as pilot:

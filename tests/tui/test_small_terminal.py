@@ -56,6 +56,7 @@ async def job_view(snapshot: Snapshot) -> AsyncIterator[tuple[HwtopApp, Pilot[No
         yield app, pilot
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_job_view_at_80x24_fits_the_width_and_keeps_the_last_child_on_view() -> None:
     snapshot = job_snapshot(workers=3)
     async with job_view(snapshot) as (app, _pilot):
@@ -126,6 +127,7 @@ def test_small_terminal_screenshots_show_help_job_and_a_one_line_newline_command
     assert texts[2].count("python3 -c #␊import") == 3 and "second" not in texts[2]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_job_taller_than_the_terminal_scrolls_to_the_selected_row() -> None:
     snapshot = job_snapshot(workers=30)
     async with job_view(snapshot) as (app, pilot):

@@ -101,6 +101,7 @@ def test_the_scan_sees_each_kind_of_use() -> None:
         "import textual._xterm_parser"]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_no_module_but_the_adapter_uses_a_private_textual_name() -> None:
     offenders = {}
     for room in SOURCES:
@@ -122,6 +123,7 @@ def textual_privates(cls: type) -> set[str]:
 
 
 @pytest.mark.parametrize("room", ["tui", "widgets"])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_no_textual_subclass_touches_a_textual_private_but_through_the_adapter(room: str) -> None:
     """A widget that sets `self._cache` where Widget keeps its own `_cache` breaks Textual quietly: every
     underscored name an hwtop subclass defines or reads is its own, not one of its Textual bases'."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from hwtop.cli.main import make_sampler
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.format import human_bytes
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_topology_screen_numa_lines_are_the_memory_panels() -> None:
     app = HwtopApp(make_sampler("dgx-a100", no_gpu=False), interval=0.3)
     async with app.run_test(size=(200, 60)) as pilot:

@@ -33,6 +33,7 @@ def workload_pane(lines: list[str]) -> list[str]:
 
 @pytest.mark.parametrize("size", fast_few([(80, 24), (100, 30)], lambda size: size == (80, 24)))
 @pytest.mark.parametrize("story", sorted(TOLD_AT))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_each_rank_line_shows_every_figure_whole(story: str, size: tuple[int, int]) -> None:
     spec = "dgx-a100" if story == "steady" else f"dgx-a100:{story}"
     app = lived_through(story_snapshots(spec, seconds=TOLD_AT[story], step=5.0))

@@ -36,6 +36,7 @@ async def started(app: HwtopApp, pilot) -> None:
     await pilot.pause()
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_findings_listed_by_severity_with_their_evidence() -> None:
     app = warmed_app(troubled_frames())
     async with app.run_test(size=(140, 40)) as pilot:
@@ -49,6 +50,7 @@ async def test_findings_listed_by_severity_with_their_evidence() -> None:
         assert "2 findings" in str(panel.border_title)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_key_and_a_click_expand_findings() -> None:
     app = warmed_app(troubled_frames())
     async with app.run_test(size=(140, 45)) as pilot:
@@ -83,6 +85,7 @@ async def test_empty_pane_says_what_it_watches() -> None:
         assert panel.has_class("empty") and not panel.has_focus
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_finding_appears_then_clears_while_the_app_runs() -> None:
     t = Timeline()
     frames = [t.tick(workload=workload(rank(0, wait=0.8))) for _ in range(8)]
@@ -97,6 +100,7 @@ async def test_a_finding_appears_then_clears_while_the_app_runs() -> None:
     assert any(seen) and not seen[0]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_short_terminal_opens_findings_on_their_own_screen() -> None:
     from hwtop.tui.advice_screen import AdviceScreen
 

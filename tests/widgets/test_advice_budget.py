@@ -4,6 +4,7 @@ rows draws."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +22,7 @@ def drawn(panel: AdvicePanel, width: int) -> list[tuple[str, object]]:
 @given(titles=st.lists(st.text(min_size=1, max_size=60), max_size=6), rule=st.sampled_from(RULE_IDS),
        errors=st.dictionaries(st.sampled_from(RULE_IDS), st.text(max_size=30), max_size=2),
        width=st.integers(40, 200), rows=st.integers(0, 6), clearing=st.booleans())
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_the_pane_folded_to_the_budget_draws_what_a_pane_built_for_it_draws(
         titles: list[str], rule: str, errors: dict[str, str], width: int, rows: int, clearing: bool) -> None:
     findings = tuple(Finding(rule, "critical" if i == 0 else "warning", title, ("evidence " * 9,), ("fix",),
@@ -36,6 +38,7 @@ def test_the_pane_folded_to_the_budget_draws_what_a_pane_built_for_it_draws(
     assert drawn(folded, width) == drawn(built, width)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_short_terminal_builds_the_advice_pane_once_a_tick(monkeypatch) -> None:
     """100x30, the straggler story's two findings: the budget gives the pane one line, where it asks for two."""
     builds = []

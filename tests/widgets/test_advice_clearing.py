@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,6 +53,7 @@ async def test_a_finding_past_its_condition_shows_as_clearing_with_its_time(utc)
         assert 0 not in app.main.panels["gpu"].marked  # the GPU recovered: not marked red beside a finding that waits
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_clearing_look(snap_compare, utc) -> None:
     async def first_frame(pilot) -> None:
         await pilot.app.first_frame.wait()
@@ -67,6 +69,7 @@ BADGES = {"critical": "✖ CRIT", "warning": "▲ WARN", "info": "● INFO"}
        scope=st.sampled_from(["", "job", "GPU0-7", "ranks 0, 3", "GPU12"]),
        rule=st.sampled_from(RULE_IDS), width=st.integers(60, 200), rows=st.integers(1, 5),
        inline=st.booleans())
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_headlines_fit_the_width_keep_the_rule_id_whole_and_name_every_cause_they_can(
         titles: list[str], scope: str, rule: str, width: int, rows: int, inline: bool) -> None:
     findings = tuple(Finding(rule, "warning", title, ("evidence " * 20,), ("fix",), scope=scope, cause=str(i),

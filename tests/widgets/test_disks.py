@@ -3,6 +3,7 @@ busiest disks are shown, in their own order, and a line says how many quieter on
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -25,6 +26,7 @@ def test_the_busiest_are_kept_in_their_own_order():
     assert shown_disks(disks, 5) == (disks, 0)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_at_80x24_a_dgx_shows_its_gpus_and_says_how_many_disks_are_left_out():
     """Past its first seconds (while the ranks' memory ramps up they read apart, each on a line of its own)."""
     clock = FakeClock()

@@ -53,6 +53,7 @@ def contiguous_in(rows: list[str], lines: list[str]) -> bool:
     return any(lines[i:i + len(rows)] == rows for i in starts)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_tick_builds_the_rows_in_view_and_scrolling_draws_the_others_right(
         monkeypatch: pytest.MonkeyPatch) -> None:
     snapshots = big_job_snapshots()
@@ -92,6 +93,7 @@ async def test_a_tick_builds_the_rows_in_view_and_scrolling_draws_the_others_rig
         assert contiguous_in(panel_rows(app, panel), every_row_built(panel, monkeypatch))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_row_out_of_view_shows_the_latest_data_when_scrolled_to_even_if_nothing_in_view_changed() -> None:
     """A tick that changes only rows out of view repaints nothing; those rows, scrolled into view, are drawn from
     that tick's data, not from the last tick that changed a row in view."""

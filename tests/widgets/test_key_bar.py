@@ -3,6 +3,8 @@ drops whole keys and keeps the command palette's."""
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.model.frame import Frame
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.key_bar import KeyBar
@@ -32,6 +34,7 @@ async def test_the_main_screen_shows_its_keys_and_the_palette_at_the_right() -> 
         assert "Step" not in line and "Reverse" not in line  # replay-only keys hidden, show=False keys left out
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_pushed_screen_shows_its_own_keys() -> None:
     app = HwtopApp(ScriptedSource(demo_snapshots("dgx-a100")))
     async with app.run_test(size=(120, 30)) as pilot:
@@ -61,6 +64,7 @@ async def test_replay_keys_appear_in_a_replay(tmp_path) -> None:
         assert " w Workload " not in line  # check_action hides what a replay cannot do
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_click_on_a_key_presses_it() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(120, 30)) as pilot:

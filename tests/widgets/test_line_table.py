@@ -4,6 +4,7 @@ read the same is not repainted."""
 
 from __future__ import annotations
 
+import pytest
 from msgspec.structs import replace
 from textual.geometry import Region
 
@@ -46,6 +47,7 @@ async def test_a_tick_repaints_only_the_rows_whose_text_changed(monkeypatch) -> 
         assert len(calls) == 1 and len(calls[0]) == 1 and calls[0][0].height == 1  # one line: sshd's row
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_arrows_move_the_cursor_and_a_row_click_selects_it() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -105,6 +107,7 @@ def processes_like(base, count: int):
     return tuple(replace(first, pid=70000 + i) for i in range(count))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_processes_coming_and_going_cost_no_layout_pass_of_the_screen(monkeypatch) -> None:
     """The table's height is the screen's (1fr), not its rows': a process more or less changes what scrolls, not
     where anything is, so no layout pass of the whole screen; the scrollbar still tells the new length, the end

@@ -3,6 +3,7 @@ own functions (advice/judge.py) and the session's thresholds, never the default 
 
 from __future__ import annotations
 
+import pytest
 from rich.text import Text
 
 from hwtop.model.job import JobProcess, JobSnapshot
@@ -56,6 +57,7 @@ async def _seen(config_text: str, tmp_path) -> tuple[bool, bool, bool]:
     return finding, gpu_mark, topology_mark
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_raised_busy_threshold_clears_the_link_mark_and_the_finding_together(tmp_path) -> None:
     assert await _seen(HOLD_AT_ONCE, tmp_path) == (True, True, True)  # 90% busy: above the default 30%
     raised = HOLD_AT_ONCE + "\n[advice.thresholds]\ngpu_busy_util_percent = 95\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -124,6 +125,7 @@ nic_strategy = st.builds(
 
 
 @given(st.lists(nic_strategy, max_size=12), st.integers(0, 8), st.integers(66, 220))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_ports_render_inside_the_width_as_inert_text(nics: list[NicSnapshot], room: int, width: int) -> None:
     panel = NetworkPanel()
     panel.show(tuple(nics), room)

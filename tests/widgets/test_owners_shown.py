@@ -4,6 +4,7 @@ has an owner), `/` by owner, each GPU's block and the GPUs' summary line naming 
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from hwtop.model.owner import Owner
 from hwtop.model.snapshot import GpuProcess, GpuSnapshot, ProcessInfo, Snapshot
@@ -73,6 +74,7 @@ async def test_owner_column_shown_only_when_someone_owns_a_process() -> None:
     assert any("5000" in line and "research/bert-7…" in line for line in lines)  # cut to the column
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_gpus_say_whose_they_are_at_80x24_and_200x60() -> None:
     snapshot = msgspec.structs.replace(host_snapshot(), processes=_processes(), gpus=_gpus())
     for size, wanted in (((80, 24), ("job 4242", "job 5151")), ((200, 60), ("job 4242 (alice)", "job 5151 (bob)"))):

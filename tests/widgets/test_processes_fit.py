@@ -13,6 +13,7 @@ SCROLLBAR = 2  # cells: Textual's vertical scrollbar
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_long_command_ends_in_an_ellipsis_before_the_scrollbar(size: tuple[int, int]) -> None:
     app = lived_through(story_snapshots("dgx-a100:straggler", seconds=10.0, step=5.0))
     async with app.run_test(size=size) as pilot:

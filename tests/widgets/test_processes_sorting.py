@@ -3,6 +3,8 @@ header again turns the order round, and an arrow in the sorted column's header s
 
 from __future__ import annotations
 
+import pytest
+
 from hwtop.tui.app import HwtopApp
 from hwtop.widgets.processes import Row, sort_rows
 from tests.factories import ScriptedSource, host_snapshot
@@ -42,6 +44,7 @@ async def test_r_reverses_and_the_header_shows_the_direction() -> None:
         assert "sorted by memory (RSS) ▼" in str(table.border_subtitle)
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_a_second_click_on_the_sorted_header_reverses() -> None:
     app = HwtopApp(ScriptedSource([host_snapshot()]))
     async with app.run_test(size=(160, 40)) as pilot:
@@ -65,6 +68,7 @@ def test_unknown_values_stay_last_in_both_directions() -> None:
     assert [r.pid for r in sort_rows(rows, "user", descending=True)] == [3, 2, 1]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 async def test_the_same_processes_in_the_same_view_are_not_sorted_again() -> None:
     """The process list is re-read every other tick at a 1 s refresh: a tick that brings the same list (here every
     tick: the scripted source repeats its snapshot) leaves the table alone; a new sort rebuilds it at once."""

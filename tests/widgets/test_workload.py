@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -102,6 +103,7 @@ ranks_strategy = st.lists(
 
 
 @given(ranks=ranks_strategy, width=st.integers(WIDTH, 240))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_every_rank_line_fits_and_every_figure_on_it_is_whole(ranks: list[RankState], width: int) -> None:
     ordered = tuple(sorted({r.rank: r for r in ranks}.values(), key=lambda r: r.rank))
     drawn = workload_lines(WorkloadState("steady", "running", None, ordered, "training"), width)

@@ -45,6 +45,7 @@ def test_any_bytes_are_a_value_or_a_value_error(data: bytes) -> None:
 
 @given(PLAIN)
 @settings(max_examples=40, deadline=None)
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_plain_value_is_a_dump_or_one_value_error(value: object) -> None:
     try:
         parse_dump(value, "x", 0.0)

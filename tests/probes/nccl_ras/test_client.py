@@ -71,6 +71,7 @@ def test_json_asked_without_a_status(standin) -> None:
         assert server.statuses == 0 and server.conns[0].lines == ["CLIENT PROTOCOL 2", "SET FORMAT json"]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_stopped_rank_holding_the_port_is_left(standin, monkeypatch) -> None:
     """ncclras: a 1 s handshake deadline, then the connection made again; the kernel's SO_REUSEPORT choice may
     have been a rank that is stopped (SIGSTOP, a debugger). (The second shortened here.)"""
@@ -86,6 +87,7 @@ def test_a_stopped_rank_holding_the_port_is_left(standin, monkeypatch) -> None:
         query(Address("127.0.0.1", standin(mute=9).port))
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_deadline_follows_the_timeout_factor(standin, monkeypatch) -> None:
     """At factor 2 the server may gather for twice as long (5 s x factor per leg, and its extra timeout): hwtop
     waits as long rather than override the job's factor with TIMEOUT 5, as it once did."""

@@ -33,6 +33,7 @@ def comms(draw: st.DrawFn) -> list[StandComm]:
 
 @settings(max_examples=60, deadline=None)
 @given(comms())
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_json_round_trip(made: list[StandComm]) -> None:
     reply = parse_json(json_reply(made))
     comm = reply.comms[0]
@@ -69,6 +70,7 @@ def test_text_never_crashes(text: str, head: str) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(4, 40), st.data())
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_text_names_the_outliers(size: int, data: st.DataObject) -> None:
     late = data.draw(st.sets(st.integers(0, size - 1), min_size=1, max_size=max(1, min(10, size // 4))))
     host = data.draw(hosts.filter(lambda h: "\n" not in h and "\r" not in h))
@@ -191,6 +193,7 @@ def test_any_bytes_as_a_text_answer(head: str, data: bytes) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(st.sampled_from(HEADS), st.lists(text_lines, max_size=40))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_lines_of_nccls_forms_as_a_text_answer(head: str, lines: list[str]) -> None:
     one_line_or_reply(parse_reply, RawReply("text", head + "\n".join(["Errors"] + lines), 2))
 
@@ -214,12 +217,14 @@ def dumps(value: object) -> str:
 
 @settings(max_examples=60, deadline=None)
 @given(documents)
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_json_ish_as_a_json_answer(document: dict) -> None:
     one_line_or_reply(parse_reply, RawReply("json", dumps(document), 2))
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.lists(documents, max_size=2), st.lists(text_lines, max_size=3), st.sampled_from(["", "[2026] PEER_DEAD: "]))
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_any_json_ish_or_line_as_monitor_events(documents: list[dict], lines: list[str], prefix: str) -> None:
     for data in ("".join(dumps(d) + "\n" for d in documents), "".join(prefix + line + "\n" for line in lines)):
         try:

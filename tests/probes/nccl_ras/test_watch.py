@@ -145,6 +145,7 @@ def tick_until(w: RasWatch, the_job: JobSnapshot, done, timeout: float = 20.0) -
     return out
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_healthy_job_waiting_in_collectives_is_never_asked_on_a_crash_prone_release(tmp_path, fast, servers,
                                                                                      rounds) -> None:
     """NCCL 2.27.5 (PyTorch's pin): text only, and nccl#2346/#1762 in its STATUS path. A straggler's job: its fast
@@ -162,6 +163,7 @@ def test_a_healthy_job_waiting_in_collectives_is_never_asked_on_a_crash_prone_re
     assert server.statuses == 0 and server.sent() == [] and unstepped.nccl is not None
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_a_stopped_job_is_asked_twice_per_stop(tmp_path, fast, servers, rounds) -> None:
     """No step and every rank's main thread on one stack for the still time: one STATUS, and one more CONFIRM_S
     later (a hang is counts unchanged across answers), however many rounds the stop lasts; progress (a step, a
@@ -334,6 +336,7 @@ def comms(init: int = 0) -> list[StandComm]:
                           for i in range(4)])]
 
 
+@pytest.mark.slow  # over the fast suite's minute on two cores (--durations)
 def test_address_from_environment_manners_and_init_hold(tmp_path: Path, fast) -> None:
     fake_proc(tmp_path, 7, "/opt/nccl/lib/libnccl.so.2.30.3")
     asked = Asked([comms(init=7), comms(), comms(), RasError("the server closed the connection mid-answer"),
