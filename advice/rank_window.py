@@ -1,5 +1,6 @@
 """The verdict of a focused job's ranks as the rules, doctor and the job view have it on one node: `judge` over
-the ranks now and the same ranks a look earlier (the window's snapshot at least LOOK_S older, else its oldest),
+the ranks now and the same ranks a look earlier (the window's snapshot at least ras_hang_s older, as far back as
+NCCL's counts need to say "unchanged", else its oldest; and stuck_stack_s older, where steps say a stop),
 each rank's figures with what its stack sampler says (a still stack, its share on a CPU), and the faults of the
 GPUs they own as the window saw them. Asked of each tick's snapshot by several rules: answered once."""
 
@@ -18,7 +19,6 @@ if TYPE_CHECKING:  # a job's model loads only with a job (tests/hwtop/test_impor
     from hwtop.model.snapshot import Snapshot
     from hwtop.model.verdict import GpuFault, Verdicts
 
-LOOK_S = 30.0  # a look earlier: as far back as NCCL's counts need to say "unchanged" (ras_hang_s)
 # the thresholds a verdict reads: a rule that reads the verdict lists them among its own `reads`
 READS = ("data_wait_fraction", "rank_hang_s", "rank_hang_wait_share", "rank_stale_s", "ras_hang_s",
          "stack_min_samples", "straggler_own_wait_ratio", "straggler_peer_wait_share", "stuck_cpu_percent",
@@ -38,7 +38,7 @@ def with_stacks(job: JobSnapshot) -> tuple[RankFigures, ...]:
     return tuple(out)
 
 
-def earlier(window: Window, seconds: float = LOOK_S) -> Snapshot | None:
+def earlier(window: Window, seconds: float) -> Snapshot | None:
     """The newest snapshot at least `seconds` before the latest, else the oldest (None: only the latest)."""
     latest = window.latest
     older = [s for s in window.snapshots[:-1] if s.job is not None]
@@ -87,7 +87,7 @@ def window_verdicts(window: Window, t: Thresholds) -> Verdicts | None:
         from hwtop.advice.ranks import Look, judge
 
         looks = [Look(with_stacks(s.job), s.time) if s is not None and s.job is not None else None
-                 for s in (earlier(window), earlier(window, t["stuck_stack_s"]))]
+                 for s in (earlier(window, t["ras_hang_s"]), earlier(window, t["stuck_stack_s"]))]
         return judge(Look(with_stacks(job), latest.time), looks[0], t, gpu_faults(window), recent=looks[1])
 
     return _ANSWER.ask(latest, tuple(t[name] for name in READS), work)

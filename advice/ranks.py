@@ -65,7 +65,7 @@ def _span(now: Look, before: Look | None) -> float | None:
 
 def judge(now: Look, before: Look | None, t: Thresholds, faults: Faults | None = None,
           recent: Look | None = None) -> Verdicts:
-    """`before`: the ranks a look earlier (LOOK_S); `recent`: the ranks stuck_stack_s earlier, where steps that
+    """`before`: the ranks a look earlier (ras_hang_s); `recent`: the ranks stuck_stack_s earlier, where steps that
     stopped since show that the progress between the looks came before the stop."""
     ranks = sorted(now.ranks, key=lambda r: (r.rank, r.host))
     if not ranks:
