@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=500_000)
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--passes", type=int, default=8, help="augmentation passes a sample: its cost (a pass over "
+    parser.add_argument("--passes", type=int, default=4, help="augmentation passes a sample: its cost (a pass over "
                         "the records takes minutes, as a real one does; with none it takes seconds, and the workers "
                         "have copied the list before anyone looks)")
     args = parser.parse_args()
