@@ -53,7 +53,7 @@ def ask_dumps(ranks: Iterable[RankFigures], proc: str = "/proc") -> tuple[str, .
             f"{PIPE_VARIABLE} is not set in {'its' if len(unset) == 1 else 'their'} environment"
         lines.append(f"{_ranks(unset)}: {said}, so there is no dump pipe to ask through; {SET_A_PIPE}")
     if not local:
-        lines.append("no rank of the job runs on this host (no process of it has RANK in its environment): "
+        lines.append("no rank of the job is known on this host (a rank is a process with RANK in its environment): "
                      "nothing was asked")
     elsewhere = sum(1 for r in every if r.nccl_only)
     if elsewhere:

@@ -78,6 +78,7 @@ def test_a_rank_whose_environment_or_user_cannot_be_read_is_not_asked(tmp_path: 
 
 def test_a_job_with_no_rank_on_this_host_asks_nothing() -> None:
     assert ask_dumps([RankFigures(0, "node-1", pid=7, nccl_only=True)], proc="/nonexistent") == (
-        "no rank of the job runs on this host (no process of it has RANK in its environment): nothing was asked",
+        "no rank of the job is known on this host (a rank is a process with RANK in its environment): nothing was "
+        "asked",
         "1 rank(s) on other hosts (known from NCCL's RAS) are not asked from here: hwtop doctor --fr-dump on their "
         "hosts asks them")
