@@ -1,5 +1,6 @@
 """The job's own screen (`j`, or at start with --pid/--job): the JobPanel, live; `d` reads the selected
-process's Python stack through py-spy on a worker thread (never per tick)."""
+process's Python stack through py-spy on a worker thread (never per tick); `F` asks the job's ranks for their
+Flight Recorder dumps through their dump pipes (probes/flight_recorder/ask.py), only when pressed."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed line
     BINDINGS = keys.bindings(keys.JOB_SCREEN)
 
     def __init__(self, context: ScreenContext, simulated: bool = False) -> None:
-        """`simulated`: a demo machine's job, whose pids are not this machine's: `d` reads no stack."""
+        """`simulated`: a demo machine's job, whose pids are not this machine's: `d` reads no stack, `F` writes to no
+        pipe."""
         super().__init__()
         self.context = context
         self.simulated = simulated
@@ -32,6 +34,7 @@ class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed line
         self.panel = JobPanel(id="job", stacks=not simulated)
         self.scroll = ScrolledPanel(self.panel)
         self.dumping = False
+        self.asking = False  # F's request on its worker thread
 
     def compose(self) -> ComposeResult:
         yield self.header
@@ -67,5 +70,31 @@ class JobScreen(textual_compat.DirtyLinesScreen[None]):  # a tick's changed line
             result = await asyncio.to_thread(dump, target.pid)
         finally:
             self.dumping = False
+        self.asking = False  # F's request on its worker thread
         self.panel.set_stack(f"Python stack of pid {target.pid} ({target.role})", result.text, result.message)
         self.call_after_refresh(self.scroll.scroll_end, animate=False)  # the stack is drawn last: bring it in view
+
+    async def action_flight_dump(self) -> None:
+        """Asks each rank of the job on this machine for its Flight Recorder dump; a line per rank says what became
+        of it, where `d` shows a stack."""
+        from hwtop.probes.flight_recorder.ask import ask_dumps
+
+        job = self.panel.job
+        if job is None or self.asking:
+            return
+        title = "Flight Recorder: each rank asked for its dump (F)"
+        if self.simulated:
+            self.panel.set_stack(title, None, "a demo machine's processes are simulated: they have no dump pipe, and "
+                                              "nothing was written. On a real job whose ranks set "
+                                              "TORCH_NCCL_DEBUG_INFO_PIPE_FILE, F asks each rank for its dump.")
+        elif job.status != "running":
+            self.panel.set_stack(title, None, "the job has ended: no rank is left to ask")
+        else:
+            self.asking = True
+            self.panel.set_stack(f"{title}: asking…", None, None)
+            try:
+                lines = await asyncio.to_thread(ask_dumps, job.ranks)
+            finally:
+                self.asking = False
+            self.panel.set_stack(title, "\n".join(lines), None)
+        self.call_after_refresh(self.scroll.scroll_end, animate=False)  # drawn last: bring it in view

@@ -163,6 +163,8 @@ class JobPanel(TextPanel):
                 container.scroll_to_region(Region(0, top, width, 1), animate=False, immediate=True)
 
     def set_stack(self, title: str, text: str | None, message: str | None) -> None:
+        """What the view shows below the job at a key's request: `d`'s stack, `F`'s answer (`text`: the job's own
+        words, shown as data), `message` as a warning."""
         self.stack = [data(title, "bold")]
         if text:  # py-spy's output: function names and paths the process chose
             self.stack += [data(line) for line in text.split("\n")]

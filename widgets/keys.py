@@ -69,8 +69,8 @@ MAIN = (
     Key("j", "job", "Job", "the focused job's view: process tree, roles, affinity, where threads ran, NUMA memory "
                            "(--pid/--job)", show=False, command="Job view"),
     Key("f", "focus_process", "Focus", "focus the highlighted process and its descendants as the job; in the job "
-                                       "view d reads a stack", show=False, command="Focus process as job",
-        screen=True),
+                                       "view d reads a stack, F asks the ranks for Flight Recorder dumps",
+        show=False, command="Focus process as job", screen=True),
     Key("k", "signal_process", "Signal", "signal the highlighted process: shows its user and command, enter or y "
                                          "SIGTERM, K SIGKILL, n cancels", show=False, command="Signal process",
         screen=True),
@@ -110,7 +110,7 @@ def help_lines() -> tuple[tuple[str, str], ...]:
 
 # Screens of their own
 JOB_SCREEN = (Key("escape,j", "app.pop_screen", "Back"), Key("d", "dump_stack", "Stack"),
-              Key("q", "app.quit", "Quit"))
+              Key("F", "flight_dump", "FR dump"), Key("q", "app.quit", "Quit"))
 TOPOLOGY_SCREEN = (Key("escape,t", "app.pop_screen", "Back"), Key("r", "app.refresh_topology", "Refresh"),
                    Key("q", "app.quit", "Quit"))
 

@@ -53,6 +53,10 @@ def add_options(doctor: argparse.ArgumentParser) -> None:
                         help="how long to sample (default 10; 20 with --pid/--job, as stack samples take time)")
     add_job_options(doctor, sub=True)
     doctor.add_argument("--json", action="store_true", help="print the findings as JSON")
+    doctor.add_argument("--fr-dump", action="store_true",
+                        help="with --pid/--job: once the job's ranks are seen, ask each for its PyTorch Flight "
+                             "Recorder dump through the pipe its TORCH_NCCL_DEBUG_INFO_PIPE_FILE names, and say what "
+                             "became of each (never without this option)")
     doctor.add_argument("--workload", metavar="KIND", choices=WORKLOAD_KINDS,
                         help=f"run the embedded job of this kind meanwhile: {', '.join(WORKLOAD_KINDS)} (needs "
                              "torch)")
@@ -63,6 +67,9 @@ def run(call: Invocation) -> int:
     """The job to watch (--pid/--job, checked strictly: doctor's answer is about it) or to run (--workload, with
     the options doctor does not know), then doctor_command."""
     args, extra = call.args, call.extra
+    if args.fr_dump and not (getattr(args, "pid", None) or getattr(args, "job", None)):
+        call.parser.error("--fr-dump asks a running job's ranks for their Flight Recorder dumps: it needs --pid or "
+                          "--job")
     job_args = None
     if args.seconds is None:  # --workload with --pid or --job was refused by check_exclusive
         args.seconds = 20.0 if args.pid or args.job else 10.0
@@ -77,15 +84,15 @@ def run(call: Invocation) -> int:
         print(f"hwtop: error: {refused}", file=sys.stderr)
         return 2
     return doctor_command(Session(sampler, call.config.thresholds), args.seconds, args.interval, job_args, args.json,
-                          sources.nccl_ras.interval_s)
+                          sources.nccl_ras.interval_s, args.fr_dump)
 
 
 def doctor_command(session: Session, seconds: float, interval: float, job_args: list[str] | None, as_json: bool,
-                   nccl_interval_s: float = DEFAULT_INTERVAL_S) -> int:
+                   nccl_interval_s: float = DEFAULT_INTERVAL_S, fr_dump: bool = False) -> int:
     """Watches, then prints the report; the exit status. The session is closed whatever happens."""
     with StopSignals() as stop:
         try:
-            done = run_doctor(session, seconds, interval, job_args, stop, nccl_interval_s)
+            done = run_doctor(session, seconds, interval, job_args, stop, nccl_interval_s, fr_dump)
         except ControlRefused as refused:  # the workload cannot start (torch missing)
             print(f"hwtop: error: {refused}", file=sys.stderr)
             return 2
@@ -113,15 +120,17 @@ def print_report(done: Report, as_json_: bool) -> int:
 
 
 def run_doctor(session: Session, seconds: float, interval: float, job_args: list[str] | None,
-               stop: StopSignals | None = None, nccl_interval_s: float = DEFAULT_INTERVAL_S) -> Report | None:
+               stop: StopSignals | None = None, nccl_interval_s: float = DEFAULT_INTERVAL_S,
+               fr_dump: bool = False) -> Report | None:
     """Starts the workload of `job_args` through the session's control, watches for `seconds` (after its first
-    step), and makes the report; None when `stop` was asked first. The workload is stopped at the end."""
+    step), and makes the report; None when `stop` was asked first. The workload is stopped at the end. `fr_dump`:
+    the job's ranks are asked for their Flight Recorder dumps once, as soon as they are seen (--fr-dump)."""
     stop = stop or StopSignals()  # not entered: never asked
     workload = session.workload
     if job_args is not None and workload is not None:
         workload.start(job_args)  # from its first step, its job is watched as --pid watches one
     try:
-        seen = run_watch(session, seconds, interval, stop, job_args is not None, nccl_interval_s)
+        seen = run_watch(session, seconds, interval, stop, job_args is not None, nccl_interval_s, fr_dump)
         if seen.stopped or seen.frame is None:
             return None
         findings, job = last_look(session, seen)
@@ -133,7 +142,7 @@ def run_doctor(session: Session, seconds: float, interval: float, job_args: list
     stderr_tail = workload.last_stderr() if workload is not None and state is not None and \
         state.status == "crashed" else ()
     facts = box_facts(seen.ticks, frame.snapshot, frame.rule_errors, frame.timeline, job,
-                      workload_facts(state, stderr_tail))
+                      workload_facts(state, stderr_tail), seen.fr_dump)
     return report(seconds, facts, findings.values())
 
 

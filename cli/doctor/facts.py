@@ -133,6 +133,7 @@ class BoxFacts(msgspec.Struct, frozen=True):
     rule_errors: dict[str, str]
     timeline: tuple[Change, ...]
     job: JobFacts | None = None
+    fr_dump: tuple[str, ...] | None = None  # --fr-dump: a line per rank asked for its Flight Recorder dump, or why not
 
 
 def workload_facts(state: WorkloadState | None, stderr_tail: tuple[str, ...] = ()) -> WorkloadFacts | None:
@@ -145,10 +146,10 @@ def workload_facts(state: WorkloadState | None, stderr_tail: tuple[str, ...] = (
 
 def box_facts(ticks: int, snapshot: Snapshot, rule_errors: tuple[tuple[str, str], ...],
               timeline: tuple[Change, ...], job: JobFacts | None,
-              workload: WorkloadFacts | None) -> BoxFacts:
+              workload: WorkloadFacts | None, fr_dump: tuple[str, ...] | None = None) -> BoxFacts:
     gpu_message = None if snapshot.gpus else (snapshot.gpu_system.message if snapshot.gpu_system else None)
     return BoxFacts(ticks, workload, snapshot.host.hostname if snapshot.host else None, len(snapshot.gpus),
-                    gpu_message, dict(rule_errors), timeline, job)
+                    gpu_message, dict(rule_errors), timeline, job, fr_dump)
 
 
 def job_facts(job: JobSnapshot, watched_s: float) -> JobFacts:

@@ -54,6 +54,9 @@ def text(report: Report) -> str:
         straggler = next((r.finding.pids[0] for r in report.findings if r.finding.id == rank_straggler.id and r.active
                           and r.finding.pids), None)
         out += job_lines(facts.job, straggler)
+    if facts.fr_dump is not None:
+        out += ["", "Flight Recorder (--fr-dump: each rank asked for its dump through its dump pipe):",
+                *(f"  {line}" for line in facts.fr_dump)]
     if not report.findings:
         out.append("No problems seen.")
     for entry in report.findings:
@@ -170,6 +173,8 @@ def as_json(report: Report) -> dict[str, object]:
     """The report as `doctor --json` prints it: the facts' fields in order (a rank's NCCL figures beside its
     others, none where NCCL was not asked; no job where none was watched), then the findings."""
     facts = msgspec.to_builtins(report.facts)
+    if report.facts.fr_dump is None:  # only where --fr-dump asked: "fr_dump", a line per rank
+        del facts["fr_dump"]
     if report.facts.job is None:
         del facts["job"]
     else:

@@ -12,6 +12,7 @@ from hwtop.advice.timeline import Timeline
 from hwtop.cli.stop_signals import StopSignals
 from hwtop.model.frame import Frame
 from hwtop.model.job import JobSnapshot, RankStacks
+from hwtop.probes.flight_recorder.ask import ask_dumps
 from hwtop.probes.nccl_ras.manners import MIN_INTERVAL_S
 from hwtop.session.session import Session
 
@@ -40,6 +41,7 @@ class Watch:
     nccl_watch_s: float | None = None  # the watch made longer for NCCL's RAS to tell a hang
     samples: dict[tuple[str, str], tuple[RankStacks, ...]] = field(default_factory=dict)  # a finding's last held
     stopped: bool = False  # a signal ended it: no report
+    fr_dump: tuple[str, ...] | None = None  # --fr-dump: what asking the ranks for their dumps said (None: not asked)
 
     def see(self, frame: Frame) -> None:
         """One tick: its findings tracked, the job's figures kept."""
@@ -60,10 +62,12 @@ class Watch:
 
 
 def run_watch(session: Session, seconds: float, interval: float, stop: StopSignals, workload_started: bool,
-          nccl_interval_s: float) -> Watch:
+              nccl_interval_s: float, fr_dump: bool = False) -> Watch:
     """Ticks `session` for `seconds`, or until its job has ended (two ticks in a row) or `stop` is asked; first,
     when doctor started the workload, until its first step (its start-up is not its steady state). A job that
-    NCCL's RAS answers for is watched long enough to tell a hang."""
+    NCCL's RAS answers for is watched long enough to tell a hang. With `fr_dump` (--fr-dump), the job's ranks are
+    asked for their Flight Recorder dumps once, at the first tick that has read them all (at the end, whatever it
+    has, where none does)."""
     seen = Watch()
     started = time.monotonic()
     if workload_started:
@@ -75,7 +79,10 @@ def run_watch(session: Session, seconds: float, interval: float, stop: StopSigna
     while True:
         frame = session.tick()
         seen.see(frame)
-        if frame.snapshot.job is not None and frame.snapshot.job.nccl is not None and not seen.nccl_seen:
+        job = frame.snapshot.job
+        if fr_dump and seen.fr_dump is None and job is not None and ranks_known(job):
+            seen.fr_dump = ask_dumps(job.ranks)
+        if job is not None and job.nccl is not None and not seen.nccl_seen:
             seen.nccl_seen = True
             longer = nccl_watch_s(nccl_interval_s, session.thresholds)
             if longer > seconds:
@@ -84,7 +91,20 @@ def run_watch(session: Session, seconds: float, interval: float, stop: StopSigna
             break  # the watch is over, a job that ended has nothing more to show, or a stop was asked
         time.sleep(max(0.0, min(interval, end - time.monotonic())))  # a signal's stop waits for this tick
     seen.stopped = stop.asked  # checked here: a stop while the report is made cuts nothing short
+    if fr_dump and seen.fr_dump is None and not seen.stopped:  # no tick saw every rank: ask those seen, say so
+        job = seen.frame.snapshot.job if seen.frame is not None else None
+        seen.fr_dump = ask_dumps(job.ranks if job is not None else ())
     return seen
+
+
+def ranks_known(job: JobSnapshot) -> bool:
+    """The running job's ranks on this host have all been read: as many as its LOCAL_WORLD_SIZE (one where its
+    ranks' environment sets none)."""
+    if job.status != "running":
+        return False
+    local = sum(1 for r in job.ranks if not r.nccl_only and r.pid is not None)
+    want = next((p.local_world_size for p in job.processes if p.rank is not None and p.local_world_size), 1)
+    return local >= want
 
 
 def _wait_for_first_step(session: Session, interval: float, stop: StopSignals, started: float) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from hwtop.probes.sysfs import read_fd
+from hwtop.probes.sysfs import read_bytes, read_fd
 
 MAX_DUMP_BYTES = 32 << 20
 MAX_LINKS = 40  # links followed in one path, as the kernel's own walk allows (then ELOOP)
@@ -43,6 +43,19 @@ class View(NamedTuple):
 
 
 HOST = View("/", ".")  # hwtop's own
+
+
+def process_uid(proc: str, pid: int) -> int | None:
+    """The user whose files process `pid` makes, the one its files must be owned by: the file system uid of
+    /proc/PID/status's Uid line (real, effective, saved, file system). None where it cannot be read (the process
+    gone, or hidden: hidepid)."""
+    try:
+        status = read_bytes(f"{proc}/{pid}/status", 1 << 16)
+    except OSError:
+        return None
+    line = next((line for line in status.splitlines() if line.startswith(b"Uid:")), b"")
+    fields = line.split()
+    return int(fields[4]) if len(fields) == 5 and fields[4].isdigit() else None
 
 
 def view_of(proc: str, pid: int) -> View:

@@ -18,7 +18,17 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 from hwtop.model.flight import FlightDump, FlightRank
-from hwtop.probes.flight_recorder.files import Found, Refused, View, Want, look, read, read_checked, view_of
+from hwtop.probes.flight_recorder.files import (
+    Found,
+    Refused,
+    View,
+    Want,
+    look,
+    process_uid,
+    read,
+    read_checked,
+    view_of,
+)
 from hwtop.probes.flight_recorder.parse import parse_dump
 from hwtop.probes.flight_recorder.settings import Settings, settings_of
 from hwtop.probes.flight_recorder.unpickle import load_plain
@@ -74,7 +84,7 @@ class FlightRecorderReader:
 
     def _learn(self, rank: RankProcess) -> _Known:
         base = f"{self.proc}/{rank.pid}"
-        uid, view = _uid(base), view_of(self.proc, rank.pid)
+        uid, view = process_uid(self.proc, rank.pid), view_of(self.proc, rank.pid)
         version = self._torch_version(base, uid, view) if uid is not None else None
         return _Known(settings_of(rank.environ), uid, self._start_time(base), version, view)
 
@@ -146,14 +156,3 @@ class FlightRecorderReader:
             return None
         return version.group(1).decode() if version else None
 
-
-def _uid(base: str) -> int | None:
-    """The user whose files the process makes: the file system uid of /proc/PID/status's Uid line (real, effective,
-    saved, file system). None where it cannot be read (the process gone, or hidden: hidepid)."""
-    try:
-        status = read_bytes(f"{base}/status", 1 << 16)
-    except OSError:
-        return None
-    line = next((line for line in status.splitlines() if line.startswith(b"Uid:")), b"")
-    fields = line.split()
-    return int(fields[4]) if len(fields) == 5 and fields[4].isdigit() else None
