@@ -1,10 +1,9 @@
 """The job view's per-rank table: each rank of the job side by side (its state as the rules judge it, host, pid,
 steps, NCCL's state and lag, the share of its time waiting in collectives and in its other phases, what it does
-when not waiting). A rank a
-finding names (the straggler, the rank that never reached the collective, a rank NCCL lost) is marked ◀ and, in a
-table sorted worst first (NCCL's view of every node), comes first. Columns are chosen by width: the least telling
-give way first, whole, so no header or figure is cut; below WIDE cells, a job whose ranks all run on one host gives
-the HOST column's cells to BUSY AT (a column of one repeated name says nothing)."""
+when not waiting). A rank a finding names (the straggler, the rank that never reached the collective, a rank NCCL
+lost) is marked ◀ and, in a table sorted worst first (NCCL's view of every node), comes first. Columns are chosen
+by width: the least telling give way first, whole, so no header or figure is cut; below WIDE cells, a job whose
+ranks all run on one host gives the HOST column's cells to BUSY AT (a column of one repeated name says nothing)."""
 
 from __future__ import annotations
 
