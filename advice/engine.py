@@ -6,16 +6,21 @@ eight) holds and clears on its own; what is shown is grouped, one finding per ca
 from __future__ import annotations
 
 from collections import deque
+from typing import TYPE_CHECKING
 
 import msgspec
 import msgspec.structs
 
 from hwtop.advice.grouping import group
+from hwtop.advice.rank_window import window_verdicts
 from hwtop.advice.rules import RULES, THRESHOLDS, Rule
 from hwtop.advice.thresholds import Thresholds
 from hwtop.advice.window import Window
 from hwtop.model.finding import Finding
 from hwtop.model.snapshot import Snapshot
+
+if TYPE_CHECKING:  # a job's model loads only with a job (tests/hwtop/test_import_hygiene.py)
+    from hwtop.model.verdict import Verdicts
 
 WINDOW_S = 120.0  # the past the rules may look at
 SPACING_S = 0.5  # at a faster refresh, the window keeps one snapshot per half second (the latest always)
@@ -40,6 +45,7 @@ class AdviceEngine:
         self._snapshots: deque[Snapshot] = deque(maxlen=MAX_SNAPSHOTS)
         self._tracks: dict[tuple[str, str], _Track] = {}
         self.findings: tuple[Finding, ...] = ()
+        self.verdicts: Verdicts | None = None  # the ranks' verdicts the rules read at the last update
         self.rule_errors: dict[str, str] = {}  # a rule that raised: named in the pane, never a crash
 
     @property
@@ -50,6 +56,7 @@ class AdviceEngine:
         self._snapshots.clear()
         self._tracks.clear()
         self.findings = ()
+        self.verdicts = None
 
     def update(self, snapshot: Snapshot) -> tuple[Finding, ...]:
         if self._snapshots and snapshot.time < self._snapshots[-1].time:
@@ -87,7 +94,17 @@ class AdviceEngine:
                 del self._tracks[key]
         self.findings = group((msgspec.structs.replace(t.finding, since=t.first_true, held_at=t.last_true)
                                for t in self._tracks.values() if t.shown), now)
+        self.verdicts = self._verdicts(window)
         return self.findings
+
+    def _verdicts(self, window: Window) -> Verdicts | None:
+        """The ranks' verdicts as the rules read them this tick: kept per snapshot (advice/rank_window.py), so this
+        is the answer they were given, not a second judgement. None where judging raised: the rules that read it
+        raised the same and are named in the pane (rule_errors)."""
+        try:
+            return window_verdicts(window, self.thresholds)
+        except Exception:  # noqa: BLE001 - the rules that read the verdicts name the error; the tick goes on
+            return None
 
     def holding(self, snapshot: Snapshot) -> tuple[tuple[Finding, ...], frozenset[str]]:
         """What the rules find with `snapshot` in place of the latest, without hold or clear times and without

@@ -26,8 +26,8 @@ RANK_LABELS = ("job_name", "rank", "Hostname")
 def job_families(job: JobSnapshot | None, job_name: str, host: str,
                  verdicts: Verdicts | None = None) -> Iterator[Family]:
     """Nothing when no job is focused: the families exist only on an exporter started with --pid/--job.
-    `verdicts`: the frame's (advice/ranks.py judge, as doctor and the job view have them); without, the ranks are
-    judged here from this snapshot alone."""
+    `verdicts`: the frame's (Frame.verdicts, the very answer the rules read this tick, as the job view shows it);
+    without (a caller with a snapshot and no frame), see verdict_families."""
     if job is None:
         return
     info = Family("hwtop_job_info", "1 while hwtop export watches this job (status: running or ended)",
@@ -68,7 +68,11 @@ def job_families(job: JobSnapshot | None, job_name: str, host: str,
 def verdict_families(job: JobSnapshot, job_name: str, host: str, verdicts: Verdicts | None) -> Iterator[Family]:
     """Each of this host's ranks in its verdict's state, one series per rank at a time (a rank whose state changes
     moves to another series; the old one goes stale), and what the verdict names: the collective, where in the
-    code, and whether it is the cause (`blamed`) or held back by one."""
+    code, and whether it is the cause (`blamed`) or held back by one. `verdicts`: the frame's, as the rules read
+    them. Only where none is given (a snapshot with no frame behind it, or a frame without verdicts: a replay of
+    recorded findings) are the ranks judged here, from this snapshot alone with no earlier look and the default
+    thresholds: that fallback can say otherwise than the rules (a hang NCCL's unchanged counts show needs two
+    looks), so an exporter with a frame always passes its verdicts."""
     if verdicts is None:
         from hwtop.advice.ranks import Look, judge
         from hwtop.advice.thresholds import Thresholds

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hwtop.exporter.text import Family, Kind
 from hwtop.model.finding import Finding
 from hwtop.model.owner import POD, SLURM, Owner, distinct
 from hwtop.model.snapshot import GpmMetrics, GpuSnapshot, NicSnapshot, Snapshot
+
+if TYPE_CHECKING:  # a job's model loads with a job (as job_metrics does)
+    from hwtop.model.verdict import Verdicts
 
 MIB = 1 << 20
 GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
@@ -171,9 +175,11 @@ def gpu_series_labels(gpu: GpuSnapshot, hostname: str, names: tuple[str, ...]) -
 
 
 def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: str,
-             hostname: str | None = None, job_name: str | None = None) -> Iterator[Family]:
+             hostname: str | None = None, job_name: str | None = None,
+             verdicts: Verdicts | None = None) -> Iterator[Family]:
     """`hostname` overrides the snapshot's (dcgm-exporter takes $NODE_NAME the same way); `job_name` the focused
-    job's label (default: the job's own)."""
+    job's label (default: the job's own); `verdicts` the frame's (Frame.verdicts: the ranks' states the findings
+    were judged from), so hwtop_job_rank_state says what the rules say."""
     info = Family("hwtop_info", "hwtop build and source; always 1", ("Hostname", "version", "source"))
     if snapshot is None:
         yield info
@@ -214,7 +220,7 @@ def families(snapshot: Snapshot | None, findings: tuple[Finding, ...], version: 
     if snapshot.job is not None:
         from hwtop.exporter.job_metrics import job_families  # only an exporter watching a job loads it
 
-        yield from job_families(snapshot.job, job_name or snapshot.job.label, host)
+        yield from job_families(snapshot.job, job_name or snapshot.job.label, host, verdicts)
     yield finding_family(findings, host)
 
 

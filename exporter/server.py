@@ -77,7 +77,7 @@ class SnapshotCollector:
         frame = self.latest.frame
         if frame is None:
             return families(None, (), self.version)
-        return families(frame.snapshot, frame.findings, self.version, self.hostname, self.job_name)
+        return families(frame.snapshot, frame.findings, self.version, self.hostname, self.job_name, frame.verdicts)
 
 
 def tick_forever(tick: Callable[[], Frame], latest: Latest, interval: float, stop: threading.Event) -> None:

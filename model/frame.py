@@ -3,10 +3,16 @@ that made it and the UI, exporter or recorder that read it never share anything 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import hwtop
 from hwtop.model.finding import Change, Finding
 from hwtop.model.history import Recent
 from hwtop.model.record import Record
 from hwtop.model.snapshot import Snapshot
+
+if TYPE_CHECKING:  # a job's verdicts load with a job, not with every tick (tests/hwtop/test_import_hygiene.py)
+    import hwtop.model.verdict
 
 
 class Frame(Record, frozen=True):
@@ -17,6 +23,10 @@ class Frame(Record, frozen=True):
     timeline: tuple[Change, ...] = ()  # what was raised and cleared up to this tick (advice/timeline.py)
     history: Recent = Recent()  # the sparklines' values up to this tick (not recorded: a replay warms its own)
     advised: bool = True  # False: the rules have not run yet (the monitor's first frame); they do from the next tick
+    # every rank's verdict (advice/rank_window.py window_verdicts), the very answer the rules read this tick: the job
+    # view's STATE column and the exporter's hwtop_job_rank_state say what the findings say. None without a running
+    # job of two ranks or more, before the rules ran, and in a replay of recorded findings (not recorded)
+    verdicts: hwtop.model.verdict.Verdicts | None = None  # named in full, as model/snapshot.py names the job
 
     @property
     def time(self) -> float:

@@ -154,8 +154,9 @@ class Session:
             errors = () if recorded is not None else tuple(sorted(self.engine.rule_errors.items()))
             told = self._told.recorded_timeline() if self._told is not None else None
             timeline = self.timeline.update(snapshot.time, findings) if told is None else told
+            verdicts = None if recorded is not None else self.engine.verdicts  # the rules' own: one judgement
             frame = Frame(snapshot, findings, errors, recorded=recorded is not None, timeline=timeline,
-                          history=self.source.history.frozen())
+                          history=self.source.history.frozen(), verdicts=verdicts)
             self.latest = frame
             return frame
 

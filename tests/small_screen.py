@@ -6,6 +6,7 @@ from msgspec.structs import replace
 
 from hwtop.model.job import JobProcess, JobSnapshot
 from hwtop.model.snapshot import Snapshot
+from hwtop.model.verdict import SHORT
 from hwtop.tui import textual_compat
 from tests.factories import host_snapshot
 
@@ -15,6 +16,17 @@ NEWLINE_COMMAND = "python train.py --note 'first line\nsecond line' --epochs 90"
 def screen_lines(app) -> list[str]:  # noqa: ANN001 - a running App
     """The characters on the terminal, one string per row, as the compositor last drew them."""
     return [strip.text for strip in textual_compat.screen_strips(app.screen)]
+
+
+JOINER = "_"
+
+
+def rank_cells(line: str) -> list[str]:
+    """A row of the job view's rank table split into its cells: a STATE of two words (`never launched`) is one."""
+    for label in SHORT.values():
+        line = line.replace(label, label.replace(" ", JOINER))
+    return [cell.replace(JOINER, " ") if cell.replace(JOINER, " ") in SHORT.values() else cell
+            for cell in line.split()]
 
 
 def job_snapshot(workers: int = 3, ended: bool = False) -> Snapshot:

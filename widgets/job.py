@@ -17,6 +17,7 @@ from hwtop.advice.grouping import covering
 from hwtop.advice.judge import memory_far
 from hwtop.advice.thresholds import Thresholds
 from hwtop.model.job import JobProcess, JobSnapshot, RankStacks
+from hwtop.model.verdict import Verdicts
 from hwtop.probes.sysfs import format_cpulist
 from hwtop.widgets import keys, palette
 from hwtop.widgets.format import NA, human_bytes, human_rate, sparkline
@@ -86,6 +87,7 @@ class JobPanel(TextPanel):
         self.cursor = 0
         self.stack: list[Text] = []
         self.named: Mapping[int, str] = {}
+        self.verdicts: Verdicts | None = None  # the frame's: the rank table's STATE column
         self.thresholds = Thresholds()  # the session's (a config file's), given with each frame
         self.border_title = "Job"
         # A process's row kept while what it draws is the same (its formatted cells, role, command, width): a
@@ -100,7 +102,8 @@ class JobPanel(TextPanel):
 
     def take(self, view: View) -> None:
         """The focused job, its sparklines' history, the NUMA nodes of the GPUs and CPUs its placement is read
-        against, and the ranks the findings single out (marked, and first)."""
+        against, the ranks the findings single out (marked, and first) and every rank's verdict as the rules read it
+        (the frame's, never judged here)."""
         frame = view.frame
         snapshot, numa = frame.snapshot, frame.snapshot.numa
         self.job, self.thresholds = snapshot.job, view.thresholds
@@ -108,6 +111,7 @@ class JobPanel(TextPanel):
         self.node_of_gpu = snapshot.topology.gpu_numa_nodes() if snapshot.topology is not None else {}
         self.node_of_cpu = {cpu: node.index for node in numa.nodes for cpu in node.cpus} if numa else {}
         self.named = named_ranks(frame.findings)
+        self.verdicts = frame.verdicts
 
     def want(self, width: int) -> Want:
         """Every line: the screen scrolls it."""
@@ -115,17 +119,19 @@ class JobPanel(TextPanel):
 
     def draw(self, rows: int) -> None:
         """Every line, whatever `rows`: the screen scrolls it."""
-        self.show(self.job, self.series, self.node_of_gpu, self.node_of_cpu, self.named, self.thresholds)
+        self.show(self.job, self.series, self.node_of_gpu, self.node_of_cpu, self.named, self.thresholds,
+                  self.verdicts)
 
     def show(self, job: JobSnapshot | None, series: dict[str, tuple[float, ...]], node_of_gpu: dict[int, int],
              node_of_cpu: dict[int, int], named: Mapping[int, str] | None = None,
-             thresholds: Thresholds | None = None) -> None:
+             thresholds: Thresholds | None = None, verdicts: Verdicts | None = None) -> None:
         """`named`: rank -> what a finding says of it (job_ranks.named_ranks: the straggler, the hung rank),
         marked in the rank table; `thresholds`: those the rules judge by, so far memory is marked as the
-        numa-misplaced finding says."""
+        numa-misplaced finding says; `verdicts`: the frame's, each rank's STATE in the rank table (None: none)."""
         self.job, self.series, self.node_of_gpu, self.node_of_cpu = job, series, node_of_gpu, node_of_cpu
         self.thresholds = thresholds or self.thresholds
         self.named = named or {}
+        self.verdicts = verdicts
         if job is not None:
             self.cursor = min(self.cursor, max(0, len(job.processes) - 1))
             stack = " · d: Python stack of the selected process" if self.stacks else ""
@@ -296,7 +302,7 @@ class JobPanel(TextPanel):
                 line.append(f" · cgroup memory {human_bytes(group.used_bytes)} of {human_bytes(group.limit_bytes)}")
             out.append(line)
         start = first + len(out) + (1 if job.stack_message else 0)  # the table's first line
-        table = rank_table(job, width, self.named, lambda i, build: defer(start + i, build))
+        table = rank_table(job, width, self.named, lambda i, build: defer(start + i, build), self.verdicts)
         if (job.stacks or job.stack_message) and not table:
             out.append(Text("Where the time goes (main thread, py-spy samples)", style="bold"))
         if job.stack_message:

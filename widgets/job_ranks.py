@@ -1,9 +1,9 @@
-"""The job view's per-rank table: each rank of the job side by side (host, pid, steps, NCCL's state and lag, the
-share of its time waiting in collectives and in its other phases, what it does when not waiting). A rank a
-finding names (the straggler, the rank that never reached the collective, a rank NCCL lost) is marked ◀ and, in a
-table sorted worst first (NCCL's view of every node), comes first. Columns are chosen by width: the least telling
-give way first, whole, so no header or figure is cut; below WIDE cells, a job whose ranks all run on one host gives
-the HOST column's cells to BUSY AT (a column of one repeated name says nothing)."""
+"""The job view's per-rank table: each rank of the job side by side (its state as the rules judge it, host, pid,
+steps, NCCL's state and lag, the share of its time waiting in collectives and in its other phases, what it does
+when not waiting). A rank a finding names (the straggler, the rank that never reached the collective, a rank NCCL
+lost) is marked ◀ and, in a table sorted worst first (NCCL's view of every node), comes first. Columns are chosen
+by width: the least telling give way first, whole, so no header or figure is cut; below WIDE cells, a job whose
+ranks all run on one host gives the HOST column's cells to BUSY AT (a column of one repeated name says nothing)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from hwtop.advice.rules.nccl_ras import nccl_error, nccl_rank_lost
 from hwtop.advice.rules.straggler import rank_straggler
 from hwtop.model.finding import Finding
 from hwtop.model.job import JobSnapshot, RankFigures
+from hwtop.model.verdict import SHORT, RankState, Verdicts
 from hwtop.widgets import palette
 from hwtop.widgets.safe_text import data
 
@@ -35,6 +36,10 @@ HOST_MAX = 24  # a longer host label (hostile, or a cluster's FQDN) is cut with 
 MARK = "◀"
 MAX_ROWS = 64  # of a job of thousands of ranks (NCCL RAS), the worst; doctor --json lists them all
 HEALTHY = ("RUNNING", None)
+# A rank's STATE as the frame's verdicts have it (model/verdict.py SHORT's words), styled by how bad it is
+STATE_STYLE: dict[RankState, str] = {"dead": palette.CRIT_STRONG, "before-collective": palette.CRIT_STRONG,
+                                     "inside-collective": palette.WARN, "slow": palette.WARN, "unknown": palette.DIM,
+                                     "running": ""}
 # What the mark says of a rank, by the rule that names it: the words of the finding's own title.
 MARK_LABELS: dict[str, str] = {rank_straggler.id: "straggler", collective_hang.id: "never reached the collective",
                nccl_rank_lost.id: "lost to NCCL", nccl_error.id: "NCCL error"}
@@ -173,17 +178,22 @@ class Column(NamedTuple):
 
 
 # Which give way first on a narrow terminal: the mark and the rank never; then the collective wait (the figure
-# the straggler and hang findings cite), NCCL's lag and state, the host, the data wait, the pid, compute, the site.
-KEEP = {"RANK": 0, "WAIT": 1, "LAG": 2, "NCCL": 3, "HOST": 4, "DATA": 5, "PID": 6, "COMP": 7, "BUSY AT": 8,
-        "GPU": 9, "STEPS": 10, "PY": 11, "H2D": 12, "CKPT": 13}
+# the straggler and hang findings cite), the rank's state (the verdict the findings rest on), NCCL's lag and state,
+# the host, the data wait, the pid, compute, the site.
+KEEP = {"RANK": 0, "WAIT": 1, "STATE": 2, "LAG": 3, "NCCL": 4, "HOST": 5, "DATA": 6, "PID": 7, "COMP": 8,
+        "BUSY AT": 9, "GPU": 10, "STEPS": 11, "PY": 12, "H2D": 13, "CKPT": 14}
 
 
-def choose_columns(ranks: list[RankFigures], width: int, labels: Iterable[str] = ()) -> tuple[tuple[Column, ...], int]:
+def choose_columns(ranks: list[RankFigures], width: int, labels: Iterable[str] = (),
+                   states: Iterable[str] | None = None) -> tuple[tuple[Column, ...], int]:
     """The columns that fit `width`, in the order shown, and BUSY AT's width (0: not shown). `labels`: what the
-    marks of the rows say, after the row on a wide terminal."""
+    marks of the rows say, after the row on a wide terminal; `states`: the STATE cells of the rows (None: no
+    verdicts, no STATE column), as wide as the longest."""
     wide = width >= WIDE
     nccl = any(r.nccl_state is not None for r in ranks)
     candidates = [Column("RANK", 5, KEEP["RANK"])]
+    if states is not None:
+        candidates.append(Column("STATE", max(len("STATE"), max((len(s) for s in states), default=0)), KEEP["STATE"]))
     if wide or len({r.host for r in ranks}) > 1:
         host = max(4, min(HOST_MAX, max(_host_cells(h) for h in {r.host for r in ranks})))
         candidates.append(Column("HOST", host, KEEP["HOST"]))
@@ -216,10 +226,13 @@ def _host_cells(host: str) -> int:
 
 
 def _legend(columns: tuple[Column, ...], named: Mapping[int, str], ranks: list[RankFigures], wide: bool) -> list[Text]:
-    """The table's title in parts: what WAIT and LAG mean, and what the ◀ mark says where the row cannot."""
+    """The table's title in parts: what STATE, WAIT and LAG mean, and what the ◀ mark says where the row cannot."""
     names = {c.name for c in columns}
     title = Text("Ranks", style="bold")
     parts = [title]
+    if "STATE" in names:
+        parts.append(Text("STATE: each rank's verdict, as the findings judge it" + (
+            " (never launched / not finished: a collective)" if wide else ""), style=palette.DIM))
     if "WAIT" in names:
         parts.append(Text("WAIT: in collectives, waiting for the " + ("other ranks (py-spy samples)" if wide else
                                                                       "others"), style=palette.DIM))
@@ -237,20 +250,30 @@ def _legend(columns: tuple[Column, ...], named: Mapping[int, str], ranks: list[R
     return parts
 
 
+def rank_states(ranks: Iterable[RankFigures], verdicts: Verdicts) -> dict[tuple[str, int], RankState]:
+    """(host, rank) -> its verdict's state, for the ranks given (a rank the verdicts do not name has none)."""
+    judged: dict[tuple[str, int], RankState] = {(v.host, v.rank): v.state for v in verdicts.ranks}
+    return {(r.host, r.rank): judged[(r.host, r.rank)] for r in ranks if (r.host, r.rank) in judged}
+
+
 def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = None,
-               defer: Defer | None = None) -> list[Text]:
+               defer: Defer | None = None, verdicts: Verdicts | None = None) -> list[Text]:
     """The table's lines for `width` cells; nothing for a job of fewer than two ranks. `named`: rank -> what the
     findings say of it (`named_ranks`), marked ◀ before its rank (and said after its row on a wide terminal).
-    `defer(i, build)`: a `Later` for the table's line i where it is out of view (a rank's row), else None."""
+    `defer(i, build)`: a `Later` for the table's line i where it is out of view (a rank's row), else None.
+    `verdicts`: the frame's (Frame.verdicts, the answer the rules read), each rank's state in a STATE column (`-`
+    for a rank they do not name); None (a replay of recorded findings): no STATE column."""
     if len(job.ranks) < 2:
         return []
     named = named or {}
     main = job.nccl.main if job.nccl is not None else None
     ranks = shown_ranks(job.ranks, named=named, behind=dict(main.behind) if main is not None else None)
     wide = width >= WIDE
-    columns, site_width = choose_columns(ranks, width, {named[r.rank] for r in ranks if r.rank in named})
+    states = rank_states(ranks, verdicts) if verdicts is not None else None
+    cells = None if states is None else [SHORT[states[k]] if (k := (r.host, r.rank)) in states else "-" for r in ranks]
+    columns, site_width = choose_columns(ranks, width, {named[r.rank] for r in ranks if r.rank in named}, cells)
     messages = {s.pid: s.message for s in job.stacks if s.message}
-    header = Text(" ".join(f"{c.name:<{c.width}}" if c.name in ("HOST", "NCCL") else
+    header = Text(" ".join(f"{c.name:<{c.width}}" if c.name in ("HOST", "NCCL", "STATE") else
                            f"{c.name:>{c.width}}" for c in columns) + " ", style="bold reverse")
     if site_width:
         header.append("BUSY AT", style="bold reverse")
@@ -261,8 +284,10 @@ def rank_table(job: JobSnapshot, width: int, named: Mapping[int, str] | None = N
     for rank in ranks:
         label = named.get(rank.rank)
         message = messages.get(rank.pid) if rank.pid is not None and not rank.samples else None
-        later = defer(len(out), partial(_kept_row, rank, layout, label, message)) if defer is not None else None
-        out.append(later if later is not None else _kept_row(rank, layout, label, message))
+        state = states.get((rank.host, rank.rank)) if states is not None else None
+        later = (defer(len(out), partial(_kept_row, rank, layout, label, message, state)) if defer is not None
+                 else None)
+        out.append(later if later is not None else _kept_row(rank, layout, label, message, state))
     if len(job.ranks) > len(ranks):
         out += parts_lines([Text(f"… and {len(job.ranks) - len(ranks)} more ranks, none worse than those above",
                                  style=palette.DIM),
@@ -278,19 +303,19 @@ PHASE_OF = {name: phase for name, phase, _ in PHASES}
 
 
 def _kept_row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], int], label: str | None,
-              message: str | None) -> Text:
-    key = (layout, label, message, rank.rank, rank.host, rank.pid, rank.steps, rank.samples > 0, rank.shares,
+              message: str | None, state: RankState | None = None) -> Text:
+    key = (layout, label, message, state, rank.rank, rank.host, rank.pid, rank.steps, rank.samples > 0, rank.shares,
            rank.site, rank.nccl_state, rank.lag)
     line = _ROWS.get(key)
     if line is None:
         if len(_ROWS) >= ROW_CACHE:
             _ROWS.clear()
-        line = _ROWS[key] = _row(rank, layout, label, message)
+        line = _ROWS[key] = _row(rank, layout, label, message, state)
     return line
 
 
 def _row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], int], label: str | None,
-         message: str | None) -> Text:
+         message: str | None, state: RankState | None = None) -> Text:
     width, wide, columns, site_width = layout
     line = Text()
     for column in columns:
@@ -298,6 +323,9 @@ def _row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], int], l
         if column.name == "RANK":
             line.append(f"{MARK if label else ' '}{rank.rank:>{w - 1}} ",
                         style=palette.CRIT_STRONG if label else "bold")
+        elif column.name == "STATE":
+            line.append(f"{'-' if state is None else SHORT[state]:<{w}} ",
+                        style=palette.DIM if state is None else STATE_STYLE[state])
         elif column.name == "HOST":
             host = data(rank.host)
             host.truncate(w, overflow="ellipsis")
@@ -324,5 +352,6 @@ def _row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], int], l
         line.append_text(fit_words(site, room))
     if suffix:
         line.append(suffix, style=palette.CRIT_STRONG)
+    line.rstrip_end(width)  # the space after the last column, where the columns fill the width: no cut, no `…`
     line.truncate(max(1, width), overflow="ellipsis")
     return line

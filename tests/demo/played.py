@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from hwtop.demo.machine import demo_sampler
 from hwtop.model.frame import Frame
 from hwtop.session.session import Session
@@ -23,3 +25,10 @@ def play(story: str | None, seconds: float, profile: str = "dgx-a100", step: flo
     finally:
         session.close()
     return frames
+
+
+@cache
+def played(story: str | None, seconds: float, profile: str = "dgx-a100", step: float = 2.0,
+           seed: int = 7) -> tuple[Frame, ...]:
+    """`play`'s frames, played once per process for the tests that read the same story (frames are immutable)."""
+    return tuple(play(story, seconds, profile, step, seed))

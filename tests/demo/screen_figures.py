@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from hwtop.model.finding import Finding
+from tests.small_screen import rank_cells
 
 PERCENT_SLACK = 1.0  # figures rounded to whole percent on either side
 GIB_SLACK = 0.06  # GiB: `79.5 GiB` in a finding, `79.5G` on screen (one decimal)
@@ -100,7 +101,7 @@ def shown(lines: list[str], where: str) -> Figures:
             columns = line.replace("BUSY AT", "BUSY_AT").split()
             continue
         if columns:
-            cells = line.split()
+            cells = rank_cells(line)
             if cells[:1] == ["◀"]:  # a rank a finding names
                 cells = cells[1:]
             width = columns.index("BUSY_AT") if "BUSY_AT" in columns else len(columns)

@@ -10,7 +10,7 @@ import shlex
 import pytest
 
 from hwtop.model.snapshot import Snapshot
-from tests.small_screen import screen_lines, started
+from tests.small_screen import rank_cells, screen_lines, started
 from tests.tui.screens import lived_through, story_snapshots
 
 # A few cases run in the fast suite, on story plays other fast tests share (tests/tui/screens.py caches each), the
@@ -194,7 +194,7 @@ def rank_rows(lines: list[str]) -> dict[int, tuple[dict[str, str], str]]:
             continue
         if not columns:
             continue
-        cells = line[:busy_at].replace("◀", " ").split()
+        cells = rank_cells(line[:busy_at].replace("◀", " "))
         if not cells or not cells[0].isdigit():
             columns = []
             continue

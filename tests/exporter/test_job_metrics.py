@@ -12,9 +12,12 @@ from msgspec.structs import replace
 from prometheus_client.parser import text_string_to_metric_families
 
 from hwtop.exporter.metrics import families
+from hwtop.exporter.server import Latest, SnapshotCollector
 from hwtop.exporter.text import render
+from hwtop.model.frame import Frame
 from hwtop.model.job import JobSnapshot, RankFigures
 from hwtop.probes.stack_classify import CATEGORIES
+from tests.demo.played import EPOCH, played
 from tests.factories import host_snapshot
 
 HWTOP = [sys.executable, "-m", "hwtop"]
@@ -122,3 +125,29 @@ def test_each_rank_is_in_its_verdicts_state_one_series_a_rank():
     about = {s["rank"]: s for s, _ in series["hwtop_job_rank_verdict_info"]}
     assert (about["1"]["blamed"], about["1"]["site"]) == ("true", "train.py:37 next_batch")
     assert about["0"]["blamed"] == "false"
+
+
+def scraped(frame: Frame) -> dict[str, str]:
+    """rank -> its hwtop_job_rank_state, as the exporter's collector serves `frame` (its series at 1)."""
+    latest = Latest()
+    latest.put(frame)
+    text = render(SnapshotCollector(latest, "test", "node-1").collect()).decode()
+    return {s.labels["rank"]: s.labels["state"] for f in text_string_to_metric_families(text)
+            if f.name == "hwtop_job_rank_state" for s in f.samples if s.value == 1}
+
+
+def test_the_scraped_rank_state_is_the_frames_the_findings_read():
+    """One voice: on the nccl-hang story the exporter says of rank 5 what collective-hang says at 66 s, and what
+    rank-straggler says at 36 s, where its own judgement of the snapshot alone (no frame) said before-collective."""
+    frames = {round(f.time - EPOCH): f for f in played("nccl-hang", 70.0)}
+    hang, early = frames[66], frames[36]
+    assert hang.verdicts is not None and early.verdicts is not None
+    states = scraped(hang)
+    assert states["5"] == "before-collective" and set(states.values()) == {"before-collective", "inside-collective"}
+    assert states == {str(v.rank): v.state for v in hang.verdicts.ranks if str(v.rank) in states}
+    assert any(f.id == "collective-hang" and f.title.startswith("Rank 5 ") for f in hang.findings)
+    slow = early.verdicts.of(5)
+    assert slow is not None and scraped(early)["5"] == "slow" == slow.state
+    assert any(f.id == "rank-straggler" and "Rank 5" in f.title for f in early.findings)
+    alone = {s["rank"]: s["state"] for s, _ in page(early.snapshot.job)["hwtop_job_rank_state"]}
+    assert alone["5"] == "before-collective"  # the fallback, without the frame's verdicts: what it would have said

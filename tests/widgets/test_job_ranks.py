@@ -1,15 +1,22 @@
 """The job view's rank table: the ranks side by side at 80 and 200 cells, the straggler marked, an unreadable
-rank's reason in place of its site, a hostile host label shown and not obeyed, nothing for a single process."""
+rank's reason in place of its site, a hostile host label shown and not obeyed, nothing for a single process; each
+rank's STATE as the frame's verdicts have it."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
+from hwtop.advice.thresholds import Thresholds
 from hwtop.demo.profiles import GIB
+from hwtop.model.frame import Frame
 from hwtop.model.job import JobSnapshot, RankFigures, RankStacks
+from hwtop.model.verdict import SHORT, Verdict, Verdicts
 from hwtop.widgets.job import JobPanel
 from hwtop.widgets.job_ranks import rank_table
+from hwtop.widgets.panel import View
+from tests.factories import host_snapshot
 
 SITE = "ddp_straggler.py:25 python_augmentation"
 RANKS = (RankFigures(0, "node-a", pid=510, shares=(("collective", 0.91), ("compute", 0.08), ("other", 0.01)),
@@ -88,8 +95,6 @@ def test_ranks_all_on_one_host_give_the_host_column_to_busy_at_below_wide():
 
 def nccl_job(size: int, stuck: int, dead: int) -> JobSnapshot:
     """A job NCCL's RAS describes: two ranks here, the rest on other hosts, one behind and one dead."""
-    from msgspec.structs import replace
-
     from hwtop.model.ras import NcclView
 
     ranks = tuple(RankFigures(i, "here" if i < 2 else f"10.0.{i // 256}.{i % 256}", (1000 if i < 2 else 50000) + i,
@@ -118,3 +123,34 @@ def test_thousands_of_ranks_draw_a_bounded_table():
     rows = [line for line in lines if line[:5].strip().isdigit()]
     assert len(rows) == MAX_ROWS and int(rows[0][:5]) == 3000 and int(rows[1][:5]) == 4000
     assert lines[-1].strip().startswith(f"… and {4096 - MAX_ROWS} more ranks")
+
+
+VERDICTS = Verdicts((Verdict(0, "node-a", "inside-collective", "waits in all_reduce #26", pid=510),
+                     Verdict(1, "node-a", "before-collective", "never launched all_reduce #26", pid=511, blamed=True)))
+
+
+def test_state_says_each_ranks_verdict_in_its_short_words_and_a_dash_where_none():
+    lines = [line.plain for line in rank_table(job(), 76, {1: "never reached the collective"}, verdicts=VERDICTS)]
+    header = next(line for line in lines if line.lstrip().startswith("RANK"))
+    assert header.split()[:3] == ["RANK", "STATE", "HOST"]
+    rows = {line[1:5].strip(): line[6:20] for line in lines[lines.index(header) + 1:]}
+    assert rows == {"0": SHORT["inside-collective"].ljust(14), "1": "never launched", "2": "-".ljust(14)}
+    assert "STATE: each rank's verdict, as the findings judge it" in " ".join(lines[:lines.index(header)])
+    assert all(len(line) <= 76 for line in lines)
+
+
+def test_no_verdicts_no_state_column():
+    lines = [line.plain for line in rank_table(job(), 196)]
+    assert not any("STATE" in line for line in lines)
+
+
+def test_the_job_panel_takes_the_states_from_its_frame():
+    frame = Frame(replace(host_snapshot(), job=job()), verdicts=VERDICTS)
+    panel = JobPanel()
+    panel.take(View(frame, Thresholds(), 120, 40))
+    panel.draw(40)
+    text = [line.plain for line in panel.lines(120)]
+    assert any(line.startswith("    1 never launched node-a") for line in text), text
+    panel.take(View(replace(frame, verdicts=None), Thresholds(), 120, 40))
+    panel.draw(40)
+    assert not any("STATE" in line.plain for line in panel.lines(120))
