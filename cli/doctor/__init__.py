@@ -164,6 +164,7 @@ def last_look(session: Session, seen: Watch) -> tuple[dict[tuple[str, str], Repo
         findings = settle(seen.timeline.shown, seen.samples, session.engine, last, with_samples(last, final),
                           covers_the_watch=watched_s <= STACK_WINDOW_S)
     now = job_facts(last.job, 0.0)
-    job = msgspec.structs.replace(job_facts(shown, watched_s), nccl_watch_s=seen.nccl_watch_s, status=now.status,
+    job = msgspec.structs.replace(job_facts(shown, watched_s, seen.verdicts), nccl_watch_s=seen.nccl_watch_s,
+                                  status=now.status,
                                   message=now.message, exit_codes=now.exit_codes)
     return findings, job

@@ -10,6 +10,7 @@ from hwtop.model.finding import Change
 from hwtop.model.job import JobSnapshot, RankFigures
 from hwtop.model.ras import NcclComm, NcclView
 from hwtop.model.snapshot import Snapshot
+from hwtop.model.verdict import Verdict, Verdicts
 from hwtop.model.workload import WorkloadState
 
 STDERR_LINES = 8  # of a crashed workload's stderr, shown
@@ -60,6 +61,9 @@ class RankFacts(msgspec.Struct, frozen=True):
     phase_seconds: dict[str, float] = {}
     site: str | None = None
     nccl: RankNccl | None = None  # in the JSON, its fields beside the others (none where NCCL was not asked)
+    state: str | None = None  # its verdict's state (model/verdict.py STATES), as the rules and the job view have it
+    verdict: str | None = None  # the verdict's words: "rank 5 (pid 41005 on node-0, GPU 5) never launched ..."
+    blamed: bool = False  # the cause a finding names
 
 
 class MissingRank(msgspec.Struct, frozen=True):
@@ -152,8 +156,9 @@ def box_facts(ticks: int, snapshot: Snapshot, rule_errors: tuple[tuple[str, str]
                     gpu_message, dict(rule_errors), timeline, job, fr_dump)
 
 
-def job_facts(job: JobSnapshot, watched_s: float) -> JobFacts:
-    """The focused job in doctor's report: who is in it and where each rank's time went."""
+def job_facts(job: JobSnapshot, watched_s: float, verdicts: Verdicts | None = None) -> JobFacts:
+    """The focused job in doctor's report: who is in it, where each rank's time went and each rank's verdict
+    (the frame's: the one the rules read), worst first as the job view orders them."""
     ranks = [p for p in job.processes if p.role.startswith("rank")]
     return JobFacts(
         label=job.label, roots=job.roots, status=job.status, watched_s=round(watched_s, 1), message=job.message,
@@ -163,7 +168,7 @@ def job_facts(job: JobSnapshot, watched_s: float) -> JobFacts:
         workers_started_last_minute=job.workers_started_last_minute,
         workers_exited_last_minute=job.workers_exited_last_minute,
         pss_bytes=job.pss_bytes, usable_cores=job.usable_cores, stack_message=job.stack_message,
-        stacks=tuple(_stack_facts(job)), rank_figures=tuple(rank_facts(r) for r in job.ranks),
+        stacks=tuple(_stack_facts(job)), rank_figures=_ranks_facts(job, verdicts),
         nccl=nccl_facts(job.nccl),
         nccl_env=dict(sorted({k: v for p in ranks for k, v in p.nccl_env}.items())),
         world_size=next((p.world_size for p in ranks if p.world_size), None),
@@ -179,7 +184,15 @@ def _stack_facts(job: JobSnapshot) -> list[StackFacts]:
                        s.message, s.handover, s.main_cpu) for s in job.stacks]
 
 
-def rank_facts(rank: RankFigures) -> RankFacts:
+def _ranks_facts(job: JobSnapshot, verdicts: Verdicts | None) -> tuple[RankFacts, ...]:
+    if verdicts is None or not verdicts.ranks:
+        return tuple(rank_facts(r) for r in job.ranks)
+    from hwtop.advice.ranks import Look, worst_first
+
+    return tuple(rank_facts(r, verdicts.of(r.rank, r.host)) for r in worst_first(Look(job.ranks), None, verdicts))
+
+
+def rank_facts(rank: RankFigures, verdict: Verdict | None = None) -> RankFacts:
     from hwtop.probes.stack_classify import LABELS
 
     nccl = None
@@ -188,7 +201,9 @@ def rank_facts(rank: RankFigures) -> RankFacts:
     return RankFacts(rank.rank, rank.host, rank.pid, rank.local_rank, rank.gpu, rank.samples,
                      round(rank.collective_share, 3), rank.steps,
                      {LABELS.get(name, name): round(value, 3) for name, value in rank.shares},
-                     {name: round(value, 1) for name, value in rank.phase_seconds}, rank.site, nccl)
+                     {name: round(value, 1) for name, value in rank.phase_seconds}, rank.site, nccl,
+                     verdict.state if verdict else None, verdict.sentence if verdict else None,
+                     verdict.blamed if verdict else False)
 
 
 def nccl_facts(view: NcclView | None) -> NcclFacts | None:

@@ -15,8 +15,12 @@ from hwtop.cli.doctor.facts import BoxFacts, JobFacts, NcclFacts, RankFacts, Sta
 from hwtop.cli.doctor.findings import Reported
 from hwtop.model.finding import Change
 from hwtop.model.safe_text import printable, printable_lines
+from hwtop.model.verdict import SHORT
 
 RANK_LINES = 24  # of a large job, the worst ranks are listed; the JSON has them all
+# a rank's verdict in a few words, as the job view's STATE column says it
+STATE_WORDS: dict[str, str] = {state: words for state, words in SHORT.items()}
+STATE_WIDTH = max(len(words) for words in SHORT.values())
 _RANK_EXIT = re.compile(r"rank (\d+) \(pid (\d+)\) terminated with exit code (-?\d+)")
 
 
@@ -118,27 +122,31 @@ def rank_lines(ranks: Sequence[RankFacts], straggler: int | None) -> list[str]:
     if len(ranks) < 2:
         return []
     nccl = any(r.nccl is not None for r in ranks)
-    if nccl:  # worst first: dead or unresponsive, then the most behind
+    judged = any(r.state is not None for r in ranks)  # in their verdicts' order, worst first (job_facts)
+    if nccl and not judged:  # worst first: dead or unresponsive, then the most behind
         ranks = sorted(ranks, key=lambda r: (r.nccl is None or r.nccl.nccl_state == "RUNNING",
                                              -((r.nccl.lag if r.nccl else None) or 0), r.rank))
     shown = ranks[:RANK_LINES]
     hosts = [printable(r.host) for r in shown]  # a remote label: control characters made visible first
     width = max(4, *(len(host) for host in hosts))
     extra = f"  {'NCCL':<12}  {'lag':>5}" if nccl else ""
-    out = [f"  ranks: {'rank':>4}  {'host':<{width}}  {'pid':>7}{extra}  {'waits in collectives':<20}  busy at"]
-    out += [_rank_row(r, host, width, nccl, straggler) for r, host in zip(shown, hosts, strict=True)]
+    state = f"  {'state':<{STATE_WIDTH}}" if judged else ""
+    out = [f"  ranks: {'rank':>4}  {'host':<{width}}  {'pid':>7}{state}{extra}  {'waits in collectives':<20}  busy at"]
+    out += [_rank_row(r, host, width, nccl, straggler, judged) for r, host in zip(shown, hosts, strict=True)]
     if len(ranks) > len(shown):
         out.append(f"         ... and {len(ranks) - len(shown)} more ranks (--json lists them all)")
     return out
 
 
-def _rank_row(r: RankFacts, host: str, width: int, nccl: bool, straggler: int | None) -> str:
+def _rank_row(r: RankFacts, host: str, width: int, nccl: bool, straggler: int | None, judged: bool) -> str:
     wait = f"{100 * r.collective:.0f}%" if r.samples else "N/A"
     mark = " <- straggler" if straggler is not None and r.pid == straggler else ""
     cells = ""
+    if judged:
+        cells += f"  {STATE_WORDS.get(r.state or '', r.state or '-'):<{STATE_WIDTH}}"
     if nccl:
         state, lag = (r.nccl.nccl_state, r.nccl.lag) if r.nccl is not None else (None, None)
-        cells = f"  {state or '-':<12}  {'' if lag is None else lag:>5}"
+        cells += f"  {state or '-':<12}  {'' if lag is None else lag:>5}"
     return f"         {r.rank:>4}  {host:<{width}}  {r.pid or '':>7}{cells}  {wait + mark:<20}  {r.site or ''}".rstrip()
 
 

@@ -12,6 +12,7 @@ from hwtop.advice.timeline import Timeline
 from hwtop.cli.stop_signals import StopSignals
 from hwtop.model.frame import Frame
 from hwtop.model.job import JobSnapshot, RankStacks
+from hwtop.model.verdict import Verdicts
 from hwtop.probes.flight_recorder.ask import ask_dumps
 from hwtop.probes.nccl_ras.manners import MIN_INTERVAL_S
 from hwtop.session.session import Session
@@ -36,6 +37,7 @@ class Watch:
     frame: Frame | None = None  # the last
     job_since: float | None = None  # when a job was first seen
     last_running: JobSnapshot | None = None  # the job's last live view (an ended job's has how it ended)
+    verdicts: Verdicts | None = None  # its ranks' verdicts in that view, as the rules read them (Frame.verdicts)
     ended_ticks: int = 0  # ticks in a row the job was seen ended
     nccl_seen: bool = False  # NCCL's RAS answered for the job
     nccl_watch_s: float | None = None  # the watch made longer for NCCL's RAS to tell a hang
@@ -55,7 +57,7 @@ class Watch:
             self.job_since = snapshot.time
         self.ended_ticks = self.ended_ticks + 1 if job.status == "ended" else 0
         if job.status == "running":
-            self.last_running = job
+            self.last_running, self.verdicts = job, frame.verdicts
         for finding in frame.findings:
             if finding.held_at in (None, snapshot.time):
                 self.samples[finding.key] = job.stacks
