@@ -15,8 +15,11 @@ LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "torch.
                     "deepspeed.launcher", "accelerate.commands.launch")
 # The rank, as each launcher tells it to its children.
 RANK_KEYS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-ENV_KEYS = (*RANK_KEYS, "LOCAL_RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LOCAL_WORLD_SIZE")
-ENV_PREFIXES = ("NCCL_",)  # NCCL's settings decide its transport: the network rules read them
+# HOME and XDG_CACHE_HOME place torch's default Flight Recorder dumps (probes/flight_recorder/settings.py)
+ENV_KEYS = (*RANK_KEYS, "LOCAL_RANK", "WORLD_SIZE", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "LOCAL_WORLD_SIZE",
+            "HOME", "XDG_CACHE_HOME")
+# NCCL's settings decide its transport: the network rules read them; TORCH_FR_* and TORCH_NCCL_* set the recorder
+ENV_PREFIXES = ("NCCL_", "TORCH_FR_", "TORCH_NCCL_")
 _PYTHON = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?[a-z]?$")
 
 

@@ -36,6 +36,7 @@ class Proc:
     threads: list[Thread] = field(default_factory=list)
     affinity: str = "0-3"
     cgroup: str = "0::/\n"  # /proc/PID/cgroup as the kernel writes it (probes/owners.py reads the owner from it)
+    uid: int | None = None  # set: status's Uid line, and root and cwd links to / (the Flight Recorder reader's)
 
 
 class FakeProc:
@@ -92,7 +93,12 @@ class FakeProc:
         self._put(base / "stat", f"{p.pid} ({p.name}) {' '.join(fields)}\n")
         self._put(base / "cmdline", b"\0".join(a.encode() for a in p.argv) + b"\0")
         self._put(base / "environ", b"".join(f"{k}={v}\0".encode() for k, v in p.env.items()))
-        self._put(base / "status", f"Name:\t{p.name}\nCpus_allowed_list:\t{p.affinity}\n")
+        uid = "" if p.uid is None else f"Uid:\t{p.uid}\t{p.uid}\t{p.uid}\t{p.uid}\n"
+        self._put(base / "status", f"Name:\t{p.name}\n{uid}Cpus_allowed_list:\t{p.affinity}\n")
+        if p.uid is not None:
+            for name in ("root", "cwd"):
+                if not (base / name).is_symlink():
+                    (base / name).symlink_to("/")
         self._put(base / "io", f"rchar: 0\nwchar: 0\nread_bytes: {p.read_bytes}\nwrite_bytes: 0\n")
         if p.pss_kb is not None:
             self._put(base / "smaps_rollup", f"00400000-7fff [rollup]\nRss: 1 kB\nPss: {p.pss_kb} kB\n")

@@ -30,6 +30,7 @@ class JobTick(msgspec.Struct, frozen=True):
     roots: list[int]  # the named or matched processes present now
     python: set[int]  # pids of the processes that run Python
     workload: WorkloadState | None  # the embedded job's telemetry, when it is the one watched
+    environ: dict[int, dict[str, str]]  # the live processes' environments by pid, where readable (read once each)
 
 
 @dataclass(slots=True)

@@ -1,7 +1,7 @@
 """JobProbe: one JobSnapshot per tick, from readers that each keep their own state. The job's processes are found by
 its focus and tree and read by its figures, which share one ProcessTable (as a GPU's readers share its handle);
-its rows keep the ended ranks; its parts (workers, resources, ranks, and whatever plugs in next: parts.py) read
-the rest from what the tick found."""
+its rows keep the ended ranks; its parts (workers, resources, ranks, their Flight Recorders, and whatever plugs in
+next: parts.py) read the rest from what the tick found."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from hwtop.model.job import JobProcess, JobSnapshot, JobStatus, RankStacks
 from hwtop.model.snapshot import GpuSnapshot
 from hwtop.model.workload import WorkloadState
 from hwtop.probes.job.figures import Place, ProcessFigures, ReadBudget
+from hwtop.probes.job.flight import JobFlight
 from hwtop.probes.job.focus import JobFocus
 from hwtop.probes.job.parts import JobPart, JobParts, JobTick
 from hwtop.probes.job.ranks import JobRanks
@@ -48,7 +49,8 @@ class JobProbe:
         self.parts: tuple[JobPart, ...] = (
             WorkerCounts(),
             JobResources(root, self._table.proc, clock, disks),
-            self.ranks,  # last: the ranks are joined to what readers before it filled (stacks)
+            self.ranks,  # the ranks are joined to what readers before it filled (stacks)
+            JobFlight(self._table.proc),  # after the ranks: sets each one's Flight Recorder
         )
         self._ticks = 0
 
@@ -82,14 +84,14 @@ class JobProbe:
         self.focus.rescan(mono)
         stats, order = self._tree.walk()
         roots = self.focus.present(stats)
-        processes, python = self._processes(stats, order, roots, mono, uptime, gpus, workload)
+        processes, python, environ = self._processes(stats, order, roots, mono, uptime, gpus, workload)
         self._tree.remember(processes, stats)
         last = self._rows.last
         rows = self._rows.read(processes, workload)
         self._table.forget(stats)
         self._rows.exit_codes.forget({s.pid for s in stats.values()}, self._rows.last)
         alive = [p for p in processes if p.state != "Z"]
-        tick = JobTick(self._ticks, mono, wall, processes, alive, rows, last, roots, python, workload)
+        tick = JobTick(self._ticks, mono, wall, processes, alive, rows, last, roots, python, workload, environ)
         parts = JobParts()
         for part in self.parts:
             part.read(tick, parts)
@@ -106,15 +108,16 @@ class JobProbe:
 
     def _processes(self, stats: dict[int, _Stat], order: list[tuple[int, int]], roots: list[int], mono: float,
                    uptime: float | None, gpus: tuple[GpuSnapshot, ...],
-                   workload: WorkloadState | None) -> tuple[list[JobProcess], set[int]]:
-        """A JobProcess for each of the job's processes, in tree order; the pids of those that run Python."""
+                   workload: WorkloadState | None) -> tuple[list[JobProcess], set[int], dict[int, dict[str, str]]]:
+        """A JobProcess for each of the job's processes, in tree order; the pids of those that run Python; the live
+        ones' environments (the table's, read once per process)."""
         gpu_of: dict[int, list[tuple[int, int | None]]] = {}
         for gpu in gpus:
             for proc in gpu.processes:
                 gpu_of.setdefault(proc.pid, []).append((gpu.index, proc.used_memory_bytes))
         workload_rank = {r.pid: r.rank for r in workload.ranks if r.pid} if workload else {}
         table, tree, figures, budget = self._table, self._tree, self._figures, ReadBudget()
-        processes, python = [], set()
+        processes, python, environ = [], set(), {}
         for pid, depth in order:
             stat = stats[pid]
             static = table.static_of(stat)
@@ -125,8 +128,10 @@ class JobProbe:
                                           mono, uptime, budget))
             if static.python:
                 python.add(pid)
+            if static.environ is not None and stat.state != "Z":
+                environ[pid] = static.environ
         figures.ticked(mono)
-        return processes, python
+        return processes, python, environ
 
     def _snapshot(self, tick: JobTick, status: JobStatus, parts: JobParts) -> JobSnapshot:
         alive = tick.alive

@@ -21,6 +21,8 @@ from hwtop.advice.thresholds import Thresholds
 from hwtop.model.job import RankFigures
 from hwtop.probes.flight_recorder.pipe import request_dump
 from hwtop.probes.flight_recorder.reader import FlightRecorderReader, RankProcess
+from hwtop.probes.job import JobProbe
+from hwtop.probes.job.flight import READ_EVERY_S
 from tests.live_processes import descendants, kill_tree
 
 JOBS = Path(__file__).resolve().parents[2] / "jobs"
@@ -61,10 +63,15 @@ def job(tmp_path: Path, *args: str) -> Iterator[dict[int, tuple[int, dict[str, s
         process.wait(30)
 
 
-def dumped(tmp_path: Path, ranks: dict[int, tuple[int, dict[str, str]]]) -> list[RankFigures]:
-    """Each rank asked for its dump through its pipe, read once all are written; the ranks' figures with them."""
+def ask(tmp_path: Path, ranks: dict[int, tuple[int, dict[str, str]]]) -> None:
+    """Each rank asked for its dump through its pipe."""
     for rank, (pid, _) in ranks.items():  # at its path in its own file system (/proc/PID/root), as the reader reads
         assert request_dump(f"{tmp_path}/pipe_", rank, os.getuid(), pid=pid) is None
+
+
+def dumped(tmp_path: Path, ranks: dict[int, tuple[int, dict[str, str]]]) -> list[RankFigures]:
+    """Each rank asked for its dump through its pipe, read once all are written; the ranks' figures with them."""
+    ask(tmp_path, ranks)
     reader = FlightRecorderReader()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -91,6 +98,30 @@ def test_the_rank_blocked_before_the_all_reduce_never_launched_it_and_the_others
         other = verdicts.of(rank)
         assert other is not None and other.state == "inside-collective" and not other.blamed
         assert other.held_by == (1,) and other.site == "ddp_hang.py:65 main"
+
+
+def test_the_job_probe_reads_the_ranks_recorders_and_the_blocked_rank_is_named_by_them(tmp_path):
+    """No figures made by hand: the job probe, pointed at a rank, finds the job and reads each rank's recorder."""
+    with job(tmp_path, "--hang-rank", "1", "--hang-step", "5") as ranks:
+        probe = JobProbe(roots=(ranks[0][0],))
+        try:
+            probe.check()  # the rank named leads to its launcher: the whole job
+            probe.read()
+            time.sleep(Thresholds()["rank_hang_s"] + 5)
+            ask(tmp_path, ranks)
+            deadline, snapshot = time.monotonic() + 60, probe.read()
+            while time.monotonic() < deadline and not (
+                    len(snapshot.ranks) == WORLD and all(r.flight and r.flight.dump for r in snapshot.ranks)):
+                time.sleep(1.0)
+                snapshot = probe.read()
+            time.sleep(READ_EVERY_S + 1)  # written in place: looked at again once the last has surely finished
+            snapshot = probe.read()
+        finally:
+            probe.close()
+    assert [(r.rank, r.pid) for r in snapshot.ranks] == [(rank, pid) for rank, (pid, _) in sorted(ranks.items())]
+    assert all(r.flight is not None and r.flight.dump is not None for r in snapshot.ranks), snapshot.ranks
+    one = judge(Look(list(snapshot.ranks)), None, Thresholds()).of(1)
+    assert one is not None and one.state == "before-collective" and one.by == "flight-recorder", one
 
 
 @pytest.mark.parametrize("args", [(), ("--wait-ms", "150")])
