@@ -230,14 +230,16 @@ def room(supply: Supply) -> int:
 
 def _computing_fixes(supply: Supply, t: Thresholds) -> list[str]:
     """Workers that compute need a core each: as many more as the free cores hold (each sample cheaper for the
-    rest); none free, a cheaper sample first, and no worker that would take the step's core."""
+    rest); none free, a cheaper sample first, and no worker that would take the step's core; where no count can
+    feed the step, a cheaper sample first and the workers that fill what the loading can have after it."""
+    unfed, use = unfed_room(supply), supply.use
+    if unfed is not None and use is not None:
+        return _unfed_fixes(supply, t, unfed + use.loaders)
     more = room(supply)
-    needed = supply.cpu_needed
     if more:
         target = min(supply.workers + more, target_workers(supply, t))
         held = (f"{target} leaves {100 * (t['loader_headroom'] - 1):.0f}% headroom"
-                if target >= wanted_workers(supply, t) else _unfed_words(supply, target) or
-                f"{_room_words(supply)} hold {target}")
+                if target >= wanted_workers(supply, t) else f"{_room_words(supply)} hold {target}")
         fixes = [f"DataLoader(num_workers={target}) (now {supply.workers}): a batch takes one worker "
                  f"{supply.ratio:.1f}x the step's own time, so {supply.ratio:.1f} workers keep up, each using "
                  f"{supply.worker_cores:.2f} of a core; {held}{_taken_words(supply, target)}."]
@@ -248,13 +250,43 @@ def _computing_fixes(supply: Supply, t: Thresholds) -> list[str]:
         if supply.workers == 0:
             fixes.append("persistent_workers=True with it, so the workers are not re-created each epoch.")
         return fixes
-    fixes = [f"The cores are the limit: making batches as fast as the step uses them takes {needed:.1f} cores, "
-             f"{_busy_words(supply)}. Make each sample cheaper{_gain_words(supply)}: " + cheaper_ways(supply) + "."]
+    return _limit_fixes(supply)
+
+
+def _limit_fixes(supply: Supply) -> list[str]:
+    """No worker would gain: a cheaper sample, and where others share the cores, what a worker more would get."""
     use = supply.use
+    fixes = [f"The cores are the limit: making batches as fast as the step uses them takes "
+             f"{supply.cpu_needed:.1f} cores, {_busy_words(supply)}. Make each sample cheaper{_gain_words(supply)}: "
+             + cheaper_ways(supply) + "."]
     if use is not None and use.others >= OTHERS_BUSY and supply.workers < (supply.loading_cores or 0):
         fixes.append(f"A DataLoader worker more would share a core with the box's other programs ({use.others:.1f} "
                      "of the job's cores): it gains only the share the scheduler takes from them, and less once "
                      "they are busier.")
+    return fixes
+
+
+def _unfed_fixes(supply: Supply, t: Thresholds, cores: float) -> list[str]:
+    """No count the cores hold can feed the step: a cheaper sample first (k times cheaper gains up to k), then
+    the workers that fill the cores its loading can have beside the step, where that measures 1.2x or more
+    (tests/jobs/single_core.py: 2 workers 1.51x, 1 worker 0.82x; decode_photos.py -j 2 ~1.5x, pre-resized 2.2x)."""
+    use = supply.use
+    more = room(supply)
+    target = max(supply.workers + 1, min(supply.workers + more, int(t["loader_max_workers"])))
+    if not more or unfed_gain(supply, target, cores) < MIN_GAIN:  # no worker gains: as where none is free
+        return _limit_fixes(supply)
+    room_cores = min(float(use.usable), use.cpus - use.others) if use is not None else cores
+    cheaper = (f"The cores are the limit: making batches as fast as the step uses them takes "
+               f"{supply.cpu_needed:.1f} cores, and the job has {room_cores:.1f} beside the box's other programs. "
+               f"Make each sample cheaper{_gain_words(supply)}: " + cheaper_ways(supply) + ".")
+    workers = (f"DataLoader(num_workers={target}) (now {supply.workers}): a batch takes one worker "
+               f"{supply.ratio:.1f}x the step's own time, each using {supply.worker_cores:.2f} of a core; "
+               f"{_unfed_words(supply, target)}.")
+    halved = _cheaper_gain(supply, 2.0)  # the larger gain first: samples 2x cheaper, or the workers
+    fixes = [workers, cheaper] if halved is not None and unfed_gain(supply, target, cores) > halved else \
+        [cheaper, workers]
+    if supply.workers == 0:
+        fixes.append("persistent_workers=True with it, so the workers are not re-created each epoch.")
     return fixes
 
 
@@ -296,13 +328,20 @@ def _busy_words(supply: Supply) -> str:
             "runs, so a worker would take its core from the step (no faster)")
 
 
+def _cheaper_gain(supply: Supply, k: float) -> float | None:
+    """How much faster samples k times cheaper make a serial loader's step (num_workers=0, its wait known)."""
+    if supply.workers == 0 and supply.wait is not None and 0 < supply.wait < 1:
+        return 1 / (1.0 - supply.wait + supply.wait / k)
+    return None
+
+
 def _gain_words(supply: Supply) -> str:
     """What a cheaper sample buys: a serial loader (num_workers=0) shortens every step by its share of the wait;
     workers that keep up once each sample is k times cheaper."""
-    if supply.workers == 0 and supply.wait is not None and 0 < supply.wait < 1:
-        own = 1.0 - supply.wait
+    halved, quartered = _cheaper_gain(supply, 2.0), _cheaper_gain(supply, 4.0)
+    if halved is not None and quartered is not None and supply.wait is not None:
         return (f" (the step waits {100 * supply.wait:.0f}% of its time for them: samples 2x cheaper make it "
-                f"{1 / (own + supply.wait / 2):.1f}x faster, 4x cheaper {1 / (own + supply.wait / 4):.1f}x)")
+                f"{halved:.1f}x faster, 4x cheaper {quartered:.1f}x)")
     if supply.workers:
         return f" (about {supply.ratio / supply.workers:.1f}x, for its {supply.workers} worker(s) to keep up)"
     return ""

@@ -1,7 +1,7 @@
 """Issue 54 end to end: ordinary scripts of the shapes users run (tests/jobs/), watched by the real `hwtop doctor
---pid`, each fix doctor names first then run and timed. Photos decoded in the main thread on busy cores get a
-cheaper sample first and no worker that would take the step's core; a Python-loop transform gets "vectorise"
-before any worker; a checkpoint saved in the batch loop is named with its line; the #13246 list copied into each
+--pid`, each fix doctor names first then run and timed. Photos decoded in the main thread on two cores get a
+cheaper sample, and the workers the cores the loading can have hold, each measured faster; a Python-loop
+transform gets "vectorise" before any worker; a checkpoint saved in the batch loop is named with its line; the #13246 list copied into each
 worker is named as growth while its numpy twin, attached as it starts training, stays quiet. Figures measured on
 this box are in benchmarks/advice_fixes.py and benchmarks/advice_memory.py; here only "faster" is checked."""
 
@@ -44,20 +44,26 @@ def photos(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return big, small
 
 
-def test_photos_decoded_on_busy_cores_get_a_cheaper_sample_first_and_it_speeds_the_job_up(photos):
+def test_photos_decoded_on_two_cores_get_a_cheaper_sample_and_every_fix_named_speeds_the_job_up(photos):
     big, small = photos
     with running("decode_photos.py", str(big), "-j", "0", "--time-limit", "120") as job:
         rc, report = doctor(job.process.pid)
     found = findings(report)
     assert rc == 1 and "data-starved" in found, report["findings"]
     fixes = found["data-starved"]["fix"]
-    assert fixes[0].startswith("The cores are the limit: making batches as fast as the step uses them takes "), fixes
-    assert "no core is free for it" in fixes[0] and "smaller stored inputs (images saved pre-resized" in fixes[0]
-    assert not any(fix.startswith(("Meanwhile", "DataLoader(num_workers=")) for fix in fixes), fixes
+    cheaper = next(fix for fix in fixes if fix.startswith("The cores are the limit: making batches as fast as the "
+                                                          "step uses them takes "))
+    assert "smaller stored inputs (images saved pre-resized" in cheaper, fixes
+    assert not any(fix.startswith("Meanwhile") for fix in fixes), fixes  # never the one worker that gains nothing
     use = next(line for line in found["data-starved"]["evidence"] if line.startswith("the job uses "))
     assert "of the 2 cores it may use" in use and "the box's other programs" in use
-    # the first way it names: the photos stored at the size it trains at
-    assert rate("decode_photos.py", str(small), "-j", "0") > FASTER * rate("decode_photos.py", str(big), "-j", "0")
+    # every way it names measures faster: the photos stored at the size it trains at, and the workers where it
+    # names them (where the cores the loading can have beside the step hold them: on a quiet 2-core box, 2)
+    base = rate("decode_photos.py", str(big), "-j", "0")
+    assert rate("decode_photos.py", str(small), "-j", "0") > FASTER * base
+    named = re.search(r"DataLoader\(num_workers=(\d+)\)", " ".join(fixes))
+    if named:
+        assert rate("decode_photos.py", str(big), "-j", named.group(1)) > FASTER * base, fixes
 
 
 def test_a_python_loop_transform_is_told_to_vectorise_before_any_worker_and_vectorising_speeds_it_up():
