@@ -314,37 +314,41 @@ def _kept_row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], in
     return line
 
 
+def _cell(line: Text, column: Column, rank: RankFigures, label: str | None, state: RankState | None) -> None:
+    """One column's cell of a rank's row, with the space after it."""
+    w = column.width
+    if column.name == "RANK":
+        line.append(f"{MARK if label else ' '}{rank.rank:>{w - 1}} ", style=palette.CRIT_STRONG if label else "bold")
+    elif column.name == "STATE":
+        line.append(f"{'-' if state is None else SHORT[state]:<{w}} ",
+                    style=palette.DIM if state is None else STATE_STYLE[state])
+    elif column.name == "HOST":
+        host = data(rank.host)
+        host.truncate(w, overflow="ellipsis")
+        host.pad_right(w - host.cell_len)
+        line.append_text(host)
+        line.append(" ")
+    elif column.name == "PID":
+        line.append(f"{'' if rank.pid is None else rank.pid:>{w}} ")
+    elif column.name == "STEPS":
+        line.append(f"{'-' if rank.steps is None else rank.steps:>{w}} ")
+    elif column.name == "NCCL":
+        bad = rank.nccl_state not in HEALTHY
+        line.append(f"{rank.nccl_state or '-':<{w}} ", style=palette.CRIT_STRONG if bad else "")
+    elif column.name == "LAG":
+        line.append(f"{'' if rank.lag is None else rank.lag:>{w}} ", style=palette.WARN if rank.lag else "")
+    else:
+        phase = PHASE_OF[column.name]
+        style = palette.WARN if phase == "collective" and rank.samples and rank.collective_share >= 0.5 else ""
+        line.append(f"{_percent(rank, phase):>{w}} ", style=style)
+
+
 def _row(rank: RankFigures, layout: tuple[int, bool, tuple[Column, ...], int], label: str | None,
          message: str | None, state: RankState | None = None) -> Text:
     width, wide, columns, site_width = layout
     line = Text()
     for column in columns:
-        w = column.width
-        if column.name == "RANK":
-            line.append(f"{MARK if label else ' '}{rank.rank:>{w - 1}} ",
-                        style=palette.CRIT_STRONG if label else "bold")
-        elif column.name == "STATE":
-            line.append(f"{'-' if state is None else SHORT[state]:<{w}} ",
-                        style=palette.DIM if state is None else STATE_STYLE[state])
-        elif column.name == "HOST":
-            host = data(rank.host)
-            host.truncate(w, overflow="ellipsis")
-            host.pad_right(w - host.cell_len)
-            line.append_text(host)
-            line.append(" ")
-        elif column.name == "PID":
-            line.append(f"{'' if rank.pid is None else rank.pid:>{w}} ")
-        elif column.name == "STEPS":
-            line.append(f"{'-' if rank.steps is None else rank.steps:>{w}} ")
-        elif column.name == "NCCL":
-            bad = rank.nccl_state not in HEALTHY
-            line.append(f"{rank.nccl_state or '-':<{w}} ", style=palette.CRIT_STRONG if bad else "")
-        elif column.name == "LAG":
-            line.append(f"{'' if rank.lag is None else rank.lag:>{w}} ", style=palette.WARN if rank.lag else "")
-        else:
-            phase = PHASE_OF[column.name]
-            style = palette.WARN if phase == "collective" and rank.samples and rank.collective_share >= 0.5 else ""
-            line.append(f"{_percent(rank, phase):>{w}} ", style=style)
+        _cell(line, column, rank, label, state)
     suffix = f"  {MARK} {label}" if label and wide else ""
     room = site_width - len(suffix)
     if site_width and room >= 4:
