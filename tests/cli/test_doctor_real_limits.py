@@ -1,9 +1,10 @@
 """Issue 54 end to end: ordinary scripts of the shapes users run (tests/jobs/), watched by the real `hwtop doctor
---pid`, each fix doctor names first then run and timed. Photos decoded in the main thread on two cores get a
-cheaper sample, and the workers the cores the loading can have hold, each measured faster; a Python-loop
-transform gets "vectorise" before any worker; a checkpoint saved in the batch loop is named with its line; the #13246 list copied into each
-worker is named as growth while its numpy twin, attached as it starts training, stays quiet. Figures measured on
-this box are in benchmarks/advice_fixes.py and benchmarks/advice_memory.py; here only "faster" is checked."""
+--pid`, each fix doctor names first then run and timed. Photos decoded in the main thread on two cores get a cheaper
+sample, and the workers the cores the loading can have hold, each measured faster; a Python-loop transform gets
+"vectorise" before any worker; a checkpoint saved in the batch loop is named with its line; the #13246 list copied
+into each worker is named as growth while its numpy twin, attached as it starts training, stays quiet. Figures
+measured on this box are in benchmarks/advice_fixes.py and benchmarks/advice_memory.py; here only "faster" is
+checked."""
 
 from __future__ import annotations
 
