@@ -20,6 +20,7 @@ from hwtop.model.job import JobProcess, RankFigures
 from hwtop.model.snapshot import Snapshot
 from hwtop.probes.flight_recorder.ask import DUMPED_WHERE, SET_A_PIPE
 from hwtop.session.session import Session
+from tests.cli.test_doctor_settle import WatchClock  # doctor's clock, moved by its own sleeps
 from tests.factories import SequenceSource
 from tests.small_screen import job_snapshot
 
@@ -38,17 +39,6 @@ def test_fr_dump_without_a_running_job_exits_2_with_one_line(capsys, argv) -> No
                            "needs --pid or --job\n"
 
 
-class WatchClock:
-    """doctor's clock, moved by its own sleeps: the watch is a count of ticks, not a time on a loaded box."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def two_rank_job(stem: str) -> list[Snapshot]:
